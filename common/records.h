@@ -1,0 +1,100 @@
+// The results model: what one experiment and its trials leave behind. Plain structs shared by
+// the store (SQLite), the statistics/reporting code, the controller and the CLI. gRPC messages
+// are converted to and from these at the rpc edge only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace codl {
+
+// Experiment lifecycle. "interrupted" = the controller died while it ran; never silently lost.
+enum class ExperimentState { kQueued, kRunning, kDone, kFailed, kCancelled, kInterrupted };
+// Trial lifecycle. kFailed: the victim failed (exit != 0, timeout, no parsable progress): recorded,
+// never counted as a measurement. kFlagged: measured, but an antagonist missed its target.
+enum class TrialState { kPending, kRunning, kDone, kFailed, kFlagged, kCancelled };
+
+const char* ToString(ExperimentState s);
+const char* ToString(TrialState s);
+bool ParseExperimentState(const std::string& s, ExperimentState* out);
+bool ParseTrialState(const std::string& s, TrialState* out);
+
+// One telemetry sample of an antagonist, t_s relative to the trial's start.
+struct RateSample {
+  double t_s = 0;
+  double achieved = 0;
+  double target = 0;
+};
+
+// One antagonist's part in one trial.
+struct AntagonistResult {
+  std::string name;      // the antagonist's name in the experiment YAML
+  std::string injector;  // e.g. "memcpy"
+  std::string node;      // agent id it ran on
+  double level = 0;      // fraction of peak requested (0 when an absolute rate was asked)
+  double target_rate = 0;
+  double achieved_rate = 0;  // mean achieved over the victim's run
+  double achieved_cov = 0;   // coefficient of variation of the per-interval achieved rate
+  double peak_rate = 0;      // calibrated peak used to turn the level into a rate
+  std::string unit;          // "bytes/s", "IOPS", ...
+  bool reached_target = true;
+  double start_skew_s = 0;   // actual start minus the common start time (controller clock)
+  std::vector<RateSample> samples;
+};
+
+// One step of the victim as it reported it.
+struct VictimStep {
+  int64_t step = 0;
+  double step_time_s = 0;
+  std::map<std::string, double> phases;  // e.g. "read_s", "compute_s"; absent phases omitted
+  double t_s = 0;                        // when the step ended, relative to the trial's start
+  bool warmup = false;
+};
+
+struct TrialRecord {
+  std::string experiment_id;
+  int index = 0;            // position in the executed order (0-based)
+  int repetition = 0;
+  bool baseline = false;
+  std::string pairing;      // canonical key: "baseline" or "membw@0.5+storage@1"
+  TrialState state = TrialState::kPending;
+  std::string error;        // why it failed / was flagged
+  int exit_code = 0;
+  std::string stderr_tail;
+  std::string victim_node;
+  double metric = 0;        // victim metric: median step time (jsonl/regex) or wall time, seconds
+  double wall_s = 0;        // victim wall time
+  std::map<std::string, double> phase_medians;  // median per-phase time over measured steps
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+  std::vector<VictimStep> steps;
+  std::vector<AntagonistResult> antagonists;
+};
+
+struct ExperimentRecord {
+  std::string id;
+  std::string name;
+  std::string source_path;  // the YAML file as submitted (for messages)
+  std::string yaml;         // the YAML text, kept verbatim for reproducibility
+  ExperimentState state = ExperimentState::kQueued;
+  std::string error;
+  uint64_t seed = 0;
+  int total_trials = 0;
+  int64_t created_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+};
+
+// A cached calibration: the peak one injector with one option set reached alone on one node.
+struct CalibrationRecord {
+  std::string node;
+  std::string injector;
+  std::string options_key;  // canonical "k=v,k=v" of the options that affect the peak
+  double peak_rate = 0;
+  std::string unit;
+  double duration_s = 0;
+  int64_t measured_unix_ms = 0;
+};
+
+}  // namespace codl
