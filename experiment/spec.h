@@ -21,6 +21,7 @@ struct NodeSelector {
   std::map<std::string, std::string> labels;
   std::vector<std::string> hosts;
   int count = 0;
+  bool specified = false;  // false: the key was absent (antagonists then share the victim's node)
 };
 
 struct ProgressSpec {
@@ -121,5 +122,17 @@ double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<Pla
 
 // The canonical pairing key for a set of parts.
 std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts);
+
+// The interference combinations (pairings x intensities) in their fixed, unshuffled order: one
+// entry per combination, its parts sorted by antagonist index. Repetitions not applied.
+std::vector<std::vector<PlannedPart>> ExpandCombinations(const ExperimentSpec& spec);
+
+// Baseline trials in each repetition block: max(1, ceil(combinations / 4)), so that baselines
+// are about a fifth of the trials and every run of ~4 interference trials has a baseline nearby.
+int BaselinesPerBlock(int combinations);
+
+// Trials ExpandPlan would produce, computed without expanding (as a double: "all" over many
+// antagonists overflows integers). The parser rejects plans over 100000 trials.
+double CountPlannedTrials(const ExperimentSpec& spec);
 
 }  // namespace codl::experiment

@@ -1,0 +1,151 @@
+#include "agent/agent.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "agent/agent_service.h"
+#include "agent/antagonist_manager.h"
+#include "agent/child_process.h"
+#include "agent/controller_link.h"
+#include "agent/lease_monitor.h"
+
+namespace codl::agent {
+
+Agent::Agent(AgentOptions options) : options_(std::move(options)) {
+  if (options_.agent_id.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    options_.agent_id = host;
+  }
+  if (options_.scratch_roots.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    options_.scratch_roots.push_back(tmp && *tmp ? tmp : "/tmp");
+  }
+}
+
+Agent::~Agent() { Shutdown(); }
+
+bool Agent::registered() const { return link_ && link_->registered(); }
+
+int Agent::running_antagonists() const { return antagonists_ ? antagonists_->Running() : 0; }
+
+Status Agent::Start() {
+  CleanLeftovers();
+  lease_ = std::make_unique<LeaseMonitor>(SystemClock::Get());
+  AntagonistPolicy ap;
+  ap.inject_binary = options_.inject_binary;
+  ap.scratch_roots = options_.scratch_roots;
+  antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
+  service_ = std::make_unique<AgentServiceImpl>(
+      antagonists_.get(), lease_.get(), SystemClock::Get(),
+      AgentPolicy{options_.allow_victim, options_.max_level});
+
+  rpc::Endpoint self{options_.listen, options_.tls};
+  auto creds = rpc::MakeServerCredentials(self);
+  if (!creds.ok()) return Err("agent --listen: " + creds.error());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options_.listen, *creds, &port);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_) return Err("agent: cannot listen on '" + options_.listen + "'");
+  advertised_ = options_.advertise;
+  if (advertised_.empty()) {
+    advertised_ = options_.listen;
+    if (advertised_.rfind("unix:", 0) != 0) {
+      advertised_ = advertised_.substr(0, advertised_.rfind(':')) + ":" + std::to_string(port);
+    }
+  }
+  spdlog::info("agent {} listening on {}", options_.agent_id, advertised_);
+
+  ControllerLink::Options lo;
+  lo.controller = rpc::Endpoint{options_.controller, options_.tls};
+  lo.agent_id = options_.agent_id;
+  lo.advertise = advertised_;
+  lo.labels = DetectHostLabels(options_.inject_binary);
+  for (const auto& [k, v] : options_.labels) lo.labels[k] = v;
+  lo.heartbeat_interval_s = options_.heartbeat_interval_s;
+  link_ = std::make_unique<ControllerLink>(lo, lease_.get(), SystemClock::Get(),
+                                           [this] { return antagonists_->Running(); });
+  if (Status s = link_->Start(); !s.ok()) return s;
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
+  return Status::Ok();
+}
+
+void Agent::Shutdown() {
+  if (stopping_.exchange(true)) return;
+  if (link_) link_->Stop();
+  if (antagonists_) antagonists_->StopAll("agent shutting down");
+  if (watchdog_.joinable()) watchdog_.join();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (service_) service_->Shutdown();
+  if (server_) server_->Wait();
+  WriteLeftoversFile();
+}
+
+void Agent::WatchdogLoop() {
+  int ticks = 0;
+  while (!stopping_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    antagonists_->EnforceLeases();
+    if (++ticks % 10 == 0) WriteLeftoversFile();
+  }
+}
+
+// The leftovers file lists (pid, start time) of the agent's running children. Children die with
+// the agent (PDEATHSIG), but a restarted agent still checks, and removes injector scratch files
+// that a killed codl-inject could not.
+void Agent::WriteLeftoversFile() {
+  if (options_.state_dir.empty() || !antagonists_) return;
+  std::string path = options_.state_dir + "/children";
+  std::ofstream out(path + ".tmp");
+  for (const auto& [pid, ticks] : antagonists_->Children()) out << pid << ' ' << ticks << '\n';
+  out.close();
+  rename((path + ".tmp").c_str(), path.c_str());
+}
+
+void Agent::CleanLeftovers() {
+  if (!options_.state_dir.empty()) {
+    mkdir(options_.state_dir.c_str(), 0755);
+    std::ifstream in(options_.state_dir + "/children");
+    int64_t pid;
+    uint64_t ticks;
+    while (in >> pid >> ticks) {
+      if (pid > 1 && ProcessStartTicks(static_cast<pid_t>(pid)) == ticks) {
+        spdlog::warn("killing leftover antagonist pid {} from a previous agent run", pid);
+        kill(-static_cast<pid_t>(pid), SIGKILL);
+        kill(static_cast<pid_t>(pid), SIGKILL);
+      }
+    }
+  }
+  // Scratch files of codl-inject runs that were killed before they could clean up.
+  std::vector<std::string> argv = {options_.inject_binary, "--cleanup-stale"};
+  for (const auto& r : options_.scratch_roots) {
+    argv.push_back("--scratch-root");
+    argv.push_back(r);
+  }
+  ChildProcess::Options o;
+  o.argv = argv;
+  std::string out;
+  o.on_stdout = [&out](std::string_view l) { out += std::string(l) + "\n"; };
+  auto c = ChildProcess::Spawn(std::move(o));
+  if (!c.ok()) {
+    spdlog::warn("cannot run '{} --cleanup-stale': {}", options_.inject_binary, c.error());
+    return;
+  }
+  if (!(*c)->WaitFor(30)) (*c)->Kill();
+  if ((*c)->exit_code() != 0) {
+    spdlog::warn("'{} --cleanup-stale' failed: {}", options_.inject_binary, (*c)->stderr_tail());
+  } else if (!out.empty()) {
+    spdlog::info("removed stale injector files:\n{}", out);
+  }
+}
+
+}  // namespace codl::agent

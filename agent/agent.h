@@ -1,0 +1,76 @@
+// Agent: the per-node daemon. Wires the pieces: AntagonistManager (codl-inject children),
+// VictimRunner, ControllerLink (register + heartbeat, renews the lease), the gRPC service, and
+// the watchdog that enforces leases. Used by codl-agent and embedded by `codlctl run`.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "rpc/rpc_util.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace codl::agent {
+
+class AntagonistManager;
+class AgentServiceImpl;
+class ControllerLink;
+class LeaseMonitor;
+
+struct AgentOptions {
+  std::string controller = "127.0.0.1:7700";  // controller address
+  std::string listen = "127.0.0.1:0";         // this agent's service; port 0 = ephemeral
+  std::string advertise;                      // address the controller dials; default: listen
+  std::string agent_id;                       // default: hostname
+  std::map<std::string, std::string> labels;  // user labels, added to the detected ones
+  std::vector<std::string> scratch_roots;     // where injectors may write
+  bool allow_victim = true;                   // may the controller run victim commands here?
+  double max_level = 1.0;                     // policy: highest level an antagonist may run at
+  double lease_s = 10;                        // dead-man switch default
+  double heartbeat_interval_s = 1;
+  std::string state_dir;                      // leftovers file; empty: none
+  std::string inject_binary = "codl-inject";
+  rpc::TlsFiles tls;
+};
+
+class Agent {
+ public:
+  explicit Agent(AgentOptions options);
+  ~Agent();
+
+  // Cleans up leftovers of a previous run, starts the service and the controller link.
+  Status Start();
+  void Shutdown();  // stops every antagonist, then the service
+  const std::string& address() const { return advertised_; }
+  const std::string& agent_id() const { return options_.agent_id; }
+  bool registered() const;
+  int running_antagonists() const;
+
+ private:
+  void WatchdogLoop();
+  void CleanLeftovers();
+  void WriteLeftoversFile();
+
+  AgentOptions options_;
+  std::string advertised_;
+  std::unique_ptr<LeaseMonitor> lease_;
+  std::unique_ptr<AntagonistManager> antagonists_;
+  std::unique_ptr<AgentServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<ControllerLink> link_;
+  std::thread watchdog_;
+  std::atomic<bool> stopping_{false};
+};
+
+// Detected labels: hostname, cores, memory_bytes, gpus, gpu_names, injectors, ...
+std::map<std::string, std::string> DetectHostLabels(const std::string& inject_binary);
+
+}  // namespace codl::agent

@@ -1,0 +1,209 @@
+#include "agent/agent_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "rpc/rpc_util.h"
+
+namespace codl::agent {
+
+namespace {
+
+experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
+  experiment::VictimSpec v;
+  v.command.assign(p.command().begin(), p.command().end());
+  v.env.insert(p.env().begin(), p.env().end());
+  v.workdir = p.workdir();
+  v.warmup_steps = p.warmup_steps();
+  v.timeout_s = p.timeout_s();
+  switch (p.progress().format()) {
+    case v1::VictimProgress::REGEX: v.progress.format = experiment::ProgressSpec::Format::kRegex; break;
+    case v1::VictimProgress::WALL: v.progress.format = experiment::ProgressSpec::Format::kWall; break;
+    default: v.progress.format = experiment::ProgressSpec::Format::kJsonl;
+  }
+  if (!p.progress().field().empty()) v.progress.field = p.progress().field();
+  v.progress.pattern = p.progress().pattern();
+  return v;
+}
+
+}  // namespace
+
+AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease,
+                                   const Clock* clock, AgentPolicy policy)
+    : antagonists_(antagonists), lease_(lease), clock_(clock), policy_(policy), victims_(clock) {}
+
+AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
+
+void AgentServiceImpl::Shutdown() {
+  cancel_victims_ = true;
+  executor_.Shutdown();
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::Prologue(grpc::CallbackServerContext* ctx,
+                                                     const std::string& key,
+                                                     google::protobuf::Message* reply) {
+  grpc::Status auth = rpc::CheckBearer(ctx);
+  if (!auth.ok()) {
+    auto* r = ctx->DefaultReactor();
+    r->Finish(auth);
+    return r;
+  }
+  lease_->Renew();
+  if (cache_.Lookup(key, reply)) {
+    auto* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+  return nullptr;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::Calibrate(grpc::CallbackServerContext* ctx,
+                                                      const v1::CalibrateRequest* req,
+                                                      v1::CalibrateReply* reply) {
+  if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    std::map<std::string, std::string> options(req->options().begin(), req->options().end());
+    auto c = antagonists_->Calibrate(req->injector(), options, req->duration_s());
+    if (!c.ok()) {
+      r->Finish(rpc::ToGrpc(Status(Err(c.error())), grpc::StatusCode::FAILED_PRECONDITION));
+      return;
+    }
+    reply->set_peak_rate(c->peak_rate);
+    reply->set_unit(c->unit);
+    cache_.Store(req->idempotency_key(), *reply);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServerContext* ctx,
+                                                            const v1::StartAntagonistRequest* req,
+                                                            v1::StartAntagonistReply* reply) {
+  if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  if (req->level() > policy_.max_level) {
+    r->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                           "level " + std::to_string(req->level()) + " exceeds this agent's max_level " +
+                               std::to_string(policy_.max_level)));
+    return r;
+  }
+  executor_.Post([this, r, req, reply] {
+    InjectorRequest ir;
+    ir.injector = req->spec().injector();
+    ir.options.insert(req->spec().options().begin(), req->spec().options().end());
+    ir.max = req->spec().target_case() == v1::InjectorSpec::kMax && req->spec().max();
+    ir.rate = req->spec().rate();
+    ir.max_duration_s = req->spec().max_duration_s();
+    // Synchronized start: wait (off the gRPC thread) until the common start time.
+    if (int64_t wait_ns = req->start_at_unix_ns() - clock_->UnixNanos(); wait_ns > 0) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(wait_ns, 5'000'000'000)));
+    }
+    auto started = antagonists_->Start(req->antagonist_id(), ir, req->lease_s());
+    if (!started.ok()) {
+      r->Finish(rpc::ToGrpc(Status(Err(started.error())), grpc::StatusCode::FAILED_PRECONDITION));
+      return;
+    }
+    reply->set_pid(started->pid);
+    reply->set_started_unix_ns(started->started_unix_ns);
+    cache_.Store(req->idempotency_key(), *reply);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::GetAntagonist(grpc::CallbackServerContext* ctx,
+                                                          const v1::GetAntagonistRequest* req,
+                                                          v1::GetAntagonistReply* reply) {
+  if (auto* r = Prologue(ctx, "", reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  auto snap = antagonists_->Get(req->antagonist_id());  // non-blocking: answer inline
+  if (!snap.ok()) {
+    r->Finish(rpc::ToGrpc(Status(Err(snap.error())), grpc::StatusCode::NOT_FOUND));
+    return r;
+  }
+  reply->set_running(snap->running);
+  reply->set_unit(snap->unit);
+  reply->set_last_achieved(snap->last_achieved);
+  reply->set_target(snap->target);
+  reply->set_samples(snap->samples);
+  reply->set_error(snap->error);
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::StopAntagonist(grpc::CallbackServerContext* ctx,
+                                                           const v1::StopAntagonistRequest* req,
+                                                           v1::StopAntagonistReply* reply) {
+  if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    auto f = antagonists_->Stop(req->antagonist_id());
+    if (!f.ok()) {
+      r->Finish(rpc::ToGrpc(Status(Err(f.error())), grpc::StatusCode::NOT_FOUND));
+      return;
+    }
+    reply->set_unit(f->unit);
+    reply->set_target_rate(f->target_rate);
+    reply->set_achieved_rate(f->achieved_rate);
+    reply->set_cov(f->cov);
+    reply->set_exit_code(f->exit_code);
+    reply->set_error(f->error);
+    for (const auto& s : f->samples) {
+      auto* p = reply->add_samples();
+      p->set_t_s(s.t_s);
+      p->set_achieved(s.achieved);
+      p->set_target(s.target);
+    }
+    cache_.Store(req->idempotency_key(), *reply);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContext* ctx,
+                                                      const v1::RunVictimRequest* req,
+                                                      v1::RunVictimReply* reply) {
+  if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  if (!policy_.allow_victim) {
+    r->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                           "this agent's policy does not allow victim commands (allow_victim: false)"));
+    return r;
+  }
+  executor_.Post([this, r, req, reply] {
+    VictimOutcome o = victims_.Run(FromProto(req->victim()), &cancel_victims_);
+    reply->set_ok(o.progress.ok);
+    reply->set_error(o.progress.error);
+    reply->set_exit_code(o.exit_code);
+    reply->set_wall_s(o.wall_s);
+    reply->set_metric(o.progress.metric);
+    reply->set_stderr_tail(o.stderr_tail);
+    reply->set_started_unix_ns(o.started_unix_ns);
+    for (const auto& [k, v] : o.progress.phase_medians) (*reply->mutable_phase_medians())[k] = v;
+    for (const auto& s : o.progress.steps) {
+      auto* p = reply->add_steps();
+      p->set_step(s.step);
+      p->set_step_time_s(s.step_time_s);
+      p->set_t_s(s.t_s);
+      p->set_warmup(s.warmup);
+      for (const auto& [k, v] : s.phases) (*p->mutable_phases())[k] = v;
+    }
+    cache_.Store(req->idempotency_key(), *reply);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::StopAll(grpc::CallbackServerContext* ctx,
+                                                    const v1::StopAllRequest* req,
+                                                    v1::StopAllReply* reply) {
+  if (auto* r = Prologue(ctx, "", reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    reply->set_stopped(antagonists_->StopAll(req->reason().empty() ? "controller asked" : req->reason()));
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+}  // namespace codl::agent

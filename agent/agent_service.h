@@ -1,0 +1,65 @@
+// AgentServiceImpl: the gRPC callback service of the agent. Each handler checks the bearer
+// token, renews the lease (any controller call is contact), answers retried calls from the
+// idempotency cache, and posts blocking work to the executor.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "agent/antagonist_manager.h"
+#include "agent/lease_monitor.h"
+#include "agent/victim_runner.h"
+#include "codl/v1/agent.grpc.pb.h"
+#include "common/executor.h"
+#include "rpc/idempotency_cache.h"
+
+namespace codl::agent {
+
+struct AgentPolicy {
+  bool allow_victim = true;
+  double max_level = 1.0;
+};
+
+class AgentServiceImpl final : public v1::Agent::CallbackService {
+ public:
+  AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease, const Clock* clock,
+                   AgentPolicy policy);
+  ~AgentServiceImpl() override;
+  void Shutdown();
+
+  grpc::ServerUnaryReactor* Calibrate(grpc::CallbackServerContext* ctx,
+                                      const v1::CalibrateRequest* req,
+                                      v1::CalibrateReply* reply) override;
+  grpc::ServerUnaryReactor* StartAntagonist(grpc::CallbackServerContext* ctx,
+                                            const v1::StartAntagonistRequest* req,
+                                            v1::StartAntagonistReply* reply) override;
+  grpc::ServerUnaryReactor* GetAntagonist(grpc::CallbackServerContext* ctx,
+                                          const v1::GetAntagonistRequest* req,
+                                          v1::GetAntagonistReply* reply) override;
+  grpc::ServerUnaryReactor* StopAntagonist(grpc::CallbackServerContext* ctx,
+                                           const v1::StopAntagonistRequest* req,
+                                           v1::StopAntagonistReply* reply) override;
+  grpc::ServerUnaryReactor* RunVictim(grpc::CallbackServerContext* ctx,
+                                      const v1::RunVictimRequest* req,
+                                      v1::RunVictimReply* reply) override;
+  grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx,
+                                    const v1::StopAllRequest* req,
+                                    v1::StopAllReply* reply) override;
+
+ private:
+  // Common prologue: auth, lease renewal, idempotent replay. Returns a reactor already finished
+  // when the call needs no further work, else nullptr.
+  grpc::ServerUnaryReactor* Prologue(grpc::CallbackServerContext* ctx, const std::string& key,
+                                     google::protobuf::Message* reply);
+
+  AntagonistManager* antagonists_;
+  LeaseMonitor* lease_;
+  const Clock* clock_;
+  AgentPolicy policy_;
+  VictimRunner victims_;
+  rpc::IdempotencyCache cache_;
+  std::atomic<bool> cancel_victims_{false};
+  Executor executor_{16};
+};
+
+}  // namespace codl::agent

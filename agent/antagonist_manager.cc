@@ -1,0 +1,273 @@
+#include "agent/antagonist_manager.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace codl::agent {
+
+struct AntagonistManager::Antagonist {
+  std::string id;
+  InjectorRequest request;
+  double lease_s = 10;
+  std::unique_ptr<ChildProcess> child;
+  mutable std::mutex mu;
+  std::vector<RateSample> samples;
+  std::string unit;
+  bool have_summary = false;
+  double summary_achieved = 0;
+  double summary_target = 0;
+  double summary_cov = 0;
+  std::string error;  // set when stopped by the lease or when the child failed
+
+  void OnLine(std::string_view line) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return;  // human text on stdout is tolerated, not telemetry
+    std::lock_guard<std::mutex> l(mu);
+    if (j.value("summary", false)) {
+      have_summary = true;
+      summary_achieved = j.value("achieved_rate", 0.0);
+      summary_target = j.value("target_rate", 0.0);
+      summary_cov = j.value("cov", 0.0);
+      if (j.contains("unit")) unit = j.value("unit", unit);
+      return;
+    }
+    if (!j.contains("achieved")) return;
+    RateSample s;
+    s.t_s = j.value("t_s", 0.0);
+    s.achieved = j.value("achieved", 0.0);
+    s.target = j.value("target", 0.0);
+    if (j.contains("unit")) unit = j.value("unit", unit);
+    samples.push_back(s);
+  }
+};
+
+AntagonistManager::AntagonistManager(AntagonistPolicy policy, const LeaseMonitor* lease,
+                                     const Clock* clock)
+    : policy_(std::move(policy)), lease_(lease), clock_(clock) {}
+
+AntagonistManager::~AntagonistManager() { StopAll("agent shutting down"); }
+
+std::vector<std::string> AntagonistManager::BaseArgs(
+    const std::string& injector, const std::map<std::string, std::string>& options) const {
+  std::vector<std::string> argv = {policy_.inject_binary, injector};
+  for (const auto& [k, v] : options) {
+    argv.push_back("--set");
+    argv.push_back(k + "=" + v);
+  }
+  for (const auto& root : policy_.scratch_roots) {
+    argv.push_back("--scratch-root");
+    argv.push_back(root);
+  }
+  argv.push_back("--json");
+  return argv;
+}
+
+namespace {
+std::string FormatNumber(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// The first line of stderr that says something, for error messages.
+std::string Tail(const std::string& s) {
+  std::string t = s;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  return t.size() > 600 ? "..." + t.substr(t.size() - 600) : t;
+}
+}  // namespace
+
+Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& id,
+                                                            const InjectorRequest& req,
+                                                            double lease_s) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (antagonists_.count(id)) return Err("antagonist '" + id + "' is already running");
+  }
+  if (!req.max && !(req.rate > 0)) {
+    return Err("antagonist '" + id + "': target rate must be > 0 (got " + FormatNumber(req.rate) +
+               ")");
+  }
+  auto a = std::make_shared<Antagonist>();
+  a->id = id;
+  a->request = req;
+  a->lease_s = lease_s > 0 ? lease_s : 10;
+  std::vector<std::string> argv = BaseArgs(req.injector, req.options);
+  if (req.max) {
+    argv.push_back("--max");
+  } else {
+    argv.push_back("--rate");
+    argv.push_back(FormatNumber(req.rate));
+  }
+  double duration = std::min(req.max_duration_s > 0 ? req.max_duration_s : policy_.max_duration_s,
+                             policy_.max_duration_s);
+  argv.push_back("--duration");
+  argv.push_back(FormatNumber(duration) + "s");
+
+  ChildProcess::Options o;
+  o.argv = argv;
+  Antagonist* raw = a.get();
+  o.on_stdout = [raw](std::string_view line) { raw->OnLine(line); };
+  auto child = ChildProcess::Spawn(std::move(o));
+  if (!child.ok()) return Err("antagonist '" + id + "': " + child.error());
+  a->child = std::move(child.value());
+  Started s;
+  s.pid = a->child->pid();
+  s.started_unix_ns = clock_->UnixNanos();
+  spdlog::info("antagonist {} started: {} pid {}", id, req.injector, s.pid);
+  std::lock_guard<std::mutex> l(mu_);
+  antagonists_[id] = std::move(a);
+  return s;
+}
+
+Result<AntagonistManager::Snapshot> AntagonistManager::Get(const std::string& id) const {
+  std::shared_ptr<Antagonist> a;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = antagonists_.find(id);
+    if (it == antagonists_.end()) return Err("no antagonist '" + id + "' on this agent");
+    a = it->second;
+  }
+  Snapshot s;
+  s.running = !a->child->exited();
+  std::lock_guard<std::mutex> l(a->mu);
+  s.unit = a->unit;
+  s.samples = static_cast<int>(a->samples.size());
+  if (!a->samples.empty()) {
+    s.last_achieved = a->samples.back().achieved;
+    s.target = a->samples.back().target;
+  }
+  s.error = a->error;
+  if (!s.running && s.error.empty() && a->child->exit_code() != 0) {
+    s.error = "codl-inject exited with status " + std::to_string(a->child->exit_code()) + ": " +
+              Tail(a->child->stderr_tail());
+  }
+  return s;
+}
+
+Result<AntagonistManager::Final> AntagonistManager::Stop(const std::string& id) {
+  std::shared_ptr<Antagonist> a;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = antagonists_.find(id);
+    if (it == antagonists_.end()) return Err("no antagonist '" + id + "' on this agent");
+    a = it->second;
+    antagonists_.erase(it);
+  }
+  a->child->Terminate(/*grace_s=*/3.0);
+  Final f;
+  f.exit_code = a->child->exit_code();
+  std::lock_guard<std::mutex> l(a->mu);
+  f.unit = a->unit;
+  f.samples = a->samples;
+  f.error = a->error;
+  // Exit by our SIGTERM is the normal path (codl-inject exits 0 after its summary).
+  if (f.error.empty() && f.exit_code != 0 && f.exit_code != -15) {
+    f.error = "codl-inject exited with status " + std::to_string(f.exit_code) + ": " +
+              Tail(a->child->stderr_tail());
+  }
+  if (a->have_summary) {
+    f.achieved_rate = a->summary_achieved;
+    f.target_rate = a->summary_target;
+    f.cov = a->summary_cov;
+  } else if (!f.samples.empty()) {
+    double sum = 0, sq = 0;
+    for (const auto& s : f.samples) sum += s.achieved;
+    double mean = sum / f.samples.size();
+    for (const auto& s : f.samples) sq += (s.achieved - mean) * (s.achieved - mean);
+    f.achieved_rate = mean;
+    f.cov = mean > 0 ? std::sqrt(sq / f.samples.size()) / mean : 0;
+    f.target_rate = f.samples.back().target;
+  }
+  spdlog::info("antagonist {} stopped: achieved {:.4g} {} (exit {})", id, f.achieved_rate, f.unit,
+               f.exit_code);
+  return f;
+}
+
+int AntagonistManager::StopAll(const std::string& reason) {
+  std::map<std::string, std::shared_ptr<Antagonist>> all;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    all.swap(antagonists_);
+  }
+  for (auto& [id, a] : all) {
+    spdlog::warn("stopping antagonist {}: {}", id, reason);
+    a->child->Terminate(2.0);
+  }
+  return static_cast<int>(all.size());
+}
+
+int AntagonistManager::Running() const {
+  std::lock_guard<std::mutex> l(mu_);
+  int n = 0;
+  for (const auto& [id, a] : antagonists_) n += a->child->exited() ? 0 : 1;
+  return n;
+}
+
+int AntagonistManager::EnforceLeases() {
+  std::vector<std::shared_ptr<Antagonist>> expired;
+  double silent = lease_->SecondsSinceContact();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, a] : antagonists_) {
+      if (!a->child->exited() && silent > a->lease_s) expired.push_back(a);
+    }
+  }
+  for (auto& a : expired) {
+    spdlog::warn("lease expired for antagonist {} (controller silent for {:.1f} s > lease {:.1f} s): "
+                 "stopping it",
+                 a->id, silent, a->lease_s);
+    {
+      std::lock_guard<std::mutex> l(a->mu);
+      a->error = "stopped by the agent: controller silent for longer than the lease";
+    }
+    a->child->Terminate(1.0);
+  }
+  return static_cast<int>(expired.size());
+}
+
+Result<AntagonistManager::Calibration> AntagonistManager::Calibrate(
+    const std::string& injector, const std::map<std::string, std::string>& options,
+    double duration_s) {
+  if (!(duration_s > 0)) duration_s = 2;
+  std::vector<std::string> argv = BaseArgs(injector, options);
+  argv.push_back("--calibrate");
+  argv.push_back("--duration");
+  argv.push_back(FormatNumber(duration_s) + "s");
+  Antagonist a;
+  ChildProcess::Options o;
+  o.argv = argv;
+  o.on_stdout = [&a](std::string_view line) { a.OnLine(line); };
+  auto child = ChildProcess::Spawn(std::move(o));
+  if (!child.ok()) return Err("calibrating " + injector + ": " + child.error());
+  // Setup (file preallocation) can take a while before the timed part starts.
+  if (!(*child)->WaitFor(duration_s + 120)) {
+    (*child)->Kill();
+    return Err("calibrating " + injector + ": codl-inject did not finish in time");
+  }
+  int code = (*child)->exit_code();
+  std::lock_guard<std::mutex> l(a.mu);
+  if (code != 0 || !a.have_summary) {
+    return Err("calibrating " + injector + ": codl-inject exited with status " +
+               std::to_string(code) + ": " + Tail((*child)->stderr_tail()));
+  }
+  Calibration c;
+  c.peak_rate = a.summary_achieved;
+  c.unit = a.unit;
+  if (!(c.peak_rate > 0)) return Err("calibrating " + injector + ": measured peak is 0");
+  return c;
+}
+
+std::vector<std::pair<int64_t, uint64_t>> AntagonistManager::Children() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  for (const auto& [id, a] : antagonists_) {
+    if (!a->child->exited()) out.emplace_back(a->child->pid(), a->child->start_time_ticks());
+  }
+  return out;
+}
+
+}  // namespace codl::agent

@@ -1,0 +1,96 @@
+// AntagonistManager: runs each antagonist as a `codl-inject` child, collects its JSON-lines
+// telemetry, enforces leases (dead-man switch) and stops them. The agent's gRPC layer is a thin
+// shell over this class.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/child_process.h"
+#include "agent/lease_monitor.h"
+#include "common/clock.h"
+#include "common/records.h"
+#include "common/result.h"
+
+namespace codl::agent {
+
+struct InjectorRequest {
+  std::string injector;
+  std::map<std::string, std::string> options;
+  bool max = false;
+  double rate = 0;             // absolute target in the injector's unit (when !max)
+  double max_duration_s = 3600;
+};
+
+struct AntagonistPolicy {
+  std::string inject_binary = "codl-inject";
+  std::vector<std::string> scratch_roots;  // passed to codl-inject as --scratch-root
+  double max_duration_s = 4 * 3600;         // cap on any request
+};
+
+class AntagonistManager {
+ public:
+  AntagonistManager(AntagonistPolicy policy, const LeaseMonitor* lease, const Clock* clock);
+  ~AntagonistManager();  // stops everything
+
+  struct Started {
+    int64_t pid = 0;
+    int64_t started_unix_ns = 0;
+  };
+  Result<Started> Start(const std::string& id, const InjectorRequest& req, double lease_s);
+
+  struct Snapshot {
+    bool running = false;
+    std::string unit;
+    double last_achieved = 0;
+    double target = 0;
+    int samples = 0;
+    std::string error;
+  };
+  Result<Snapshot> Get(const std::string& id) const;
+
+  struct Final {
+    std::string unit;
+    double target_rate = 0;
+    double achieved_rate = 0;
+    double cov = 0;
+    std::vector<RateSample> samples;
+    int exit_code = 0;
+    std::string error;
+  };
+  // Stops (SIGTERM, then SIGKILL after a grace period) and forgets the antagonist.
+  Result<Final> Stop(const std::string& id);
+  int StopAll(const std::string& reason);
+  int Running() const;
+
+  // Stops antagonists whose lease ran out. Called by the agent's watchdog every ~100 ms.
+  int EnforceLeases();
+
+  struct Calibration {
+    double peak_rate = 0;
+    std::string unit;
+  };
+  // Runs `codl-inject INJECTOR --calibrate` synchronously.
+  Result<Calibration> Calibrate(const std::string& injector,
+                                const std::map<std::string, std::string>& options,
+                                double duration_s);
+
+  // Every (pid, start time) the manager has running, for the agent's leftovers file.
+  std::vector<std::pair<int64_t, uint64_t>> Children() const;
+
+ private:
+  struct Antagonist;
+  std::vector<std::string> BaseArgs(const std::string& injector,
+                                    const std::map<std::string, std::string>& options) const;
+
+  AntagonistPolicy policy_;
+  const LeaseMonitor* lease_;
+  const Clock* clock_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Antagonist>> antagonists_;
+};
+
+}  // namespace codl::agent

@@ -1,0 +1,271 @@
+#include "agent/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+extern char** environ;
+
+namespace codl::agent {
+namespace {
+
+// The one thread that forks. It lives for the whole process (never exits), so PDEATHSIG only
+// fires when the agent process itself dies.
+class Spawner {
+ public:
+  static Spawner& Get() {
+    static Spawner* s = new Spawner();  // leaked on purpose: must outlive every child
+    return *s;
+  }
+  template <class F>
+  auto Run(F f) -> decltype(f()) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto fut = task.get_future();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      tasks_.push_back([&task] { task(); });
+    }
+    cv_.notify_one();
+    return fut.get();
+  }
+
+ private:
+  Spawner() {
+    std::thread([this] {
+      for (;;) {
+        std::function<void()> t;
+        {
+          std::unique_lock<std::mutex> l(mu_);
+          cv_.wait(l, [this] { return !tasks_.empty(); });
+          t = std::move(tasks_.front());
+          tasks_.pop_front();
+        }
+        t();
+      }
+    }).detach();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+};
+
+bool IsExecutable(const std::string& p) {
+  struct stat st{};
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::string SelfDirectory() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, n);
+  return p.substr(0, p.rfind('/'));
+}
+
+std::string ResolveExecutable(const std::string& name) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return IsExecutable(name) ? name : "";
+  std::string beside = SelfDirectory() + "/" + name;
+  if (IsExecutable(beside)) return beside;
+  const char* path = getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    std::string p = dir + "/" + name;
+    if (IsExecutable(p)) return p;
+  }
+  return "";
+}
+
+uint64_t ProcessStartTicks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  if (!std::getline(in, s)) return 0;
+  // Field 2 (comm) may contain spaces: parse after the last ')'.
+  auto rp = s.rfind(')');
+  if (rp == std::string::npos) return 0;
+  std::stringstream rest(s.substr(rp + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return 0;
+    if (i == 22) return std::stoull(field);
+  }
+  return 0;
+}
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
+  if (options.argv.empty()) return Err("empty command");
+  std::string exe = ResolveExecutable(options.argv[0]);
+  if (exe.empty()) {
+    return Err("command '" + options.argv[0] + "' not found (looked beside " + SelfDirectory() +
+               " and on PATH)");
+  }
+  if (!options.workdir.empty()) {
+    struct stat st{};
+    if (stat(options.workdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Err("working directory '" + options.workdir + "' does not exist");
+    }
+  }
+  // Everything the child needs is built before fork: no allocation after fork.
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    std::string k = kv.substr(0, kv.find('='));
+    if (!options.env.count(k)) env_storage.push_back(kv);
+  }
+  for (const auto& [k, v] : options.env) env_storage.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_storage) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  for (auto& s : options.argv) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return Err(std::string("pipe: ") + strerror(errno));
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(out[0]);
+    close(out[1]);
+    return Err(std::string("pipe: ") + strerror(errno));
+  }
+  const pid_t parent = getpid();
+  const char* workdir = options.workdir.empty() ? nullptr : options.workdir.c_str();
+  pid_t pid = Spawner::Get().Run([&]() -> pid_t {
+    pid_t p = fork();
+    if (p == 0) {
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);  // the agent died between fork and prctl
+      signal(SIGPIPE, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      int devnull = open("/dev/null", O_RDONLY);
+      dup2(devnull, 0);
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      close_range(3, ~0U, 0);
+      if (workdir && chdir(workdir) != 0) _exit(126);
+      execve(exe.c_str(), argv.data(), envp.data());
+      _exit(127);
+    }
+    if (p > 0) setpgid(p, p);  // also from the parent: no race with a kill(-pgid)
+    return p;
+  });
+  close(out[1]);
+  close(err[1]);
+  if (pid < 0) {
+    close(out[0]);
+    close(err[0]);
+    return Err(std::string("fork: ") + strerror(errno));
+  }
+  std::unique_ptr<ChildProcess> c(new ChildProcess());
+  c->options_ = std::move(options);
+  c->pid_ = pid;
+  c->start_ticks_ = ProcessStartTicks(pid);
+  ChildProcess* raw = c.get();
+  c->reader_ = std::thread([raw, o = out[0], e = err[0]] { raw->ReaderLoop(o, e); });
+  return c;
+}
+
+void ChildProcess::ReaderLoop(int out_fd, int err_fd) {
+  std::string line_buf;
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  int open_fds = 2;
+  char buf[8192];
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        if (n < 0 && errno == EINTR) continue;
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      if (i == 0) {
+        line_buf.append(buf, n);
+        size_t pos;
+        while ((pos = line_buf.find('\n')) != std::string::npos) {
+          if (options_.on_stdout) options_.on_stdout(std::string_view(line_buf.data(), pos));
+          line_buf.erase(0, pos + 1);
+        }
+        if (line_buf.size() > (1 << 20)) line_buf.clear();  // a runaway line is not progress
+      } else {
+        std::lock_guard<std::mutex> l(mu_);
+        stderr_tail_.append(buf, n);
+        if (stderr_tail_.size() > options_.stderr_tail_bytes) {
+          stderr_tail_.erase(0, stderr_tail_.size() - options_.stderr_tail_bytes);
+        }
+      }
+    }
+  }
+  if (!line_buf.empty() && options_.on_stdout) options_.on_stdout(line_buf);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  exited_ = true;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  cv_.notify_all();
+}
+
+bool ChildProcess::WaitFor(double timeout_s) {
+  std::unique_lock<std::mutex> l(mu_);
+  return cv_.wait_for(l, std::chrono::duration<double>(timeout_s), [this] { return exited_; });
+}
+
+bool ChildProcess::exited() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return exited_;
+}
+
+int ChildProcess::exit_code() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return exit_code_;
+}
+
+std::string ChildProcess::stderr_tail() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stderr_tail_;
+}
+
+void ChildProcess::Terminate(double grace_s) {
+  if (!exited()) kill(-pid_, SIGTERM);
+  if (!WaitFor(grace_s)) Kill();
+}
+
+void ChildProcess::Kill() {
+  if (!exited()) kill(-pid_, SIGKILL);
+  WaitFor(10);
+}
+
+ChildProcess::~ChildProcess() {
+  if (!exited()) {
+    kill(-pid_, SIGKILL);
+  }
+  if (reader_.joinable()) reader_.join();
+  // The group may hold grandchildren that outlived the leader; make sure they go too.
+  kill(-pid_, SIGKILL);
+}
+
+}  // namespace codl::agent

@@ -1,0 +1,73 @@
+// ChildProcess: one supervised child (an antagonist's codl-inject or a victim command).
+// - own process group (so its helpers die with it), PR_SET_PDEATHSIG=SIGKILL (so it dies with
+//   the agent even on SIGKILL), stdout delivered line by line, the tail of stderr kept.
+// - forked from one long-lived spawner thread: PDEATHSIG fires when the *thread* that forked
+//   exits, so forking from a short-lived gRPC worker thread would kill children at random.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+
+namespace codl::agent {
+
+class ChildProcess {
+ public:
+  struct Options {
+    std::vector<std::string> argv;            // argv[0] resolved with ResolveExecutable first
+    std::map<std::string, std::string> env;   // added to (overriding) the agent's environment
+    std::string workdir;                      // empty: inherit
+    std::function<void(std::string_view line)> on_stdout;  // called from the reader thread
+    size_t stderr_tail_bytes = 4096;
+  };
+
+  static Result<std::unique_ptr<ChildProcess>> Spawn(Options options);
+  ~ChildProcess();  // kills the group if still running and joins the reader
+
+  pid_t pid() const { return pid_; }
+  uint64_t start_time_ticks() const { return start_ticks_; }  // /proc/PID/stat field 22
+
+  // SIGTERM to the process group, then SIGKILL after `grace_s` if still alive. Blocks until reaped.
+  void Terminate(double grace_s);
+  void Kill();
+  // Waits up to timeout_s for exit. Returns true if it exited.
+  bool WaitFor(double timeout_s);
+  bool exited() const;
+  // Exit status, or -signal if killed by a signal. Valid once exited().
+  int exit_code() const;
+  std::string stderr_tail() const;
+
+ private:
+  ChildProcess() = default;
+  void ReaderLoop(int out_fd, int err_fd);
+
+  Options options_;
+  pid_t pid_ = -1;
+  uint64_t start_ticks_ = 0;
+  std::thread reader_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool exited_ = false;
+  int exit_code_ = 0;
+  std::string stderr_tail_;
+};
+
+// argv[0] without a '/': looked up first beside the running binary (so codl-inject and
+// codl-victim are found next to codl-agent), then on PATH. Returns "" if not found.
+std::string ResolveExecutable(const std::string& name);
+// The folder holding the running executable.
+std::string SelfDirectory();
+// Start time (clock ticks since boot) of a process, 0 if it does not exist.
+uint64_t ProcessStartTicks(pid_t pid);
+
+}  // namespace codl::agent

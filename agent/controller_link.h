@@ -1,0 +1,59 @@
+// ControllerLink: the agent's side of registration and heartbeats. Each successful heartbeat
+// renews the lease; a heartbeat round trip gives an NTP-style clock offset sample.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/lease_monitor.h"
+#include "common/clock.h"
+#include "rpc/rpc_util.h"
+
+namespace codl::v1 {
+class Controller;
+}
+
+namespace codl::agent {
+
+class ControllerLink {
+ public:
+  struct Options {
+    rpc::Endpoint controller;
+    std::string agent_id;
+    std::string advertise;
+    std::map<std::string, std::string> labels;
+    double heartbeat_interval_s = 1;
+  };
+  ControllerLink(Options options, LeaseMonitor* lease, const Clock* clock,
+                 std::function<int()> running_antagonists);
+  ~ControllerLink();
+  Status Start();
+  void Stop();
+  bool registered() const { return registered_.load(); }
+
+ private:
+  void Loop();
+  bool Register();
+  bool Heartbeat();
+
+  Options options_;
+  LeaseMonitor* lease_;
+  const Clock* clock_;
+  std::function<int()> running_antagonists_;
+  std::shared_ptr<void> stub_holder_;  // codl::v1::Controller::Stub, type-erased
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> registered_{false};
+  double last_rtt_s_ = 0;
+  double last_offset_s_ = 0;
+  bool warned_ = false;
+};
+
+}  // namespace codl::agent

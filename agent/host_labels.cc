@@ -1,0 +1,79 @@
+#include <dirent.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/child_process.h"
+
+namespace codl::agent {
+namespace {
+
+// GPUs as the NVIDIA driver lists them (no CUDA needed): /proc/driver/nvidia/gpus/*/information.
+void DetectGpus(std::map<std::string, std::string>* labels) {
+  int count = 0;
+  std::string names;
+  if (DIR* d = opendir("/proc/driver/nvidia/gpus")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      ++count;
+      std::ifstream info(std::string("/proc/driver/nvidia/gpus/") + e->d_name + "/information");
+      std::string line;
+      while (std::getline(info, line)) {
+        if (line.rfind("Model:", 0) == 0) {
+          std::string model = line.substr(6);
+          model.erase(0, model.find_first_not_of(" \t"));
+          if (!names.empty()) names += ",";
+          names += model;
+        }
+      }
+    }
+    closedir(d);
+  }
+  (*labels)["gpus"] = std::to_string(count);
+  if (!names.empty()) (*labels)["gpu_names"] = names;
+}
+
+// Which injectors are available here, as codl-inject itself reports it.
+void DetectInjectors(const std::string& inject_binary, std::map<std::string, std::string>* labels) {
+  ChildProcess::Options o;
+  o.argv = {inject_binary, "--list", "--json"};
+  std::string available, unavailable;
+  o.on_stdout = [&](std::string_view line) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("name")) return;
+    std::string& list = j.value("available", false) ? available : unavailable;
+    if (!list.empty()) list += ",";
+    list += j.value("name", "");
+  };
+  auto c = ChildProcess::Spawn(std::move(o));
+  if (!c.ok()) return;
+  if (!(*c)->WaitFor(20)) (*c)->Kill();
+  c->reset();
+  (*labels)["injectors"] = available;
+  if (!unavailable.empty()) (*labels)["injectors_unavailable"] = unavailable;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> DetectHostLabels(const std::string& inject_binary) {
+  std::map<std::string, std::string> labels;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  labels["hostname"] = host;
+  labels["cores"] = std::to_string(sysconf(_SC_NPROCESSORS_ONLN));
+  struct sysinfo si {};
+  if (sysinfo(&si) == 0) {
+    labels["memory_bytes"] = std::to_string(static_cast<uint64_t>(si.totalram) * si.mem_unit);
+  }
+  DetectGpus(&labels);
+  DetectInjectors(inject_binary, &labels);
+  return labels;
+}
+
+}  // namespace codl::agent

@@ -1,0 +1,189 @@
+#include "agent/progress_parser.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace codl::agent {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// The whole text must be one finite decimal number ("0.25", "1e-3"); "12ms" or "inf" are not.
+bool ParseFullNumber(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(begin, &end);
+  if (end == begin || *end != '\0' || errno == ERANGE || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+std::string SignalText(int sig) {
+  const char* name = sigabbrev_np(sig);
+  return "signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+}
+
+std::string Lines(int n) { return std::to_string(n) + (n == 1 ? " line" : " lines"); }
+
+}  // namespace
+
+ProgressParser::ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps)
+    : spec_(spec), warmup_steps_(std::max(0, warmup_steps)) {
+  if (spec_.format != codl::experiment::ProgressSpec::Format::kRegex) return;
+  try {
+    regex_ = std::make_unique<std::regex>(spec_.pattern, std::regex::ECMAScript);
+    if (regex_->mark_count() < 1) {
+      regex_error_ = "progress pattern '" + spec_.pattern + "' has no capture group for the metric";
+    }
+  } catch (const std::regex_error& e) {
+    regex_error_ = "progress pattern '" + spec_.pattern + "' is not a valid regex: " + e.what();
+  }
+}
+
+void ProgressParser::OnStdoutLine(std::string_view line, double t_s) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+  ++lines_;
+  switch (spec_.format) {
+    case codl::experiment::ProgressSpec::Format::kJsonl: OnJsonLine(line, t_s); break;
+    case codl::experiment::ProgressSpec::Format::kRegex:
+      if (regex_error_.empty()) OnRegexLine(std::string(line), t_s);
+      break;
+    case codl::experiment::ProgressSpec::Format::kWall: break;
+  }
+}
+
+void ProgressParser::OnJsonLine(std::string_view line, double t_s) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    ++malformed_;
+    return;
+  }
+  auto summary = j.find("summary");
+  if (summary != j.end() && summary->is_boolean() && summary->get<bool>()) return;
+  auto field = j.find(spec_.field);
+  if (field == j.end()) return;  // other records (config, logs as JSON) are not steps
+  if (!field->is_number() || field->get<double>() < 0 || !std::isfinite(field->get<double>())) {
+    ++malformed_;
+    return;
+  }
+  codl::VictimStep step;
+  step.step_time_s = field->get<double>();
+  step.t_s = t_s;
+  auto number = j.find("step");
+  step.step = number != j.end() && number->is_number_integer() ? number->get<int64_t>()
+                                                               : static_cast<int64_t>(steps_.size());
+  auto phases = j.find("phases");
+  if (phases != j.end() && phases->is_object()) {
+    for (const auto& [name, value] : phases->items()) {
+      if (value.is_number() && std::isfinite(value.get<double>())) step.phases[name] = value.get<double>();
+    }
+  }
+  auto warmup = j.find("warmup");
+  AddStep(std::move(step), warmup != j.end() && warmup->is_boolean() && warmup->get<bool>());
+}
+
+void ProgressParser::OnRegexLine(const std::string& line, double t_s) {
+  std::smatch m;
+  if (!std::regex_search(line, m, *regex_)) return;
+  double v;
+  if (!m[1].matched || !ParseFullNumber(m[1].str(), &v) || v < 0) {
+    ++malformed_;
+    return;
+  }
+  codl::VictimStep step;
+  step.step = static_cast<int64_t>(steps_.size());
+  step.step_time_s = v;
+  step.t_s = t_s;
+  AddStep(std::move(step), false);
+}
+
+void ProgressParser::AddStep(codl::VictimStep step, bool marked_warmup) {
+  step.warmup = marked_warmup || static_cast<int>(steps_.size()) < warmup_steps_;
+  steps_.push_back(std::move(step));
+}
+
+ProgressParser::Outcome ProgressParser::Finish(int exit_code, bool timed_out, double wall_s,
+                                               const std::string& /*stderr_tail*/) const {
+  using Format = codl::experiment::ProgressSpec::Format;
+  Outcome out;
+  out.steps = steps_;
+  out.lines = lines_;
+  out.malformed_lines = malformed_;
+  const std::string reported = spec_.format == Format::kWall
+                                   ? ""
+                                   : " (" + std::to_string(steps_.size()) +
+                                         (steps_.size() == 1 ? " step" : " steps") + " reported)";
+  if (timed_out) {
+    out.error = "victim timed out after " + Seconds(wall_s) + reported;
+    if (exit_code < 0) out.error += "; then killed by " + SignalText(-exit_code);
+    else if (exit_code > 0) out.error += "; then exited with status " + std::to_string(exit_code);
+    return out;
+  }
+  if (exit_code < 0) {
+    out.error = "victim killed by " + SignalText(-exit_code) + reported;
+    return out;
+  }
+  if (exit_code > 0) {
+    out.error = "victim exited with status " + std::to_string(exit_code) + reported;
+    return out;
+  }
+  if (spec_.format == Format::kWall) {
+    out.ok = true;
+    out.metric = wall_s;
+    return out;
+  }
+  if (!regex_error_.empty()) {
+    out.error = regex_error_;
+    return out;
+  }
+  if (steps_.empty()) {
+    std::string detail = spec_.format == Format::kJsonl
+                             ? "field '" + spec_.field + "' not found in " + Lines(lines_)
+                             : "pattern '" + spec_.pattern + "' matched none of " + Lines(lines_);
+    if (malformed_ > 0) {
+      detail += "; " + std::to_string(malformed_) +
+                (spec_.format == Format::kJsonl ? " not JSON objects or with a non-numeric field"
+                                                : " matched without a number in the capture group");
+    }
+    out.error = "victim printed no parsable progress (" + detail + ")";
+    return out;
+  }
+  std::vector<double> metric;
+  std::map<std::string, std::vector<double>> phases;
+  for (const codl::VictimStep& s : steps_) {
+    if (s.warmup) continue;
+    metric.push_back(s.step_time_s);
+    for (const auto& [name, v] : s.phases) phases[name].push_back(v);
+  }
+  if (metric.empty()) {
+    out.error = "only warmup steps were reported (" + std::to_string(steps_.size()) +
+                " steps, warmup_steps " + std::to_string(warmup_steps_) + ")";
+    return out;
+  }
+  out.ok = true;
+  out.metric = Median(std::move(metric));
+  for (auto& [name, values] : phases) out.phase_medians[name] = Median(std::move(values));
+  return out;
+}
+
+}  // namespace codl::agent

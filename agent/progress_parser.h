@@ -1,0 +1,65 @@
+// ProgressParser: turns a victim's stdout into steps and one metric (docs/victim.md, "Progress
+// formats"). Three formats:
+//   jsonl  every line that is a JSON object with a numeric `field` (default step_time_s) is a
+//          step; its "phases" object gives per-phase times; lines with "summary":true, without
+//          the field, or that are not JSON are ignored (the non-JSON ones are counted).
+//   regex  every line where `pattern` matches is a step; its first capture group is the metric.
+//   wall   the metric is the victim's wall time; stdout is not read.
+// The first `warmup_steps` steps (and any line marked "warmup":true) are kept but excluded from
+// the metric and the phase medians. The metric is the median over measured steps.
+// A failed victim (non-zero exit, signal, timeout, no parsable progress) is never a measurement:
+// Finish() then returns ok=false with an error that says why.
+// Not thread-safe: the caller serialises OnStdoutLine and Finish.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/records.h"
+#include "experiment/spec.h"
+
+namespace codl::agent {
+
+class ProgressParser {
+ public:
+  ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps);
+
+  // One line of stdout, without its newline (a trailing '\r' is ignored); t_s since victim start.
+  void OnStdoutLine(std::string_view line, double t_s);
+
+  struct Outcome {
+    bool ok = false;
+    std::string error;
+    double metric = 0;
+    std::vector<codl::VictimStep> steps;          // every parsed step, warmup included
+    std::map<std::string, double> phase_medians;  // over measured steps that report the phase
+    int lines = 0;            // non-empty stdout lines seen
+    int malformed_lines = 0;  // jsonl: not a JSON object, or the field not a finite number >= 0;
+                              // regex: matched, but the capture is not a number
+  };
+
+  // exit_code: the exit status, or -signal when killed by a signal.
+  Outcome Finish(int exit_code, bool timed_out, double wall_s, const std::string& stderr_tail) const;
+
+  // Steps parsed so far (for live telemetry).
+  const std::vector<codl::VictimStep>& steps() const { return steps_; }
+
+ private:
+  void OnJsonLine(std::string_view line, double t_s);
+  void OnRegexLine(const std::string& line, double t_s);
+  void AddStep(codl::VictimStep step, bool marked_warmup);
+
+  codl::experiment::ProgressSpec spec_;
+  int warmup_steps_;
+  std::unique_ptr<std::regex> regex_;
+  std::string regex_error_;  // set when the pattern does not compile or has no capture group
+  std::vector<codl::VictimStep> steps_;
+  int lines_ = 0;
+  int malformed_ = 0;
+};
+
+}  // namespace codl::agent

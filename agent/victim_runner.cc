@@ -1,0 +1,63 @@
+#include "agent/victim_runner.h"
+
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/child_process.h"
+
+namespace codl::agent {
+
+VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec,
+                                const std::atomic<bool>* cancel) {
+  VictimOutcome out;
+  ProgressParser parser(spec.progress, spec.warmup_steps);
+  std::mutex parser_mu;
+  const double t0 = clock_->MonotonicSeconds();
+  out.started_unix_ns = clock_->UnixNanos();
+
+  ChildProcess::Options o;
+  o.argv = spec.command;
+  o.env = spec.env;
+  o.workdir = spec.workdir;
+  o.stderr_tail_bytes = 4096;
+  o.on_stdout = [&](std::string_view line) {
+    std::lock_guard<std::mutex> l(parser_mu);
+    parser.OnStdoutLine(line, clock_->MonotonicSeconds() - t0);
+  };
+  auto child = ChildProcess::Spawn(std::move(o));
+  if (!child.ok()) {
+    out.exit_code = 127;
+    out.progress.ok = false;
+    out.progress.error = "victim could not start: " + child.error();
+    return out;
+  }
+  const double timeout = spec.timeout_s > 0 ? spec.timeout_s : 600;
+  bool cancelled = false;
+  while (!(*child)->WaitFor(0.1)) {
+    double elapsed = clock_->MonotonicSeconds() - t0;
+    if (elapsed > timeout) {
+      out.timed_out = true;
+      break;
+    }
+    if (cancel && cancel->load()) {
+      cancelled = true;
+      break;
+    }
+  }
+  if (out.timed_out || cancelled) (*child)->Terminate(2.0);
+  out.wall_s = clock_->MonotonicSeconds() - t0;
+  out.exit_code = (*child)->exit_code();
+  out.stderr_tail = (*child)->stderr_tail();
+  child->reset();  // joins the reader: no more OnStdoutLine calls after this
+  out.progress = parser.Finish(out.exit_code, out.timed_out, out.wall_s, out.stderr_tail);
+  if (cancelled) {
+    out.progress.ok = false;
+    out.progress.error = "victim cancelled";
+  }
+  spdlog::info("victim {} finished: exit {}, wall {:.2f} s, {}", spec.command.front(),
+               out.exit_code, out.wall_s, out.progress.ok ? "ok" : out.progress.error);
+  return out;
+}
+
+}  // namespace codl::agent

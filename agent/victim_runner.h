@@ -1,0 +1,34 @@
+// VictimRunner: runs a victim command as a supervised child, feeds its stdout to the progress
+// parser, enforces victim.timeout, and returns the outcome. A failed victim is reported as a
+// failed trial with its exit status and stderr tail — never as a measurement.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "agent/progress_parser.h"
+#include "common/clock.h"
+#include "experiment/spec.h"
+
+namespace codl::agent {
+
+struct VictimOutcome {
+  ProgressParser::Outcome progress;
+  int exit_code = 0;
+  double wall_s = 0;
+  bool timed_out = false;
+  std::string stderr_tail;
+  int64_t started_unix_ns = 0;
+};
+
+class VictimRunner {
+ public:
+  explicit VictimRunner(const Clock* clock) : clock_(clock) {}
+  // Blocks until the victim exits, times out, or `cancel` becomes true.
+  VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr);
+
+ private:
+  const Clock* clock_;
+};
+
+}  // namespace codl::agent

@@ -1,0 +1,56 @@
+// AgentRegistry: the agents the controller knows, their liveness (heartbeats) and clock offset
+// estimates, and node selection for experiments.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codl/v1/common.pb.h"
+#include "common/clock.h"
+#include "controller/agent_client.h"
+#include "experiment/spec.h"
+
+namespace codl::controller {
+
+class AgentRegistry {
+ public:
+  // dead_after_s: an agent without a heartbeat for this long is not alive.
+  AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s);
+
+  Status Register(const v1::AgentInfo& info);
+  // False when the agent is unknown (the controller restarted): it must re-register.
+  bool Heartbeat(const std::string& agent_id, double rtt_s, double offset_s, int running);
+
+  std::vector<v1::AgentInfo> List() const;  // sorted by id, alive computed now
+  std::shared_ptr<AgentClient> Client(const std::string& agent_id) const;
+  bool Alive(const std::string& agent_id) const;
+  // Agent clock minus controller clock, from the heartbeat with the smallest round trip among
+  // the recent ones (NTP's clock filter: the least-delayed sample is the least biased).
+  double ClockOffset(const std::string& agent_id) const;
+
+  // Alive agents matching the selector, sorted by id; error names the selector when none match.
+  Result<std::vector<std::string>> Select(const experiment::NodeSelector& sel) const;
+
+ private:
+  struct Entry {
+    v1::AgentInfo info;
+    std::shared_ptr<AgentClient> client;
+    double last_heartbeat_s = 0;  // monotonic
+    std::deque<std::pair<double, double>> samples;  // (rtt, offset)
+  };
+  bool AliveLocked(const Entry& e) const;
+
+  const Clock* clock_;
+  AgentClientFactory factory_;
+  double dead_after_s_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> agents_;
+};
+
+std::string DescribeSelector(const experiment::NodeSelector& sel);
+
+}  // namespace codl::controller

@@ -1,0 +1,73 @@
+#include "controller/controller.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "controller/agent_registry.h"
+#include "controller/controller_service.h"
+#include "controller/experiment_runner.h"
+#include "controller/experiment_scheduler.h"
+#include "injectors/registry.h"
+#include "store/store.h"
+
+namespace codl::controller {
+
+Controller::Controller(ControllerOptions options) : options_(std::move(options)) {}
+
+Controller::~Controller() { Shutdown(); }
+
+Status Controller::Start() {
+  auto store = store::Store::Open(options_.db_path);
+  if (!store.ok()) return Err(store.error());
+  store_ = std::move(store.value());
+  auto interrupted = store_->MarkUnfinishedInterrupted();
+  if (interrupted.ok()) {
+    for (const auto& id : *interrupted) {
+      spdlog::warn("experiment {} was running when the controller stopped: marked interrupted", id);
+    }
+  }
+  agents_ = std::make_unique<AgentRegistry>(SystemClock::Get(),
+                                            GrpcAgentClientFactory(options_.tls),
+                                            options_.agent_dead_after_s);
+  runner_ = std::make_unique<ExperimentRunner>(agents_.get(), store_.get(), SystemClock::Get());
+  experiment::ParseHooks hooks;
+  hooks.injector = [](const std::string& name) { return injectors::ValidateInjectorName(name); };
+  hooks.option = [](const std::string& injector, const std::string& key, const std::string& value) {
+    return injectors::ValidateOption(injector, key, value);
+  };
+  scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(), SystemClock::Get(), hooks);
+  service_ = std::make_unique<ControllerServiceImpl>(
+      agents_.get(), scheduler_.get(), runner_.get(), store_.get(), SystemClock::Get(),
+      ServiceConfig{options_.heartbeat_interval_s, options_.lease_s});
+
+  rpc::Endpoint self{options_.listen, options_.tls};
+  auto creds = rpc::MakeServerCredentials(self);
+  if (!creds.ok()) return Err("controller --listen: " + creds.error());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options_.listen, *creds, &port);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_) return Err("controller: cannot listen on '" + options_.listen + "'");
+  address_ = options_.listen;
+  if (address_.rfind("unix:", 0) != 0) {
+    address_ = address_.substr(0, address_.rfind(':')) + ":" + std::to_string(port);
+  }
+  scheduler_->Start();
+  started_ = true;
+  spdlog::info("controller listening on {}, database {}", address_, options_.db_path);
+  return Status::Ok();
+}
+
+void Controller::Shutdown() {
+  if (!started_) return;
+  started_ = false;
+  // Order matters: the scheduler first (it stops the running trial's antagonists through the
+  // agents), then the server.
+  scheduler_->Shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  service_->Shutdown();
+  server_->Wait();
+}
+
+}  // namespace codl::controller

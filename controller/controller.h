@@ -1,0 +1,58 @@
+// Controller: wires the store, agent registry, experiment runner/scheduler and the gRPC
+// service. Used by codl-controller and embedded by `codlctl run`.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "rpc/rpc_util.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace codl::store {
+class Store;
+}
+
+namespace codl::controller {
+
+class AgentRegistry;
+class ExperimentRunner;
+class ExperimentScheduler;
+class ControllerServiceImpl;
+
+struct ControllerOptions {
+  std::string listen = "127.0.0.1:7700";
+  std::string db_path = "codl-controller.db";
+  double heartbeat_interval_s = 1;
+  double agent_dead_after_s = 5;  // no heartbeat for this long: the agent is down
+  double lease_s = 10;
+  rpc::TlsFiles tls;
+};
+
+class Controller {
+ public:
+  explicit Controller(ControllerOptions options);
+  ~Controller();
+
+  Status Start();
+  void Shutdown();
+  // The address clients should dial (the actual port when listen used port 0).
+  const std::string& address() const { return address_; }
+  AgentRegistry* agents() { return agents_.get(); }
+
+ private:
+  ControllerOptions options_;
+  std::string address_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<AgentRegistry> agents_;
+  std::unique_ptr<ExperimentRunner> runner_;
+  std::unique_ptr<ExperimentScheduler> scheduler_;
+  std::unique_ptr<ControllerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  bool started_ = false;
+};
+
+}  // namespace codl::controller

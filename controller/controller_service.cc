@@ -1,0 +1,306 @@
+#include "controller/controller_service.h"
+
+#include <deque>
+
+#include <spdlog/spdlog.h>
+
+#include "rpc/records_json.h"
+#include "rpc/rpc_util.h"
+
+namespace codl::controller {
+
+namespace {
+grpc::StatusCode CodeFor(const std::string& error) {
+  return error.rfind("no experiment", 0) == 0 ? grpc::StatusCode::NOT_FOUND
+                                               : grpc::StatusCode::INVALID_ARGUMENT;
+}
+}  // namespace
+
+ControllerServiceImpl::ControllerServiceImpl(AgentRegistry* agents, ExperimentScheduler* scheduler,
+                                             ExperimentRunner* runner, store::Store* store,
+                                             const Clock* clock, ServiceConfig config)
+    : agents_(agents), scheduler_(scheduler), runner_(runner), store_(store), clock_(clock),
+      config_(config) {}
+
+ControllerServiceImpl::~ControllerServiceImpl() { Shutdown(); }
+
+void ControllerServiceImpl::Shutdown() { executor_.Shutdown(); }
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::Refuse(grpc::CallbackServerContext* ctx) {
+  grpc::Status auth = rpc::CheckBearer(ctx);
+  if (auth.ok()) return nullptr;
+  auto* r = ctx->DefaultReactor();
+  r->Finish(auth);
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::RegisterAgent(grpc::CallbackServerContext* ctx,
+                                                               const v1::RegisterAgentRequest* req,
+                                                               v1::RegisterAgentReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  Status s = agents_->Register(req->agent());
+  reply->set_heartbeat_interval_s(config_.heartbeat_interval_s);
+  reply->set_lease_s(config_.lease_s);
+  reply->set_controller_time_unix_ns(clock_->UnixNanos());
+  r->Finish(rpc::ToGrpc(s, grpc::StatusCode::INVALID_ARGUMENT));
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::Heartbeat(grpc::CallbackServerContext* ctx,
+                                                           const v1::HeartbeatRequest* req,
+                                                           v1::HeartbeatReply* reply) {
+  reply->set_controller_recv_unix_ns(clock_->UnixNanos());
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  bool known = agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
+                                  req->running_antagonists());
+  reply->set_reregister(!known);
+  reply->set_controller_send_unix_ns(clock_->UnixNanos());
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::PublishRendezvous(
+    grpc::CallbackServerContext* ctx, const v1::PublishRendezvousRequest* req,
+    v1::PublishRendezvousReply*) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  if (req->key().empty()) {
+    r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rendezvous key is empty"));
+    return r;
+  }
+  rendezvous_.Publish(req->key(), req->value());
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::FetchRendezvous(
+    grpc::CallbackServerContext* ctx, const v1::FetchRendezvousRequest* req,
+    v1::FetchRendezvousReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    auto v = rendezvous_.Fetch(req->key(), std::min(req->wait_s(), 60.0));
+    reply->set_found(v.has_value());
+    if (v) reply->set_value(*v);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitExperiment(grpc::CallbackServerContext* ctx,
+                                                                  const v1::SubmitExperimentRequest* req,
+                                                                  v1::SubmitExperimentReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  if (cache_.Lookup(req->idempotency_key(), reply)) {
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+  executor_.Post([this, r, req, reply] {
+    auto s = scheduler_->Submit(req->yaml(), req->source_path());
+    if (!s.ok()) {
+      r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, s.error()));
+      return;
+    }
+    reply->set_experiment_id(s->id);
+    reply->set_total_trials(s->total_trials);
+    cache_.Store(req->idempotency_key(), *reply);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::GetExperiment(grpc::CallbackServerContext* ctx,
+                                                               const v1::GetExperimentRequest* req,
+                                                               v1::ExperimentStatus* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    auto s = scheduler_->GetStatus(req->experiment_id().empty() ? "latest" : req->experiment_id());
+    if (!s.ok()) {
+      r->Finish(grpc::Status(CodeFor(s.error()), s.error()));
+      return;
+    }
+    *reply = *s;
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+// Streams events of one experiment. Events arrive from the scheduler's thread; the reactor keeps
+// a queue and at most one write in flight, as the callback API requires.
+class ControllerServiceImpl::WatchReactor : public grpc::ServerWriteReactor<v1::ExperimentEvent> {
+ public:
+  WatchReactor(ExperimentScheduler* scheduler, const std::string& id) : scheduler_(scheduler) {
+    auto h = scheduler_->Watch(id, [this](const v1::ExperimentEvent& ev, bool final) {
+      Push(ev, final);
+    });
+    if (!h.ok()) {
+      Finish(grpc::Status(CodeFor(h.error()), h.error()));
+      std::lock_guard<std::mutex> l(mu_);
+      finished_ = true;
+      return;
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    handle_ = *h;
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> l(mu_);
+    writing_ = false;
+    if (!ok) {
+      FinishLocked(grpc::Status::CANCELLED);
+      return;
+    }
+    pending_.pop_front();
+    NextLocked();
+  }
+  void OnCancel() override {
+    std::lock_guard<std::mutex> l(mu_);
+    FinishLocked(grpc::Status::CANCELLED);
+  }
+  void OnDone() override {
+    int h;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      h = handle_;
+      handle_ = -1;
+    }
+    if (h > 0) scheduler_->Unwatch(h);
+    delete this;
+  }
+
+ private:
+  void Push(const v1::ExperimentEvent& ev, bool final) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    pending_.push_back(ev);
+    final_seen_ |= final;
+    NextLocked();
+  }
+  void NextLocked() {
+    if (writing_ || finished_) return;
+    if (pending_.empty()) {
+      if (final_seen_) FinishLocked(grpc::Status::OK);
+      return;
+    }
+    writing_ = true;
+    StartWrite(&pending_.front());
+  }
+  void FinishLocked(const grpc::Status& s) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(s);
+  }
+
+  ExperimentScheduler* scheduler_;
+  std::mutex mu_;
+  std::deque<v1::ExperimentEvent> pending_;
+  bool writing_ = false;
+  bool final_seen_ = false;
+  bool finished_ = false;
+  int handle_ = -1;
+};
+
+grpc::ServerWriteReactor<v1::ExperimentEvent>* ControllerServiceImpl::WatchExperiment(
+    grpc::CallbackServerContext* ctx, const v1::WatchExperimentRequest* req) {
+  grpc::Status auth = rpc::CheckBearer(ctx);
+  if (!auth.ok()) {
+    class Refused : public grpc::ServerWriteReactor<v1::ExperimentEvent> {
+     public:
+      explicit Refused(const grpc::Status& s) { Finish(s); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused(auth);
+  }
+  return new WatchReactor(scheduler_, req->experiment_id().empty() ? "latest" : req->experiment_id());
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::GetResults(grpc::CallbackServerContext* ctx,
+                                                            const v1::GetResultsRequest* req,
+                                                            v1::GetResultsReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    auto e = store_->GetExperiment(req->experiment_id().empty() ? "latest" : req->experiment_id());
+    if (!e.ok()) {
+      r->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, e.error()));
+      return;
+    }
+    auto t = store_->GetTrials(e->id, /*with_series=*/true);
+    if (!t.ok()) {
+      r->Finish(grpc::Status(grpc::StatusCode::INTERNAL, t.error()));
+      return;
+    }
+    reply->set_experiment_json(rpc::ExperimentToJson(*e));
+    reply->set_trials_json(rpc::TrialsToJson(*t));
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::ListAgents(grpc::CallbackServerContext* ctx,
+                                                            const v1::ListAgentsRequest*,
+                                                            v1::ListAgentsReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  for (auto& a : agents_->List()) *reply->add_agents() = std::move(a);
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::CancelExperiment(
+    grpc::CallbackServerContext* ctx, const v1::CancelExperimentRequest* req,
+    v1::CancelExperimentReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    auto s = scheduler_->Cancel(req->experiment_id().empty() ? "latest" : req->experiment_id());
+    if (!s.ok()) {
+      r->Finish(grpc::Status(CodeFor(s.error()), s.error()));
+      return;
+    }
+    reply->set_state(*s);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::CalibrateNode(grpc::CallbackServerContext* ctx,
+                                                               const v1::CalibrateNodeRequest* req,
+                                                               v1::CalibrateNodeReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    std::vector<std::string> nodes;
+    if (!req->agent_id().empty()) {
+      nodes.push_back(req->agent_id());
+    } else {
+      for (const auto& a : agents_->List()) {
+        if (a.alive()) nodes.push_back(a.agent_id());
+      }
+    }
+    if (nodes.empty()) {
+      r->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no live agent to calibrate"));
+      return;
+    }
+    std::map<std::string, std::string> options(req->options().begin(), req->options().end());
+    for (const auto& n : nodes) {
+      auto* e = reply->add_entries();
+      e->set_agent_id(n);
+      auto c = runner_->Calibrate(n, req->injector(), options, req->duration_s() > 0 ? req->duration_s() : 2);
+      if (c.ok()) {
+        e->set_peak_rate(c->peak_rate);
+        e->set_unit(c->unit);
+      } else {
+        e->set_error(c.error());
+      }
+    }
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+}  // namespace codl::controller

@@ -1,0 +1,72 @@
+// ControllerServiceImpl: the controller's gRPC callback service — a thin shell that converts
+// between protos and the registry/scheduler/store, and posts blocking work to its executor.
+#pragma once
+
+#include "codl/v1/controller.grpc.pb.h"
+#include "common/executor.h"
+#include "controller/agent_registry.h"
+#include "controller/experiment_runner.h"
+#include "controller/experiment_scheduler.h"
+#include "controller/rendezvous.h"
+#include "rpc/idempotency_cache.h"
+#include "store/store.h"
+
+namespace codl::controller {
+
+struct ServiceConfig {
+  double heartbeat_interval_s = 1;
+  double lease_s = 10;
+};
+
+class ControllerServiceImpl final : public v1::Controller::CallbackService {
+ public:
+  ControllerServiceImpl(AgentRegistry* agents, ExperimentScheduler* scheduler,
+                        ExperimentRunner* runner, store::Store* store, const Clock* clock,
+                        ServiceConfig config);
+  ~ControllerServiceImpl() override;
+  void Shutdown();
+
+  grpc::ServerUnaryReactor* RegisterAgent(grpc::CallbackServerContext*, const v1::RegisterAgentRequest*,
+                                          v1::RegisterAgentReply*) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext*, const v1::HeartbeatRequest*,
+                                      v1::HeartbeatReply*) override;
+  grpc::ServerUnaryReactor* PublishRendezvous(grpc::CallbackServerContext*,
+                                              const v1::PublishRendezvousRequest*,
+                                              v1::PublishRendezvousReply*) override;
+  grpc::ServerUnaryReactor* FetchRendezvous(grpc::CallbackServerContext*,
+                                            const v1::FetchRendezvousRequest*,
+                                            v1::FetchRendezvousReply*) override;
+  grpc::ServerUnaryReactor* SubmitExperiment(grpc::CallbackServerContext*,
+                                             const v1::SubmitExperimentRequest*,
+                                             v1::SubmitExperimentReply*) override;
+  grpc::ServerUnaryReactor* GetExperiment(grpc::CallbackServerContext*, const v1::GetExperimentRequest*,
+                                          v1::ExperimentStatus*) override;
+  grpc::ServerWriteReactor<v1::ExperimentEvent>* WatchExperiment(
+      grpc::CallbackServerContext*, const v1::WatchExperimentRequest*) override;
+  grpc::ServerUnaryReactor* GetResults(grpc::CallbackServerContext*, const v1::GetResultsRequest*,
+                                       v1::GetResultsReply*) override;
+  grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext*, const v1::ListAgentsRequest*,
+                                       v1::ListAgentsReply*) override;
+  grpc::ServerUnaryReactor* CancelExperiment(grpc::CallbackServerContext*,
+                                             const v1::CancelExperimentRequest*,
+                                             v1::CancelExperimentReply*) override;
+  grpc::ServerUnaryReactor* CalibrateNode(grpc::CallbackServerContext*,
+                                          const v1::CalibrateNodeRequest*,
+                                          v1::CalibrateNodeReply*) override;
+
+ private:
+  class WatchReactor;
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx);
+
+  AgentRegistry* agents_;
+  ExperimentScheduler* scheduler_;
+  ExperimentRunner* runner_;
+  store::Store* store_;
+  const Clock* clock_;
+  ServiceConfig config_;
+  Rendezvous rendezvous_;
+  rpc::IdempotencyCache cache_;
+  Executor executor_{8};
+};
+
+}  // namespace codl::controller

@@ -1,0 +1,73 @@
+// ExperimentRunner: executes one experiment's planned trials, one after the other. For each
+// trial: start the antagonists on their nodes with a common start time, wait until they reach
+// their targets (settle), run the victim, stop the antagonists, and commit the trial to the
+// store before the next begins. No path leaves an antagonist running.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/records.h"
+#include "controller/agent_registry.h"
+#include "experiment/spec.h"
+#include "store/store.h"
+
+namespace codl::controller {
+
+struct RunnerOptions {
+  double start_delay_s = 0.25;    // common start = now + this (lets every agent get the call)
+  double settle_fraction = 0.9;   // an antagonist has "reached" its target at this fraction
+  double min_settle_s = 1.0;      // settle never waits less than this for the first samples
+};
+
+// What the runner tells the world while it works (the scheduler turns it into status/events).
+class RunListener {
+ public:
+  virtual ~RunListener() = default;
+  virtual void OnMessage(const std::string& message) = 0;
+  virtual void OnTrialStarted(const experiment::PlannedTrial& trial) = 0;
+  virtual void OnTrialDone(const TrialRecord& trial) = 0;
+};
+
+class ExperimentRunner {
+ public:
+  ExperimentRunner(AgentRegistry* agents, store::Store* store, const Clock* clock,
+                   RunnerOptions options = {});
+
+  // Runs every trial of `plan`. Returns an error when the experiment cannot go on (no nodes,
+  // calibration failed, cancelled); trials done so far are already in the store.
+  Status Run(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
+             const std::vector<experiment::PlannedTrial>& plan, const std::atomic<bool>& cancel,
+             RunListener* listener);
+
+  // Calibrates one injector + options on one agent (bypassing the cache) and stores the result.
+  Result<CalibrationRecord> Calibrate(const std::string& agent_id, const std::string& injector,
+                                      const std::map<std::string, std::string>& options,
+                                      double duration_s);
+
+ private:
+  struct Placement {
+    std::string victim_node;
+    std::vector<std::vector<std::string>> antagonist_nodes;  // per antagonist
+    std::map<std::pair<int, std::string>, CalibrationRecord> peaks;  // (antagonist, node)
+  };
+  Status Place(const experiment::ExperimentSpec& spec, Placement* p);
+  Status CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p, RunListener* listener);
+  TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
+                       const experiment::PlannedTrial& trial, const Placement& p,
+                       const std::atomic<bool>& cancel);
+
+  AgentRegistry* agents_;
+  store::Store* store_;
+  const Clock* clock_;
+  RunnerOptions options_;
+};
+
+// "k=v,k=v" over sorted keys: the calibration cache key of an option set.
+std::string OptionsKey(const std::map<std::string, std::string>& options);
+
+}  // namespace codl::controller

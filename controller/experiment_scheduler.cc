@@ -1,0 +1,288 @@
+#include "controller/experiment_scheduler.h"
+
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+namespace codl::controller {
+
+struct ExperimentScheduler::Live {
+  ExperimentRecord record;
+  experiment::ExperimentSpec spec;
+  std::vector<experiment::PlannedTrial> plan;
+  std::atomic<bool> cancel{false};
+  int completed = 0;
+  int failed = 0;
+  std::string current_pairing;
+  double started_s = 0;
+  double estimate_s = 0;
+};
+
+class ExperimentScheduler::Listener : public RunListener {
+ public:
+  Listener(ExperimentScheduler* s, std::shared_ptr<Live> live) : s_(s), live_(std::move(live)) {}
+  void OnMessage(const std::string& m) override { s_->Publish(live_, m, false); }
+  void OnTrialStarted(const experiment::PlannedTrial& t) override {
+    {
+      std::lock_guard<std::mutex> l(s_->mu_);
+      live_->current_pairing = t.pairing;
+    }
+    s_->Publish(live_, "trial " + std::to_string(t.index + 1) + "/" +
+                           std::to_string(live_->plan.size()) + " " + t.pairing + " started", false);
+  }
+  void OnTrialDone(const TrialRecord& t) override {
+    {
+      std::lock_guard<std::mutex> l(s_->mu_);
+      ++live_->completed;
+      if (t.state == TrialState::kFailed) ++live_->failed;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "trial %d/%zu %s: %s, metric %.4g s%s%s", t.index + 1,
+             live_->plan.size(), t.pairing.c_str(), ToString(t.state), t.metric,
+             t.error.empty() ? "" : " — ", t.error.c_str());
+    s_->Publish(live_, buf, false);
+  }
+
+ private:
+  ExperimentScheduler* s_;
+  std::shared_ptr<Live> live_;
+};
+
+ExperimentScheduler::ExperimentScheduler(store::Store* store, ExperimentRunner* runner,
+                                         const Clock* clock, experiment::ParseHooks hooks)
+    : store_(store), runner_(runner), clock_(clock), hooks_(std::move(hooks)) {}
+
+ExperimentScheduler::~ExperimentScheduler() { Shutdown(); }
+
+void ExperimentScheduler::Start() { worker_ = std::thread([this] { WorkerLoop(); }); }
+
+void ExperimentScheduler::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopping_ && !worker_.joinable()) return;
+    stopping_ = true;
+    for (auto& [id, live] : live_) live->cancel = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+std::string ExperimentScheduler::NewExperimentId() {
+  // Sortable and unique enough for one controller: time plus a random suffix.
+  static std::mt19937_64 rng(std::random_device{}());
+  time_t now = clock_->UnixNanos() / 1'000'000'000;
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  char buf[64];
+  snprintf(buf, sizeof buf, "%04d%02d%02d-%02d%02d%02d-%04x", tm.tm_year + 1900, tm.tm_mon + 1,
+           tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>(rng() & 0xffff));
+  return buf;
+}
+
+Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::string& yaml,
+                                                                   const std::string& source_path) {
+  auto spec = experiment::ParseExperiment(yaml, source_path.empty() ? "<submitted>" : source_path, hooks_);
+  if (!spec.ok()) return Err(spec.error());
+  auto live = std::make_shared<Live>();
+  live->spec = std::move(spec.value());
+  live->plan = experiment::ExpandPlan(live->spec);
+  live->estimate_s = experiment::EstimateDurationSeconds(live->spec, live->plan, 10);
+  auto& r = live->record;
+  r.id = NewExperimentId();
+  r.name = live->spec.name;
+  r.source_path = source_path;
+  r.yaml = yaml;
+  r.state = ExperimentState::kQueued;
+  r.seed = live->spec.seed;
+  r.total_trials = static_cast<int>(live->plan.size());
+  r.created_unix_ms = clock_->UnixNanos() / 1'000'000;
+  if (Status s = store_->CreateExperiment(r); !s.ok()) return Err(s.error());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopping_) return Err("controller is shutting down");
+    live_[r.id] = live;
+    queue_.push_back(live);
+  }
+  cv_.notify_all();
+  spdlog::info("experiment {} '{}' queued: {} trials", r.id, r.name, r.total_trials);
+  return Submitted{r.id, r.total_trials};
+}
+
+v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
+  v1::ExperimentStatus s;
+  s.set_experiment_id(live.record.id);
+  s.set_name(live.record.name);
+  s.set_state(ToString(live.record.state));
+  s.set_error(live.record.error);
+  s.set_total_trials(live.record.total_trials);
+  s.set_completed_trials(live.completed);
+  s.set_failed_trials(live.failed);
+  s.set_current_pairing(live.current_pairing);
+  s.set_created_unix_ms(live.record.created_unix_ms);
+  s.set_finished_unix_ms(live.record.finished_unix_ms);
+  if (live.record.state == ExperimentState::kRunning && live.completed > 0) {
+    double elapsed = clock_->MonotonicSeconds() - live.started_s;
+    s.set_eta_s(elapsed / live.completed * (live.record.total_trials - live.completed));
+  } else if (live.record.state == ExperimentState::kRunning || live.record.state == ExperimentState::kQueued) {
+    s.set_eta_s(live.estimate_s);
+  }
+  return s;
+}
+
+Result<v1::ExperimentStatus> ExperimentScheduler::GetStatus(const std::string& id) {
+  auto rec = store_->GetExperiment(id);
+  if (!rec.ok()) return Err(rec.error());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = live_.find(rec->id);
+    if (it != live_.end()) return StatusOf(*it->second);
+  }
+  Live finished;
+  finished.record = *rec;
+  auto trials = store_->GetTrials(rec->id, /*with_series=*/false);
+  if (trials.ok()) {
+    for (const auto& t : *trials) {
+      ++finished.completed;
+      if (t.state == TrialState::kFailed) ++finished.failed;
+    }
+  }
+  return StatusOf(finished);
+}
+
+Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
+  auto rec = store_->GetExperiment(id);
+  if (!rec.ok()) return Err(rec.error());
+  std::shared_ptr<Live> live;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = live_.find(rec->id);
+    if (it == live_.end()) return std::string(ToString(rec->state));  // already finished
+    live = it->second;
+    live->cancel = true;
+    if (live->record.state == ExperimentState::kQueued) {
+      // Never started: finish it here.
+      for (auto q = queue_.begin(); q != queue_.end(); ++q) {
+        if (*q == live) { queue_.erase(q); break; }
+      }
+      live->record.state = ExperimentState::kCancelled;
+      live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
+      live_.erase(it);
+    } else {
+      return std::string("cancelling");
+    }
+  }
+  (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled, "cancelled before it started",
+                                 live->record.finished_unix_ms);
+  Publish(live, "cancelled", true);
+  return std::string("cancelled");
+}
+
+Result<int> ExperimentScheduler::Watch(const std::string& id, Watcher w) {
+  auto status = GetStatus(id);
+  if (!status.ok()) return Err(status.error());
+  const std::string& state = status->state();
+  bool final = state != "queued" && state != "running";
+  v1::ExperimentEvent ev;
+  *ev.mutable_status() = *status;
+  ev.set_message(final ? "experiment " + state : "watching");
+  int handle = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    bool still_live = live_.count(status->experiment_id()) > 0;
+    if (!final && still_live) {
+      handle = next_watcher_++;
+      watchers_[handle] = {status->experiment_id(), w};
+    }
+    final = final || !still_live;
+  }
+  w(ev, final);
+  return handle;
+}
+
+void ExperimentScheduler::Unwatch(int handle) {
+  std::lock_guard<std::mutex> l(mu_);
+  watchers_.erase(handle);
+}
+
+void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, const std::string& message,
+                                  bool final) {
+  v1::ExperimentEvent ev;
+  std::vector<Watcher> targets;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    *ev.mutable_status() = StatusOf(*live);
+    for (auto it = watchers_.begin(); it != watchers_.end();) {
+      if (it->second.first == live->record.id) {
+        targets.push_back(it->second.second);
+        if (final) {
+          it = watchers_.erase(it);
+          continue;
+        }
+      }
+      ++it;
+    }
+  }
+  ev.set_message(message);
+  spdlog::info("[{}] {}", live->record.id, message);
+  for (auto& w : targets) w(ev, final);
+}
+
+void ExperimentScheduler::WorkerLoop() {
+  for (;;) {
+    std::shared_ptr<Live> live;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) {
+        // Queued experiments stay queued in the store; the next controller start marks them
+        // interrupted rather than silently dropping them.
+        return;
+      }
+      live = queue_.front();
+      queue_.pop_front();
+    }
+    RunOne(live);
+  }
+}
+
+void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    live->record.state = ExperimentState::kRunning;
+    live->started_s = clock_->MonotonicSeconds();
+  }
+  (void)store_->UpdateExperiment(live->record.id, ExperimentState::kRunning, "", 0);
+  Publish(live, "experiment started: " + std::to_string(live->plan.size()) + " trials", false);
+  Listener listener(this, live);
+  Status s = runner_->Run(live->record, live->spec, live->plan, live->cancel, &listener);
+  ExperimentState state = ExperimentState::kDone;
+  std::string error;
+  bool shutting_down;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    shutting_down = stopping_;
+  }
+  if (shutting_down) {
+    state = ExperimentState::kInterrupted;
+    error = "controller stopped while the experiment ran";
+  } else if (live->cancel) {
+    state = ExperimentState::kCancelled;
+    error = "cancelled";
+  } else if (!s.ok()) {
+    state = ExperimentState::kFailed;
+    error = s.error();
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    live->record.state = state;
+    live->record.error = error;
+    live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
+    live->current_pairing.clear();
+  }
+  (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms);
+  Publish(live, std::string("experiment ") + ToString(state) + (error.empty() ? "" : ": " + error), true);
+  std::lock_guard<std::mutex> l(mu_);
+  live_.erase(live->record.id);
+}
+
+}  // namespace codl::controller

@@ -1,0 +1,70 @@
+// ExperimentScheduler: accepts submitted experiments (validated, planned, stored as queued),
+// runs them one at a time on its worker thread through the ExperimentRunner, tracks live
+// status, and fans events out to watchers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "codl/v1/controller.pb.h"
+#include "common/clock.h"
+#include "controller/experiment_runner.h"
+#include "experiment/spec.h"
+#include "store/store.h"
+
+namespace codl::controller {
+
+class ExperimentScheduler {
+ public:
+  ExperimentScheduler(store::Store* store, ExperimentRunner* runner, const Clock* clock,
+                      experiment::ParseHooks hooks);
+  ~ExperimentScheduler();
+  void Start();
+  void Shutdown();  // cancels the running experiment (its antagonists are stopped) and joins
+
+  struct Submitted {
+    std::string id;
+    int total_trials = 0;
+  };
+  // Bad YAML -> error "FILE:LINE:COL: message" (the caller maps it to INVALID_ARGUMENT).
+  Result<Submitted> Submit(const std::string& yaml, const std::string& source_path);
+  Result<v1::ExperimentStatus> GetStatus(const std::string& id);  // id or "latest"
+  Result<std::string> Cancel(const std::string& id);                // returns the new state
+
+  using Watcher = std::function<void(const v1::ExperimentEvent& event, bool final)>;
+  // Calls `w` with the current status at once; then on every event until the experiment ends
+  // (final=true). Returns a handle for Unwatch, or an error for an unknown id.
+  Result<int> Watch(const std::string& id, Watcher w);
+  void Unwatch(int handle);
+
+ private:
+  struct Live;
+  class Listener;
+  void WorkerLoop();
+  void RunOne(const std::shared_ptr<Live>& live);
+  v1::ExperimentStatus StatusOf(const Live& live) const;
+  void Publish(const std::shared_ptr<Live>& live, const std::string& message, bool final);
+  std::string NewExperimentId();
+
+  store::Store* store_;
+  ExperimentRunner* runner_;
+  const Clock* clock_;
+  experiment::ParseHooks hooks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Live>> queue_;
+  std::map<std::string, std::shared_ptr<Live>> live_;  // queued or running
+  std::map<int, std::pair<std::string, Watcher>> watchers_;
+  int next_watcher_ = 1;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace codl::controller

@@ -1,0 +1,60 @@
+// Small, deterministic statistics for slowdown summaries: medians, coefficient of variation, a
+// seeded bootstrap CI of a ratio of medians, and the Mann-Whitney U test. std-only; every
+// function returns NaN (never throws) when its input is too small to say anything.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace codl::experiment {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double Median(std::vector<double> values);                  // NaN when empty
+double Mean(const std::vector<double>& values);             // NaN when empty
+double SampleStdDev(const std::vector<double>& values);     // n-1 denominator; 0 when n == 1
+// Sample standard deviation / |mean|. 0 for one value; NaN when empty or the mean is 0.
+double CoefficientOfVariation(const std::vector<double>& values);
+// Linear interpolation between order statistics (R type 7, numpy's default); q in [0, 1].
+double Quantile(std::vector<double> values, double q);
+
+struct ConfidenceInterval {
+  double low = kNaN;
+  double high = kNaN;
+};
+
+struct BootstrapOptions {
+  int resamples = 2000;
+  double confidence = 0.95;
+  uint64_t seed = 42;
+};
+
+// Percentile-bootstrap CI of median(treatment) / median(control): each resample draws both
+// samples with replacement (sizes kept) from a std::mt19937_64 seeded with options.seed, with a
+// portable uniform-integer mapping, so the interval is identical on every platform. Resamples
+// whose control median is 0 are skipped. NaN bounds when either sample is empty.
+ConfidenceInterval BootstrapMedianRatioCI(const std::vector<double>& treatment,
+                                          const std::vector<double>& control,
+                                          const BootstrapOptions& options = {});
+
+enum class MannWhitneyMethod { kNone, kExact, kNormal };
+const char* ToString(MannWhitneyMethod m);  // "", "exact", "normal"
+
+struct MannWhitneyResult {
+  double u = kNaN;        // U of `a`: pairs with a > b, plus half the tied pairs
+  double p_value = kNaN;  // two-sided
+  MannWhitneyMethod method = MannWhitneyMethod::kNone;
+};
+
+// Two-sided Mann-Whitney U test of `a` against `b`.
+//  * exact: no ties and n_a + n_b <= 50. The null distribution of U is counted exactly (the
+//    coefficients of the Gaussian binomial [n_a+n_b choose n_a]_q); p = min(1, 2 * min(P(U <= u),
+//    P(U >= u))).
+//  * normal otherwise: z = (|U - n_a n_b / 2| - 0.5) / sigma with the tie-corrected
+//    sigma^2 = n_a n_b / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1))), p = erfc(z / sqrt 2);
+//    p = 1 when every value is tied.
+// NaN p (method kNone) when either sample is empty.
+MannWhitneyResult MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace codl::experiment

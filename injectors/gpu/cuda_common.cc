@@ -1,0 +1,118 @@
+#include "injectors/gpu/cuda_common.h"
+
+#ifdef CODL_HAVE_CUDA
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace codl::injectors::gpu {
+
+std::string CudaErrorText(const std::string& what, cudaError_t error) {
+  return what + ": " + cudaGetErrorString(error) + " (" + std::to_string(static_cast<int>(error)) +
+         ")";
+}
+
+void PollSleep(double seconds, const StopToken& stop) {
+  if (seconds >= 1e-3) {
+    stop.SleepFor(seconds);
+    return;
+  }
+  timespec ts{0, static_cast<long>(seconds * 1e9)};
+  nanosleep(&ts, nullptr);
+}
+
+InFlightWindow::~InFlightWindow() {
+  // Destroying an event whose record is still pending is allowed: CUDA frees it on completion.
+  for (Slot& s : slots_) {
+    if (s.start != nullptr) cudaEventDestroy(s.start);
+    if (s.end != nullptr) cudaEventDestroy(s.end);
+  }
+}
+
+Status InFlightWindow::Init(int depth, bool timing) {
+  timing_ = timing;
+  slots_.resize(static_cast<size_t>(std::max(depth, 1)));
+  // Timing events are needed only for busy time; plain ones are cheaper to record and query.
+  const unsigned flags = timing ? cudaEventDefault : cudaEventDisableTiming;
+  for (Slot& s : slots_) {
+    if (timing) CODL_CUDA_RETURN(cudaEventCreateWithFlags(&s.start, flags));
+    CODL_CUDA_RETURN(cudaEventCreateWithFlags(&s.end, flags));
+  }
+  return Status::Ok();
+}
+
+Status InFlightWindow::Begin(cudaStream_t stream) {
+  if (!timing_) return Status::Ok();
+  Slot& s = slots_[static_cast<size_t>((head_ + count_) % static_cast<int>(slots_.size()))];
+  CODL_CUDA_RETURN(cudaEventRecord(s.start, stream));
+  return Status::Ok();
+}
+
+Status InFlightWindow::End(cudaStream_t stream, uint64_t units, uint64_t ops) {
+  if (full()) return Err("InFlightWindow::End on a full window");
+  Slot& s = slots_[static_cast<size_t>((head_ + count_) % static_cast<int>(slots_.size()))];
+  CODL_CUDA_RETURN(cudaEventRecord(s.end, stream));
+  s.units = units;
+  s.ops = ops;
+  ++count_;
+  return Status::Ok();
+}
+
+Result<int> InFlightWindow::Harvest(WorkerContext* ctx,
+                                    const std::function<uint64_t(double)>& ops_from_busy) {
+  int done = 0;
+  while (count_ > 0) {
+    Slot& s = slots_[static_cast<size_t>(head_)];
+    const cudaError_t q = cudaEventQuery(s.end);
+    if (q == cudaErrorNotReady) break;
+    if (q != cudaSuccess) return Err(CudaErrorText("cudaEventQuery", q));
+    uint64_t ops = s.ops;
+    if (timing_ && ops_from_busy) {
+      float ms = 0;
+      CODL_CUDA_RETURN(cudaEventElapsedTime(&ms, s.start, s.end));
+      ops = ops_from_busy(ms * 1e-3);
+    }
+    if (ctx != nullptr) ctx->Done(s.units, ops);
+    head_ = (head_ + 1) % static_cast<int>(slots_.size());
+    --count_;
+    ++done;
+  }
+  return done;
+}
+
+Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStreamSpec& spec,
+                      const std::function<Status(cudaStream_t)>& issue) {
+  CODL_CUDA_RETURN(cudaSetDevice(spec.device));  // the current device is per thread
+  CODL_CUDA_RETURN(cudaStreamSynchronize(stream));  // leftovers of a previous phase: not ours
+  InFlightWindow window;
+  if (Status s = window.Init(spec.depth, spec.timing); !s.ok()) return s;
+  // With a duty cycle the pacer's budget is spent only inside the on-windows (gpu_host.h).
+  const double pace_units = static_cast<double>(spec.units) * spec.duty.pacing_scale();
+  const double t0 = MonotonicSeconds();
+  while (!ctx.stop.stop_requested()) {
+    auto harvested = window.Harvest(&ctx, spec.ops_from_busy);
+    if (!harvested.ok()) return Err(harvested.error());
+    double wait = kPollS;
+    if (!window.full()) {
+      double w = spec.duty.WaitAt(MonotonicSeconds() - t0);
+      if (w == 0) w = ctx.pacer.TryAcquire(pace_units);
+      if (w == 0) {
+        if (Status s = window.Begin(stream); !s.ok()) return s;
+        if (Status s = issue(stream); !s.ok()) return s;
+        if (Status s = window.End(stream, spec.units, spec.ops); !s.ok()) return s;
+        continue;
+      }
+      // Idle: sleep toward the next grant, but wake to count completions and to pick up a
+      // pacing rate the controller raised (it updates every 50 ms).
+      wait = window.empty() ? std::min(w, 0.005) : std::min(w, kPollS);
+    }
+    PollSleep(wait, ctx.stop);
+  }
+  auto last = window.Harvest(&ctx, spec.ops_from_busy);
+  return last.ok() ? Status::Ok() : Status(Err(last.error()));
+}
+
+}  // namespace codl::injectors::gpu
+
+#endif  // CODL_HAVE_CUDA

@@ -1,0 +1,195 @@
+// cuda_memcpy: PCIe (H2D, D2H, bidirectional) or HBM (D2D) bandwidth antagonist.
+//
+// One worker thread per stream ("lane"); each keeps `depth` cudaMemcpyAsync copies of `size`
+// bytes in flight and counts a copy's bytes when its event completes, never when it is
+// enqueued. Two copies in flight per stream are enough for the copy engine never to wait on
+// the host between copies, which is what lets --max match a bare cudaMemcpyAsync loop
+// (tests/gpu/memcpy_baseline.cu). Host buffers are pinned (cudaHostAlloc): pageable memory
+// would measure the CPU staging copy, not the bus.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/units.h"
+#include "injectors/gpu/gpu_probe.h"
+#include "injectors/injector.h"
+#include "injectors/paced_run.h"
+
+#ifdef CODL_HAVE_CUDA
+#include "injectors/gpu/cuda_common.h"
+#endif
+
+namespace codl::injectors {
+namespace {
+
+class CudaMemcpyInjector final : public Injector {
+ public:
+  ~CudaMemcpyInjector() override { Release(); }
+
+  const Descriptor& descriptor() const override {
+    static const Descriptor d{
+        "cuda_memcpy",
+        "PCIe / HBM bandwidth",
+        "bytes/s",
+        "cudaMemcpyAsync flood: h2d, d2h, d2d or bidir, pinned host memory, N streams",
+        "bytes copied per second, each byte once; bidir adds both directions (telemetry 'h2d' "
+        "is the H2D half); d2d counts a byte once although HBM reads and writes it",
+        {
+            EnumOption("direction", "h2d", {"h2d", "d2h", "d2d", "bidir"},
+                       "h2d, d2h, d2d, or bidir (h2d and d2h at once, each on its own streams)"),
+            SizeOption("size", "64MiB", 4096, 16.0 * (1ull << 30),
+                       "bytes per copy; also the granularity of the rate control"),
+            IntOption("streams", "1", 1, 16, "CUDA streams (worker threads) per direction"),
+            IntOption("depth", "2", 1, 16,
+                      "copies in flight per stream (2 keeps the copy engine busy between "
+                      "completions)"),
+            IntOption("device", "0", 0, 1023, "CUDA device index (as CUDA_VISIBLE_DEVICES shows it)"),
+        },
+    };
+    return d;
+  }
+
+  std::string Unsupported(const HostInfo&) const override { return gpu::CudaUnavailableReason(); }
+
+  Status Setup(const OptionValues& options, const HostInfo&, const StopToken& stop) override {
+#ifdef CODL_HAVE_CUDA
+    direction_ = options.String("direction");
+    size_ = options.Size("size");
+    depth_ = static_cast<int>(options.Int("depth"));
+    device_ = static_cast<int>(options.Int("device"));
+    const int streams = static_cast<int>(options.Int("streams"));
+    gpu::MarkCudaUsedHere();
+    int count = 0;
+    CODL_CUDA_RETURN(cudaGetDeviceCount(&count));
+    if (device_ >= count) {
+      return Err("option 'device': " + std::to_string(device_) + " but only " +
+                 std::to_string(count) + " CUDA device(s) are visible");
+    }
+    CODL_CUDA_RETURN(cudaSetDevice(device_));
+    cudaDeviceProp prop{};
+    CODL_CUDA_RETURN(cudaGetDeviceProperties(&prop, device_));
+    device_name_ = prop.name;
+
+    std::vector<std::string> kinds;
+    if (direction_ == "bidir") {
+      kinds = {"h2d", "d2h"};
+    } else {
+      kinds = {direction_};
+    }
+    int device_buffers = 0;
+    for (const auto& k : kinds) device_buffers += (k == "d2d" ? 2 : 1) * streams;
+    size_t free_bytes = 0, total_bytes = 0;
+    CODL_CUDA_RETURN(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const double need = static_cast<double>(device_buffers) * static_cast<double>(size_);
+    if (need > 0.9 * static_cast<double>(free_bytes)) {
+      return Err("cuda_memcpy: needs " + FormatSize(need) + " of device memory (" +
+                 std::to_string(device_buffers) + " buffers of " + FormatSize(size_) + "), " +
+                 FormatSize(static_cast<double>(free_bytes)) + " free on device " +
+                 std::to_string(device_));
+    }
+    for (const auto& kind : kinds) {
+      for (int i = 0; i < streams; ++i) {
+        if (stop.stop_requested()) return Err("stopped during setup");
+        lanes_.push_back(Lane{});
+        Lane& lane = lanes_.back();
+        lane.h2d = kind == "h2d";
+        lane.kind = kind == "h2d"   ? cudaMemcpyHostToDevice
+                    : kind == "d2h" ? cudaMemcpyDeviceToHost
+                                    : cudaMemcpyDeviceToDevice;
+        lane.src_host = kind == "h2d";
+        lane.dst_host = kind == "d2h";
+        CODL_CUDA_RETURN(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
+        if (Status s = Allocate(&lane.src, lane.src_host); !s.ok()) return s;
+        if (Status s = Allocate(&lane.dst, lane.dst_host); !s.ok()) return s;
+      }
+    }
+    CODL_CUDA_RETURN(cudaDeviceSynchronize());
+    return Status::Ok();
+#else
+    return Err("cuda_memcpy: built without CUDA");
+#endif
+  }
+
+  Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override {
+#ifdef CODL_HAVE_CUDA
+    if (lanes_.empty()) return Err("cuda_memcpy: Run before Setup");
+    PacedRunSpec spec;
+    spec.workers = static_cast<int>(lanes_.size());
+    if (direction_ == "bidir") spec.ops_name = "h2d";  // the H2D half, in bytes/s
+    auto worker = [this](WorkerContext& ctx) -> Status {
+      const Lane& lane = lanes_[static_cast<size_t>(ctx.index)];
+      gpu::PacedStreamSpec ps;
+      ps.device = device_;
+      ps.depth = depth_;
+      ps.units = size_;
+      ps.ops = lane.h2d ? size_ : 0;
+      return gpu::RunPacedStream(ctx, lane.stream, ps, [&](cudaStream_t s) -> Status {
+        CODL_CUDA_RETURN(cudaMemcpyAsync(lane.dst, lane.src, size_, lane.kind, s));
+        return Status::Ok();
+      });
+    };
+    auto summary = RunPaced(spec, target, stop, reporter, worker);
+    if (summary.ok() && direction_ != "d2d") {
+      summary->notes.push_back(
+          "device " + std::to_string(device_) + " (" + device_name_ +
+          "): pinned host buffers follow this process's NUMA policy; bind codl-inject to the "
+          "GPU's NUMA node (numactl) for the PCIe peak");
+    }
+    return summary;
+#else
+    return Err("cuda_memcpy: built without CUDA");
+#endif
+  }
+
+ private:
+#ifdef CODL_HAVE_CUDA
+  struct Lane {
+    bool h2d = false;
+    cudaMemcpyKind kind = cudaMemcpyDefault;
+    bool src_host = false, dst_host = false;
+    void* src = nullptr;
+    void* dst = nullptr;
+    cudaStream_t stream = nullptr;
+  };
+
+  // Buffers are written once so no page is first touched inside a measured copy.
+  Status Allocate(void** p, bool host) {
+    if (host) {
+      // Portable: pinned for every context, should a future option copy to another GPU.
+      CODL_CUDA_RETURN(cudaHostAlloc(p, size_, cudaHostAllocPortable));
+      std::memset(*p, 0x5a, size_);
+    } else {
+      CODL_CUDA_RETURN(cudaMalloc(p, size_));
+      CODL_CUDA_RETURN(cudaMemset(*p, 0x5a, size_));
+    }
+    return Status::Ok();
+  }
+
+  void Release() {
+    if (lanes_.empty()) return;
+    cudaSetDevice(device_);
+    for (Lane& lane : lanes_) {
+      if (lane.stream != nullptr) cudaStreamSynchronize(lane.stream);  // copies still reading
+      if (lane.src != nullptr) lane.src_host ? cudaFreeHost(lane.src) : cudaFree(lane.src);
+      if (lane.dst != nullptr) lane.dst_host ? cudaFreeHost(lane.dst) : cudaFree(lane.dst);
+      if (lane.stream != nullptr) cudaStreamDestroy(lane.stream);
+    }
+    lanes_.clear();
+  }
+
+  std::vector<Lane> lanes_;
+  std::string direction_, device_name_;
+  uint64_t size_ = 0;
+  int depth_ = 2;
+  int device_ = 0;
+#else
+  void Release() {}
+#endif
+};
+
+}  // namespace
+
+std::unique_ptr<Injector> MakeCudaMemcpyInjector() { return std::make_unique<CudaMemcpyInjector>(); }
+
+}  // namespace codl::injectors

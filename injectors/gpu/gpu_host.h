@@ -1,0 +1,93 @@
+// Host-side pieces of the GPU injectors: everything that needs no CUDA and is therefore built and
+// unit-tested on every machine (CI has no GPU). The CUDA/NCCL files call into these, so the rules
+// below are the ones that run on the H200, not copies of them.
+//   * nccl-tests' bus-bandwidth convention (BusBwFactor) and message shapes (NcclShapeFor);
+//   * the rendezvous wire format: ncclUniqueId <-> hex, and the stdout protocol lines;
+//   * DutyCycle, the on/off window shared by the nccl and mps_cotenant workers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace codl::injectors::gpu {
+
+// ---- NCCL collectives ---------------------------------------------------------------------
+
+enum class NcclOp { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
+
+// Option spellings, in --help order: allreduce, allgather, reducescatter, alltoall, broadcast.
+const std::vector<std::string>& NcclOpNames();
+Result<NcclOp> ParseNcclOp(std::string_view name);  // "unknown NCCL op 'x' (known: ...)"
+const char* NcclOpName(NcclOp op);
+
+// nccl-tests' busbw = algbw × factor, so numbers compare with nccl-tests and across rank counts:
+//   allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; broadcast 1.
+// For n = 1 those formulas give 0 (no bus traffic) for all but broadcast; CoDL defines the
+// factor as 1 there (busbw := algbw) so a 1-rank antagonist still has a measurable peak and a
+// rate to hold. Documented in docs/gpu.md and in the injector's --help.
+double BusBwFactor(NcclOp op, int nranks);
+// The table above as one line for --help ("allreduce 2(n-1)/n, ...; n=1: 1 (algbw)").
+std::string BusBwFactorHelp();
+
+// Element counts for one collective of `size` bytes in nccl-tests' sense (the "size" column:
+// allreduce/broadcast buffer, allgather total output, reducescatter total input, alltoall
+// per-rank send buffer). Partitioned ops round down to a multiple of nranks elements.
+struct NcclShape {
+  size_t send_count = 0;  // elements in the send buffer
+  size_t recv_count = 0;  // elements in the receive buffer
+  size_t chunk_count = 0; // elements per peer (alltoall) / per rank (allgather, reducescatter)
+  uint64_t alg_bytes = 0; // bytes the algbw counts per op (the rounded size)
+};
+Result<NcclShape> NcclShapeFor(NcclOp op, uint64_t size_bytes, int nranks, size_t elem_bytes);
+
+// ---- rendezvous (no MPI; the agent relays the id through the controller) ------------------
+
+constexpr size_t kNcclUniqueIdBytes = 128;  // sizeof(ncclUniqueId); static_assert'ed in nccl.cc
+
+std::string HexEncode(const uint8_t* data, size_t size);  // lowercase
+// Exact messages (tested):
+//   "expected 256 hex characters (128 bytes), got 10"
+//   "invalid hex character 'g' at offset 5"      (0-based; unprintable bytes shown as \xNN)
+Result<std::vector<uint8_t>> HexDecode(std::string_view hex, size_t expected_bytes);
+
+// The one stdout line rank 0 prints before ncclCommInitRank, flushed:
+//   {"rendezvous_publish":{"key":"<rendezvous_key>","value_hex":"<256 hex chars>"}}
+std::string RendezvousPublishLine(std::string_view key, std::string_view value_hex);
+
+// The stdout line mps_cotenant prints once its MPS client context exists:
+//   {"mps":{"pipe_dir":"...","log_dir":"...","started":true}}
+// started = this process started the control daemon (and will quit it when done).
+std::string MpsLine(std::string_view pipe_dir, std::string_view log_dir, bool started);
+
+// ---- duty cycle ---------------------------------------------------------------------------
+
+// Work may be issued during the first duty × period of every period, counted from the phase
+// start; the rest of each period is idle. An operation issued inside the window may run past
+// it (kernels and collectives are not preempted). duty ≥ 1 means always on.
+class DutyCycle {
+ public:
+  DutyCycle(double duty, double period_s);
+  // Seconds from `t` (since the phase start) until the next on-window opens; 0 inside one.
+  double WaitAt(double t) const;
+  double duty() const { return duty_; }
+  // Pacer units per unit of work: the pacer's (time-averaged) budget is spent only while the
+  // window is open, so each unit costs `duty` of a unit and the mean still equals the target.
+  double pacing_scale() const { return duty_ >= 1 ? 1.0 : duty_; }
+
+ private:
+  double duty_;
+  double period_s_;
+};
+
+// "no CUDA device: cudaGetDeviceCount returned 100 (no CUDA-capable device is detected)"
+std::string NoDeviceReason(int code, std::string_view text);
+
+// CUDA driver/runtime version integer (13000, 12040) as "13.0", "12.4".
+std::string CudaVersionString(int version);
+
+}  // namespace codl::injectors::gpu

@@ -1,0 +1,22 @@
+// GPU labels for agent registration (DESIGN.md "Control plane": agents register with GPUs and
+// MPS availability). The CUDA part runs in a forked child (gpu_probe.h), so calling this from
+// codl-agent leaves no CUDA context or driver session in the daemon; the result is cached.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace codl::injectors {
+
+// Keys (values are strings, lists comma-separated in device order):
+//   gpu_count            "2"                       always
+//   gpu_names            "NVIDIA H200,NVIDIA H200" when gpu_count > 0
+//   gpu_memory_bytes     "150754820096,..."        when gpu_count > 0
+//   cuda_driver_version  "13.0"                    when a driver answered
+//   cuda_runtime_version "13.0"                    when built with CUDA
+//   nccl_version         "2.28.9"                  when built with NCCL (ncclGetVersion)
+//   mps_available        "true" | "false"          nvidia-cuda-mps-control on PATH and a device
+//   gpu_unavailable_reason "built without CUDA" | "no CUDA device: ..."   when gpu_count is 0
+std::map<std::string, std::string> DetectGpuLabels();
+
+}  // namespace codl::injectors

@@ -1,0 +1,428 @@
+// nccl: background collectives that load NVLink / the network, measured in nccl-tests' bus
+// bandwidth (gpu_host.h: BusBwFactor) so a level means the same thing at any rank count.
+//
+// Ranks meet WITHOUT MPI. Rank 0 (ranks > 1, no unique_id given) calls ncclGetUniqueId and
+// prints, before anything else happens, one stdout line
+//   {"rendezvous_publish":{"key":"<rendezvous_key>","value_hex":"<256 hex chars>"}}
+// which the agent relays through the controller; every other rank is started with
+// --set unique_id=<hex>. Then all call ncclCommInitRankConfig in non-blocking mode, so Setup
+// can time out (init_timeout) or be stopped instead of hanging on a rank that never comes.
+//
+// Stopping several ranks: every rank must issue the same sequence of collectives or the last
+// ones never complete. So ranks > 1 vote: after every `vote_every` collectives each rank casts
+// a 1-byte allreduce(max) of "I want to stop"; the result of vote k is read after segment k+1
+// has been issued, and if anyone voted to stop, all ranks end right there. Every rank thus
+// issues exactly the same collectives, the pipeline never drains for a vote, and a stop takes
+// at most 2 × vote_every collectives. A peer that died is detected (no agreement within 2 s of
+// the stop) and the communicator is aborted rather than hanging.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "common/units.h"
+#include "injectors/gpu/gpu_host.h"
+#include "injectors/gpu/gpu_probe.h"
+#include "injectors/injector.h"
+#include "injectors/paced_run.h"
+
+#if defined(CODL_HAVE_CUDA) && defined(CODL_HAVE_NCCL)
+#define CODL_NCCL_ENABLED 1
+#include <nccl.h>
+
+#include "injectors/gpu/cuda_common.h"
+static_assert(sizeof(ncclUniqueId) == codl::injectors::gpu::kNcclUniqueIdBytes);
+#endif
+
+namespace codl::injectors {
+namespace {
+
+using gpu::NcclOp;
+
+// How long a stopping rank waits for its peers (a vote, the last collectives) before it
+// declares one of them dead and aborts the communicator.
+constexpr double kStopGraceS = 2.0;
+
+class NcclInjector final : public Injector {
+ public:
+  ~NcclInjector() override { Release(); }
+
+  const Descriptor& descriptor() const override {
+    static const Descriptor d{
+        "nccl",
+        "NVLink / network bandwidth",
+        "busbw bytes/s",
+        "background NCCL collectives (allreduce, allgather, reducescatter, alltoall, broadcast)",
+        "bus bytes/s as nccl-tests reports them: busbw = algbw x factor, factors " +
+            gpu::BusBwFactorHelp() + "; algbw = size / time (telemetry 'algbw')",
+        {
+            EnumOption("op", "allreduce", gpu::NcclOpNames(), "collective (float32, sum)"),
+            SizeOption("size", "64MiB", 4, 16.0 * (1ull << 30),
+                       "bytes per collective, nccl-tests' size (allgather: total output; "
+                       "reducescatter: total input; alltoall: per-rank send buffer)"),
+            IntOption("ranks", "1", 1, 65536, "ranks in the communicator (1: local, no peers)"),
+            IntOption("rank", "0", 0, 65535, "this process's rank, 0 .. ranks-1"),
+            StringOption("rendezvous_key", "",
+                         "name under which rank 0 publishes the id (rendezvous_publish line)"),
+            StringOption("unique_id", "",
+                         "rank 0's ncclUniqueId as 256 hex characters (required for rank > 0)"),
+            IntOption("device", "-1", -1, 1023, "CUDA device; -1 = rank mod visible devices"),
+            DoubleOption("duty", "1", 0.01, 1, "fraction of each period in which to issue"),
+            DurationOption("period", "100ms", 0.001, 10, "duty-cycle period"),
+            IntOption("depth", "2", 1, 8, "collectives in flight"),
+            IntOption("vote_every", "4", 1, 1024,
+                      "collectives between stop votes (ranks > 1; same on every rank)"),
+            DurationOption("init_timeout", "120s", 1, 3600,
+                           "how long to wait for all ranks to join"),
+        },
+    };
+    return d;
+  }
+
+  std::string Unsupported(const HostInfo&) const override {
+#ifdef CODL_NCCL_ENABLED
+    return gpu::CudaUnavailableReason();
+#else
+    const std::string cuda = gpu::CudaUnavailableReason();
+    return cuda == "built without CUDA" ? cuda : "built without NCCL";
+#endif
+  }
+
+  std::string CheckOptions(const OptionValues& o) const override {
+    const int64_t ranks = o.Int("ranks"), rank = o.Int("rank");
+    if (rank >= ranks) {
+      return "option 'rank': " + std::to_string(rank) + " must be less than ranks (" +
+             std::to_string(ranks) + ")";
+    }
+    const std::string& id = o.String("unique_id");
+    if (!id.empty()) {
+      auto bytes = gpu::HexDecode(id, gpu::kNcclUniqueIdBytes);
+      if (!bytes.ok()) return "option 'unique_id': " + bytes.error();
+    }
+    const std::string of = " of " + std::to_string(ranks);
+    if (ranks > 1 && rank > 0 && id.empty()) {
+      return "nccl: rank " + std::to_string(rank) + of +
+             " needs unique_id: the value_hex of rank 0's rendezvous_publish line (the agent "
+             "relays it as --set unique_id=<hex>)";
+    }
+    if (ranks > 1 && rank == 0 && id.empty() && o.String("rendezvous_key").empty()) {
+      return "nccl: rank 0" + of +
+             " publishes the ncclUniqueId for the other ranks: set rendezvous_key (the name the "
+             "agent relays it under) or pass unique_id";
+    }
+    auto op = gpu::ParseNcclOp(o.String("op"));
+    if (!op.ok()) return op.error();
+    auto shape = gpu::NcclShapeFor(*op, o.Size("size"), static_cast<int>(ranks), sizeof(float));
+    return shape.ok() ? "" : shape.error();
+  }
+
+  Result<double> ToInjectorUnit(const Rate& rate) const override {
+    if (rate.unit == RateUnit::kBytesPerSecond) return rate.value;  // bus bytes/s
+    return Err("injector 'nccl' measures busbw bytes/s; an IOPS rate does not apply");
+  }
+
+  Status Setup(const OptionValues& o, const HostInfo&, const StopToken& stop) override {
+#ifdef CODL_NCCL_ENABLED
+    op_ = *gpu::ParseNcclOp(o.String("op"));
+    ranks_ = static_cast<int>(o.Int("ranks"));
+    rank_ = static_cast<int>(o.Int("rank"));
+    key_ = o.String("rendezvous_key");
+    duty_ = o.Double("duty");
+    period_s_ = o.Duration("period");
+    depth_ = static_cast<int>(o.Int("depth"));
+    vote_every_ = static_cast<int>(o.Int("vote_every"));
+    shape_ = *gpu::NcclShapeFor(op_, o.Size("size"), ranks_, sizeof(float));
+    bus_units_ = static_cast<uint64_t>(
+        static_cast<double>(shape_.alg_bytes) * gpu::BusBwFactor(op_, ranks_) + 0.5);
+
+    gpu::MarkCudaUsedHere();
+    int count = 0;
+    CODL_CUDA_RETURN(cudaGetDeviceCount(&count));
+    const int64_t want = o.Int("device");
+    device_ = want < 0 ? rank_ % count : static_cast<int>(want);
+    if (device_ >= count) {
+      return Err("option 'device': " + std::to_string(device_) + " but only " +
+                 std::to_string(count) + " CUDA device(s) are visible");
+    }
+    CODL_CUDA_RETURN(cudaSetDevice(device_));
+    CODL_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CODL_CUDA_RETURN(cudaEventCreateWithFlags(&vote_event_, cudaEventDisableTiming));
+    CODL_CUDA_RETURN(cudaMalloc(&send_, shape_.send_count * sizeof(float)));
+    CODL_CUDA_RETURN(cudaMalloc(&recv_, shape_.recv_count * sizeof(float)));
+    CODL_CUDA_RETURN(cudaMemset(send_, 0, shape_.send_count * sizeof(float)));  // sums stay 0
+    CODL_CUDA_RETURN(cudaMemset(recv_, 0, shape_.recv_count * sizeof(float)));
+    CODL_CUDA_RETURN(cudaMalloc(&vote_dev_, 2));
+    CODL_CUDA_RETURN(cudaHostAlloc(&vote_host_, 1, cudaHostAllocDefault));
+
+    // NCCL_DEBUG output goes to stdout by default, which is the agent's JSON-lines stream.
+    setenv("NCCL_DEBUG_FILE", "/dev/stderr", /*overwrite=*/0);
+    ncclUniqueId id;
+    const std::string& hex = o.String("unique_id");
+    if (!hex.empty()) {
+      auto bytes = gpu::HexDecode(hex, sizeof id);
+      if (!bytes.ok()) return Err("option 'unique_id': " + bytes.error());
+      std::memcpy(&id, bytes->data(), sizeof id);
+    } else {
+      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return NcclErr("ncclGetUniqueId", r);
+      if (ranks_ > 1) {  // rank 0: the agent relays this to the other ranks
+        const std::string line = gpu::RendezvousPublishLine(
+            key_, gpu::HexEncode(reinterpret_cast<const uint8_t*>(&id), sizeof id));
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+      }
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // so the wait for peers below can time out and be stopped
+    const ncclResult_t r = ncclCommInitRankConfig(&comm_, ranks_, id, rank_, &config);
+    const double timeout = o.Duration("init_timeout");
+    if (Status s = Await(r, "ncclCommInitRankConfig", MonotonicSeconds() + timeout, stop); !s.ok()) {
+      if (s.error().find("timed out") == std::string::npos) return s;
+      return Err("nccl: rank " + std::to_string(rank_) + " of " + std::to_string(ranks_) +
+                 ": not all ranks joined within " + FormatDuration(timeout) +
+                 (key_.empty() ? "" : " (rendezvous key '" + key_ + "')") +
+                 "; are they all started with the same unique_id, op and size?");
+    }
+    return Status::Ok();
+#else
+    return Err("nccl: " + Unsupported(HostInfo{}));
+#endif
+  }
+
+  Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override {
+#ifdef CODL_NCCL_ENABLED
+    if (comm_ == nullptr) {
+      return Err(aborted_.empty() ? "nccl: Run before Setup"
+                                  : "nccl: the communicator was aborted earlier (" + aborted_ + ")");
+    }
+    PacedRunSpec spec;
+    spec.workers = 1;  // one communicator, one stream: NCCL serializes on it anyway
+    spec.ops_name = "algbw";
+    return RunPaced(spec, target, stop, reporter, [this](WorkerContext& ctx) { return Loop(ctx); });
+#else
+    return Err("nccl: " + Unsupported(HostInfo{}));
+#endif
+  }
+
+ private:
+#ifdef CODL_NCCL_ENABLED
+  Status NcclErr(const std::string& what, ncclResult_t r) const {
+    std::string detail = comm_ != nullptr ? ncclGetLastError(comm_) : ncclGetLastError(nullptr);
+    return Err("nccl: " + what + ": " + ncclGetErrorString(r) +
+               (detail.empty() ? "" : " (" + detail + ")"));
+  }
+
+  void Abort(const std::string& why) {
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    aborted_ = why;
+  }
+
+  // Non-blocking NCCL: a call may return ncclInProgress; poll until it settles. After a stop,
+  // peers get kStopGraceS to make progress before the communicator is aborted.
+  Status Await(ncclResult_t r, const std::string& what, double deadline, const StopToken& stop) {
+    if (r != ncclSuccess && r != ncclInProgress) {
+      Status s = NcclErr(what, r);
+      Abort(what + " failed");
+      return s;
+    }
+    double stop_seen = -1;
+    while (comm_ != nullptr) {
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state == ncclSuccess) return Status::Ok();
+      if (state != ncclInProgress) {
+        Status s = NcclErr(what, state);
+        Abort(what + " failed");
+        return s;
+      }
+      const double now = MonotonicSeconds();
+      if (stop.stop_requested() && stop_seen < 0) stop_seen = now;
+      if (now > deadline || (stop_seen >= 0 && now - stop_seen > kStopGraceS)) {
+        const bool timed_out = now > deadline;
+        Abort(what + (timed_out ? " timed out" : " interrupted by a stop"));
+        return Err("nccl: " + what + (timed_out ? " timed out" : " stopped while waiting for peers"));
+      }
+      gpu::PollSleep(1e-3, StopToken());
+    }
+    return Err("nccl: communicator aborted");
+  }
+
+  Status Issue(const StopToken& stop) {
+    const double deadline = MonotonicSeconds() + 3600;  // first call may connect to peers
+    const size_t chunk = shape_.chunk_count;
+    ncclResult_t r = ncclSuccess;
+    switch (op_) {
+      case NcclOp::kAllReduce:
+        r = ncclAllReduce(send_, recv_, shape_.send_count, ncclFloat, ncclSum, comm_, stream_);
+        break;
+      case NcclOp::kAllGather:
+        r = ncclAllGather(send_, recv_, shape_.send_count, ncclFloat, comm_, stream_);
+        break;
+      case NcclOp::kReduceScatter:
+        r = ncclReduceScatter(send_, recv_, shape_.recv_count, ncclFloat, ncclSum, comm_, stream_);
+        break;
+      case NcclOp::kBroadcast:
+        r = ncclBroadcast(send_, recv_, shape_.send_count, ncclFloat, 0, comm_, stream_);
+        break;
+      case NcclOp::kAllToAll: {  // grouped point-to-point, as nccl-tests' alltoall does
+        ncclGroupStart();
+        for (int peer = 0; peer < ranks_ && r == ncclSuccess; ++peer) {
+          r = ncclSend(send_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
+          if (r == ncclSuccess) r = ncclRecv(recv_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
+        }
+        const ncclResult_t end = ncclGroupEnd();
+        if (r == ncclSuccess) r = end;
+        break;
+      }
+    }
+    return Await(r, gpu::NcclOpName(op_), deadline, stop);
+  }
+
+  // Casts this rank's stop vote (1 = stop) as the next operation on the stream.
+  Status CastVote(bool want_stop, const StopToken& stop) {
+    CODL_CUDA_RETURN(cudaMemsetAsync(vote_dev_, want_stop ? 1 : 0, 1, stream_));
+    ncclResult_t r = ncclAllReduce(vote_dev_, vote_dev_ + 1, 1, ncclUint8, ncclMax, comm_, stream_);
+    if (Status s = Await(r, "stop vote", MonotonicSeconds() + 3600, stop); !s.ok()) return s;
+    CODL_CUDA_RETURN(cudaMemcpyAsync(vote_host_, vote_dev_ + 1, 1, cudaMemcpyDeviceToHost, stream_));
+    CODL_CUDA_RETURN(cudaEventRecord(vote_event_, stream_));
+    return Status::Ok();
+  }
+
+  Status Loop(WorkerContext& ctx) {
+    CODL_CUDA_RETURN(cudaSetDevice(device_));
+    gpu::InFlightWindow window;
+    if (Status s = window.Init(depth_, false); !s.ok()) return s;
+    const gpu::DutyCycle duty(duty_, period_s_);
+    const double pace_units = static_cast<double>(bus_units_) * duty.pacing_scale();
+    const double t0 = MonotonicSeconds();
+    double next_health = t0 + 0.1, stop_seen = -1;
+    int in_segment = 0;
+    bool vote_pending = false;
+    auto harvest = [&]() -> Status {
+      auto h = window.Harvest(&ctx);
+      return h.ok() ? Status::Ok() : Status(Err(h.error()));
+    };
+    while (true) {
+      if (Status s = harvest(); !s.ok()) return s;
+      const double now = MonotonicSeconds();
+      if (now >= next_health) {  // a peer's failure surfaces here, not as an error return
+        next_health = now + 0.1;
+        ncclResult_t state = ncclSuccess;
+        ncclCommGetAsyncError(comm_, &state);
+        if (state != ncclSuccess && state != ncclInProgress) {
+          Status s = NcclErr("asynchronous error", state);
+          Abort("asynchronous error");
+          return s;
+        }
+      }
+      const bool stopping = ctx.stop.stop_requested();
+      if (stopping && stop_seen < 0) stop_seen = now;
+      if (ranks_ == 1) {
+        if (stopping) break;
+      } else {
+        if (stop_seen >= 0 && now - stop_seen > kStopGraceS) {
+          Abort("peers did not agree to stop");
+          return Err("nccl: the other ranks did not reach the stop vote within 2s of the stop "
+                     "(a rank died, or ranks run different phases); communicator aborted");
+        }
+        if (in_segment == vote_every_) {
+          if (vote_pending) {  // vote k is read once segment k+1 has been issued
+            const cudaError_t q = cudaEventQuery(vote_event_);
+            if (q == cudaErrorNotReady) {
+              gpu::PollSleep(gpu::kPollS, StopToken());
+              continue;
+            }
+            if (q != cudaSuccess) return Err(gpu::CudaErrorText("stop vote", q));
+            vote_pending = false;
+            if (*vote_host_ != 0) break;  // someone voted to stop: everyone ends here
+          }
+          if (Status s = CastVote(stopping, ctx.stop); !s.ok()) return s;
+          vote_pending = true;
+          in_segment = 0;
+          continue;
+        }
+      }
+      if (window.full()) {
+        gpu::PollSleep(gpu::kPollS, StopToken());
+        continue;
+      }
+      double wait = 0;
+      if (!stopping) {  // a stopping rank runs unpaced to the agreed end of the segment
+        wait = duty.WaitAt(now - t0);
+        if (wait == 0) wait = ctx.pacer.TryAcquire(pace_units);
+      }
+      if (wait > 0) {
+        gpu::PollSleep(window.empty() ? std::min(wait, 0.005) : std::min(wait, gpu::kPollS),
+                       StopToken());
+        continue;
+      }
+      if (Status s = Issue(ctx.stop); !s.ok()) return s;
+      if (Status s = window.End(stream_, bus_units_, shape_.alg_bytes); !s.ok()) return s;
+      ++in_segment;
+    }
+    // Let the agreed collectives finish so the next phase starts on a quiet communicator.
+    const double deadline = MonotonicSeconds() + kStopGraceS;
+    while (!window.empty()) {
+      if (Status s = harvest(); !s.ok()) return s;
+      if (MonotonicSeconds() > deadline) {
+        Abort("last collectives did not complete");
+        return Err("nccl: the last collectives did not complete within 2s of the stop; "
+                   "communicator aborted");
+      }
+      gpu::PollSleep(gpu::kPollS, StopToken());
+    }
+    return Status::Ok();
+  }
+
+  void Release() {
+    if (stream_ == nullptr && comm_ == nullptr) return;
+    cudaSetDevice(device_);
+    if (comm_ != nullptr) {
+      // Finalize flushes NCCL's proxy work (network sends) that peers may still be waiting on;
+      // abort only if it cannot finish.
+      const double deadline = MonotonicSeconds() + 10;
+      while (cudaStreamQuery(stream_) == cudaErrorNotReady && MonotonicSeconds() < deadline) {
+        gpu::PollSleep(1e-3, StopToken());
+      }
+      if (Await(ncclCommFinalize(comm_), "ncclCommFinalize", deadline, StopToken()).ok()) {
+        ncclCommDestroy(comm_);
+      } else if (comm_ != nullptr) {
+        ncclCommAbort(comm_);
+      }
+      comm_ = nullptr;
+    }
+    for (void* p : {static_cast<void*>(send_), static_cast<void*>(recv_),
+                    static_cast<void*>(vote_dev_)}) {
+      if (p != nullptr) cudaFree(p);
+    }
+    if (vote_host_ != nullptr) cudaFreeHost(vote_host_);
+    if (vote_event_ != nullptr) cudaEventDestroy(vote_event_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+
+  NcclOp op_ = NcclOp::kAllReduce;
+  gpu::NcclShape shape_;
+  uint64_t bus_units_ = 0;  // bus bytes credited per completed collective
+  int ranks_ = 1, rank_ = 0, device_ = 0, depth_ = 2, vote_every_ = 4;
+  double duty_ = 1, period_s_ = 0.1;
+  std::string key_, aborted_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t vote_event_ = nullptr;
+  float* send_ = nullptr;
+  float* recv_ = nullptr;
+  uint8_t* vote_dev_ = nullptr;   // [0] my vote, [1] the reduced vote
+  uint8_t* vote_host_ = nullptr;  // pinned copy of the reduced vote
+#else
+  void Release() {}
+#endif
+};
+
+}  // namespace
+
+std::unique_ptr<Injector> MakeNcclInjector() { return std::make_unique<NcclInjector>(); }
+
+}  // namespace codl::injectors

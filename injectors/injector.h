@@ -1,0 +1,122 @@
+// The injector plug-in interface. An injector (antagonist) pressures one resource at a target
+// rate and reports what it achieved. Adding one = one source file defining a factory plus one line
+// in registry.cc; noop.cc is the annotated skeleton to copy.
+//
+// Lifecycle, driven by codl-inject (or any other host of the library):
+//   1. the core parses the user's KEY=VALUE strings against descriptor().options (types, units,
+//      bounds, enum choices; exact messages) and then calls CheckOptions() for cross-option rules;
+//   2. Unsupported(host) must return "" or the run is refused with that reason;
+//   3. Setup(options, host, stop) allocates buffers / creates files (may take seconds; honour stop);
+//   4. Calibrate(duration) and/or Run(target) any number of times, one at a time;
+//   5. the destructor releases everything (scratch files included).
+// Only the C++ standard library and common/ may appear here: this header is compiled into
+// codl-inject on bare GPU boxes and must not depend on CUDA, liburing or gRPC.
+#pragma once
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/units.h"
+#include "injectors/options.h"
+#include "injectors/stop_token.h"
+
+namespace codl::injectors {
+
+// What the injector is and what it accepts. `unit` is the unit of every rate it reports or
+// accepts: "bytes/s", "IOPS", "units/s", "busbw bytes/s", "SM%"...
+struct Descriptor {
+  std::string name;      // registry key, e.g. "io_uring"
+  std::string resource;  // what it pressures, e.g. "storage bandwidth"
+  std::string unit;      // e.g. "bytes/s"
+  std::string summary;   // one line for --list
+  std::string unit_help; // how the unit counts, shown by --help (e.g. "each byte copied once")
+  std::vector<OptionSpec> options;
+};
+
+// Facts about this host that Unsupported() and Setup() may consult.
+struct HostInfo {
+  std::vector<std::string> scratch_roots;  // realpath'ed directories injectors may write under
+  unsigned cpus = 1;                       // online CPUs
+};
+
+// What to hold. kMax = as fast as possible (calibration); kRate = an absolute rate in the
+// injector's unit (a level is converted by the caller: level × calibrated peak).
+struct Target {
+  enum class Kind { kMax, kRate };
+  Kind kind = Kind::kMax;
+  double rate = 0;
+  static Target Max() { return Target{}; }
+  static Target Rate(double r) { return Target{Kind::kRate, r}; }
+  bool is_max() const { return kind == Kind::kMax; }
+};
+
+// One telemetry interval. `achieved` is the mean rate over the interval in the injector's unit;
+// `target` is 0 under kMax; `extra` holds secondary rates (io_uring: "iops").
+struct Sample {
+  double t_s = 0;         // end of the interval, seconds since the phase started
+  double interval_s = 0;  // its length
+  double achieved = 0;
+  double target = 0;
+  bool saturated = false;  // the controller cannot reach the target (capacity below target)
+  std::map<std::string, double> extra;
+};
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  // Called at least 4 times per second from the injector's control thread. Must not block long.
+  virtual void Report(const Sample& sample) = 0;
+};
+
+// Result of one Calibrate()/Run(). Statistics exclude the settle period (see paced_run.h).
+struct RunSummary {
+  double achieved_rate = 0;  // mean over the measured window, injector unit
+  double cov = 0;            // coefficient of variation of the per-interval achieved rate
+  double seconds = 0;        // length of the whole phase
+  bool saturated = false;    // the target was above what the resource delivered
+  std::map<std::string, double> extra;  // secondary means, e.g. {"iops": 51234}
+  std::vector<std::string> notes;       // degradations worth telling the user (e.g. "sqpoll off")
+};
+
+class Injector {
+ public:
+  virtual ~Injector() = default;
+
+  // Static description; must be cheap and identical for every instance.
+  virtual const Descriptor& descriptor() const = 0;
+
+  // "" if this injector can run here, else a human reason ("built without CUDA", "io_uring
+  // disabled by kernel.io_uring_disabled=2"). Must not have side effects.
+  virtual std::string Unsupported(const HostInfo& host) const = 0;
+
+  // Rules that involve several options (e.g. queue_depth × block_size memory). "" when fine,
+  // else a message naming the options. Single-option bounds are already enforced by the core.
+  virtual std::string CheckOptions(const OptionValues& options) const { return ""; }
+
+  // Receives validated, typed options. Errors here are runtime failures (exit code 1).
+  virtual Status Setup(const OptionValues& options, const HostInfo& host, const StopToken& stop) = 0;
+
+  // Converts a user-given rate (bytes/s or ops/s from common/units ParseRate) into the
+  // injector's unit, or explains why it does not apply. The default accepts bytes/s for a
+  // "bytes/s" injector and ops/s for an "IOPS"/"ops/s" one. `options` are the validated options
+  // (io_uring converts IOPS with its block_size).
+  virtual Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& options) const;
+
+  // Peak rate alone for `duration_s`. The default runs Run(Target::Max()) until the duration
+  // ends and returns its summary (achieved_rate is the peak). Override only when peak is not
+  // "as fast as possible" (e.g. a duty-cycled kernel).
+  virtual Result<RunSummary> Calibrate(double duration_s, const StopToken& stop, Reporter& reporter);
+
+  // Holds `target` until `stop`; reports through `reporter` at least 4×/s; returns within
+  // 100 ms of the stop request. Most injectors implement this with RunPaced() (paced_run.h),
+  // which provides the closed-loop rate control, telemetry and summary statistics.
+  virtual Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) = 0;
+};
+
+using InjectorFactory = std::unique_ptr<Injector> (*)();
+
+}  // namespace codl::injectors

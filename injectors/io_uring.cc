@@ -1,0 +1,436 @@
+// io_uring: storage flood. One thread keeps up to queue_depth O_DIRECT reads/writes in flight
+// against a private file set, paced by the shared closed-loop controller.
+//
+// Unit: bytes/s of *completed* I/O (reads + writes); IOPS is reported alongside ("iops").
+// Safety: files are created only inside this run's own directory, DIR/codl-inject.<pid>.<start>/,
+// where DIR must resolve under a scratch root (scratch.h); a block device is never opened.
+// Kernel features are probed and degraded gracefully, fio-style: ring flags
+// (SINGLE_ISSUER|DEFER_TASKRUN, SQPOLL), registered buffers and registered files each fall back
+// to the plain variant with a note in the summary.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifdef CODL_HAVE_URING
+#include <liburing.h>
+#endif
+
+#include "common/units.h"
+#include "injectors/injector.h"
+#include "injectors/paced_run.h"
+#include "injectors/scratch.h"
+
+namespace codl::injectors {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr double kMaxBufferBytes = 1024.0 * kMiB;  // queue_depth × block_size cap
+
+std::string Errno(int err) { return std::strerror(err); }
+
+bool ModeReads(const std::string& m) { return m != "write" && m != "randwrite"; }
+bool ModeWrites(const std::string& m) { return m != "read" && m != "randread"; }
+bool ModeRandom(const std::string& m) { return m.rfind("rand", 0) == 0; }
+
+// xorshift64*: fast, good enough to spread offsets; not for anything cryptographic.
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 2685821657736338717ULL;
+  }
+};
+
+struct AlignedDelete {
+  void operator()(char* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<char, AlignedDelete>;
+
+AlignedBuffer AllocAligned(size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, std::max<size_t>(bytes, 4096)) != 0) return nullptr;
+  return AlignedBuffer(static_cast<char*>(p));
+}
+
+std::string DirectRefused(const std::string& dir, const std::string& what) {
+  return "io_uring: the filesystem of '" + dir + "' refused O_DIRECT (" + what +
+         ": Invalid argument); use --set direct=false for buffered I/O (reads may then be "
+         "served from the page cache), or a block_size that is a multiple of the device's "
+         "logical block size";
+}
+
+class IoUringInjector final : public Injector {
+ public:
+  ~IoUringInjector() override {
+    for (int fd : fds_) close(fd);
+    run_dir_.Remove();
+  }
+
+  const Descriptor& descriptor() const override {
+    static const Descriptor d{
+        "io_uring",
+        "storage bandwidth / IOPS",
+        "bytes/s",
+        "storage flood: O_DIRECT reads/writes through io_uring on a private file set",
+        "bytes of completed I/O per second (reads + writes); IOPS reported alongside. "
+        "--rate accepts IOPS too (converted with block_size)",
+        {
+            StringOption("dir", "",
+                         "directory for the file set (default: first scratch root); must resolve "
+                         "under a scratch root"),
+            EnumOption("mode", "randread", {"read", "write", "randread", "randwrite", "rw", "randrw"},
+                       "access pattern; rw/randrw mix reads and writes (see rwmix_read)"),
+            IntOption("rwmix_read", "50", 0, 100, "percent of reads in rw/randrw", "%"),
+            SizeOption("block_size", "1MiB", 512, 64.0 * kMiB, "bytes per I/O"),
+            IntOption("queue_depth", "32", 1, 4096, "I/Os kept in flight"),
+            IntOption("nr_files", "4", 1, 1024, "files in the set"),
+            SizeOption("file_size", "256MiB", 1.0 * kMiB, 16.0 * 1024 * 1024 * kMiB,
+                       "size of each file (preallocated; filled with data for read modes)"),
+            BoolOption("direct", "true", "O_DIRECT (bypass the page cache)"),
+            BoolOption("registered_buffers", "true",
+                       "register I/O buffers with the ring (falls back if refused)"),
+            BoolOption("registered_files", "true", "register files with the ring (falls back)"),
+            BoolOption("sqpoll", "false", "kernel submission thread (falls back if refused)"),
+        }};
+    return d;
+  }
+
+  std::string Unsupported(const HostInfo&) const override {
+#ifndef CODL_HAVE_URING
+    return "built without liburing (install liburing-dev and rebuild)";
+#else
+    io_uring ring;
+    const int ret = io_uring_queue_init(4, &ring, 0);
+    if (ret < 0) {
+      return "io_uring_setup failed: " + Errno(-ret) +
+             " (kernel without io_uring, kernel.io_uring_disabled, or a seccomp filter)";
+    }
+    io_uring_queue_exit(&ring);
+    return "";
+#endif
+  }
+
+  Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& o) const override {
+    if (rate.unit == RateUnit::kOpsPerSecond) return rate.value * static_cast<double>(o.Size("block_size"));
+    return rate.value;
+  }
+
+  std::string CheckOptions(const OptionValues& o) const override {
+    const uint64_t bs = o.Size("block_size");
+    if (o.Size("file_size") < bs) {
+      return "option 'file_size' (" + o.Text("file_size") + ") must be at least 'block_size' (" +
+             o.Text("block_size") + ")";
+    }
+    if (o.Bool("direct") && bs % 512 != 0) {
+      return "option 'block_size': " + o.Text("block_size") +
+             " must be a multiple of 512 with direct=true (O_DIRECT)";
+    }
+    const double buffers = static_cast<double>(bs) * static_cast<double>(o.Int("queue_depth"));
+    if (buffers > kMaxBufferBytes) {
+      return "options 'queue_depth' x 'block_size' = " + o.Text("queue_depth") + " x " +
+             o.Text("block_size") + " needs " + FormatSize(buffers) +
+             " of I/O buffers; at most 1GiB";
+    }
+    return "";
+  }
+
+  Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override;
+  Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override;
+
+ private:
+  Status CreateFiles(const StopToken& stop);
+#ifdef CODL_HAVE_URING
+  Status Loop(WorkerContext& ctx);
+#endif
+  void Note(const std::string& n) {
+    if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
+  }
+
+  std::string mode_ = "randread";
+  int rwmix_read_ = 50;
+  uint64_t block_size_ = kMiB;
+  int queue_depth_ = 32;
+  int nr_files_ = 4;
+  uint64_t file_size_ = 256 * kMiB;
+  bool direct_ = true, reg_buffers_ = true, reg_files_ = true, sqpoll_ = false;
+  std::string dir_;
+  RunDir run_dir_;
+  std::vector<int> fds_;
+  AlignedBuffer buffers_;  // queue_depth × block_size
+  std::vector<std::string> notes_;
+};
+
+Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) {
+  mode_ = o.String("mode");
+  rwmix_read_ = static_cast<int>(o.Int("rwmix_read"));
+  block_size_ = o.Size("block_size");
+  queue_depth_ = static_cast<int>(o.Int("queue_depth"));
+  nr_files_ = static_cast<int>(o.Int("nr_files"));
+  file_size_ = o.Size("file_size") / block_size_ * block_size_;  // whole blocks only
+  direct_ = o.Bool("direct");
+  reg_buffers_ = o.Bool("registered_buffers");
+  reg_files_ = o.Bool("registered_files");
+  sqpoll_ = o.Bool("sqpoll");
+
+  auto dir = ResolveScratchDir(o.String("dir"), host.scratch_roots);
+  if (!dir.ok()) return Err("option 'dir': " + dir.error());
+  dir_ = *dir;
+  struct statvfs vfs;
+  const double need = static_cast<double>(file_size_) * nr_files_;
+  if (statvfs(dir_.c_str(), &vfs) == 0) {
+    const double avail = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
+    if (need > 0.95 * avail) {
+      return Err("io_uring: the file set needs " + FormatSize(need) + " (nr_files x file_size) but '" +
+                 dir_ + "' has " + FormatSize(avail) + " free");
+    }
+  }
+  auto run_dir = RunDir::Create(dir_);
+  if (!run_dir.ok()) return Err("io_uring: " + run_dir.error());
+  run_dir_ = std::move(*run_dir);
+
+  buffers_ = AllocAligned(block_size_ * static_cast<uint64_t>(queue_depth_));
+  if (!buffers_) return Err("io_uring: cannot allocate I/O buffers");
+  // Incompressible, non-zero data: storage that compresses or dedups zeros must not cheat.
+  Rng rng{0x9e3779b97f4a7c15ULL};
+  auto* words = reinterpret_cast<uint64_t*>(buffers_.get());
+  for (size_t i = 0; i < block_size_ * queue_depth_ / 8; ++i) words[i] = rng.Next();
+  return CreateFiles(stop);
+}
+
+Status IoUringInjector::CreateFiles(const StopToken& stop) {
+  const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (direct_ ? O_DIRECT : 0);
+  const size_t fill_chunk = std::min<uint64_t>(4 * kMiB, file_size_);
+  AlignedBuffer fill = ModeReads(mode_) ? AllocAligned(fill_chunk) : nullptr;
+  if (fill) std::memcpy(fill.get(), buffers_.get(), std::min<size_t>(fill_chunk, block_size_));
+  if (fill) {  // spread the random block over the whole fill chunk
+    for (size_t off = block_size_; off < fill_chunk; off += block_size_) {
+      std::memcpy(fill.get() + off, buffers_.get(), std::min<size_t>(block_size_, fill_chunk - off));
+    }
+  }
+  for (int i = 0; i < nr_files_; ++i) {
+    const std::string name = "file." + std::to_string(i);
+    // openat on our own fresh run dir, O_EXCL|O_NOFOLLOW: never an existing file or a symlink.
+    const int fd = openat(run_dir_.fd(), name.c_str(), flags, 0600);
+    if (fd < 0) {
+      if (errno == EINVAL && direct_) return Err(DirectRefused(dir_, "open"));
+      return Err("io_uring: cannot create " + run_dir_.path() + "/" + name + ": " + Errno(errno));
+    }
+    fds_.push_back(fd);
+    if (fallocate(fd, 0, 0, static_cast<off_t>(file_size_)) != 0) {
+      if (errno == ENOSPC) return Err("io_uring: no space for the file set in '" + dir_ + "'");
+      if (ftruncate(fd, static_cast<off_t>(file_size_)) != 0) {  // fs without fallocate
+        return Err("io_uring: cannot size " + name + ": " + Errno(errno));
+      }
+    }
+    if (!fill) continue;
+    // Read modes need real data: a preallocated (unwritten) extent reads as zeros without
+    // touching the device, which would make the "flood" a no-op.
+    for (uint64_t off = 0; off < file_size_; off += fill_chunk) {
+      if (stop.stop_requested()) return Err("stopped during setup");
+      const size_t len = std::min<uint64_t>(fill_chunk, file_size_ - off);
+      const ssize_t n = pwrite(fd, fill.get(), len, static_cast<off_t>(off));
+      if (n < 0 && errno == EINVAL && direct_) return Err(DirectRefused(dir_, "first write"));
+      if (n != static_cast<ssize_t>(len)) {
+        return Err("io_uring: filling " + name + " failed: " + (n < 0 ? Errno(errno) : "short write"));
+      }
+    }
+    if (!direct_) {
+      // Buffered mode: push the data out and drop it from the page cache so reads start cold.
+      fdatasync(fd);
+      posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<RunSummary> IoUringInjector::Run(const Target& target, const StopToken& stop,
+                                        Reporter& reporter) {
+#ifndef CODL_HAVE_URING
+  return Err("io_uring: built without liburing");
+#else
+  PacedRunSpec spec;
+  spec.workers = 1;  // one ring, one submitter: io_uring needs no more for a storage flood
+  spec.ops_name = "iops";
+  auto summary = RunPaced(spec, target, stop, reporter,
+                          [this](WorkerContext& ctx) { return Loop(ctx); });
+  if (summary.ok()) summary->notes = notes_;
+  return summary;
+#endif
+}
+
+#ifdef CODL_HAVE_URING
+namespace {
+
+// Creates the ring with the best flags this kernel accepts (fio-style probing).
+int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) {
+  struct Attempt {
+    unsigned flags;
+    const char* what;
+  };
+  std::vector<Attempt> attempts;
+  if (sqpoll) {
+    attempts.push_back({IORING_SETUP_SQPOLL | IORING_SETUP_SINGLE_ISSUER, "sqpoll"});
+    attempts.push_back({IORING_SETUP_SQPOLL, "sqpoll"});
+  }
+  attempts.push_back({IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, ""});
+  attempts.push_back({IORING_SETUP_COOP_TASKRUN, ""});
+  attempts.push_back({0, ""});
+  int ret = -EINVAL;
+  for (const auto& a : attempts) {
+    io_uring_params p{};
+    p.flags = a.flags;
+    if (a.flags & IORING_SETUP_SQPOLL) p.sq_thread_idle = 1000;
+    ret = io_uring_queue_init_params(entries, ring, &p);
+    if (ret == 0) {
+      if (sqpoll && !(a.flags & IORING_SETUP_SQPOLL)) *note = "sqpoll refused by the kernel; running without";
+      return 0;
+    }
+  }
+  return ret;
+}
+
+}  // namespace
+
+Status IoUringInjector::Loop(WorkerContext& ctx) {
+  io_uring ring;
+  std::string note;
+  const unsigned qd = static_cast<unsigned>(queue_depth_);
+  if (int ret = SetupRing(&ring, qd, sqpoll_, &note); ret < 0) {
+    return Err("io_uring: io_uring_setup failed: " + Errno(-ret));
+  }
+  if (!note.empty()) Note(note);
+  struct RingGuard {
+    io_uring* r;
+    ~RingGuard() { io_uring_queue_exit(r); }
+  } guard{&ring};
+
+  bool fixed_bufs = false, fixed_files = false;
+  if (reg_buffers_) {
+    std::vector<iovec> iov(qd);
+    for (unsigned i = 0; i < qd; ++i) iov[i] = {buffers_.get() + i * block_size_, block_size_};
+    const int ret = io_uring_register_buffers(&ring, iov.data(), qd);
+    fixed_bufs = ret == 0;
+    if (!fixed_bufs) Note("registered buffers refused (" + Errno(-ret) + "); using plain buffers");
+  }
+  if (reg_files_) {
+    const int ret = io_uring_register_files(&ring, fds_.data(), static_cast<unsigned>(fds_.size()));
+    fixed_files = ret == 0;
+    if (!fixed_files) Note("registered files refused (" + Errno(-ret) + "); using plain fds");
+  }
+
+  const uint64_t blocks = file_size_ / block_size_;
+  const bool random = ModeRandom(mode_), reads = ModeReads(mode_), writes = ModeWrites(mode_);
+  Rng rng{0x2545f4914f6cdd1dULL ^ static_cast<uint64_t>(getpid())};
+  std::vector<uint64_t> cursor(fds_.size(), 0);
+  size_t next_file = 0;
+  std::vector<unsigned> free_slots;
+  for (unsigned i = qd; i-- > 0;) free_slots.push_back(i);
+  unsigned inflight = 0;
+  uint64_t completed_ops = 0;
+  std::string error;
+
+  auto prep = [&](unsigned slot) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    if (sqe == nullptr) return false;  // SQ full (cannot happen with entries >= qd; be safe)
+    size_t file;
+    uint64_t offset;
+    if (random) {
+      file = rng.Next() % fds_.size();
+      offset = (rng.Next() % blocks) * block_size_;
+    } else {
+      file = next_file++ % fds_.size();
+      offset = cursor[file];
+      cursor[file] = offset + 2 * block_size_ > file_size_ ? 0 : offset + block_size_;
+    }
+    const bool is_read = reads && (!writes || static_cast<int>(rng.Next() % 100) < rwmix_read_);
+    char* buf = buffers_.get() + slot * block_size_;
+    const int fd = fixed_files ? static_cast<int>(file) : fds_[file];
+    const unsigned len = static_cast<unsigned>(block_size_);
+    if (fixed_bufs) {
+      if (is_read) io_uring_prep_read_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));
+      else io_uring_prep_write_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));
+    } else {
+      if (is_read) io_uring_prep_read(sqe, fd, buf, len, offset);
+      else io_uring_prep_write(sqe, fd, buf, len, offset);
+    }
+    if (fixed_files) sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_sqe_set_data64(sqe, slot);
+    return true;
+  };
+
+  auto reap = [&]() {
+    unsigned head, seen = 0;
+    uint64_t bytes = 0, ops = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(&ring, head, cqe) {
+      ++seen;
+      const int res = cqe->res;
+      if (res < 0 && error.empty()) {
+        error = (res == -EINVAL && direct_ && completed_ops == 0)
+                    ? DirectRefused(dir_, "first I/O")
+                    : "io_uring: I/O failed: " + Errno(-res);
+      } else if (res >= 0) {
+        bytes += static_cast<uint64_t>(res);
+        ++ops;
+      }
+      free_slots.push_back(static_cast<unsigned>(io_uring_cqe_get_data64(cqe)));
+    }
+    io_uring_cq_advance(&ring, seen);
+    inflight -= seen;
+    completed_ops += ops;
+    if (bytes) ctx.Done(bytes, ops);
+  };
+
+  while (error.empty() && !ctx.stop.stop_requested()) {
+    // Issue as much as the pacer allows and the queue has room for; submit in one batch.
+    double wait = 0;
+    while (!free_slots.empty()) {
+      wait = ctx.pacer.TryAcquire(static_cast<double>(block_size_));
+      if (wait > 0) break;
+      if (!prep(free_slots.back())) break;
+      free_slots.pop_back();
+      ++inflight;
+    }
+    if (inflight == 0) {  // paced out with nothing in flight: sleep until the next slot
+      ctx.stop.SleepFor(std::min(wait, 0.005));
+      continue;
+    }
+    // Wait for at least one completion, but never past the next pacing slot (when paced) or
+    // 20 ms, so pacing stays accurate and a stop is seen quickly.
+    const double limit = wait > 0 ? std::min(wait, 0.005) : 0.02;
+    __kernel_timespec ts{0, static_cast<long long>(limit * 1e9)};
+    io_uring_cqe* cqe = nullptr;
+    const int ret = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
+    if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+      error = "io_uring: submit failed: " + Errno(-ret);
+      break;
+    }
+    reap();
+  }
+  // Drain: buffers must not be reused or freed while the kernel still owns them.
+  for (int i = 0; inflight > 0 && i < 500; ++i) {
+    __kernel_timespec ts{0, 10'000'000};
+    io_uring_cqe* cqe = nullptr;
+    io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
+    reap();
+  }
+  if (!error.empty()) return Err(error);
+  return Status::Ok();
+}
+#endif  // CODL_HAVE_URING
+
+}  // namespace
+
+std::unique_ptr<Injector> MakeIoUringInjector() { return std::make_unique<IoUringInjector>(); }
+
+}  // namespace codl::injectors

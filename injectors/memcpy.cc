@@ -1,0 +1,287 @@
+// memcpy: host DRAM bandwidth hog. N threads each copy a source buffer into a destination
+// buffer, both much larger than the last-level cache, so every byte goes to and from DRAM.
+//
+// Unit: bytes/s, counting each byte copied once (it is read once and written once). STREAM's
+// "Copy" figure counts both the read and the write, i.e. 2× this number for the same work.
+//
+// Why non-temporal stores: a regular store to a line not in cache first reads it (read for
+// ownership), so a copy costs 3 DRAM transfers per line instead of 2. Streaming stores skip
+// that read; "auto" uses them whenever the buffers exceed the LLC (always, by default).
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CODL_X86 1
+#endif
+
+#include "injectors/injector.h"
+#include "common/units.h"
+#include "injectors/paced_run.h"
+
+namespace codl::injectors {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+// Size of the largest data/unified cache, from sysfs; 32 MiB when unknown.
+uint64_t LastLevelCacheBytes() {
+  uint64_t best = 0;
+  int best_level = -1;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_f(dir + "level"), type_f(dir + "type"), size_f(dir + "size");
+    int level;
+    std::string type, size;
+    if (!(level_f >> level) || !(type_f >> type) || !(size_f >> size)) continue;
+    if (type == "Instruction") continue;
+    uint64_t bytes = std::strtoull(size.c_str(), nullptr, 10);
+    if (!size.empty() && size.back() == 'K') bytes *= 1024;
+    if (!size.empty() && size.back() == 'M') bytes *= kMiB;
+    if (level > best_level) {
+      best_level = level;
+      best = bytes;
+    }
+  }
+  return best > 0 ? best : 32 * kMiB;
+}
+
+// "none" or a CPU list like "0-3,6"; empty optional-like result via bool.
+bool ParseCpuList(const std::string& text, std::vector<int>* cpus) {
+  cpus->clear();
+  if (text == "none") return true;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    const size_t dash = part.find('-');
+    char* end = nullptr;
+    const long lo = std::strtol(part.c_str(), &end, 10);
+    if (end == part.c_str() || lo < 0) return false;
+    long hi = lo;
+    if (dash != std::string::npos) {
+      const char* p = part.c_str() + dash + 1;
+      hi = std::strtol(p, &end, 10);
+      if (end == p || hi < lo) return false;
+    }
+    if (*end != '\0' || hi > 4095) return false;
+    for (long c = lo; c <= hi; ++c) cpus->push_back(static_cast<int>(c));
+  }
+  return !cpus->empty();
+}
+
+#ifdef CODL_X86
+// Streaming copies. `n` is a multiple of 128 and both pointers are 64-byte aligned.
+__attribute__((target("avx"))) void CopyStreamAvx(char* dst, const char* src, size_t n) {
+  for (size_t i = 0; i < n; i += 128) {
+    const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i + 32));
+    const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i + 64));
+    const __m256i d = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i + 96));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32), b);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 64), c);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
+  }
+  _mm_sfence();  // make the streamed lines globally visible before the chunk counts as done
+}
+
+__attribute__((target("sse2"))) void CopyStreamSse2(char* dst, const char* src, size_t n) {
+  for (size_t i = 0; i < n; i += 64) {
+    const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  _mm_sfence();
+}
+#endif
+
+using CopyFn = void (*)(char*, const char*, size_t);
+
+void CopyRegular(char* dst, const char* src, size_t n) { std::memcpy(dst, src, n); }
+
+// The best streaming kernel this CPU has, or nullptr (then "on" is refused).
+CopyFn StreamingKernel() {
+#ifdef CODL_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx")) return CopyStreamAvx;
+  if (__builtin_cpu_supports("sse2")) return CopyStreamSse2;
+#endif
+  return nullptr;
+}
+
+struct AlignedFree {
+  size_t bytes = 0;
+  void operator()(char* p) const { munmap(p, bytes); }
+};
+using Buffer = std::unique_ptr<char, AlignedFree>;
+
+Result<Buffer> AllocateBuffer(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return Err("cannot allocate " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+  madvise(p, bytes, MADV_HUGEPAGE);  // fewer TLB misses while streaming; advisory
+  return Buffer(static_cast<char*>(p), AlignedFree{bytes});
+}
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);  // this thread only (tid 0 = caller)
+}
+
+class MemcpyInjector final : public Injector {
+ public:
+  const Descriptor& descriptor() const override {
+    static const Descriptor d = [] {
+      const uint64_t llc = LastLevelCacheBytes();
+      const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+      const uint64_t buffer = std::max<uint64_t>(4 * llc, 64 * kMiB);
+      return Descriptor{
+          "memcpy",
+          "DRAM bandwidth",
+          "bytes/s",
+          "host memory-bandwidth hog: threads copying buffers much larger than the LLC",
+          "bytes copied per second, each byte counted once (read once + written once; "
+          "STREAM Copy would report 2x)",
+          {
+              IntOption("threads", std::to_string(std::min(cpus, 4u)), 1, 1024,
+                        "copy threads (default: min(CPUs, 4))"),
+              SizeOption("buffer_size", std::to_string(buffer / kMiB) + "MiB", 64 * 1024,
+                         64.0 * 1024 * kMiB,
+                         "per-thread source and destination buffer each (default: 4x LLC " +
+                             std::to_string(llc / kMiB) + "MiB, at least 64MiB)"),
+              SizeOption("chunk_size", "1MiB", 4096, 64.0 * kMiB,
+                         "bytes copied per pacing step (finer = smoother, more overhead)"),
+              EnumOption("nontemporal", "auto", {"auto", "on", "off"},
+                         "streaming stores: auto = on when buffer_size exceeds the LLC"),
+              StringOption("pin", "none", "CPU list to pin threads to round-robin, e.g. 0-3,6"),
+          }};
+    }();
+    return d;
+  }
+
+  std::string Unsupported(const HostInfo&) const override { return ""; }
+
+  std::string CheckOptions(const OptionValues& o) const override {
+    std::vector<int> cpus;
+    if (!ParseCpuList(o.String("pin"), &cpus)) {
+      return "option 'pin': '" + o.String("pin") + "' is not 'none' or a CPU list like 0-3,6";
+    }
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+      for (int c : cpus) {
+        if (c >= CPU_SETSIZE || !CPU_ISSET(c, &allowed)) {
+          return "option 'pin': CPU " + std::to_string(c) + " is not available to this process";
+        }
+      }
+    }
+    if (o.Size("chunk_size") > o.Size("buffer_size")) {
+      return "option 'chunk_size' (" + o.Text("chunk_size") + ") must not exceed 'buffer_size' (" +
+             o.Text("buffer_size") + ")";
+    }
+    if (o.String("nontemporal") == "on" && StreamingKernel() == nullptr) {
+      return "option 'nontemporal': 'on' needs SSE2 or AVX streaming stores, which this CPU lacks";
+    }
+    return "";
+  }
+
+  Status Setup(const OptionValues& o, const HostInfo&, const StopToken& stop) override {
+    threads_ = static_cast<int>(o.Int("threads"));
+    ParseCpuList(o.String("pin"), &pin_);
+    // Chunks are multiples of 4 KiB so streaming kernels see aligned, 128-byte-multiple spans.
+    chunk_ = std::max<size_t>(4096, o.Size("chunk_size") / 4096 * 4096);
+    span_ = std::max<size_t>(chunk_, o.Size("buffer_size") / chunk_ * chunk_);
+    const std::string nt = o.String("nontemporal");
+    const bool stream = nt == "on" || (nt == "auto" && span_ > LastLevelCacheBytes() &&
+                                       StreamingKernel() != nullptr);
+    copy_ = stream ? StreamingKernel() : CopyRegular;
+    notes_.clear();
+    notes_.push_back(std::string("non-temporal stores ") + (stream ? "on" : "off"));
+
+    const double need = 2.0 * static_cast<double>(span_) * threads_;
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && need > 0.9 * static_cast<double>(pages) * static_cast<double>(page)) {
+      return Err("memcpy needs " + FormatSize(need) + " (2 x buffer_size x threads) but only " +
+                 FormatSize(static_cast<double>(pages) * page) + " is free");
+    }
+    // Each thread allocates and first-touches its own buffers, pinned as it will run, so the
+    // pages land on its NUMA node and page faults are paid here, not in the measurement.
+    src_.clear();
+    dst_.clear();
+    src_.resize(threads_);
+    dst_.resize(threads_);
+    std::vector<std::string> errors(threads_);
+    std::vector<std::thread> ts;
+    for (int i = 0; i < threads_; ++i) {
+      ts.emplace_back([&, i] {
+        if (!pin_.empty()) PinTo(pin_[i % pin_.size()]);
+        auto s = AllocateBuffer(span_), d = AllocateBuffer(span_);
+        if (!s.ok() || !d.ok()) {
+          errors[i] = s.ok() ? d.error() : s.error();
+          return;
+        }
+        std::memset(s->get(), 0x5a + i, span_);
+        std::memset(d->get(), 0, span_);
+        src_[i] = std::move(*s);
+        dst_[i] = std::move(*d);
+      });
+    }
+    for (auto& t : ts) t.join();
+    for (const auto& e : errors) {
+      if (!e.empty()) return Err("memcpy: " + e);
+    }
+    if (stop.stop_requested()) return Err("stopped during setup");
+    return Status::Ok();
+  }
+
+  Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override {
+    PacedRunSpec spec;
+    spec.workers = threads_;
+    auto worker = [this](WorkerContext& ctx) -> Status {
+      if (!pin_.empty()) PinTo(pin_[static_cast<size_t>(ctx.index) % pin_.size()]);
+      char* src = src_[ctx.index].get();
+      char* dst = dst_[ctx.index].get();
+      size_t offset = 0;
+      while (ctx.Acquire(chunk_)) {
+        copy_(dst + offset, src + offset, chunk_);
+        ctx.Done(chunk_);
+        offset += chunk_;
+        if (offset >= span_) offset = 0;
+      }
+      return Status::Ok();
+    };
+    auto summary = RunPaced(spec, target, stop, reporter, worker);
+    if (summary.ok()) summary->notes = notes_;
+    return summary;
+  }
+
+ private:
+  int threads_ = 1;
+  std::vector<int> pin_;
+  size_t chunk_ = kMiB, span_ = 64 * kMiB;
+  CopyFn copy_ = CopyRegular;
+  std::vector<Buffer> src_, dst_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Injector> MakeMemcpyInjector() { return std::make_unique<MemcpyInjector>(); }
+
+}  // namespace codl::injectors

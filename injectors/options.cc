@@ -1,0 +1,265 @@
+#include "injectors/options.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/units.h"
+
+namespace codl::injectors {
+namespace {
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::string Prefix(const OptionSpec& spec) { return "option '" + spec.name + "': "; }
+
+std::string Num(double v) {
+  char buf[48];
+  if (std::fabs(v) < 9.007e15 && v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%g", v);
+  }
+  return buf;
+}
+
+// Bounds check shared by all numeric types; `shown` is the value as the user typed it.
+Status CheckRange(const OptionSpec& spec, double v, const std::string& shown) {
+  if (v < spec.min || v > spec.max) {
+    return Err(Prefix(spec) + shown + " is out of range " + FormatRange(spec));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+namespace {
+OptionSpec Make(std::string name, OptionType type, std::string unit, std::string def, double min,
+                double max, std::string help) {
+  OptionSpec s;
+  s.name = std::move(name);
+  s.type = type;
+  s.unit = std::move(unit);
+  s.default_value = std::move(def);
+  s.min = min;
+  s.max = max;
+  s.help = std::move(help);
+  return s;
+}
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
+
+OptionSpec IntOption(std::string name, std::string def, double min, double max, std::string help,
+                     std::string unit) {
+  return Make(std::move(name), OptionType::kInt, std::move(unit), std::move(def), min, max,
+              std::move(help));
+}
+OptionSpec DoubleOption(std::string name, std::string def, double min, double max,
+                        std::string help, std::string unit) {
+  return Make(std::move(name), OptionType::kDouble, std::move(unit), std::move(def), min, max,
+              std::move(help));
+}
+OptionSpec SizeOption(std::string name, std::string def, double min, double max, std::string help) {
+  return Make(std::move(name), OptionType::kSize, "bytes", std::move(def), min, max, std::move(help));
+}
+OptionSpec DurationOption(std::string name, std::string def, double min, double max,
+                          std::string help) {
+  return Make(std::move(name), OptionType::kDuration, "s", std::move(def), min, max, std::move(help));
+}
+OptionSpec RateOption(std::string name, std::string def, double min, double max, std::string help,
+                      std::string unit) {
+  return Make(std::move(name), OptionType::kRate, std::move(unit), std::move(def), min, max,
+              std::move(help));
+}
+OptionSpec BoolOption(std::string name, std::string def, std::string help) {
+  return Make(std::move(name), OptionType::kBool, "", std::move(def), -kInf, kInf, std::move(help));
+}
+OptionSpec StringOption(std::string name, std::string def, std::string help) {
+  return Make(std::move(name), OptionType::kString, "", std::move(def), -kInf, kInf, std::move(help));
+}
+OptionSpec EnumOption(std::string name, std::string def, std::vector<std::string> choices,
+                      std::string help) {
+  OptionSpec s = Make(std::move(name), OptionType::kEnum, "", std::move(def), -kInf, kInf,
+                      std::move(help));
+  s.choices = std::move(choices);
+  return s;
+}
+
+const char* OptionTypeName(OptionType type) {
+  switch (type) {
+    case OptionType::kInt: return "int";
+    case OptionType::kDouble: return "double";
+    case OptionType::kBool: return "bool";
+    case OptionType::kString: return "string";
+    case OptionType::kSize: return "size";
+    case OptionType::kDuration: return "duration";
+    case OptionType::kRate: return "rate";
+    case OptionType::kEnum: return "enum";
+  }
+  return "?";
+}
+
+std::string FormatBound(const OptionSpec& spec, double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  switch (spec.type) {
+    case OptionType::kSize: {
+      // Exact binary units so a bound reads like something the user can type back.
+      static const struct { double mult; const char* suffix; } kUnits[] = {
+          {1024.0 * 1024 * 1024 * 1024, "TiB"}, {1024.0 * 1024 * 1024, "GiB"},
+          {1024.0 * 1024, "MiB"}, {1024.0, "KiB"}};
+      for (const auto& u : kUnits) {
+        if (v >= u.mult && std::fmod(v, u.mult) == 0) return Num(v / u.mult) + u.suffix;
+      }
+      return Num(v);
+    }
+    case OptionType::kDuration:
+      if (v == 0 || v >= 1) return Num(v) + "s";
+      if (v >= 1e-3) return Num(v * 1e3) + "ms";
+      return Num(v * 1e6) + "us";
+    default:
+      return Num(v);
+  }
+}
+
+std::string FormatRange(const OptionSpec& spec) {
+  return "[" + FormatBound(spec, spec.min) + ", " + FormatBound(spec, spec.max) + "]";
+}
+
+Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string_view raw) {
+  const std::string text = Trim(raw);
+  switch (spec.type) {
+    case OptionType::kInt: {
+      auto n = ParseNumber(text);
+      if (!n.ok() || *n != std::floor(*n) || std::fabs(*n) > 9.2e18) {
+        return Err(Prefix(spec) + "'" + text + "' is not an integer");
+      }
+      if (auto s = CheckRange(spec, *n, text); !s) return Err(s.error());
+      return OptionValues::Value(static_cast<int64_t>(*n));
+    }
+    case OptionType::kDouble: {
+      auto n = ParseNumber(text);
+      if (!n.ok()) return Err(Prefix(spec) + "'" + text + "' is not a number");
+      if (auto s = CheckRange(spec, *n, text); !s) return Err(s.error());
+      return OptionValues::Value(*n);
+    }
+    case OptionType::kBool: {
+      if (text == "true" || text == "1" || text == "yes" || text == "on") return OptionValues::Value(true);
+      if (text == "false" || text == "0" || text == "no" || text == "off") return OptionValues::Value(false);
+      return Err(Prefix(spec) + "'" + text + "' is not a boolean (use true or false)");
+    }
+    case OptionType::kString:
+      return OptionValues::Value(std::string(raw));
+    case OptionType::kSize: {
+      auto n = ParseSize(text);
+      if (!n.ok()) return Err(Prefix(spec) + n.error());
+      if (auto s = CheckRange(spec, static_cast<double>(*n), text); !s) return Err(s.error());
+      return OptionValues::Value(static_cast<uint64_t>(*n));
+    }
+    case OptionType::kDuration: {
+      auto d = ParseDuration(text);
+      if (!d.ok()) return Err(Prefix(spec) + d.error());
+      if (auto s = CheckRange(spec, *d, text); !s) return Err(s.error());
+      return OptionValues::Value(*d);
+    }
+    case OptionType::kRate: {
+      auto r = ParseRate(text);
+      if (!r.ok()) return Err(Prefix(spec) + r.error());
+      if (auto s = CheckRange(spec, r->value, text); !s) return Err(s.error());
+      return OptionValues::Value(r->value);
+    }
+    case OptionType::kEnum: {
+      for (const auto& c : spec.choices) {
+        if (c == text) return OptionValues::Value(text);
+      }
+      std::string list;
+      for (const auto& c : spec.choices) list += (list.empty() ? "" : ", ") + c;
+      return Err(Prefix(spec) + "'" + text + "' is not one of: " + list);
+    }
+  }
+  return Err(Prefix(spec) + "unknown option type");
+}
+
+Result<OptionValues> ParseOptions(const std::string& injector, const std::vector<OptionSpec>& table,
+                                  const std::map<std::string, std::string>& given) {
+  for (const auto& [key, value] : given) {
+    bool known = false;
+    for (const auto& spec : table) known = known || spec.name == key;
+    if (!known) {
+      std::string list;
+      for (const auto& spec : table) list += (list.empty() ? "" : ", ") + spec.name;
+      return Err("unknown option '" + key + "' for injector '" + injector + "' (known: " +
+                 (list.empty() ? "none" : list) + ")");
+    }
+  }
+  OptionValues values;
+  for (const auto& spec : table) {
+    auto it = given.find(spec.name);
+    const bool was_set = it != given.end();
+    const std::string text = was_set ? it->second : spec.default_value;
+    auto parsed = ParseOptionValue(spec, text);
+    if (!parsed.ok()) {
+      // A bad default is a bug in the injector's table, not the user's fault: say so.
+      return Err(was_set ? parsed.error()
+                         : "injector '" + injector + "' has an invalid default: " + parsed.error());
+    }
+    values.Put(spec.name, spec.type, std::move(parsed).value(), text, was_set);
+  }
+  return values;
+}
+
+void OptionValues::Put(const std::string& name, OptionType type, Value value, std::string text,
+                       bool was_set) {
+  entries_[name] = Entry{type, std::move(value), std::move(text), was_set};
+}
+
+const OptionValues::Entry& OptionValues::Get(std::string_view name, OptionType a,
+                                             OptionType b) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end() || (it->second.type != a && it->second.type != b)) {
+    std::fprintf(stderr, "codl: bug: option '%.*s' read as %s but the table says %s\n",
+                 static_cast<int>(name.size()), name.data(), OptionTypeName(a),
+                 it == entries_.end() ? "nothing" : OptionTypeName(it->second.type));
+    std::abort();
+  }
+  return it->second;
+}
+
+int64_t OptionValues::Int(std::string_view n) const {
+  return std::get<int64_t>(Get(n, OptionType::kInt, OptionType::kInt).value);
+}
+double OptionValues::Double(std::string_view n) const {
+  return std::get<double>(Get(n, OptionType::kDouble, OptionType::kDouble).value);
+}
+bool OptionValues::Bool(std::string_view n) const {
+  return std::get<bool>(Get(n, OptionType::kBool, OptionType::kBool).value);
+}
+const std::string& OptionValues::String(std::string_view n) const {
+  return std::get<std::string>(Get(n, OptionType::kString, OptionType::kEnum).value);
+}
+uint64_t OptionValues::Size(std::string_view n) const {
+  return std::get<uint64_t>(Get(n, OptionType::kSize, OptionType::kSize).value);
+}
+double OptionValues::Duration(std::string_view n) const {
+  return std::get<double>(Get(n, OptionType::kDuration, OptionType::kDuration).value);
+}
+double OptionValues::Rate(std::string_view n) const {
+  return std::get<double>(Get(n, OptionType::kRate, OptionType::kRate).value);
+}
+bool OptionValues::WasSet(std::string_view n) const {
+  auto it = entries_.find(n);
+  return it != entries_.end() && it->second.was_set;
+}
+const std::string& OptionValues::Text(std::string_view n) const {
+  auto it = entries_.find(n);
+  if (it == entries_.end()) {
+    static const std::string kEmpty;
+    return kEmpty;
+  }
+  return it->second.text;
+}
+
+}  // namespace codl::injectors

@@ -1,0 +1,156 @@
+#include "injectors/registry.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+namespace codl::injectors {
+
+// Factories live in the injectors' own files.
+std::unique_ptr<Injector> MakeNoopInjector();
+std::unique_ptr<Injector> MakeMemcpyInjector();
+std::unique_ptr<Injector> MakeIoUringInjector();
+std::unique_ptr<Injector> MakeCudaMemcpyInjector();
+std::unique_ptr<Injector> MakeNcclInjector();
+std::unique_ptr<Injector> MakeMpsCotenantInjector();
+
+namespace {
+
+struct Entry {
+  const char* name;
+  InjectorFactory factory;
+};
+
+// The registry: one line per injector, in --list order.
+// GPU injectors (injectors/gpu/) add their lines here too; their files must compile without
+// CUDA and report "built without CUDA" from Unsupported().
+const Entry kInjectors[] = {
+    {"noop", MakeNoopInjector},
+    {"memcpy", MakeMemcpyInjector},
+    {"io_uring", MakeIoUringInjector},
+    {"cuda_memcpy", MakeCudaMemcpyInjector},
+    {"nccl", MakeNcclInjector},
+    {"mps_cotenant", MakeMpsCotenantInjector},
+};
+
+// One instance per injector, kept for its descriptor. Contracts checked once, on first use.
+const std::vector<std::unique_ptr<Injector>>& Prototypes() {
+  static const std::vector<std::unique_ptr<Injector>> prototypes = [] {
+    std::vector<std::unique_ptr<Injector>> v;
+    for (const Entry& e : kInjectors) {
+      v.push_back(e.factory());
+      std::string problem = v.back()->descriptor().name == e.name
+                                ? CheckDescriptorContract(v.back()->descriptor())
+                                : "registered as '" + std::string(e.name) + "' but named '" +
+                                      v.back()->descriptor().name + "'";
+      if (!problem.empty()) {
+        std::fprintf(stderr, "codl: bug: injector '%s' breaks the contract: %s\n", e.name,
+                     problem.c_str());
+        std::abort();
+      }
+    }
+    return v;
+  }();
+  return prototypes;
+}
+
+std::string KnownList() {
+  std::string list;
+  for (const Entry& e : kInjectors) list += (list.empty() ? "" : ", ") + std::string(e.name);
+  return list;
+}
+
+}  // namespace
+
+std::vector<std::string> InjectorNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : kInjectors) names.emplace_back(e.name);
+  return names;
+}
+
+std::unique_ptr<Injector> CreateInjector(const std::string& name) {
+  Prototypes();  // contract check
+  for (const Entry& e : kInjectors) {
+    if (name == e.name) return e.factory();
+  }
+  return nullptr;
+}
+
+const Descriptor* FindDescriptor(const std::string& name) {
+  for (const auto& p : Prototypes()) {
+    if (p->descriptor().name == name) return &p->descriptor();
+  }
+  return nullptr;
+}
+
+std::string ValidateInjectorName(const std::string& name) {
+  if (FindDescriptor(name) != nullptr) return "";
+  return "unknown injector '" + name + "' (known: " + KnownList() + ")";
+}
+
+std::string ValidateOption(const std::string& injector, const std::string& key,
+                           const std::string& value) {
+  const Descriptor* d = FindDescriptor(injector);
+  if (d == nullptr) return ValidateInjectorName(injector);
+  for (const auto& spec : d->options) {
+    if (spec.name == key) {
+      auto parsed = ParseOptionValue(spec, value);
+      return parsed.ok() ? "" : parsed.error();
+    }
+  }
+  // Same message as a full parse would give.
+  auto parsed = ParseOptions(injector, d->options, {{key, value}});
+  return parsed.ok() ? "" : parsed.error();
+}
+
+Result<OptionValues> ParseInjectorOptions(const Injector& injector,
+                                          const std::map<std::string, std::string>& given) {
+  const Descriptor& d = injector.descriptor();
+  auto values = ParseOptions(d.name, d.options, given);
+  if (!values.ok()) return values;
+  if (std::string problem = injector.CheckOptions(*values); !problem.empty()) return Err(problem);
+  return values;
+}
+
+std::string ValidateOptions(const std::string& injector,
+                            const std::map<std::string, std::string>& given) {
+  auto inj = CreateInjector(injector);
+  if (!inj) return ValidateInjectorName(injector);
+  auto values = ParseInjectorOptions(*inj, given);
+  return values.ok() ? "" : values.error();
+}
+
+std::string CheckDescriptorContract(const Descriptor& d) {
+  if (d.name.empty()) return "empty name";
+  if (d.resource.empty() || d.unit.empty()) return "resource and unit must be set";
+  std::set<std::string> seen;
+  for (const auto& spec : d.options) {
+    if (spec.name.empty()) return "an option has no name";
+    if (!seen.insert(spec.name).second) return "option '" + spec.name + "' is declared twice";
+    if (spec.help.empty()) return "option '" + spec.name + "' has no help";
+    if (spec.min > spec.max) return "option '" + spec.name + "' has min > max";
+    if (spec.type == OptionType::kEnum && spec.choices.empty()) {
+      return "enum option '" + spec.name + "' has no choices";
+    }
+    auto parsed = ParseOptionValue(spec, spec.default_value);
+    if (!parsed.ok()) return "default of option '" + spec.name + "': " + parsed.error();
+  }
+  return "";
+}
+
+HostInfo DetectHost(const std::vector<std::string>& scratch_roots) {
+  HostInfo host;
+  for (const auto& root : scratch_roots) {
+    char buf[PATH_MAX];
+    if (realpath(root.c_str(), buf) != nullptr) host.scratch_roots.emplace_back(buf);
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  host.cpus = n > 0 ? static_cast<unsigned>(n) : 1;
+  return host;
+}
+
+}  // namespace codl::injectors

@@ -1,0 +1,295 @@
+// The per-phase breakdown and the step-time series of one trial: where the victim loses time.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "report/charts.h"
+#include "report/svg.h"
+
+namespace codl::report {
+namespace {
+
+using experiment::ExperimentResults;
+using experiment::PairingSummary;
+
+const PairingSummary* Baseline(const ExperimentResults& r) {
+  for (const auto& p : r.pairings) {
+    if (p.baseline) return &p;
+  }
+  return nullptr;
+}
+
+double BaselinePhase(const PairingSummary* baseline, const std::string& phase) {
+  if (!baseline) return experiment::kNaN;
+  for (const auto& ph : baseline->phases) {
+    if (ph.phase == phase) return ph.median_s;
+  }
+  return experiment::kNaN;
+}
+
+// Splits a pairing key at '+' so long keys fit under a bar group, one antagonist a line.
+std::vector<std::string> KeyLines(const PairingSummary& p) {
+  if (p.antagonists.empty()) return {p.pairing};
+  std::vector<std::string> lines;
+  for (const auto& a : p.antagonists) lines.push_back(a.name + "@" + a.intensity);
+  return lines;
+}
+
+}  // namespace
+
+std::string RenderPhaseBreakdown(const ExperimentResults& results) {
+  std::vector<const PairingSummary*> groups;
+  std::set<std::string> phase_set;
+  double y_hi = 1.1;
+  for (const auto& p : results.pairings) {
+    if (p.baseline) continue;
+    bool any = false;
+    for (const auto& ph : p.phases) {
+      phase_set.insert(ph.phase);
+      if (std::isfinite(ph.slowdown)) any = true, y_hi = std::max(y_hi, ph.slowdown);
+    }
+    if (any) groups.push_back(&p);
+  }
+  if (groups.empty()) return "";
+  const std::vector<std::string> phases(phase_set.begin(), phase_set.end());
+  const PairingSummary* baseline = Baseline(results);
+
+  constexpr double kBar = 34, kLeft = 70, kRight = 20, kTop = 44, kPlotH = 230;
+  const double group_w = std::max(phases.size() * kBar + 30, 130.0);
+  const double width = std::max(kLeft + groups.size() * group_w + kRight, 520.0);
+  const double height = kTop + kPlotH + 70;
+  double y_lo = 0;
+  NiceDomain(&y_lo, &y_hi, 5);
+  const Scale x{0, 1, kLeft, width - kRight};
+  const Scale y{y_lo, y_hi, kTop + kPlotH, kTop};
+
+  Svg svg(width, height, "phases", "per-phase slowdown of each pairing");
+  double lx = kLeft;  // legend: one swatch per phase
+  for (size_t i = 0; i < phases.size(); ++i) {
+    svg.Rect(lx, 12, 12, 12, "fill=\"" + SeriesColour(i) + "\"");
+    svg.Text(lx + 17, 22, PhaseLabel(phases[i]), "class=\"legend\"");
+    lx += 34 + 7.5 * PhaseLabel(phases[i]).size();
+  }
+  LeftAxis(svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
+           "phase slowdown (median \u00f7 baseline)");
+  svg.Line(x.r0, y.r0, x.r1, y.r0, "class=\"domain\"");
+  svg.Line(x.r0, y(1), x.r1, y(1), "class=\"ref\"");
+
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const PairingSummary& p = *groups[g];
+    const double gx = kLeft + g * group_w + (group_w - phases.size() * kBar) / 2;
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const double bx = gx + i * kBar;
+      auto it = std::find_if(p.phases.begin(), p.phases.end(),
+                             [&](const auto& ph) { return ph.phase == phases[i]; });
+      const double s = it == p.phases.end() ? experiment::kNaN : it->slowdown;
+      svg.Open("g", "class=\"bar\" data-pairing=\"" + Escape(p.pairing) + "\" data-phase=\"" +
+                        Escape(phases[i]) + "\"");
+      std::string title = p.pairing + "\n" + PhaseLabel(phases[i]) + ": " + Slowdown(s);
+      if (it != p.phases.end()) {
+        title += "\nmedian " + Duration(it->median_s) + " vs baseline " +
+                 Duration(BaselinePhase(baseline, phases[i]));
+      }
+      svg.Title(title);
+      if (std::isfinite(s)) {
+        const double top = y(std::min(s, y_hi));
+        svg.Rect(bx + 3, top, kBar - 6, y.r0 - top, "fill=\"" + SeriesColour(i) + "\"");
+        svg.Text(bx + kBar / 2, top - 5, Slowdown(s), "class=\"bar-label\" text-anchor=\"middle\"");
+      } else {
+        svg.Text(bx + kBar / 2, y.r0 - 5, kMissing, "class=\"bar-label\" text-anchor=\"middle\"");
+      }
+      svg.Close("g");
+    }
+    const auto lines = KeyLines(p);
+    for (size_t l = 0; l < lines.size(); ++l) {
+      svg.Text(kLeft + g * group_w + group_w / 2, y.r0 + 18 + 14 * l, lines[l],
+               "class=\"group-label\" text-anchor=\"middle\"");
+    }
+  }
+  return "<div class=\"scroll\">" + svg.Finish() + "</div>\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step-time series
+
+namespace {
+
+// The first measured trial (lowest index) of the pairing with the highest slowdown.
+const TrialRecord* PickTrial(const ExperimentResults& results,
+                             const std::vector<TrialRecord>& trials, const PairingSummary** out) {
+  const PairingSummary* worst = nullptr;
+  for (const auto& p : results.pairings) {
+    if (p.baseline || !std::isfinite(p.slowdown)) continue;
+    if (!worst || p.slowdown > worst->slowdown) worst = &p;
+  }
+  *out = worst;
+  if (!worst) return nullptr;
+  const TrialRecord* pick = nullptr;
+  for (const auto& t : trials) {
+    if (t.pairing != worst->pairing || t.state != TrialState::kDone) continue;
+    if (!pick || t.index < pick->index) pick = &t;
+  }
+  return pick;
+}
+
+struct Span {
+  double lo = 0, hi = 0;
+  bool any = false;
+  void Add(double v) {
+    if (!std::isfinite(v)) return;
+    lo = any ? std::min(lo, v) : v;
+    hi = any ? std::max(hi, v) : v;
+    any = true;
+  }
+};
+
+}  // namespace
+
+std::string RenderStepSeries(const ExperimentResults& results,
+                             const std::vector<TrialRecord>& trials) {
+  const PairingSummary* pairing = nullptr;
+  const TrialRecord* trial = PickTrial(results, trials, &pairing);
+  if (!pairing) {
+    return "<p class=\"empty\">No interference pairing has a measured slowdown yet.</p>\n";
+  }
+  if (!trial || trial->steps.empty()) {
+    return "<p class=\"empty\">The most-slowed pairing, <code>" + Escape(pairing->pairing) +
+           "</code>, has no measured trial with reported steps.</p>\n";
+  }
+
+  Span t_span, step_span, rate_span;
+  for (const auto& s : trial->steps) {
+    t_span.Add(s.t_s);
+    step_span.Add(s.step_time_s);
+  }
+  bool same_unit = true;  // the right axis in the antagonists' unit, else in % of target
+  for (const auto& a : trial->antagonists) {
+    same_unit = same_unit && a.unit == trial->antagonists.front().unit;
+    for (const auto& r : a.samples) t_span.Add(r.t_s);
+  }
+  for (const auto& a : trial->antagonists) {
+    for (const auto& r : a.samples) {
+      if (same_unit) rate_span.Add(r.achieved), rate_span.Add(r.target);
+      else if (r.target > 0) rate_span.Add(r.achieved / r.target), rate_span.Add(1.0);
+    }
+  }
+  const double base_median = [&] {
+    const PairingSummary* b = Baseline(results);
+    return b ? b->median_metric : experiment::kNaN;
+  }();
+  if (std::isfinite(base_median)) step_span.Add(base_median);
+
+  constexpr double kW = 1120, kH = 360, kLeft = 78, kRight = 110, kTop = 46, kBottom = 56;
+  double x_lo = std::min(0.0, t_span.lo), x_hi = t_span.hi;
+  NiceDomain(&x_lo, &x_hi, 10);
+  double y_lo = 0, y_hi = step_span.hi * 1.05;
+  NiceDomain(&y_lo, &y_hi, 5);
+  const Scale x{x_lo, x_hi, kLeft, kW - kRight};
+  const Scale y{y_lo, y_hi, kH - kBottom, kTop};
+
+  Svg svg(kW, kH, "series", "step time of trial " + std::to_string(trial->index));
+  // Antagonist on-spans first, under everything else.
+  for (size_t i = 0; i < trial->antagonists.size(); ++i) {
+    const auto& a = trial->antagonists[i];
+    Span on;
+    for (const auto& r : a.samples) on.Add(r.t_s);
+    if (!on.any) continue;
+    svg.Open("g", "class=\"on-span\"");
+    svg.Title(a.name + " on from " + Fixed(on.lo, 1) + " s to " + Fixed(on.hi, 1) +
+              " s (victim start = 0)");
+    svg.Rect(x(on.lo), y.r1 + 14 * i, std::max(1.0, x(on.hi) - x(on.lo)), y.r0 - y.r1 - 14 * i,
+             "fill=\"" + SeriesColour(i) + "\" fill-opacity=\"0.11\"");
+    svg.Text(x(on.lo) + 4, y.r1 + 11 + 14 * i, a.name + " on", "class=\"legend\" fill=\"" +
+             SeriesColour(i) + "\"");
+    svg.Close("g");
+  }
+  BottomAxis(svg, x, y, NiceTicks(x_lo, x_hi, 10), [](double v) { return Fixed(v, v == std::round(v) ? 0 : 1); },
+             "time since victim start (s)");
+  LeftAxis(svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Duration(v == 0 ? 0 : v); },
+           "step time");
+  if (std::isfinite(base_median)) {
+    svg.Line(x.r0, y(base_median), x.r1, y(base_median), "class=\"ref\"");
+    svg.Text(x.r0 + 6, y(base_median) - 5, "baseline median " + Duration(base_median),
+             "class=\"legend\"");
+  }
+
+  std::vector<std::pair<double, double>> line;
+  for (const auto& s : trial->steps) {
+    if (std::isfinite(s.t_s) && std::isfinite(s.step_time_s)) {
+      line.push_back({x(s.t_s), y(s.step_time_s)});
+    }
+  }
+  if (line.size() > 1) svg.Polyline(line, "class=\"steps\"");
+  if (trial->steps.size() <= 600) {
+    for (const auto& s : trial->steps) {
+      if (!std::isfinite(s.t_s) || !std::isfinite(s.step_time_s)) continue;
+      svg.Circle(x(s.t_s), y(s.step_time_s), s.warmup ? 2.5 : 2,
+                 s.warmup ? "class=\"warmup\"" : "class=\"step\"");
+    }
+  }
+
+  if (rate_span.any) {
+    double r_lo = 0, r_hi = rate_span.hi * 1.05;
+    NiceDomain(&r_lo, &r_hi, 5);
+    const Scale r{r_lo, r_hi, y.r0, y.r1};
+    const std::string unit =
+        trial->antagonists.front().unit.empty() ? "bytes/s" : trial->antagonists.front().unit;
+    TickFormat label = [&](double v) {
+      return same_unit ? (v == 0 ? std::string("0") : RateLabel(v, unit)) : Percent(v);
+    };
+    RightAxis(svg, x, r, NiceTicks(r_lo, r_hi, 5), label,
+              same_unit ? "achieved rate (" + unit + ")" : "achieved (% of target)", "#555");
+    for (size_t i = 0; i < trial->antagonists.size(); ++i) {
+      const auto& a = trial->antagonists[i];
+      std::vector<std::pair<double, double>> achieved, target;
+      for (const auto& s : a.samples) {
+        const double v = same_unit ? s.achieved : (s.target > 0 ? s.achieved / s.target : NAN);
+        const double tv = same_unit ? s.target : 1.0;
+        if (std::isfinite(s.t_s) && std::isfinite(v)) achieved.push_back({x(s.t_s), r(v)});
+        if (std::isfinite(s.t_s) && std::isfinite(tv) && tv > 0) target.push_back({x(s.t_s), r(tv)});
+      }
+      const std::string c = SeriesColour(i);
+      if (target.size() > 1) {
+        svg.Polyline(target, "stroke=\"" + c + "\" stroke-width=\"1\" stroke-dasharray=\"5 4\"");
+      }
+      if (achieved.size() > 1) svg.Polyline(achieved, "stroke=\"" + c + "\" stroke-width=\"1.6\"");
+      else if (achieved.size() == 1) svg.Circle(achieved[0].first, achieved[0].second, 3, "fill=\"" + c + "\"");
+    }
+  }
+
+  // Legend across the top.
+  double lx = kLeft;
+  auto legend = [&](const std::string& swatch, const std::string& text) {
+    svg.Raw(swatch);
+    svg.Text(lx + 26, 20, text, "class=\"legend\"");
+    lx += 44 + 6.8 * text.size();
+  };
+  legend("<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) +
+             "\" y2=\"16\" class=\"steps\"/>",
+         "step time");
+  legend("<circle cx=\"" + Num(lx + 10) + "\" cy=\"16\" r=\"3\" class=\"warmup\"/>",
+         "warm-up step");
+  for (size_t i = 0; i < trial->antagonists.size(); ++i) {
+    const std::string c = SeriesColour(i);
+    legend("<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" stroke=\"" +
+               c + "\" stroke-width=\"2\"/>",
+           trial->antagonists[i].name + " achieved");
+  }
+  if (rate_span.any) {
+    legend("<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) +
+               "\" y2=\"16\" stroke=\"#555\" stroke-dasharray=\"5 4\"/>",
+           "target");
+  }
+
+  std::string caption = "Trial #" + std::to_string(trial->index) + " (repetition " +
+                        std::to_string(trial->repetition) + ") of <code>" +
+                        Escape(trial->pairing) + "</code>, the most-slowed pairing (" +
+                        Escape(Slowdown(pairing->slowdown)) + ")";
+  if (!trial->victim_node.empty()) caption += ", victim on " + Escape(trial->victim_node);
+  caption += ". Shading: when each antagonist ran (its telemetry span; negative times are its "
+             "settle period before the victim started).";
+  return "<p class=\"caption\">" + caption + "</p>\n<div class=\"scroll\">" + svg.Finish() +
+         "</div>\n";
+}
+
+}  // namespace codl::report

@@ -1,0 +1,61 @@
+// Helpers for injector tests: a scratch directory on a real filesystem (O_DIRECT needs one;
+// /tmp may be tmpfs) and running the codl-inject binary.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace codl::testing {
+
+// A fresh directory under the build tree (a real filesystem), removed recursively at the end.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string CodlInjectPath();  // $CODL_BIN_DIR/codl-inject
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 if killed by a signal
+  std::string out, err;
+  double seconds = 0;
+};
+
+// Runs a command to completion (killed after timeout_s) and captures stdout/stderr.
+ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_s = 30);
+
+// A running child with stdout piped, for signal tests.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv);
+  ~Child();  // SIGKILLs and reaps if still running
+  pid_t pid() const { return pid_; }
+  // Reads stdout until a full line arrives or timeout; "" on EOF/timeout.
+  std::string ReadLine(double timeout_s);
+  // Waits for exit; returns exit code, or -signal if killed by one; -1000 on timeout.
+  int Wait(double timeout_s);
+  std::string ReadRest();  // remaining stdout after exit
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string buffer_;
+  bool reaped_ = false;
+};
+
+// Directories named codl-inject.* directly under `dir` or one level below.
+std::vector<std::string> FindRunDirs(const std::string& root);
+
+// Tiny JSON-lines helpers: value of a numeric/bool field in one flat object line.
+bool JsonHas(const std::string& line, const std::string& key);
+double JsonNumber(const std::string& line, const std::string& key);
+std::vector<std::string> Lines(const std::string& text);
+
+}  // namespace codl::testing

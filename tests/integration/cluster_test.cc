@@ -1,0 +1,256 @@
+// End-to-end tests with real processes: codl-controller, codl-agent(s), codl-inject children and
+// codlctl, over loopback gRPC.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/test_util.h"
+
+namespace codl::testing {
+namespace {
+
+// A victim that reports 8 steps as JSON lines; fast and deterministic.
+constexpr const char* kQuickVictim =
+    R"(for i in 1 2 3 4 5 6 7 8; do echo "{\"step\": $i, \"step_time_s\": 0.01$i, \"phases\": {\"compute_s\": 0.01}}"; sleep 0.02; done)";
+
+std::string QuickExperiment(const std::string& name, const std::string& antagonist_nodes, int reps) {
+  return "name: " + name + "\n" +
+         "victim:\n"
+         "  command: [sh, -c, '" + std::string(kQuickVictim) + "']\n"
+         "  progress: {format: jsonl, field: step_time_s}\n"
+         "  warmup_steps: 1\n"
+         "  timeout: 60s\n"
+         "antagonists:\n"
+         "  - name: membw\n"
+         "    injector: memcpy\n"
+         "    options: {threads: 1, buffer_size: 8MiB}\n"
+         "    levels: [0.5, 1.0]\n" +
+         antagonist_nodes +
+         "pairings: singles\n"
+         "repetitions: " + std::to_string(reps) + "\n"
+         "order: {randomize: true, seed: 7}\n"
+         "settle: 1s\n"
+         "calibration: {duration: 1s}\n"
+         "lease: 3s\n";
+}
+
+class Cluster {
+ public:
+  explicit Cluster(const std::string& dir) : dir_(dir) {
+    port_ = FreeLoopbackPort();
+    address_ = "127.0.0.1:" + std::to_string(port_);
+  }
+  void StartController() {
+    controller_ = Process({Bin("codl-controller"), "--listen", address_, "--db", dir_ + "/c.db",
+                           "--heartbeat-interval", "200ms"},
+                          dir_ + "/controller.log");
+  }
+  void StartAgent(const std::string& id) {
+    agents_.emplace_back(Process({Bin("codl-agent"), "--controller", address_, "--id", id,
+                                  "--listen", "127.0.0.1:0", "--scratch-root", dir_,
+                                  "--state-dir", dir_ + "/state-" + id},
+                                 dir_ + "/agent-" + id + ".log"));
+  }
+  bool WaitForAgents(size_t n) {
+    return WaitUntil(
+        [&] {
+          auto r = RunCommand({Bin("codlctl"), "--controller", address_, "agents", "--json"}, 10);
+          if (r.exit_code != 0) return false;
+          size_t alive = 0;
+          std::stringstream ss(r.out);
+          std::string line;
+          while (std::getline(ss, line)) alive += line.find("\"alive\":true") != std::string::npos;
+          return alive >= n;
+        },
+        20);
+  }
+  CommandResult Ctl(std::vector<std::string> args, double timeout = 180) {
+    args.insert(args.begin(), {Bin("codlctl"), "--controller", address_});
+    return RunCommand(args, timeout);
+  }
+  std::string Logs() {
+    std::string all;
+    for (const char* f : {"controller.log", "agent-a.log", "agent-b.log"}) {
+      all += std::string("==== ") + f + "\n" + ReadFile(dir_ + "/" + f);
+    }
+    return all;
+  }
+  Process& controller() { return controller_; }
+  Process& agent(size_t i) { return agents_[i]; }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string dir_;
+  int port_;
+  std::string address_;
+  Process controller_;
+  std::vector<Process> agents_;
+};
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("codl-it"); }
+  void TearDown() override { RemoveTree(dir_); }
+  std::string dir_;
+};
+
+TEST_F(ClusterTest, TwoAgentsRunAnExperimentEndToEnd) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  c.StartAgent("b");
+  ASSERT_TRUE(c.WaitForAgents(2)) << c.Logs();
+  // The antagonist runs on agent b, the victim on agent a (the first by id).
+  WriteFile(dir_ + "/exp.yaml", QuickExperiment("e2e", "    nodes: {hosts: [b]}\n", 2));
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err << c.Logs();
+  auto res = c.Ctl({"results", "latest", "-o", "json"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  auto j = nlohmann::json::parse(res.out);
+  ASSERT_TRUE(j.contains("pairings")) << res.out;
+  std::map<std::string, nlohmann::json> by_key;
+  for (const auto& p : j["pairings"]) by_key[p["pairing"].get<std::string>()] = p;
+  ASSERT_EQ(by_key.size(), 3u) << res.out;
+  ASSERT_TRUE(by_key.count("baseline"));
+  ASSERT_TRUE(by_key.count("membw@0.5"));
+  ASSERT_TRUE(by_key.count("membw@1"));
+  for (const auto& [k, p] : by_key) {
+    EXPECT_GE(p["n"].get<int>() + p["n_flagged"].get<int>(), 2) << k;
+    EXPECT_GT(p["median_metric"].get<double>(), 0.01) << k;
+  }
+  auto& full = by_key["membw@1"]["antagonists"][0];
+  EXPECT_GT(full["achieved_rate"].get<double>(), 0) << res.out;
+  EXPECT_EQ(full["unit"], "bytes/s");
+  // Status through the controller names the final state.
+  auto st = c.Ctl({"status", "latest"});
+  EXPECT_NE(st.out.find("done"), std::string::npos) << st.out;
+  // No antagonist outlives its experiment.
+  EXPECT_TRUE(ProcessesMatching(dir_ + " --json").empty());
+}
+
+TEST_F(ClusterTest, ControllerKilledAntagonistsStopWithinLease) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  std::string yaml =
+      "name: deadman\n"
+      "victim: {command: [sleep, '30'], progress: {format: wall}, timeout: 60s}\n"
+      "antagonists:\n"
+      "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: [200MiB/s]}\n"
+      "repetitions: 1\n"
+      "settle: 1s\n"
+      "lease: 2s\n";
+  WriteFile(dir_ + "/exp.yaml", yaml);
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  pid_t agent = c.agent(0).pid();
+  // The interference trial: an antagonist and the victim are running.
+  ASSERT_TRUE(WaitUntil([&] {
+    return !DescendantsMatching(agent, "codl-inject memcpy").empty() &&
+           !DescendantsMatching(agent, "sleep 30").empty();
+  }, 60)) << c.Logs();
+  c.controller().Signal(SIGKILL);
+  c.controller().Wait(5);
+  auto t0 = std::chrono::steady_clock::now();
+  bool gone = WaitUntil([&] { return DescendantsMatching(agent, "codl-inject").empty(); }, 2 + 2 + 1);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(gone) << "antagonist still running " << took << " s after the controller died\n" << c.Logs();
+  EXPECT_LE(took, 2.0 + 2.0) << "lease 2 s + 2 s";
+  EXPECT_TRUE(c.agent(0).Running()) << "the agent itself keeps running";
+}
+
+TEST_F(ClusterTest, AgentKilledItsChildrenDie) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml",
+            "name: agentkill\n"
+            "victim: {command: [sleep, '31'], progress: {format: wall}, timeout: 60s}\n"
+            "antagonists:\n"
+            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: [200MiB/s]}\n"
+            "repetitions: 1\nsettle: 1s\nlease: 30s\n");
+  ASSERT_EQ(c.Ctl({"submit", dir_ + "/exp.yaml"}).exit_code, 0);
+  pid_t agent = c.agent(0).pid();
+  ASSERT_TRUE(WaitUntil([&] {
+    return !DescendantsMatching(agent, "codl-inject memcpy").empty() &&
+           !DescendantsMatching(agent, "sleep 31").empty();
+  }, 60)) << c.Logs();
+  auto children = DescendantsMatching(agent, "codl-inject memcpy");
+  auto victims = DescendantsMatching(agent, "sleep 31");
+  c.agent(0).Signal(SIGKILL);
+  c.agent(0).Wait(5);
+  auto alive = [](pid_t p) {
+    std::string s = ReadFile("/proc/" + std::to_string(p) + "/stat");
+    auto rp = s.rfind(')');
+    return !s.empty() && rp != std::string::npos && s[rp + 2] != 'Z';
+  };
+  EXPECT_TRUE(WaitUntil([&] {
+    for (pid_t p : children) if (alive(p)) return false;
+    for (pid_t p : victims) if (alive(p)) return false;
+    return true;
+  }, 2.0)) << "children of a SIGKILLed agent must die with it (PR_SET_PDEATHSIG)";
+}
+
+TEST_F(ClusterTest, RestartedControllerServesCompletedTrials) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml", QuickExperiment("durable", "", 4));
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  // Let a few trials complete, then kill -9 the controller mid-experiment.
+  ASSERT_TRUE(WaitUntil([&] {
+    auto st = c.Ctl({"status", id});
+    return st.out.find(" 3/") != std::string::npos || st.out.find(" 4/") != std::string::npos;
+  }, 120)) << c.Logs();
+  c.controller().Signal(SIGKILL);
+  c.controller().Wait(5);
+  // Every trial the database holds now must still be served after the restart.
+  auto before = RunCommand({Bin("codlctl"), "results", id, "--db", dir_ + "/c.db", "-o", "json"});
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  auto count = [](const std::string& json) {
+    int n = 0;
+    for (const auto& p : nlohmann::json::parse(json)["pairings"]) {
+      n += p["n"].get<int>() + p["n_flagged"].get<int>() + p["n_failed"].get<int>();
+    }
+    return n;
+  };
+  int completed = count(before.out);
+  EXPECT_GE(completed, 3);
+  c.StartController();
+  ASSERT_TRUE(WaitUntil([&] { return c.Ctl({"status", id}, 5).exit_code == 0; }, 20)) << c.Logs();
+  auto st = c.Ctl({"status", id});
+  EXPECT_NE(st.out.find("interrupted"), std::string::npos) << st.out;
+  auto after = c.Ctl({"results", id, "-o", "json"});
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(count(after.out), completed);
+}
+
+TEST_F(ClusterTest, EmbeddedRunWritesResultsDatabase) {
+  WriteFile(dir_ + "/exp.yaml", QuickExperiment("embedded", "", 1));
+  auto r = RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml"}, 180, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("baseline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("membw@0.5"), std::string::npos) << r.out;
+  auto res = RunCommand({Bin("codlctl"), "results", "latest", "--db", dir_ + "/codl-results.db", "-o", "csv"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_NE(res.out.find("membw@1"), std::string::npos) << res.out;
+  EXPECT_TRUE(ProcessesMatching("codl-inject memcpy --set buffer_size=8MiB").empty());
+}
+
+TEST_F(ClusterTest, BadInputExitsTwoWithLocation) {
+  WriteFile(dir_ + "/bad.yaml", "name: x\nvictim:\n  command: [true]\n  colour: red\n");
+  auto r = RunCommand({Bin("codlctl"), "validate", dir_ + "/bad.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir_ + "/bad.yaml:4:3:"), std::string::npos) << r.err;
+  auto missing = RunCommand({Bin("codlctl"), "results", "latest", "--db", dir_ + "/nope.db"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+}
+
+}  // namespace
+}  // namespace codl::testing

@@ -1,0 +1,79 @@
+// Command-line options of codl-victim: what the user asked for, validated once, with the
+// --profile presets applied underneath explicit flags. Parsed by hand (no CLI library) so the
+// binary builds on a bare CUDA box.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace codl::victim {
+
+enum class ReaderKind { kPosix, kIoUring };
+// How reads avoid the page cache. kDirect falls back to kFadvise when the file system refuses
+// O_DIRECT (tmpfs, some FUSE/overlay mounts); the first output line says which one ran.
+enum class IoMode { kDirect, kFadvise, kBuffered };
+enum class DeviceChoice { kAuto, kCpu, kCuda };
+enum class Profile { kBalanced, kIoBound, kComputeBound };
+
+const char* ToString(ReaderKind k);
+const char* ToString(IoMode m);
+const char* ToString(Profile p);
+
+struct GenDataOptions {
+  std::string dir;
+  int64_t samples = 256;
+  uint64_t sample_size = 128 * 1024;
+  uint64_t seed = 1;
+};
+
+struct RunOptions {
+  std::string dir;
+  Profile profile = Profile::kBalanced;
+  // Dataset shape used when --dir holds no dataset yet (run generates it). On an existing
+  // dataset the manifest wins unless these were given explicitly (then they must match).
+  int64_t samples = 256;
+  uint64_t sample_size = 128 * 1024;
+  bool samples_explicit = false;
+  bool sample_size_explicit = false;
+
+  ReaderKind reader = ReaderKind::kPosix;
+  IoMode io_mode = IoMode::kDirect;
+  int queue_depth = 8;
+  uint64_t read_block = 1024 * 1024;
+  int threads = 2;   // loader threads per rank (DataLoader num_workers)
+  int prefetch = 4;  // batches decoded ahead of the training loop, per rank
+  int batch_size = 32;
+  int decode_work = 2;            // decode passes over each sample; 0 = no decode stage
+  int64_t h2d_size = -1;          // bytes per step; -1 = the batch's bytes; 0 = no h2d stage
+  int gemm_dim = 384;
+  int gemm_count = 3;             // GEMMs per step; 0 = no compute stage
+  int compute_threads = 1;        // CPU GEMM threads (host fallback only)
+  int ranks = 1;
+  uint64_t allreduce_size = 4 * 1024 * 1024;
+  DeviceChoice device = DeviceChoice::kAuto;
+  int steps = 30;
+  int warmup_steps = 2;
+  uint64_t seed = 1;
+};
+
+// A parse outcome: options, or "print this help and exit 0", or an error (exit 2).
+template <class T>
+struct Parsed {
+  T options;
+  bool help = false;
+};
+
+Result<Parsed<GenDataOptions>> ParseGenDataArgs(const std::vector<std::string>& args);
+Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args);
+
+// The bytes one step copies host-to-device under `o` (resolves -1 to the batch size).
+uint64_t EffectiveH2dBytes(const RunOptions& o, uint64_t sample_size);
+
+std::string TopLevelHelp();
+std::string RunHelp();
+std::string GenDataHelp();
+
+}  // namespace codl::victim
