@@ -20,8 +20,9 @@ Result<std::unique_ptr<ControllerClient>> ControllerClient::Connect(const rpc::E
 }
 
 namespace {
-template <class T>
-Result<T> Check(const grpc::Status& s, T value, const std::string& what, const std::string& address) {
+// Turns a failed call into a readable error. (The reply is returned by the caller after the call:
+// passing it here by value would copy it before the call fills it.)
+Status Check(const grpc::Status& s, const std::string& what, const std::string& address) {
   if (!s.ok()) {
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
       return Err("cannot reach the controller at " + address + " (" + s.error_message() +
@@ -30,7 +31,13 @@ Result<T> Check(const grpc::Status& s, T value, const std::string& what, const s
     // Validation errors already name FILE:LINE:COL; pass them through verbatim.
     return Err(s.error_message().empty() ? what + " failed" : s.error_message());
   }
-  return value;
+  return Status::Ok();
+}
+
+template <class T>
+Result<T> Reply(const Status& s, T reply) {
+  if (!s.ok()) return Err(s.error());
+  return reply;
 }
 }  // namespace
 
@@ -47,7 +54,7 @@ Result<v1::SubmitExperimentReply> ControllerClient::Submit(const std::string& ya
     s = stub_->SubmitExperiment(ctx.get(), req, &reply);
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE) break;
   }
-  return Check(s, reply, "submit", address_);
+  return Reply(Check(s, "submit", address_), reply);
 }
 
 Result<v1::ExperimentStatus> ControllerClient::GetStatus(const std::string& id) {
@@ -55,7 +62,8 @@ Result<v1::ExperimentStatus> ControllerClient::GetStatus(const std::string& id) 
   req.set_experiment_id(id);
   v1::ExperimentStatus reply;
   auto ctx = rpc::MakeContext(10);
-  return Check(stub_->GetExperiment(ctx.get(), req, &reply), reply, "status", address_);
+  grpc::Status s = stub_->GetExperiment(ctx.get(), req, &reply);
+  return Reply(Check(s, "status", address_), reply);
 }
 
 Status ControllerClient::Watch(const std::string& id,
@@ -66,8 +74,7 @@ Status ControllerClient::Watch(const std::string& id,
   auto reader = stub_->WatchExperiment(ctx.get(), req);
   v1::ExperimentEvent ev;
   while (reader->Read(&ev)) on_event(ev);
-  auto r = Check(reader->Finish(), 0, "watch", address_);
-  return r.ok() ? Status::Ok() : Status(Err(r.error()));
+  return Check(reader->Finish(), "watch", address_);
 }
 
 Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::GetResults(
@@ -76,8 +83,8 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::
   req.set_experiment_id(id);
   v1::GetResultsReply reply;
   auto ctx = rpc::MakeContext(60);
-  auto r = Check(stub_->GetResults(ctx.get(), req, &reply), reply, "results", address_);
-  if (!r.ok()) return Err(r.error());
+  grpc::Status gs = stub_->GetResults(ctx.get(), req, &reply);
+  if (Status st = Check(gs, "results", address_); !st.ok()) return Err(st.error());
   auto e = rpc::ExperimentFromJson(reply.experiment_json());
   if (!e.ok()) return Err(e.error());
   auto t = rpc::TrialsFromJson(reply.trials_json());
@@ -88,9 +95,9 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::
 Result<std::vector<v1::AgentInfo>> ControllerClient::ListAgents() {
   v1::ListAgentsReply reply;
   auto ctx = rpc::MakeContext(10);
-  auto r = Check(stub_->ListAgents(ctx.get(), v1::ListAgentsRequest(), &reply), reply, "agents", address_);
-  if (!r.ok()) return Err(r.error());
-  return std::vector<v1::AgentInfo>(r->agents().begin(), r->agents().end());
+  grpc::Status gs = stub_->ListAgents(ctx.get(), v1::ListAgentsRequest(), &reply);
+  if (Status st = Check(gs, "agents", address_); !st.ok()) return Err(st.error());
+  return std::vector<v1::AgentInfo>(reply.agents().begin(), reply.agents().end());
 }
 
 Result<std::string> ControllerClient::Cancel(const std::string& id) {
@@ -99,9 +106,9 @@ Result<std::string> ControllerClient::Cancel(const std::string& id) {
   req.set_experiment_id(id);
   v1::CancelExperimentReply reply;
   auto ctx = rpc::MakeContext(10);
-  auto r = Check(stub_->CancelExperiment(ctx.get(), req, &reply), reply, "cancel", address_);
-  if (!r.ok()) return Err(r.error());
-  return r->state();
+  grpc::Status gs = stub_->CancelExperiment(ctx.get(), req, &reply);
+  if (Status st = Check(gs, "cancel", address_); !st.ok()) return Err(st.error());
+  return reply.state();
 }
 
 Result<v1::CalibrateNodeReply> ControllerClient::Calibrate(
@@ -115,7 +122,8 @@ Result<v1::CalibrateNodeReply> ControllerClient::Calibrate(
   req.set_duration_s(duration_s);
   v1::CalibrateNodeReply reply;
   auto ctx = rpc::MakeContext(duration_s * 4 + 300);
-  return Check(stub_->CalibrateNode(ctx.get(), req, &reply), reply, "calibrate", address_);
+  grpc::Status gs = stub_->CalibrateNode(ctx.get(), req, &reply);
+  return Reply(Check(gs, "calibrate", address_), reply);
 }
 
 }  // namespace codl::cli

@@ -13,6 +13,7 @@
 
 namespace codl::cli {
 
+EmbeddedCluster::EmbeddedCluster() = default;
 EmbeddedCluster::~EmbeddedCluster() { Shutdown(); }
 
 Status EmbeddedCluster::Start(const std::string& db_path, double lease_s) {

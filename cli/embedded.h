@@ -19,7 +19,7 @@ namespace codl::cli {
 
 class EmbeddedCluster {
  public:
-  EmbeddedCluster() = default;
+  EmbeddedCluster();
   ~EmbeddedCluster();
   Status Start(const std::string& db_path, double lease_s);
   void Shutdown();

@@ -53,8 +53,9 @@ int main(int argc, char** argv) {
   submit->add_option("file", file, "experiment YAML")->required();
   submit->add_flag("--watch", watch, "then follow it until it ends");
 
+  std::string status_id;  // no default: with --db and no id, status lists every experiment
   auto* status = app.add_subcommand("status", "state of an experiment (ID or latest)");
-  status->add_option("id", id, "experiment id or 'latest' (with --db and no id: list all)");
+  status->add_option("id", status_id, "experiment id or 'latest' (with --db and no id: list all)");
   status->add_option("--db", db, "read this results database instead of asking a controller");
 
   auto* watch_cmd = app.add_subcommand("watch", "follow an experiment's progress until it ends");
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   if (*validate) return CmdValidate(file, plan);
   if (*run) return CmdRun(g, ro);
   if (*submit) return CmdSubmit(g, file, watch);
-  if (*status) return CmdStatus(g, id, db);
+  if (*status) return CmdStatus(g, status_id.empty() && db.empty() ? "latest" : status_id, db);
   if (*watch_cmd) return CmdWatch(g, id);
   if (*results) return CmdResults(g, id, db, output);
   if (*report) {

@@ -80,6 +80,10 @@ function(codl_add_gtest name)
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")
   endif()
+  # Tests find the binaries and the source tree through these (a list-valued ENVIRONMENT does
+  # not survive gtest_discover_tests, so the source dir is also compiled in).
+  target_compile_definitions(${name} PRIVATE CODL_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                             CODL_TEST_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
-    PROPERTIES ${props} ENVIRONMENT "CODL_BIN_DIR=${CMAKE_BINARY_DIR}/bin;CODL_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    PROPERTIES ${props} ENVIRONMENT "CODL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endfunction()

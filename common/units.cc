@@ -166,6 +166,7 @@ std::string FormatRate(double value, std::string_view unit) {
 
 std::string FormatDuration(double s) {
   char buf[64];
+  if (s == 0) return "0 s";
   if (s >= 120) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
   else if (s >= 1) std::snprintf(buf, sizeof buf, "%.2f s", s);
   else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);

@@ -328,10 +328,11 @@ TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
         r.result.achieved_cov = reply->cov();
       }
       if (!reply->error().empty() && error.empty()) error = r.result.name + ": " + reply->error();
-      if (r.result.target_rate > 0 &&
-          r.result.achieved_rate < options_.settle_fraction * r.result.target_rate) {
-        r.result.reached_target = false;
-      }
+      // Whether the antagonist held its target is judged on the victim's window, not on the
+      // settle phase: that is the interference the victim actually saw.
+      r.result.reached_target =
+          !(r.result.target_rate > 0) ||
+          r.result.achieved_rate >= options_.settle_fraction * r.result.target_rate;
     }
   }
   for (auto& r : running) t.antagonists.push_back(std::move(r.result));

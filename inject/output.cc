@@ -154,7 +154,7 @@ void PrintList(bool json, const injectors::HostInfo& host) {
       line.Add("available", reason.empty()).Add("reason", reason);
       std::printf("%s\n", line.str().c_str());
     } else {
-      std::printf("%-12s %-28s %-10s %s\n", d.name.c_str(), d.resource.c_str(), d.unit.c_str(),
+      std::printf("%-12s %-28s %-14s %s\n", d.name.c_str(), d.resource.c_str(), d.unit.c_str(),
                   reason.empty() ? "available" : ("unavailable: " + reason).c_str());
     }
   }

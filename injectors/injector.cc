@@ -2,7 +2,7 @@
 
 namespace codl::injectors {
 
-Result<double> Injector::ToInjectorUnit(const Rate& rate, const OptionValues&) const {
+Result<double> Injector::ToInjectorUnit(const Rate& rate) const {
   const std::string& unit = descriptor().unit;
   const bool bytes = rate.unit == RateUnit::kBytesPerSecond;
   if (bytes && unit == "bytes/s") return rate.value;

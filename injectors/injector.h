@@ -102,9 +102,13 @@ class Injector {
 
   // Converts a user-given rate (bytes/s or ops/s from common/units ParseRate) into the
   // injector's unit, or explains why it does not apply. The default accepts bytes/s for a
-  // "bytes/s" injector and ops/s for an "IOPS"/"ops/s" one. `options` are the validated options
-  // (io_uring converts IOPS with its block_size).
-  virtual Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& options) const;
+  // "bytes/s" injector and ops/s for an "IOPS"/"ops/s" one. Override the one-argument form
+  // for a fixed conversion, the two-argument form when it depends on the validated options
+  // (io_uring converts IOPS with its block_size). Hosts call the two-argument form.
+  virtual Result<double> ToInjectorUnit(const Rate& rate) const;
+  virtual Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& options) const {
+    return ToInjectorUnit(rate);
+  }
 
   // Peak rate alone for `duration_s`. The default runs Run(Target::Max()) until the duration
   // ends and returns its summary (achieved_rate is the peak). Override only when peak is not

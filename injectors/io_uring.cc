@@ -120,6 +120,7 @@ class IoUringInjector final : public Injector {
 #endif
   }
 
+  using Injector::ToInjectorUnit;
   Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& o) const override {
     if (rate.unit == RateUnit::kOpsPerSecond) return rate.value * static_cast<double>(o.Size("block_size"));
     return rate.value;

@@ -21,12 +21,8 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define CODL_X86 1
-#endif
-
 #include "injectors/injector.h"
+#include "injectors/memcpy_kernels.h"
 #include "common/units.h"
 #include "injectors/paced_run.h"
 
@@ -78,51 +74,6 @@ bool ParseCpuList(const std::string& text, std::vector<int>* cpus) {
     for (long c = lo; c <= hi; ++c) cpus->push_back(static_cast<int>(c));
   }
   return !cpus->empty();
-}
-
-#ifdef CODL_X86
-// Streaming copies. `n` is a multiple of 128 and both pointers are 64-byte aligned.
-__attribute__((target("avx"))) void CopyStreamAvx(char* dst, const char* src, size_t n) {
-  for (size_t i = 0; i < n; i += 128) {
-    const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i));
-    const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i + 32));
-    const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i + 64));
-    const __m256i d = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i + 96));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), a);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32), b);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 64), c);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
-  }
-  _mm_sfence();  // make the streamed lines globally visible before the chunk counts as done
-}
-
-__attribute__((target("sse2"))) void CopyStreamSse2(char* dst, const char* src, size_t n) {
-  for (size_t i = 0; i < n; i += 64) {
-    const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i));
-    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-    const __m128i c = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-    const __m128i d = _mm_load_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-  }
-  _mm_sfence();
-}
-#endif
-
-using CopyFn = void (*)(char*, const char*, size_t);
-
-void CopyRegular(char* dst, const char* src, size_t n) { std::memcpy(dst, src, n); }
-
-// The best streaming kernel this CPU has, or nullptr (then "on" is refused).
-CopyFn StreamingKernel() {
-#ifdef CODL_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx")) return CopyStreamAvx;
-  if (__builtin_cpu_supports("sse2")) return CopyStreamSse2;
-#endif
-  return nullptr;
 }
 
 struct AlignedFree {

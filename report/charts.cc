@@ -1,11 +1,12 @@
 // The slowdown heatmap and the sensitivity curves: charts of the per-pairing summaries.
+#include "report/charts.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
 #include "common/units.h"
-#include "report/charts.h"
 #include "report/svg.h"
 
 namespace codl::report {
@@ -124,7 +125,7 @@ std::string RenderHeatmap(const ExperimentResults& results) {
   size_t longest = 0;
   for (const auto& r : rows) longest = std::max(longest, r.size());
   constexpr double kCellW = 148, kCellH = 74, kGap = 4, kTop = 58, kLegendW = 110;
-  const double left = std::clamp(24.0 + 7.5 * longest, 110.0, 280.0);
+  const double left = std::clamp(30.0 + 8.5 * longest, 110.0, 300.0);
   const double grid_w = columns.size() * (kCellW + kGap);
   const double grid_h = rows.size() * (kCellH + kGap);
   const double width = left + grid_w + kLegendW;
@@ -151,8 +152,7 @@ std::string RenderHeatmap(const ExperimentResults& results) {
       const std::string ink = DarkTextOn(p.slowdown, max) ? "#1f1f1f" : "#ffffff";
       svg.Open("g", "class=\"cell\" data-pairing=\"" + Escape(p.pairing) + "\"");
       svg.Title(CellTitle(p, results));
-      svg.Rect(x, y, kCellW, kCellH,
-               "rx=\"3\" fill=\"" + SlowdownColour(p.slowdown, max) + "\"");
+      svg.Rect(x, y, kCellW, kCellH, "rx=\"3\" fill=\"" + SlowdownColour(p.slowdown, max) + "\"");
       const double cx = x + kCellW / 2;
       svg.Text(cx, y + 30, Slowdown(p.slowdown),
                "class=\"cell-value\" text-anchor=\"middle\" fill=\"" + ink + "\"");
@@ -162,7 +162,8 @@ std::string RenderHeatmap(const ExperimentResults& results) {
       svg.Text(cx, y + 64, "n=" + std::to_string(p.n) + " \u00b7 p=" + PValue(p.p_value),
                "class=\"cell-np\" text-anchor=\"middle\" fill=\"" + ink + "\"");
       if (p.n_failed || p.n_flagged) {  // excluded trials: a corner mark, details on hover
-        svg.Text(x + kCellW - 6, y + 14, "\u26a0", "class=\"cell-warn\" text-anchor=\"end\" fill=\"" + ink + "\"");
+        svg.Text(x + kCellW - 6, y + 14, "\u26a0",
+                 "class=\"cell-warn\" text-anchor=\"end\" fill=\"" + ink + "\"");
       }
       svg.Close("g");
     }
@@ -187,8 +188,9 @@ struct Curve {
   std::string injector;
   std::string unit;
   bool fraction_of_peak = true;  // x as a fraction of peak for every point, else in `unit`
+  std::string x_unit;            // the x axis' rate unit when not a fraction, e.g. "GiB/s"
   std::vector<CurvePoint> points;
-  std::vector<double> peak;      // per point; NaN when unknown
+  std::vector<double> peak;  // per point; NaN when unknown
 };
 
 // Mean calibrated peak of `name` over the trials of `pairing`; NaN when none recorded it.
@@ -228,14 +230,13 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
   svg.Text(kLeft, 18, c.name + (c.injector.empty() ? "" : " (" + c.injector + ")"),
            "class=\"chart-title\"");
   const std::string unit = c.unit.empty() ? "bytes/s" : c.unit;
-  TickFormat x_label = [&](double v) {
-    return c.fraction_of_peak ? Percent(v) : (v == 0 ? std::string("0") : RateLabel(v, unit));
-  };
+  TickFormat x_label = [&](double v) { return c.fraction_of_peak ? Percent(v) : Tick(v); };
   BottomAxis(svg, x, y, NiceTicks(x_lo, x_hi, 4), x_label,
              c.fraction_of_peak ? "achieved intensity (% of calibrated peak)"
-                                : "achieved rate (" + unit + ")");
-  LeftAxis(svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
-           "slowdown (median step time \u00f7 baseline)");
+                                : "achieved rate (" + c.x_unit + ")");
+  LeftAxis(
+      svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
+      "slowdown (median step time \u00f7 baseline)");
   if (y_lo <= 1 && 1 <= y_hi) svg.Line(x.r0, y(1), x.r1, y(1), "class=\"ref\"");
 
   std::vector<std::pair<double, double>> line;
@@ -297,7 +298,7 @@ std::string RenderSensitivityCurves(const ExperimentResults& results,
     }
     auto it = std::find_if(curves.begin(), curves.end(), [&](auto& c) { return c.name == a.name; });
     if (it == curves.end()) {
-      curves.push_back({a.name, a.injector, a.unit, true, {}, {}});
+      curves.push_back({a.name, a.injector, a.unit, true, "", {}, {}});
       it = curves.end() - 1;
     }
     it->points.push_back({a.achieved_rate, &p, &a});
@@ -306,8 +307,9 @@ std::string RenderSensitivityCurves(const ExperimentResults& results,
 
   std::string html;
   if (curves.empty()) {
-    html += "<p class=\"empty\">No pairing with a single antagonist has a measured slowdown "
-            "and achieved rate yet.</p>\n";
+    html +=
+        "<p class=\"empty\">No pairing with a single antagonist has a measured slowdown "
+        "and achieved rate yet.</p>\n";
   } else {
     double y_lo = 1, y_hi = 1;
     for (const auto& c : curves) {
@@ -323,8 +325,12 @@ std::string RenderSensitivityCurves(const ExperimentResults& results,
       Curve& c = curves[i];
       c.fraction_of_peak = std::all_of(c.peak.begin(), c.peak.end(),
                                        [](double v) { return std::isfinite(v) && v > 0; });
+      double x_max = 0;
+      for (const auto& p : c.points) x_max = std::max(x_max, p.x);
+      const DisplayUnit unit = RateDisplayUnit(x_max, c.unit);
+      c.x_unit = unit.label;
       for (size_t k = 0; k < c.points.size(); ++k) {
-        if (c.fraction_of_peak) c.points[k].x /= c.peak[k];
+        c.points[k].x /= c.fraction_of_peak ? c.peak[k] : unit.divisor;
       }
       std::sort(c.points.begin(), c.points.end(),
                 [](const CurvePoint& a, const CurvePoint& b) { return a.x < b.x; });

@@ -70,8 +70,9 @@ std::string RenderPhaseBreakdown(const ExperimentResults& results) {
     svg.Text(lx + 17, 22, PhaseLabel(phases[i]), "class=\"legend\"");
     lx += 34 + 7.5 * PhaseLabel(phases[i]).size();
   }
-  LeftAxis(svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
-           "phase slowdown (median \u00f7 baseline)");
+  LeftAxis(
+      svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
+      "phase slowdown (median \u00f7 baseline)");
   svg.Line(x.r0, y.r0, x.r1, y.r0, "class=\"domain\"");
   svg.Line(x.r0, y(1), x.r1, y(1), "class=\"ref\"");
 
@@ -143,6 +144,43 @@ struct Span {
   }
 };
 
+// The achieved-rate panel's unit: the antagonists' own when they share one, else % of target.
+struct RatePanel {
+  bool same_unit = true;
+  DisplayUnit unit;
+  Span span;
+  double Value(const RateSample& s) const {
+    if (same_unit) return s.achieved / unit.divisor;
+    return s.target > 0 ? s.achieved / s.target : experiment::kNaN;
+  }
+  double Target(const RateSample& s) const {
+    if (same_unit) return s.target > 0 ? s.target / unit.divisor : experiment::kNaN;
+    return 1.0;
+  }
+};
+
+RatePanel MakeRatePanel(const TrialRecord& trial) {
+  RatePanel p;
+  Span raw;
+  for (const auto& a : trial.antagonists) {
+    p.same_unit = p.same_unit && a.unit == trial.antagonists.front().unit;
+    for (const auto& s : a.samples) raw.Add(s.achieved), raw.Add(s.target);
+  }
+  if (p.same_unit && !trial.antagonists.empty()) {
+    p.unit = RateDisplayUnit(raw.hi, trial.antagonists.front().unit);
+  }
+  for (const auto& a : trial.antagonists) {
+    for (const auto& s : a.samples) p.span.Add(p.Value(s)), p.span.Add(p.Target(s));
+  }
+  return p;
+}
+
+// Vertical grid lines of the shared time axis across one panel.
+void TimeGrid(Svg& svg, const Scale& x, double top, double bottom,
+              const std::vector<double>& ticks) {
+  for (double t : ticks) svg.Line(x(t), top, x(t), bottom, "class=\"grid\"");
+}
+
 }  // namespace
 
 std::string RenderStepSeries(const ExperimentResults& results,
@@ -157,62 +195,71 @@ std::string RenderStepSeries(const ExperimentResults& results,
            "</code>, has no measured trial with reported steps.</p>\n";
   }
 
-  Span t_span, step_span, rate_span;
+  Span t_span, step_span;
   for (const auto& s : trial->steps) {
-    t_span.Add(s.t_s);
+    if (std::isfinite(s.step_time_s)) t_span.Add(s.t_s);
     step_span.Add(s.step_time_s);
   }
-  bool same_unit = true;  // the right axis in the antagonists' unit, else in % of target
-  for (const auto& a : trial->antagonists) {
-    same_unit = same_unit && a.unit == trial->antagonists.front().unit;
-    for (const auto& r : a.samples) t_span.Add(r.t_s);
+  std::vector<Span> on(trial->antagonists.size());  // when each antagonist ran
+  for (size_t i = 0; i < trial->antagonists.size(); ++i) {
+    for (const auto& r : trial->antagonists[i].samples) on[i].Add(r.t_s), t_span.Add(r.t_s);
   }
-  for (const auto& a : trial->antagonists) {
-    for (const auto& r : a.samples) {
-      if (same_unit) rate_span.Add(r.achieved), rate_span.Add(r.target);
-      else if (r.target > 0) rate_span.Add(r.achieved / r.target), rate_span.Add(1.0);
-    }
-  }
-  const double base_median = [&] {
-    const PairingSummary* b = Baseline(results);
-    return b ? b->median_metric : experiment::kNaN;
-  }();
-  if (std::isfinite(base_median)) step_span.Add(base_median);
+  const RatePanel rates = MakeRatePanel(*trial);
+  const PairingSummary* baseline = Baseline(results);
+  const double base_median = baseline ? baseline->median_metric : experiment::kNaN;
+  step_span.Add(base_median);
 
-  constexpr double kW = 1120, kH = 360, kLeft = 78, kRight = 110, kTop = 46, kBottom = 56;
-  double x_lo = std::min(0.0, t_span.lo), x_hi = t_span.hi;
-  NiceDomain(&x_lo, &x_hi, 10);
+  // Layout, top to bottom: legend, one on/off strip per antagonist, step-time panel, rate
+  // panel (when there are samples), time axis. The panels share the time axis.
+  const size_t n_ant = trial->antagonists.size();
+  constexpr double kW = 1120, kLeft = 150, kRight = 30, kStripH = 16, kStepH = 220, kRateH = 110;
+  const double strips_top = 38;
+  const double step_top = strips_top + n_ant * kStripH + (n_ant ? 12 : 0);
+  const double step_bottom = step_top + kStepH;
+  const double rate_top = step_bottom + 22;
+  const double rate_bottom = rates.span.any ? rate_top + kRateH : step_bottom;
+  const double height = rate_bottom + 52;
+
+  // The time axis spans the data exactly (round ticks inside it): no empty margins.
+  const double x_lo = std::min(0.0, t_span.lo);
+  const double x_hi = t_span.hi > x_lo ? t_span.hi : x_lo + 1;
   double y_lo = 0, y_hi = step_span.hi * 1.05;
   NiceDomain(&y_lo, &y_hi, 5);
   const Scale x{x_lo, x_hi, kLeft, kW - kRight};
-  const Scale y{y_lo, y_hi, kH - kBottom, kTop};
+  const Scale y{y_lo, y_hi, step_bottom, step_top};
+  const std::vector<double> x_ticks = NiceTicks(x_lo, x_hi, 10);
 
-  Svg svg(kW, kH, "series", "step time of trial " + std::to_string(trial->index));
-  // Antagonist on-spans first, under everything else.
-  for (size_t i = 0; i < trial->antagonists.size(); ++i) {
+  Svg svg(kW, height, "series", "step time of trial " + std::to_string(trial->index));
+
+  // On/off strips, and the same spans as light shading down through both panels.
+  for (size_t i = 0; i < n_ant; ++i) {
+    if (!on[i].any) continue;
     const auto& a = trial->antagonists[i];
-    Span on;
-    for (const auto& r : a.samples) on.Add(r.t_s);
-    if (!on.any) continue;
+    const std::string c = SeriesColour(i);
+    const double sy = strips_top + i * kStripH;
+    svg.Text(kLeft - 10, sy + 11, a.name, "class=\"legend\" text-anchor=\"end\"");
+    svg.Rect(kLeft, sy + 3, x.r1 - kLeft, kStripH - 6, "fill=\"#f2f2f2\"");
     svg.Open("g", "class=\"on-span\"");
-    svg.Title(a.name + " on from " + Fixed(on.lo, 1) + " s to " + Fixed(on.hi, 1) +
-              " s (victim start = 0)");
-    svg.Rect(x(on.lo), y.r1 + 14 * i, std::max(1.0, x(on.hi) - x(on.lo)), y.r0 - y.r1 - 14 * i,
-             "fill=\"" + SeriesColour(i) + "\" fill-opacity=\"0.11\"");
-    svg.Text(x(on.lo) + 4, y.r1 + 11 + 14 * i, a.name + " on", "class=\"legend\" fill=\"" +
-             SeriesColour(i) + "\"");
+    svg.Title(a.name + " on from " + Fixed(on[i].lo, 1) + " s to " + Fixed(on[i].hi, 1) +
+              " s (victim start = 0; negative: settling before the victim started)");
+    svg.Rect(x(on[i].lo), sy + 3, std::max(1.0, x(on[i].hi) - x(on[i].lo)), kStripH - 6,
+             "fill=\"" + c + "\"");
     svg.Close("g");
+    svg.Rect(x(on[i].lo), step_top, std::max(1.0, x(on[i].hi) - x(on[i].lo)),
+             rate_bottom - step_top, "fill=\"" + c + "\" fill-opacity=\"0.07\"");
   }
-  BottomAxis(svg, x, y, NiceTicks(x_lo, x_hi, 10), [](double v) { return Fixed(v, v == std::round(v) ? 0 : 1); },
-             "time since victim start (s)");
-  LeftAxis(svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Duration(v == 0 ? 0 : v); },
-           "step time");
+
+  // Step-time panel.
+  TimeGrid(svg, x, step_top, step_bottom, x_ticks);
+  LeftAxis(
+      svg, x, y, NiceTicks(y_lo, y_hi, 5),
+      [](double v) { return v == 0 ? std::string("0") : Duration(v); }, "step time");
+  svg.Line(x.r0, step_bottom, x.r1, step_bottom, "class=\"domain\"");
   if (std::isfinite(base_median)) {
     svg.Line(x.r0, y(base_median), x.r1, y(base_median), "class=\"ref\"");
-    svg.Text(x.r0 + 6, y(base_median) - 5, "baseline median " + Duration(base_median),
-             "class=\"legend\"");
+    svg.Text(x.r1 - 4, y(base_median) - 5, "baseline median " + Duration(base_median),
+             "class=\"legend\" text-anchor=\"end\"");
   }
-
   std::vector<std::pair<double, double>> line;
   for (const auto& s : trial->steps) {
     if (std::isfinite(s.t_s) && std::isfinite(s.step_time_s)) {
@@ -223,71 +270,77 @@ std::string RenderStepSeries(const ExperimentResults& results,
   if (trial->steps.size() <= 600) {
     for (const auto& s : trial->steps) {
       if (!std::isfinite(s.t_s) || !std::isfinite(s.step_time_s)) continue;
-      svg.Circle(x(s.t_s), y(s.step_time_s), s.warmup ? 2.5 : 2,
+      svg.Open("g", "class=\"step-point\"");
+      svg.Title("step " + std::to_string(s.step) + (s.warmup ? " (warm-up)" : "") + ": " +
+                Duration(s.step_time_s) + " at " + Fixed(s.t_s, 1) + " s");
+      svg.Circle(x(s.t_s), y(s.step_time_s), s.warmup ? 3 : 2,
                  s.warmup ? "class=\"warmup\"" : "class=\"step\"");
+      svg.Close("g");
     }
   }
 
-  if (rate_span.any) {
-    double r_lo = 0, r_hi = rate_span.hi * 1.05;
-    NiceDomain(&r_lo, &r_hi, 5);
-    const Scale r{r_lo, r_hi, y.r0, y.r1};
-    const std::string unit =
-        trial->antagonists.front().unit.empty() ? "bytes/s" : trial->antagonists.front().unit;
-    TickFormat label = [&](double v) {
-      return same_unit ? (v == 0 ? std::string("0") : RateLabel(v, unit)) : Percent(v);
-    };
-    RightAxis(svg, x, r, NiceTicks(r_lo, r_hi, 5), label,
-              same_unit ? "achieved rate (" + unit + ")" : "achieved (% of target)", "#555");
-    for (size_t i = 0; i < trial->antagonists.size(); ++i) {
-      const auto& a = trial->antagonists[i];
+  // Achieved-rate panel.
+  if (rates.span.any) {
+    double r_lo = 0, r_hi = rates.span.hi * 1.05;
+    NiceDomain(&r_lo, &r_hi, 3);
+    const Scale r{r_lo, r_hi, rate_bottom, rate_top};
+    TimeGrid(svg, x, rate_top, rate_bottom, x_ticks);
+    LeftAxis(
+        svg, x, r, NiceTicks(r_lo, r_hi, 3),
+        [&](double v) { return rates.same_unit ? Tick(v) : Percent(v); },
+        rates.same_unit ? "achieved (" + rates.unit.label + ")" : "achieved (% of target)");
+    for (size_t i = 0; i < n_ant; ++i) {
       std::vector<std::pair<double, double>> achieved, target;
-      for (const auto& s : a.samples) {
-        const double v = same_unit ? s.achieved : (s.target > 0 ? s.achieved / s.target : NAN);
-        const double tv = same_unit ? s.target : 1.0;
-        if (std::isfinite(s.t_s) && std::isfinite(v)) achieved.push_back({x(s.t_s), r(v)});
-        if (std::isfinite(s.t_s) && std::isfinite(tv) && tv > 0) target.push_back({x(s.t_s), r(tv)});
+      for (const auto& s : trial->antagonists[i].samples) {
+        if (!std::isfinite(s.t_s)) continue;
+        if (double v = rates.Value(s); std::isfinite(v)) achieved.push_back({x(s.t_s), r(v)});
+        if (double v = rates.Target(s); std::isfinite(v)) target.push_back({x(s.t_s), r(v)});
       }
       const std::string c = SeriesColour(i);
       if (target.size() > 1) {
         svg.Polyline(target, "stroke=\"" + c + "\" stroke-width=\"1\" stroke-dasharray=\"5 4\"");
       }
-      if (achieved.size() > 1) svg.Polyline(achieved, "stroke=\"" + c + "\" stroke-width=\"1.6\"");
-      else if (achieved.size() == 1) svg.Circle(achieved[0].first, achieved[0].second, 3, "fill=\"" + c + "\"");
+      if (achieved.size() > 1) {
+        svg.Polyline(achieved, "stroke=\"" + c + "\" stroke-width=\"1.6\"");
+      } else if (achieved.size() == 1) {
+        svg.Circle(achieved[0].first, achieved[0].second, 3, "fill=\"" + c + "\"");
+      }
     }
   }
+  BottomAxis(svg, x, Scale{0, 1, rate_bottom, rate_bottom}, x_ticks, Tick,  // grids drawn above
+             "time since the victim started (s)");
 
   // Legend across the top.
   double lx = kLeft;
   auto legend = [&](const std::string& swatch, const std::string& text) {
     svg.Raw(swatch);
     svg.Text(lx + 26, 20, text, "class=\"legend\"");
-    lx += 44 + 6.8 * text.size();
+    lx += 44 + 7.2 * text.size();
   };
-  legend("<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) +
-             "\" y2=\"16\" class=\"steps\"/>",
-         "step time");
+  auto stroke = [&](const std::string& attrs) {
+    return "<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" " + attrs +
+           "/>";
+  };
+  legend(stroke("class=\"steps\""), "step time");
   legend("<circle cx=\"" + Num(lx + 10) + "\" cy=\"16\" r=\"3\" class=\"warmup\"/>",
          "warm-up step");
-  for (size_t i = 0; i < trial->antagonists.size(); ++i) {
-    const std::string c = SeriesColour(i);
-    legend("<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" stroke=\"" +
-               c + "\" stroke-width=\"2\"/>",
-           trial->antagonists[i].name + " achieved");
-  }
-  if (rate_span.any) {
-    legend("<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) +
-               "\" y2=\"16\" stroke=\"#555\" stroke-dasharray=\"5 4\"/>",
-           "target");
+  if (std::isfinite(base_median)) legend(stroke("class=\"ref\""), "baseline median");
+  if (rates.span.any) {
+    for (size_t i = 0; i < n_ant; ++i) {
+      legend(stroke("stroke=\"" + SeriesColour(i) + "\" stroke-width=\"2\""),
+             trial->antagonists[i].name + " achieved");
+    }
+    legend(stroke("stroke=\"#777\" stroke-dasharray=\"5 4\""), "target");
   }
 
   std::string caption = "Trial #" + std::to_string(trial->index) + " (repetition " +
-                        std::to_string(trial->repetition) + ") of <code>" +
-                        Escape(trial->pairing) + "</code>, the most-slowed pairing (" +
-                        Escape(Slowdown(pairing->slowdown)) + ")";
+                        std::to_string(trial->repetition) + ") of <code>" + Escape(trial->pairing) +
+                        "</code>, the most-slowed pairing (" + Escape(Slowdown(pairing->slowdown)) +
+                        ")";
   if (!trial->victim_node.empty()) caption += ", victim on " + Escape(trial->victim_node);
-  caption += ". Shading: when each antagonist ran (its telemetry span; negative times are its "
-             "settle period before the victim started).";
+  caption +=
+      ". Bars above the chart: when each antagonist ran (its telemetry span; negative "
+      "times are its settle period before the victim started).";
   return "<p class=\"caption\">" + caption + "</p>\n<div class=\"scroll\">" + svg.Finish() +
          "</div>\n";
 }

@@ -19,7 +19,8 @@ constexpr const char* kStyle = R"css(
 :root { --ink: #1f1f1f; --muted: #666; --rule: #e2e2e2; --warn-bg: #fff4e0; --warn: #8a4b00; }
 * { box-sizing: border-box; }
 body { margin: 0; padding: 24px 32px 48px; color: var(--ink); background: #fff;
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
+    sans-serif; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 17px; margin: 36px 0 4px; padding-top: 12px; border-top: 1px solid var(--rule); }
 p { margin: 6px 0; }
@@ -41,7 +42,6 @@ code { font: 12.5px ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace
 .charts { display: flex; flex-wrap: wrap; gap: 12px 28px; }
 .scroll { overflow-x: auto; }
 svg { display: block; font-size: 12px; }
-svg text { fill: var(--ink); }
 .axis text { fill: #555; font-size: 11px; }
 .axis .axis-title, .axis-title { fill: #444; font-size: 12px; }
 .grid { stroke: #eee; }
@@ -63,7 +63,7 @@ svg text { fill: var(--ink); }
 .steps { fill: none; stroke: #333; stroke-width: 1.2; }
 .step { fill: #333; }
 .warmup { fill: #fff; stroke: #999; stroke-width: 1.2; }
-.point:hover circle { stroke: #222; }
+.point:hover circle, .step-point:hover circle { stroke: #222; stroke-width: 2; }
 table { border-collapse: collapse; margin-top: 8px; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 12px; border-bottom: 1px solid var(--rule); text-align: left;
   vertical-align: top; }
@@ -176,8 +176,8 @@ std::string Notes(const PairingSummary& p) {
   add(p.n_not_run, "not run");
   for (const auto& a : p.antagonists) {
     if (a.n_missed_target) {
-      s += (s.empty() ? "" : ", ") + Escape(a.name) + " missed its target " +
-           std::to_string(a.n_missed_target) + "&times;";
+      s += (s.empty() ? "" : ", ") + Escape(a.name) + " below target in " +
+           std::to_string(a.n_missed_target) + (a.n_missed_target == 1 ? " trial" : " trials");
     }
   }
   return s;
@@ -196,9 +196,9 @@ std::string PairingTable(const ExperimentResults& r) {
     t += std::string("<tr") + (p.baseline ? " class=\"baseline\"" : "") + " data-pairing=\"" +
          Escape(p.pairing) + "\"><td><code>" + Escape(p.pairing) + "</code></td><td>" +
          Escape(Levels(p)) + "</td><td class=\"num\">" + std::to_string(p.n) +
-         "</td><td class=\"num\">" + Escape(Duration(p.median_metric)) +
-         "</td><td class=\"num\">" + Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" +
-         slowdown + "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td>" +
+         "</td><td class=\"num\">" + Escape(Duration(p.median_metric)) + "</td><td class=\"num\">" +
+         Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
+         "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td>" +
          (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + Notes(p) + "</td></tr>\n";
   }
   return t + "</tbody>\n</table>\n";

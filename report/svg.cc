@@ -43,9 +43,7 @@ std::string Fixed(double v, int decimals) {
   return buf;
 }
 
-std::string Slowdown(double v) {
-  return std::isfinite(v) ? Fixed(v, 2) + "\u00d7" : kMissing;
-}
+std::string Slowdown(double v) { return std::isfinite(v) ? Fixed(v, 2) + "\u00d7" : kMissing; }
 
 std::string CiLabel(double low, double high) {
   if (!std::isfinite(low) || !std::isfinite(high)) return "";
@@ -72,6 +70,28 @@ std::string Duration(double seconds) {
 std::string RateLabel(double value, std::string_view unit) {
   if (!std::isfinite(value)) return kMissing;
   return FormatRate(value, unit.empty() ? "bytes/s" : unit);
+}
+
+std::string Tick(double v) {
+  if (!std::isfinite(v)) return kMissing;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", std::fabs(v) < 1e-12 ? 0.0 : v);
+  return buf;
+}
+
+DisplayUnit RateDisplayUnit(double max, std::string_view unit) {
+  const bool bytes = unit.empty() || unit == "bytes/s";
+  static const char* const kBinary[] = {"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"};
+  static const char* const kDecimal[] = {"", "k", "M", "G", "T"};
+  const double base = bytes ? 1024 : 1000;
+  DisplayUnit d;
+  int i = 0;
+  for (double a = std::isfinite(max) ? std::fabs(max) : 0; i < 4 && a >= base; ++i) {
+    a /= base;
+    d.divisor *= base;
+  }
+  d.label = bytes ? kBinary[i] : std::string(kDecimal[i]) + std::string(unit);
+  return d;
 }
 
 std::string PhaseLabel(const std::string& phase) {
@@ -118,7 +138,8 @@ std::vector<double> NiceTicks(double lo, double hi, int target) {
   // Multiples of the step, not a running sum, so rounding errors do not accumulate.
   const double first = std::ceil(lo / step - 1e-9), last = std::floor(hi / step + 1e-9);
   std::vector<double> ticks;
-  for (double k = first; k <= last && ticks.size() < 50; ++k) ticks.push_back(k == 0 ? 0.0 : k * step);
+  for (double k = first; k <= last && ticks.size() < 50; ++k)
+    ticks.push_back(k == 0 ? 0.0 : k * step);
   return ticks;
 }
 
@@ -131,10 +152,9 @@ void NiceDomain(double* lo, double* hi, int target) {
 
 Svg::Svg(double width, double height, std::string_view css_class, std::string_view label) {
   // No xmlns: inline SVG in HTML5 needs none, and the page holds no URLs at all.
-  out_ = "<svg class=\"" + Escape(css_class) +
-         "\" width=\"" + Num(width) + "\" height=\"" + Num(height) + "\" viewBox=\"0 0 " +
-         Num(width) + " " + Num(height) + "\" role=\"img\" aria-label=\"" + Escape(label) +
-         "\">\n";
+  out_ = "<svg class=\"" + Escape(css_class) + "\" width=\"" + Num(width) + "\" height=\"" +
+         Num(height) + "\" viewBox=\"0 0 " + Num(width) + " " + Num(height) +
+         "\" role=\"img\" aria-label=\"" + Escape(label) + "\">\n";
 }
 
 Svg& Svg::Rect(double x, double y, double w, double h, std::string_view attrs) {
@@ -155,8 +175,7 @@ Svg& Svg::Circle(double cx, double cy, double r, std::string_view attrs) {
   return *this;
 }
 
-Svg& Svg::Polyline(const std::vector<std::pair<double, double>>& points,
-                   std::string_view attrs) {
+Svg& Svg::Polyline(const std::vector<std::pair<double, double>>& points, std::string_view attrs) {
   out_ += "<polyline points=\"";
   for (size_t i = 0; i < points.size(); ++i) {
     out_ += (i ? " " : "") + Num(points[i].first) + "," + Num(points[i].second);

@@ -19,13 +19,24 @@ std::string Num(double v);
 
 // Human figures: "–" (en dash) for non-finite values.
 inline constexpr const char* kMissing = "\u2013";
-std::string Fixed(double v, int decimals);         // "1.42"
-std::string Slowdown(double v);                    // "1.42×"
-std::string CiLabel(double low, double high);      // "[1.30, 1.55]"; "" when unknown
-std::string PValue(double p);                      // "0.008", "<0.001"
-std::string Percent(double fraction, int decimals = 0);  // 0.5 -> "50%"
-std::string Duration(double seconds);              // FormatDuration or "–"
+std::string Fixed(double v, int decimals);                   // "1.42"
+std::string Slowdown(double v);                              // "1.42×"
+std::string CiLabel(double low, double high);                // "[1.30, 1.55]"; "" when unknown
+std::string PValue(double p);                                // "0.008", "<0.001"
+std::string Percent(double fraction, int decimals = 0);      // 0.5 -> "50%"
+std::string Duration(double seconds);                        // FormatDuration or "–"
 std::string RateLabel(double value, std::string_view unit);  // FormatRate or "–"
+
+// A plain tick label: "%g", so 0.5 -> "0.5", 20 -> "20".
+std::string Tick(double v);
+
+// How a rate axis reads: values divided by `divisor` are in `label`, e.g. {2^30, "GiB/s"} for
+// bytes/s up to a few GiB/s, {1000, "kIOPS"}; so ticks land on round numbers of that unit.
+struct DisplayUnit {
+  double divisor = 1;
+  std::string label;
+};
+DisplayUnit RateDisplayUnit(double max, std::string_view unit);
 
 // "read_s" -> "read": the report speaks of phases, not of their JSON field names.
 std::string PhaseLabel(const std::string& phase);

@@ -354,6 +354,15 @@ reads them from storage. `run` generates the dataset itself when DIR has none.
 std::string RunHelp() {
   return R"(codl-victim run: run the training-pipeline proxy and print one JSON line per step.
 
+Usage: codl-victim run --dir DIR [--profile P] [options]      (sizes take units: 64KiB, 1MiB)
+
+Dataset:
+  --dir DIR            dataset folder (alias --data). When it holds no dataset, run generates
+                       --samples files of --sample-size bytes first (seeded by --seed).
+  --samples N, --sample-size S   dataset shape when generating; on an existing dataset they are
+                       only checked (a mismatch is an error).
+  --profile P          balanced | io-bound | compute-bound presets (below); flags override them
+
 Pipeline (per rank):
   loader threads --read--> --decode--> [prefetch queue] --> training loop: h2d -> compute -> allreduce
   --threads N          loader threads, 1..256 (like DataLoader num_workers). Each builds whole
@@ -364,14 +373,14 @@ Pipeline (per rank):
                        flight, up to --queue-depth). Default posix.
   --io-mode M          direct (O_DIRECT; default) | fadvise (buffered read, then
                        POSIX_FADV_DONTNEED) | buffered (page cache allowed: for comparison only).
-                       direct falls back to fadvise where O_DIRECT is refused (tmpfs); the first
-                       output line ({"config":true,...}) says which mode ran.
+                       direct falls back to fadvise where O_DIRECT is refused (ramfs, FUSE,
+                       tmpfs before Linux 6.6); the first output line says which mode ran.
   --queue-depth N      io_uring reads in flight per loader thread, 1..4096 (default 8)
   --read-block SIZE    bytes per read request, a multiple of 4KiB (default 1MiB)
   --decode-work P      decode passes over every byte, 0..1000. One pass is an FNV-1a style
                        transform in place (a byte-serial dependency chain, about 1 ns per byte
                        on a current x86 core); raise it to match your decoder. 0 = no decode.
-  --h2d-size SIZE|batch bytes copied host-to-device per step (default batch = batch_size x
+  --h2d-size S|batch   bytes copied host-to-device per step (default batch = batch_size x
                        sample_size; 0 = no copy). CUDA: cudaMemcpyAsync from pinned memory;
                        without a GPU: memcpy into a host staging buffer.
   --gemm-dim N         square GEMM size, 16..32768 (C[NxN] = A[NxN] B[NxN], fp32)
@@ -389,10 +398,6 @@ Pipeline (per rank):
   --steps N            measured steps (default 30)
   --warmup-steps N     steps before them, printed with "warmup":true (default 2)
   --seed K             shuffling seed; also the dataset seed when run generates it
-  --dir DIR            dataset folder (alias --data). When it holds no dataset, run generates
-                       --samples files of --sample-size bytes first.
-  --samples N, --sample-size S   dataset shape when generating; on an existing dataset they are
-                       only checked (a mismatch is an error).
 
 Profiles (--profile; explicit flags override any field):
   balanced       256 x 128KiB samples, batch 32, 2 loaders, decode 2, 3 GEMMs of 384

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace codl::injectors::gpu {
 
@@ -86,16 +87,32 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
   CODL_CUDA_RETURN(cudaSetDevice(spec.device));  // the current device is per thread
   CODL_CUDA_RETURN(cudaStreamSynchronize(stream));  // leftovers of a previous phase: not ours
   InFlightWindow window;
-  if (Status s = window.Init(spec.depth, spec.timing); !s.ok()) return s;
+  const int max_depth = std::max(spec.depth, kMaxAutoDepth);
+  if (Status s = window.Init(max_depth, spec.timing); !s.ok()) return s;
   // With a duty cycle the pacer's budget is spent only inside the on-windows (gpu_host.h).
   const double pace_units = static_cast<double>(spec.units) * spec.duty.pacing_scale();
   const double t0 = MonotonicSeconds();
+  // Operations shorter than a poll (a 64 MiB D2D copy takes ~30 us on HBM3) would leave the
+  // GPU idle between polls with only spec.depth queued, so the depth grows until about
+  // kQueuedWorkS of work is queued. The estimate only sizes the queue; rates are unaffected.
+  int depth = spec.depth;
+  double op_s = 0;  // moving estimate of one operation's GPU time
+  double last_harvest = t0;
   while (!ctx.stop.stop_requested()) {
     auto harvested = window.Harvest(&ctx, spec.ops_from_busy);
     if (!harvested.ok()) return Err(harvested.error());
+    const double now = MonotonicSeconds();
+    if (*harvested > 0) {
+      const double sample = (now - last_harvest) / *harvested;  // an upper bound when idle
+      op_s = op_s == 0 ? sample : 0.8 * op_s + 0.2 * sample;
+      const double want = op_s > 0 ? std::ceil(kQueuedWorkS / op_s) + 1 : spec.depth;
+      depth = static_cast<int>(std::clamp(want, static_cast<double>(spec.depth),
+                                          static_cast<double>(max_depth)));
+    }
+    last_harvest = now;
     double wait = kPollS;
-    if (!window.full()) {
-      double w = spec.duty.WaitAt(MonotonicSeconds() - t0);
+    if (window.size() < depth) {
+      double w = spec.duty.WaitAt(now - t0);
       if (w == 0) w = ctx.pacer.TryAcquire(pace_units);
       if (w == 0) {
         if (Status s = window.Begin(stream); !s.ok()) return s;

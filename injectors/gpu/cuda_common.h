@@ -34,6 +34,10 @@ std::string CudaErrorText(const std::string& what, cudaError_t error);
 
 // How long a worker sleeps between event polls while work is in flight.
 constexpr double kPollS = 50e-6;
+// RunPacedStream queues at least this much GPU work when operations are short, up to
+// kMaxAutoDepth operations per stream.
+constexpr double kQueuedWorkS = 0.5e-3;
+constexpr int kMaxAutoDepth = 32;
 
 // Sleeps `seconds`; long waits through the stop token so a stop still ends them promptly.
 void PollSleep(double seconds, const StopToken& stop);
@@ -77,7 +81,7 @@ class InFlightWindow {
 
 struct PacedStreamSpec {
   int device = 0;
-  int depth = 2;          // operations in flight
+  int depth = 2;          // operations in flight, at least (see kQueuedWorkS)
   uint64_t units = 0;     // counted per completed operation (the injector's unit)
   uint64_t ops = 0;       // secondary count per operation (RunPaced's ops_name extra)
   DutyCycle duty{1, 0.1};
@@ -85,8 +89,9 @@ struct PacedStreamSpec {
   std::function<uint64_t(double busy_s)> ops_from_busy;  // with timing
 };
 
-// Keeps spec.depth operations in flight on `stream`; issues the next one (issue(stream)) when
-// the duty window is open and the pacer grants spec.units; credits each when it completes.
+// Keeps spec.depth operations (more when they are short) in flight on `stream`; issues the
+// next one (issue(stream)) when the duty window is open and the pacer grants spec.units;
+// credits each when it completes.
 // Returns when ctx.stop fires (work still in flight is left to finish; the next call and the
 // injector's destructor synchronize the stream).
 Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStreamSpec& spec,

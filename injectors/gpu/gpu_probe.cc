@@ -27,10 +27,10 @@ namespace {
 
 std::atomic<bool> g_cuda_used{false};
 
+#ifdef CODL_HAVE_CUDA
 // A probe can hang on a wedged driver; the caller (e.g. --list) must not.
 constexpr double kProbeTimeoutS = 30;
 
-#ifdef CODL_HAVE_CUDA
 // Runs in the child. One line per fact, tab-separated, so the parent needs no JSON parser:
 //   count <err> <n> <driver> <runtime>\n  errtext <text>\n  dev <mem> <mode> <sms> <maj> <min> <pci> <name>\n
 std::string ProbeInThisProcess() {
@@ -46,13 +46,15 @@ std::string ProbeInThisProcess() {
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    int mode = 0;  // cudaDeviceProp::computeMode is gone in CUDA 13; the attribute is not
+    cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, i);
     char pci[32] = "";
     cudaDeviceGetPCIBusId(pci, sizeof pci, i);
     std::string name = p.name;
     for (char& c : name) {
       if (c == '\t' || c == '\n') c = ' ';
     }
-    out << "dev\t" << p.totalGlobalMem << '\t' << p.computeMode << '\t' << p.multiProcessorCount
+    out << "dev\t" << p.totalGlobalMem << '\t' << mode << '\t' << p.multiProcessorCount
         << '\t' << p.major << '\t' << p.minor << '\t' << pci << '\t' << name << '\n';
   }
   return out.str();
@@ -189,9 +191,9 @@ std::string FindOnPath(const std::string& program) {
   while (start <= dirs.size()) {
     size_t colon = dirs.find(':', start);
     if (colon == std::string::npos) colon = dirs.size();
-    std::string dir = dirs.substr(start, colon - start);
-    if (dir.empty()) dir = ".";
-    const std::string full = dir + "/" + program;
+    // An empty PATH entry means the current directory.
+    const std::string full =
+        (colon > start ? dirs.substr(start, colon - start) : std::string(".")) + "/" + program;
     struct stat st {};
     if (stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(full.c_str(), X_OK) == 0) {
       return full;

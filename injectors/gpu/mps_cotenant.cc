@@ -159,10 +159,12 @@ class MpsCotenantInjector final : public Injector {
     }
     cudaDeviceProp prop{};
     CODL_CUDA_RETURN(cudaGetDeviceProperties(&prop, device_));
-    if (prop.computeMode == cudaComputeModeProhibited) {
+    int mode = cudaComputeModeDefault;  // not in cudaDeviceProp since CUDA 13
+    CODL_CUDA_RETURN(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device_));
+    if (mode == cudaComputeModeProhibited) {
       return Err("mps_cotenant: device " + std::to_string(device_) + " is in PROHIBITED mode");
     }
-    if (prop.computeMode == cudaComputeModeDefault) {
+    if (mode == cudaComputeModeDefault) {
       notes_.push_back("device compute mode is DEFAULT: processes outside MPS time-slice with "
                        "it; EXCLUSIVE_PROCESS makes every GPU user go through MPS");
     }

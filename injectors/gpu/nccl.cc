@@ -16,6 +16,7 @@
 // at most 2 × vote_every collectives. A peer that died is detected (no agreement within 2 s of
 // the stop) and the communicator is aborted rather than hanging.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,7 +43,8 @@ namespace {
 using gpu::NcclOp;
 
 // How long a stopping rank waits for its peers (a vote, the last collectives) before it
-// declares one of them dead and aborts the communicator.
+// declares one of them dead and aborts the communicator; Loop() adds the time the peers'
+// pacing and duty cycle need for two segments.
 constexpr double kStopGraceS = 2.0;
 
 class NcclInjector final : public Injector {
@@ -156,8 +158,9 @@ class NcclInjector final : public Injector {
     CODL_CUDA_RETURN(cudaMalloc(&vote_dev_, 2));
     CODL_CUDA_RETURN(cudaHostAlloc(&vote_host_, 1, cudaHostAllocDefault));
 
-    // NCCL_DEBUG output goes to stdout by default, which is the agent's JSON-lines stream.
-    setenv("NCCL_DEBUG_FILE", "/dev/stderr", /*overwrite=*/0);
+    // With NCCL_DEBUG set, NCCL logs to stdout, which is the agent's JSON-lines stream. (Only
+    // then: NCCL opens the file with "w", which would truncate a stderr redirected to a file.)
+    if (std::getenv("NCCL_DEBUG") != nullptr) setenv("NCCL_DEBUG_FILE", "/dev/stderr", 0);
     ncclUniqueId id;
     const std::string& hex = o.String("unique_id");
     if (!hex.empty()) {
@@ -177,7 +180,8 @@ class NcclInjector final : public Injector {
     config.blocking = 0;  // so the wait for peers below can time out and be stopped
     const ncclResult_t r = ncclCommInitRankConfig(&comm_, ranks_, id, rank_, &config);
     const double timeout = o.Duration("init_timeout");
-    if (Status s = Await(r, "ncclCommInitRankConfig", MonotonicSeconds() + timeout, stop); !s.ok()) {
+    if (Status s = Await(r, "ncclCommInitRankConfig", MonotonicSeconds() + timeout, stop, 0);
+        !s.ok()) {
       if (s.error().find("timed out") == std::string::npos) return s;
       return Err("nccl: rank " + std::to_string(rank_) + " of " + std::to_string(ranks_) +
                  ": not all ranks joined within " + FormatDuration(timeout) +
@@ -220,8 +224,9 @@ class NcclInjector final : public Injector {
   }
 
   // Non-blocking NCCL: a call may return ncclInProgress; poll until it settles. After a stop,
-  // peers get kStopGraceS to make progress before the communicator is aborted.
-  Status Await(ncclResult_t r, const std::string& what, double deadline, const StopToken& stop) {
+  // peers get `stop_grace_s` to make progress before the communicator is aborted.
+  Status Await(ncclResult_t r, const std::string& what, double deadline, const StopToken& stop,
+               double stop_grace_s = kStopGraceS) {
     if (r != ncclSuccess && r != ncclInProgress) {
       Status s = NcclErr(what, r);
       Abort(what + " failed");
@@ -239,7 +244,7 @@ class NcclInjector final : public Injector {
       }
       const double now = MonotonicSeconds();
       if (stop.stop_requested() && stop_seen < 0) stop_seen = now;
-      if (now > deadline || (stop_seen >= 0 && now - stop_seen > kStopGraceS)) {
+      if (now > deadline || (stop_seen >= 0 && now - stop_seen >= stop_grace_s)) {
         const bool timed_out = now > deadline;
         Abort(what + (timed_out ? " timed out" : " interrupted by a stop"));
         return Err("nccl: " + what + (timed_out ? " timed out" : " stopped while waiting for peers"));
@@ -297,7 +302,7 @@ class NcclInjector final : public Injector {
     const gpu::DutyCycle duty(duty_, period_s_);
     const double pace_units = static_cast<double>(bus_units_) * duty.pacing_scale();
     const double t0 = MonotonicSeconds();
-    double next_health = t0 + 0.1, stop_seen = -1;
+    double next_health = t0 + 0.1, stop_seen = -1, grace = kStopGraceS;
     int in_segment = 0;
     bool vote_pending = false;
     auto harvest = [&]() -> Status {
@@ -318,14 +323,22 @@ class NcclInjector final : public Injector {
         }
       }
       const bool stopping = ctx.stop.stop_requested();
-      if (stopping && stop_seen < 0) stop_seen = now;
+      if (stopping && stop_seen < 0) {
+        stop_seen = now;
+        // Peers keep their own pace until they see the vote: allow two segments of it.
+        const double rate = ctx.pacer.rate();
+        const double op_s = rate > 0 && std::isfinite(rate) ? pace_units / rate : 0;
+        grace = std::min(60.0, kStopGraceS + 2.0 * vote_every_ * op_s + (duty_ < 1 ? period_s_ : 0));
+      }
       if (ranks_ == 1) {
         if (stopping) break;
       } else {
-        if (stop_seen >= 0 && now - stop_seen > kStopGraceS) {
+        if (stop_seen >= 0 && now - stop_seen > grace) {
           Abort("peers did not agree to stop");
-          return Err("nccl: the other ranks did not reach the stop vote within 2s of the stop "
-                     "(a rank died, or ranks run different phases); communicator aborted");
+          return Err("nccl: the other ranks did not reach the stop vote within " +
+                     FormatDuration(grace) +
+                     " of the stop (a rank died, or ranks run different phases); communicator "
+                     "aborted");
         }
         if (in_segment == vote_every_) {
           if (vote_pending) {  // vote k is read once segment k+1 has been issued

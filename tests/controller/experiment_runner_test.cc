@@ -231,7 +231,7 @@ TEST_F(RunnerTest, NoMatchingNodeIsAClearError) {
   EXPECT_NE(s.error().find("matched no live agent"), std::string::npos) << s.error();
 }
 
-TEST(AgentRegistry, ClockOffsetComesFromTheLeastDelayedHeartbeat) {
+TEST(AgentRegistry, RegisterRefusesAnAgentItCannotDial) {
   FakeClock clock;
   AgentRegistry r(&clock, [](const std::string&, const std::string&) {
     return std::shared_ptr<AgentClient>(nullptr);

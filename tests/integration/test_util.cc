@@ -25,8 +25,8 @@ std::string BinDir() {
 }
 
 std::string SourceDir() {
-  const char* d = getenv("CODL_SOURCE_DIR");
-  return d ? d : ".";
+  if (const char* d = getenv("CODL_SOURCE_DIR")) return d;
+  return CODL_TEST_SOURCE_DIR;
 }
 
 std::string Bin(const std::string& name) { return BinDir() + "/" + name; }

@@ -1,9 +1,9 @@
 // The SVG helpers: escaping, number formatting without NaN, nice ticks, colour scales.
+#include "report/svg.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "report/svg.h"
 
 namespace codl::report {
 namespace {

@@ -15,11 +15,11 @@ namespace codl::report::testing {
 struct SyntheticOptions {
   std::string name = "resnet50 under membw + storage";
   int repetitions = 5;
-  double jitter = 0;         // relative spread of trial metrics and step times, e.g. 0.03
+  double jitter = 0;  // relative spread of trial metrics and step times, e.g. 0.03
   bool phases = true;
   bool steps = true;
-  bool excluded = false;     // add one failed and one flagged storage@1 trial
-  bool combined = false;     // add a membw@1+storage@1 pairing
+  bool excluded = false;  // add one failed and one flagged storage@1 trial
+  bool combined = false;  // add a membw@1+storage@1 pairing
 };
 
 struct Synthetic {
@@ -39,7 +39,7 @@ struct Pairing {
   std::string antagonist;  // "" for the baseline
   double level;
   double slowdown;
-  double read_factor;      // read phase slowdown; compute absorbs the rest
+  double read_factor;  // read phase slowdown; compute absorbs the rest
 };
 
 inline AntagonistResult Antagonist(const std::string& name, double level, double t_end,

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Host-injector benchmark (driven by bench/run_injector_bench.sh; not a test).
+
+Measures, on this machine:
+  1. io_uring --max vs fio's io_uring engine, same mode / bs / qd / O_DIRECT / file set
+     (randread 4KiB qd32, read 1MiB qd16, write 1MiB qd16)            -> ratio codl/fio
+  2. memcpy --max vs a STREAM-style copy with the same threads and buffer -> ratio codl/stream
+  3. level accuracy at 0.25/0.5/0.75 of the calibrated peak, for memcpy and io_uring:
+     |achieved/target - 1| and the per-interval CoV (200 ms intervals)
+A shared 2-core box is noisy, so each A/B pair runs `rounds` times, interleaved (A B A B),
+and the medians are compared. Prints a table and writes JSON.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+IO_CONFIGS = [
+    # name, mode, block size (codl / fio spelling), queue depth
+    ("randread 4KiB qd32", "randread", "4KiB", "4k", 32),
+    ("read 1MiB qd16", "read", "1MiB", "1m", 16),
+    ("write 1MiB qd16", "write", "1MiB", "1m", 16),
+]
+FIO_MODE = {"randread": "randread", "read": "read", "write": "write"}
+LEVELS = [0.25, 0.5, 0.75]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def codl_summary(codl, args):
+    out = run([codl] + args + ["--json"]).stdout
+    lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    summary = [l for l in lines if l.get("summary")]
+    if not summary:
+        raise RuntimeError("no summary from codl-inject " + " ".join(args))
+    return summary[-1]
+
+
+def machine_info(scratch):
+    info = {"cpus": os.cpu_count(), "kernel": platform.release()}
+    try:
+        for line in run(["lscpu"]).stdout.splitlines():
+            if line.startswith("Model name:"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+    except Exception:
+        pass
+    try:
+        df = run(["df", "-T", scratch]).stdout.splitlines()[1].split()
+        info["scratch_fs"] = df[1]
+        info["scratch_device"] = df[0]
+    except Exception:
+        pass
+    with open("/proc/meminfo") as f:
+        info["mem_total_kib"] = int(f.readline().split()[1])
+    try:
+        info["fio"] = run(["fio", "--version"]).stdout.strip()
+    except Exception:
+        info["fio"] = None
+    return info
+
+
+def fio_run(scratch, mode, bs, qd, nr_files, file_size_mib, seconds):
+    d = tempfile.mkdtemp(prefix="fio.", dir=scratch)
+    try:
+        cmd = ["fio", "--name=bench", "--ioengine=io_uring", f"--rw={FIO_MODE[mode]}", f"--bs={bs}",
+               f"--iodepth={qd}", "--direct=1", f"--nrfiles={nr_files}",
+               f"--filesize={file_size_mib}M", f"--directory={d}", "--fixedbufs=1",
+               "--registerfiles=1", "--ramp_time=1", f"--runtime={seconds}", "--time_based",
+               "--output-format=json"]
+        job = json.loads(run(cmd).stdout)["jobs"][0]
+        bw = (job["read"]["bw_bytes"] + job["write"]["bw_bytes"])
+        iops = job["read"]["iops"] + job["write"]["iops"]
+        return bw, iops
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib):
+    results = []
+    for name, mode, bs_codl, bs_fio, qd in IO_CONFIGS:
+        codl_bw, fio_bw, codl_iops, fio_iops = [], [], [], []
+        for _ in range(rounds):
+            s = codl_summary(codl, ["io_uring", "--set", f"mode={mode}", "--set", f"block_size={bs_codl}",
+                                    "--set", f"queue_depth={qd}", "--set", f"nr_files={nr_files}",
+                                    "--set", f"file_size={file_size_mib}MiB", "--max",
+                                    "--duration", f"{seconds + 1}s", "--scratch-root", scratch])
+            codl_bw.append(s["achieved_rate"])
+            codl_iops.append(s.get("iops", 0))
+            bw, iops = fio_run(scratch, mode, bs_fio, qd, nr_files, file_size_mib, seconds)
+            fio_bw.append(bw)
+            fio_iops.append(iops)
+        r = {"config": name, "codl_bytes_per_s": statistics.median(codl_bw),
+             "fio_bytes_per_s": statistics.median(fio_bw), "codl_iops": statistics.median(codl_iops),
+             "fio_iops": statistics.median(fio_iops), "codl_runs": codl_bw, "fio_runs": fio_bw}
+        r["ratio"] = r["codl_bytes_per_s"] / r["fio_bytes_per_s"]
+        results.append(r)
+        print(f"  io_uring {name}: codl {r['codl_bytes_per_s']/2**20:.0f} MiB/s "
+              f"({r['codl_iops']:.0f} IOPS)  fio {r['fio_bytes_per_s']/2**20:.0f} MiB/s "
+              f"({r['fio_iops']:.0f} IOPS)  ratio {r['ratio']:.3f}", flush=True)
+    return results
+
+
+def bench_memcpy(codl, stream, rounds, seconds, threads, buffer_bytes):
+    codl_bw, stream_bw = [], []
+    for _ in range(rounds):
+        s = codl_summary(codl, ["memcpy", "--set", f"threads={threads}", "--set",
+                                f"buffer_size={buffer_bytes}", "--max", "--duration", f"{seconds + 1}s"])
+        codl_bw.append(s["achieved_rate"])
+        out = json.loads(run([stream, str(threads), str(buffer_bytes), str(seconds), "1"]).stdout)
+        stream_bw.append(out["copy_bytes_per_s"])
+    r = {"threads": threads, "buffer_bytes": buffer_bytes,
+         "codl_bytes_per_s": statistics.median(codl_bw),
+         "stream_copy_bytes_per_s": statistics.median(stream_bw),
+         "codl_runs": codl_bw, "stream_runs": stream_bw,
+         "note": "bytes copied/s, each byte once; STREAM's own Copy figure is 2x"}
+    r["ratio"] = r["codl_bytes_per_s"] / r["stream_copy_bytes_per_s"]
+    print(f"  memcpy: codl {r['codl_bytes_per_s']/2**30:.2f} GiB/s  stream-copy "
+          f"{r['stream_copy_bytes_per_s']/2**30:.2f} GiB/s  ratio {r['ratio']:.3f}", flush=True)
+    return r
+
+
+def bench_levels(codl, name, base_args, seconds):
+    cal = codl_summary(codl, base_args + ["--calibrate", "--duration", "3s"])
+    peak = cal["peak_rate"]
+    rows = []
+    for level in LEVELS:
+        s = codl_summary(codl, base_args + ["--level", str(level), "--peak", repr(peak),
+                                            "--duration", f"{seconds + 1}s"])
+        err = abs(s["achieved_rate"] / s["target_rate"] - 1)
+        rows.append({"injector": name, "level": level, "peak": peak, "target": s["target_rate"],
+                     "achieved": s["achieved_rate"], "abs_error": err, "cov": s["cov"],
+                     "saturated": s.get("saturated", False)})
+        print(f"  {name} level {level}: target {s['target_rate']:.4g}  achieved "
+              f"{s['achieved_rate']:.4g}  |err| {err*100:.2f}%  CoV {s['cov']*100:.2f}%", flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--codl", required=True)
+    ap.add_argument("--stream", required=True)
+    ap.add_argument("--scratch", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--memcpy-threads", type=int, default=os.cpu_count() and min(os.cpu_count(), 4))
+    ap.add_argument("--memcpy-buffer", type=int, default=128 * 2**20)
+    ap.add_argument("--nr-files", type=int, default=4)
+    ap.add_argument("--file-size-mib", type=int, default=256)
+    a = ap.parse_args()
+
+    started = time.time()
+    result = {"machine": machine_info(a.scratch), "rounds": a.rounds, "seconds": a.seconds,
+              "goals": {"io_ratio": ">= 1.00", "memcpy_ratio": ">= 1.00",
+                        "level_abs_error": "<= 2%", "level_cov": "<= 5%"}}
+    print("machine:", json.dumps(result["machine"]), flush=True)
+    print("memcpy vs STREAM-style copy:", flush=True)
+    result["memcpy"] = bench_memcpy(a.codl, a.stream, a.rounds, a.seconds, a.memcpy_threads, a.memcpy_buffer)
+    print("io_uring vs fio (io_uring engine, O_DIRECT, fixedbufs+registerfiles):", flush=True)
+    result["io_uring"] = bench_io(a.codl, a.scratch, a.rounds, a.seconds, a.nr_files, a.file_size_mib)
+    print("level accuracy:", flush=True)
+    result["levels"] = bench_levels(
+        a.codl, "memcpy", ["memcpy", "--set", f"threads={a.memcpy_threads}", "--set",
+                           f"buffer_size={a.memcpy_buffer}"], a.seconds)
+    result["levels"] += bench_levels(
+        a.codl, "io_uring", ["io_uring", "--set", "mode=randread", "--set", "block_size=4KiB",
+                             "--set", "queue_depth=32", "--set", f"nr_files={a.nr_files}", "--set",
+                             f"file_size={a.file_size_mib}MiB", "--scratch-root", a.scratch], a.seconds)
+    result["elapsed_s"] = time.time() - started
+
+    # The table.
+    ok = lambda good: "ok" if good else "MISSED"
+    print("\n%-34s %12s %12s %8s %s" % ("comparison", "codl", "reference", "ratio", "goal >= 1.00"))
+    m = result["memcpy"]
+    print("%-34s %9.2f GiB/s %8.2f GiB/s %8.3f %s" % (
+        f"memcpy {m['threads']}T {m['buffer_bytes']>>20}MiB vs stream", m["codl_bytes_per_s"] / 2**30,
+        m["stream_copy_bytes_per_s"] / 2**30, m["ratio"], ok(m["ratio"] >= 1.0)))
+    for r in result["io_uring"]:
+        print("%-34s %8.0f MiB/s %8.0f MiB/s %8.3f %s" % (
+            "io_uring " + r["config"] + " vs fio", r["codl_bytes_per_s"] / 2**20,
+            r["fio_bytes_per_s"] / 2**20, r["ratio"], ok(r["ratio"] >= 1.0)))
+    print("\n%-10s %6s %10s %10s  %s" % ("injector", "level", "|err|", "CoV", "goals <= 2% / <= 5%"))
+    for r in result["levels"]:
+        print("%-10s %6.2f %9.2f%% %9.2f%%  %s / %s" % (
+            r["injector"], r["level"], r["abs_error"] * 100, r["cov"] * 100,
+            ok(r["abs_error"] <= 0.02), ok(r["cov"] <= 0.05)))
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"\nwrote {a.out} ({result['elapsed_s']:.0f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Host-injector benchmark: codl-inject io_uring vs fio, memcpy vs a STREAM-style copy, and level
+# accuracy. Not a test: it prints a table and writes JSON (figures go to docs/performance.md).
+#
+# usage: bench/run_injector_bench.sh [--build-dir DIR] [--out FILE] [--scratch DIR]
+#                                    [--rounds N] [--seconds S]
+#   --build-dir  CMake build tree holding bin/codl-inject (default: ./build); built with
+#                `cmake --build DIR --target codl-inject` when missing or stale
+#   --out        JSON results (default: bench/results/injectors.json)
+#   --scratch    directory on the filesystem to flood (default: DIR/bench-scratch; NOT tmpfs)
+#   --rounds     interleaved repetitions per A/B pair, medians compared (default 2)
+#   --seconds    measured seconds per run, after 1 s of warm-up (default 5)
+# Needs fio and python3. Takes about 4-5 minutes with the defaults.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+build="$repo/build"
+out="$repo/bench/results/injectors.json"
+scratch=""
+extra=()
+while (($#)); do
+  case "$1" in
+    --build-dir) build="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --scratch) scratch="$2"; shift 2 ;;
+    --rounds|--seconds) extra+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command -v fio >/dev/null || { echo "fio not found (apt-get install fio)" >&2; exit 1; }
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build" -G Ninja -DCODL_TOOLS_ONLY=ON >/dev/null
+fi
+cmake --build "$build" --target codl-inject >/dev/null
+# The STREAM-style reference is one self-contained file; compiled like STREAM (-O3, native).
+mkdir -p "$build/bench"
+stream="$build/bench/stream_copy"
+if [[ ! -x "$stream" || "$repo/bench/injectors/stream_copy.cc" -nt "$stream" ]]; then
+  "${CXX:-c++}" -O3 -march=native -pthread "$repo/bench/injectors/stream_copy.cc" -o "$stream"
+fi
+scratch="${scratch:-$build/bench-scratch}"
+mkdir -p "$scratch"
+fstype="$(df -T "$scratch" | awk 'NR==2{print $2}')"
+if [[ "$fstype" == tmpfs ]]; then
+  echo "warning: $scratch is tmpfs; the io_uring figures will measure memory, not storage" >&2
+fi
+exec python3 "$repo/bench/injectors/bench.py" --codl "$build/bin/codl-inject" --stream "$stream" \
+  --scratch "$scratch" --out "$out" "${extra[@]}"
