@@ -8,6 +8,8 @@
 #include "common/units.h"
 #include "experiment/results.h"
 
+#include <cmath>
+
 namespace codl::experiment {
 namespace {
 
@@ -48,7 +50,11 @@ std::map<std::string, std::string> ParseKey(const std::string& key) {
 
 std::vector<double> Metrics(const std::vector<const TrialRecord*>& trials) {
   std::vector<double> v;
-  for (const auto* t : trials) v.push_back(t->metric);
+  // A non-finite metric is no measurement (the runner never stores one for a done trial; an
+  // imported or hand-edited database might).
+  for (const auto* t : trials) {
+    if (std::isfinite(t->metric)) v.push_back(t->metric);
+  }
   return v;
 }
 

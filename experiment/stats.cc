@@ -91,8 +91,15 @@ const char* ToString(MannWhitneyMethod m) {
   }
 }
 
-MannWhitneyResult MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b) {
+MannWhitneyResult MannWhitneyU(const std::vector<double>& a_in, const std::vector<double>& b_in) {
   MannWhitneyResult r;
+  // NaN has no rank (and would never end a tie group below): drop non-finite values.
+  auto finite = [](const std::vector<double>& v) {
+    std::vector<double> out;
+    for (double x : v) if (std::isfinite(x)) out.push_back(x);
+    return out;
+  };
+  const std::vector<double> a = finite(a_in), b = finite(b_in);
   if (a.empty() || b.empty()) return r;
   const size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;
 

@@ -192,10 +192,13 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   auto roots = injectors::ResolveScratchRoots(injectors::DefaultScratchRoots(args->scratch_roots));
+  if (args->command == Command::kList) {  // listing needs no scratch space: never fail on it
+    PrintList(args->json, injectors::DetectHost(roots.ok() ? *roots : std::vector<std::string>{}));
+    return kExitOk;
+  }
   if (!roots.ok()) return Fail(kExitUsage, roots.error());
   const injectors::HostInfo host = injectors::DetectHost(*roots);
   switch (args->command) {
-    case Command::kList: PrintList(args->json, host); return kExitOk;
     case Command::kCleanupStale: return CleanupStaleCommand(*args, *roots);
     default: return RunCommand(*args, host);
   }

@@ -2,9 +2,9 @@
 // apart from mps_cotenant.cc so that file stays plain C++ against the runtime API.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 namespace codl::injectors::gpu {
 

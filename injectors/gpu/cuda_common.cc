@@ -61,7 +61,8 @@ Status InFlightWindow::End(cudaStream_t stream, uint64_t units, uint64_t ops) {
 }
 
 Result<int> InFlightWindow::Harvest(WorkerContext* ctx,
-                                    const std::function<uint64_t(double)>& ops_from_busy) {
+                                    const std::function<uint64_t(double)>& ops_from_busy,
+                                    double* busy_s) {
   int done = 0;
   while (count_ > 0) {
     Slot& s = slots_[static_cast<size_t>(head_)];
@@ -69,10 +70,11 @@ Result<int> InFlightWindow::Harvest(WorkerContext* ctx,
     if (q == cudaErrorNotReady) break;
     if (q != cudaSuccess) return Err(CudaErrorText("cudaEventQuery", q));
     uint64_t ops = s.ops;
-    if (timing_ && ops_from_busy) {
+    if (timing_) {
       float ms = 0;
       CODL_CUDA_RETURN(cudaEventElapsedTime(&ms, s.start, s.end));
-      ops = ops_from_busy(ms * 1e-3);
+      if (ops_from_busy) ops = ops_from_busy(ms * 1e-3);
+      if (busy_s != nullptr) *busy_s += ms * 1e-3;
     }
     if (ctx != nullptr) ctx->Done(s.units, ops);
     head_ = (head_ + 1) % static_cast<int>(slots_.size());
@@ -84,32 +86,32 @@ Result<int> InFlightWindow::Harvest(WorkerContext* ctx,
 
 Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStreamSpec& spec,
                       const std::function<Status(cudaStream_t)>& issue) {
-  CODL_CUDA_RETURN(cudaSetDevice(spec.device));  // the current device is per thread
+  CODL_CUDA_RETURN(cudaSetDevice(spec.device));     // the current device is per thread
   CODL_CUDA_RETURN(cudaStreamSynchronize(stream));  // leftovers of a previous phase: not ours
   InFlightWindow window;
   const int max_depth = std::max(spec.depth, kMaxAutoDepth);
-  if (Status s = window.Init(max_depth, spec.timing); !s.ok()) return s;
+  if (Status s = window.Init(max_depth, /*timing=*/true); !s.ok()) return s;
   // With a duty cycle the pacer's budget is spent only inside the on-windows (gpu_host.h).
   const double pace_units = static_cast<double>(spec.units) * spec.duty.pacing_scale();
   const double t0 = MonotonicSeconds();
   // Operations shorter than a poll (a 64 MiB D2D copy takes ~30 us on HBM3) would leave the
   // GPU idle between polls with only spec.depth queued, so the depth grows until about
-  // kQueuedWorkS of work is queued. The estimate only sizes the queue; rates are unaffected.
+  // kQueuedWorkS of work is queued, from each operation's GPU time (its start/end events).
+  // This only sizes the queue; what is counted and when is unchanged.
   int depth = spec.depth;
-  double op_s = 0;  // moving estimate of one operation's GPU time
-  double last_harvest = t0;
+  double op_s = 0;  // moving average of one operation's GPU time
   while (!ctx.stop.stop_requested()) {
-    auto harvested = window.Harvest(&ctx, spec.ops_from_busy);
+    double busy = 0;
+    auto harvested = window.Harvest(&ctx, spec.ops_from_busy, &busy);
     if (!harvested.ok()) return Err(harvested.error());
     const double now = MonotonicSeconds();
-    if (*harvested > 0) {
-      const double sample = (now - last_harvest) / *harvested;  // an upper bound when idle
+    if (*harvested > 0 && busy > 0) {
+      const double sample = busy / *harvested;
       op_s = op_s == 0 ? sample : 0.8 * op_s + 0.2 * sample;
-      const double want = op_s > 0 ? std::ceil(kQueuedWorkS / op_s) + 1 : spec.depth;
-      depth = static_cast<int>(std::clamp(want, static_cast<double>(spec.depth),
-                                          static_cast<double>(max_depth)));
+      const double want = std::ceil(kQueuedWorkS / op_s) + 1;
+      depth = static_cast<int>(
+          std::clamp(want, static_cast<double>(spec.depth), static_cast<double>(max_depth)));
     }
-    last_harvest = now;
     double wait = kPollS;
     if (window.size() < depth) {
       double w = spec.duty.WaitAt(now - t0);

@@ -26,10 +26,11 @@ namespace codl::injectors::gpu {
 // "cudaMemcpyAsync(...): out of memory (2)"
 std::string CudaErrorText(const std::string& what, cudaError_t error);
 
-#define CODL_CUDA_RETURN(expr)                                                       \
-  do {                                                                               \
-    const cudaError_t codl_e_ = (expr);                                              \
-    if (codl_e_ != cudaSuccess) return ::codl::Err(::codl::injectors::gpu::CudaErrorText(#expr, codl_e_)); \
+#define CODL_CUDA_RETURN(expr)                                                   \
+  do {                                                                           \
+    const cudaError_t codl_e_ = (expr);                                          \
+    if (codl_e_ != cudaSuccess)                                                  \
+      return ::codl::Err(::codl::injectors::gpu::CudaErrorText(#expr, codl_e_)); \
   } while (0)
 
 // How long a worker sleeps between event polls while work is in flight.
@@ -61,10 +62,11 @@ class InFlightWindow {
   Status End(cudaStream_t stream, uint64_t units, uint64_t ops);
 
   // Credits every completed operation, oldest first, to ctx (if given). With timing,
-  // `ops_from_busy(seconds)` replaces the slot's ops (mps_cotenant counts SM%·µs that way).
-  // Returns how many completed.
+  // `ops_from_busy(seconds)` replaces the slot's ops (mps_cotenant counts SM%·µs that way) and
+  // the operations' GPU time is added to *busy_s. Returns how many completed.
   Result<int> Harvest(WorkerContext* ctx,
-                      const std::function<uint64_t(double busy_s)>& ops_from_busy = nullptr);
+                      const std::function<uint64_t(double busy_s)>& ops_from_busy = nullptr,
+                      double* busy_s = nullptr);
 
  private:
   struct Slot {
@@ -74,19 +76,19 @@ class InFlightWindow {
     uint64_t ops = 0;
   };
   std::vector<Slot> slots_;
-  int head_ = 0;   // oldest in flight
+  int head_ = 0;  // oldest in flight
   int count_ = 0;
   bool timing_ = false;
 };
 
 struct PacedStreamSpec {
   int device = 0;
-  int depth = 2;          // operations in flight, at least (see kQueuedWorkS)
-  uint64_t units = 0;     // counted per completed operation (the injector's unit)
-  uint64_t ops = 0;       // secondary count per operation (RunPaced's ops_name extra)
+  int depth = 2;       // operations in flight, at least (see kQueuedWorkS)
+  uint64_t units = 0;  // counted per completed operation (the injector's unit)
+  uint64_t ops = 0;    // secondary count per operation (RunPaced's ops_name extra)
   DutyCycle duty{1, 0.1};
-  bool timing = false;    // see InFlightWindow::Init
-  std::function<uint64_t(double busy_s)> ops_from_busy;  // with timing
+  // When set, an operation's ops are ops_from_busy(its GPU time) instead of `ops`.
+  std::function<uint64_t(double busy_s)> ops_from_busy;
 };
 
 // Keeps spec.depth operations (more when they are short) in flight on `stream`; issues the

@@ -3,9 +3,10 @@
 // One worker thread per stream ("lane"); each keeps `depth` cudaMemcpyAsync copies of `size`
 // bytes in flight and counts a copy's bytes when its event completes, never when it is
 // enqueued. Two copies in flight per stream are enough for the copy engine never to wait on
-// the host between copies, which is what lets --max match a bare cudaMemcpyAsync loop
-// (tests/gpu/memcpy_baseline.cu). Host buffers are pinned (cudaHostAlloc): pageable memory
-// would measure the CPU staging copy, not the bus.
+// the host between copies (more are queued automatically when copies are shorter than the
+// event polling, as 64 MiB D2D copies are), which is what lets --max match a bare
+// cudaMemcpyAsync loop (tests/gpu/memcpy_baseline.cu). Host buffers are pinned (cudaHostAlloc):
+// pageable memory would measure the CPU staging copy, not the bus.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -42,9 +43,10 @@ class CudaMemcpyInjector final : public Injector {
                        "bytes per copy; also the granularity of the rate control"),
             IntOption("streams", "1", 1, 16, "CUDA streams (worker threads) per direction"),
             IntOption("depth", "2", 1, 16,
-                      "copies in flight per stream (2 keeps the copy engine busy between "
-                      "completions)"),
-            IntOption("device", "0", 0, 1023, "CUDA device index (as CUDA_VISIBLE_DEVICES shows it)"),
+                      "copies in flight per stream, at least (raised automatically while "
+                      "copies are shorter than ~0.5 ms, e.g. d2d)"),
+            IntOption("device", "0", 0, 1023,
+                      "CUDA device index (as CUDA_VISIBLE_DEVICES shows it)"),
         },
     };
     return d;
@@ -190,6 +192,8 @@ class CudaMemcpyInjector final : public Injector {
 
 }  // namespace
 
-std::unique_ptr<Injector> MakeCudaMemcpyInjector() { return std::make_unique<CudaMemcpyInjector>(); }
+std::unique_ptr<Injector> MakeCudaMemcpyInjector() {
+  return std::make_unique<CudaMemcpyInjector>();
+}
 
 }  // namespace codl::injectors

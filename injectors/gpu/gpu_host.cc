@@ -54,18 +54,22 @@ double BusBwFactor(NcclOp op, int nranks) {
   if (nranks <= 1) return 1.0;  // CoDL's definition for one rank: busbw := algbw (see header)
   const double n = nranks;
   switch (op) {
-    case NcclOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case NcclOp::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case NcclOp::kAllGather:
     case NcclOp::kReduceScatter:
-    case NcclOp::kAllToAll: return (n - 1) / n;
-    case NcclOp::kBroadcast: return 1.0;
+    case NcclOp::kAllToAll:
+      return (n - 1) / n;
+    case NcclOp::kBroadcast:
+      return 1.0;
   }
   return 1.0;
 }
 
 std::string BusBwFactorHelp() {
   std::string s;
-  for (const OpRow& r : kOps) s += (s.empty() ? "" : ", ") + std::string(r.name) + " " + r.factor_text;
+  for (const OpRow& r : kOps)
+    s += (s.empty() ? "" : ", ") + std::string(r.name) + " " + r.factor_text;
   return s + "; with 1 rank the factor is 1 (algbw)";
 }
 
@@ -73,8 +77,8 @@ Result<NcclShape> NcclShapeFor(NcclOp op, uint64_t size_bytes, int nranks, size_
   if (nranks < 1 || elem_bytes == 0) return Err("bad NCCL shape arguments");
   const size_t n = static_cast<size_t>(nranks);
   size_t count = static_cast<size_t>(size_bytes / elem_bytes);
-  const bool partitioned = op == NcclOp::kAllGather || op == NcclOp::kReduceScatter ||
-                           op == NcclOp::kAllToAll;
+  const bool partitioned =
+      op == NcclOp::kAllGather || op == NcclOp::kReduceScatter || op == NcclOp::kAllToAll;
   if (partitioned) count -= count % n;
   if (count == 0) {
     return Err("option 'size': " + std::to_string(size_bytes) + " bytes is too small for " +

@@ -38,10 +38,10 @@ std::string BusBwFactorHelp();
 // allreduce/broadcast buffer, allgather total output, reducescatter total input, alltoall
 // per-rank send buffer). Partitioned ops round down to a multiple of nranks elements.
 struct NcclShape {
-  size_t send_count = 0;  // elements in the send buffer
-  size_t recv_count = 0;  // elements in the receive buffer
-  size_t chunk_count = 0; // elements per peer (alltoall) / per rank (allgather, reducescatter)
-  uint64_t alg_bytes = 0; // bytes the algbw counts per op (the rounded size)
+  size_t send_count = 0;   // elements in the send buffer
+  size_t recv_count = 0;   // elements in the receive buffer
+  size_t chunk_count = 0;  // elements per peer (alltoall) / per rank (allgather, reducescatter)
+  uint64_t alg_bytes = 0;  // bytes the algbw counts per op (the rounded size)
 };
 Result<NcclShape> NcclShapeFor(NcclOp op, uint64_t size_bytes, int nranks, size_t elem_bytes);
 

@@ -32,7 +32,8 @@ std::atomic<bool> g_cuda_used{false};
 constexpr double kProbeTimeoutS = 30;
 
 // Runs in the child. One line per fact, tab-separated, so the parent needs no JSON parser:
-//   count <err> <n> <driver> <runtime>\n  errtext <text>\n  dev <mem> <mode> <sms> <maj> <min> <pci> <name>\n
+//   count <err> <n> <driver> <runtime>\n  errtext <text>\n  dev <mem> <mode> <sms> <maj> <min>
+//   <pci> <name>\n
 std::string ProbeInThisProcess() {
   std::ostringstream out;
   int n = 0;
@@ -54,8 +55,8 @@ std::string ProbeInThisProcess() {
     for (char& c : name) {
       if (c == '\t' || c == '\n') c = ' ';
     }
-    out << "dev\t" << p.totalGlobalMem << '\t' << mode << '\t' << p.multiProcessorCount
-        << '\t' << p.major << '\t' << p.minor << '\t' << pci << '\t' << name << '\n';
+    out << "dev\t" << p.totalGlobalMem << '\t' << mode << '\t' << p.multiProcessorCount << '\t'
+        << p.major << '\t' << p.minor << '\t' << pci << '\t' << name << '\n';
   }
   return out.str();
 }

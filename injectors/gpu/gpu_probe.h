@@ -31,7 +31,7 @@ struct GpuProbe {
   int driver_version = 0;        // cudaDriverGetVersion, 0 when no driver
   int runtime_version = 0;       // cudaRuntimeGetVersion
   std::vector<GpuDeviceInfo> devices;
-  std::string probe_error;       // the probe itself failed (fork, timeout, crash)
+  std::string probe_error;  // the probe itself failed (fork, timeout, crash)
 };
 
 // Cached after the first call; thread-safe.

@@ -82,7 +82,8 @@ class MpsCotenantInjector final : public Injector {
                            "fma: loop length per launch, sized at setup (shorter = finer "
                            "interleaving with the victim, more launch overhead)"),
             IntOption("gemm_n", "4096", 256, 16384, "gemm: matrix dimension n (n x n x n)"),
-            IntOption("depth", "2", 1, 8, "kernels in flight"),
+            IntOption("depth", "2", 1, 8,
+                      "kernels in flight, at least (more while they are short)"),
             IntOption("device", "0", 0, 1023, "CUDA device index"),
             StringOption("pipe_dir", "",
                          "CUDA_MPS_PIPE_DIRECTORY; empty: <scratch root>/codl-mps/pipe or "
@@ -112,17 +113,20 @@ class MpsCotenantInjector final : public Injector {
     return "";
   }
 
+  using Injector::ToInjectorUnit;  // keep the (rate, options) overload visible
   Result<double> ToInjectorUnit(const Rate& rate) const override {
     if (rate.unit == RateUnit::kOpsPerSecond) return rate.value;  // "20Tops/s" = 2e13 FLOP/s
-    return Err("injector 'mps_cotenant' measures FLOP/s; a rate in bytes/s does not apply "
-               "(give a bare number, e.g. 2e13, an ops/s rate such as 20Tops/s, or --level)");
+    return Err(
+        "injector 'mps_cotenant' measures FLOP/s; a rate in bytes/s does not apply "
+        "(give a bare number, e.g. 2e13, an ops/s rate such as 20Tops/s, or --level)");
   }
 
   Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override {
 #ifdef CODL_HAVE_CUDA
     if (gpu::CudaUsedHere()) {
-      return Err("mps_cotenant: CUDA is already initialized in this process; MPS settings only "
-                 "apply to a process's first CUDA context (run it in its own codl-inject)");
+      return Err(
+          "mps_cotenant: CUDA is already initialized in this process; MPS settings only "
+          "apply to a process's first CUDA context (run it in its own codl-inject)");
     }
     sm_percent_ = static_cast<int>(o.Int("sm_percent"));
     gemm_ = o.String("kernel") == "gemm";
@@ -165,15 +169,19 @@ class MpsCotenantInjector final : public Injector {
       return Err("mps_cotenant: device " + std::to_string(device_) + " is in PROHIBITED mode");
     }
     if (mode == cudaComputeModeDefault) {
-      notes_.push_back("device compute mode is DEFAULT: processes outside MPS time-slice with "
-                       "it; EXCLUSIVE_PROCESS makes every GPU user go through MPS");
+      notes_.push_back(
+          "device compute mode is DEFAULT: processes outside MPS time-slice with "
+          "it; EXCLUSIVE_PROCESS makes every GPU user go through MPS");
     }
     if (!control_->HasClient(getpid())) {
-      notes_.push_back("could not confirm this process in the MPS server's client list (a "
-                       "daemon in another PID namespace?); check " + dirs.log_dir);
+      notes_.push_back(
+          "could not confirm this process in the MPS server's client list (a "
+          "daemon in another PID namespace?); check " +
+          dirs.log_dir);
     }
     CODL_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    if (Status s = gemm_ ? PrepareGemm(o.Int("gemm_n")) : PrepareFma(prop, o.Duration("kernel_time"));
+    if (Status s =
+            gemm_ ? PrepareGemm(o.Int("gemm_n")) : PrepareFma(prop, o.Duration("kernel_time"));
         !s.ok()) {
       return s;
     }
@@ -199,7 +207,6 @@ class MpsCotenantInjector final : public Injector {
       ps.depth = depth_;
       ps.units = flop_per_launch_;
       ps.duty = gpu::DutyCycle(duty_, period_s_);
-      ps.timing = true;
       ps.ops_from_busy = [sm](double busy_s) {
         return static_cast<uint64_t>(busy_s * sm * 1e6 + 0.5);  // SM%·µs
       };
@@ -222,7 +229,8 @@ class MpsCotenantInjector final : public Injector {
     int per_sm = 0;
     CODL_CUDA_RETURN(gpu::FmaBlocksPerSm(&per_sm));
     blocks_ = std::max(1, per_sm) * prop.multiProcessorCount;
-    CODL_CUDA_RETURN(cudaMalloc(&sink_, static_cast<size_t>(blocks_) * gpu::kFmaThreads * sizeof(float)));
+    CODL_CUDA_RETURN(
+        cudaMalloc(&sink_, static_cast<size_t>(blocks_) * gpu::kFmaThreads * sizeof(float)));
     cudaEvent_t a = nullptr, b = nullptr;
     CODL_CUDA_RETURN(cudaEventCreate(&a));
     CODL_CUDA_RETURN(cudaEventCreate(&b));
@@ -256,7 +264,8 @@ class MpsCotenantInjector final : public Injector {
       return Err("mps_cotenant: cublasCreate failed (status " + std::to_string(s) + ")");
     }
     cublasSetStream(cublas_, stream_);
-    flop_per_launch_ = 2ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
+    flop_per_launch_ =
+        2ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
     return Status::Ok();
   }
 
@@ -266,8 +275,9 @@ class MpsCotenantInjector final : public Injector {
       return Status::Ok();
     }
     const float alpha = 1.0f, beta = 0.0f;
-    const cublasStatus_t st = cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n_, gemm_n_,
-                                          gemm_n_, &alpha, a_, gemm_n_, b_, gemm_n_, &beta, c_, gemm_n_);
+    const cublasStatus_t st =
+        cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n_, gemm_n_, gemm_n_, &alpha, a_,
+                    gemm_n_, b_, gemm_n_, &beta, c_, gemm_n_);
     if (st != CUBLAS_STATUS_SUCCESS) {
       return Err("mps_cotenant: cublasSgemm failed (status " + std::to_string(st) + ")");
     }

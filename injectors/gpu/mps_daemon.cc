@@ -33,7 +33,8 @@ void CloseFrom(int lowest) {
   if (syscall(SYS_close_range, lowest, ~0U, 0) == 0) return;
 #endif
   const long max = sysconf(_SC_OPEN_MAX);
-  for (long fd = lowest; fd < (max > 0 && max < 65536 ? max : 65536); ++fd) close(static_cast<int>(fd));
+  for (long fd = lowest; fd < (max > 0 && max < 65536 ? max : 65536); ++fd)
+    close(static_cast<int>(fd));
 }
 
 std::vector<long> ParsePids(const std::string& text) {
@@ -124,7 +125,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   if (input.size() > 4096) return Err("RunProcess: input larger than a pipe buffer");
   int in[2], out[2] = {-1, -1};
   if (pipe2(in, O_CLOEXEC) != 0) return Err(Errno("pipe"));
-  if (!input.empty() && write(in[1], input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
+  if (!input.empty() &&
+      write(in[1], input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
     close(in[0]);
     close(in[1]);
     return Err(Errno("write to pipe"));
@@ -268,7 +270,8 @@ Status MpsControl::Quit() {
   const double deadline = MonotonicSeconds() + 10;
   while (MpsControlRunning(dirs_.pipe_dir)) {
     if (MonotonicSeconds() > deadline) {
-      return Err("the MPS control daemon still listens on " + dirs_.pipe_dir + "/control 10s after quit");
+      return Err("the MPS control daemon still listens on " + dirs_.pipe_dir +
+                 "/control 10s after quit");
     }
     usleep(20000);
   }

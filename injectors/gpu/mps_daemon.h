@@ -72,7 +72,8 @@ class MpsControl {
   std::string LogTail() const;
 
  private:
-  MpsControl(MpsDirs dirs, std::string binary) : dirs_(std::move(dirs)), binary_(std::move(binary)) {}
+  MpsControl(MpsDirs dirs, std::string binary)
+      : dirs_(std::move(dirs)), binary_(std::move(binary)) {}
   std::map<std::string, std::string> Env() const;
 
   MpsDirs dirs_;

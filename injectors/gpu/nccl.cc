@@ -73,7 +73,8 @@ class NcclInjector final : public Injector {
             IntOption("device", "-1", -1, 1023, "CUDA device; -1 = rank mod visible devices"),
             DoubleOption("duty", "1", 0.01, 1, "fraction of each period in which to issue"),
             DurationOption("period", "100ms", 0.001, 10, "duty-cycle period"),
-            IntOption("depth", "2", 1, 8, "collectives in flight"),
+            IntOption("depth", "2", 1, 8,
+                      "collectives in flight, at least (more while they are short)"),
             IntOption("vote_every", "4", 1, 1024,
                       "collectives between stop votes (ranks > 1; same on every rank)"),
             DurationOption("init_timeout", "120s", 1, 3600,
@@ -120,6 +121,7 @@ class NcclInjector final : public Injector {
     return shape.ok() ? "" : shape.error();
   }
 
+  using Injector::ToInjectorUnit;  // keep the (rate, options) overload visible
   Result<double> ToInjectorUnit(const Rate& rate) const override {
     if (rate.unit == RateUnit::kBytesPerSecond) return rate.value;  // bus bytes/s
     return Err("injector 'nccl' measures busbw bytes/s; an IOPS rate does not apply");
@@ -168,7 +170,8 @@ class NcclInjector final : public Injector {
       if (!bytes.ok()) return Err("option 'unique_id': " + bytes.error());
       std::memcpy(&id, bytes->data(), sizeof id);
     } else {
-      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return NcclErr("ncclGetUniqueId", r);
+      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+        return NcclErr("ncclGetUniqueId", r);
       if (ranks_ > 1) {  // rank 0: the agent relays this to the other ranks
         const std::string line = gpu::RendezvousPublishLine(
             key_, gpu::HexEncode(reinterpret_cast<const uint8_t*>(&id), sizeof id));
@@ -197,8 +200,9 @@ class NcclInjector final : public Injector {
   Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override {
 #ifdef CODL_NCCL_ENABLED
     if (comm_ == nullptr) {
-      return Err(aborted_.empty() ? "nccl: Run before Setup"
-                                  : "nccl: the communicator was aborted earlier (" + aborted_ + ")");
+      return Err(aborted_.empty()
+                     ? "nccl: Run before Setup"
+                     : "nccl: the communicator was aborted earlier (" + aborted_ + ")");
     }
     PacedRunSpec spec;
     spec.workers = 1;  // one communicator, one stream: NCCL serializes on it anyway
@@ -247,7 +251,8 @@ class NcclInjector final : public Injector {
       if (now > deadline || (stop_seen >= 0 && now - stop_seen >= stop_grace_s)) {
         const bool timed_out = now > deadline;
         Abort(what + (timed_out ? " timed out" : " interrupted by a stop"));
-        return Err("nccl: " + what + (timed_out ? " timed out" : " stopped while waiting for peers"));
+        return Err("nccl: " + what +
+                   (timed_out ? " timed out" : " stopped while waiting for peers"));
       }
       gpu::PollSleep(1e-3, StopToken());
     }
@@ -275,7 +280,8 @@ class NcclInjector final : public Injector {
         ncclGroupStart();
         for (int peer = 0; peer < ranks_ && r == ncclSuccess; ++peer) {
           r = ncclSend(send_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
-          if (r == ncclSuccess) r = ncclRecv(recv_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
+          if (r == ncclSuccess)
+            r = ncclRecv(recv_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
         }
         const ncclResult_t end = ncclGroupEnd();
         if (r == ncclSuccess) r = end;
@@ -290,15 +296,21 @@ class NcclInjector final : public Injector {
     CODL_CUDA_RETURN(cudaMemsetAsync(vote_dev_, want_stop ? 1 : 0, 1, stream_));
     ncclResult_t r = ncclAllReduce(vote_dev_, vote_dev_ + 1, 1, ncclUint8, ncclMax, comm_, stream_);
     if (Status s = Await(r, "stop vote", MonotonicSeconds() + 3600, stop); !s.ok()) return s;
-    CODL_CUDA_RETURN(cudaMemcpyAsync(vote_host_, vote_dev_ + 1, 1, cudaMemcpyDeviceToHost, stream_));
+    CODL_CUDA_RETURN(
+        cudaMemcpyAsync(vote_host_, vote_dev_ + 1, 1, cudaMemcpyDeviceToHost, stream_));
     CODL_CUDA_RETURN(cudaEventRecord(vote_event_, stream_));
     return Status::Ok();
   }
 
   Status Loop(WorkerContext& ctx) {
     CODL_CUDA_RETURN(cudaSetDevice(device_));
+    // As in RunPacedStream: a deeper queue while collectives are shorter than the polling
+    // (1-rank or NVLink allreduces of a few MiB take tens of µs).
     gpu::InFlightWindow window;
-    if (Status s = window.Init(depth_, false); !s.ok()) return s;
+    const int max_depth = std::max(depth_, gpu::kMaxAutoDepth);
+    if (Status s = window.Init(max_depth, /*timing=*/true); !s.ok()) return s;
+    int depth = depth_;
+    double op_s = 0;
     const gpu::DutyCycle duty(duty_, period_s_);
     const double pace_units = static_cast<double>(bus_units_) * duty.pacing_scale();
     const double t0 = MonotonicSeconds();
@@ -306,8 +318,16 @@ class NcclInjector final : public Injector {
     int in_segment = 0;
     bool vote_pending = false;
     auto harvest = [&]() -> Status {
-      auto h = window.Harvest(&ctx);
-      return h.ok() ? Status::Ok() : Status(Err(h.error()));
+      double busy = 0;
+      auto h = window.Harvest(&ctx, nullptr, &busy);
+      if (!h.ok()) return Err(h.error());
+      if (*h > 0 && busy > 0) {
+        op_s = op_s == 0 ? busy / *h : 0.8 * op_s + 0.2 * busy / *h;
+        depth = static_cast<int>(std::clamp(std::ceil(gpu::kQueuedWorkS / op_s) + 1,
+                                            static_cast<double>(depth_),
+                                            static_cast<double>(max_depth)));
+      }
+      return Status::Ok();
     };
     while (true) {
       if (Status s = harvest(); !s.ok()) return s;
@@ -328,7 +348,8 @@ class NcclInjector final : public Injector {
         // Peers keep their own pace until they see the vote: allow two segments of it.
         const double rate = ctx.pacer.rate();
         const double op_s = rate > 0 && std::isfinite(rate) ? pace_units / rate : 0;
-        grace = std::min(60.0, kStopGraceS + 2.0 * vote_every_ * op_s + (duty_ < 1 ? period_s_ : 0));
+        grace =
+            std::min(60.0, kStopGraceS + 2.0 * vote_every_ * op_s + (duty_ < 1 ? period_s_ : 0));
       }
       if (ranks_ == 1) {
         if (stopping) break;
@@ -357,7 +378,7 @@ class NcclInjector final : public Injector {
           continue;
         }
       }
-      if (window.full()) {
+      if (window.size() >= depth) {
         gpu::PollSleep(gpu::kPollS, StopToken());
         continue;
       }
@@ -371,6 +392,7 @@ class NcclInjector final : public Injector {
                        StopToken());
         continue;
       }
+      if (Status s = window.Begin(stream_); !s.ok()) return s;
       if (Status s = Issue(ctx.stop); !s.ok()) return s;
       if (Status s = window.End(stream_, bus_units_, shape_.alg_bytes); !s.ok()) return s;
       ++in_segment;
@@ -381,8 +403,9 @@ class NcclInjector final : public Injector {
       if (Status s = harvest(); !s.ok()) return s;
       if (MonotonicSeconds() > deadline) {
         Abort("last collectives did not complete");
-        return Err("nccl: the last collectives did not complete within 2s of the stop; "
-                   "communicator aborted");
+        return Err(
+            "nccl: the last collectives did not complete within 2s of the stop; "
+            "communicator aborted");
       }
       gpu::PollSleep(gpu::kPollS, StopToken());
     }
@@ -406,8 +429,8 @@ class NcclInjector final : public Injector {
       }
       comm_ = nullptr;
     }
-    for (void* p : {static_cast<void*>(send_), static_cast<void*>(recv_),
-                    static_cast<void*>(vote_dev_)}) {
+    for (void* p :
+         {static_cast<void*>(send_), static_cast<void*>(recv_), static_cast<void*>(vote_dev_)}) {
       if (p != nullptr) cudaFree(p);
     }
     if (vote_host_ != nullptr) cudaFreeHost(vote_host_);

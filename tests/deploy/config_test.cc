@@ -11,6 +11,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "config/cli_flags.h"
 #include "config/daemon_config.h"
@@ -47,6 +48,29 @@ TEST(ControllerConfig, ShippedExampleParses) {
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_TRUE(c->listen.has_value());
   EXPECT_TRUE(c->database.has_value());
+}
+
+// The Kubernetes ConfigMaps embed the daemons' config files: they must parse too.
+TEST(ConfigFiles, KubernetesConfigMapsParse) {
+  const std::string path = SourceDir() + "/deploy/k8s/config.yaml";
+  int seen = 0;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(path)) {
+    if (!doc["data"]) continue;
+    for (const auto& kv : doc["data"]) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string where = path + " (" + name + ")";
+      if (name == "agent.yaml") {
+        auto c = ParseAgentConfig(kv.second.as<std::string>(), where);
+        EXPECT_TRUE(c.ok()) << c.error();
+        ++seen;
+      } else if (name == "controller.yaml") {
+        auto c = ParseControllerConfig(kv.second.as<std::string>(), where);
+        EXPECT_TRUE(c.ok()) << c.error();
+        ++seen;
+      }
+    }
+  }
+  EXPECT_EQ(seen, 2);
 }
 
 TEST(AgentConfig, EveryKey) {

@@ -1,7 +1,6 @@
 // The real codl-inject binary (found via $CODL_BIN_DIR) on the GPU injectors: what --list and
 // --help tell the agent and a person, and the exit path of a rejected option set.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include "common/json_line.h"
@@ -16,8 +15,8 @@ std::string InjectBinary() {
   return access(path.c_str(), X_OK) == 0 ? path : "";
 }
 
-#define REQUIRE_BINARY(var)                                                          \
-  const std::string var = InjectBinary();                                            \
+#define REQUIRE_BINARY(var)               \
+  const std::string var = InjectBinary(); \
   if (var.empty()) GTEST_SKIP() << "codl-inject not built at " << CodlInjectPath()
 
 TEST(GpuCliTest, ListJsonShowsEachGpuInjectorsAvailability) {
@@ -53,8 +52,8 @@ TEST(GpuCliTest, NcclHelpStatesTheBusBwFactors) {
 
 TEST(GpuCliTest, RankWithoutUniqueIdIsRefusedWithTheMessage) {
   REQUIRE_BINARY(bin);
-  ProcessResult r =
-      RunProcess({bin, "nccl", "--set", "ranks=2", "--set", "rank=1", "--max", "--duration", "1s"}, 60);
+  ProcessResult r = RunProcess(
+      {bin, "nccl", "--set", "ranks=2", "--set", "rank=1", "--max", "--duration", "1s"}, 60);
   EXPECT_EQ(r.exit_code, 2);  // a usage error, before any device is touched
   EXPECT_NE(r.err.find("nccl: rank 1 of 2 needs unique_id"), std::string::npos) << r.err;
 }

@@ -2,7 +2,6 @@
 // 2-rank NCCL rendezvous when two GPUs are present, and mps_cotenant when MPS is available.
 // Without a device every test skips with the reason (what --list would say).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -38,10 +37,10 @@ class CollectingReporter final : public Reporter {
   std::vector<Sample> samples_;
 };
 
-#define SKIP_WITHOUT_DEVICE()                                                      \
-  do {                                                                             \
-    const std::string reason_ = gpu::CudaUnavailableReason();                      \
-    if (!reason_.empty()) GTEST_SKIP() << reason_;                                 \
+#define SKIP_WITHOUT_DEVICE()                                 \
+  do {                                                        \
+    const std::string reason_ = gpu::CudaUnavailableReason(); \
+    if (!reason_.empty()) GTEST_SKIP() << reason_;            \
   } while (0)
 
 std::unique_ptr<Injector> SetUpInjector(const std::string& name,
@@ -146,8 +145,12 @@ TEST(NcclDeviceTest, TwoRanksMeetThroughTheRendezvousLine) {
   dup2(fds[1], 1);
   std::unique_ptr<Injector> rank0;
   std::thread t0([&] {
-    rank0 = SetUpInjector("nccl", {{"op", "allgather"}, {"size", "16MiB"}, {"ranks", "2"},
-                                   {"rank", "0"}, {"device", "0"}, {"rendezvous_key", "test/k"},
+    rank0 = SetUpInjector("nccl", {{"op", "allgather"},
+                                   {"size", "16MiB"},
+                                   {"ranks", "2"},
+                                   {"rank", "0"},
+                                   {"device", "0"},
+                                   {"rendezvous_key", "test/k"},
                                    {"init_timeout", "60s"}});
   });
   std::string line;
@@ -162,8 +165,12 @@ TEST(NcclDeviceTest, TwoRanksMeetThroughTheRendezvousLine) {
   ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
   const std::string hex = line.substr(prefix.size(), 256);
   EXPECT_EQ(line.substr(prefix.size() + 256), "\"}}");
-  auto rank1 = SetUpInjector("nccl", {{"op", "allgather"}, {"size", "16MiB"}, {"ranks", "2"},
-                                      {"rank", "1"}, {"device", "1"}, {"unique_id", hex}});
+  auto rank1 = SetUpInjector("nccl", {{"op", "allgather"},
+                                      {"size", "16MiB"},
+                                      {"ranks", "2"},
+                                      {"rank", "1"},
+                                      {"device", "1"},
+                                      {"unique_id", hex}});
   t0.join();
   ASSERT_NE(rank0, nullptr);
   ASSERT_NE(rank1, nullptr);

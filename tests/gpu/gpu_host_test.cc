@@ -112,7 +112,8 @@ TEST(HexTest, BadCharacterIsExact) {
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.error(), "invalid hex character 'g' at offset 5");
   hex[5] = '\x01';
-  EXPECT_EQ(HexDecode(hex, kNcclUniqueIdBytes).error(), "invalid hex character '\\x01' at offset 5");
+  EXPECT_EQ(HexDecode(hex, kNcclUniqueIdBytes).error(),
+            "invalid hex character '\\x01' at offset 5");
 }
 
 TEST(ProtocolLineTest, RendezvousPublishIsOneExactLine) {
@@ -123,8 +124,9 @@ TEST(ProtocolLineTest, RendezvousPublishIsOneExactLine) {
 }
 
 TEST(ProtocolLineTest, MpsLineIsExact) {
-  EXPECT_EQ(MpsLine("/tmp/codl-mps/pipe", "/tmp/codl-mps/log", true),
-            R"({"mps":{"pipe_dir":"/tmp/codl-mps/pipe","log_dir":"/tmp/codl-mps/log","started":true}})");
+  EXPECT_EQ(
+      MpsLine("/tmp/codl-mps/pipe", "/tmp/codl-mps/log", true),
+      R"({"mps":{"pipe_dir":"/tmp/codl-mps/pipe","log_dir":"/tmp/codl-mps/log","started":true}})");
 }
 
 TEST(DutyCycleTest, OpensTheFirstFractionOfEachPeriod) {

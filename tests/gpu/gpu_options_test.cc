@@ -85,8 +85,8 @@ TEST(GpuOptionsTest, NcclMessages) {
   bad[7] = 'z';
   EXPECT_EQ(Validate("nccl", {{"ranks", "2"}, {"rank", "1"}, {"unique_id", bad}}),
             "option 'unique_id': invalid hex character 'z' at offset 7");
-  EXPECT_EQ(Validate("nccl", {{"op", "alltoall"}, {"size", "4"}, {"ranks", "2"},
-                              {"rendezvous_key", "k"}}),
+  EXPECT_EQ(Validate("nccl",
+                     {{"op", "alltoall"}, {"size", "4"}, {"ranks", "2"}, {"rendezvous_key", "k"}}),
             "option 'size': 4 bytes is too small for alltoall over 2 rank(s) (needs at least 8 "
             "bytes)");
   EXPECT_EQ(Validate("nccl", {{"ranks", "2"}, {"rank", "0"}, {"rendezvous_key", "exp/nccl"}}), "");

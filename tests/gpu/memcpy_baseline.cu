@@ -10,13 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(expr)                                                                       \
-  do {                                                                                    \
-    cudaError_t e_ = (expr);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));                    \
-      return 1;                                                                           \
-    }                                                                                     \
+#define CHECK(expr)                                                    \
+  do {                                                                 \
+    cudaError_t e_ = (expr);                                           \
+    if (e_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_)); \
+      return 1;                                                        \
+    }                                                                  \
   } while (0)
 
 int main(int argc, char** argv) {

@@ -112,7 +112,8 @@ TEST(RunProcessTest, MissingProgramExits127) {
 TEST(RunProcessTest, ChildInheritsNoExtraDescriptors) {
   const int fd = open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
   ASSERT_GE(fd, 3);
-  const std::string probe = "test -e /proc/self/fd/" + std::to_string(fd) + " && echo open || echo closed";
+  const std::string probe =
+      "test -e /proc/self/fd/" + std::to_string(fd) + " && echo open || echo closed";
   auto r = RunProcess({"/bin/sh", "-c", probe}, {}, "", 10);
   close(fd);
   ASSERT_TRUE(r.ok());
@@ -158,7 +159,8 @@ esac
 class FakeMpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (FindOnPath("python3").empty()) GTEST_SKIP() << "python3 not on PATH (the fake daemon needs it)";
+    if (FindOnPath("python3").empty())
+      GTEST_SKIP() << "python3 not on PATH (the fake daemon needs it)";
     const std::string bin = dir_.path() + "/bin";
     fs::create_directory(bin);
     const std::string control = bin + "/nvidia-cuda-mps-control";

@@ -117,7 +117,7 @@ TEST_F(ClusterTest, TwoAgentsRunAnExperimentEndToEnd) {
   ASSERT_TRUE(by_key.count("membw@1"));
   for (const auto& [k, p] : by_key) {
     EXPECT_GE(p["n"].get<int>() + p["n_flagged"].get<int>(), 2) << k;
-    EXPECT_GT(p["median_metric"].get<double>(), 0.01) << k;
+    EXPECT_GT(p["median_metric_s"].get<double>(), 0.01) << k;
   }
   auto& full = by_key["membw@1"]["antagonists"][0];
   EXPECT_GT(full["achieved_rate"].get<double>(), 0) << res.out;
