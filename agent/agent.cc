@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
+#include "agent/agent_metrics.h"
 #include "agent/agent_service.h"
 #include "agent/antagonist_manager.h"
 #include "agent/child_process.h"
@@ -42,10 +43,24 @@ Status Agent::Start() {
   AntagonistPolicy ap;
   ap.inject_binary = options_.inject_binary;
   ap.scratch_roots = options_.scratch_roots;
+  // The link is created below; the relay reaches it through `this` once it exists.
+  ap.relay.publish = [this](const std::string& k, const std::string& v) {
+    return link_ ? link_->PublishRendezvous(k, v) : Status(Err("no controller link"));
+  };
+  ap.relay.fetch = [this](const std::string& k, double wait_s) -> Result<std::string> {
+    if (!link_) return Err("no controller link");
+    return link_->FetchRendezvous(k, wait_s);
+  };
   antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
   service_ = std::make_unique<AgentServiceImpl>(
       antagonists_.get(), lease_.get(), SystemClock::Get(),
       AgentPolicy{options_.allow_victim, options_.max_level});
+
+  metrics_ = std::make_unique<AgentMetrics>();
+  if (!options_.metrics_listen.empty()) {
+    if (Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
+    spdlog::info("agent metrics on http://{}/metrics", options_.metrics_listen);
+  }
 
   rpc::Endpoint self{options_.listen, options_.tls};
   auto creds = rpc::MakeServerCredentials(self);
@@ -95,7 +110,19 @@ void Agent::WatchdogLoop() {
   while (!stopping_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     antagonists_->EnforceLeases();
-    if (++ticks % 10 == 0) WriteLeftoversFile();
+    if (++ticks % 10 == 0) {
+      WriteLeftoversFile();
+      auto st = antagonists_->GetStats();
+      AgentMetrics::Snapshot m;
+      m.running = antagonists_->Running();
+      m.controller_silence_s = lease_->SecondsSinceContact();
+      m.started = st.started;
+      m.lease_expirations = st.lease_expirations;
+      m.victims_ok = service_->victims_ok();
+      m.victims_failed = service_->victims_failed();
+      m.achieved_by_injector = st.achieved_by_injector;
+      metrics_->Update(m);
+    }
   }
 }
 

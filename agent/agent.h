@@ -22,6 +22,7 @@ namespace codl::agent {
 
 class AntagonistManager;
 class AgentServiceImpl;
+class AgentMetrics;
 class ControllerLink;
 class LeaseMonitor;
 
@@ -39,6 +40,7 @@ struct AgentOptions {
   std::string state_dir;                      // leftovers file; empty: none
   std::string inject_binary = "codl-inject";
   rpc::TlsFiles tls;
+  std::string metrics_listen;                 // Prometheus /metrics "host:port"; empty = off
 };
 
 class Agent {
@@ -66,6 +68,7 @@ class Agent {
   std::unique_ptr<AgentServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<ControllerLink> link_;
+  std::unique_ptr<AgentMetrics> metrics_;
   std::thread watchdog_;
   std::atomic<bool> stopping_{false};
 };

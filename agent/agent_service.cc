@@ -171,7 +171,11 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     return r;
   }
   executor_.Post([this, r, req, reply] {
-    VictimOutcome o = victims_.Run(FromProto(req->victim()), &cancel_victims_);
+    experiment::VictimSpec spec = FromProto(req->victim());
+    // The victim joins what the antagonists set up (e.g. the MPS server); its own env wins.
+    for (const auto& [k, v] : antagonists_->VictimEnvironment()) spec.env.emplace(k, v);
+    VictimOutcome o = victims_.Run(spec, &cancel_victims_);
+    (o.progress.ok ? victims_ok_ : victims_failed_) += 1;
     reply->set_ok(o.progress.ok);
     reply->set_error(o.progress.error);
     reply->set_exit_code(o.exit_code);

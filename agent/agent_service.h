@@ -26,6 +26,8 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
                    AgentPolicy policy);
   ~AgentServiceImpl() override;
   void Shutdown();
+  int64_t victims_ok() const { return victims_ok_.load(); }
+  int64_t victims_failed() const { return victims_failed_.load(); }
 
   grpc::ServerUnaryReactor* Calibrate(grpc::CallbackServerContext* ctx,
                                       const v1::CalibrateRequest* req,
@@ -59,6 +61,8 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   VictimRunner victims_;
   rpc::IdempotencyCache cache_;
   std::atomic<bool> cancel_victims_{false};
+  std::atomic<int64_t> victims_ok_{0};
+  std::atomic<int64_t> victims_failed_{0};
   Executor executor_{16};
 };
 

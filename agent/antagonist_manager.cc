@@ -21,11 +21,23 @@ struct AntagonistManager::Antagonist {
   double summary_target = 0;
   double summary_cov = 0;
   std::string error;  // set when stopped by the lease or when the child failed
+  std::map<std::string, std::string> victim_env;  // from an {"mps":{...}} line
+  const RendezvousRelay* relay = nullptr;
+  void Publish(const nlohmann::json& p);
 
   void OnLine(std::string_view line) {
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) return;  // human text on stdout is tolerated, not telemetry
+    if (j.contains("rendezvous_publish")) {
+      Publish(j["rendezvous_publish"]);
+      return;
+    }
     std::lock_guard<std::mutex> l(mu);
+    if (j.contains("mps") && j["mps"].is_object()) {
+      if (j["mps"].contains("pipe_dir")) victim_env["CUDA_MPS_PIPE_DIRECTORY"] = j["mps"].value("pipe_dir", "");
+      if (j["mps"].contains("log_dir")) victim_env["CUDA_MPS_LOG_DIRECTORY"] = j["mps"].value("log_dir", "");
+      return;
+    }
     if (j.value("summary", false)) {
       have_summary = true;
       summary_achieved = j.value("achieved_rate", 0.0);
@@ -43,6 +55,57 @@ struct AntagonistManager::Antagonist {
     samples.push_back(s);
   }
 };
+
+namespace {
+std::string HexDecode(const std::string& hex, bool* ok) {
+  *ok = hex.size() % 2 == 0;
+  std::string out;
+  for (size_t i = 0; *ok && i < hex.size(); i += 2) {
+    auto nib = [&](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      *ok = false;
+      return 0;
+    };
+    out.push_back(static_cast<char>(nib(hex[i]) << 4 | nib(hex[i + 1])));
+  }
+  return out;
+}
+
+std::string HexEncode(const std::string& bytes) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(d[c >> 4]);
+    out.push_back(d[c & 15]);
+  }
+  return out;
+}
+}  // namespace
+
+// Rank 0 of a collective printed its rendezvous value: relay it (as raw bytes) through the
+// controller to the other ranks' agents.
+void AntagonistManager::Antagonist::Publish(const nlohmann::json& p) {
+  std::string key = p.value("key", "");
+  bool ok = false;
+  std::string value = HexDecode(p.value("value_hex", ""), &ok);
+  std::string problem;
+  if (key.empty() || !ok || !relay || !relay->publish) {
+    problem = key.empty() ? "rendezvous_publish without a key"
+              : !ok      ? "rendezvous_publish value_hex is not hex"
+                         : "this agent has no controller link to relay the rendezvous";
+  } else if (Status s = relay->publish(key, value); !s.ok()) {
+    problem = "relaying rendezvous '" + key + "': " + s.error();
+  }
+  if (!problem.empty()) {
+    spdlog::error("antagonist {}: {}", id, problem);
+    std::lock_guard<std::mutex> l(mu);
+    error = problem;
+  } else {
+    spdlog::info("antagonist {}: relayed rendezvous '{}' ({} bytes)", id, key, value.size());
+  }
+}
 
 AntagonistManager::AntagonistManager(AntagonistPolicy policy, const LeaseMonitor* lease,
                                      const Clock* clock)
@@ -94,8 +157,22 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   auto a = std::make_shared<Antagonist>();
   a->id = id;
   a->request = req;
+  a->relay = &policy_.relay;
+  // A non-zero rank of a collective needs rank 0's rendezvous value: fetch it through the
+  // controller before starting (rank 0 publishes it as soon as it has started).
+  auto opt = [&](const char* k) {
+    auto it = req.options.find(k);
+    return it == req.options.end() ? std::string() : it->second;
+  };
+  if (!opt("rendezvous_key").empty() && opt("unique_id").empty() && !opt("rank").empty() &&
+      opt("rank") != "0") {
+    if (!policy_.relay.fetch) return Err("antagonist '" + id + "': no controller link for the rendezvous");
+    auto v = policy_.relay.fetch(opt("rendezvous_key"), 10.0);
+    if (!v.ok()) return Err("antagonist '" + id + "': rendezvous '" + opt("rendezvous_key") + "': " + v.error());
+    a->request.options["unique_id"] = HexEncode(*v);
+  }
   a->lease_s = lease_s > 0 ? lease_s : 10;
-  std::vector<std::string> argv = BaseArgs(req.injector, req.options);
+  std::vector<std::string> argv = BaseArgs(req.injector, a->request.options);
   if (req.max) {
     argv.push_back("--max");
   } else {
@@ -120,6 +197,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   spdlog::info("antagonist {} started: {} pid {}", id, req.injector, s.pid);
   std::lock_guard<std::mutex> l(mu_);
   antagonists_[id] = std::move(a);
+  ++started_;
   return s;
 }
 
@@ -226,6 +304,8 @@ int AntagonistManager::EnforceLeases() {
     }
     a->child->Terminate(1.0);
   }
+  std::lock_guard<std::mutex> l(mu_);
+  lease_expirations_ += static_cast<int64_t>(expired.size());
   return static_cast<int>(expired.size());
 }
 
@@ -259,6 +339,32 @@ Result<AntagonistManager::Calibration> AntagonistManager::Calibrate(
   c.unit = a.unit;
   if (!(c.peak_rate > 0)) return Err("calibrating " + injector + ": measured peak is 0");
   return c;
+}
+
+AntagonistManager::Stats AntagonistManager::GetStats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  Stats st;
+  st.started = started_;
+  st.lease_expirations = lease_expirations_;
+  for (const auto& [id, a] : antagonists_) {
+    if (a->child->exited()) continue;
+    std::lock_guard<std::mutex> al(a->mu);
+    auto& slot = st.achieved_by_injector[a->request.injector];
+    if (!a->samples.empty()) slot.first += a->samples.back().achieved;
+    slot.second = a->unit;
+  }
+  return st;
+}
+
+std::map<std::string, std::string> AntagonistManager::VictimEnvironment() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, std::string> env;
+  for (const auto& [id, a] : antagonists_) {
+    if (a->child->exited()) continue;
+    std::lock_guard<std::mutex> al(a->mu);
+    for (const auto& [k, v] : a->victim_env) env[k] = v;
+  }
+  return env;
 }
 
 std::vector<std::pair<int64_t, uint64_t>> AntagonistManager::Children() const {

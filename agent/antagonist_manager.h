@@ -3,6 +3,7 @@
 // shell over this class.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,8 +26,15 @@ struct InjectorRequest {
   double max_duration_s = 3600;
 };
 
+// How the agent relays opaque rendezvous values (e.g. ncclUniqueId) through the controller.
+struct RendezvousRelay {
+  std::function<Status(const std::string& key, const std::string& value)> publish;
+  std::function<Result<std::string>(const std::string& key, double wait_s)> fetch;
+};
+
 struct AntagonistPolicy {
   std::string inject_binary = "codl-inject";
+  RendezvousRelay relay;
   std::vector<std::string> scratch_roots;  // passed to codl-inject as --scratch-root
   double max_duration_s = 4 * 3600;         // cap on any request
 };
@@ -78,6 +86,19 @@ class AntagonistManager {
                                 const std::map<std::string, std::string>& options,
                                 double duration_s);
 
+  // Counters and the latest achieved rate per injector (summed over its running antagonists),
+  // for the agent's metrics.
+  struct Stats {
+    int64_t started = 0;
+    int64_t lease_expirations = 0;
+    std::map<std::string, std::pair<double, std::string>> achieved_by_injector;  // rate, unit
+  };
+  Stats GetStats() const;
+
+  // Environment a victim needs to share what running antagonists set up, e.g. the MPS pipe
+  // directory of an mps_cotenant (CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY).
+  std::map<std::string, std::string> VictimEnvironment() const;
+
   // Every (pid, start time) the manager has running, for the agent's leftovers file.
   std::vector<std::pair<int64_t, uint64_t>> Children() const;
 
@@ -91,6 +112,8 @@ class AntagonistManager {
   const Clock* clock_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Antagonist>> antagonists_;
+  int64_t started_ = 0;
+  int64_t lease_expirations_ = 0;
 };
 
 }  // namespace codl::agent

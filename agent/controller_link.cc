@@ -102,6 +102,30 @@ bool ControllerLink::Heartbeat() {
   return true;
 }
 
+Status ControllerLink::PublishRendezvous(const std::string& key, const std::string& value) {
+  if (!stub_holder_) return Err("not connected to a controller");
+  v1::PublishRendezvousRequest req;
+  req.set_key(key);
+  req.set_value(value);
+  v1::PublishRendezvousReply reply;
+  auto ctx = rpc::MakeContext(5);
+  return rpc::FromGrpc(StubOf(stub_holder_)->PublishRendezvous(ctx.get(), req, &reply),
+                       "controller PublishRendezvous");
+}
+
+Result<std::string> ControllerLink::FetchRendezvous(const std::string& key, double wait_s) {
+  if (!stub_holder_) return Err("not connected to a controller");
+  v1::FetchRendezvousRequest req;
+  req.set_key(key);
+  req.set_wait_s(wait_s);
+  v1::FetchRendezvousReply reply;
+  auto ctx = rpc::MakeContext(wait_s + 5);
+  grpc::Status s = StubOf(stub_holder_)->FetchRendezvous(ctx.get(), req, &reply);
+  if (Status st = rpc::FromGrpc(s, "controller FetchRendezvous"); !st.ok()) return Err(st.error());
+  if (!reply.found()) return Err("not published within " + std::to_string(static_cast<int>(wait_s)) + " s");
+  return reply.value();
+}
+
 void ControllerLink::Loop() {
   for (;;) {
     {

@@ -35,6 +35,9 @@ class ControllerLink {
   Status Start();
   void Stop();
   bool registered() const { return registered_.load(); }
+  // The rendezvous relay through the controller (opaque bytes under a key).
+  Status PublishRendezvous(const std::string& key, const std::string& value);
+  Result<std::string> FetchRendezvous(const std::string& key, double wait_s);
 
  private:
   void Loop();

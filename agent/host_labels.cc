@@ -1,4 +1,3 @@
-#include <dirent.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -10,34 +9,10 @@
 
 #include "agent/agent.h"
 #include "agent/child_process.h"
+#include "injectors/gpu/gpu_info.h"
 
 namespace codl::agent {
 namespace {
-
-// GPUs as the NVIDIA driver lists them (no CUDA needed): /proc/driver/nvidia/gpus/*/information.
-void DetectGpus(std::map<std::string, std::string>* labels) {
-  int count = 0;
-  std::string names;
-  if (DIR* d = opendir("/proc/driver/nvidia/gpus")) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      ++count;
-      std::ifstream info(std::string("/proc/driver/nvidia/gpus/") + e->d_name + "/information");
-      std::string line;
-      while (std::getline(info, line)) {
-        if (line.rfind("Model:", 0) == 0) {
-          std::string model = line.substr(6);
-          model.erase(0, model.find_first_not_of(" \t"));
-          if (!names.empty()) names += ",";
-          names += model;
-        }
-      }
-    }
-    closedir(d);
-  }
-  (*labels)["gpus"] = std::to_string(count);
-  if (!names.empty()) (*labels)["gpu_names"] = names;
-}
 
 // Which injectors are available here, as codl-inject itself reports it.
 void DetectInjectors(const std::string& inject_binary, std::map<std::string, std::string>* labels) {
@@ -71,7 +46,9 @@ std::map<std::string, std::string> DetectHostLabels(const std::string& inject_bi
   if (sysinfo(&si) == 0) {
     labels["memory_bytes"] = std::to_string(static_cast<uint64_t>(si.totalram) * si.mem_unit);
   }
-  DetectGpus(&labels);
+  // GPU count, names, memory, driver and NCCL versions, MPS availability (probed in a child
+  // process so this daemon holds no CUDA context).
+  for (const auto& [k, v] : injectors::DetectGpuLabels()) labels[k] = v;
   DetectInjectors(inject_binary, &labels);
   return labels;
 }

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "controller/agent_registry.h"
+#include "controller/controller_metrics.h"
 #include "controller/controller_service.h"
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
@@ -35,7 +36,13 @@ Status Controller::Start() {
   hooks.option = [](const std::string& injector, const std::string& key, const std::string& value) {
     return injectors::ValidateOption(injector, key, value);
   };
-  scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(), SystemClock::Get(), hooks);
+  metrics_ = std::make_unique<ControllerMetrics>();
+  if (!options_.metrics_listen.empty()) {
+    if (Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
+    spdlog::info("controller metrics on http://{}/metrics", options_.metrics_listen);
+  }
+  scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(), SystemClock::Get(),
+                                                     hooks, metrics_.get());
   service_ = std::make_unique<ControllerServiceImpl>(
       agents_.get(), scheduler_.get(), runner_.get(), store_.get(), SystemClock::Get(),
       ServiceConfig{options_.heartbeat_interval_s, options_.lease_s});
@@ -55,6 +62,16 @@ Status Controller::Start() {
   }
   scheduler_->Start();
   started_ = true;
+  metrics_refresher_ = std::thread([this] {
+    while (!stopping_) {
+      int up = 0, down = 0;
+      for (const auto& a : agents_->List()) (a.alive() ? up : down) += 1;
+      metrics_->SetAgents(up, down);
+      auto [queued, running] = scheduler_->QueuedAndRunning();
+      metrics_->SetExperiments(queued, running);
+      for (int i = 0; i < 10 && !stopping_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
   spdlog::info("controller listening on {}, database {}", address_, options_.db_path);
   return Status::Ok();
 }
@@ -62,6 +79,8 @@ Status Controller::Start() {
 void Controller::Shutdown() {
   if (!started_) return;
   started_ = false;
+  stopping_ = true;
+  if (metrics_refresher_.joinable()) metrics_refresher_.join();
   // Order matters: the scheduler first (it stops the running trial's antagonists through the
   // agents), then the server.
   scheduler_->Shutdown();

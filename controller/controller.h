@@ -2,8 +2,10 @@
 // service. Used by codl-controller and embedded by `codlctl run`.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/result.h"
 #include "rpc/rpc_util.h"
@@ -22,6 +24,7 @@ class AgentRegistry;
 class ExperimentRunner;
 class ExperimentScheduler;
 class ControllerServiceImpl;
+class ControllerMetrics;
 
 struct ControllerOptions {
   std::string listen = "127.0.0.1:7700";
@@ -30,6 +33,7 @@ struct ControllerOptions {
   double agent_dead_after_s = 5;  // no heartbeat for this long: the agent is down
   double lease_s = 10;
   rpc::TlsFiles tls;
+  std::string metrics_listen;     // Prometheus /metrics, e.g. "127.0.0.1:9464"; empty = off
 };
 
 class Controller {
@@ -52,6 +56,9 @@ class Controller {
   std::unique_ptr<ExperimentScheduler> scheduler_;
   std::unique_ptr<ControllerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<ControllerMetrics> metrics_;
+  std::thread metrics_refresher_;
+  std::atomic<bool> stopping_{false};
   bool started_ = false;
 };
 

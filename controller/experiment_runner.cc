@@ -35,6 +35,7 @@ v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
 struct Running {
   int antagonist = 0;
   std::string node;
+  std::map<std::string, std::string> options;  // as sent: ranks/rendezvous filled in
   std::string id;
   std::shared_ptr<AgentClient> client;
   AntagonistResult result;
@@ -42,6 +43,24 @@ struct Running {
   bool started = false;
 };
 }  // namespace
+
+std::map<std::string, std::string> CollectiveOptions(const experiment::AntagonistSpec& a,
+                                                     size_t nodes, size_t node_index,
+                                                     const std::string& trial_scope) {
+  std::map<std::string, std::string> o = a.options;
+  if (a.injector == "nccl") {
+    // One codl-inject per node, ranks in node order; rank 0's ncclUniqueId is relayed by the
+    // controller (Publish/FetchRendezvous) under a key that names the antagonist.
+    if (!o.count("ranks")) o["ranks"] = std::to_string(nodes);
+    if (!o.count("rank")) o["rank"] = std::to_string(node_index);
+    if (!o.count("rendezvous_key") && o["ranks"] != "1") o["rendezvous_key"] = a.name;
+  }
+  // Scoped per trial: a key reused by the next trial must not find this trial's stale id.
+  if (o.count("rendezvous_key") && !o["rendezvous_key"].empty()) {
+    o["rendezvous_key"] = trial_scope + "/" + o["rendezvous_key"];
+  }
+  return o;
+}
 
 std::string OptionsKey(const std::map<std::string, std::string>& options) {
   std::string key;
@@ -171,10 +190,13 @@ TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
   std::vector<Running> running;
   for (const auto& part : trial.parts) {
     const auto& a = spec.antagonists[part.antagonist];
-    for (const auto& node : p.antagonist_nodes[part.antagonist]) {
+    const auto& nodes = p.antagonist_nodes[part.antagonist];
+    for (size_t ni = 0; ni < nodes.size(); ++ni) {
+      const std::string& node = nodes[ni];
       Running r;
       r.antagonist = part.antagonist;
       r.node = node;
+      r.options = CollectiveOptions(a, nodes.size(), ni, exp.id + "-t" + std::to_string(trial.index));
       r.id = exp.id + "-t" + std::to_string(trial.index) + "-" + a.name + "-" + node;
       r.client = agents_->Client(node);
       r.result.name = a.name;
@@ -204,7 +226,7 @@ TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
       const auto& a = spec.antagonists[r.antagonist];
       auto* is = req.mutable_spec();
       is->set_injector(a.injector);
-      for (const auto& [k, v] : a.options) (*is->mutable_options())[k] = v;
+      for (const auto& [k, v] : r.options) (*is->mutable_options())[k] = v;
       is->set_rate(r.result.target_rate);
       is->set_max_duration_s(spec.victim.timeout_s + spec.settle_s + 120);
       req.set_lease_s(spec.lease_s);

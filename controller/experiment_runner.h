@@ -67,6 +67,12 @@ class ExperimentRunner {
   RunnerOptions options_;
 };
 
+// The options one node's instance of an antagonist gets: for collectives (nccl) the rank, the
+// rank count (one process per selected node) and a per-trial rendezvous key.
+std::map<std::string, std::string> CollectiveOptions(const experiment::AntagonistSpec& a,
+                                                     size_t nodes, size_t node_index,
+                                                     const std::string& trial_scope);
+
 // "k=v,k=v" over sorted keys: the calibration cache key of an option set.
 std::string OptionsKey(const std::map<std::string, std::string>& options);
 

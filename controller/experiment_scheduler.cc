@@ -36,6 +36,7 @@ class ExperimentScheduler::Listener : public RunListener {
       ++live_->completed;
       if (t.state == TrialState::kFailed) ++live_->failed;
     }
+    if (s_->metrics_) s_->metrics_->OnTrialDone(t);
     char buf[512];
     snprintf(buf, sizeof buf, "trial %d/%zu %s: %s, metric %.4g s%s%s", t.index + 1,
              live_->plan.size(), t.pairing.c_str(), ToString(t.state), t.metric,
@@ -49,8 +50,18 @@ class ExperimentScheduler::Listener : public RunListener {
 };
 
 ExperimentScheduler::ExperimentScheduler(store::Store* store, ExperimentRunner* runner,
-                                         const Clock* clock, experiment::ParseHooks hooks)
-    : store_(store), runner_(runner), clock_(clock), hooks_(std::move(hooks)) {}
+                                         const Clock* clock, experiment::ParseHooks hooks,
+                                         ControllerMetrics* metrics)
+    : store_(store), runner_(runner), clock_(clock), hooks_(std::move(hooks)), metrics_(metrics) {}
+
+std::pair<int, int> ExperimentScheduler::QueuedAndRunning() {
+  std::lock_guard<std::mutex> l(mu_);
+  int queued = 0, running = 0;
+  for (const auto& [id, live] : live_) {
+    (live->record.state == ExperimentState::kRunning ? running : queued) += 1;
+  }
+  return {queued, running};
+}
 
 ExperimentScheduler::~ExperimentScheduler() { Shutdown(); }
 
@@ -280,6 +291,7 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
     live->current_pairing.clear();
   }
   (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms);
+  if (metrics_) metrics_->OnExperimentFinished(state);
   Publish(live, std::string("experiment ") + ToString(state) + (error.empty() ? "" : ": " + error), true);
   std::lock_guard<std::mutex> l(mu_);
   live_.erase(live->record.id);

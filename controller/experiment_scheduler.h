@@ -15,6 +15,7 @@
 
 #include "codl/v1/controller.pb.h"
 #include "common/clock.h"
+#include "controller/controller_metrics.h"
 #include "controller/experiment_runner.h"
 #include "experiment/spec.h"
 #include "store/store.h"
@@ -24,7 +25,7 @@ namespace codl::controller {
 class ExperimentScheduler {
  public:
   ExperimentScheduler(store::Store* store, ExperimentRunner* runner, const Clock* clock,
-                      experiment::ParseHooks hooks);
+                      experiment::ParseHooks hooks, ControllerMetrics* metrics = nullptr);
   ~ExperimentScheduler();
   void Start();
   void Shutdown();  // cancels the running experiment (its antagonists are stopped) and joins
@@ -44,6 +45,9 @@ class ExperimentScheduler {
   Result<int> Watch(const std::string& id, Watcher w);
   void Unwatch(int handle);
 
+  // How many experiments are queued and running now (for metrics).
+  std::pair<int, int> QueuedAndRunning();
+
  private:
   struct Live;
   class Listener;
@@ -57,6 +61,7 @@ class ExperimentScheduler {
   ExperimentRunner* runner_;
   const Clock* clock_;
   experiment::ParseHooks hooks_;
+  ControllerMetrics* metrics_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Live>> queue_;

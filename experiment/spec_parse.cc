@@ -368,7 +368,10 @@ AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
     }
   }
   if (a.intensities.empty()) Fail(n, path, "needs a non-empty 'levels' or 'rates' list");
-  if (m.Has("nodes")) a.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
+  if (m.Has("nodes")) {
+    a.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
+    a.nodes.specified = true;  // else the runner colocates it with the victim's node
+  }
   return a;
 }
 

@@ -6,7 +6,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
       liburing-dev libyaml-cpp-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev
       libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev ccache prometheus-cpp-dev libsystemd-dev
-      fio iproute2 procps python3)
+      fio iproute2 procps python3
+      systemd munge slurmctld slurmd slurm-client)  # deploy tests: systemd-analyze, a local Slurm
 pkgs+=(${CODL_DEPS_EXTRA:-})
 missing=()
 for p in "${pkgs[@]}"; do

@@ -110,13 +110,19 @@ srun --overlap --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1 --kill-on-
      "${agent_args[@]}" &
 srun_pid=$!
 
+# Graceful stop: SIGTERM to the step's tasks only (scancel --signal does not cancel the step), so
+# each agent stops its antagonists and the per-node part removes its scratch dir; the step then
+# ends by itself. Fallbacks: srun's own termination, then SIGKILL.
 stop_agents() {
-  if kill -0 "$srun_pid" 2>/dev/null; then
-    echo "codl-slurm-agents: stopping the agents"
-    kill -TERM "$srun_pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$srun_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$srun_pid" 2>/dev/null || true
-  fi
+  kill -0 "$srun_pid" 2>/dev/null || { wait "$srun_pid" 2>/dev/null; return 0; }
+  echo "codl-slurm-agents: stopping the agents"
+  local step
+  step=$(squeue -h -s -j "$SLURM_JOB_ID" -o "%i %j" 2>/dev/null | awk '$2 == "codl-agents" {print $1; exit}')
+  [[ -n "$step" ]] && scancel --signal=TERM "$step" 2>/dev/null
+  for _ in $(seq 1 100); do kill -0 "$srun_pid" 2>/dev/null || break; sleep 0.2; done
+  kill -TERM "$srun_pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$srun_pid" 2>/dev/null || break; sleep 0.2; done
+  kill -KILL "$srun_pid" 2>/dev/null || true
   wait "$srun_pid" 2>/dev/null || true
 }
 trap 'stop_agents; exit 143' TERM INT

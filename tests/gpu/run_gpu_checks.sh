@@ -59,10 +59,15 @@ record() {
 
 # run_logged NAME TIMEOUT_S CMD... — stdout+stderr to $LOGS/NAME.log; returns the exit code
 # (124 = timed out).
+LAST_RC=0
+LAST_LIMIT=0
 run_logged() {
   local name=$1 limit=$2
   shift 2
   timeout -k 5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  LAST_RC=$?
+  LAST_LIMIT=$limit
+  return "$LAST_RC"
 }
 
 # The last value of a numeric field in the summary line of a codl-inject --json log.
@@ -78,12 +83,17 @@ check() { awk "BEGIN { exit !($1) }"; }
 
 over_budget() { (( $(elapsed) > BUDGET_S )); }
 
-last_error() { grep -v '^{' "$1" 2>/dev/null | tail -3 | tr '\n' ' ' | cut -c1-300; }
+# Why the last run_logged step failed: its timeout, or the last non-JSON lines of its log.
+last_error() {
+  local why=""
+  [[ $LAST_RC == 124 || $LAST_RC == 137 ]] && why="timed out after ${LAST_LIMIT}s; "
+  echo "$why$(grep -v '^{' "$1" 2>/dev/null | tail -3 | tr '\n' ' ' | cut -c1-300)"
+}
 
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
   if [[ -n $COTENANT_PID ]] && kill -0 "$COTENANT_PID" 2>/dev/null; then
-    kill -INT "$COTENANT_PID" 2>/dev/null
+    kill -TERM "$COTENANT_PID" 2>/dev/null
     sleep 2
     kill -KILL "$COTENANT_PID" 2>/dev/null
   fi
@@ -150,11 +160,17 @@ fi
 mkdir -p "$TOOLS"
 arch=${CC:+sm_$CC}
 arch=${arch:-sm_90}
-# The two helper programs compile while CMake builds.
-( timeout -k 5 180 "$NVCC" -O2 -std=c++17 -arch="$arch" -o "$TOOLS/memcpy_baseline" \
+# The two helper programs compile while CMake builds (kept when reusing a build).
+build_tools() {
+  if [[ ${CODL_GPU_SKIP_BUILD:-0} == 1 && -x $TOOLS/memcpy_baseline && -x $TOOLS/gemm_victim ]]; then
+    return 0
+  fi
+  timeout -k 5 180 "$NVCC" -O2 -std=c++17 -arch="$arch" -o "$TOOLS/memcpy_baseline" \
     "$ROOT/tests/gpu/memcpy_baseline.cu" &&
-  timeout -k 5 180 "$NVCC" -O2 -std=c++17 -arch="$arch" -o "$TOOLS/gemm_victim" \
-    "$ROOT/tests/gpu/gemm_victim.cu" -lcublas ) >"$LOGS/nvcc_tools.log" 2>&1 &
+    timeout -k 5 180 "$NVCC" -O2 -std=c++17 -arch="$arch" -o "$TOOLS/gemm_victim" \
+      "$ROOT/tests/gpu/gemm_victim.cu" -lcublas
+}
+build_tools >"$LOGS/nvcc_tools.log" 2>&1 &
 tools_pid=$!
 if [[ ${CODL_GPU_SKIP_BUILD:-0} == 1 && -x $INJECT ]]; then
   record build skip "" "CODL_GPU_SKIP_BUILD=1: reusing $INJECT"
@@ -217,7 +233,7 @@ for dir in h2d d2h d2d bidir; do
       if check "$ratio >= 0.97"; then st=pass; else st=fail; fi
       record "memcpy.$dir.vs_baseline" "$st" "$ratio" "injector $(calc "${PEAK[$dir]}/1e9") GB/s vs cudaMemcpyAsync loop $(calc "$base/1e9") GB/s (goal >= 0.97)"
     else
-      record "memcpy.$dir.vs_baseline" fail "" "baseline: $(tail -1 "$LOGS/memcpy_${dir}_baseline.log")"
+      record "memcpy.$dir.vs_baseline" fail "" "baseline: $(last_error "$LOGS/memcpy_${dir}_baseline.log")"
     fi
   else
     record "memcpy.$dir.vs_baseline" skip "" "memcpy_baseline not built"
@@ -291,7 +307,10 @@ else
       --set pipe_dir="$own/pipe" --set log_dir="$own/log" --calibrate --duration 3s --json; then
     record mps.cotenant_peak_TFLOPs info "$(calc "$(summary_num "$LOGS/mps_calibrate.log" achieved_rate)/1e12")" \
       "sm_share $(summary_num "$LOGS/mps_calibrate.log" sm_share)% at sm_percent=50"
-    if grep -q '^{"mps":{.*"started":true}}$' "$LOGS/mps_calibrate.log" && [[ ! -S $own/pipe/control ]]; then
+    # After the run nothing may answer on the injector's pipe dir any more.
+    if grep -q '^{"mps":{.*"started":true}}$' "$LOGS/mps_calibrate.log" &&
+       ! echo get_server_list | timeout 10 env CUDA_MPS_PIPE_DIRECTORY="$own/pipe" \
+           nvidia-cuda-mps-control >"$LOGS/mps_own_after.log" 2>&1; then
       record mps.own_daemon pass "" "started, announced, and quit afterwards"
     else
       record mps.own_daemon fail "" "mps line or daemon shutdown not as expected"
@@ -327,23 +346,23 @@ else
           if check "$drop >= 0.10"; then st=pass; else st=fail; fi
           record mps.victim_drop "$st" "$drop" "GEMM victim $(calc "$base") -> $(calc "$inter") TFLOP/s beside a 50%-SM FMA co-tenant (goal: drop >= 10%)"
         else
-          record mps.victim_drop fail "" "victim: $(tail -1 "$LOGS/victim_shared.log")"
+          record mps.victim_drop fail "" "victim: $(last_error "$LOGS/victim_shared.log")"
         fi
       else
         record mps.cotenant fail "" "no mps line with started:false: $(last_error "$LOGS/mps_cotenant.log")"
       fi
-      kill -INT "$COTENANT_PID" 2>/dev/null
+      kill -TERM "$COTENANT_PID" 2>/dev/null
       for _ in $(seq 1 100); do kill -0 "$COTENANT_PID" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$COTENANT_PID" 2>/dev/null
       wait "$COTENANT_PID" 2>/dev/null
       COTENANT_PID=""
       if grep -q '"summary":true' "$LOGS/mps_cotenant.log"; then
-        record mps.cotenant_stop pass "" "co-tenant stopped on SIGINT with a summary"
+        record mps.cotenant_stop pass "" "co-tenant stopped on SIGTERM with a summary"
       else
-        record mps.cotenant_stop fail "" "no summary after SIGINT"
+        record mps.cotenant_stop fail "" "no summary after SIGTERM"
       fi
     else
-      record mps.victim_alone fail "" "$(tail -2 "$LOGS/victim_alone.log" | tr '\n' ' ')"
+      record mps.victim_alone fail "" "$(last_error "$LOGS/victim_alone.log")"
     fi
     if echo quit | timeout 20 "${SHARED_ENV[@]}" nvidia-cuda-mps-control >>"$LOGS/mps_daemon.log" 2>&1; then
       record mps.daemon_quit pass "" "the script's daemon quit"

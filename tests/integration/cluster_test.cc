@@ -1,6 +1,10 @@
 // End-to-end tests with real processes: codl-controller, codl-agent(s), codl-inject children and
 // codlctl, over loopback gRPC.
 #include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -46,11 +50,12 @@ class Cluster {
                            "--heartbeat-interval", "200ms"},
                           dir_ + "/controller.log");
   }
-  void StartAgent(const std::string& id) {
-    agents_.emplace_back(Process({Bin("codl-agent"), "--controller", address_, "--id", id,
-                                  "--listen", "127.0.0.1:0", "--scratch-root", dir_,
-                                  "--state-dir", dir_ + "/state-" + id},
-                                 dir_ + "/agent-" + id + ".log"));
+  void StartAgent(const std::string& id, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {Bin("codl-agent"), "--controller", address_, "--id", id,
+                                     "--listen", "127.0.0.1:0", "--scratch-root", dir_,
+                                     "--state-dir", dir_ + "/state-" + id};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    agents_.emplace_back(Process(argv, dir_ + "/agent-" + id + ".log"));
   }
   bool WaitForAgents(size_t n) {
     return WaitUntil(
@@ -91,7 +96,7 @@ class Cluster {
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = MakeTempDir("codl-it"); }
-  void TearDown() override { RemoveTree(dir_); }
+  void TearDown() override { if (!getenv("CODL_KEEP_TEST_DIR")) RemoveTree(dir_); }
   std::string dir_;
 };
 
@@ -215,7 +220,8 @@ TEST_F(ClusterTest, RestartedControllerServesCompletedTrials) {
   ASSERT_EQ(before.exit_code, 0) << before.err;
   auto count = [](const std::string& json) {
     int n = 0;
-    for (const auto& p : nlohmann::json::parse(json)["pairings"]) {
+    const auto results = nlohmann::json::parse(json);
+    for (const auto& p : results["pairings"]) {
       n += p["n"].get<int>() + p["n_flagged"].get<int>() + p["n_failed"].get<int>();
     }
     return n;
@@ -241,6 +247,120 @@ TEST_F(ClusterTest, EmbeddedRunWritesResultsDatabase) {
   ASSERT_EQ(res.exit_code, 0) << res.err;
   EXPECT_NE(res.out.find("membw@1"), std::string::npos) << res.out;
   EXPECT_TRUE(ProcessesMatching("codl-inject memcpy --set buffer_size=8MiB").empty());
+}
+
+TEST_F(ClusterTest, EveryHostInjectorRunsThroughTheAgentAndCalibrationIsCached) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  // `codlctl calibrate` measures and caches a peak that experiments then reuse.
+  auto cal = c.Ctl({"calibrate", "memcpy", "--set", "threads=1", "--set", "buffer_size=8MiB",
+                    "--duration", "1s"});
+  ASSERT_EQ(cal.exit_code, 0) << cal.out << cal.err << c.Logs();
+  EXPECT_NE(cal.out.find("peak"), std::string::npos) << cal.out;
+  WriteFile(dir_ + "/exp.yaml",
+            "name: injectors\n"
+            "victim: {command: [sleep, '1'], progress: {format: wall}, timeout: 30s}\n"
+            "antagonists:\n"
+            "  - {name: nothing, injector: noop, rates: ['1000']}\n"
+            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, levels: [0.3]}\n"
+            "  - {name: disk, injector: io_uring, options: {dir: " + dir_ + ", mode: randread, block_size: 4KiB,\n"
+            "     queue_depth: 8, nr_files: 1, file_size: 8MiB}, rates: [20MiB/s]}\n"
+            "repetitions: 1\nsettle: 2s\n");
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err << c.Logs();
+  EXPECT_EQ(sub.err.find("calibrating membw"), std::string::npos) << "the cached peak must be reused";
+  auto res = c.Ctl({"results", "latest", "-o", "json"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  std::set<std::string> seen;
+  const auto results = nlohmann::json::parse(res.out);
+  for (const auto& p : results["pairings"]) {
+    for (const auto& a : p["antagonists"]) {
+      seen.insert(a["name"].get<std::string>());
+      EXPECT_GT(a["achieved_rate"].get<double>(), 0) << a.dump();
+      EXPECT_GT(a["target_rate"].get<double>(), 0) << a.dump();
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"nothing", "membw", "disk"})) << res.out;
+  // io_uring removed its file set when stopped.
+  EXPECT_TRUE(ProcessesMatching("codl-inject io_uring").empty());
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().rfind("codl-inject.", 0), std::string::npos) << e.path();
+  }
+}
+
+TEST_F(ClusterTest, RestartedAgentRemovesFilesOfAKilledInjector) {
+  // A codl-inject killed with SIGKILL cannot clean up its scratch directory...
+  Process inject({Bin("codl-inject"), "io_uring", "--set", "dir=" + dir_, "--set", "nr_files=1",
+                  "--set", "file_size=4MiB", "--set", "block_size=4KiB", "--rate", "10MiB/s",
+                  "--scratch-root", dir_, "--json"},
+                 dir_ + "/inject.log");
+  auto leftovers = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      n += e.path().filename().string().rfind("codl-inject.", 0) == 0;
+    }
+    return n;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(dir_ + "/inject.log").find("achieved") != std::string::npos; }, 30))
+      << ReadFile(dir_ + "/inject.log");
+  inject.Signal(SIGKILL);
+  inject.Wait(5);
+  ASSERT_EQ(leftovers(), 1);
+  // ...the agent removes it when it (re)starts.
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  EXPECT_EQ(leftovers(), 0) << c.Logs();
+}
+
+// The NCCL rendezvous without MPI: rank 0's codl-inject prints its 128-byte ncclUniqueId, its
+// agent publishes it to the controller, and the agent of rank 1 fetches it and passes it on.
+// No GPU is needed to test the relay: a stand-in codl-inject speaks the same stdout protocol.
+TEST_F(ClusterTest, NcclUniqueIdIsRelayedThroughTheController) {
+  std::string id_hex;
+  for (int i = 0; i < 128; ++i) {
+    char b[3];
+    snprintf(b, sizeof b, "%02x", (i * 37 + 11) & 0xff);
+    id_hex += b;
+  }
+  const std::string fake = dir_ + "/fake-inject";
+  WriteFile(fake,
+            "#!/bin/sh\n"
+            "# stand-in for codl-inject: rank 0 publishes, rank 1 records what it was given\n"
+            "case \"$*\" in *--list*|*--cleanup-stale*) exit 0;; esac\n"
+            "for a in \"$@\"; do case \"$a\" in\n"
+            "  rendezvous_key=*) key=${a#rendezvous_key=};; unique_id=*) uid=${a#unique_id=};;\n"
+            "  rank=*) rank=${a#rank=};; esac; done\n"
+            "if [ \"$rank\" = 0 ]; then\n"
+            "  printf '{\"rendezvous_publish\":{\"key\":\"%s\",\"value_hex\":\"" + id_hex + "\"}}\\n' \"$key\"\n"
+            "else echo \"$uid\" > " + dir_ + "/rank1-$$.txt; fi\n"
+            "trap 'echo {\"summary\":true,\"achieved_rate\":1,\"unit\":\"busbw bytes/s\"}; exit 0' TERM\n"
+            "while :; do echo '{\"t_s\":0.1,\"achieved\":100,\"target\":100,\"unit\":\"busbw bytes/s\"}'; sleep 0.1; done\n");
+  chmod(fake.c_str(), 0755);
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a", {"--inject-binary", fake});
+  c.StartAgent("b", {"--inject-binary", fake});
+  ASSERT_TRUE(c.WaitForAgents(2)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml",
+            "name: relay\n"
+            "victim: {command: [sleep, '0.5'], progress: {format: wall}, timeout: 30s}\n"
+            "antagonists:\n"
+            "  - {name: bg, injector: nccl, options: {op: allreduce, size: 1MiB}, rates: ['100'],\n"
+            "     nodes: {hosts: [a, b]}}\n"
+            "repetitions: 1\nsettle: 1s\n");
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err << c.Logs();
+  std::string got;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    if (e.path().filename().string().rfind("rank1-", 0) == 0) got = ReadFile(e.path());
+  }
+  while (!got.empty() && got.back() == '\n') got.pop_back();
+  EXPECT_EQ(got, id_hex) << c.Logs();
+  EXPECT_NE(c.Logs().find("relayed rendezvous"), std::string::npos) << c.Logs();
 }
 
 TEST_F(ClusterTest, BadInputExitsTwoWithLocation) {

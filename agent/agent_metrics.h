@@ -1,0 +1,43 @@
+// AgentMetrics: the agent's Prometheus metrics on --metrics-listen (prefix codl_agent_, base
+// units, _total counters). Refreshed by the agent's watchdog once a second.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace prometheus {
+class Exposer;
+class Registry;
+}  // namespace prometheus
+
+namespace codl::agent {
+
+class AgentMetrics {
+ public:
+  AgentMetrics();
+  ~AgentMetrics();
+  Status Serve(const std::string& listen);
+
+  struct Snapshot {
+    int running = 0;
+    double controller_silence_s = 0;
+    int64_t started = 0;
+    int64_t lease_expirations = 0;
+    int64_t victims_ok = 0;
+    int64_t victims_failed = 0;
+    std::map<std::string, std::pair<double, std::string>> achieved_by_injector;  // rate, unit
+  };
+  void Update(const Snapshot& s);
+
+ private:
+  struct Families;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Families> f_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  Snapshot last_;
+};
+
+}  // namespace codl::agent

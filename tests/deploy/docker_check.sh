@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# deploy/docker/Dockerfile cannot be built here (no Docker daemon), so this checks what can be
+# checked without one: every repository path it copies exists, every target it builds is a
+# CMake target of this build, every binary it installs is built, and the runtime stage's Debian
+# packages provide every shared library those binaries load (ldd -> dpkg -S -> the packages the
+# runtime list pulls in, with their dependencies).
+# Usage: docker_check.sh SOURCE_DIR BUILD_DIR
+set -uo pipefail
+src=${1:?source dir}
+build=${2:?build dir}
+df=${CODL_DOCKERFILE:-$src/deploy/docker/Dockerfile}
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+for p in $(grep -oE '(deploy|docs|scripts)/[A-Za-z0-9_./-]+' "$df" | sort -u); do
+  [[ -e "$src/$p" ]] || bad "Dockerfile names $p, which does not exist"
+done
+
+targets=$(cmake --build "$build" --target help 2>/dev/null | sed -n 's/^\([A-Za-z0-9_.-]*\): .*/\1/p')
+built=$(sed -n 's/.*cmake --build \/build --target \(.*\)\\$/\1/p; s/.*cmake --build \/build --target \(.*\) &&.*/\1/p' "$df" | head -1)
+[[ -n "$built" ]] || bad "cannot find the build command's targets in the Dockerfile"
+for t in $built; do
+  [[ "$t" == "&&" || "$t" == "\\" ]] && continue
+  grep -qx "$t" <<<"$targets" || bad "Dockerfile builds '$t', which is not a CMake target"
+done
+bins=()
+for b in $(grep -oE '/build/bin/[A-Za-z0-9_-]+' "$df" | sort -u) ; do
+  name=${b#/build/bin/}
+  grep -qw "$name" <<<"$built" || bad "Dockerfile installs $name but does not build it"
+  bins+=("$name")
+done
+grep -q 'install(TARGETS codl-inject' "$src/inject/CMakeLists.txt" ||
+  bad "codl-inject lost its install() rule; the Dockerfile relies on cmake --install for it"
+bins+=(codl-inject)
+
+# Runtime libraries: the runtime stage's packages (with their dependencies) must provide them.
+if ! apt-cache show libc6 >/dev/null 2>&1; then
+  echo "note: no apt package lists here (apt-get update): runtime library check skipped"
+else
+  runtime_pkgs=$(awk '/^FROM .* AS runtime/{r=1} /^FROM runtime AS/{r=0} r' "$df" |
+    sed -n '/apt-get install/,/&& if/p' | grep -oE '\b(lib[a-z0-9.+-]+|ca-certificates|procps)\b' | sort -u)
+  closure=$( (echo "$runtime_pkgs"; apt-cache depends --recurse --no-recommends --no-suggests \
+      --no-conflicts --no-breaks --no-replaces --no-enhances $runtime_pkgs 2>/dev/null) |
+    sed 's/^ *\(Depends\|PreDepends\): //; s/[<>]//g' | grep -v '^ ' | sort -u)
+  for b in "${bins[@]}"; do
+    [[ -x "$build/bin/$b" ]] || { bad "$build/bin/$b not built"; continue; }
+    for lib in $(ldd "$build/bin/$b" | awk '$3 ~ /^\// {print $3}'); do
+      pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1)
+      [[ -z "$pkg" ]] && continue  # not from a Debian package (e.g. CUDA under /usr/local)
+      grep -qx "$pkg" <<<"$closure" && continue
+      prio=$(apt-cache show "$pkg" 2>/dev/null | sed -n 's/^Priority: //p' | head -1)
+      [[ "$prio" == required ]] && continue  # in every Debian image
+      bad "$b needs $lib from package $pkg, which the runtime stage does not install"
+    done
+  done
+fi
+((fail)) && exit 1
+echo "Dockerfile consistent with the build (paths, targets, binaries, runtime libraries)"
