@@ -26,8 +26,18 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {
     options_.agent_id = host;
   }
   if (options_.scratch_roots.empty()) {
-    const char* tmp = getenv("TMPDIR");
-    options_.scratch_roots.push_back(tmp && *tmp ? tmp : "/tmp");
+    // Same defaults as codl-inject: CODL_SCRATCH_ROOTS (colon-separated), else the temp dir.
+    if (const char* env = getenv("CODL_SCRATCH_ROOTS"); env && *env) {
+      std::stringstream ss(env);
+      std::string root;
+      while (std::getline(ss, root, ':')) {
+        if (!root.empty()) options_.scratch_roots.push_back(root);
+      }
+    }
+    if (options_.scratch_roots.empty()) {
+      const char* tmp = getenv("TMPDIR");
+      options_.scratch_roots.push_back(tmp && *tmp ? tmp : "/tmp");
+    }
   }
 }
 

@@ -23,6 +23,8 @@ struct AntagonistManager::Antagonist {
   std::string error;  // set when stopped by the lease or when the child failed
   std::map<std::string, std::string> victim_env;  // from an {"mps":{...}} line
   const RendezvousRelay* relay = nullptr;
+  const Clock* clock = nullptr;
+  int64_t started_unix_ns = 0;  // when the child was spawned (agent clock)
   void Publish(const nlohmann::json& p);
 
   void OnLine(std::string_view line) {
@@ -48,7 +50,10 @@ struct AntagonistManager::Antagonist {
     }
     if (!j.contains("achieved")) return;
     RateSample s;
-    s.t_s = j.value("t_s", 0.0);
+    // Time stamped on arrival, relative to the spawn: codl-inject's own t_s starts after its
+    // setup (file preallocation can take seconds), which would shift the series.
+    s.t_s = clock && started_unix_ns > 0 ? (clock->UnixNanos() - started_unix_ns) / 1e9
+                                         : j.value("t_s", 0.0);
     s.achieved = j.value("achieved", 0.0);
     s.target = j.value("target", 0.0);
     if (j.contains("unit")) unit = j.value("unit", unit);
@@ -186,6 +191,8 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
 
   ChildProcess::Options o;
   o.argv = argv;
+  a->clock = clock_;
+  a->started_unix_ns = clock_->UnixNanos();
   Antagonist* raw = a.get();
   o.on_stdout = [raw](std::string_view line) { raw->OnLine(line); };
   auto child = ChildProcess::Spawn(std::move(o));
@@ -193,7 +200,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   a->child = std::move(child.value());
   Started s;
   s.pid = a->child->pid();
-  s.started_unix_ns = clock_->UnixNanos();
+  s.started_unix_ns = a->started_unix_ns;
   spdlog::info("antagonist {} started: {} pid {}", id, req.injector, s.pid);
   std::lock_guard<std::mutex> l(mu_);
   antagonists_[id] = std::move(a);

@@ -27,6 +27,7 @@ void ApplyFile(const cfg::AgentConfig& f, const CLI::App& app, codl::agent::Agen
   cfg::FromFileUnlessFlag(app, "--lease", f.lease_s, o.lease_s);
   cfg::FromFileUnlessFlag(app, "--heartbeat-interval", f.heartbeat_interval_s, o.heartbeat_interval_s);
   cfg::FromFileUnlessFlag(app, "--state-dir", f.state_dir, o.state_dir);
+  cfg::FromFileUnlessFlag(app, "--metrics-listen", f.metrics_listen, o.metrics_listen);
   if (f.tls && !app.count("--tls-ca") && !app.count("--tls-cert") && !app.count("--tls-key")) {
     o.tls = codl::rpc::TlsFiles{f.tls->ca, f.tls->cert, f.tls->key};
   }
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", o.state_dir, "where the agent keeps its leftovers file");
   app.add_option("--inject-binary", o.inject_binary, "codl-inject to run (default: beside codl-agent)")
       ->capture_default_str();
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "serve Prometheus /metrics on this host:port (default: off)");
   app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
   app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
   app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");

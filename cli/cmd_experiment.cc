@@ -143,7 +143,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   std::string address = ConfiguredController(g.controller);
   if (address.empty()) {
     if (!o.quiet) fprintf(stderr, "codlctl: no controller configured: starting an embedded controller and agent (results in %s)\n", o.db.c_str());
-    if (Status s = embedded.Start(o.db, *lease); !s.ok()) {
+    if (Status s = embedded.Start(o.db, *lease, o.scratch_roots); !s.ok()) {
       fprintf(stderr, "codlctl run: %s\n", s.error().c_str());
       return kExitFailed;
     }

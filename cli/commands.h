@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "rpc/rpc_util.h"
 
@@ -24,6 +25,7 @@ struct RunOptions {
   std::string output = "table";
   std::string report;       // --report FILE: also write the HTML report
   std::string lease = "10s";
+  std::vector<std::string> scratch_roots;  // embedded agent: where injectors may write
   bool quiet = false;
 };
 

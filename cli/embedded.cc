@@ -16,7 +16,8 @@ namespace codl::cli {
 EmbeddedCluster::EmbeddedCluster() = default;
 EmbeddedCluster::~EmbeddedCluster() { Shutdown(); }
 
-Status EmbeddedCluster::Start(const std::string& db_path, double lease_s) {
+Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
+                              const std::vector<std::string>& scratch_roots) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "codl-run-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) return Err("cannot create a private directory for the sockets");
   dir_ = tmpl;
@@ -36,6 +37,7 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s) {
   ao.lease_s = lease_s;
   ao.heartbeat_interval_s = 0.5;
   ao.labels["embedded"] = "true";
+  ao.scratch_roots = scratch_roots;
   agent_ = std::make_unique<agent::Agent>(ao);
   if (Status s = agent_->Start(); !s.ok()) return s;
   // The first experiment needs a live agent: wait for its registration (usually a few ms).

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -21,7 +22,8 @@ class EmbeddedCluster {
  public:
   EmbeddedCluster();
   ~EmbeddedCluster();
-  Status Start(const std::string& db_path, double lease_s);
+  Status Start(const std::string& db_path, double lease_s,
+               const std::vector<std::string>& scratch_roots);
   void Shutdown();
   const std::string& controller_address() const { return controller_address_; }
 

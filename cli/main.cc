@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
   run->add_option("-o,--output", ro.output, "table | csv | json")->capture_default_str();
   run->add_option("--report", ro.report, "also write the HTML report to this file");
   run->add_option("--lease", ro.lease, "embedded agent's dead-man lease")->capture_default_str();
+  run->add_option("--scratch-root", ro.scratch_roots,
+                  "embedded agent: directory injectors may write under (repeatable; default "
+                  "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
   run->add_flag("-q,--quiet", ro.quiet, "no progress output");
 
   auto* submit = app.add_subcommand("submit", "send an experiment to the controller; prints its id");

@@ -56,7 +56,7 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     MapReader m(root, "",
                 {"controller", "listen", "advertise", "id", "labels", "scratch_roots",
                  "allow_victim", "max_level", "lease", "heartbeat_interval", "state_dir", "tls",
-                 "token_file"});
+                 "token_file", "metrics_listen"});
     if (m.Has("controller")) c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("advertise")) c.advertise = internal::Address(m.Value("advertise"), "advertise", 1);
@@ -79,6 +79,9 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     if (m.Has("state_dir")) c.state_dir = Anchor(internal::FilePath(m.Value("state_dir"), "state_dir"), filename);
     if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
     if (m.Has("token_file")) c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
+    if (m.Has("metrics_listen")) {
+      c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
+    }
   });
   if (!s.ok()) return Err(s.error());
   return c;

@@ -39,6 +39,7 @@ struct AgentConfig {
   std::optional<std::string> state_dir;
   std::optional<TlsPaths> tls;
   std::optional<std::string> token_file;
+  std::optional<std::string> metrics_listen;  // Prometheus /metrics address
 };
 
 struct ControllerConfig {
@@ -48,7 +49,7 @@ struct ControllerConfig {
   std::optional<double> heartbeat_interval_s;
   std::optional<TlsPaths> tls;
   std::optional<std::string> token_file;
-  std::optional<std::string> metrics_listen;  // Prometheus /metrics address (reserved)
+  std::optional<std::string> metrics_listen;  // Prometheus /metrics address
 };
 
 // `filename` is used in messages and to resolve relative paths.

@@ -27,9 +27,7 @@ void ApplyFile(const cfg::ControllerConfig& f, const CLI::App& app,
   if (f.tls && !app.count("--tls-ca") && !app.count("--tls-cert") && !app.count("--tls-key")) {
     o.tls = codl::rpc::TlsFiles{f.tls->ca, f.tls->cert, f.tls->key};
   }
-  if (f.metrics_listen) {
-    spdlog::warn("codl-controller: metrics_listen is reserved; this build serves no /metrics");
-  }
+  cfg::FromFileUnlessFlag(app, "--metrics-listen", f.metrics_listen, o.metrics_listen);
 }
 
 }  // namespace
@@ -50,6 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-interval", o.heartbeat_interval_s, "how often agents heartbeat")
       ->transform(cfg::DurationFlag())
       ->default_str("1s");
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "serve Prometheus /metrics on this host:port (default: off)");
   app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
   app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
   app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");

@@ -93,6 +93,9 @@ class IoUringInjector final : public Injector {
             IntOption("rwmix_read", "50", 0, 100, "percent of reads in rw/randrw", "%"),
             SizeOption("block_size", "1MiB", 512, 64.0 * kMiB, "bytes per I/O"),
             IntOption("queue_depth", "32", 1, 4096, "I/Os kept in flight"),
+            IntOption("complete_batch", "0", 0, 4096,
+                      "completions to wait for per wake-up when not paced (0 = queue_depth/4); "
+                      "fewer wake-ups per I/O, like fio's iodepth_batch_complete_min"),
             IntOption("nr_files", "4", 1, 1024, "files in the set"),
             SizeOption("file_size", "256MiB", 1.0 * kMiB, 16.0 * 1024 * 1024 * kMiB,
                        "size of each file (preallocated; filled with data for read modes)"),
@@ -136,6 +139,10 @@ class IoUringInjector final : public Injector {
       return "option 'block_size': " + o.Text("block_size") +
              " must be a multiple of 512 with direct=true (O_DIRECT)";
     }
+    if (o.Int("complete_batch") > o.Int("queue_depth")) {
+      return "option 'complete_batch' (" + o.Text("complete_batch") +
+             ") must not exceed 'queue_depth' (" + o.Text("queue_depth") + ")";
+    }
     const double buffers = static_cast<double>(bs) * static_cast<double>(o.Int("queue_depth"));
     if (buffers > kMaxBufferBytes) {
       return "options 'queue_depth' x 'block_size' = " + o.Text("queue_depth") + " x " +
@@ -161,6 +168,7 @@ class IoUringInjector final : public Injector {
   int rwmix_read_ = 50;
   uint64_t block_size_ = kMiB;
   int queue_depth_ = 32;
+  unsigned complete_batch_ = 8;
   int nr_files_ = 4;
   uint64_t file_size_ = 256 * kMiB;
   bool direct_ = true, reg_buffers_ = true, reg_files_ = true, sqpoll_ = false;
@@ -176,6 +184,8 @@ Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const
   rwmix_read_ = static_cast<int>(o.Int("rwmix_read"));
   block_size_ = o.Size("block_size");
   queue_depth_ = static_cast<int>(o.Int("queue_depth"));
+  complete_batch_ = o.Int("complete_batch") > 0 ? static_cast<unsigned>(o.Int("complete_batch"))
+                                                : std::max(1, queue_depth_ / 4);
   nr_files_ = static_cast<int>(o.Int("nr_files"));
   file_size_ = o.Size("file_size") / block_size_ * block_size_;  // whole blocks only
   direct_ = o.Bool("direct");
@@ -287,7 +297,7 @@ int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) 
     attempts.push_back({IORING_SETUP_SQPOLL | IORING_SETUP_SINGLE_ISSUER, "sqpoll"});
     attempts.push_back({IORING_SETUP_SQPOLL, "sqpoll"});
   }
-  if (!getenv("NODEFER")) attempts.push_back({IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, ""});
+  attempts.push_back({IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, ""});
   attempts.push_back({IORING_SETUP_COOP_TASKRUN, ""});
   attempts.push_back({0, ""});
   int ret = -EINVAL;
@@ -410,13 +420,15 @@ Status IoUringInjector::Loop(WorkerContext& ctx) {
       ctx.stop.SleepFor(std::min(wait, 0.005));
       continue;
     }
-    // Wait for at least one completion, but never past the next pacing slot (when paced) or
-    // 20 ms, so pacing stays accurate and a stop is seen quickly.
+    // Paced: wait for one completion, never past the next pacing slot, so pacing stays
+    // accurate. Unpaced: wait for a batch (queue_depth/4 by default): on small I/O the cost is
+    // the wake-up per completion, and batching them measured +10-20% IOPS on 4 KiB randread
+    // while keeping the device queue at least 3/4 full. 20 ms cap: a stop is seen quickly.
+    const unsigned want = wait > 0 ? 1 : std::min(inflight, complete_batch_);
     const double limit = wait > 0 ? std::min(wait, 0.005) : 0.02;
     __kernel_timespec ts{0, static_cast<long long>(limit * 1e9)};
     io_uring_cqe* cqe = nullptr;
-    static const bool notimeout = getenv("NOTIMEOUT") != nullptr;
-    const int ret = (notimeout && wait <= 0) ? io_uring_submit_and_wait(&ring, 1) : io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
+    const int ret = io_uring_submit_and_wait_timeout(&ring, &cqe, want, &ts, nullptr);
     if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
       error = "io_uring: submit failed: " + Errno(-ret);
       break;

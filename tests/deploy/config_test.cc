@@ -24,8 +24,12 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 std::string SourceDir() {
-  const char* d = getenv("CODL_SOURCE_DIR");
-  return d ? d : ".";
+  if (const char* d = getenv("CODL_SOURCE_DIR")) return d;
+#ifdef CODL_TEST_SOURCE_DIR
+  return CODL_TEST_SOURCE_DIR;  // compiled in by codl_add_gtest
+#else
+  return ".";
+#endif
 }
 
 std::string TempDir() {
@@ -88,6 +92,7 @@ heartbeat_interval: 500ms
 state_dir: state
 tls: {ca: /etc/codl/ca.pem, cert: certs/agent.pem, key: /etc/codl/agent.key}
 token_file: /etc/codl/token
+metrics_listen: 0.0.0.0:9465
 )",
                             "/etc/codl/agent.yaml");
   ASSERT_TRUE(c.ok()) << c.error();
@@ -106,6 +111,7 @@ token_file: /etc/codl/token
   EXPECT_EQ(c->tls->cert, "/etc/codl/certs/agent.pem");
   EXPECT_EQ(c->tls->ca, "/etc/codl/ca.pem");
   EXPECT_EQ(*c->token_file, "/etc/codl/token");
+  EXPECT_EQ(*c->metrics_listen, "0.0.0.0:9465");
 }
 
 TEST(AgentConfig, EmptyAndCommentOnlyFilesSetNothing) {

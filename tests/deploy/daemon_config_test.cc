@@ -1,6 +1,8 @@
 // codl-controller and codl-agent as processes: --config files with flags overriding them,
 // config errors naming FILE:LINE:COL, and the systemd notify protocol (READY=1 only once the
 // daemon serves, WATCHDOG=1 pings, STOPPING=1 on SIGTERM) against a fake $NOTIFY_SOCKET.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,6 +17,28 @@ namespace codl::testing {
 namespace {
 
 using ::testing::HasSubstr;
+
+// GET http://127.0.0.1:port/path over a plain socket; "" when nothing answers.
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[8192];
+      ssize_t n;
+      while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, n);
+    }
+  }
+  close(fd);
+  return out;
+}
 
 class DaemonConfigTest : public ::testing::Test {
  protected:
@@ -34,12 +58,14 @@ class DaemonConfigTest : public ::testing::Test {
 
 TEST_F(DaemonConfigTest, FileValuesThenFlagsOverride) {
   // Relative paths in a config file are relative to the file: the database lands in dir_.
+  const int metrics_port = FreeLoopbackPort();
   WriteFile(dir_ + "/controller.yaml",
             "listen: " + address_ + "\ndatabase: results.db\nheartbeat_interval: 200ms\nlease: 5s\n");
   WriteFile(dir_ + "/agent.yaml",
             "controller: " + address_ + "\nlisten: 127.0.0.1:0\nid: from-file\n"
             "labels: {source: file, over: file}\nscratch_roots: [" + dir_ + "]\n"
-            "state_dir: state\nmax_level: 0.5\n");
+            "state_dir: state\nmax_level: 0.5\n"
+            "metrics_listen: 127.0.0.1:" + std::to_string(metrics_port) + "\n");
   Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml"},
                      dir_ + "/controller.log");
   Process agent({Bin("codl-agent"), "--config", dir_ + "/agent.yaml", "--id", "from-flag",
@@ -53,6 +79,7 @@ TEST_F(DaemonConfigTest, FileValuesThenFlagsOverride) {
   EXPECT_EQ(json.find("from-file"), std::string::npos) << "--id must override the file's id";
   EXPECT_EQ(access((dir_ + "/results.db").c_str(), F_OK), 0) << "database: relative to the file";
   EXPECT_EQ(access((dir_ + "/state").c_str(), F_OK), 0) << "state_dir: relative to the file";
+  EXPECT_THAT(HttpGet(metrics_port, "/metrics"), HasSubstr("200 OK")) << "agent metrics_listen from the file";
   agent.Signal(SIGTERM);
   EXPECT_EQ(agent.Wait(10), 0);
   controller.Signal(SIGTERM);

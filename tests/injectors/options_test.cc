@@ -46,7 +46,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadOption{"io_uring", "file_size", "512KiB", "option 'file_size': 512KiB is out of range [1MiB, 16TiB]"},
         BadOption{"io_uring", "foo", "1",
                   "unknown option 'foo' for injector 'io_uring' (known: dir, mode, rwmix_read, block_size, "
-                  "queue_depth, nr_files, file_size, direct, registered_buffers, registered_files, sqpoll)"},
+                  "queue_depth, complete_batch, nr_files, file_size, direct, registered_buffers, registered_files, "
+                  "sqpoll)"},
         BadOption{"memcpy", "threads", "0", "option 'threads': 0 is out of range [1, 1024]"},
         BadOption{"memcpy", "buffer_size", "1KiB", "option 'buffer_size': 1KiB is out of range [64KiB, 64GiB]"},
         BadOption{"memcpy", "nontemporal", "always", "option 'nontemporal': 'always' is not one of: auto, on, off"},
@@ -76,6 +77,8 @@ TEST(OptionsTest, CrossOptionChecks) {
   EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "1000"}}),
             "option 'block_size': 1000 must be a multiple of 512 with direct=true (O_DIRECT)");
   EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "1000"}, {"direct", "false"}}), "");
+  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"complete_batch", "9"}}),
+            "option 'complete_batch' (9) must not exceed 'queue_depth' (8)");
   EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "zero"}}),
             "option 'pin': 'zero' is not 'none' or a CPU list like 0-3,6");
   EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "4000"}}),

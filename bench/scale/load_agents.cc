@@ -1,0 +1,708 @@
+// codl-load-agents: N lightweight agents against one real codl-controller, for the scale
+// benchmark (bench/run_scale_bench.sh, docs/performance.md "Control plane: skew and scale").
+//
+// Each emulated agent speaks the real agent protocol, nothing less:
+//   * its own gRPC channel to the controller (a local subchannel pool, so N agents are N TCP
+//     connections, as N agent processes would be), RegisterAgent with labels like a real
+//     agent's, and Heartbeat at the interval the controller returns, carrying the previous round
+//     trip and NTP-style offset exactly as agent/controller_link.cc computes them; the next
+//     heartbeat is sent one interval after the previous reply (the real agent's loop), and a
+//     `reregister` reply makes it register again;
+//   * its own listening port: one gRPC server in this process listens on N loopback ports and
+//     serves the Agent service on all of them. A call is attributed to an agent by the port it
+//     was dialled on (the :authority the controller's channel sends, "127.0.0.1:PORT"), and
+//     cross-checked against the antagonist id's "-<agent id>" suffix. So the controller holds N
+//     channels to N addresses, as in a real cluster.
+// What it does NOT do is spawn anything: StartAntagonist waits (on a timer, not a thread) until
+// the requested start time and replies then, like the real agent; GetAntagonist reports the
+// target as achieved with one telemetry sample per 250 ms since the start (a real injector
+// reports at 4 Hz); StopAntagonist returns those samples; RunVictim replies after --victim-time;
+// Calibrate returns a fixed peak. Idempotency keys are honoured like the real agent's cache.
+//
+// Measurement: every StartAntagonist arrival is recorded (arrival time at the handler, the
+// request's start_at_unix_ns, the agent's own offset estimate); on exit (SIGINT/SIGTERM or
+// --duration) the tool writes them to --out as JSON, with heartbeat counts and round trips.
+// Everything runs on loopback (plaintext allowed there); --tls-* switches to mTLS.
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
+
+#include "codl/v1/agent.grpc.pb.h"
+#include "codl/v1/controller.grpc.pb.h"
+#include "rpc/rpc_util.h"
+
+namespace v1 = codl::v1;
+using Json = nlohmann::json;
+
+namespace {
+
+int64_t NowNs() { return codl::rpc::UnixNanosNow(); }
+
+// One thread runs every timed action (delayed replies, heartbeat sends) in time order.
+class TimerQueue {
+ public:
+  TimerQueue() : thread_([this] { Loop(); }) {}
+  ~TimerQueue() { Stop(); }
+  void Post(int64_t at_ns, std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      q_.push(Item{at_ns, seq_++, std::move(fn)});
+    }
+    cv_.notify_one();
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Item {
+    int64_t at;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Item& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      if (q_.empty()) {
+        cv_.wait(l);
+        continue;
+      }
+      int64_t wait = q_.top().at - NowNs();
+      if (wait > 0) {
+        cv_.wait_for(l, std::chrono::nanoseconds(wait));
+        continue;
+      }
+      auto fn = q_.top().fn;
+      q_.pop();
+      l.unlock();
+      fn();
+      l.lock();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q_;
+  uint64_t seq_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct StartRecord {
+  int agent;
+  std::string antagonist_id;
+  int64_t arrival_ns;
+  int64_t start_at_ns;
+  double offset_s;     // the agent's own offset estimate (agent - controller) at arrival
+  int64_t replied_ns;  // when the reply (started_unix_ns) was sent
+};
+
+struct Antagonist {
+  double target = 0;
+  int64_t started_ns = 0;
+};
+
+struct LoadAgent {
+  int index = 0;
+  std::string id;
+  int port = 0;
+  std::string address;
+  std::unique_ptr<v1::Controller::Stub> stub;
+
+  std::mutex mu;
+  bool registered = false;
+  double last_rtt_s = 0, last_offset_s = 0;
+  // The in-flight controller call (one at a time, as the real agent's loop).
+  std::unique_ptr<grpc::ClientContext> ctx;
+  v1::RegisterAgentRequest reg_req;
+  v1::RegisterAgentReply reg_reply;
+  v1::HeartbeatRequest hb_req;
+  v1::HeartbeatReply hb_reply;
+  int64_t hb_t0 = 0;
+  std::map<std::string, Antagonist> antagonists;
+  std::map<std::string, std::string> replies;  // idempotency key -> serialized reply
+};
+
+struct Stats {
+  std::atomic<int64_t> registrations{0}, register_failures{0};
+  std::atomic<int64_t> heartbeats_ok{0}, heartbeats_failed{0}, reregisters{0};
+  std::atomic<int64_t> starts{0}, stops{0}, gets{0}, victims{0}, misrouted{0};
+  std::mutex mu;
+  std::vector<double> rtts_s;  // heartbeat round trips (client-side, minus server time)
+  std::vector<StartRecord> start_records;
+};
+
+std::atomic<bool> g_stop{false};
+
+class Load;
+
+// The Agent service for all N agents; the agent is found from the port the call came in on.
+class AgentService final : public v1::Agent::CallbackService {
+ public:
+  explicit AgentService(Load* load) : load_(load) {}
+  grpc::ServerUnaryReactor* Calibrate(grpc::CallbackServerContext* ctx, const v1::CalibrateRequest* req,
+                                      v1::CalibrateReply* reply) override;
+  grpc::ServerUnaryReactor* StartAntagonist(grpc::CallbackServerContext* ctx,
+                                            const v1::StartAntagonistRequest* req,
+                                            v1::StartAntagonistReply* reply) override;
+  grpc::ServerUnaryReactor* GetAntagonist(grpc::CallbackServerContext* ctx,
+                                          const v1::GetAntagonistRequest* req,
+                                          v1::GetAntagonistReply* reply) override;
+  grpc::ServerUnaryReactor* StopAntagonist(grpc::CallbackServerContext* ctx,
+                                           const v1::StopAntagonistRequest* req,
+                                           v1::StopAntagonistReply* reply) override;
+  grpc::ServerUnaryReactor* RunVictim(grpc::CallbackServerContext* ctx, const v1::RunVictimRequest* req,
+                                      v1::RunVictimReply* reply) override;
+  grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx, const v1::StopAllRequest* req,
+                                    v1::StopAllReply* reply) override;
+
+ private:
+  Load* load_;
+};
+
+struct Options {
+  std::string controller = "127.0.0.1:7700";
+  int agents = 100;
+  std::string listen_host = "127.0.0.1";
+  std::string id_prefix = "load-";
+  double duration_s = 0;  // 0: until SIGINT/SIGTERM
+  double victim_s = 0.1;
+  double register_spread_s = 2;
+  std::string out;
+  codl::rpc::TlsFiles tls;
+};
+
+class Load {
+ public:
+  explicit Load(Options o) : o_(std::move(o)) {}
+
+  codl::Status Start() {
+    if (codl::Status s = codl::rpc::CheckEndpointSecurity({o_.controller, o_.tls}); !s.ok()) return s;
+    auto creds = codl::rpc::MakeServerCredentials({o_.listen_host + ":0", o_.tls});
+    if (!creds.ok()) return codl::Err(creds.error());
+    agents_.resize(o_.agents);
+    grpc::ServerBuilder builder;
+    for (int i = 0; i < o_.agents; ++i) {
+      agents_[i] = std::make_unique<LoadAgent>();
+      agents_[i]->index = i;
+      char id[64];
+      snprintf(id, sizeof id, "%s%04d", o_.id_prefix.c_str(), i);
+      agents_[i]->id = id;
+      builder.AddListeningPort(o_.listen_host + ":0", *creds, &agents_[i]->port);
+    }
+    service_ = std::make_unique<AgentService>(this);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    if (!server_) return codl::Err("cannot start the agent server on " + o_.listen_host);
+    for (auto& a : agents_) {
+      if (a->port == 0) return codl::Err("could not bind port for " + a->id);
+      a->address = o_.listen_host + ":" + std::to_string(a->port);
+      by_port_[a->port] = a.get();
+      auto ch = MakeControllerChannel();
+      if (!ch.ok()) return codl::Err(ch.error());
+      a->stub = v1::Controller::NewStub(*ch);
+    }
+    // Registrations spread over register_spread_s, so heartbeat phases are spread too (agents
+    // of a real cluster do not start in the same millisecond).
+    const int64_t t0 = NowNs();
+    for (auto& a : agents_) {
+      LoadAgent* ag = a.get();
+      int64_t at = t0 + static_cast<int64_t>(o_.register_spread_s * 1e9 * ag->index / std::max(1, o_.agents));
+      timers_.Post(at, [this, ag] { SendRegister(ag); });
+    }
+    return codl::Status::Ok();
+  }
+
+  void Shutdown() {
+    g_stop = true;
+    timers_.Stop();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    // Wait for in-flight client calls (their callbacks touch the agents).
+    for (int i = 0; i < 100 && in_flight_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+  int Registered() const {
+    int n = 0;
+    for (const auto& a : agents_) {
+      std::lock_guard<std::mutex> l(a->mu);
+      n += a->registered;
+    }
+    return n;
+  }
+
+  LoadAgent* AgentFor(grpc::CallbackServerContext* ctx, const std::string& antagonist_id) {
+    std::string auth(ctx->ExperimentalGetAuthority().data(), ctx->ExperimentalGetAuthority().size());
+    int port = atoi(auth.substr(auth.rfind(':') + 1).c_str());
+    auto it = by_port_.find(port);
+    if (it == by_port_.end()) {
+      ++stats_.misrouted;
+      return nullptr;
+    }
+    LoadAgent* a = it->second;
+    const std::string suffix = "-" + a->id;
+    if (!antagonist_id.empty() && (antagonist_id.size() < suffix.size() ||
+                                   antagonist_id.compare(antagonist_id.size() - suffix.size(), suffix.size(), suffix) != 0)) {
+      ++stats_.misrouted;  // the controller sent agent X's antagonist to agent Y's address
+    }
+    return a;
+  }
+
+  // Replays the stored reply of a retried call (same idempotency key).
+  template <class Reply>
+  bool Replay(LoadAgent* a, const std::string& key, Reply* reply) {
+    if (key.empty()) return false;
+    std::lock_guard<std::mutex> l(a->mu);
+    auto it = a->replies.find(key);
+    if (it == a->replies.end()) return false;
+    reply->ParseFromString(it->second);
+    return true;
+  }
+  void Remember(LoadAgent* a, const std::string& key, const google::protobuf::Message& reply) {
+    if (key.empty()) return;
+    std::lock_guard<std::mutex> l(a->mu);
+    if (a->replies.size() > 4096) a->replies.clear();
+    a->replies[key] = reply.SerializeAsString();
+  }
+
+  TimerQueue& timers() { return timers_; }
+  Stats& stats() { return stats_; }
+  const Options& options() const { return o_; }
+
+  Json Report() {
+    Json j;
+    j["agents"] = o_.agents;
+    j["registered"] = Registered();
+    j["registrations"] = stats_.registrations.load();
+    j["register_failures"] = stats_.register_failures.load();
+    j["heartbeats_ok"] = stats_.heartbeats_ok.load();
+    j["heartbeats_failed"] = stats_.heartbeats_failed.load();
+    j["reregisters"] = stats_.reregisters.load();
+    j["starts"] = stats_.starts.load();
+    j["gets"] = stats_.gets.load();
+    j["stops"] = stats_.stops.load();
+    j["victims"] = stats_.victims.load();
+    j["misrouted"] = stats_.misrouted.load();
+    std::lock_guard<std::mutex> l(stats_.mu);
+    std::vector<double> r = stats_.rtts_s;
+    std::sort(r.begin(), r.end());
+    auto pct = [&](double p) { return r.empty() ? 0.0 : r[std::min(r.size() - 1, static_cast<size_t>(p * r.size()))]; };
+    j["heartbeat_rtt_ms"] = {{"p50", pct(0.5) * 1e3}, {"p99", pct(0.99) * 1e3}, {"n", r.size()}};
+    j["start_records"] = Json::array();
+    for (const auto& s : stats_.start_records) {
+      j["start_records"].push_back({{"agent", agents_[s.agent]->id},
+                                    {"antagonist_id", s.antagonist_id},
+                                    {"arrival_ns", s.arrival_ns},
+                                    {"start_at_ns", s.start_at_ns},
+                                    {"offset_s", s.offset_s},
+                                    {"replied_ns", s.replied_ns}});
+    }
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    j["load_tool_cpu_s"] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    return j;
+  }
+
+ private:
+  codl::Result<std::shared_ptr<grpc::Channel>> MakeControllerChannel() {
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+    if (o_.tls.enabled()) {
+      auto read = [](const std::string& p) {
+        std::ifstream in(p);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+      };
+      grpc::SslCredentialsOptions so;
+      so.pem_root_certs = read(o_.tls.ca);
+      so.pem_cert_chain = read(o_.tls.cert);
+      so.pem_private_key = read(o_.tls.key);
+      creds = grpc::SslCredentials(so);
+    }
+    grpc::ChannelArguments args;
+    // The same settings as rpc::MakeChannel, plus a private subchannel pool: without it gRPC
+    // would share one TCP connection between all N channels of this process.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return grpc::CreateCustomChannel(o_.controller, creds, args);
+  }
+
+  std::unique_ptr<grpc::ClientContext> Context(double deadline_s) { return codl::rpc::MakeContext(deadline_s); }
+
+  // The request is built under the agent's lock, which is released before the call starts (a
+  // callback may run inline on this thread).
+  void SendRegister(LoadAgent* a) {
+    if (g_stop) return;
+    std::unique_lock<std::mutex> l(a->mu);
+    a->reg_req.Clear();
+    a->reg_req.set_idempotency_key(codl::rpc::NewIdempotencyKey());
+    auto* info = a->reg_req.mutable_agent();
+    info->set_agent_id(a->id);
+    info->set_address(a->address);
+    // Labels of the size a real agent sends (agent/host_labels.cc).
+    auto& lb = *info->mutable_labels();
+    lb["hostname"] = a->id;
+    lb["cores"] = "64";
+    lb["memory_gib"] = "512";
+    lb["numa_nodes"] = "2";
+    lb["gpus"] = "8";
+    lb["gpu_model"] = "NVIDIA H100 80GB HBM3";
+    lb["io_uring"] = "1";
+    lb["io_uring_sqpoll"] = "1";
+    lb["mps"] = "0";
+    lb["role"] = "load";
+    lb["rack"] = "r" + std::to_string(a->index / 32);
+    a->reg_req.set_agent_time_unix_ns(NowNs());
+    a->ctx = Context(3.0);
+    l.unlock();
+    ++in_flight_;
+    a->stub->async()->RegisterAgent(a->ctx.get(), &a->reg_req, &a->reg_reply, [this, a](grpc::Status s) {
+      double interval = 1;
+      {
+        std::lock_guard<std::mutex> l(a->mu);
+        if (s.ok()) {
+          a->registered = true;
+          ++stats_.registrations;
+          if (a->reg_reply.heartbeat_interval_s() > 0) interval_s_ = a->reg_reply.heartbeat_interval_s();
+        } else {
+          ++stats_.register_failures;
+        }
+        interval = s.ok() ? interval_s_.load() : 0.25;  // the real agent retries every 0.25 s
+      }
+      timers_.Post(NowNs() + static_cast<int64_t>(interval * 1e9), [this, a] { Tick(a); });
+      --in_flight_;
+    });
+  }
+
+  void Tick(LoadAgent* a) {
+    bool registered;
+    {
+      std::lock_guard<std::mutex> l(a->mu);
+      registered = a->registered;
+    }
+    if (registered) {
+      SendHeartbeat(a);
+    } else {
+      SendRegister(a);
+    }
+  }
+
+  void SendHeartbeat(LoadAgent* a) {
+    if (g_stop) return;
+    std::unique_lock<std::mutex> l(a->mu);
+    a->hb_req.Clear();
+    a->hb_req.set_agent_id(a->id);
+    a->hb_t0 = NowNs();
+    a->hb_req.set_agent_send_unix_ns(a->hb_t0);
+    a->hb_req.set_running_antagonists(static_cast<int>(a->antagonists.size()));
+    a->hb_req.set_last_rtt_s(a->last_rtt_s);
+    a->hb_req.set_last_offset_s(a->last_offset_s);
+    a->ctx = Context(std::max(0.5, interval_s_.load()));
+    l.unlock();
+    ++in_flight_;
+    a->stub->async()->Heartbeat(a->ctx.get(), &a->hb_req, &a->hb_reply, [this, a](grpc::Status s) {
+      const int64_t t3 = NowNs();
+      {
+        std::lock_guard<std::mutex> l(a->mu);
+        if (!s.ok()) {
+          ++stats_.heartbeats_failed;
+        } else if (a->hb_reply.reregister()) {
+          ++stats_.reregisters;
+          a->registered = false;
+        } else {
+          ++stats_.heartbeats_ok;
+          // Exactly agent/controller_link.cc's estimate.
+          const int64_t t0 = a->hb_t0, t1 = a->hb_reply.controller_recv_unix_ns(),
+                        t2 = a->hb_reply.controller_send_unix_ns();
+          a->last_rtt_s = ((t3 - t0) - (t2 - t1)) / 1e9;
+          a->last_offset_s = -(((t1 - t0) + (t2 - t3)) / 2.0) / 1e9;
+          std::lock_guard<std::mutex> sl(stats_.mu);
+          if (stats_.rtts_s.size() < 2'000'000) stats_.rtts_s.push_back(a->last_rtt_s);
+        }
+      }
+      timers_.Post(t3 + static_cast<int64_t>(interval_s_.load() * 1e9), [this, a] { Tick(a); });
+      --in_flight_;
+    });
+  }
+
+  Options o_;
+  std::vector<std::unique_ptr<LoadAgent>> agents_;
+  std::map<int, LoadAgent*> by_port_;
+  std::unique_ptr<AgentService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  TimerQueue timers_;
+  Stats stats_;
+  std::atomic<double> interval_s_{1.0};
+  std::atomic<int> in_flight_{0};
+};
+
+grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, grpc::StatusCode code, const std::string& m) {
+  auto* r = ctx->DefaultReactor();
+  r->Finish(grpc::Status(code, m));
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentService::Calibrate(grpc::CallbackServerContext* ctx,
+                                                  const v1::CalibrateRequest* req,
+                                                  v1::CalibrateReply* reply) {
+  if (!load_->AgentFor(ctx, "")) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  reply->set_peak_rate(1e6);
+  reply->set_unit("ops/s");
+  auto* r = ctx->DefaultReactor();
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentService::StartAntagonist(grpc::CallbackServerContext* ctx,
+                                                        const v1::StartAntagonistRequest* req,
+                                                        v1::StartAntagonistReply* reply) {
+  const int64_t arrival = NowNs();
+  LoadAgent* a = load_->AgentFor(ctx, req->antagonist_id());
+  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  auto* r = ctx->DefaultReactor();
+  if (load_->Replay(a, req->idempotency_key(), reply)) {
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+  double offset;
+  {
+    std::lock_guard<std::mutex> l(a->mu);
+    if (a->antagonists.count(req->antagonist_id())) {
+      r->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                             "antagonist '" + req->antagonist_id() + "' is already running"));
+      return r;
+    }
+    offset = a->last_offset_s;
+  }
+  ++load_->stats().starts;
+  // Like the real agent: wait until the common start time, then "start" and reply.
+  const int64_t at = std::max(req->start_at_unix_ns(), arrival);
+  Load* load = load_;
+  std::string id = req->antagonist_id(), key = req->idempotency_key();
+  double target = req->spec().rate();
+  int64_t start_at = req->start_at_unix_ns();
+  load_->timers().Post(at, [load, a, r, reply, id, key, target, arrival, start_at, offset] {
+    const int64_t now = NowNs();
+    {
+      std::lock_guard<std::mutex> l(a->mu);
+      a->antagonists[id] = Antagonist{target, now};
+    }
+    reply->set_pid(100000 + a->index);
+    reply->set_started_unix_ns(now);
+    load->Remember(a, key, *reply);
+    {
+      std::lock_guard<std::mutex> l(load->stats().mu);
+      load->stats().start_records.push_back(StartRecord{a->index, id, arrival, start_at, offset, now});
+    }
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentService::GetAntagonist(grpc::CallbackServerContext* ctx,
+                                                      const v1::GetAntagonistRequest* req,
+                                                      v1::GetAntagonistReply* reply) {
+  LoadAgent* a = load_->AgentFor(ctx, req->antagonist_id());
+  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  ++load_->stats().gets;
+  std::lock_guard<std::mutex> l(a->mu);
+  auto it = a->antagonists.find(req->antagonist_id());
+  if (it == a->antagonists.end()) {
+    auto* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "no antagonist '" + req->antagonist_id() + "'"));
+    return r;
+  }
+  const int samples = static_cast<int>((NowNs() - it->second.started_ns) / 250'000'000);
+  reply->set_running(true);
+  reply->set_unit("ops/s");
+  reply->set_target(it->second.target);
+  reply->set_samples(samples);
+  reply->set_last_achieved(samples > 0 ? it->second.target : 0);
+  auto* r = ctx->DefaultReactor();
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentService::StopAntagonist(grpc::CallbackServerContext* ctx,
+                                                       const v1::StopAntagonistRequest* req,
+                                                       v1::StopAntagonistReply* reply) {
+  LoadAgent* a = load_->AgentFor(ctx, req->antagonist_id());
+  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  auto* r = ctx->DefaultReactor();
+  if (load_->Replay(a, req->idempotency_key(), reply)) {
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+  Antagonist ant;
+  {
+    std::lock_guard<std::mutex> l(a->mu);
+    auto it = a->antagonists.find(req->antagonist_id());
+    if (it == a->antagonists.end()) {
+      r->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "no antagonist '" + req->antagonist_id() + "'"));
+      return r;
+    }
+    ant = it->second;
+    a->antagonists.erase(it);
+  }
+  ++load_->stats().stops;
+  const double ran_s = (NowNs() - ant.started_ns) / 1e9;
+  reply->set_unit("ops/s");
+  reply->set_target_rate(ant.target);
+  reply->set_achieved_rate(ant.target);
+  reply->set_cov(0);
+  for (double t = 0.25; t <= ran_s; t += 0.25) {
+    auto* s = reply->add_samples();
+    s->set_t_s(t);
+    s->set_achieved(ant.target);
+    s->set_target(ant.target);
+  }
+  reply->set_exit_code(0);
+  load_->Remember(a, req->idempotency_key(), *reply);
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentService::RunVictim(grpc::CallbackServerContext* ctx,
+                                                  const v1::RunVictimRequest* req,
+                                                  v1::RunVictimReply* reply) {
+  LoadAgent* a = load_->AgentFor(ctx, "");
+  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  auto* r = ctx->DefaultReactor();
+  if (load_->Replay(a, req->idempotency_key(), reply)) {
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+  ++load_->stats().victims;
+  const int64_t started = NowNs();
+  const double wall = load_->options().victim_s;
+  Load* load = load_;
+  std::string key = req->idempotency_key();
+  load_->timers().Post(started + static_cast<int64_t>(wall * 1e9), [load, a, r, reply, key, started, wall] {
+    reply->set_ok(true);
+    reply->set_exit_code(0);
+    reply->set_wall_s(wall);
+    reply->set_metric(wall);
+    reply->set_started_unix_ns(started);
+    load->Remember(a, key, *reply);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentService::StopAll(grpc::CallbackServerContext* ctx,
+                                                const v1::StopAllRequest* req, v1::StopAllReply* reply) {
+  LoadAgent* a = load_->AgentFor(ctx, "");
+  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  {
+    std::lock_guard<std::mutex> l(a->mu);
+    reply->set_stopped(static_cast<int>(a->antagonists.size()));
+    a->antagonists.clear();
+  }
+  auto* r = ctx->DefaultReactor();
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "codl-load-agents: N lightweight agents speaking the real agent protocol (register,\n"
+      "heartbeat, the Agent service) against one codl-controller; spawns nothing. For the\n"
+      "control-plane scale benchmark (bench/run_scale_bench.sh)."};
+  app.add_option("--controller", o.controller, "controller address")->capture_default_str();
+  app.add_option("--agents,-n", o.agents, "how many agents")->check(CLI::Range(1, 20000))->capture_default_str();
+  app.add_option("--listen-host", o.listen_host, "host the N agent ports listen on (loopback)")->capture_default_str();
+  app.add_option("--id-prefix", o.id_prefix, "agent ids are PREFIX0000, PREFIX0001, ...")->capture_default_str();
+  app.add_option("--duration", o.duration_s, "exit after this many seconds (0: at SIGINT/SIGTERM)");
+  app.add_option("--victim-time", o.victim_s, "seconds a RunVictim takes")->capture_default_str();
+  app.add_option("--register-spread", o.register_spread_s, "spread registrations over this many seconds")
+      ->capture_default_str();
+  app.add_option("--out", o.out, "write the JSON report (start arrivals, heartbeat stats) here at exit");
+  app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
+  app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
+  app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");
+  CLI11_PARSE(app, argc, argv);
+  if (!codl::rpc::IsLocalAddress(o.listen_host + ":0")) {
+    fprintf(stderr, "codl-load-agents: --listen-host must be a loopback address (this is a benchmark)\n");
+    return 2;
+  }
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < static_cast<rlim_t>(4 * o.agents + 256)) {
+    rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, 4 * o.agents + 256);
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  Load load(o);
+  if (codl::Status s = load.Start(); !s.ok()) {
+    fprintf(stderr, "codl-load-agents: %s\n", s.error().c_str());
+    return 1;
+  }
+  fprintf(stderr, "codl-load-agents: %d agents listening on %s, registering with %s\n", o.agents,
+          o.listen_host.c_str(), o.controller.c_str());
+  // Wait for a signal (or the duration), printing the registered count as it changes.
+  const auto t0 = std::chrono::steady_clock::now();
+  int last = -1;
+  for (;;) {
+    timespec ts{0, 200'000'000};
+    int sig = sigtimedwait(&set, nullptr, &ts);
+    if (sig > 0) break;
+    if (o.duration_s > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.duration_s) {
+      break;
+    }
+    int n = load.Registered();
+    if (n != last) {
+      printf("registered %d\n", n);
+      fflush(stdout);
+      last = n;
+    }
+  }
+  load.Shutdown();
+  Json report = load.Report();
+  if (!o.out.empty()) {
+    std::ofstream out(o.out);
+    out << report.dump() << "\n";
+  }
+  fprintf(stderr, "codl-load-agents: %lld heartbeats ok, %lld failed, %lld starts, %lld misrouted\n",
+          static_cast<long long>(report["heartbeats_ok"].get<int64_t>()),
+          static_cast<long long>(report["heartbeats_failed"].get<int64_t>()),
+          static_cast<long long>(report["starts"].get<int64_t>()),
+          static_cast<long long>(report["misrouted"].get<int64_t>()));
+  _exit(0);  // the agents' channels and the server need no orderly teardown
+}
