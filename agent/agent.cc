@@ -53,6 +53,7 @@ Status Agent::Start() {
   AntagonistPolicy ap;
   ap.inject_binary = options_.inject_binary;
   ap.scratch_roots = options_.scratch_roots;
+  ap.default_lease_s = options_.lease_s;
   // The link is created below; the relay reaches it through `this` once it exists.
   ap.relay.publish = [this](const std::string& k, const std::string& v) {
     return link_ ? link_->PublishRendezvous(k, v) : Status(Err("no controller link"));

@@ -176,7 +176,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
     if (!v.ok()) return Err("antagonist '" + id + "': rendezvous '" + opt("rendezvous_key") + "': " + v.error());
     a->request.options["unique_id"] = HexEncode(*v);
   }
-  a->lease_s = lease_s > 0 ? lease_s : 10;
+  a->lease_s = lease_s > 0 ? lease_s : policy_.default_lease_s;
   std::vector<std::string> argv = BaseArgs(req.injector, a->request.options);
   if (req.max) {
     argv.push_back("--max");

@@ -37,6 +37,7 @@ struct AntagonistPolicy {
   RendezvousRelay relay;
   std::vector<std::string> scratch_roots;  // passed to codl-inject as --scratch-root
   double max_duration_s = 4 * 3600;         // cap on any request
+  double default_lease_s = 10;              // when a start request carries no lease
 };
 
 class AntagonistManager {

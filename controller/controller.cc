@@ -18,6 +18,11 @@ Controller::Controller(ControllerOptions options) : options_(std::move(options))
 Controller::~Controller() { Shutdown(); }
 
 Status Controller::Start() {
+  metrics_ = std::make_unique<ControllerMetrics>();
+  if (!options_.metrics_listen.empty()) {
+    if (Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
+    spdlog::info("controller metrics on http://{}/metrics", options_.metrics_listen);
+  }
   auto store = store::Store::Open(options_.db_path);
   if (!store.ok()) return Err(store.error());
   store_ = std::move(store.value());
@@ -36,11 +41,6 @@ Status Controller::Start() {
   hooks.option = [](const std::string& injector, const std::string& key, const std::string& value) {
     return injectors::ValidateOption(injector, key, value);
   };
-  metrics_ = std::make_unique<ControllerMetrics>();
-  if (!options_.metrics_listen.empty()) {
-    if (Status s = metrics_->Serve(options_.metrics_listen); !s.ok()) return s;
-    spdlog::info("controller metrics on http://{}/metrics", options_.metrics_listen);
-  }
   scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(), SystemClock::Get(),
                                                      hooks, metrics_.get());
   service_ = std::make_unique<ControllerServiceImpl>(

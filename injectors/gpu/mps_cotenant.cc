@@ -33,6 +33,7 @@
 
 #ifdef CODL_HAVE_CUDA
 #include <cublas_v2.h>
+#include <dlfcn.h>
 
 #include "injectors/gpu/compute_kernels.h"
 #include "injectors/gpu/cuda_common.h"
@@ -40,6 +41,41 @@
 
 namespace codl::injectors {
 namespace {
+
+#ifdef CODL_HAVE_CUDA
+// cuBLAS is loaded on first use of kernel=gemm instead of linked: libcublas carries a large
+// static TLS block, and every process linking codl_injectors (the controller, codlctl) would
+// then fail to start threads with small fixed stacks (civetweb's /metrics server gets EINVAL
+// from pthread_create). Loaded with dlopen, its TLS is dynamic and only codl-inject pays.
+struct CublasApi {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  std::string error;
+};
+
+const CublasApi& Cublas() {
+  static const CublasApi api = [] {
+    CublasApi a;
+    void* h = nullptr;
+    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+      if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    }
+    if (h == nullptr) {
+      a.error = std::string("cannot load cuBLAS (libcublas.so): ") + dlerror();
+      return a;
+    }
+    a.create = reinterpret_cast<decltype(a.create)>(dlsym(h, "cublasCreate_v2"));
+    a.set_stream = reinterpret_cast<decltype(a.set_stream)>(dlsym(h, "cublasSetStream_v2"));
+    a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(h, "cublasSgemm_v2"));
+    a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(h, "cublasDestroy_v2"));
+    if (!a.create || !a.set_stream || !a.sgemm || !a.destroy) a.error = "libcublas lacks the v2 API";
+    return a;
+  }();
+  return api;
+}
+#endif
 
 // RunPaced reports Meter ops per second; the co-tenant counts SM%·µs of kernel time as ops,
 // so this rescales them to SM% on the way to the real reporter.
@@ -260,10 +296,11 @@ class MpsCotenantInjector final : public Injector {
       // 0x3c3c3c3c ≈ 0.0115: non-zero operands, so the multipliers switch like real data.
       CODL_CUDA_RETURN(cudaMemset(*m, 0x3c, bytes));
     }
-    if (cublasStatus_t s = cublasCreate(&cublas_); s != CUBLAS_STATUS_SUCCESS) {
+    if (!Cublas().error.empty()) return Err("mps_cotenant: kernel=gemm: " + Cublas().error);
+    if (cublasStatus_t s = Cublas().create(&cublas_); s != CUBLAS_STATUS_SUCCESS) {
       return Err("mps_cotenant: cublasCreate failed (status " + std::to_string(s) + ")");
     }
-    cublasSetStream(cublas_, stream_);
+    Cublas().set_stream(cublas_, stream_);
     flop_per_launch_ =
         2ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
     return Status::Ok();
@@ -276,7 +313,7 @@ class MpsCotenantInjector final : public Injector {
     }
     const float alpha = 1.0f, beta = 0.0f;
     const cublasStatus_t st =
-        cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n_, gemm_n_, gemm_n_, &alpha, a_,
+        Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n_, gemm_n_, gemm_n_, &alpha, a_,
                     gemm_n_, b_, gemm_n_, &beta, c_, gemm_n_);
     if (st != CUBLAS_STATUS_SUCCESS) {
       return Err("mps_cotenant: cublasSgemm failed (status " + std::to_string(st) + ")");
@@ -288,7 +325,7 @@ class MpsCotenantInjector final : public Injector {
     if (stream_ != nullptr) {
       cudaSetDevice(device_);
       cudaStreamSynchronize(stream_);
-      if (cublas_ != nullptr) cublasDestroy(cublas_);
+      if (cublas_ != nullptr) Cublas().destroy(cublas_);
       for (float* p : {sink_, a_, b_, c_}) {
         if (p != nullptr) cudaFree(p);
       }

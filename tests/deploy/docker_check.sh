@@ -42,16 +42,26 @@ else
   closure=$( (echo "$runtime_pkgs"; apt-cache depends --recurse --no-recommends --no-suggests \
       --no-conflicts --no-breaks --no-replaces --no-enhances $runtime_pkgs 2>/dev/null) |
     sed 's/^ *\(Depends\|PreDepends\): //; s/[<>]//g' | grep -v '^ ' | sort -u)
+  # Every shared library the binaries load (resolved), then one dpkg -S for all of them.
+  declare -A users=()
   for b in "${bins[@]}"; do
     [[ -x "$build/bin/$b" ]] || { bad "$build/bin/$b not built"; continue; }
     for lib in $(ldd "$build/bin/$b" | awk '$3 ~ /^\// {print $3}'); do
-      pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1)
-      [[ -z "$pkg" ]] && continue  # not from a Debian package (e.g. CUDA under /usr/local)
-      grep -qx "$pkg" <<<"$closure" && continue
-      prio=$(apt-cache show "$pkg" 2>/dev/null | sed -n 's/^Priority: //p' | head -1)
-      [[ "$prio" == required ]] && continue  # in every Debian image
-      bad "$b needs $lib from package $pkg, which the runtime stage does not install"
+      real=$(readlink -f "$lib")
+      users[$real]+="${users[$real]:+, }$b"
     done
+  done
+  declare -A owner=()
+  while IFS= read -r line; do
+    owner[${line#*: }]=${line%%:*}
+  done < <(dpkg -S "${!users[@]}" 2>/dev/null)
+  for real in "${!users[@]}"; do
+    pkg=${owner[$real]:-}
+    [[ -z "$pkg" ]] && continue  # not from a Debian package (e.g. CUDA under /usr/local)
+    grep -qx "$pkg" <<<"$closure" && continue
+    prio=$(apt-cache show "$pkg" 2>/dev/null | sed -n 's/^Priority: //p' | head -1)
+    [[ "$prio" == required ]] && continue  # in every Debian image
+    bad "${users[$real]} need(s) $real from package $pkg, which the runtime stage does not install"
   done
 fi
 ((fail)) && exit 1

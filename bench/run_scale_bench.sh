@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Control-plane scale benchmark: one real codl-controller and N emulated agents
+# (codl-load-agents: the real register/heartbeat protocol and Agent service, nothing spawned).
+# Reports controller CPU (utime+stime over a window) and RSS at each N, and the latency of
+# fanning a start command out to 256 agents (p50/p99). Not a test: prints a table and writes
+# JSON (figures go to docs/performance.md, "Control plane: skew and scale").
+#
+# usage: bench/run_scale_bench.sh [--build-dir DIR] [--out FILE] [--agents 100,1000]
+#                                 [--window S] [--fanout N] [--fanout-trials N] [--keep]
+#   --build-dir      CMake build tree (default: ./build); the binaries are built when stale
+#   --out            JSON results (default: bench/results/scale.json)
+#   --agents         comma-separated agent counts (default 100,1000); the fan-out runs at the largest
+#   --window         seconds of the CPU/RSS window per N (default 30)
+#   --fanout         agents a start command fans out to (default 256)
+#   --fanout-trials  trials of the fan-out experiment (default 20)
+# Loopback only. About 3 minutes with the defaults.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+build="$repo/build"
+out="$repo/bench/results/scale.json"
+extra=()
+while (($#)); do
+  case "$1" in
+    --build-dir) build="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --agents|--window|--fanout|--fanout-trials|--warmup) extra+=("$1" "$2"); shift 2 ;;
+    --keep) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build" -G Ninja >/dev/null
+fi
+cmake --build "$build" --target codl-controller codlctl codl-load-agents >/dev/null
+# N agents need ~4N descriptors in the load tool and ~2N in the controller.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+exec python3 "$repo/bench/scale/bench.py" --build-dir "$build" --out "$out" "${extra[@]}"

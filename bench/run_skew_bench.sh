@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Start-skew benchmark: >= 4 agent "hosts" made of network namespaces (veth + bridge), mTLS,
+# many short trials with a `noop` antagonist on every agent; reports the per-antagonist start
+# skew (trial_antagonists.start_skew_s) p50/p99 and the per-trial spread. Not a test: it prints
+# a table and writes JSON (figures go to docs/performance.md, "Control plane: skew and scale").
+#
+# usage: bench/run_skew_bench.sh [--build-dir DIR] [--out FILE] [--agents N] [--trials N]
+#                                [--netem DELAY] [--netem-trials N] [--keep]
+#   --build-dir   CMake build tree (default: ./build); the binaries are built when stale
+#   --out         JSON results (default: bench/results/skew.json)
+#   --agents      agent namespaces (default 4)
+#   --trials      interference trials (as many baselines interleave; default 100)
+#   --netem       e.g. 1ms: also measure with this delay on h2's link, both ways, then one way
+#   --keep        keep the work dir (logs, results database)
+# Needs root (ip netns, veth, bridge, tc), openssl and python3. Names: codl-b-<pid>-*; a killed
+# run's leftovers are removed by bench/netns_cleanup.sh. About 3 minutes with --netem 1ms.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+build="$repo/build"
+out="$repo/bench/results/skew.json"
+extra=()
+while (($#)); do
+  case "$1" in
+    --build-dir) build="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --agents|--trials|--netem|--netem-trials) extra+=("$1" "$2"); shift 2 ;;
+    --keep) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command -v openssl >/dev/null || { echo "openssl not found" >&2; exit 1; }
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build" -G Ninja >/dev/null
+fi
+cmake --build "$build" --target codl-controller codl-agent codlctl codl-inject >/dev/null
+exec python3 "$repo/bench/skew/bench.py" --build-dir "$build" --out "$out" "${extra[@]}"

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Control-plane scale benchmark: one real codl-controller, N emulated agents (codl-load-agents,
+real protocol: register, heartbeat at the controller's interval, the Agent service on N ports).
+
+Per N (default 100 and 1000), with a fresh controller and database:
+  * controller CPU = (utime + stime) from /proc/PID/stat over a steady window (only heartbeats
+    and the controller's own housekeeping), in cores; RSS = VmRSS at the end of the window;
+  * at the largest N, the fan-out of a start command to 256 agents: an experiment whose
+    antagonist (noop, rate 100) runs on `nodes: {count: 256}`, victim on one agent, R trials.
+
+Fan-out latency, precisely: the runner computes the trial's common start as
+start_at = now + start_delay (0.25 s, RunnerOptions) and then issues the 256 StartAntagonist
+calls. The load tool records, per call, the wall-clock time its handler ran (arrival). So
+    dispatch  = start_at - 0.25 s            (when the controller began the fan-out)
+    latency_i = arrival_i - dispatch          (per agent: command issued -> agent has it)
+    spread    = max(arrival) - min(arrival)  (per trial)
+Controller and load tool share one clock (same host; the agent-clock start_at is converted back
+with the agent's own offset estimate, which is ~0 here). Arrivals after start_at would be late
+starts; none should be. Everything runs on loopback, the load tool sharing the 2 CPUs.
+"""
+import argparse
+import ctypes
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+PR_SET_PDEATHSIG = 1
+START_DELAY_S = 0.25  # controller/experiment_runner.h RunnerOptions::start_delay_s
+
+
+def die_with_parent():
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def pct(values, p):
+    if not values:
+        return None
+    v = sorted(values)
+    k = max(0, min(len(v) - 1, int(round(p / 100.0 * len(v) + 0.5)) - 1))
+    return v[k]
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tck = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tck  # utime, stime (stat fields 14, 15)
+
+
+def proc_status(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM", "Threads"):
+                out[k] = int(v.split()[0])
+    out["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+    return out
+
+
+class Run:
+    def __init__(self, a, n, work):
+        self.a, self.n, self.work = a, n, work
+        self.bin = os.path.join(a.build_dir, "bin")
+        self.addr = f"127.0.0.1:{free_port()}"
+        self.db = os.path.join(work, f"scale-{n}.db")
+        self.procs = []
+
+    def spawn(self, argv, log):
+        f = open(os.path.join(self.work, log), "ab")
+        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        self.procs.append(p)
+        return p
+
+    def ctl(self, *args, timeout=120):
+        return subprocess.run([f"{self.bin}/codlctl", "--controller", self.addr, *args],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def alive(self):
+        r = self.ctl("agents", "--json", timeout=30)
+        return sum(1 for line in r.stdout.splitlines() if '"alive":true' in line)
+
+    def window(self, seconds, pids):
+        c0 = {k: proc_cpu_s(p) for k, p in pids.items()}
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        dt = time.monotonic() - t0
+        return {k: (proc_cpu_s(p) - c0[k]) / dt for k, p in pids.items()}, dt
+
+    def go(self, fanout):
+        res = {"agents": self.n}
+        ctl = self.spawn([f"{self.bin}/codl-controller", "--listen", self.addr, "--db", self.db], f"controller-{self.n}.log")
+        time.sleep(0.5)
+        load_out = os.path.join(self.work, f"load-{self.n}.json")
+        load = self.spawn([f"{self.bin}/codl-load-agents", "--controller", self.addr, "--agents", str(self.n),
+                           "--register-spread", str(self.a.register_spread), "--out", load_out,
+                           "--victim-time", "0.05"], f"load-{self.n}.log")
+        t0 = time.monotonic()
+        while self.alive() < self.n:
+            if time.monotonic() - t0 > 90:
+                raise RuntimeError(f"only {self.alive()}/{self.n} agents alive after 90 s; see {self.work}")
+            time.sleep(1)
+        res["all_registered_after_s"] = round(time.monotonic() - t0, 1)
+        time.sleep(self.a.warmup)
+        cpu, dt = self.window(self.a.window, {"controller": ctl.pid, "load": load.pid})
+        st = proc_status(ctl.pid)
+        res["idle_window_s"] = round(dt, 1)
+        res["controller_cpu_cores"] = round(cpu["controller"], 4)
+        res["load_tool_cpu_cores"] = round(cpu["load"], 4)
+        res["controller_rss_mib"] = round(st["VmRSS"] / 1024, 1)
+        res["controller_threads"] = st["Threads"]
+        res["controller_fds"] = st["fds"]
+        res["alive_after_window"] = self.alive()
+        if fanout:
+            res["fanout"] = self.fanout(ctl.pid, load.pid)
+            res["controller_rss_after_fanout_mib"] = round(proc_status(ctl.pid)["VmRSS"] / 1024, 1)
+            res["controller_hwm_mib"] = round(proc_status(ctl.pid)["VmHWM"] / 1024, 1)
+        load.send_signal(signal.SIGTERM)
+        load.wait(timeout=30)
+        with open(load_out) as f:
+            rep = json.load(f)
+        res["heartbeats"] = {k: rep[k] for k in ("heartbeats_ok", "heartbeats_failed", "reregisters",
+                                                   "register_failures", "misrouted")}
+        res["heartbeats"]["rtt_ms"] = rep["heartbeat_rtt_ms"]
+        if fanout:
+            res["fanout"].update(analyze_fanout(rep["start_records"], self.a.fanout))
+        ctl.send_signal(signal.SIGTERM)
+        ctl.wait(timeout=30)
+        return res
+
+    def fanout(self, ctl_pid, load_pid):
+        yaml = ("name: fanout\n"
+                "victim: {command: [true], progress: {format: wall}, timeout: 30s}\n"
+                "antagonists:\n"
+                f"  - {{name: tick, injector: noop, rates: ['100'], nodes: {{count: {self.a.fanout}}}}}\n"
+                "pairings: singles\n"
+                f"repetitions: {self.a.fanout_trials}\n"
+                "settle: 0s\n")
+        path = os.path.join(self.work, "fanout.yaml")
+        with open(path, "w") as f:
+            f.write(yaml)
+        c0 = {"controller": proc_cpu_s(ctl_pid), "load": proc_cpu_s(load_pid)}
+        t0 = time.monotonic()
+        r = self.ctl("submit", path, "--watch", timeout=600)
+        dt = time.monotonic() - t0
+        if r.returncode != 0:
+            raise RuntimeError(f"fan-out experiment failed: {r.stdout}{r.stderr}")
+        out = {"nodes": self.a.fanout, "trials_with_antagonists": self.a.fanout_trials, "wall_s": round(dt, 1),
+               "controller_cpu_cores_during": round((proc_cpu_s(ctl_pid) - c0["controller"]) / dt, 3),
+               "load_tool_cpu_cores_during": round((proc_cpu_s(load_pid) - c0["load"]) / dt, 3)}
+        db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        skews = [s for (s,) in db.execute(
+            "SELECT a.start_skew_s FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id "
+            "WHERE t.state IN ('done','flagged') AND a.start_skew_s IS NOT NULL")]
+        states = dict(db.execute("SELECT state, COUNT(*) FROM trials GROUP BY state").fetchall())
+        db.close()
+        absv = [abs(s) for s in skews]
+        out["trial_states"] = states
+        out["db_abs_start_skew_ms"] = {"p50": ms(pct(absv, 50)), "p99": ms(pct(absv, 99)), "n": len(absv)}
+        return out
+
+
+def ms(v):
+    return None if v is None else round(v * 1e3, 3)
+
+
+def analyze_fanout(records, nodes):
+    trials = {}
+    for r in records:
+        key = r["antagonist_id"][: -(len(r["agent"]) + 1)]  # "<exp>-t<i>-<name>" (one trial)
+        trials.setdefault(key, []).append(r)
+    lat, spreads, lasts, late, lateness = [], [], [], 0, []
+    first_trial = None
+    ordered = sorted(trials.values(), key=lambda rs: min(x["arrival_ns"] for x in rs))
+    per_trial = []
+    for rs in ordered:
+        arr = [x["arrival_ns"] for x in rs]
+        l = []
+        for x in rs:
+            start_at_ctrl = x["start_at_ns"] - x["offset_s"] * 1e9
+            dispatch = start_at_ctrl - START_DELAY_S * 1e9
+            l.append((x["arrival_ns"] - dispatch) / 1e9)
+            late += x["arrival_ns"] > start_at_ctrl
+            lateness.append((x["replied_ns"] - x["start_at_ns"]) / 1e9)
+        per_trial.append({"n": len(rs), "last_s": max(l), "spread_s": (max(arr) - min(arr)) / 1e9, "lat": l})
+    if not per_trial:
+        return {"error": "no StartAntagonist arrivals recorded"}
+    first_trial = per_trial[0]
+    for t in per_trial:
+        lat += t["lat"]
+        spreads.append(t["spread_s"])
+        lasts.append(t["last_s"])
+    rest = [x for t in per_trial[1:] for x in t["lat"]]
+    return {
+        "trials_seen": len(per_trial),
+        "starts_per_trial": sorted({t["n"] for t in per_trial}),
+        "latency_ms": {"p50": ms(pct(lat, 50)), "p99": ms(pct(lat, 99)), "max": ms(max(lat)), "n": len(lat)},
+        "latency_ms_without_first_trial": {"p50": ms(pct(rest, 50)), "p99": ms(pct(rest, 99))},
+        "first_trial_last_arrival_ms": ms(first_trial["last_s"]),
+        "per_trial_last_arrival_ms": {"p50": ms(pct(lasts, 50)), "p99": ms(pct(lasts, 99)), "max": ms(max(lasts))},
+        "per_trial_spread_ms": {"p50": ms(pct(spreads, 50)), "p99": ms(pct(spreads, 99)), "max": ms(max(spreads))},
+        "arrivals_after_start_at": late,
+        "reply_vs_start_at_ms": {"p50": ms(pct(lateness, 50)), "p99": ms(pct(lateness, 99))},
+    }
+
+
+def machine():
+    u = os.uname()
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemTotal"):
+            mem = int(line.split()[1]) // (1024 * 1024)
+    return {"kernel": f"{u.sysname} {u.release}", "cpus": os.cpu_count(), "cpu_model": cpu, "memory_gib": mem}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--agents", default="100,1000", help="comma-separated N values")
+    ap.add_argument("--window", type=float, default=30, help="seconds of the CPU window")
+    ap.add_argument("--warmup", type=float, default=5, help="seconds after all registered")
+    ap.add_argument("--register-spread", type=float, default=2)
+    ap.add_argument("--fanout", type=int, default=256, help="nodes the start command fans out to")
+    ap.add_argument("--fanout-trials", type=int, default=20)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    ns = [int(x) for x in a.agents.split(",") if x]
+    work = tempfile.mkdtemp(prefix="codl-scale-")
+    result = {"benchmark": "control_plane_scale", "machine": machine(), "transport": "loopback, plaintext",
+              "heartbeat_interval_s": 1.0, "runs": []}
+    try:
+        for n in ns:
+            r = Run(a, n, work)
+            try:
+                result["runs"].append(r.go(fanout=(n == max(ns) and n >= a.fanout)))
+            finally:
+                for p in r.procs:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+    finally:
+        if not a.keep:
+            subprocess.run(["rm", "-rf", work])
+        else:
+            print(f"work dir kept: {work}", file=sys.stderr)
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    m = result["machine"]
+    print(f"control-plane scale, {m['kernel']}, {m['cpus']} CPUs, {m['memory_gib']} GiB; heartbeats every 1 s")
+    hdr = f"{'agents':>7}{'ctl CPU (cores)':>17}{'ctl RSS':>11}{'threads':>9}{'fds':>7}{'load CPU':>10}{'hb ok/failed':>15}"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in result["runs"]:
+        hb = r["heartbeats"]
+        print(f"{r['agents']:>7}{r['controller_cpu_cores']:>17.4f}{r['controller_rss_mib']:>8.1f}MiB"
+              f"{r['controller_threads']:>9}{r['controller_fds']:>7}{r['load_tool_cpu_cores']:>10.3f}"
+              f"{hb['heartbeats_ok']:>9}/{hb['heartbeats_failed']}")
+    for r in result["runs"]:
+        f = r.get("fanout")
+        if not f or "latency_ms" not in f:
+            continue
+        print(f"fan-out to {f['nodes']} of {r['agents']} agents, {f['trials_seen']} trials: latency p50 "
+              f"{f['latency_ms']['p50']} ms, p99 {f['latency_ms']['p99']} ms (max {f['latency_ms']['max']}); "
+              f"per-trial spread p50 {f['per_trial_spread_ms']['p50']} ms, p99 {f['per_trial_spread_ms']['p99']} ms; "
+              f"first trial last arrival {f['first_trial_last_arrival_ms']} ms; late {f['arrivals_after_start_at']}; "
+              f"controller {f['controller_cpu_cores_during']} cores during the experiment")
+    print(f"written {a.out}")
+
+
+if __name__ == "__main__":
+    main()

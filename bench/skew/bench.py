@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Start-skew benchmark: how closely antagonists on several hosts start at the common time.
+
+N agent "hosts" are network namespaces on a bridge (bench/skew/netns.py), the controller has
+its own namespace, and everything speaks mTLS (throwaway CA made with openssl). One experiment
+runs many short trials: victim `true` on h1, one `noop` antagonist (rate 100) on every agent.
+For each antagonist instance the controller records
+
+    start_skew_s = (started_unix_ns reported by the agent - the agent's estimated clock offset)
+                   - the trial's common start time            (all in controller time)
+
+i.e. the error of the synchronized start as the controller sees it: timer wake-up and
+fork/exec of codl-inject on the agent, plus the error of the offset estimate (min-RTT
+heartbeat sample of the last 16). It is read from the results database
+(trial_antagonists.start_skew_s). All namespaces share one kernel clock, so the true offset is
+0 and any estimated offset is pure estimation error.
+
+Optional (--netem DELAY): the same again with DELAY added to h2's link, first both ways
+(symmetric: NTP's assumption holds, the estimate should stay ~0), then only h2 -> switch
+(asymmetric: NTP cannot see it; the estimate is expected to be off by DELAY/2).
+"""
+import argparse
+import ctypes
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netns  # noqa: E402
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def pct(values, p):
+    """Nearest-rank percentile."""
+    if not values:
+        return None
+    v = sorted(values)
+    k = max(0, min(len(v) - 1, int(round(p / 100.0 * len(v) + 0.5)) - 1))
+    return v[k]
+
+
+class Bench:
+    def __init__(self, args):
+        self.a = args
+        self.bin = os.path.join(args.build_dir, "bin")
+        self.work = tempfile.mkdtemp(prefix="codl-skew-")
+        self.topo = netns.Topology(f"codl-b-{os.getpid()}", args.agents)
+        self.procs = []
+        self.ctl_addr = None
+
+    def spawn(self, role, argv, log):
+        f = open(os.path.join(self.work, log), "ab")
+        p = subprocess.Popen(self.topo.exec_argv(role, argv), stdout=f, stderr=subprocess.STDOUT,
+                             preexec_fn=die_with_parent)
+        self.procs.append(p)
+        return p
+
+    def ctl(self, *args, timeout=600):
+        argv = [f"{self.bin}/codlctl", "--controller", self.ctl_addr, *netns.tls_flags(self.work, "codlctl"), *args]
+        return netns.run(self.topo.exec_argv("c", argv), check=False, timeout=timeout)
+
+    def agents_json(self):
+        r = self.ctl("agents", "--json", timeout=20)
+        out = []
+        for line in r.stdout.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                out.append(json.loads(line))
+        return out
+
+    def setup(self):
+        self.topo.build()
+        names = {"controller": self.topo.addr("c"), "codlctl": self.topo.addr("c")}
+        for h in self.topo.hosts:
+            names[h] = self.topo.addr(h)
+        netns.make_certs(self.a.openssl, self.work, names)
+        self.ctl_addr = f"{self.topo.addr('c')}:7700"
+        self.spawn("c", [f"{self.bin}/codl-controller", "--listen", self.ctl_addr, "--db",
+                         f"{self.work}/skew.db", "--heartbeat-interval", f"{self.a.heartbeat_interval}s",
+                         *netns.tls_flags(self.work, "controller")], "controller.log")
+        for h in self.topo.hosts:
+            self.spawn(h, [f"{self.bin}/codl-agent", "--controller", self.ctl_addr, "--id", h,
+                           "--listen", f"{self.topo.addr(h)}:7701", "--scratch-root", self.work,
+                           "--state-dir", f"{self.work}/state-{h}", *netns.tls_flags(self.work, h)],
+                       f"agent-{h}.log")
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if sum(1 for a in self.agents_json() if a.get("alive")) == len(self.topo.hosts):
+                return
+            time.sleep(0.5)
+        raise RuntimeError("agents did not register; logs in " + self.work)
+
+    def run_experiment(self, name, trials):
+        yaml = (f"name: {name}\n"
+                "victim: {command: [true], progress: {format: wall}, timeout: 30s, nodes: {hosts: [h1]}}\n"
+                "antagonists:\n"
+                "  - {name: tick, injector: noop, rates: ['100'], nodes: all}\n"
+                "pairings: singles\n"
+                f"repetitions: {trials}\n"
+                "settle: 0s\n"
+                "lease: 10s\n")
+        path = os.path.join(self.work, f"{name}.yaml")
+        with open(path, "w") as f:
+            f.write(yaml)
+        t0 = time.time()
+        r = self.ctl("submit", path, "--watch", timeout=60 + 10 * trials)
+        if r.returncode != 0:
+            raise RuntimeError(f"experiment {name} failed: {r.stdout}{r.stderr}")
+        took = time.time() - t0
+        db = sqlite3.connect(f"file:{self.work}/skew.db?mode=ro", uri=True)
+        rows = db.execute(
+            "SELECT t.idx, a.node, a.start_skew_s FROM trial_antagonists a "
+            "JOIN trials t ON t.id = a.trial_id JOIN experiments e ON e.id = t.experiment_id "
+            "WHERE e.name = ? AND t.state IN ('done', 'flagged') ORDER BY t.idx, a.node", (name,)).fetchall()
+        states = dict(db.execute(
+            "SELECT t.state, COUNT(*) FROM trials t JOIN experiments e ON e.id = t.experiment_id "
+            "WHERE e.name = ? GROUP BY t.state", (name,)).fetchall())
+        db.close()
+        offsets = {a["agent_id"]: a.get("clock_offset_s", 0.0) for a in self.agents_json()}
+        return summarize(name, rows, states, offsets, took, len(self.topo.hosts))
+
+    def wait_for_estimator(self):
+        # The controller keeps the 16 most recent heartbeat samples and uses the least delayed:
+        # after a change of the link, wait until the window holds only new samples.
+        time.sleep(17 * self.a.heartbeat_interval + 1)
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.topo.teardown()
+        if not self.a.keep:
+            subprocess.run(["rm", "-rf", self.work])
+
+
+def summarize(name, rows, states, offsets, took, hosts):
+    skews = [s for _, _, s in rows if s is not None]
+    by_trial, by_node = {}, {}
+    for idx, node, s in rows:
+        if s is None:
+            continue
+        by_trial.setdefault(idx, []).append(s)
+        by_node.setdefault(node, []).append(s)
+    spreads = [max(v) - min(v) for v in by_trial.values() if len(v) == hosts]
+    ms = lambda v: None if v is None else round(v * 1e3, 4)  # noqa: E731
+    absv = [abs(s) for s in skews]
+    return {
+        "phase": name,
+        "trials_with_antagonists": len(by_trial),
+        "trial_states": states,
+        "samples": len(skews),
+        "wall_s": round(took, 1),
+        "abs_skew_ms": {"p50": ms(pct(absv, 50)), "p99": ms(pct(absv, 99)), "max": ms(max(absv) if absv else None)},
+        "signed_skew_ms": {"p1": ms(pct(skews, 1)), "p50": ms(pct(skews, 50)), "p99": ms(pct(skews, 99)),
+                           "mean": ms(statistics.fmean(skews) if skews else None)},
+        "per_trial_spread_ms": {"p50": ms(pct(spreads, 50)), "p99": ms(pct(spreads, 99)),
+                                "max": ms(max(spreads) if spreads else None)},
+        "per_node": {n: {"median_ms": ms(statistics.median(v)), "p99_abs_ms": ms(pct([abs(x) for x in v], 99)),
+                         "offset_estimate_ms": ms(offsets.get(n))}
+                     for n, v in sorted(by_node.items())},
+    }
+
+
+def machine():
+    u = os.uname()
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"kernel": f"{u.sysname} {u.release}", "cpus": os.cpu_count(), "cpu_model": cpu}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--agents", type=int, default=4)
+    ap.add_argument("--trials", type=int, default=100, help="interference trials (as many baselines run too)")
+    ap.add_argument("--netem", default="", help="e.g. 1ms: also run with this delay on h2's link")
+    ap.add_argument("--netem-trials", type=int, default=40)
+    ap.add_argument("--heartbeat-interval", type=float, default=1.0, help="seconds (the controller default is 1)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--openssl", default="openssl")
+    ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, database)")
+    a = ap.parse_args()
+    if a.agents < 2:
+        sys.exit("--agents must be >= 2")
+    reason = netns.probe_netns(f"codl-b-{os.getpid()}")
+    if reason:
+        print(f"skew benchmark skipped: {reason}", file=sys.stderr)
+        sys.exit(3)
+    b = Bench(a)
+    result = {"benchmark": "start_skew", "agents": a.agents, "machine": machine(),
+              "netns": f"{a.agents} agent namespaces + controller namespace, veth pairs to a bridge in a "
+                       f"switch namespace, {b.topo.subnet}.0/24, mTLS", "heartbeat_interval_s": a.heartbeat_interval,
+              "phases": []}
+    try:
+        b.setup()
+        time.sleep(6)  # a few heartbeats for the offset estimates
+        result["phases"].append(b.run_experiment("skew-base", a.trials))
+        if a.netem:
+            b.topo.netem("h2", a.netem, "both")
+            b.wait_for_estimator()
+            result["phases"].append(b.run_experiment("skew-netem-both", a.netem_trials))
+            b.topo.clear_netem("h2")
+            b.topo.netem("h2", a.netem, "host")
+            b.wait_for_estimator()
+            result["phases"].append(b.run_experiment("skew-netem-h2-egress", a.netem_trials))
+            b.topo.clear_netem("h2")
+    finally:
+        b.close()
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    print(f"start skew, {a.agents} agent hosts (netns + bridge, mTLS), {result['machine']['kernel']}, "
+          f"{result['machine']['cpus']} CPUs")
+    hdr = f"{'phase':<22}{'samples':>8}{'|skew| p50':>12}{'|skew| p99':>12}{'max':>9}{'spread p50':>12}{'spread p99':>12}"
+    print(hdr)
+    print("-" * len(hdr))
+    for p in result["phases"]:
+        s, sp = p["abs_skew_ms"], p["per_trial_spread_ms"]
+        print(f"{p['phase']:<22}{p['samples']:>8}{s['p50']:>10.3f}ms{s['p99']:>10.3f}ms{s['max']:>7.2f}ms"
+              f"{sp['p50']:>10.3f}ms{sp['p99']:>10.3f}ms")
+    for p in result["phases"]:
+        print(f"  {p['phase']}: per node median skew / offset estimate (ms): " +
+              ", ".join(f"{n} {v['median_ms']:+.3f}/{(v['offset_estimate_ms'] or 0):+.3f}" for n, v in p["per_node"].items()))
+    print(f"written {a.out}")
+
+
+if __name__ == "__main__":
+    main()
