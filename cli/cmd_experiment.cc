@@ -169,6 +169,17 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     return kExitFailed;
   }
   int rc = PrintResults(c, "", id, o.output, stdout);
+  for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
+    if (path.empty() || rc != kExitOk) continue;
+    FILE* f = fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      fprintf(stderr, "codlctl run: cannot write '%s'\n", path.c_str());
+      rc = kExitFailed;
+      continue;
+    }
+    rc = PrintResults(c, "", id, format, f);
+    fclose(f);
+  }
   if (!o.report.empty() && rc == kExitOk) rc = WriteReport(c, "", id, o.report);
   if (final->state() != "done") {
     fprintf(stderr, "experiment %s %s%s\n", id.c_str(), final->state().c_str(),

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   run->add_option("--db", ro.db, "results database of the embedded controller")->capture_default_str();
   run->add_option("-o,--output", ro.output, "table | csv | json")->capture_default_str();
   run->add_option("--report", ro.report, "also write the HTML report to this file");
+  run->add_option("--csv", ro.csv, "also write the results as CSV to this file");
+  run->add_option("--json", ro.json, "also write the results as JSON to this file");
   run->add_option("--lease", ro.lease, "embedded agent's dead-man lease")->capture_default_str();
   run->add_option("--scratch-root", ro.scratch_roots,
                   "embedded agent: directory injectors may write under (repeatable; default "

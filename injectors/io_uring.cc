@@ -363,8 +363,7 @@ Status IoUringInjector::Loop(WorkerContext& ctx) {
       file = rng.Next() % fds_.size();
       offset = (rng.Next() % blocks) * block_size_;
     } else {
-      static const size_t run = getenv("RUN") ? atoi(getenv("RUN")) : 1;
-      file = (next_file++ / run) % fds_.size();
+      file = next_file++ % fds_.size();
       offset = cursor[file];
       cursor[file] = offset + 2 * block_size_ > file_size_ ? 0 : offset + block_size_;
     }

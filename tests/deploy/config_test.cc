@@ -165,7 +165,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"id: a\nid: b\n", "agent.yaml:2:1: duplicate key 'id'"},
         BadCase{"id: \"\"\n", "agent.yaml:1:5: id: must not be empty"},
         BadCase{"- controller: h:1\n", "agent.yaml:1:1: expected a mapping, got a list"},
-        BadCase{"controller: [h:1\n", "agent.yaml:"}));  // YAML syntax error, with a position
+        BadCase{"controller: [h:1\n", "agent.yaml:"}),  // YAML syntax error, with a position
+    // Stable test names (the default would print the struct's bytes, pointers included).
+    [](const ::testing::TestParamInfo<BadCase>& info) { return "case" + std::to_string(info.index); });
 
 TEST(ControllerConfig, EveryKeyAndErrors) {
   auto c = ParseControllerConfig(

@@ -363,6 +363,36 @@ TEST_F(ClusterTest, NcclUniqueIdIsRelayedThroughTheController) {
   EXPECT_NE(c.Logs().find("relayed rendezvous"), std::string::npos) << c.Logs();
 }
 
+// The built-in proxy under the agent: phases come through to the results, and one run writes
+// the table, CSV, JSON and the HTML report.
+TEST_F(ClusterTest, CodlVictimUnderTheAgentReportsPhases) {
+  WriteFile(dir_ + "/exp.yaml",
+            "name: proxy\n"
+            "victim:\n"
+            "  command: [codl-victim, run, --dir, " + dir_ + "/data, --profile, io-bound, --samples, '64',\n"
+            "            --steps, '8', --warmup-steps, '2']\n"
+            "  warmup_steps: 2\n"
+            "  timeout: 60s\n"
+            "antagonists:\n"
+            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: [500MiB/s]}\n"
+            "repetitions: 1\nsettle: 1s\n");
+  auto r = RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml", "--scratch-root", dir_, "--csv",
+                       dir_ + "/r.csv", "--json", dir_ + "/r.json", "--report", dir_ + "/r.html"},
+                      180, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("phases:"), std::string::npos) << r.out;
+  const auto results = nlohmann::json::parse(ReadFile(dir_ + "/r.json"));
+  std::set<std::string> phases;
+  for (const auto& p : results["pairings"]) {
+    for (const auto& ph : p["phases"]) phases.insert(ph["phase"].get<std::string>());
+  }
+  for (const char* want : {"read_s", "compute_s", "data_wait_s"}) {
+    EXPECT_TRUE(phases.count(want)) << want << " missing from " << results.dump();
+  }
+  EXPECT_NE(ReadFile(dir_ + "/r.csv").find("membw@500MiB/s"), std::string::npos) << ReadFile(dir_ + "/r.csv");
+  EXPECT_NE(ReadFile(dir_ + "/r.html").find("<svg"), std::string::npos);
+}
+
 TEST_F(ClusterTest, BadInputExitsTwoWithLocation) {
   WriteFile(dir_ + "/bad.yaml", "name: x\nvictim:\n  command: [true]\n  colour: red\n");
   auto r = RunCommand({Bin("codlctl"), "validate", dir_ + "/bad.yaml"});

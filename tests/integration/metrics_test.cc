@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -83,7 +84,9 @@ TEST(Metrics, ControllerAndAgentExposePromtoolCleanMetrics) {
     am = HttpGetMetrics(aport);
     return Value(cm, "codl_agents{state=\"up\"}") == 1 && Value(am, "codl_agent_victim_runs_total{result=\"ok\"}") >= 4;
   }, 10)) << cm << "\n----\n" << am;
-  EXPECT_EQ(Value(cm, "codl_trials_total{state=\"done\"}"), 4) << cm;
+  // 2 baselines + 2 noop trials; a noop trial may be flagged on a busy machine.
+  double flagged = std::max(0.0, Value(cm, "codl_trials_total{state=\"flagged\"}"));
+  EXPECT_EQ(Value(cm, "codl_trials_total{state=\"done\"}") + flagged, 4) << cm;
   EXPECT_EQ(Value(cm, "codl_experiments_finished_total{state=\"done\"}"), 1) << cm;
   EXPECT_EQ(Value(cm, "codl_victim_step_time_seconds_count{baseline=\"true\"}"), 4) << cm;
   EXPECT_EQ(Value(am, "codl_agent_antagonists_started_total"), 2) << am;
