@@ -16,6 +16,7 @@
 #include "agent/child_process.h"
 #include "agent/controller_link.h"
 #include "agent/lease_monitor.h"
+#include "agent/telemetry_hub.h"
 
 namespace codl::agent {
 
@@ -54,6 +55,8 @@ Status Agent::Start() {
   ap.inject_binary = options_.inject_binary;
   ap.scratch_roots = options_.scratch_roots;
   ap.default_lease_s = options_.lease_s;
+  telemetry_ = std::make_unique<TelemetryHub>();
+  ap.telemetry = telemetry_.get();
   // The link is created below; the relay reaches it through `this` once it exists.
   ap.relay.publish = [this](const std::string& k, const std::string& v) {
     return link_ ? link_->PublishRendezvous(k, v) : Status(Err("no controller link"));
@@ -65,7 +68,7 @@ Status Agent::Start() {
   antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
   service_ = std::make_unique<AgentServiceImpl>(
       antagonists_.get(), lease_.get(), SystemClock::Get(),
-      AgentPolicy{options_.allow_victim, options_.max_level});
+      AgentPolicy{options_.allow_victim, options_.max_level}, telemetry_.get());
 
   metrics_ = std::make_unique<AgentMetrics>();
   if (!options_.metrics_listen.empty()) {

@@ -23,6 +23,7 @@ namespace codl::agent {
 class AntagonistManager;
 class AgentServiceImpl;
 class AgentMetrics;
+class TelemetryHub;
 class ControllerLink;
 class LeaseMonitor;
 
@@ -64,6 +65,7 @@ class Agent {
   AgentOptions options_;
   std::string advertised_;
   std::unique_ptr<LeaseMonitor> lease_;
+  std::unique_ptr<TelemetryHub> telemetry_;
   std::unique_ptr<AntagonistManager> antagonists_;
   std::unique_ptr<AgentServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;

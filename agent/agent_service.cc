@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <deque>
+
 #include "rpc/rpc_util.h"
 
 namespace codl::agent {
@@ -28,8 +30,9 @@ experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
 }  // namespace
 
 AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease,
-                                   const Clock* clock, AgentPolicy policy)
-    : antagonists_(antagonists), lease_(lease), clock_(clock), policy_(policy), victims_(clock) {}
+                                   const Clock* clock, AgentPolicy policy, TelemetryHub* telemetry)
+    : antagonists_(antagonists), lease_(lease), clock_(clock), policy_(policy),
+      telemetry_(telemetry), victims_(clock) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
@@ -174,7 +177,19 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     experiment::VictimSpec spec = FromProto(req->victim());
     // The victim joins what the antagonists set up (e.g. the MPS server); its own env wins.
     for (const auto& [k, v] : antagonists_->VictimEnvironment()) spec.env.emplace(k, v);
-    VictimOutcome o = victims_.Run(spec, &cancel_victims_);
+    const std::string trial_id = req->trial_id();
+    VictimOutcome o = victims_.Run(spec, &cancel_victims_, [this, trial_id](const VictimStep& st) {
+      if (trial_id.empty()) return;
+      v1::TelemetryEvent ev;
+      ev.set_agent_unix_ns(clock_->UnixNanos());
+      auto* p = ev.mutable_victim_step();
+      p->set_step(st.step);
+      p->set_step_time_s(st.step_time_s);
+      p->set_t_s(st.t_s);
+      p->set_warmup(st.warmup);
+      for (const auto& [k, v] : st.phases) (*p->mutable_phases())[k] = v;
+      telemetry_->Publish(trial_id, ev);
+    });
     (o.progress.ok ? victims_ok_ : victims_failed_) += 1;
     reply->set_ok(o.progress.ok);
     reply->set_error(o.progress.error);
@@ -208,6 +223,76 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAll(grpc::CallbackServerContext*
     r->Finish(grpc::Status::OK);
   });
   return r;
+}
+
+namespace {
+// One subscriber's stream: a queue and at most one write in flight.
+class TelemetryReactor : public grpc::ServerWriteReactor<v1::TelemetryEvent> {
+ public:
+  TelemetryReactor(TelemetryHub* hub, const std::string& trial_id) : hub_(hub) {
+    if (trial_id.empty()) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "trial_id is empty"));
+      return;
+    }
+    handle_ = hub_->Subscribe(trial_id, [this](const v1::TelemetryEvent& ev) { Push(ev); });
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> l(mu_);
+    writing_ = false;
+    if (!ok) return FinishLocked(grpc::Status::CANCELLED);
+    pending_.pop_front();
+    NextLocked();
+  }
+  void OnCancel() override {
+    std::lock_guard<std::mutex> l(mu_);
+    FinishLocked(grpc::Status::OK);
+  }
+  void OnDone() override {
+    if (handle_ > 0) hub_->Unsubscribe(handle_);
+    delete this;
+  }
+
+ private:
+  void Push(const v1::TelemetryEvent& ev) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    if (pending_.size() > 10000) return;  // a stalled reader loses telemetry, never the agent
+    pending_.push_back(ev);
+    NextLocked();
+  }
+  void NextLocked() {
+    if (writing_ || finished_ || pending_.empty()) return;
+    writing_ = true;
+    StartWrite(&pending_.front());
+  }
+  void FinishLocked(const grpc::Status& s) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(s);
+  }
+  TelemetryHub* hub_;
+  std::mutex mu_;
+  std::deque<v1::TelemetryEvent> pending_;
+  bool writing_ = false;
+  bool finished_ = false;
+  int handle_ = 0;
+};
+}  // namespace
+
+grpc::ServerWriteReactor<v1::TelemetryEvent>* AgentServiceImpl::StreamTelemetry(
+    grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) {
+  grpc::Status auth = rpc::CheckBearer(ctx);
+  if (!auth.ok()) {
+    class Refused : public grpc::ServerWriteReactor<v1::TelemetryEvent> {
+     public:
+      explicit Refused(const grpc::Status& s) { Finish(s); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused(auth);
+  }
+  lease_->Renew();
+  return new TelemetryReactor(telemetry_, req->trial_id());
 }
 
 }  // namespace codl::agent

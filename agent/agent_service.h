@@ -8,6 +8,7 @@
 
 #include "agent/antagonist_manager.h"
 #include "agent/lease_monitor.h"
+#include "agent/telemetry_hub.h"
 #include "agent/victim_runner.h"
 #include "codl/v1/agent.grpc.pb.h"
 #include "common/executor.h"
@@ -23,7 +24,7 @@ struct AgentPolicy {
 class AgentServiceImpl final : public v1::Agent::CallbackService {
  public:
   AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease, const Clock* clock,
-                   AgentPolicy policy);
+                   AgentPolicy policy, TelemetryHub* telemetry);
   ~AgentServiceImpl() override;
   void Shutdown();
   int64_t victims_ok() const { return victims_ok_.load(); }
@@ -47,6 +48,8 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx,
                                     const v1::StopAllRequest* req,
                                     v1::StopAllReply* reply) override;
+  grpc::ServerWriteReactor<v1::TelemetryEvent>* StreamTelemetry(
+      grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;
 
  private:
   // Common prologue: auth, lease renewal, idempotent replay. Returns a reactor already finished
@@ -58,6 +61,7 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   LeaseMonitor* lease_;
   const Clock* clock_;
   AgentPolicy policy_;
+  TelemetryHub* telemetry_;
   VictimRunner victims_;
   rpc::IdempotencyCache cache_;
   std::atomic<bool> cancel_victims_{false};

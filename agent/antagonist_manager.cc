@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
+
+#include "agent/telemetry_hub.h"
 #include <spdlog/spdlog.h>
 
 namespace codl::agent {
@@ -25,6 +27,7 @@ struct AntagonistManager::Antagonist {
   const RendezvousRelay* relay = nullptr;
   const Clock* clock = nullptr;
   int64_t started_unix_ns = 0;  // when the child was spawned (agent clock)
+  TelemetryHub* telemetry = nullptr;
   void Publish(const nlohmann::json& p);
 
   void OnLine(std::string_view line) {
@@ -58,6 +61,17 @@ struct AntagonistManager::Antagonist {
     s.target = j.value("target", 0.0);
     if (j.contains("unit")) unit = j.value("unit", unit);
     samples.push_back(s);
+    if (telemetry) {
+      v1::TelemetryEvent ev;
+      ev.set_agent_unix_ns(clock ? clock->UnixNanos() : 0);
+      auto* a = ev.mutable_antagonist();
+      a->set_antagonist_id(id);
+      a->set_unit(unit);
+      a->mutable_sample()->set_t_s(s.t_s);
+      a->mutable_sample()->set_achieved(s.achieved);
+      a->mutable_sample()->set_target(s.target);
+      telemetry->Publish(id, ev);
+    }
   }
 };
 
@@ -192,6 +206,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   ChildProcess::Options o;
   o.argv = argv;
   a->clock = clock_;
+  a->telemetry = policy_.telemetry;
   a->started_unix_ns = clock_->UnixNanos();
   Antagonist* raw = a.get();
   o.on_stdout = [raw](std::string_view line) { raw->OnLine(line); };

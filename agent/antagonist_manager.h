@@ -32,9 +32,12 @@ struct RendezvousRelay {
   std::function<Result<std::string>(const std::string& key, double wait_s)> fetch;
 };
 
+class TelemetryHub;
+
 struct AntagonistPolicy {
   std::string inject_binary = "codl-inject";
   RendezvousRelay relay;
+  TelemetryHub* telemetry = nullptr;  // live samples go here too (may be null)
   std::vector<std::string> scratch_roots;  // passed to codl-inject as --scratch-root
   double max_duration_s = 4 * 3600;         // cap on any request
   double default_lease_s = 10;              // when a start request carries no lease

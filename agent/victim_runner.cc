@@ -9,7 +9,8 @@
 namespace codl::agent {
 
 VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec,
-                                const std::atomic<bool>* cancel) {
+                                const std::atomic<bool>* cancel,
+                                const std::function<void(const VictimStep&)>& on_step) {
   VictimOutcome out;
   ProgressParser parser(spec.progress, spec.warmup_steps);
   std::mutex parser_mu;
@@ -23,7 +24,9 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec,
   o.stderr_tail_bytes = 4096;
   o.on_stdout = [&](std::string_view line) {
     std::lock_guard<std::mutex> l(parser_mu);
+    const size_t before = parser.steps().size();
     parser.OnStdoutLine(line, clock_->MonotonicSeconds() - t0);
+    if (on_step && parser.steps().size() > before) on_step(parser.steps().back());
   };
   auto child = ChildProcess::Spawn(std::move(o));
   if (!child.ok()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include "agent/progress_parser.h"
@@ -25,7 +26,9 @@ class VictimRunner {
  public:
   explicit VictimRunner(const Clock* clock) : clock_(clock) {}
   // Blocks until the victim exits, times out, or `cancel` becomes true.
-  VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr);
+  // on_step (optional) is called for every step the victim reports, as it reports it.
+  VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr,
+                    const std::function<void(const VictimStep&)>& on_step = {});
 
  private:
   const Clock* clock_;

@@ -32,6 +32,7 @@ std::string ProgressView::Bar(int done, int total) const {
 void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
   const auto& s = ev.status();
   if (!tty_) {
+    if (ev.message().empty()) return;  // live step updates: only the terminal view redraws
     fprintf(out_, "[%d/%d] %s\n", s.completed_trials(), s.total_trials(), ev.message().c_str());
     fflush(out_);
     return;
@@ -49,9 +50,16 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
     }
     fprintf(out_, "\r\033[K%s%s%s\n", on, ev.message().c_str(), off);
   }
-  fprintf(out_, "\r\033[K%s %d/%d trials  %s  ETA %s", Bar(s.completed_trials(), s.total_trials()).c_str(),
+  std::string step;
+  if (s.victim_step() > 0 && !s.current_pairing().empty()) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "  step %lld (%.1f ms)", static_cast<long long>(s.victim_step()),
+             s.victim_step_time_s() * 1e3);
+    step = buf;
+  }
+  fprintf(out_, "\r\033[K%s %d/%d trials  %s%s  ETA %s", Bar(s.completed_trials(), s.total_trials()).c_str(),
           s.completed_trials(), s.total_trials(),
-          s.current_pairing().empty() ? s.state().c_str() : s.current_pairing().c_str(),
+          s.current_pairing().empty() ? s.state().c_str() : s.current_pairing().c_str(), step.c_str(),
           FormatEta(s.eta_s()).c_str());
   fflush(out_);
   drawn_ = true;

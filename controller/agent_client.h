@@ -4,8 +4,10 @@
 // mutating calls carry an idempotency key (retried once on UNAVAILABLE with the same key).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "codl/v1/agent.pb.h"
 #include "common/result.h"
@@ -23,7 +25,34 @@ class AgentClient {
   // deadline_s: the victim's timeout plus a margin.
   virtual Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest& req, double deadline_s) = 0;
   virtual Status StopAll(const std::string& reason) = 0;
+
+  // Scale (docs/performance.md, "Control plane: skew and scale"):
+  // Connect: start connecting to the agent now, without waiting (a no-op when connected, and
+  // for fakes). The registry calls it at registration so that the first synchronized start
+  // does not pay a TCP + TLS handshake per agent inside its start window.
+  virtual void Connect() {}
+  // StartAntagonistAsync: issues the call and returns at once; `done` runs later, on another
+  // thread. The runner fans a trial's starts out with it from one thread instead of one
+  // std::async thread per antagonist. The default runs the blocking call on a thread of its own
+  // (fakes in tests); GrpcAgentClient uses gRPC's callback API (same deadline, same retry).
+  using StartDone = std::function<void(Result<v1::StartAntagonistReply>)>;
+  virtual void StartAntagonistAsync(const v1::StartAntagonistRequest& req, StartDone done);
+
+  // Live telemetry of one trial until the returned handle is destroyed (which cancels the
+  // stream and joins its reader). nullptr when the agent cannot stream (fakes in tests).
+  class TelemetryStream {
+   public:
+    virtual ~TelemetryStream() = default;
+  };
+  virtual std::unique_ptr<TelemetryStream> OpenTelemetry(
+      const std::string& trial_id, std::function<void(const v1::TelemetryEvent&)> on_event) {
+    return nullptr;
+  }
 };
+
+inline void AgentClient::StartAntagonistAsync(const v1::StartAntagonistRequest& req, StartDone done) {
+  std::thread([this, req, done = std::move(done)] { done(StartAntagonist(req)); }).detach();
+}
 
 // Creates the client for an agent that registered with `address`.
 using AgentClientFactory =

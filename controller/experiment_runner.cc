@@ -1,7 +1,10 @@
 #include "controller/experiment_runner.h"
 
 #include <cmath>
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -147,6 +150,13 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
                              const std::atomic<bool>& cancel, RunListener* listener) {
   Placement p;
   if (Status s = Place(spec, &p); !s.ok()) return s;
+  // Wake every placed agent's channel now (a no-op when connected): one that went idle (gRPC's
+  // idle timeout) would otherwise reconnect inside the first trial's start window.
+  for (const auto& nodes : p.antagonist_nodes) {
+    for (const auto& n : nodes) {
+      if (auto c = agents_->Client(n)) c->Connect();
+    }
+  }
   listener->OnMessage("victim on " + p.victim_node);
   if (Status s = CalibrateAll(spec, &p, listener); !s.ok()) return s;
   int failed_in_a_row = 0;
@@ -156,7 +166,7 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
       return Err("victim node " + p.victim_node + " stopped heartbeating");
     }
     listener->OnTrialStarted(trial);
-    TrialRecord t = RunTrial(exp, spec, trial, p, cancel);
+    TrialRecord t = RunTrial(exp, spec, trial, p, cancel, listener);
     if (Status s = store_->SaveTrial(t); !s.ok()) return Err("saving trial: " + s.error());
     listener->OnTrialDone(t);
     if (t.state == TrialState::kCancelled) return Err("cancelled");
@@ -175,7 +185,7 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
 TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
                                        const experiment::ExperimentSpec& spec,
                                        const experiment::PlannedTrial& trial, const Placement& p,
-                                       const std::atomic<bool>& cancel) {
+                                       const std::atomic<bool>& cancel, RunListener* listener) {
   TrialRecord t;
   t.experiment_id = exp.id;
   t.index = trial.index;
@@ -218,9 +228,13 @@ TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
       clock_->UnixNanos() + static_cast<int64_t>(options_.start_delay_s * 1e9);
   std::string error;
   {
-    std::vector<std::future<Result<v1::StartAntagonistReply>>> starts;
-    for (auto& r : running) {
-      v1::StartAntagonistRequest req;
+    // The requests are built first, then issued back to back from this thread with the
+    // callback API (no thread per antagonist): with hundreds of nodes the last agent has its
+    // command a few ms after the first, well inside start_delay_s (bench/run_scale_bench.sh).
+    std::vector<v1::StartAntagonistRequest> requests(running.size());
+    for (size_t i = 0; i < running.size(); ++i) {
+      const Running& r = running[i];
+      v1::StartAntagonistRequest& req = requests[i];
       req.set_idempotency_key(rpc::NewIdempotencyKey());
       req.set_antagonist_id(r.id);
       const auto& a = spec.antagonists[r.antagonist];
@@ -233,14 +247,30 @@ TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
       req.set_level(r.result.level);
       double offset = agents_->ClockOffset(r.node);
       req.set_start_at_unix_ns(start_at_ctrl_ns + static_cast<int64_t>(offset * 1e9));
-      auto client = r.client;
-      starts.push_back(std::async(std::launch::async, [client, req] {
-        return client ? client->StartAntagonist(req)
-                      : Result<v1::StartAntagonistReply>(Err("agent is gone"));
-      }));
+    }
+    std::mutex starts_mu;
+    std::condition_variable starts_cv;
+    size_t pending = running.size();
+    std::vector<std::optional<Result<v1::StartAntagonistReply>>> starts(running.size());
+    for (size_t i = 0; i < running.size(); ++i) {
+      auto done = [&, i](Result<v1::StartAntagonistReply> reply) {
+        std::lock_guard<std::mutex> l(starts_mu);
+        starts[i].emplace(std::move(reply));
+        if (--pending == 0) starts_cv.notify_all();  // under the lock: the waiter owns these
+      };
+      if (running[i].client) {
+        running[i].client->StartAntagonistAsync(requests[i], done);
+      } else {
+        done(Err("agent is gone"));
+      }
+    }
+    {
+      // Every call has a deadline, so every `done` runs.
+      std::unique_lock<std::mutex> l(starts_mu);
+      starts_cv.wait(l, [&] { return pending == 0; });
     }
     for (size_t i = 0; i < running.size(); ++i) {
-      auto reply = starts[i].get();
+      auto& reply = *starts[i];
       if (!reply.ok()) {
         if (error.empty()) error = "starting " + running[i].result.name + ": " + reply.error();
         continue;
@@ -284,6 +314,19 @@ TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
     req.set_idempotency_key(rpc::NewIdempotencyKey());
     req.set_trial_id(exp.id + "-t" + std::to_string(trial.index));
     *req.mutable_victim() = ToProto(spec.victim);
+    // Victim progress as it happens (for `codlctl watch`); the record comes with the reply.
+    std::unique_ptr<AgentClient::TelemetryStream> live;
+    if (client) {
+      live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
+        if (!ev.has_victim_step()) return;
+        VictimStep s;
+        s.step = ev.victim_step().step();
+        s.step_time_s = ev.victim_step().step_time_s();
+        s.t_s = ev.victim_step().t_s();
+        s.warmup = ev.victim_step().warmup();
+        listener->OnVictimStep(s);
+      });
+    }
     auto reply = client ? client->RunVictim(req, spec.victim.timeout_s + 30)
                         : Result<v1::RunVictimReply>(Err("victim agent is gone"));
     if (reply.ok()) {

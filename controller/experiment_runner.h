@@ -31,6 +31,8 @@ class RunListener {
   virtual void OnMessage(const std::string& message) = 0;
   virtual void OnTrialStarted(const experiment::PlannedTrial& trial) = 0;
   virtual void OnTrialDone(const TrialRecord& trial) = 0;
+  // Live, from the victim node's telemetry stream while the victim runs.
+  virtual void OnVictimStep(const VictimStep& step) {}
 };
 
 class ExperimentRunner {
@@ -59,7 +61,7 @@ class ExperimentRunner {
   Status CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p, RunListener* listener);
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,
-                       const std::atomic<bool>& cancel);
+                       const std::atomic<bool>& cancel, RunListener* listener);
 
   AgentRegistry* agents_;
   store::Store* store_;

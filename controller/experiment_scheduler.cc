@@ -14,6 +14,9 @@ struct ExperimentScheduler::Live {
   int completed = 0;
   int failed = 0;
   std::string current_pairing;
+  int64_t victim_step = 0;
+  double victim_step_time_s = 0;
+  double last_step_publish_s = 0;
   double started_s = 0;
   double estimate_s = 0;
 };
@@ -26,9 +29,24 @@ class ExperimentScheduler::Listener : public RunListener {
     {
       std::lock_guard<std::mutex> l(s_->mu_);
       live_->current_pairing = t.pairing;
+      live_->victim_step = 0;
+      live_->victim_step_time_s = 0;
     }
     s_->Publish(live_, "trial " + std::to_string(t.index + 1) + "/" +
                            std::to_string(live_->plan.size()) + " " + t.pairing + " started", false);
+  }
+  void OnVictimStep(const VictimStep& step) override {
+    bool publish;
+    {
+      std::lock_guard<std::mutex> l(s_->mu_);
+      live_->victim_step = step.step;
+      live_->victim_step_time_s = step.step_time_s;
+      // At most 4 updates a second reach the watchers.
+      double now = s_->clock_->MonotonicSeconds();
+      publish = now - live_->last_step_publish_s >= 0.25;
+      if (publish) live_->last_step_publish_s = now;
+    }
+    if (publish) s_->Publish(live_, "", false);
   }
   void OnTrialDone(const TrialRecord& t) override {
     {
@@ -129,6 +147,8 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   s.set_completed_trials(live.completed);
   s.set_failed_trials(live.failed);
   s.set_current_pairing(live.current_pairing);
+  s.set_victim_step(live.victim_step);
+  s.set_victim_step_time_s(live.victim_step_time_s);
   s.set_created_unix_ms(live.record.created_unix_ms);
   s.set_finished_unix_ms(live.record.finished_unix_ms);
   if (live.record.state == ExperimentState::kRunning && live.completed > 0) {
@@ -234,7 +254,7 @@ void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, const std::
     }
   }
   ev.set_message(message);
-  spdlog::info("[{}] {}", live->record.id, message);
+  if (!message.empty()) spdlog::info("[{}] {}", live->record.id, message);
   for (auto& w : targets) w(ev, final);
 }
 

@@ -8,10 +8,74 @@
 namespace codl::controller {
 namespace {
 
+// Reads a StreamTelemetry stream on its own thread; destroying it cancels and joins.
+class GrpcTelemetryStream : public AgentClient::TelemetryStream {
+ public:
+  GrpcTelemetryStream(v1::Agent::Stub* stub, const std::string& trial_id,
+                      std::function<void(const v1::TelemetryEvent&)> on_event)
+      : ctx_(rpc::MakeContext(24 * 3600.0)) {
+    v1::StreamTelemetryRequest req;
+    req.set_trial_id(trial_id);
+    reader_ = stub->StreamTelemetry(ctx_.get(), req);
+    thread_ = std::thread([this, on_event = std::move(on_event)] {
+      v1::TelemetryEvent ev;
+      while (reader_->Read(&ev)) on_event(ev);
+      (void)reader_->Finish();
+    });
+  }
+  ~GrpcTelemetryStream() override {
+    ctx_->TryCancel();
+    thread_.join();
+  }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::TelemetryEvent>> reader_;
+  std::thread thread_;
+};
+
 class GrpcAgentClient : public AgentClient {
  public:
   GrpcAgentClient(std::string agent_id, std::shared_ptr<grpc::Channel> channel)
-      : agent_id_(std::move(agent_id)), stub_(v1::Agent::NewStub(channel)) {}
+      : agent_id_(std::move(agent_id)), channel_(channel), stub_(v1::Agent::NewStub(channel)) {}
+
+  // gRPC channels connect lazily; this starts the connection now (no-op when already up).
+  void Connect() override { channel_->GetState(/*try_to_connect=*/true); }
+
+  // The callback API: no thread per call. Same 15 s deadline as StartAntagonist, and the same
+  // single retry on UNAVAILABLE after 200 ms (on a short-lived thread, never blocking a gRPC
+  // callback thread; safe because the request carries its idempotency key).
+  void StartAntagonistAsync(const v1::StartAntagonistRequest& req, StartDone done) override {
+    struct Pending {
+      std::unique_ptr<grpc::ClientContext> ctx;
+      v1::StartAntagonistRequest req;
+      v1::StartAntagonistReply reply;
+      StartDone done;
+    };
+    auto p = std::make_shared<Pending>();
+    p->ctx = rpc::MakeContext(15);
+    p->req = req;
+    p->done = std::move(done);
+    stub_->async()->StartAntagonist(p->ctx.get(), &p->req, &p->reply, [this, p](grpc::Status s) {
+      if (s.ok()) {
+        p->done(std::move(p->reply));
+      } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        std::thread([this, p] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          v1::StartAntagonistReply reply;
+          auto ctx = rpc::MakeContext(15);
+          grpc::Status again = stub_->StartAntagonist(ctx.get(), p->req, &reply);
+          if (again.ok()) {
+            p->done(std::move(reply));
+          } else {
+            p->done(Err(rpc::FromGrpc(again, "agent " + agent_id_ + " StartAntagonist").error()));
+          }
+        }).detach();
+      } else {
+        p->done(Err(rpc::FromGrpc(s, "agent " + agent_id_ + " StartAntagonist").error()));
+      }
+    });
+  }
 
   Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest& req) override {
     return Call<v1::CalibrateReply>("Calibrate", req.duration_s() + 180, [&](auto* ctx, auto* reply) {
@@ -40,6 +104,11 @@ class GrpcAgentClient : public AgentClient {
       return stub_->RunVictim(ctx, req, reply);
     });
   }
+  std::unique_ptr<TelemetryStream> OpenTelemetry(
+      const std::string& trial_id, std::function<void(const v1::TelemetryEvent&)> on_event) override {
+    return std::make_unique<GrpcTelemetryStream>(stub_.get(), trial_id, std::move(on_event));
+  }
+
   Status StopAll(const std::string& reason) override {
     v1::StopAllRequest req;
     req.set_reason(reason);
@@ -67,6 +136,7 @@ class GrpcAgentClient : public AgentClient {
   }
 
   std::string agent_id_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Agent::Stub> stub_;
 };
 

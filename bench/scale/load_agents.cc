@@ -14,10 +14,12 @@
 //     cross-checked against the antagonist id's "-<agent id>" suffix. So the controller holds N
 //     channels to N addresses, as in a real cluster.
 // What it does NOT do is spawn anything: StartAntagonist waits (on a timer, not a thread) until
-// the requested start time and replies then, like the real agent; GetAntagonist reports the
-// target as achieved with one telemetry sample per 250 ms since the start (a real injector
-// reports at 4 Hz); StopAntagonist returns those samples; RunVictim replies after --victim-time;
-// Calibrate returns a fixed peak. Idempotency keys are honoured like the real agent's cache.
+// the requested start time and replies then, like the real agent (started_unix_ns = when the
+// timer fired; starts due at once share that time, as N hosts would wake in parallel);
+// GetAntagonist reports the target as achieved with one telemetry sample per 250 ms since the
+// start (a real injector reports at 4 Hz); StopAntagonist returns those samples; RunVictim
+// replies after --victim-time; Calibrate returns a fixed peak. Idempotency keys are honoured
+// like the real agent's cache. StreamTelemetry, if the proto has it, is left unimplemented.
 //
 // Measurement: every StartAntagonist arrival is recorded (arrival time at the handler, the
 // request's start_at_unix_ns, the agent's own offset estimate); on exit (SIGINT/SIGTERM or
@@ -94,18 +96,32 @@ class TimerQueue {
         cv_.wait(l);
         continue;
       }
-      int64_t wait = q_.top().at - NowNs();
+      const int64_t now = NowNs();
+      int64_t wait = q_.top().at - now;
       if (wait > 0) {
         cv_.wait_for(l, std::chrono::nanoseconds(wait));
         continue;
       }
-      auto fn = q_.top().fn;
-      q_.pop();
+      // Everything due now runs with the same fired-at time: N emulated agents would each wake
+      // in parallel on their own host, not one after another on this one thread.
+      std::vector<std::function<void()>> due;
+      while (!q_.empty() && q_.top().at <= now) {
+        due.push_back(q_.top().fn);
+        q_.pop();
+      }
       l.unlock();
-      fn();
+      fired_ns_ = now;
+      for (auto& fn : due) fn();
       l.lock();
     }
   }
+
+ public:
+  // When the timer woke for the callback now running (only valid inside a callback).
+  static int64_t FiredNs() { return fired_ns_; }
+
+ private:
+  static thread_local int64_t fired_ns_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q_;
@@ -114,13 +130,15 @@ class TimerQueue {
   std::thread thread_;
 };
 
+thread_local int64_t TimerQueue::fired_ns_ = 0;
+
 struct StartRecord {
   int agent;
   std::string antagonist_id;
   int64_t arrival_ns;
   int64_t start_at_ns;
   double offset_s;     // the agent's own offset estimate (agent - controller) at arrival
-  int64_t replied_ns;  // when the reply (started_unix_ns) was sent
+  int64_t replied_ns;  // the reported start (started_unix_ns): when the start timer fired
 };
 
 struct Antagonist {
@@ -510,7 +528,7 @@ grpc::ServerUnaryReactor* AgentService::StartAntagonist(grpc::CallbackServerCont
   double target = req->spec().rate();
   int64_t start_at = req->start_at_unix_ns();
   load_->timers().Post(at, [load, a, r, reply, id, key, target, arrival, start_at, offset] {
-    const int64_t now = NowNs();
+    const int64_t now = TimerQueue::FiredNs();  // "started" when its timer fired
     {
       std::lock_guard<std::mutex> l(a->mu);
       a->antagonists[id] = Antagonist{target, now};
