@@ -17,7 +17,12 @@ for a in "$@"; do
     *) echo "unknown argument $a" >&2; exit 2 ;;
   esac
 done
-do_run() { if ((dry)); then echo "would run: $*"; else "$@"; fi; }
+# do_run MESSAGE CMD...: runs CMD (only prints it with --dry-run); prints MESSAGE on success.
+do_run() {
+  local what="$1"; shift
+  if ((dry)); then echo "would run: $*"; return 0; fi
+  "$@" && echo "$what"
+}
 command -v ip >/dev/null || { echo "ip (iproute2) not found" >&2; exit 1; }
 removed=0
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^codl-[tb]-' || true); do
@@ -25,14 +30,14 @@ for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^codl-[tb]-'
   if [[ -n "$pids" ]]; then
     echo "namespace $ns still has processes: $pids"
     if ((kill_procs)); then
-      for p in $pids; do do_run kill -KILL "$p"; done
+      for p in $pids; do do_run "killed $p" kill -KILL "$p"; done
     fi
   fi
-  do_run ip netns del "$ns" && echo "deleted namespace $ns"
+  do_run "deleted namespace $ns" ip netns del "$ns"
   removed=$((removed + 1))
 done
 for dev in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E '^codl-[tb]-' || true); do
-  do_run ip link del "$dev" && echo "deleted interface $dev"
+  do_run "deleted interface $dev" ip link del "$dev"
   removed=$((removed + 1))
 done
-echo "netns_cleanup: $removed item(s) removed"
+echo "netns_cleanup: $removed item(s) $( ((dry)) && echo found || echo removed)"

@@ -6,14 +6,20 @@
 # JSON (figures go to docs/performance.md, "Control plane: skew and scale").
 #
 # usage: bench/run_scale_bench.sh [--build-dir DIR] [--out FILE] [--agents 100,1000]
-#                                 [--window S] [--fanout N] [--fanout-trials N] [--keep]
+#                                 [--window S] [--fanout N] [--fanout-trials N] [--tls] [--keep]
+#                                 [--register-spread S] [--min-connect-timeout-ms MS]
 #   --build-dir      CMake build tree (default: ./build); the binaries are built when stale
 #   --out            JSON results (default: bench/results/scale.json)
 #   --agents         comma-separated agent counts (default 100,1000); the fan-out runs at the largest
 #   --window         seconds of the CPU/RSS window per N (default 30)
 #   --fanout         agents a start command fans out to (default 256)
 #   --fanout-trials  trials of the fan-out experiment (default 20)
-# Loopback only. About 3 minutes with the defaults.
+#   --tls            mTLS everywhere (throwaway CA made with openssl; default plaintext on loopback)
+#   --register-spread  seconds over which the N agents register (default 2)
+#   --min-connect-timeout-ms  the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (default 100, as
+#                    rpc::MakeChannel; 0 = gRPC's 20 s). See docs/performance.md on TLS storms.
+#   --keep           keep the work dir (logs, databases, the load tool's JSON)
+# Loopback only (plaintext is allowed there). About 2 minutes with the defaults.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="$repo/build"
@@ -23,9 +29,10 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--window|--fanout|--fanout-trials|--warmup) extra+=("$1" "$2"); shift 2 ;;
-    --keep) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--min-connect-timeout-ms)
+      extra+=("$1" "$2"); shift 2 ;;
+    --keep|--tls) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

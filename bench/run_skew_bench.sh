@@ -5,15 +5,22 @@
 # a table and writes JSON (figures go to docs/performance.md, "Control plane: skew and scale").
 #
 # usage: bench/run_skew_bench.sh [--build-dir DIR] [--out FILE] [--agents N] [--trials N]
-#                                [--netem DELAY] [--netem-trials N] [--keep]
+#                                [--netem DELAY] [--delay MS] [--netem-trials N] [--keep]
+#                                [--stub-injector]
 #   --build-dir   CMake build tree (default: ./build); the binaries are built when stale
 #   --out         JSON results (default: bench/results/skew.json)
 #   --agents      agent namespaces (default 4)
 #   --trials      interference trials (as many baselines interleave; default 100)
 #   --netem       e.g. 1ms: also measure with this delay on h2's link, both ways, then one way
+#                 (tc netem; skipped with the reason when the kernel lacks sch_netem)
+#   --delay       e.g. 1 (ms): the same with a user-space delaying relay on h2's controller link
+#                 (bench/skew/delay_proxy.py; works without netem)
+#   --netem-trials  trials per netem / relay phase (default 40)
 #   --keep        keep the work dir (logs, results database)
+#   --stub-injector  ablation: agents run bench/skew/stub_inject.c (starts in ~0.3 ms) instead of
+#                 codl-inject (~4.5 ms of CPU to start), to separate CPU contention from the protocol
 # Needs root (ip netns, veth, bridge, tc), openssl and python3. Names: codl-b-<pid>-*; a killed
-# run's leftovers are removed by bench/netns_cleanup.sh. About 3 minutes with --netem 1ms.
+# run's leftovers are removed by bench/netns_cleanup.sh. About 4 minutes with --delay 1.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="$repo/build"
@@ -23,9 +30,9 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--trials|--netem|--netem-trials) extra+=("$1" "$2"); shift 2 ;;
-    --keep) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --agents|--trials|--netem|--netem-trials|--delay) extra+=("$1" "$2"); shift 2 ;;
+    --keep|--stub-injector) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

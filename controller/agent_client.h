@@ -27,10 +27,11 @@ class AgentClient {
   virtual Status StopAll(const std::string& reason) = 0;
 
   // Scale (docs/performance.md, "Control plane: skew and scale"):
-  // Connect: start connecting to the agent now, without waiting (a no-op when connected, and
-  // for fakes). The registry calls it at registration so that the first synchronized start
+  // Connect: start connecting to the agent now (a no-op when connected, and for fakes), and
+  // wait up to wait_s for the connection; true when connected. The runner connects every
+  // placed agent before an experiment's first trial, so that the first synchronized start
   // does not pay a TCP + TLS handshake per agent inside its start window.
-  virtual void Connect() {}
+  virtual bool Connect(double wait_s) { return true; }
   // StartAntagonistAsync: issues the call and returns at once; `done` runs later, on another
   // thread. The runner fans a trial's starts out with it from one thread instead of one
   // std::async thread per antagonist. The default runs the blocking call on a thread of its own

@@ -12,7 +12,6 @@ Status AgentRegistry::Register(const v1::AgentInfo& info) {
   if (info.address().empty()) return Err("agent " + info.agent_id() + " sent no address");
   auto client = factory_(info.agent_id(), info.address());
   if (!client) return Err("cannot create a client for agent " + info.agent_id() + " at " + info.address());
-  client->Connect();  // connect now, not inside the first trial's start window
   std::lock_guard<std::mutex> l(mu_);
   Entry& e = agents_[info.agent_id()];
   bool known = e.client != nullptr;

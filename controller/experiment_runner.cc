@@ -150,12 +150,25 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
                              const std::atomic<bool>& cancel, RunListener* listener) {
   Placement p;
   if (Status s = Place(spec, &p); !s.ok()) return s;
-  // Wake every placed agent's channel now (a no-op when connected): one that went idle (gRPC's
-  // idle timeout) would otherwise reconnect inside the first trial's start window.
-  for (const auto& nodes : p.antagonist_nodes) {
-    for (const auto& n : nodes) {
-      if (auto c = agents_->Client(n)) c->Connect();
+  // Connect to every placed agent before the first trial (channels connect lazily, and an idle
+  // one disconnects): otherwise the first synchronized start pays a TCP + TLS handshake per
+  // agent inside its start window (bench/run_scale_bench.sh, 256 of 1000 agents: the first
+  // trial's last StartAntagonist arrived 175-480 ms after dispatch before, ~35 ms after).
+  // All connections are started first, then awaited, 5 s at most in all; one that is not up
+  // by then is left to the start call itself (and its deadline), as before.
+  {
+    std::vector<std::shared_ptr<AgentClient>> placed;
+    for (const auto& nodes : p.antagonist_nodes) {
+      for (const auto& n : nodes) {
+        if (auto c = agents_->Client(n)) placed.push_back(std::move(c));
+      }
     }
+    const double t0 = clock_->MonotonicSeconds(), until = t0 + 5;
+    for (auto& c : placed) c->Connect(0);
+    size_t up = 0;
+    for (auto& c : placed) up += c->Connect(std::max(0.0, until - clock_->MonotonicSeconds()));
+    spdlog::info("[{}] connected to {}/{} antagonist agents in {:.3f} s", exp.id, up, placed.size(),
+                 clock_->MonotonicSeconds() - t0);
   }
   listener->OnMessage("victim on " + p.victim_node);
   if (Status s = CalibrateAll(spec, &p, listener); !s.ok()) return s;

@@ -40,7 +40,12 @@ class GrpcAgentClient : public AgentClient {
       : agent_id_(std::move(agent_id)), channel_(channel), stub_(v1::Agent::NewStub(channel)) {}
 
   // gRPC channels connect lazily; this starts the connection now (no-op when already up).
-  void Connect() override { channel_->GetState(/*try_to_connect=*/true); }
+  bool Connect(double wait_s) override {
+    if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return true;
+    if (wait_s <= 0) return false;
+    return channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                      std::chrono::microseconds(static_cast<int64_t>(wait_s * 1e6)));
+  }
 
   // The callback API: no thread per call. Same 15 s deadline as StartAntagonist, and the same
   // single retry on UNAVAILABLE after 200 ms (on a short-lived thread, never blocking a gRPC

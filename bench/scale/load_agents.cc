@@ -19,7 +19,8 @@
 // GetAntagonist reports the target as achieved with one telemetry sample per 250 ms since the
 // start (a real injector reports at 4 Hz); StopAntagonist returns those samples; RunVictim
 // replies after --victim-time; Calibrate returns a fixed peak. Idempotency keys are honoured
-// like the real agent's cache. StreamTelemetry, if the proto has it, is left unimplemented.
+// like the real agent's cache. StreamTelemetry is not implemented (the runner opens it only on
+// the victim's node; the call ends with UNIMPLEMENTED and the trial goes on).
 //
 // Measurement: every StartAntagonist arrival is recorded (arrival time at the handler, the
 // request's start_at_unix_ns, the agent's own offset estimate); on exit (SIGINT/SIGTERM or
@@ -214,6 +215,7 @@ struct Options {
   double register_spread_s = 2;
   std::string out;
   codl::rpc::TlsFiles tls;
+  int min_connect_timeout_ms = 100;  // rpc::MakeChannel's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS
 };
 
 class Load {
@@ -348,25 +350,33 @@ class Load {
 
  private:
   codl::Result<std::shared_ptr<grpc::Channel>> MakeControllerChannel() {
-    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-    if (o_.tls.enabled()) {
-      auto read = [](const std::string& p) {
-        std::ifstream in(p);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return ss.str();
-      };
-      grpc::SslCredentialsOptions so;
-      so.pem_root_certs = read(o_.tls.ca);
-      so.pem_cert_chain = read(o_.tls.cert);
-      so.pem_private_key = read(o_.tls.key);
-      creds = grpc::SslCredentials(so);
+    // One credentials object for all N channels: N agent processes would each load their key
+    // once; N objects here would make this one process pay N TLS contexts (and make it, not
+    // the controller, the bottleneck of a TLS run).
+    if (!creds_) {
+      creds_ = grpc::InsecureChannelCredentials();
+      if (o_.tls.enabled()) {
+        auto read = [](const std::string& p) {
+          std::ifstream in(p);
+          std::stringstream ss;
+          ss << in.rdbuf();
+          return ss.str();
+        };
+        grpc::SslCredentialsOptions so;
+        so.pem_root_certs = read(o_.tls.ca);
+        so.pem_cert_chain = read(o_.tls.cert);
+        so.pem_private_key = read(o_.tls.key);
+        creds_ = grpc::SslCredentials(so);
+      }
     }
+    std::shared_ptr<grpc::ChannelCredentials> creds = creds_;
     grpc::ChannelArguments args;
     // The same settings as rpc::MakeChannel, plus a private subchannel pool: without it gRPC
     // would share one TCP connection between all N channels of this process.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    // In gRPC this is also the minimum connect timeout (TCP + TLS handshake + HTTP/2 settings).
+    // --min-connect-timeout-ms 0 leaves gRPC's 20 s default: what-if for rpc::MakeChannel.
+    if (o_.min_connect_timeout_ms > 0) args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, o_.min_connect_timeout_ms);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -410,8 +420,9 @@ class Load {
           a->registered = true;
           ++stats_.registrations;
           if (a->reg_reply.heartbeat_interval_s() > 0) interval_s_ = a->reg_reply.heartbeat_interval_s();
-        } else {
-          ++stats_.register_failures;
+        } else if (++stats_.register_failures <= 5) {
+          fprintf(stderr, "codl-load-agents: %s: RegisterAgent failed: %d %s\n", a->id.c_str(),
+                  static_cast<int>(s.error_code()), s.error_message().c_str());
         }
         interval = s.ok() ? interval_s_.load() : 0.25;  // the real agent retries every 0.25 s
       }
@@ -472,6 +483,7 @@ class Load {
   }
 
   Options o_;
+  std::shared_ptr<grpc::ChannelCredentials> creds_;
   std::vector<std::unique_ptr<LoadAgent>> agents_;
   std::map<int, LoadAgent*> by_port_;
   std::unique_ptr<AgentService> service_;
@@ -666,6 +678,10 @@ int main(int argc, char** argv) {
   app.add_option("--register-spread", o.register_spread_s, "spread registrations over this many seconds")
       ->capture_default_str();
   app.add_option("--out", o.out, "write the JSON report (start arrivals, heartbeat stats) here at exit");
+  app.add_option("--min-connect-timeout-ms", o.min_connect_timeout_ms,
+                 "GRPC_ARG_MIN_RECONNECT_BACKOFF_MS of the agents' channels, as rpc::MakeChannel sets "
+                 "it (gRPC also uses it as the connect timeout); 0 = gRPC's default (20 s)")
+      ->capture_default_str();
   app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
   app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
   app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");
@@ -717,7 +733,11 @@ int main(int argc, char** argv) {
     std::ofstream out(o.out);
     out << report.dump() << "\n";
   }
-  fprintf(stderr, "codl-load-agents: %lld heartbeats ok, %lld failed, %lld starts, %lld misrouted\n",
+  fprintf(stderr,
+          "codl-load-agents: %lld registrations (%lld failed), %lld heartbeats ok, %lld failed, %lld starts, "
+          "%lld misrouted\n",
+          static_cast<long long>(report["registrations"].get<int64_t>()),
+          static_cast<long long>(report["register_failures"].get<int64_t>()),
           static_cast<long long>(report["heartbeats_ok"].get<int64_t>()),
           static_cast<long long>(report["heartbeats_failed"].get<int64_t>()),
           static_cast<long long>(report["starts"].get<int64_t>()),

@@ -10,14 +10,20 @@ For each antagonist instance the controller records
                    - the trial's common start time            (all in controller time)
 
 i.e. the error of the synchronized start as the controller sees it: timer wake-up and
-fork/exec of codl-inject on the agent, plus the error of the offset estimate (min-RTT
-heartbeat sample of the last 16). It is read from the results database
-(trial_antagonists.start_skew_s). All namespaces share one kernel clock, so the true offset is
-0 and any estimated offset is pure estimation error.
+fork/exec of codl-inject on the agent (started_unix_ns is stamped after the spawn). It is read
+from the results database (trial_antagonists.start_skew_s). All namespaces share one kernel
+clock, so the true offset is 0: the bench also reports the *true* start error, recorded skew +
+the offset estimate (read with `codlctl agents --json` after each phase). The recorded skew
+cannot show an error of the estimate, because the same estimate converts the time both ways.
 
-Optional (--netem DELAY): the same again with DELAY added to h2's link, first both ways
-(symmetric: NTP's assumption holds, the estimate should stay ~0), then only h2 -> switch
-(asymmetric: NTP cannot see it; the estimate is expected to be off by DELAY/2).
+Optional phases, all with a delay on h2's path to the controller:
+  --netem DELAY   tc netem on h2's link, both ways, then h2 -> switch only (skipped, with the
+                  reason, on kernels without sch_netem);
+  --delay MS      the same through bench/skew/delay_proxy.py, a user-space relay on h2's
+                  controller link (its heartbeats); the controller still dials h2 directly.
+A symmetric delay should leave the offset estimate unchanged; a one-way delay biases it by half
+(NTP's assumption of symmetric paths).
+Ablation: --stub-injector runs bench/skew/stub_inject.c instead of codl-inject.
 """
 import argparse
 import ctypes
@@ -57,6 +63,14 @@ class Bench:
         self.work = tempfile.mkdtemp(prefix="codl-skew-")
         self.topo = netns.Topology(f"codl-b-{os.getpid()}", args.agents)
         self.procs = []
+        self.agent_procs = {}
+        self.inject_binary = None
+        if args.stub_injector:
+            # Ablation: a stand-in that starts in ~0.3 ms instead of codl-inject's ~4.5 ms.
+            self.inject_binary = os.path.join(self.work, "stub_inject")
+            here = os.path.dirname(os.path.abspath(__file__))
+            netns.run([os.environ.get("CC", "cc"), "-O2", "-static", "-o", self.inject_binary,
+                       f"{here}/stub_inject.c"])
         self.ctl_addr = None
 
     def spawn(self, role, argv, log):
@@ -81,7 +95,9 @@ class Bench:
 
     def setup(self):
         self.topo.build()
-        names = {"controller": self.topo.addr("c"), "codlctl": self.topo.addr("c")}
+        # The controller's certificate also names 127.0.0.1: with --delay, agent h2 dials it
+        # through a relay on its own loopback.
+        names = {"controller": [self.topo.addr("c"), "127.0.0.1"], "codlctl": self.topo.addr("c")}
         for h in self.topo.hosts:
             names[h] = self.topo.addr(h)
         netns.make_certs(self.a.openssl, self.work, names)
@@ -90,16 +106,46 @@ class Bench:
                          f"{self.work}/skew.db", "--heartbeat-interval", f"{self.a.heartbeat_interval}s",
                          *netns.tls_flags(self.work, "controller")], "controller.log")
         for h in self.topo.hosts:
-            self.spawn(h, [f"{self.bin}/codl-agent", "--controller", self.ctl_addr, "--id", h,
-                           "--listen", f"{self.topo.addr(h)}:7701", "--scratch-root", self.work,
-                           "--state-dir", f"{self.work}/state-{h}", *netns.tls_flags(self.work, h)],
-                       f"agent-{h}.log")
+            self.start_agent(h, self.ctl_addr)
+        self.wait_alive()
+
+    def start_agent(self, h, controller):
+        self.agent_procs[h] = self.spawn(
+            h, [f"{self.bin}/codl-agent", "--controller", controller, "--id", h,
+                "--listen", f"{self.topo.addr(h)}:7701", "--scratch-root", self.work,
+                "--state-dir", f"{self.work}/state-{h}", *netns.tls_flags(self.work, h),
+                *(["--inject-binary", self.inject_binary] if self.inject_binary else [])],
+            f"agent-{h}.log")
+
+    def wait_alive(self):
         deadline = time.time() + 30
         while time.time() < deadline:
             if sum(1 for a in self.agents_json() if a.get("alive")) == len(self.topo.hosts):
                 return
             time.sleep(0.5)
         raise RuntimeError("agents did not register; logs in " + self.work)
+
+    def put_h2_behind_relay(self):
+        """Restarts agent h2 with its controller link through delay_proxy.py (on h2's loopback);
+        the controller still dials h2 directly. Only h2's heartbeats cross the delay."""
+        self.control = os.path.join(self.work, "delay.control")
+        with open(self.control, "w") as f:
+            f.write("0 0\n")
+        p = self.agent_procs["h2"]
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=15)
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.spawn("h2", [sys.executable, f"{here}/delay_proxy.py", "--listen", "127.0.0.1:7700",
+                          "--target", self.ctl_addr, "--control", self.control], "delay-proxy.log")
+        time.sleep(0.5)
+        self.start_agent("h2", "127.0.0.1:7700")
+        time.sleep(3)  # the old registration must time out or be replaced
+        self.wait_alive()
+
+    def set_delay(self, up_ms, down_ms):
+        with open(self.control + ".tmp", "w") as f:
+            f.write(f"{up_ms} {down_ms}\n")
+        os.replace(self.control + ".tmp", self.control)
 
     def run_experiment(self, name, trials):
         yaml = (f"name: {name}\n"
@@ -179,7 +225,8 @@ def summarize(name, rows, states, offsets, took, hosts):
         "per_trial_spread_ms": {"p50": ms(pct(spreads, 50)), "p99": ms(pct(spreads, 99)),
                                 "max": ms(max(spreads) if spreads else None)},
         "per_node": {n: {"median_ms": ms(statistics.median(v)), "p99_abs_ms": ms(pct([abs(x) for x in v], 99)),
-                         "offset_estimate_ms": ms(offsets.get(n))}
+                         "offset_estimate_ms": ms(offsets.get(n)),
+                         "true_median_ms": ms(statistics.median(v) + offsets.get(n, 0.0))}
                      for n, v in sorted(by_node.items())},
     }
 
@@ -203,11 +250,15 @@ def main():
     ap.add_argument("--agents", type=int, default=4)
     ap.add_argument("--trials", type=int, default=100, help="interference trials (as many baselines run too)")
     ap.add_argument("--netem", default="", help="e.g. 1ms: also run with this delay on h2's link")
-    ap.add_argument("--netem-trials", type=int, default=40)
+    ap.add_argument("--netem-trials", type=int, default=40, help="trials per netem / relay phase")
+    ap.add_argument("--delay", type=float, default=0,
+                    help="ms: also run with h2's heartbeats through a delaying relay (works without netem)")
     ap.add_argument("--heartbeat-interval", type=float, default=1.0, help="seconds (the controller default is 1)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--openssl", default="openssl")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, database)")
+    ap.add_argument("--stub-injector", action="store_true",
+                    help="ablation: agents run bench/skew/stub_inject.c instead of codl-inject")
     a = ap.parse_args()
     if a.agents < 2:
         sys.exit("--agents must be >= 2")
@@ -217,6 +268,7 @@ def main():
         sys.exit(3)
     b = Bench(a)
     result = {"benchmark": "start_skew", "agents": a.agents, "machine": machine(),
+              "injector": "stub_inject.c (ablation)" if a.stub_injector else "codl-inject noop",
               "netns": f"{a.agents} agent namespaces + controller namespace, veth pairs to a bridge in a "
                        f"switch namespace, {b.topo.subnet}.0/24, mTLS", "heartbeat_interval_s": a.heartbeat_interval,
               "phases": []}
@@ -239,6 +291,15 @@ def main():
                 b.wait_for_estimator()
                 result["phases"].append(b.run_experiment("skew-netem-h2-egress", a.netem_trials))
                 b.topo.clear_netem("h2")
+        if a.delay > 0:
+            result["relay_delay"] = (f"{a.delay} ms added by bench/skew/delay_proxy.py on h2's controller "
+                                     "link (heartbeats): none, both ways, then h2 -> controller only")
+            b.put_h2_behind_relay()
+            for name, up, down in (("relay-h2-0ms", 0, 0), ("relay-h2-both", a.delay, a.delay),
+                                   ("relay-h2-up-only", a.delay, 0)):
+                b.set_delay(up, down)
+                b.wait_for_estimator()
+                result["phases"].append(b.run_experiment(name, a.netem_trials))
     finally:
         b.close()
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
@@ -246,7 +307,7 @@ def main():
         json.dump(result, f, indent=2)
         f.write("\n")
     print(f"start skew, {a.agents} agent hosts (netns + bridge, mTLS), {result['machine']['kernel']}, "
-          f"{result['machine']['cpus']} CPUs")
+          f"{result['machine']['cpus']} CPUs, injector: {result['injector']}")
     hdr = (f"{'phase':<22}{'samples':>8}{'|skew| p50':>12}{'|skew| p99':>12}{'max':>9}"
            f"{'true p50':>11}{'true p99':>11}{'spread p50':>12}{'spread p99':>12}")
     print(hdr)
@@ -258,8 +319,9 @@ def main():
     if result.get("netem"):
         print(f"netem: {result['netem']}")
     for p in result["phases"]:
-        print(f"  {p['phase']}: per node median skew / offset estimate (ms): " +
-              ", ".join(f"{n} {v['median_ms']:+.3f}/{(v['offset_estimate_ms'] or 0):+.3f}" for n, v in p["per_node"].items()))
+        print(f"  {p['phase']}: per node median recorded skew / offset estimate / true skew (ms): " +
+              ", ".join(f"{n} {v['median_ms']:+.3f}/{(v['offset_estimate_ms'] or 0):+.3f}/{v['true_median_ms']:+.3f}"
+                        for n, v in p["per_node"].items()))
     print(f"written {a.out}")
 
 

@@ -91,7 +91,7 @@ def probe_netns(prefix):
 
 
 def make_certs(openssl, d, ips_by_name):
-    """A throwaway CA and one cert per name (server+client auth, SAN = its IP)."""
+    """A throwaway CA and one cert per name (server+client auth, SAN = its IP or IPs)."""
     def ossl(*args):
         run([openssl, *args], cwd=d)
 
@@ -99,12 +99,13 @@ def make_certs(openssl, d, ips_by_name):
          "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=codl-bench-ca",
          "-addext", "basicConstraints=critical,CA:TRUE",
          "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    for name, ip in ips_by_name.items():
+    for name, ips in ips_by_name.items():
+        sans = ",".join(f"IP:{ip}" for ip in ([ips] if isinstance(ips, str) else ips))
         with open(os.path.join(d, f"{name}.ext"), "w") as f:
             f.write("basicConstraints=CA:FALSE\n"
                     "keyUsage=critical,digitalSignature,keyEncipherment\n"
                     "extendedKeyUsage=serverAuth,clientAuth\n"
-                    f"subjectAltName=IP:{ip},DNS:{name}\n")
+                    f"subjectAltName={sans},DNS:{name}\n")
         ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
              "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
         ossl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
