@@ -2,8 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <deque>
-
+#include "rpc/queued_writer.h"
 #include "rpc/rpc_util.h"
 
 namespace codl::agent {
@@ -226,56 +225,18 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAll(grpc::CallbackServerContext*
 }
 
 namespace {
-// One subscriber's stream: a queue and at most one write in flight.
-class TelemetryReactor : public grpc::ServerWriteReactor<v1::TelemetryEvent> {
+// One subscriber's stream of a trial's telemetry.
+class TelemetryReactor : public rpc::QueuedWriteReactor<v1::TelemetryEvent> {
  public:
   TelemetryReactor(TelemetryHub* hub, const std::string& trial_id) : hub_(hub) {
-    if (trial_id.empty()) {
-      finished_ = true;
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "trial_id is empty"));
-      return;
-    }
     handle_ = hub_->Subscribe(trial_id, [this](const v1::TelemetryEvent& ev) { Push(ev); });
   }
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> l(mu_);
-    writing_ = false;
-    if (!ok) return FinishLocked(grpc::Status::CANCELLED);
-    pending_.pop_front();
-    NextLocked();
-  }
-  void OnCancel() override {
-    std::lock_guard<std::mutex> l(mu_);
-    FinishLocked(grpc::Status::OK);
-  }
-  void OnDone() override {
-    if (handle_ > 0) hub_->Unsubscribe(handle_);
-    delete this;
-  }
+
+ protected:
+  void OnUnsubscribe() override { hub_->Unsubscribe(handle_); }
 
  private:
-  void Push(const v1::TelemetryEvent& ev) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (finished_) return;
-    if (pending_.size() > 10000) return;  // a stalled reader loses telemetry, never the agent
-    pending_.push_back(ev);
-    NextLocked();
-  }
-  void NextLocked() {
-    if (writing_ || finished_ || pending_.empty()) return;
-    writing_ = true;
-    StartWrite(&pending_.front());
-  }
-  void FinishLocked(const grpc::Status& s) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(s);
-  }
   TelemetryHub* hub_;
-  std::mutex mu_;
-  std::deque<v1::TelemetryEvent> pending_;
-  bool writing_ = false;
-  bool finished_ = false;
   int handle_ = 0;
 };
 }  // namespace
@@ -283,13 +244,10 @@ class TelemetryReactor : public grpc::ServerWriteReactor<v1::TelemetryEvent> {
 grpc::ServerWriteReactor<v1::TelemetryEvent>* AgentServiceImpl::StreamTelemetry(
     grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) {
   grpc::Status auth = rpc::CheckBearer(ctx);
-  if (!auth.ok()) {
-    class Refused : public grpc::ServerWriteReactor<v1::TelemetryEvent> {
-     public:
-      explicit Refused(const grpc::Status& s) { Finish(s); }
-      void OnDone() override { delete this; }
-    };
-    return new Refused(auth);
+  if (!auth.ok()) return rpc::RefuseStream<v1::TelemetryEvent>(auth);
+  if (req->trial_id().empty()) {
+    return rpc::RefuseStream<v1::TelemetryEvent>(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "trial_id is empty"));
   }
   lease_->Renew();
   return new TelemetryReactor(telemetry_, req->trial_id());

@@ -1,9 +1,8 @@
 #include "controller/controller_service.h"
 
-#include <deque>
-
 #include <spdlog/spdlog.h>
 
+#include "rpc/queued_writer.h"
 #include "rpc/records_json.h"
 #include "rpc/rpc_util.h"
 
@@ -129,92 +128,34 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetExperiment(grpc::CallbackSer
   return r;
 }
 
-// Streams events of one experiment. Events arrive from the scheduler's thread; the reactor keeps
-// a queue and at most one write in flight, as the callback API requires.
-class ControllerServiceImpl::WatchReactor : public grpc::ServerWriteReactor<v1::ExperimentEvent> {
+// Streams events of one experiment; the scheduler's final event closes the stream.
+class ControllerServiceImpl::WatchReactor : public rpc::QueuedWriteReactor<v1::ExperimentEvent> {
  public:
   WatchReactor(ExperimentScheduler* scheduler, const std::string& id) : scheduler_(scheduler) {
     auto h = scheduler_->Watch(id, [this](const v1::ExperimentEvent& ev, bool final) {
-      Push(ev, final);
+      Push(ev, /*close_after=*/final);
     });
     if (!h.ok()) {
-      Finish(grpc::Status(CodeFor(h.error()), h.error()));
-      std::lock_guard<std::mutex> l(mu_);
-      finished_ = true;
+      Close(grpc::Status(CodeFor(h.error()), h.error()));
       return;
     }
-    std::lock_guard<std::mutex> l(mu_);
     handle_ = *h;
   }
 
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> l(mu_);
-    writing_ = false;
-    if (!ok) {
-      FinishLocked(grpc::Status::CANCELLED);
-      return;
-    }
-    pending_.pop_front();
-    NextLocked();
-  }
-  void OnCancel() override {
-    std::lock_guard<std::mutex> l(mu_);
-    FinishLocked(grpc::Status::CANCELLED);
-  }
-  void OnDone() override {
-    int h;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      h = handle_;
-      handle_ = -1;
-    }
-    if (h > 0) scheduler_->Unwatch(h);
-    delete this;
+ protected:
+  void OnUnsubscribe() override {
+    if (handle_ > 0) scheduler_->Unwatch(handle_);
   }
 
  private:
-  void Push(const v1::ExperimentEvent& ev, bool final) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (finished_) return;
-    pending_.push_back(ev);
-    final_seen_ |= final;
-    NextLocked();
-  }
-  void NextLocked() {
-    if (writing_ || finished_) return;
-    if (pending_.empty()) {
-      if (final_seen_) FinishLocked(grpc::Status::OK);
-      return;
-    }
-    writing_ = true;
-    StartWrite(&pending_.front());
-  }
-  void FinishLocked(const grpc::Status& s) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(s);
-  }
-
   ExperimentScheduler* scheduler_;
-  std::mutex mu_;
-  std::deque<v1::ExperimentEvent> pending_;
-  bool writing_ = false;
-  bool final_seen_ = false;
-  bool finished_ = false;
-  int handle_ = -1;
+  int handle_ = 0;
 };
 
 grpc::ServerWriteReactor<v1::ExperimentEvent>* ControllerServiceImpl::WatchExperiment(
     grpc::CallbackServerContext* ctx, const v1::WatchExperimentRequest* req) {
   grpc::Status auth = rpc::CheckBearer(ctx);
-  if (!auth.ok()) {
-    class Refused : public grpc::ServerWriteReactor<v1::ExperimentEvent> {
-     public:
-      explicit Refused(const grpc::Status& s) { Finish(s); }
-      void OnDone() override { delete this; }
-    };
-    return new Refused(auth);
-  }
+  if (!auth.ok()) return rpc::RefuseStream<v1::ExperimentEvent>(auth);
   return new WatchReactor(scheduler_, req->experiment_id().empty() ? "latest" : req->experiment_id());
 }
 
