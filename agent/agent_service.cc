@@ -96,10 +96,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     ir.max = req->spec().target_case() == v1::InjectorSpec::kMax && req->spec().max();
     ir.rate = req->spec().rate();
     ir.max_duration_s = req->spec().max_duration_s();
-    // Synchronized start: wait (off the gRPC thread) until the common start time.
-    if (int64_t wait_ns = req->start_at_unix_ns() - clock_->UnixNanos(); wait_ns > 0) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(wait_ns, 5'000'000'000)));
-    }
+    // Synchronized start: codl-inject is spawned now and begins its load at the common time.
+    ir.start_at_unix_ns = std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL);
     auto started = antagonists_->Start(req->antagonist_id(), ir, req->lease_s());
     if (!started.ok()) {
       r->Finish(rpc::ToGrpc(Status(Err(started.error())), grpc::StatusCode::FAILED_PRECONDITION));

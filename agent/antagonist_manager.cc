@@ -1,6 +1,7 @@
 #include "agent/antagonist_manager.h"
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,8 @@ struct AntagonistManager::Antagonist {
   const Clock* clock = nullptr;
   int64_t started_unix_ns = 0;  // when the child was spawned (agent clock)
   TelemetryHub* telemetry = nullptr;
+  std::condition_variable started_cv;
+  bool load_started = false;  // codl-inject said {"started_unix_ns":…} (or no --start-at)
   void Publish(const nlohmann::json& p);
 
   void OnLine(std::string_view line) {
@@ -38,6 +41,13 @@ struct AntagonistManager::Antagonist {
       return;
     }
     std::lock_guard<std::mutex> l(mu);
+    if (j.contains("started_unix_ns")) {
+      // The load began now (codl-inject waited for the common start after its setup).
+      started_unix_ns = j.value("started_unix_ns", int64_t{0});
+      load_started = true;
+      started_cv.notify_all();
+      return;
+    }
     if (j.contains("mps") && j["mps"].is_object()) {
       if (j["mps"].contains("pipe_dir")) victim_env["CUDA_MPS_PIPE_DIRECTORY"] = j["mps"].value("pipe_dir", "");
       if (j["mps"].contains("log_dir")) victim_env["CUDA_MPS_LOG_DIRECTORY"] = j["mps"].value("log_dir", "");
@@ -202,6 +212,13 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
                              policy_.max_duration_s);
   argv.push_back("--duration");
   argv.push_back(FormatNumber(duration) + "s");
+  // Synchronized start: spawn now and let codl-inject begin its load at the common time, so
+  // process creation and setup (file preallocation, buffers) stay out of the start skew.
+  const bool deferred = req.start_at_unix_ns > clock_->UnixNanos();
+  if (deferred) {
+    argv.push_back("--start-at");
+    argv.push_back(std::to_string(req.start_at_unix_ns));
+  }
 
   ChildProcess::Options o;
   o.argv = argv;
@@ -213,13 +230,40 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   auto child = ChildProcess::Spawn(std::move(o));
   if (!child.ok()) return Err("antagonist '" + id + "': " + child.error());
   a->child = std::move(child.value());
+  {
+    // Registered before the wait: a lease expiry or StopAll during setup reaches it too.
+    std::lock_guard<std::mutex> l(mu_);
+    antagonists_[id] = a;
+    ++started_;
+  }
+  if (deferred) {
+    // Wait for the load to begin (setup may take a while: files are preallocated first).
+    const double give_up = clock_->MonotonicSeconds() + 120;
+    std::unique_lock<std::mutex> l(a->mu);
+    while (!a->load_started && !a->child->exited() && clock_->MonotonicSeconds() < give_up) {
+      a->started_cv.wait_for(l, std::chrono::milliseconds(100));
+    }
+    if (!a->load_started) {
+      l.unlock();
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        antagonists_.erase(id);
+      }
+      a->child->Terminate(1.0);
+      return Err("antagonist '" + id + "': codl-inject did not start its load" +
+                 (a->child->exited() && a->child->exit_code() > 0
+                      ? ": exited with status " + std::to_string(a->child->exit_code()) + ": " +
+                            Tail(a->child->stderr_tail())
+                      : std::string(" (stopped, or no start within 120 s)")));
+    }
+  }
   Started s;
   s.pid = a->child->pid();
-  s.started_unix_ns = a->started_unix_ns;
+  {
+    std::lock_guard<std::mutex> l(a->mu);
+    s.started_unix_ns = a->started_unix_ns;
+  }
   spdlog::info("antagonist {} started: {} pid {}", id, req.injector, s.pid);
-  std::lock_guard<std::mutex> l(mu_);
-  antagonists_[id] = std::move(a);
-  ++started_;
   return s;
 }
 

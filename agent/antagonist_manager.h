@@ -24,6 +24,7 @@ struct InjectorRequest {
   bool max = false;
   double rate = 0;             // absolute target in the injector's unit (when !max)
   double max_duration_s = 3600;
+  int64_t start_at_unix_ns = 0;  // common start (agent clock); 0 = now
 };
 
 // How the agent relays opaque rendezvous values (e.g. ncclUniqueId) through the controller.

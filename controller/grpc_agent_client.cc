@@ -8,6 +8,10 @@
 namespace codl::controller {
 namespace {
 
+// A start replies once the antagonist's load has begun, after its setup (an io_uring file set
+// is preallocated first; the agent gives up after 120 s), hence the long deadline.
+constexpr double kStartDeadlineS = 150;
+
 // Reads a StreamTelemetry stream on its own thread; destroying it cancels and joins.
 class GrpcTelemetryStream : public AgentClient::TelemetryStream {
  public:
@@ -47,7 +51,7 @@ class GrpcAgentClient : public AgentClient {
                                       std::chrono::microseconds(static_cast<int64_t>(wait_s * 1e6)));
   }
 
-  // The callback API: no thread per call. Same 15 s deadline as StartAntagonist, and the same
+  // The callback API: no thread per call. Same deadline as StartAntagonist, and the same
   // single retry on UNAVAILABLE after 200 ms (on a short-lived thread, never blocking a gRPC
   // callback thread; safe because the request carries its idempotency key).
   void StartAntagonistAsync(const v1::StartAntagonistRequest& req, StartDone done) override {
@@ -58,7 +62,7 @@ class GrpcAgentClient : public AgentClient {
       StartDone done;
     };
     auto p = std::make_shared<Pending>();
-    p->ctx = rpc::MakeContext(15);
+    p->ctx = rpc::MakeContext(kStartDeadlineS);
     p->req = req;
     p->done = std::move(done);
     stub_->async()->StartAntagonist(p->ctx.get(), &p->req, &p->reply, [this, p](grpc::Status s) {
@@ -68,7 +72,7 @@ class GrpcAgentClient : public AgentClient {
         std::thread([this, p] {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           v1::StartAntagonistReply reply;
-          auto ctx = rpc::MakeContext(15);
+          auto ctx = rpc::MakeContext(kStartDeadlineS);
           grpc::Status again = stub_->StartAntagonist(ctx.get(), p->req, &reply);
           if (again.ok()) {
             p->done(std::move(reply));
@@ -88,7 +92,7 @@ class GrpcAgentClient : public AgentClient {
     });
   }
   Result<v1::StartAntagonistReply> StartAntagonist(const v1::StartAntagonistRequest& req) override {
-    return Call<v1::StartAntagonistReply>("StartAntagonist", 15, [&](auto* ctx, auto* reply) {
+    return Call<v1::StartAntagonistReply>("StartAntagonist", kStartDeadlineS, [&](auto* ctx, auto* reply) {
       return stub_->StartAntagonist(ctx, req, reply);
     });
   }

@@ -1,5 +1,7 @@
 #include "inject/args.h"
 
+#include <cstdlib>
+
 #include "common/units.h"
 
 namespace codl::inject {
@@ -88,6 +90,14 @@ Result<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
       if (!d.ok()) return Err(arg + ": " + d.error());
       if (*d <= 0) return Err(arg + ": " + value + " must be greater than 0");
       (arg == "--duration" ? args.duration_s : args.calibrate_duration_s) = *d;
+    } else if (arg == "--start-at") {
+      if (!take()) return Err(error);
+      char* end = nullptr;
+      const long long ns = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || ns <= 0) {
+        return Err("--start-at: '" + value + "' is not a positive Unix time in nanoseconds");
+      }
+      args.start_at_unix_ns = ns;
     } else if (arg == "--set") {
       if (!take()) return Err(error);
       const size_t eq = value.find('=');

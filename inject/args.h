@@ -31,6 +31,7 @@ struct CliArgs {
   double level = 0;
   double duration_s = 0;  // 0 = until SIGINT/SIGTERM
   double calibrate_duration_s = 2;
+  int64_t start_at_unix_ns = 0;  // --start-at: begin the load at this wall-clock time (0 = now)
   std::vector<std::string> scratch_roots;
 };
 

@@ -1,5 +1,7 @@
 // codl-inject: runs ONE injector in the foreground (what codl-agent spawns; also useful alone,
 // like fio or stress-ng). See args.h for the command line and docs/injectors.md for the rest.
+#include <algorithm>
+#include <chrono>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -173,8 +175,27 @@ int RunCommand(const CliArgs& args, const injectors::HostInfo& host) {
       args.intensity == Intensity::kMax ? injectors::Target::Max() : injectors::Target::Rate(target);
   // --duration is enforced here, by the tool itself, not left to whoever started us.
   const injectors::StopToken run_stop = args.duration_s > 0 ? stop.WithDeadline(args.duration_s) : stop;
+  // A synchronized start: everything slow (setup, calibration, process start) is done; wait
+  // for the common start time, then say when the load actually began.
+  if (args.start_at_unix_ns > 0) {
+    auto now_ns = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+    while (!stop.stop_requested() && now_ns() < args.start_at_unix_ns) {
+      const int64_t left = args.start_at_unix_ns - now_ns();
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 5'000'000)));
+    }
+    if (stop.stop_requested()) return finish({});
+    if (args.json) {
+      std::printf("{\"started_unix_ns\":%lld}\n", static_cast<long long>(now_ns()));
+      std::fflush(stdout);
+    }
+  }
+  const injectors::StopToken measured_stop =
+      args.start_at_unix_ns > 0 && args.duration_s > 0 ? stop.WithDeadline(args.duration_s) : run_stop;
   auto reporter = MakeReporter(args.json, d.unit, "run");
-  auto run = inj->Run(t, run_stop, *reporter);
+  auto run = inj->Run(t, measured_stop, *reporter);
   reporter.reset();
   if (!run.ok()) return Fail(kExitRuntime, run.error());
   if (args.intensity == Intensity::kMax && summary.peak_rate == 0) {

@@ -126,6 +126,8 @@ void PrintUsage(std::FILE* out) {
       "                         in the injector's unit\n"
       "  --level F              hold F x peak (0..1); calibrates first unless --peak R is given\n"
       "  --calibrate-duration D calibration length for --level (default 2s)\n"
+      "  --start-at UNIX_NS     prepare first (files, buffers, calibration), then begin the load\n"
+      "                         at this wall-clock time; --json prints {\"started_unix_ns\":N}\n"
       "  --duration D           hard limit on the pressure phase (default: until SIGINT/SIGTERM)\n"
       "  --json                 JSON lines: one per 200 ms interval, then a summary line\n"
       "  --scratch-root DIR     where injectors may write (repeatable); default\n"

@@ -339,6 +339,7 @@ TEST_F(ClusterTest, NcclUniqueIdIsRelayedThroughTheController) {
             "if [ \"$rank\" = 0 ]; then\n"
             "  printf '{\"rendezvous_publish\":{\"key\":\"%s\",\"value_hex\":\"" + id_hex + "\"}}\\n' \"$key\"\n"
             "else echo \"$uid\" > " + dir_ + "/rank1-$$.txt; fi\n"
+            "case \"$*\" in *--start-at*) echo \"{\\\"started_unix_ns\\\":$(date +%s%N)}\";; esac\n"
             "trap 'echo {\"summary\":true,\"achieved_rate\":1,\"unit\":\"busbw bytes/s\"}; exit 0' TERM\n"
             "while :; do echo '{\"t_s\":0.1,\"achieved\":100,\"target\":100,\"unit\":\"busbw bytes/s\"}'; sleep 0.1; done\n");
   chmod(fake.c_str(), 0755);
@@ -363,6 +364,9 @@ TEST_F(ClusterTest, NcclUniqueIdIsRelayedThroughTheController) {
   while (!got.empty() && got.back() == '\n') got.pop_back();
   EXPECT_EQ(got, id_hex) << c.Logs();
   EXPECT_NE(c.Logs().find("relayed rendezvous"), std::string::npos) << c.Logs();
+  auto res = c.Ctl({"results", "latest", "-o", "json"});
+  const auto results = nlohmann::json::parse(res.out);
+  for (const auto& p : results["pairings"]) EXPECT_EQ(p["n_failed"].get<int>(), 0) << res.out;
 }
 
 // The built-in proxy under the agent: phases come through to the results, and one run writes
