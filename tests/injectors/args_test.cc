@@ -29,6 +29,13 @@ TEST(ArgsTest, FullRunLine) {
   EXPECT_EQ(a->scratch_roots, (std::vector<std::string>{"/s1", "/s2"}));
 }
 
+TEST(ArgsTest, StartAt) {
+  auto a = Parse({"memcpy", "--rate", "1GiB/s", "--start-at", "1764450000123456789"});
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->start_at_unix_ns, 1764450000123456789LL);
+  EXPECT_EQ(Parse({"memcpy", "--max"})->start_at_unix_ns, 0);
+}
+
 TEST(ArgsTest, Commands) {
   EXPECT_EQ(Parse({"--list", "--json"})->command, Command::kList);
   EXPECT_EQ(Parse({"--help"})->command, Command::kUsage);
@@ -57,6 +64,10 @@ TEST(ArgsTest, UsageErrorsNameTheFlag) {
        "--duration: 'soon' is not a duration (examples: 500ms, 30s, 2m, 1h)"},
       {{"memcpy", "--max", "--duration", "0"}, "--duration: 0 must be greater than 0"},
       {{"memcpy", "--max", "--duration"}, "--duration needs a value"},
+      {{"memcpy", "--max", "--start-at", "soon"},
+       "--start-at: 'soon' is not a positive Unix time in nanoseconds"},
+      {{"memcpy", "--max", "--start-at", "-5"},
+       "--start-at: '-5' is not a positive Unix time in nanoseconds"},
       {{"memcpy", "--max", "--frobnicate"}, "unknown flag '--frobnicate' (see codl-inject --help)"},
       {{"memcpy", "io_uring", "--max"}, "unexpected argument 'io_uring' (one injector per run)"},
       {{"--max"}, "no injector given (see codl-inject --list)"},

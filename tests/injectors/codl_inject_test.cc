@@ -54,6 +54,26 @@ Stream ParseStream(const std::string& out) {
   return s;
 }
 
+// --start-at: the load begins at the given wall-clock time, not before; the tool says when.
+TEST(CodlInjectTest, StartAtDefersTheLoadAndReportsWhenItBegan) {
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  const int64_t start_at = now_ns() + 700'000'000;  // 0.7 s from now
+  auto r = RunProcess({CodlInjectPath(), "noop", "--rate", "1000", "--duration", "0.5s", "--json",
+                       "--start-at", std::to_string(start_at)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  ASSERT_FALSE(lines.empty());
+  ASSERT_TRUE(JsonHas(lines.front(), "started_unix_ns")) << r.out;
+  const double started = JsonNumber(lines.front(), "started_unix_ns");
+  EXPECT_GE(started, static_cast<double>(start_at));
+  EXPECT_LT(started, static_cast<double>(start_at) + 2e9) << "began far too late";
+  EXPECT_GE(r.seconds, 0.7 + 0.5 - 0.05) << "the run waited for the start, then ran its duration";
+  EXPECT_TRUE(JsonHas(lines.back(), "summary")) << r.out;
+}
+
 TEST(CodlInjectTest, ListJsonHasEveryInjector) {
   ProcessResult r = RunProcess(Cmd({"--list", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
