@@ -9,23 +9,10 @@
 namespace codl::config::internal {
 namespace {
 
-const char* KindName(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    default: return "nothing";
-  }
-}
+using yamlio::KindName;
 
 // Quoted scalars carry the non-specific tag "!": `"0.5"` is a string, not a number.
 bool Quoted(const YAML::Node& n) { return n.Tag() == "!"; }
-
-std::string Scalar(const YAML::Node& n, const std::string& path, const char* what) {
-  if (!n.IsScalar()) Fail(n, path, std::string("expected ") + what + ", got " + KindName(n));
-  return n.Scalar();
-}
 
 bool ValidPort(std::string_view s, int min_port) {
   int port = -1;
@@ -35,36 +22,8 @@ bool ValidPort(std::string_view s, int min_port) {
 
 }  // namespace
 
-void Fail(const YAML::Node& at, const std::string& path, const std::string& msg) {
-  throw ConfigError{at.Mark(), path.empty() ? msg : path + ": " + msg};
-}
-
-MapReader::MapReader(const YAML::Node& map, std::string path,
-                     std::initializer_list<const char*> allowed)
-    : path_(std::move(path)) {
-  if (!map.IsMap()) Fail(map, path_, std::string("expected a mapping, got ") + KindName(map));
-  for (const auto& kv : map) {
-    const YAML::Node& key = kv.first;
-    if (!key.IsScalar()) Fail(key, path_, "keys must be plain strings");
-    const std::string& name = key.Scalar();
-    bool known = false;
-    for (const char* a : allowed) known = known || name == a;
-    if (!known) {
-      std::string list;
-      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      Fail(key, path_, "unknown key '" + name + "' (expected one of: " + list + ")");
-    }
-    if (entries_.count(name)) Fail(key, path_, "duplicate key '" + name + "'");
-    entries_.emplace(name, std::make_pair(key, kv.second));
-  }
-}
-
-std::string MapReader::PathOf(const std::string& key) const {
-  return path_.empty() ? key : path_ + "." + key;
-}
-
 std::string String(const YAML::Node& n, const std::string& path) {
-  std::string s = Scalar(n, path, "a string");
+  std::string s = yamlio::ScalarOf(n, path, "a string");
   if (s.empty()) Fail(n, path, "must not be empty");
   return s;
 }
@@ -103,7 +62,7 @@ std::string Address(const YAML::Node& n, const std::string& path, int min_port) 
 }
 
 bool Bool(const YAML::Node& n, const std::string& path) {
-  std::string s = Scalar(n, path, "true or false");
+  std::string s = yamlio::ScalarOf(n, path, "true or false");
   bool v = false;
   if (Quoted(n) || !YAML::convert<bool>::decode(n, v)) {
     Fail(n, path, "expected true or false, got " + std::string(Quoted(n) ? "the string " : "") +
@@ -113,7 +72,7 @@ bool Bool(const YAML::Node& n, const std::string& path) {
 }
 
 double Number(const YAML::Node& n, const std::string& path) {
-  std::string s = Scalar(n, path, "a number");
+  std::string s = yamlio::ScalarOf(n, path, "a number");
   double v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (Quoted(n) || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) {
@@ -124,7 +83,7 @@ double Number(const YAML::Node& n, const std::string& path) {
 }
 
 double Duration(const YAML::Node& n, const std::string& path) {
-  std::string s = Scalar(n, path, "a duration (e.g. 10s, 500ms)");
+  std::string s = yamlio::ScalarOf(n, path, "a duration (e.g. 10s, 500ms)");
   auto d = ParseDuration(s);
   if (!d.ok()) Fail(n, path, d.error());
   if (*d <= 0) Fail(n, path, "must be greater than 0");
@@ -136,7 +95,7 @@ std::map<std::string, std::string> Labels(const YAML::Node& n, const std::string
   std::map<std::string, std::string> labels;
   for (const auto& kv : n) {
     const YAML::Node& key = kv.first;
-    std::string k = Scalar(key, path, "a label name");
+    std::string k = yamlio::ScalarOf(key, path, "a label name");
     if (k.empty()) Fail(key, path, "label names must not be empty");
     for (char c : k) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
@@ -145,7 +104,7 @@ std::map<std::string, std::string> Labels(const YAML::Node& n, const std::string
       }
     }
     if (labels.count(k)) Fail(key, path, "duplicate label '" + k + "'");
-    labels[k] = Scalar(kv.second, path + "." + k, "a string");
+    labels[k] = yamlio::ScalarOf(kv.second, path + "." + k, "a string");
   }
   return labels;
 }

@@ -1,4 +1,4 @@
-// Strict readers for daemon config files: every rejection is thrown as a ConfigError carrying
+// Strict readers for daemon config files, on top of yamlio/: every rejection is thrown carrying
 // the YAML mark of the offending key or value, and ParseConfigText turns it into
 // "FILE:LINE:COL: path: message" (1-based), the same shape as experiment-file errors.
 // Internal to config/: agent_config.cc and controller_config.cc use it.
@@ -14,32 +14,15 @@
 #include <vector>
 
 #include "common/result.h"
+#include "yamlio/yaml_reader.h"
 #include "config/daemon_config.h"
 
 namespace codl::config::internal {
 
-// The first problem found; validation stops there.
-struct ConfigError {
-  YAML::Mark mark;
-  std::string message;
-};
-
-[[noreturn]] void Fail(const YAML::Node& at, const std::string& path, const std::string& msg);
-
-// One mapping whose keys are checked against the allowed set (unknown and duplicate keys are
-// rejected at the key, with the list of known keys), then read by name.
-class MapReader {
- public:
-  MapReader(const YAML::Node& map, std::string path, std::initializer_list<const char*> allowed);
-  bool Has(const std::string& key) const { return entries_.count(key) > 0; }
-  const YAML::Node& Value(const std::string& key) const { return entries_.at(key).second; }
-  const YAML::Node& Key(const std::string& key) const { return entries_.at(key).first; }
-  std::string PathOf(const std::string& key) const;
-
- private:
-  std::string path_;
-  std::map<std::string, std::pair<YAML::Node, YAML::Node>> entries_;
-};
+// The shared strict reader (yamlio/): errors, marks, MapReader.
+using ConfigError = yamlio::YamlError;
+using yamlio::Fail;
+using yamlio::MapReader;
 
 // Typed values. `path` names the field in messages ("tls.cert", "labels.rack").
 std::string String(const YAML::Node& n, const std::string& path);        // non-empty scalar

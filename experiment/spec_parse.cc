@@ -18,6 +18,7 @@
 
 #include "common/units.h"
 #include "experiment/spec.h"
+#include "yamlio/yaml_reader.h"
 
 namespace codl::experiment {
 namespace {
@@ -25,81 +26,13 @@ namespace {
 constexpr int kMaxRepetitions = 1000;
 constexpr double kMaxPlannedTrials = 100000;
 
-// Thrown on the first problem; caught in ParseExperiment and turned into an Error.
-struct SpecError {
-  YAML::Mark mark;
-  std::string message;
-};
-
-[[noreturn]] void Fail(const YAML::Mark& mark, const std::string& path, const std::string& msg) {
-  throw SpecError{mark, path.empty() ? msg : path + ": " + msg};
-}
-[[noreturn]] void Fail(const YAML::Node& at, const std::string& path, const std::string& msg) {
-  Fail(at.Mark(), path, msg);
-}
-
-std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-std::string Index(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
-const char* KindName(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    default: return "nothing";
-  }
-}
-
-// The keys of one mapping, checked against the allowed set (unknown and duplicate keys are
-// rejected at the key), then looked up by name.
-class MapReader {
- public:
-  MapReader(const YAML::Node& map, std::string path, std::initializer_list<const char*> allowed)
-      : map_(map), path_(std::move(path)) {
-    if (!map.IsMap()) Fail(map, path_, std::string("expected a mapping, got ") + KindName(map));
-    for (const auto& kv : map) {
-      const YAML::Node& key = kv.first;
-      if (!key.IsScalar()) Fail(key, path_, "keys must be plain strings");
-      const std::string& name = key.Scalar();
-      bool known = false;
-      for (const char* a : allowed) known = known || name == a;
-      if (!known) {
-        std::string list;
-        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        Fail(key, path_,
-             std::string(path_.empty() ? "unknown top-level key '" : "unknown key '") + name +
-                 "' (expected one of: " + list + ")");
-      }
-      if (entries_.count(name)) Fail(key, path_, "duplicate key '" + name + "'");
-      entries_.emplace(name, std::make_pair(key, kv.second));
-    }
-  }
-
-  bool Has(const std::string& key) const { return entries_.count(key) > 0; }
-  const YAML::Node& Value(const std::string& key) const { return entries_.at(key).second; }
-  const YAML::Node& Key(const std::string& key) const { return entries_.at(key).first; }
-  const YAML::Node& Require(const std::string& key) const {
-    if (!Has(key)) Fail(map_, path_, "missing required key '" + key + "'");
-    return Value(key);
-  }
-  std::string PathOf(const std::string& key) const { return Join(path_, key); }
-  const YAML::Node& node() const { return map_; }
-
- private:
-  YAML::Node map_;
-  std::string path_;
-  std::map<std::string, std::pair<YAML::Node, YAML::Node>> entries_;
-};
-
-std::string ScalarOf(const YAML::Node& n, const std::string& path, const char* what) {
-  if (!n.IsScalar()) Fail(n, path, std::string("expected ") + what + ", got " + KindName(n));
-  return n.Scalar();
-}
+using SpecError = yamlio::YamlError;  // thrown on the first problem; caught in ParseExperiment
+using yamlio::Fail;
+using yamlio::Index;
+using yamlio::Join;
+using yamlio::KindName;
+using yamlio::MapReader;
+using yamlio::ScalarOf;
 
 std::string NonEmptyString(const YAML::Node& n, const std::string& path) {
   std::string s = ScalarOf(n, path, "a string");
@@ -137,14 +70,7 @@ bool Bool(const YAML::Node& n, const std::string& path) {
   return v;
 }
 
-// A duration ("30s", "500ms", bare number = seconds) via common/units.h. min_exclusive: > 0.
-double Duration(const YAML::Node& n, const std::string& path, bool positive) {
-  std::string s = ScalarOf(n, path, "a duration (e.g. 30s)");
-  Result<double> d = ParseDuration(s);
-  if (!d.ok()) Fail(n, path, d.error());
-  if (positive && *d <= 0) Fail(n, path, "'" + s + "' must be greater than 0");
-  return *d;
-}
+using yamlio::Duration;
 
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;

@@ -139,7 +139,7 @@ TEST_P(AgentConfigErrors, NameFileLineColumn) {
 INSTANTIATE_TEST_SUITE_P(
     All, AgentConfigErrors,
     ::testing::Values(
-        BadCase{"controller: h:7700\ncontroler: x:1\n", "agent.yaml:2:1: unknown key 'controler'"},
+        BadCase{"controller: h:7700\ncontroler: x:1\n", "agent.yaml:2:1: unknown top-level key 'controler'"},
         BadCase{"max_level: 1.5\n", "agent.yaml:1:12: max_level: must be in (0, 1]"},
         BadCase{"max_level: 0\n", "agent.yaml:1:12: max_level: must be in (0, 1]"},
         BadCase{"max_level: \"0.5\"\n", "agent.yaml:1:12: max_level: expected a number, got the string"},
@@ -181,7 +181,7 @@ TEST(ControllerConfig, EveryKeyAndErrors) {
 
   auto bad = ParseControllerConfig("listen: 127.0.0.1:7700\nscratch_roots: [/x]\n", "c.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.error(), StartsWith("c.yaml:2:1: unknown key 'scratch_roots' (expected one of:"));
+  EXPECT_THAT(bad.error(), StartsWith("c.yaml:2:1: unknown top-level key 'scratch_roots' (expected one of:"));
   bad = ParseControllerConfig("heartbeat_interval: soon\n", "c.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error(), StartsWith("c.yaml:1:21: heartbeat_interval: 'soon' is not a duration"));

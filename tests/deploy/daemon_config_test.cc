@@ -90,7 +90,7 @@ TEST_F(DaemonConfigTest, BadFilesAreRejectedWithPosition) {
   WriteFile(dir_ + "/agent.yaml", "controller: 127.0.0.1:7700\nscratch_root: [/tmp]\n");
   auto r = RunCommand({Bin("codl-agent"), "--config", dir_ + "/agent.yaml"}, 10);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr(dir_ + "/agent.yaml:2:1: unknown key 'scratch_root'"));
+  EXPECT_THAT(r.err, HasSubstr(dir_ + "/agent.yaml:2:1: unknown top-level key 'scratch_root'"));
 
   WriteFile(dir_ + "/controller.yaml", "listen: 127.0.0.1:7700\nlease: forever\n");
   r = RunCommand({Bin("codl-controller"), "--config", dir_ + "/controller.yaml"}, 10);
