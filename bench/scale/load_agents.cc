@@ -1,6 +1,4 @@
-// codl-load-agents: N lightweight agents against one real codl-controller, for the scale
-// benchmark (bench/run_scale_bench.sh, docs/performance.md "Control plane: skew and scale").
-//
+// The emulated agents of codl-load-agents (load_agents.h; bench/run_scale_bench.sh).
 // Each emulated agent speaks the real agent protocol, nothing less:
 //   * its own gRPC channel to the controller (a local subchannel pool, so N agents are N TCP
 //     connections, as N agent processes would be), RegisterAgent with labels like a real
@@ -26,112 +24,39 @@
 // request's start_at_unix_ns, the agent's own offset estimate); on exit (SIGINT/SIGTERM or
 // --duration) the tool writes them to --out as JSON, with heartbeat counts and round trips.
 // Everything runs on loopback (plaintext allowed there); --tls-* switches to mTLS.
-#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
 #include "codl/v1/agent.grpc.pb.h"
 #include "codl/v1/controller.grpc.pb.h"
 #include "rpc/rpc_util.h"
+#include "bench/scale/load_agents.h"
+#include "bench/scale/timer_queue.h"
 
 namespace v1 = codl::v1;
 using Json = nlohmann::json;
 
 namespace {
 
-int64_t NowNs() { return codl::rpc::UnixNanosNow(); }
-
-// One thread runs every timed action (delayed replies, heartbeat sends) in time order.
-class TimerQueue {
- public:
-  TimerQueue() : thread_([this] { Loop(); }) {}
-  ~TimerQueue() { Stop(); }
-  void Post(int64_t at_ns, std::function<void()> fn) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      q_.push(Item{at_ns, seq_++, std::move(fn)});
-    }
-    cv_.notify_one();
-  }
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (stop_) return;
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  struct Item {
-    int64_t at;
-    uint64_t seq;
-    std::function<void()> fn;
-    bool operator>(const Item& o) const { return at != o.at ? at > o.at : seq > o.seq; }
-  };
-  void Loop() {
-    std::unique_lock<std::mutex> l(mu_);
-    while (!stop_) {
-      if (q_.empty()) {
-        cv_.wait(l);
-        continue;
-      }
-      const int64_t now = NowNs();
-      int64_t wait = q_.top().at - now;
-      if (wait > 0) {
-        cv_.wait_for(l, std::chrono::nanoseconds(wait));
-        continue;
-      }
-      // Everything due now runs with the same fired-at time: N emulated agents would each wake
-      // in parallel on their own host, not one after another on this one thread.
-      std::vector<std::function<void()>> due;
-      while (!q_.empty() && q_.top().at <= now) {
-        due.push_back(q_.top().fn);
-        q_.pop();
-      }
-      l.unlock();
-      fired_ns_ = now;
-      for (auto& fn : due) fn();
-      l.lock();
-    }
-  }
-
- public:
-  // When the timer woke for the callback now running (only valid inside a callback).
-  static int64_t FiredNs() { return fired_ns_; }
-
- private:
-  static thread_local int64_t fired_ns_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q_;
-  uint64_t seq_ = 0;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-thread_local int64_t TimerQueue::fired_ns_ = 0;
+using Options = codl::bench::LoadOptions;
+using codl::bench::NowNs;
+using codl::bench::TimerQueue;
 
 struct StartRecord {
   int agent;
@@ -205,18 +130,6 @@ class AgentService final : public v1::Agent::CallbackService {
   Load* load_;
 };
 
-struct Options {
-  std::string controller = "127.0.0.1:7700";
-  int agents = 100;
-  std::string listen_host = "127.0.0.1";
-  std::string id_prefix = "load-";
-  double duration_s = 0;  // 0: until SIGINT/SIGTERM
-  double victim_s = 0.1;
-  double register_spread_s = 2;
-  std::string out;
-  codl::rpc::TlsFiles tls;
-  int min_connect_timeout_ms = 100;  // rpc::MakeChannel's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS
-};
 
 class Load {
  public:
@@ -663,84 +576,25 @@ grpc::ServerUnaryReactor* AgentService::StopAll(grpc::CallbackServerContext* ctx
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{
-      "codl-load-agents: N lightweight agents speaking the real agent protocol (register,\n"
-      "heartbeat, the Agent service) against one codl-controller; spawns nothing. For the\n"
-      "control-plane scale benchmark (bench/run_scale_bench.sh)."};
-  app.add_option("--controller", o.controller, "controller address")->capture_default_str();
-  app.add_option("--agents,-n", o.agents, "how many agents")->check(CLI::Range(1, 20000))->capture_default_str();
-  app.add_option("--listen-host", o.listen_host, "host the N agent ports listen on (loopback)")->capture_default_str();
-  app.add_option("--id-prefix", o.id_prefix, "agent ids are PREFIX0000, PREFIX0001, ...")->capture_default_str();
-  app.add_option("--duration", o.duration_s, "exit after this many seconds (0: at SIGINT/SIGTERM)");
-  app.add_option("--victim-time", o.victim_s, "seconds a RunVictim takes")->capture_default_str();
-  app.add_option("--register-spread", o.register_spread_s, "spread registrations over this many seconds")
-      ->capture_default_str();
-  app.add_option("--out", o.out, "write the JSON report (start arrivals, heartbeat stats) here at exit");
-  app.add_option("--min-connect-timeout-ms", o.min_connect_timeout_ms,
-                 "GRPC_ARG_MIN_RECONNECT_BACKOFF_MS of the agents' channels, as rpc::MakeChannel sets "
-                 "it (gRPC also uses it as the connect timeout); 0 = gRPC's default (20 s)")
-      ->capture_default_str();
-  app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
-  app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
-  app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");
-  CLI11_PARSE(app, argc, argv);
-  if (!codl::rpc::IsLocalAddress(o.listen_host + ":0")) {
-    fprintf(stderr, "codl-load-agents: --listen-host must be a loopback address (this is a benchmark)\n");
-    return 2;
-  }
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  if (rl.rlim_cur < static_cast<rlim_t>(4 * o.agents + 256)) {
-    rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, 4 * o.agents + 256);
-    setrlimit(RLIMIT_NOFILE, &rl);
-  }
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+namespace codl::bench {
+LoadAgents::~LoadAgents() = default;
 
-  Load load(o);
-  if (codl::Status s = load.Start(); !s.ok()) {
-    fprintf(stderr, "codl-load-agents: %s\n", s.error().c_str());
-    return 1;
-  }
-  fprintf(stderr, "codl-load-agents: %d agents listening on %s, registering with %s\n", o.agents,
-          o.listen_host.c_str(), o.controller.c_str());
-  // Wait for a signal (or the duration), printing the registered count as it changes.
-  const auto t0 = std::chrono::steady_clock::now();
-  int last = -1;
-  for (;;) {
-    timespec ts{0, 200'000'000};
-    int sig = sigtimedwait(&set, nullptr, &ts);
-    if (sig > 0) break;
-    if (o.duration_s > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.duration_s) {
-      break;
-    }
-    int n = load.Registered();
-    if (n != last) {
-      printf("registered %d\n", n);
-      fflush(stdout);
-      last = n;
-    }
-  }
-  load.Shutdown();
-  Json report = load.Report();
-  if (!o.out.empty()) {
-    std::ofstream out(o.out);
-    out << report.dump() << "\n";
-  }
-  fprintf(stderr,
-          "codl-load-agents: %lld registrations (%lld failed), %lld heartbeats ok, %lld failed, %lld starts, "
-          "%lld misrouted\n",
-          static_cast<long long>(report["registrations"].get<int64_t>()),
-          static_cast<long long>(report["register_failures"].get<int64_t>()),
-          static_cast<long long>(report["heartbeats_ok"].get<int64_t>()),
-          static_cast<long long>(report["heartbeats_failed"].get<int64_t>()),
-          static_cast<long long>(report["starts"].get<int64_t>()),
-          static_cast<long long>(report["misrouted"].get<int64_t>()));
-  _exit(0);  // the agents' channels and the server need no orderly teardown
+namespace {
+// Adapts Load (above) to the interface main.cc sees.
+class LoadAdapter : public LoadAgents {
+ public:
+  explicit LoadAdapter(const LoadOptions& o) : load_(o) {}
+  codl::Status Start() override { return load_.Start(); }
+  void Shutdown() override { load_.Shutdown(); }
+  int Registered() const override { return load_.Registered(); }
+  nlohmann::json Report() override { return load_.Report(); }
+
+ private:
+  Load load_;
+};
+}  // namespace
+
+std::unique_ptr<LoadAgents> MakeLoadAgents(const LoadOptions& o) {
+  return std::make_unique<LoadAdapter>(o);
 }
+}  // namespace codl::bench
