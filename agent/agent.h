@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/result.h"
-#include "rpc/rpc_util.h"
+#include "lib/common/clock.h"
+#include "lib/common/result.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace grpc {
 class Server;

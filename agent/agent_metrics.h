@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 
 namespace prometheus {
 class Exposer;

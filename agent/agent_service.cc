@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rpc/queued_writer.h"
-#include "rpc/rpc_util.h"
+#include "lib/rpc/queued_writer.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace codl::agent {
 

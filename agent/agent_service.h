@@ -11,8 +11,8 @@
 #include "agent/telemetry_hub.h"
 #include "agent/victim_runner.h"
 #include "codl/v1/agent.grpc.pb.h"
-#include "common/executor.h"
-#include "rpc/idempotency_cache.h"
+#include "lib/common/executor.h"
+#include "lib/rpc/idempotency_cache.h"
 
 namespace codl::agent {
 

@@ -12,9 +12,9 @@
 
 #include "agent/child_process.h"
 #include "agent/lease_monitor.h"
-#include "common/clock.h"
-#include "common/records.h"
-#include "common/result.h"
+#include "lib/common/clock.h"
+#include "lib/common/records.h"
+#include "lib/common/result.h"
 
 namespace codl::agent {
 

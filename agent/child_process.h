@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 
 namespace codl::agent {
 

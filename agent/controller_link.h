@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "agent/lease_monitor.h"
-#include "common/clock.h"
-#include "rpc/rpc_util.h"
+#include "lib/common/clock.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace codl::v1 {
 class Controller;

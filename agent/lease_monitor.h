@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-#include "common/clock.h"
+#include "lib/common/clock.h"
 
 namespace codl::agent {
 

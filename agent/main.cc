@@ -7,11 +7,11 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/agent.h"
-#include "config/cli_flags.h"
-#include "config/daemon_config.h"
-#include "config/service_notifier.h"
+#include "lib/daemon/cli_flags.h"
+#include "lib/daemon/daemon_config.h"
+#include "lib/daemon/service_notifier.h"
 
-namespace cfg = codl::config;
+namespace cfg = codl::daemon;
 
 namespace {
 

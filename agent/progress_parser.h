@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/records.h"
-#include "experiment/spec.h"
+#include "lib/common/records.h"
+#include "lib/spec/spec.h"
 
 namespace codl::agent {
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "agent/progress_parser.h"
-#include "common/clock.h"
-#include "experiment/spec.h"
+#include "lib/common/clock.h"
+#include "lib/spec/spec.h"
 
 namespace codl::agent {
 

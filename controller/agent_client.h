@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "codl/v1/agent.pb.h"
-#include "common/result.h"
-#include "rpc/rpc_util.h"
+#include "lib/common/result.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
 

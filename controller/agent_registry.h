@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "codl/v1/common.pb.h"
-#include "common/clock.h"
+#include "lib/common/clock.h"
 #include "controller/agent_client.h"
-#include "experiment/spec.h"
+#include "lib/spec/spec.h"
 
 namespace codl::controller {
 

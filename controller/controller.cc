@@ -9,7 +9,7 @@
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
 #include "injectors/registry.h"
-#include "store/store.h"
+#include "lib/store/store.h"
 
 namespace codl::controller {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "common/result.h"
-#include "rpc/rpc_util.h"
+#include "lib/common/result.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace grpc {
 class Server;

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "common/records.h"
-#include "common/result.h"
+#include "lib/common/records.h"
+#include "lib/common/result.h"
 
 namespace prometheus {
 class Exposer;

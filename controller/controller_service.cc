@@ -2,9 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rpc/queued_writer.h"
-#include "rpc/records_json.h"
-#include "rpc/rpc_util.h"
+#include "lib/rpc/queued_writer.h"
+#include "lib/rpc/records_json.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
 

@@ -3,13 +3,13 @@
 #pragma once
 
 #include "codl/v1/controller.grpc.pb.h"
-#include "common/executor.h"
+#include "lib/common/executor.h"
 #include "controller/agent_registry.h"
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
 #include "controller/rendezvous.h"
-#include "rpc/idempotency_cache.h"
-#include "store/store.h"
+#include "lib/rpc/idempotency_cache.h"
+#include "lib/store/store.h"
 
 namespace codl::controller {
 

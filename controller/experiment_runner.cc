@@ -9,7 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rpc/rpc_util.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
 

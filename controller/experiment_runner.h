@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/records.h"
+#include "lib/common/clock.h"
+#include "lib/common/records.h"
 #include "controller/agent_registry.h"
-#include "experiment/spec.h"
-#include "store/store.h"
+#include "lib/spec/spec.h"
+#include "lib/store/store.h"
 
 namespace codl::controller {
 

@@ -14,11 +14,11 @@
 #include <thread>
 
 #include "codl/v1/controller.pb.h"
-#include "common/clock.h"
+#include "lib/common/clock.h"
 #include "controller/controller_metrics.h"
 #include "controller/experiment_runner.h"
-#include "experiment/spec.h"
-#include "store/store.h"
+#include "lib/spec/spec.h"
+#include "lib/store/store.h"
 
 namespace codl::controller {
 

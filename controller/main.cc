@@ -8,12 +8,12 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "config/cli_flags.h"
-#include "config/daemon_config.h"
-#include "config/service_notifier.h"
+#include "lib/daemon/cli_flags.h"
+#include "lib/daemon/daemon_config.h"
+#include "lib/daemon/service_notifier.h"
 #include "controller/controller.h"
 
-namespace cfg = codl::config;
+namespace cfg = codl::daemon;
 
 namespace {
 

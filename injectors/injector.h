@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
-#include "common/units.h"
+#include "lib/common/result.h"
+#include "lib/common/units.h"
 #include "injectors/options.h"
 #include "injectors/stop_token.h"
 

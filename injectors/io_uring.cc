@@ -23,7 +23,7 @@
 #include <liburing.h>
 #endif
 
-#include "common/units.h"
+#include "lib/common/units.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
 #include "injectors/scratch.h"

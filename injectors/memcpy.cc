@@ -23,7 +23,7 @@
 
 #include "injectors/injector.h"
 #include "injectors/memcpy_kernels.h"
-#include "common/units.h"
+#include "lib/common/units.h"
 #include "injectors/paced_run.h"
 
 namespace codl::injectors {

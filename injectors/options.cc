@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/units.h"
+#include "lib/common/units.h"
 
 namespace codl::injectors {
 namespace {

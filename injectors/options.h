@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 
 namespace codl::injectors {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 
 namespace codl::injectors {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 
 namespace codl::victim {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <numeric>
 
-#include "common/units.h"
+#include "lib/common/units.h"
 #include "victim/decode.h"
 #include "victim/rng.h"
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 #include "victim/device.h"
 #include "victim/sample_reader.h"
 

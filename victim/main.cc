@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_line.h"
+#include "lib/common/json_line.h"
 #include "victim/dataset.h"
 #include "victim/options.h"
 #include "victim/trainer.h"

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-#include "common/units.h"
+#include "lib/common/units.h"
 
 namespace codl::victim {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 
 namespace codl::victim {
 

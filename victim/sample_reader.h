@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 #include "victim/options.h"
 
 namespace codl::victim {

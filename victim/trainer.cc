@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/json_line.h"
-#include "common/units.h"
+#include "lib/common/json_line.h"
+#include "lib/common/units.h"
 #include "victim/dataset.h"
 #include "victim/device.h"
 #include "victim/loader.h"

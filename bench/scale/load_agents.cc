@@ -45,7 +45,7 @@
 
 #include "codl/v1/agent.grpc.pb.h"
 #include "codl/v1/controller.grpc.pb.h"
-#include "rpc/rpc_util.h"
+#include "lib/rpc/rpc_util.h"
 #include "bench/scale/load_agents.h"
 #include "bench/scale/timer_queue.h"
 

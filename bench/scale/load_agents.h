@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/result.h"
-#include "rpc/rpc_util.h"
+#include "lib/common/result.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace codl::bench {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "rpc/rpc_util.h"
+#include "lib/rpc/rpc_util.h"
 
 namespace codl::bench {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/units.h"
+#include "lib/common/units.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"

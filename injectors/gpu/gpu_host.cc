@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/json_line.h"
+#include "lib/common/json_line.h"
 
 namespace codl::injectors::gpu {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 
 namespace codl::injectors::gpu {
 

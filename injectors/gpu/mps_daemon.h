@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "lib/common/result.h"
 #include "injectors/stop_token.h"
 
 namespace codl::injectors::gpu {

@@ -23,7 +23,7 @@
 #include <memory>
 #include <string>
 
-#include "common/units.h"
+#include "lib/common/units.h"
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/injector.h"

@@ -9,9 +9,9 @@
 
 #include "controller/agent_registry.h"
 #include "controller/experiment_runner.h"
-#include "experiment/results.h"
-#include "experiment/spec.h"
-#include "store/store.h"
+#include "lib/analysis/results.h"
+#include "lib/spec/spec.h"
+#include "lib/store/store.h"
 
 namespace codl::controller {
 namespace {

@@ -13,11 +13,11 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "config/cli_flags.h"
-#include "config/daemon_config.h"
-#include "config/service_notifier.h"
+#include "lib/daemon/cli_flags.h"
+#include "lib/daemon/daemon_config.h"
+#include "lib/daemon/service_notifier.h"
 
-namespace codl::config {
+namespace codl::daemon {
 namespace {
 
 using ::testing::HasSubstr;
@@ -337,4 +337,4 @@ TEST(ServiceNotifier, NoSocketIsANoOp) {
 }
 
 }  // namespace
-}  // namespace codl::config
+}  // namespace codl::daemon

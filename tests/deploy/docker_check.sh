@@ -29,7 +29,7 @@ for b in $(grep -oE '/build/bin/[A-Za-z0-9_-]+' "$df" | sort -u) ; do
   grep -qw "$name" <<<"$built" || bad "Dockerfile installs $name but does not build it"
   bins+=("$name")
 done
-grep -q 'install(TARGETS codl-inject' "$src/inject/CMakeLists.txt" ||
+grep -q 'install(TARGETS codl-inject' "$src/injectors/codl-inject/CMakeLists.txt" ||
   bad "codl-inject lost its install() rule; the Dockerfile relies on cmake --install for it"
 bins+=(codl-inject)
 

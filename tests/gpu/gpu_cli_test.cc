@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "common/json_line.h"
+#include "lib/common/json_line.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "tests/injectors/test_util.h"
 

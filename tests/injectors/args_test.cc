@@ -1,7 +1,7 @@
 // codl-inject's hand-written argv parser: the contract with the agent.
 #include <gtest/gtest.h>
 
-#include "inject/args.h"
+#include "injectors/codl-inject/args.h"
 
 namespace codl::inject {
 namespace {

@@ -24,7 +24,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "store/store.h"
+#include "lib/store/store.h"
 #include "tests/integration/test_util.h"
 
 namespace codl::testing {

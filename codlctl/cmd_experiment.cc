@@ -1,0 +1,264 @@
+// validate, run, submit, watch, cancel: the commands that drive an experiment.
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "codlctl/commands.h"
+#include "codlctl/controller_client.h"
+#include "codlctl/embedded.h"
+#include "codlctl/progress_view.h"
+#include "codlctl/results_output.h"
+#include "lib/common/units.h"
+#include "lib/spec/spec.h"
+#include "injectors/registry.h"
+
+namespace codl::cli {
+
+namespace {
+
+experiment::ParseHooks InjectorHooks() {
+  experiment::ParseHooks h;
+  h.injector = [](const std::string& n) { return injectors::ValidateInjectorName(n); };
+  h.option = [](const std::string& i, const std::string& k, const std::string& v) {
+    return injectors::ValidateOption(i, k, v);
+  };
+  return h;
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Err(path + ": cannot read the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Watches until the experiment ends; returns its final status.
+Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::string& id, bool quiet) {
+  ProgressView view(stderr);
+  v1::ExperimentStatus last;
+  Status s = client->Watch(id, [&](const v1::ExperimentEvent& ev) {
+    last = ev.status();
+    if (!quiet) view.OnEvent(ev);
+  });
+  view.Finish();
+  if (!s.ok()) return Err(s.error());
+  // The stream ends with the final event; ask once more in case it broke early.
+  auto st = client->GetStatus(id);
+  if (st.ok()) last = *st;
+  return last;
+}
+
+int ExitFor(const v1::ExperimentStatus& s) { return s.state() == "done" ? kExitOk : kExitFailed; }
+
+// SIGINT/SIGTERM during `run`/`watch`: the first cancels the experiment cleanly (antagonists
+// stopped, trials so far kept); the second exits at once (children die with us).
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    thread_ = std::thread([this, set] {
+      int sig;
+      while (sigwait(&set, &sig) == 0) {
+        if (done_) return;
+        if (++count_ == 1) {
+          fprintf(stderr, "\ncodlctl: interrupted — cancelling the experiment (again to quit now)\n");
+          if (on_first_) on_first_();
+        } else {
+          _exit(130);
+        }
+      }
+    });
+  }
+  void OnFirst(std::function<void()> f) { on_first_ = std::move(f); }
+  ~InterruptHandler() {
+    done_ = true;
+    pthread_kill(thread_.native_handle(), SIGTERM);
+    thread_.join();
+  }
+  bool interrupted() const { return count_ > 0; }
+
+ private:
+  std::thread thread_;
+  std::atomic<int> count_{0};
+  std::atomic<bool> done_{false};
+  std::function<void()> on_first_;
+};
+
+}  // namespace
+
+int CmdValidate(const std::string& file, bool plan) {
+  auto spec = experiment::LoadExperimentFile(file, InjectorHooks());
+  if (!spec.ok()) {
+    fprintf(stderr, "%s\n", spec.error().c_str());
+    return kExitBadInput;
+  }
+  auto trials = experiment::ExpandPlan(*spec);
+  int baselines = 0;
+  for (const auto& t : trials) baselines += t.baseline;
+  printf("%s: ok — experiment '%s', %zu antagonists, %zu trials (%d baselines)\n", file.c_str(),
+         spec->name.c_str(), spec->antagonists.size(), trials.size(), baselines);
+  if (plan) {
+    printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
+    for (const auto& t : trials) printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
+    double est = experiment::EstimateDurationSeconds(*spec, trials, 10);
+    printf("estimated duration: %s (assuming the victim runs ~10 s; settle %s, cooldown %s per trial)\n",
+           FormatEta(est).c_str(), FormatDuration(spec->settle_s).c_str(),
+           FormatDuration(spec->cooldown_s).c_str());
+  }
+  return kExitOk;
+}
+
+int CmdRun(const GlobalOptions& g, const RunOptions& o) {
+  auto yaml = ReadWholeFile(o.file);
+  if (!yaml.ok()) {
+    fprintf(stderr, "codlctl run: %s\n", yaml.error().c_str());
+    return kExitBadInput;
+  }
+  // Validate locally first: bad input fails fast, before anything starts.
+  auto spec = experiment::ParseExperiment(*yaml, o.file, InjectorHooks());
+  if (!spec.ok()) {
+    fprintf(stderr, "%s\n", spec.error().c_str());
+    return kExitBadInput;
+  }
+  if (o.output != "table" && o.output != "csv" && o.output != "json") {
+    fprintf(stderr, "codlctl run: -o '%s': expected table, csv or json\n", o.output.c_str());
+    return kExitBadInput;
+  }
+  auto lease = ParseDuration(o.lease);
+  if (!lease.ok()) {
+    fprintf(stderr, "codlctl run: --lease: %s\n", lease.error().c_str());
+    return kExitBadInput;
+  }
+  InterruptHandler interrupts;
+  EmbeddedCluster embedded;
+  std::string address = ConfiguredController(g.controller);
+  if (address.empty()) {
+    if (!o.quiet) fprintf(stderr, "codlctl: no controller configured: starting an embedded controller and agent (results in %s)\n", o.db.c_str());
+    if (Status s = embedded.Start(o.db, *lease, o.scratch_roots); !s.ok()) {
+      fprintf(stderr, "codlctl run: %s\n", s.error().c_str());
+      return kExitFailed;
+    }
+    address = embedded.controller_address();
+  }
+  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl run: %s\n", client.error().c_str());
+    return kExitBadInput;
+  }
+  auto sub = (*client)->Submit(*yaml, o.file);
+  if (!sub.ok()) {
+    fprintf(stderr, "%s\n", sub.error().c_str());
+    return kExitBadInput;
+  }
+  const std::string id = sub->experiment_id();
+  if (!o.quiet) fprintf(stderr, "experiment %s: %d trials\n", id.c_str(), sub->total_trials());
+  ControllerClient* c = client->get();
+  interrupts.OnFirst([c, id] { (void)c->Cancel(id); });
+  auto final = WatchToEnd(c, id, o.quiet);
+  if (!final.ok()) {
+    fprintf(stderr, "codlctl run: %s\n", final.error().c_str());
+    return kExitFailed;
+  }
+  int rc = PrintResults(c, "", id, o.output, stdout);
+  for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
+    if (path.empty() || rc != kExitOk) continue;
+    FILE* f = fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      fprintf(stderr, "codlctl run: cannot write '%s'\n", path.c_str());
+      rc = kExitFailed;
+      continue;
+    }
+    rc = PrintResults(c, "", id, format, f);
+    fclose(f);
+  }
+  if (!o.report.empty() && rc == kExitOk) rc = WriteReport(c, "", id, o.report);
+  if (final->state() != "done") {
+    fprintf(stderr, "experiment %s %s%s\n", id.c_str(), final->state().c_str(),
+            final->error().empty() ? "" : (": " + final->error()).c_str());
+  } else if (!o.quiet) {
+    fprintf(stderr, "experiment %s done; results in %s (codlctl results %s --db %s)\n", id.c_str(),
+            ConfiguredController(g.controller).empty() ? o.db.c_str() : "the controller's database",
+            id.c_str(), o.db.c_str());
+  }
+  return rc != kExitOk ? rc : ExitFor(*final);
+}
+
+int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
+  auto yaml = ReadWholeFile(file);
+  if (!yaml.ok()) {
+    fprintf(stderr, "codlctl submit: %s\n", yaml.error().c_str());
+    return kExitBadInput;
+  }
+  auto spec = experiment::ParseExperiment(*yaml, file, InjectorHooks());
+  if (!spec.ok()) {
+    fprintf(stderr, "%s\n", spec.error().c_str());
+    return kExitBadInput;
+  }
+  std::string address = ConfiguredController(g.controller);
+  if (address.empty()) address = "127.0.0.1:7700";
+  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl submit: %s\n", client.error().c_str());
+    return kExitBadInput;
+  }
+  auto sub = (*client)->Submit(*yaml, file);
+  if (!sub.ok()) {
+    fprintf(stderr, "%s\n", sub.error().c_str());
+    return kExitBadInput;
+  }
+  printf("%s\n", sub->experiment_id().c_str());
+  fflush(stdout);
+  if (!watch) return kExitOk;
+  InterruptHandler interrupts;
+  auto final = WatchToEnd(client->get(), sub->experiment_id(), false);
+  if (!final.ok()) {
+    fprintf(stderr, "codlctl submit: %s\n", final.error().c_str());
+    return kExitFailed;
+  }
+  return ExitFor(*final);
+}
+
+int CmdWatch(const GlobalOptions& g, const std::string& id) {
+  std::string address = ConfiguredController(g.controller);
+  if (address.empty()) address = "127.0.0.1:7700";
+  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());
+    return kExitBadInput;
+  }
+  auto final = WatchToEnd(client->get(), id, false);
+  if (!final.ok()) {
+    fprintf(stderr, "codlctl watch: %s\n", final.error().c_str());
+    return final.error().rfind("no experiment", 0) == 0 ? kExitBadInput : kExitFailed;
+  }
+  fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(), final->state().c_str());
+  return ExitFor(*final);
+}
+
+int CmdCancel(const GlobalOptions& g, const std::string& id) {
+  std::string address = ConfiguredController(g.controller);
+  if (address.empty()) address = "127.0.0.1:7700";
+  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl cancel: %s\n", client.error().c_str());
+    return kExitBadInput;
+  }
+  auto r = (*client)->Cancel(id);
+  if (!r.ok()) {
+    fprintf(stderr, "codlctl cancel: %s\n", r.error().c_str());
+    return kExitBadInput;
+  }
+  printf("%s\n", r->c_str());
+  return kExitOk;
+}
+
+}  // namespace codl::cli

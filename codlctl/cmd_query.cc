@@ -1,0 +1,177 @@
+// status, results, agents, calibrate: commands that read (or refresh) what the controller knows.
+#include <cmath>
+#include <ctime>
+
+#include "codlctl/commands.h"
+#include "codlctl/controller_client.h"
+#include "codlctl/progress_view.h"
+#include "codlctl/results_output.h"
+#include "lib/common/units.h"
+#include "injectors/registry.h"
+#include "lib/store/store.h"
+
+namespace codl::cli {
+
+namespace {
+Result<std::unique_ptr<ControllerClient>> Connect(const GlobalOptions& g) {
+  std::string address = ConfiguredController(g.controller);
+  if (address.empty()) address = "127.0.0.1:7700";
+  return ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+}
+
+std::string FormatTimeMs(int64_t ms) {
+  if (ms <= 0) return "-";
+  time_t t = ms / 1000;
+  struct tm tm;
+  localtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+}  // namespace
+
+int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db) {
+  if (!db.empty()) {
+    auto store = store::Store::Open(db);
+    if (!store.ok()) {
+      fprintf(stderr, "codlctl status: %s\n", store.error().c_str());
+      return kExitBadInput;
+    }
+    if (id.empty()) {  // all experiments in the file
+      auto all = (*store)->ListExperiments();
+      if (!all.ok()) {
+        fprintf(stderr, "codlctl status: %s\n", all.error().c_str());
+        return kExitFailed;
+      }
+      printf("%-24s %-24s %-12s %7s  %s\n", "ID", "NAME", "STATE", "TRIALS", "CREATED");
+      for (const auto& e : *all) {
+        auto trials = (*store)->GetTrials(e.id, false);
+        printf("%-24s %-24s %-12s %3zu/%-3d  %s\n", e.id.c_str(), e.name.c_str(), ToString(e.state),
+               trials.ok() ? trials->size() : 0, e.total_trials, FormatTimeMs(e.created_unix_ms).c_str());
+      }
+      return kExitOk;
+    }
+    auto e = (*store)->GetExperiment(id);
+    if (!e.ok()) {
+      fprintf(stderr, "codlctl status: %s\n", e.error().c_str());
+      return kExitBadInput;
+    }
+    auto trials = (*store)->GetTrials(e->id, false);
+    int failed = 0;
+    if (trials.ok()) for (const auto& t : *trials) failed += t.state == TrialState::kFailed;
+    printf("experiment %s (%s): %s, %zu/%d trials, %d failed%s%s\n", e->id.c_str(), e->name.c_str(),
+           ToString(e->state), trials.ok() ? trials->size() : 0, e->total_trials, failed,
+           e->error.empty() ? "" : " — ", e->error.c_str());
+    return kExitOk;
+  }
+  auto client = Connect(g);
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl status: %s\n", client.error().c_str());
+    return kExitBadInput;
+  }
+  auto s = (*client)->GetStatus(id.empty() ? "latest" : id);
+  if (!s.ok()) {
+    fprintf(stderr, "codlctl status: %s\n", s.error().c_str());
+    return s.error().find("no experiment") != std::string::npos ? kExitBadInput : kExitFailed;
+  }
+  printf("experiment %s (%s): %s, %d/%d trials, %d failed", s->experiment_id().c_str(),
+         s->name().c_str(), s->state().c_str(), s->completed_trials(), s->total_trials(),
+         s->failed_trials());
+  if (!s->current_pairing().empty()) printf(", now %s, ETA %s", s->current_pairing().c_str(), FormatEta(s->eta_s()).c_str());
+  if (!s->error().empty()) printf(" — %s", s->error().c_str());
+  printf("\n");
+  return kExitOk;
+}
+
+int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
+               const std::string& output) {
+  if (output != "table" && output != "csv" && output != "json") {
+    fprintf(stderr, "codlctl results: -o '%s': expected table, csv or json\n", output.c_str());
+    return kExitBadInput;
+  }
+  std::unique_ptr<ControllerClient> client;
+  if (db.empty()) {
+    auto c = Connect(g);
+    if (!c.ok()) {
+      fprintf(stderr, "codlctl results: %s\n", c.error().c_str());
+      return kExitBadInput;
+    }
+    client = std::move(c.value());
+  }
+  return PrintResults(client.get(), db, id, output, stdout);
+}
+
+int CmdAgents(const GlobalOptions& g, bool json) {
+  auto client = Connect(g);
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl agents: %s\n", client.error().c_str());
+    return kExitBadInput;
+  }
+  auto agents = (*client)->ListAgents();
+  if (!agents.ok()) {
+    fprintf(stderr, "codlctl agents: %s\n", agents.error().c_str());
+    return kExitFailed;
+  }
+  if (json) {
+    for (const auto& a : *agents) {
+      std::string labels;
+      for (const auto& [k, v] : a.labels()) {
+        labels += std::string(labels.empty() ? "" : ",") + "\"" + k + "\":\"" + v + "\"";
+      }
+      printf("{\"agent_id\":\"%s\",\"address\":\"%s\",\"alive\":%s,\"clock_offset_s\":%.6f,"
+             "\"running_antagonists\":%d,\"labels\":{%s}}\n",
+             a.agent_id().c_str(), a.address().c_str(), a.alive() ? "true" : "false",
+             a.clock_offset_s(), a.running_antagonists(), labels.c_str());
+    }
+    return kExitOk;
+  }
+  printf("%-20s %-6s %-28s %10s %4s  %s\n", "AGENT", "ALIVE", "ADDRESS", "OFFSET", "ANT", "LABELS");
+  for (const auto& a : *agents) {
+    std::string labels;
+    for (const auto& [k, v] : a.labels()) labels += (labels.empty() ? "" : " ") + k + "=" + v;
+    printf("%-20s %-6s %-28s %8.2fms %4d  %s\n", a.agent_id().c_str(), a.alive() ? "yes" : "NO",
+           a.address().c_str(), a.clock_offset_s() * 1e3, a.running_antagonists(), labels.c_str());
+  }
+  return kExitOk;
+}
+
+int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
+                 const std::map<std::string, std::string>& options, const std::string& agent,
+                 const std::string& duration) {
+  if (std::string e = injectors::ValidateInjectorName(injector); !e.empty()) {
+    fprintf(stderr, "codlctl calibrate: %s\n", e.c_str());
+    return kExitBadInput;
+  }
+  if (std::string e = injectors::ValidateOptions(injector, options); !e.empty()) {
+    fprintf(stderr, "codlctl calibrate: %s\n", e.c_str());
+    return kExitBadInput;
+  }
+  auto d = ParseDuration(duration);
+  if (!d.ok() || *d <= 0) {
+    fprintf(stderr, "codlctl calibrate: --duration: %s\n", d.ok() ? "must be > 0" : d.error().c_str());
+    return kExitBadInput;
+  }
+  auto client = Connect(g);
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl calibrate: %s\n", client.error().c_str());
+    return kExitBadInput;
+  }
+  auto r = (*client)->Calibrate(agent, injector, options, *d);
+  if (!r.ok()) {
+    fprintf(stderr, "codlctl calibrate: %s\n", r.error().c_str());
+    return kExitFailed;
+  }
+  int rc = kExitOk;
+  for (const auto& e : r->entries()) {
+    if (!e.error().empty()) {
+      printf("%-20s error: %s\n", e.agent_id().c_str(), e.error().c_str());
+      rc = kExitFailed;
+    } else {
+      printf("%-20s peak %s (%.6g %s), cached for experiments\n", e.agent_id().c_str(),
+             FormatRate(e.peak_rate(), e.unit()).c_str(), e.peak_rate(), e.unit().c_str());
+    }
+  }
+  return rc;
+}
+
+}  // namespace codl::cli

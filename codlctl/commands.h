@@ -1,0 +1,47 @@
+// codlctl's subcommands. Each returns the process exit code: 0 ok, 1 experiment failed (or a
+// runtime error), 2 bad input (bad YAML, bad flags, unknown experiment).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/rpc/rpc_util.h"
+
+namespace codl::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+struct GlobalOptions {
+  std::string controller;  // --controller / $CODL_CONTROLLER
+  rpc::TlsFiles tls;
+};
+
+struct RunOptions {
+  std::string file;
+  std::string db = "codl-results.db";
+  std::string output = "table";
+  std::string report;       // --report FILE: also write the HTML report
+  std::string csv;          // --csv FILE: also write the CSV results
+  std::string json;         // --json FILE: also write the JSON results
+  std::string lease = "10s";
+  std::vector<std::string> scratch_roots;  // embedded agent: where injectors may write
+  bool quiet = false;
+};
+
+int CmdValidate(const std::string& file, bool plan);
+int CmdRun(const GlobalOptions& g, const RunOptions& o);
+int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch);
+int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db);
+int CmdWatch(const GlobalOptions& g, const std::string& id);
+int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
+               const std::string& output);
+int CmdAgents(const GlobalOptions& g, bool json);
+int CmdCancel(const GlobalOptions& g, const std::string& id);
+int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
+                 const std::map<std::string, std::string>& options, const std::string& agent,
+                 const std::string& duration);
+
+}  // namespace codl::cli

@@ -1,0 +1,129 @@
+#include "codlctl/controller_client.h"
+
+#include "lib/rpc/records_json.h"
+
+namespace codl::cli {
+
+std::string ConfiguredController(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = getenv("CODL_CONTROLLER");
+  return env ? env : "";
+}
+
+Result<std::unique_ptr<ControllerClient>> ControllerClient::Connect(const rpc::Endpoint& endpoint) {
+  auto ch = rpc::MakeChannel(endpoint);
+  if (!ch.ok()) return Err(ch.error());
+  auto c = std::unique_ptr<ControllerClient>(new ControllerClient());
+  c->address_ = endpoint.address;
+  c->stub_ = v1::Controller::NewStub(*ch);
+  return c;
+}
+
+namespace {
+// Turns a failed call into a readable error. (The reply is returned by the caller after the call:
+// passing it here by value would copy it before the call fills it.)
+Status Check(const grpc::Status& s, const std::string& what, const std::string& address) {
+  if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      return Err("cannot reach the controller at " + address + " (" + s.error_message() +
+                 "); is codl-controller running? (or use `codlctl run` for the embedded one)");
+    }
+    // Validation errors already name FILE:LINE:COL; pass them through verbatim.
+    return Err(s.error_message().empty() ? what + " failed" : s.error_message());
+  }
+  return Status::Ok();
+}
+
+template <class T>
+Result<T> Reply(const Status& s, T reply) {
+  if (!s.ok()) return Err(s.error());
+  return reply;
+}
+}  // namespace
+
+Result<v1::SubmitExperimentReply> ControllerClient::Submit(const std::string& yaml,
+                                                           const std::string& source_path) {
+  v1::SubmitExperimentRequest req;
+  req.set_idempotency_key(rpc::NewIdempotencyKey());
+  req.set_yaml(yaml);
+  req.set_source_path(source_path);
+  v1::SubmitExperimentReply reply;
+  grpc::Status s;
+  for (int attempt = 0; attempt < 3; ++attempt) {  // same key: a retry cannot submit twice
+    auto ctx = rpc::MakeContext(30);
+    s = stub_->SubmitExperiment(ctx.get(), req, &reply);
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+  }
+  return Reply(Check(s, "submit", address_), reply);
+}
+
+Result<v1::ExperimentStatus> ControllerClient::GetStatus(const std::string& id) {
+  v1::GetExperimentRequest req;
+  req.set_experiment_id(id);
+  v1::ExperimentStatus reply;
+  auto ctx = rpc::MakeContext(10);
+  grpc::Status s = stub_->GetExperiment(ctx.get(), req, &reply);
+  return Reply(Check(s, "status", address_), reply);
+}
+
+Status ControllerClient::Watch(const std::string& id,
+                               const std::function<void(const v1::ExperimentEvent&)>& on_event) {
+  v1::WatchExperimentRequest req;
+  req.set_experiment_id(id);
+  auto ctx = rpc::MakeContext(7 * 24 * 3600.0);  // a watch lasts as long as the experiment
+  auto reader = stub_->WatchExperiment(ctx.get(), req);
+  v1::ExperimentEvent ev;
+  while (reader->Read(&ev)) on_event(ev);
+  return Check(reader->Finish(), "watch", address_);
+}
+
+Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::GetResults(
+    const std::string& id) {
+  v1::GetResultsRequest req;
+  req.set_experiment_id(id);
+  v1::GetResultsReply reply;
+  auto ctx = rpc::MakeContext(60);
+  grpc::Status gs = stub_->GetResults(ctx.get(), req, &reply);
+  if (Status st = Check(gs, "results", address_); !st.ok()) return Err(st.error());
+  auto e = rpc::ExperimentFromJson(reply.experiment_json());
+  if (!e.ok()) return Err(e.error());
+  auto t = rpc::TrialsFromJson(reply.trials_json());
+  if (!t.ok()) return Err(t.error());
+  return std::make_pair(std::move(e.value()), std::move(t.value()));
+}
+
+Result<std::vector<v1::AgentInfo>> ControllerClient::ListAgents() {
+  v1::ListAgentsReply reply;
+  auto ctx = rpc::MakeContext(10);
+  grpc::Status gs = stub_->ListAgents(ctx.get(), v1::ListAgentsRequest(), &reply);
+  if (Status st = Check(gs, "agents", address_); !st.ok()) return Err(st.error());
+  return std::vector<v1::AgentInfo>(reply.agents().begin(), reply.agents().end());
+}
+
+Result<std::string> ControllerClient::Cancel(const std::string& id) {
+  v1::CancelExperimentRequest req;
+  req.set_idempotency_key(rpc::NewIdempotencyKey());
+  req.set_experiment_id(id);
+  v1::CancelExperimentReply reply;
+  auto ctx = rpc::MakeContext(10);
+  grpc::Status gs = stub_->CancelExperiment(ctx.get(), req, &reply);
+  if (Status st = Check(gs, "cancel", address_); !st.ok()) return Err(st.error());
+  return reply.state();
+}
+
+Result<v1::CalibrateNodeReply> ControllerClient::Calibrate(
+    const std::string& agent_id, const std::string& injector,
+    const std::map<std::string, std::string>& options, double duration_s) {
+  v1::CalibrateNodeRequest req;
+  req.set_idempotency_key(rpc::NewIdempotencyKey());
+  req.set_agent_id(agent_id);
+  req.set_injector(injector);
+  for (const auto& [k, v] : options) (*req.mutable_options())[k] = v;
+  req.set_duration_s(duration_s);
+  v1::CalibrateNodeReply reply;
+  auto ctx = rpc::MakeContext(duration_s * 4 + 300);
+  grpc::Status gs = stub_->CalibrateNode(ctx.get(), req, &reply);
+  return Reply(Check(gs, "calibrate", address_), reply);
+}
+
+}  // namespace codl::cli

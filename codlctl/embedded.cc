@@ -1,0 +1,66 @@
+#include "codlctl/embedded.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "agent/agent.h"
+#include "controller/agent_registry.h"
+#include "controller/controller.h"
+
+namespace codl::cli {
+
+EmbeddedCluster::EmbeddedCluster() = default;
+EmbeddedCluster::~EmbeddedCluster() { Shutdown(); }
+
+Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
+                              const std::vector<std::string>& scratch_roots) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "codl-run-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) return Err("cannot create a private directory for the sockets");
+  dir_ = tmpl;
+  controller::ControllerOptions co;
+  co.listen = "unix:" + dir_ + "/controller.sock";
+  co.db_path = db_path;
+  co.lease_s = lease_s;
+  co.heartbeat_interval_s = 0.5;
+  co.agent_dead_after_s = 3;
+  controller_ = std::make_unique<controller::Controller>(co);
+  if (Status s = controller_->Start(); !s.ok()) return s;
+  controller_address_ = controller_->address();
+
+  agent::AgentOptions ao;
+  ao.controller = controller_address_;
+  ao.listen = "unix:" + dir_ + "/agent.sock";
+  ao.lease_s = lease_s;
+  ao.heartbeat_interval_s = 0.5;
+  ao.labels["embedded"] = "true";
+  ao.scratch_roots = scratch_roots;
+  agent_ = std::make_unique<agent::Agent>(ao);
+  if (Status s = agent_->Start(); !s.ok()) return s;
+  // The first experiment needs a live agent: wait for its registration (usually a few ms).
+  for (int i = 0; i < 200; ++i) {
+    for (const auto& a : controller_->agents()->List()) {
+      if (a.alive()) return Status::Ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Err("the embedded agent did not register within 10 s");
+}
+
+void EmbeddedCluster::Shutdown() {
+  // Controller first: it cancels the running trial and stops its antagonists via the agent.
+  if (controller_) controller_->Shutdown();
+  if (agent_) agent_->Shutdown();
+  controller_.reset();
+  agent_.reset();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    dir_.clear();
+  }
+}
+
+}  // namespace codl::cli

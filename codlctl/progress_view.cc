@@ -1,0 +1,73 @@
+#include "codlctl/progress_view.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+
+namespace codl::cli {
+
+std::string FormatEta(double s) {
+  if (!(s > 0) || !std::isfinite(s)) return "--";
+  char buf[32];
+  int t = static_cast<int>(std::lround(s));
+  if (t >= 3600) snprintf(buf, sizeof buf, "%dh%02dm", t / 3600, (t % 3600) / 60);
+  else if (t >= 60) snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
+  else snprintf(buf, sizeof buf, "%ds", t);
+  return buf;
+}
+
+ProgressView::ProgressView(FILE* out) : out_(out) {
+  tty_ = isatty(fileno(out)) != 0;
+  const char* no_color = getenv("NO_COLOR");
+  color_ = tty_ && !(no_color && *no_color);
+}
+
+std::string ProgressView::Bar(int done, int total) const {
+  const int width = 24;
+  int filled = total > 0 ? done * width / total : 0;
+  return "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
+}
+
+void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
+  const auto& s = ev.status();
+  if (!tty_) {
+    if (ev.message().empty()) return;  // live step updates: only the terminal view redraws
+    fprintf(out_, "[%d/%d] %s\n", s.completed_trials(), s.total_trials(), ev.message().c_str());
+    fflush(out_);
+    return;
+  }
+  // Messages that are not routine trial progress are printed above the bar.
+  bool routine = ev.message().find(" started") != std::string::npos && ev.message().rfind("trial", 0) == 0;
+  if (!routine && !ev.message().empty() && ev.message() != "watching") {
+    const char* on = "";
+    const char* off = "";
+    if (color_) {
+      bool bad = ev.message().find("failed") != std::string::npos ||
+                 ev.message().find("flagged") != std::string::npos;
+      on = bad ? "\033[33m" : "\033[2m";
+      off = "\033[0m";
+    }
+    fprintf(out_, "\r\033[K%s%s%s\n", on, ev.message().c_str(), off);
+  }
+  std::string step;
+  if (s.victim_step() > 0 && !s.current_pairing().empty()) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "  step %lld (%.1f ms)", static_cast<long long>(s.victim_step()),
+             s.victim_step_time_s() * 1e3);
+    step = buf;
+  }
+  fprintf(out_, "\r\033[K%s %d/%d trials  %s%s  ETA %s", Bar(s.completed_trials(), s.total_trials()).c_str(),
+          s.completed_trials(), s.total_trials(),
+          s.current_pairing().empty() ? s.state().c_str() : s.current_pairing().c_str(), step.c_str(),
+          FormatEta(s.eta_s()).c_str());
+  fflush(out_);
+  drawn_ = true;
+}
+
+void ProgressView::Finish() {
+  if (tty_ && drawn_) fprintf(out_, "\r\033[K");
+  fflush(out_);
+}
+
+}  // namespace codl::cli

@@ -1,0 +1,76 @@
+#include "codlctl/results_output.h"
+
+#include <sys/stat.h>
+
+#include "codlctl/commands.h"
+#include "codlctl/controller_client.h"
+#include "lib/analysis/results.h"
+#include "lib/store/store.h"
+
+namespace codl::cli {
+
+Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(ControllerClient* client,
+                                                                          const std::string& db,
+                                                                          const std::string& id) {
+  if (!db.empty()) {
+    struct stat st{};
+    if (stat(db.c_str(), &st) != 0) return Err("no database file '" + db + "'");
+    auto store = store::Store::Open(db);
+    if (!store.ok()) return Err(store.error());
+    auto e = (*store)->GetExperiment(id.empty() ? "latest" : id);
+    if (!e.ok()) return Err(e.error());
+    auto t = (*store)->GetTrials(e->id, true);
+    if (!t.ok()) return Err(t.error());
+    return std::make_pair(std::move(e.value()), std::move(t.value()));
+  }
+  return client->GetResults(id.empty() ? "latest" : id);
+}
+
+int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
+                 const std::string& output, FILE* out) {
+  auto rec = LoadRecords(client, db, id);
+  if (!rec.ok()) {
+    fprintf(stderr, "codlctl results: %s\n", rec.error().c_str());
+    return rec.error().find("no experiment") != std::string::npos ||
+                   rec.error().find("no database") != std::string::npos
+               ? kExitBadInput
+               : kExitFailed;
+  }
+  auto results = experiment::Summarize(rec->first, rec->second);
+  std::string text;
+  if (output == "csv") text = experiment::FormatCsv(results);
+  else if (output == "json") text = experiment::FormatJson(results);
+  else text = experiment::FormatTable(results);
+  fputs(text.c_str(), out);
+  if (!text.empty() && text.back() != '\n') fputc('\n', out);
+  fflush(out);
+  return kExitOk;
+}
+
+}  // namespace codl::cli
+
+#include <fstream>
+
+#include "lib/report/report.h"
+
+namespace codl::cli {
+
+int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
+                const std::string& path) {
+  auto rec = LoadRecords(client, db, id);
+  if (!rec.ok()) {
+    fprintf(stderr, "codlctl report: %s\n", rec.error().c_str());
+    return rec.error().find("no experiment") != std::string::npos ? kExitBadInput : kExitFailed;
+  }
+  auto results = experiment::Summarize(rec->first, rec->second);
+  std::string html = report::RenderHtmlReport(rec->first, rec->second, results);
+  std::ofstream out(path);
+  if (!out || !(out << html)) {
+    fprintf(stderr, "codlctl report: cannot write '%s'\n", path.c_str());
+    return kExitFailed;
+  }
+  fprintf(stderr, "report written to %s\n", path.c_str());
+  return kExitOk;
+}
+
+}  // namespace codl::cli

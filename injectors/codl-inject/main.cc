@@ -1,0 +1,231 @@
+// codl-inject: runs ONE injector in the foreground (what codl-agent spawns; also useful alone,
+// like fio or stress-ng). See args.h for the command line and docs/injectors.md for the rest.
+#include <algorithm>
+#include <chrono>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "lib/common/json_line.h"
+#include "lib/common/units.h"
+#include "injectors/codl-inject/args.h"
+#include "injectors/codl-inject/output.h"
+#include "injectors/registry.h"
+#include "injectors/scratch.h"
+
+namespace codl::inject {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "codl-inject: %s\n", message.c_str());
+  return code;
+}
+
+// SIGINT/SIGTERM are blocked in every thread and taken by one waiter thread, which turns them
+// into a StopSource request (a signal handler could not safely do more than set a flag). A
+// second signal means "now": exit at once; a later --cleanup-stale removes the leftovers.
+class SignalStopper {
+ public:
+  SignalStopper() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);  // before any other thread exists
+    thread_ = std::thread([this] {
+      while (!done_.load()) {
+        timespec ts{0, 50'000'000};
+        const int sig = sigtimedwait(&set_, nullptr, &ts);
+        if (sig <= 0) continue;
+        if (signalled_.exchange(true)) _exit(128 + sig);
+        source_.RequestStop();
+      }
+    });
+  }
+  ~SignalStopper() {
+    done_ = true;
+    thread_.join();
+  }
+  injectors::StopToken token() const { return source_.token(); }
+  bool signalled() const { return signalled_.load(); }
+
+ private:
+  sigset_t set_;
+  injectors::StopSource source_;
+  std::atomic<bool> done_{false}, signalled_{false};
+  std::thread thread_;
+};
+
+// --rate/--peak text to the injector's unit: a bare number is already in it.
+Result<double> ParseRateFor(const injectors::Injector& inj, const injectors::OptionValues& options,
+                            const std::string& flag, const std::string& text) {
+  if (auto n = ParseNumber(text); n.ok()) {
+    if (*n < 0) return Err(flag + ": " + text + " must not be negative");
+    return *n;
+  }
+  auto rate = ParseRate(text);
+  if (!rate.ok()) return Err(flag + ": " + rate.error());
+  auto converted = inj.ToInjectorUnit(*rate, options);
+  if (!converted.ok()) return Err(flag + ": " + converted.error());
+  return *converted;
+}
+
+std::unique_ptr<injectors::Reporter> MakeReporter(bool json, const std::string& unit,
+                                                  const std::string& phase) {
+  if (json) return std::make_unique<JsonReporter>(unit, phase);
+  return std::make_unique<HumanReporter>(unit, phase);
+}
+
+int CleanupStaleCommand(const CliArgs& args, const std::vector<std::string>& roots) {
+  auto removed = injectors::CleanupStale(roots);
+  if (!removed.ok()) return Fail(kExitRuntime, removed.error());
+  for (const auto& path : *removed) {
+    if (args.json) {
+      std::printf("{\"removed\":%s}\n", JsonEscape(path).c_str());
+    } else {
+      std::printf("removed %s\n", path.c_str());
+    }
+  }
+  if (!args.json && removed->empty()) std::printf("no stale run directories\n");
+  return kExitOk;
+}
+
+int RunCommand(const CliArgs& args, const injectors::HostInfo& host) {
+  auto inj = injectors::CreateInjector(args.injector);
+  if (!inj) return Fail(kExitUsage, injectors::ValidateInjectorName(args.injector));
+  const auto& d = inj->descriptor();
+  if (args.command == Command::kInjectorHelp) {
+    PrintInjectorHelp(*inj, host);
+    return kExitOk;
+  }
+  auto options = injectors::ParseInjectorOptions(*inj, args.options);
+  if (!options.ok()) return Fail(kExitUsage, options.error());
+
+  SummaryFields summary;
+  summary.injector = d.name;
+  summary.unit = d.unit;
+  double target = 0;
+  if (args.intensity == Intensity::kRate) {
+    auto r = ParseRateFor(*inj, *options, "--rate", args.rate_text);
+    if (!r.ok()) return Fail(kExitUsage, r.error());
+    target = *r;
+  }
+  if (!args.peak_text.empty()) {
+    auto r = ParseRateFor(*inj, *options, "--peak", args.peak_text);
+    if (!r.ok()) return Fail(kExitUsage, r.error());
+    summary.peak_rate = *r;
+  }
+  if (std::string why = inj->Unsupported(host); !why.empty()) {
+    return Fail(kExitRuntime, d.name + " is unavailable here: " + why);
+  }
+
+  SignalStopper signals;
+  const injectors::StopToken stop = signals.token();
+  auto finish = [&](const injectors::RunSummary& run) {
+    summary.run = run;
+    summary.stopped_by_signal = signals.signalled();
+    if (args.json) {
+      PrintSummaryJson(summary);
+    } else {
+      PrintSummaryHuman(summary);
+    }
+    return kExitOk;
+  };
+
+  if (Status s = inj->Setup(*options, host, stop); !s.ok()) {
+    if (stop.stop_requested()) return finish({});  // interrupted while preparing: not a failure
+    return Fail(kExitRuntime, s.error());
+  }
+
+  const bool calibrate_only = args.command == Command::kCalibrate;
+  const bool needs_peak = args.intensity == Intensity::kLevel && args.peak_text.empty();
+  if (calibrate_only || needs_peak) {
+    const double len = calibrate_only && args.duration_s > 0 ? args.duration_s
+                                                             : args.calibrate_duration_s;
+    auto reporter = MakeReporter(args.json, d.unit, "calibrate");
+    auto cal = inj->Calibrate(len, stop, *reporter);
+    reporter.reset();
+    if (!cal.ok()) return Fail(kExitRuntime, cal.error());
+    summary.peak_rate = cal->achieved_rate;
+    if (calibrate_only || stop.stop_requested()) {
+      summary.mode = "calibrate";
+      return finish(*cal);
+    }
+  }
+
+  switch (args.intensity) {
+    case Intensity::kMax: summary.mode = "max"; break;
+    case Intensity::kRate: summary.mode = "rate"; break;
+    case Intensity::kLevel:
+      summary.mode = "level";
+      summary.level = args.level;
+      target = args.level * summary.peak_rate;
+      break;
+    case Intensity::kNone: break;
+  }
+  summary.target_rate = target;
+  const injectors::Target t =
+      args.intensity == Intensity::kMax ? injectors::Target::Max() : injectors::Target::Rate(target);
+  // --duration is enforced here, by the tool itself, not left to whoever started us.
+  const injectors::StopToken run_stop = args.duration_s > 0 ? stop.WithDeadline(args.duration_s) : stop;
+  // A synchronized start: everything slow (setup, calibration, process start) is done; wait
+  // for the common start time, then say when the load actually began.
+  if (args.start_at_unix_ns > 0) {
+    auto now_ns = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+    while (!stop.stop_requested() && now_ns() < args.start_at_unix_ns) {
+      const int64_t left = args.start_at_unix_ns - now_ns();
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 5'000'000)));
+    }
+    if (stop.stop_requested()) return finish({});
+    if (args.json) {
+      std::printf("{\"started_unix_ns\":%lld}\n", static_cast<long long>(now_ns()));
+      std::fflush(stdout);
+    }
+  }
+  const injectors::StopToken measured_stop =
+      args.start_at_unix_ns > 0 && args.duration_s > 0 ? stop.WithDeadline(args.duration_s) : run_stop;
+  auto reporter = MakeReporter(args.json, d.unit, "run");
+  auto run = inj->Run(t, measured_stop, *reporter);
+  reporter.reset();
+  if (!run.ok()) return Fail(kExitRuntime, run.error());
+  if (args.intensity == Intensity::kMax && summary.peak_rate == 0) {
+    summary.peak_rate = run->achieved_rate;  // a max run measures the peak too
+  }
+  return finish(*run);
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> argv_vec(argv, argv + argc);
+  auto args = ParseArgs(argv_vec);
+  if (!args.ok()) return Fail(kExitUsage, args.error());
+  if (args->command == Command::kUsage) {
+    PrintUsage(stdout);
+    return kExitOk;
+  }
+  auto roots = injectors::ResolveScratchRoots(injectors::DefaultScratchRoots(args->scratch_roots));
+  if (args->command == Command::kList) {  // listing needs no scratch space: never fail on it
+    PrintList(args->json, injectors::DetectHost(roots.ok() ? *roots : std::vector<std::string>{}));
+    return kExitOk;
+  }
+  if (!roots.ok()) return Fail(kExitUsage, roots.error());
+  const injectors::HostInfo host = injectors::DetectHost(*roots);
+  switch (args->command) {
+    case Command::kCleanupStale: return CleanupStaleCommand(*args, *roots);
+    default: return RunCommand(*args, host);
+  }
+}
+
+}  // namespace
+}  // namespace codl::inject
+
+int main(int argc, char** argv) { return codl::inject::Main(argc, argv); }

@@ -1,0 +1,205 @@
+// Summarize: trials -> per-pairing slowdown figures. Only measured trials (state done) enter the
+// figures; flagged ones (an antagonist missed its target) and failed ones are counted, not used.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "lib/common/units.h"
+#include "lib/analysis/results.h"
+
+#include <cmath>
+
+namespace codl::experiment {
+namespace {
+
+constexpr int kResamples = 2000;
+constexpr double kConfidence = 0.95;
+
+bool IsBaseline(const TrialRecord& t) { return t.baseline || t.pairing == "baseline"; }
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// "membw@0.5+storage@2GiB/s" -> {membw: 0.5, storage: 2GiB/s}. A '+' inside a rate label
+// ("1e+9/s") does not start a new part: a part must contain '@'.
+std::map<std::string, std::string> ParseKey(const std::string& key) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t plus = key.find('+', start);
+    std::string piece = key.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    if (piece.find('@') == std::string::npos && !parts.empty()) parts.back() += "+" + piece;
+    else parts.push_back(piece);
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& p : parts) {
+    size_t at = p.find('@');
+    if (at != std::string::npos) out[p.substr(0, at)] = p.substr(at + 1);
+  }
+  return out;
+}
+
+std::vector<double> Metrics(const std::vector<const TrialRecord*>& trials) {
+  std::vector<double> v;
+  // A non-finite metric is no measurement (the runner never stores one for a done trial; an
+  // imported or hand-edited database might).
+  for (const auto* t : trials) {
+    if (std::isfinite(t->metric)) v.push_back(t->metric);
+  }
+  return v;
+}
+
+// Median per phase over the trials that report it.
+std::map<std::string, double> PhaseMedians(const std::vector<const TrialRecord*>& trials) {
+  std::map<std::string, std::vector<double>> values;
+  for (const auto* t : trials) {
+    for (const auto& [phase, v] : t->phase_medians) values[phase].push_back(v);
+  }
+  std::map<std::string, double> out;
+  for (auto& [phase, v] : values) out[phase] = Median(std::move(v));
+  return out;
+}
+
+std::vector<AntagonistSummary> SummarizeAntagonists(
+    const std::string& key, const std::vector<const TrialRecord*>& all,
+    const std::vector<const TrialRecord*>& measured,
+    const std::vector<const TrialRecord*>& flagged) {
+  // Figures from measured trials; from flagged ones when nothing was measured, so a pairing
+  // whose antagonist never reaches its target still shows what it did reach.
+  const auto& source = !measured.empty() ? measured : flagged;
+  struct Acc {
+    AntagonistSummary s;
+    std::vector<double> target, achieved, cov;
+  };
+  std::map<std::string, Acc> acc;
+  for (const auto& [name, label] : ParseKey(key)) acc[name].s.intensity = label;
+  for (const auto* t : all) {
+    for (const auto& r : t->antagonists) {
+      Acc& a = acc[r.name];
+      if (a.s.injector.empty()) {
+        a.s.injector = r.injector;
+        a.s.level = r.level;
+        a.s.unit = r.unit;
+      }
+      if (!r.reached_target) ++a.s.n_missed_target;
+    }
+  }
+  for (const auto* t : source) {
+    for (const auto& r : t->antagonists) {
+      Acc& a = acc[r.name];
+      a.target.push_back(r.target_rate);
+      a.achieved.push_back(r.achieved_rate);
+      a.cov.push_back(r.achieved_cov);
+    }
+  }
+  std::vector<AntagonistSummary> out;
+  for (auto& [name, a] : acc) {
+    a.s.name = name;
+    a.s.target_rate = Mean(a.target);
+    a.s.achieved_rate = Mean(a.achieved);
+    a.s.achieved_cov = Mean(a.cov);
+    if (a.s.intensity.empty()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", a.s.level);
+      a.s.intensity = a.s.level > 0 ? buf : FormatRate(a.s.target_rate, a.s.unit);
+    }
+    out.push_back(std::move(a.s));
+  }
+  return out;
+}
+
+}  // namespace
+
+ExperimentResults Summarize(const ExperimentRecord& experiment,
+                            const std::vector<TrialRecord>& trials, double noisy_cov_threshold) {
+  ExperimentResults res;
+  res.experiment_id = experiment.id;
+  res.name = experiment.name;
+  res.seed = experiment.seed;
+  res.bootstrap_resamples = kResamples;
+  res.confidence = kConfidence;
+  res.noisy_cov_threshold = noisy_cov_threshold;
+
+  std::vector<const TrialRecord*> sorted;
+  for (const auto& t : trials) sorted.push_back(&t);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto* a, const auto* b) { return a->index < b->index; });
+  std::vector<std::string> order;  // pairing keys, baseline first, then by first appearance
+  std::map<std::string, std::vector<const TrialRecord*>> by_key;
+  for (const auto* t : sorted) {
+    const std::string key = IsBaseline(*t) ? "baseline" : t->pairing;
+    if (!by_key.count(key)) order.push_back(key);
+    by_key[key].push_back(t);
+  }
+  std::stable_partition(order.begin(), order.end(),
+                        [](const std::string& k) { return k == "baseline"; });
+
+  auto measured_of = [&](const std::string& key) {
+    std::vector<const TrialRecord*> out;
+    if (!by_key.count(key)) return out;
+    for (const auto* t : by_key[key]) {
+      if (t->state == TrialState::kDone) out.push_back(t);
+    }
+    return out;
+  };
+  const auto base_trials = measured_of("baseline");
+  const std::vector<double> base = Metrics(base_trials);
+  const double base_median = Median(base);
+  const auto base_phases = PhaseMedians(base_trials);
+  res.baseline_cov = CoefficientOfVariation(base);
+  res.noisy_baseline = res.baseline_cov > noisy_cov_threshold;
+
+  for (const auto& key : order) {
+    PairingSummary p;
+    p.pairing = key;
+    p.baseline = key == "baseline";
+    std::vector<const TrialRecord*> measured, flagged;
+    for (const auto* t : by_key[key]) {
+      switch (t->state) {
+        case TrialState::kDone: measured.push_back(t); break;
+        case TrialState::kFlagged: flagged.push_back(t); ++p.n_flagged; break;
+        case TrialState::kFailed: ++p.n_failed; break;
+        default: ++p.n_not_run; break;
+      }
+    }
+    p.n = static_cast<int>(measured.size());
+    const std::vector<double> m = Metrics(measured);
+    p.median_metric = Median(m);
+    p.cov = CoefficientOfVariation(m);
+    if (base_median > 0) p.slowdown = p.median_metric / base_median;
+    if (!p.baseline) {
+      BootstrapOptions opt;
+      opt.resamples = kResamples;
+      opt.confidence = kConfidence;
+      opt.seed = experiment.seed ^ Fnv1a(key);
+      ConfidenceInterval ci = BootstrapMedianRatioCI(m, base, opt);
+      p.ci_low = ci.low;
+      p.ci_high = ci.high;
+      MannWhitneyResult mw = MannWhitneyU(m, base);
+      p.p_value = mw.p_value;
+      p.p_method = mw.method;
+      p.antagonists = SummarizeAntagonists(key, by_key[key], measured, flagged);
+    }
+    for (const auto& [phase, median] : PhaseMedians(measured)) {
+      PhaseSlowdown ps;
+      ps.phase = phase;
+      ps.median_s = median;
+      auto b = base_phases.find(phase);
+      if (b != base_phases.end() && b->second > 0) ps.slowdown = median / b->second;
+      p.phases.push_back(ps);
+    }
+    res.pairings.push_back(std::move(p));
+  }
+  return res;
+}
+
+}  // namespace codl::experiment

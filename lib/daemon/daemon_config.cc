@@ -1,0 +1,151 @@
+// ParseAgentConfig / ParseControllerConfig: the key tables of the two daemons' config files.
+#include "lib/daemon/daemon_config.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "lib/daemon/yaml_reader.h"
+
+namespace codl::daemon {
+namespace {
+
+using internal::Fail;
+using internal::MapReader;
+
+// Relative paths in a file are relative to the file's directory, not to the daemon's working
+// directory (which is "/" under systemd).
+std::string Anchor(const std::string& path, const std::string& filename) {
+  if (path.empty() || path[0] == '/') return path;
+  size_t slash = filename.rfind('/');
+  return slash == std::string::npos ? path : filename.substr(0, slash + 1) + path;
+}
+
+TlsPaths AnchorTls(TlsPaths t, const std::string& filename) {
+  t.ca = Anchor(t.ca, filename);
+  t.cert = Anchor(t.cert, filename);
+  t.key = Anchor(t.key, filename);
+  return t;
+}
+
+void CheckHeartbeatBelowLease(const MapReader& m, std::optional<double> heartbeat,
+                              std::optional<double> lease) {
+  if (heartbeat && lease && *heartbeat >= *lease) {
+    Fail(m.Value("heartbeat_interval"), "heartbeat_interval",
+         "must be shorter than lease (" + m.Value("lease").Scalar() +
+             "), or every lease would expire between two heartbeats");
+  }
+}
+
+Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return Err(std::string(what) + " " + path + ": cannot open: " + strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename) {
+  AgentConfig c;
+  Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
+    MapReader m(root, "",
+                {"controller", "listen", "advertise", "id", "labels", "scratch_roots",
+                 "allow_victim", "max_level", "lease", "heartbeat_interval", "state_dir", "tls",
+                 "token_file", "metrics_listen"});
+    if (m.Has("controller")) c.controller = internal::Address(m.Value("controller"), "controller", 1);
+    if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
+    if (m.Has("advertise")) c.advertise = internal::Address(m.Value("advertise"), "advertise", 1);
+    if (m.Has("id")) c.id = internal::String(m.Value("id"), "id");
+    if (m.Has("labels")) c.labels = internal::Labels(m.Value("labels"), "labels");
+    if (m.Has("scratch_roots")) {
+      c.scratch_roots = internal::AbsolutePathList(m.Value("scratch_roots"), "scratch_roots");
+    }
+    if (m.Has("allow_victim")) c.allow_victim = internal::Bool(m.Value("allow_victim"), "allow_victim");
+    if (m.Has("max_level")) {
+      double v = internal::Number(m.Value("max_level"), "max_level");
+      if (!(v > 0 && v <= 1)) Fail(m.Value("max_level"), "max_level", "must be in (0, 1]");
+      c.max_level = v;
+    }
+    if (m.Has("lease")) c.lease_s = internal::Duration(m.Value("lease"), "lease");
+    if (m.Has("heartbeat_interval")) {
+      c.heartbeat_interval_s = internal::Duration(m.Value("heartbeat_interval"), "heartbeat_interval");
+    }
+    CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
+    if (m.Has("state_dir")) c.state_dir = Anchor(internal::FilePath(m.Value("state_dir"), "state_dir"), filename);
+    if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
+    if (m.Has("token_file")) c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
+    if (m.Has("metrics_listen")) {
+      c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
+    }
+  });
+  if (!s.ok()) return Err(s.error());
+  return c;
+}
+
+Result<ControllerConfig> ParseControllerConfig(const std::string& text, const std::string& filename) {
+  ControllerConfig c;
+  Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
+    MapReader m(root, "",
+                {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
+                 "metrics_listen"});
+    if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
+    if (m.Has("database")) c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);
+    if (m.Has("lease")) c.lease_s = internal::Duration(m.Value("lease"), "lease");
+    if (m.Has("heartbeat_interval")) {
+      c.heartbeat_interval_s = internal::Duration(m.Value("heartbeat_interval"), "heartbeat_interval");
+    }
+    CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
+    if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
+    if (m.Has("token_file")) c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
+    if (m.Has("metrics_listen")) {
+      c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
+    }
+  });
+  if (!s.ok()) return Err(s.error());
+  return c;
+}
+
+Result<std::string> ResolveConfigPath(const std::string& flag_value, bool flag_given,
+                                      const std::string& default_path) {
+  struct stat st;
+  if (flag_given) {
+    if (flag_value.empty()) return Err("--config: empty path");
+    if (stat(flag_value.c_str(), &st) != 0) {
+      return Err("--config " + flag_value + ": " + strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode)) return Err("--config " + flag_value + ": is a directory");
+    return flag_value;
+  }
+  return stat(default_path.c_str(), &st) == 0 ? default_path : std::string();
+}
+
+Result<AgentConfig> LoadAgentConfig(const std::string& path) {
+  if (path.empty()) return AgentConfig{};
+  auto text = ReadWholeFile(path, "config");
+  if (!text.ok()) return Err(text.error());
+  return ParseAgentConfig(*text, path);
+}
+
+Result<ControllerConfig> LoadControllerConfig(const std::string& path) {
+  if (path.empty()) return ControllerConfig{};
+  auto text = ReadWholeFile(path, "config");
+  if (!text.ok()) return Err(text.error());
+  return ParseControllerConfig(*text, path);
+}
+
+Result<std::string> ReadTokenFile(const std::string& path) {
+  auto text = ReadWholeFile(path, "token file");
+  if (!text.ok()) return Err(text.error());
+  const char* ws = " \t\r\n";
+  size_t b = text->find_first_not_of(ws);
+  if (b == std::string::npos) return Err("token file " + path + " is empty");
+  size_t e = text->find_last_not_of(ws);
+  return text->substr(b, e - b + 1);
+}
+
+}  // namespace codl::daemon

@@ -1,0 +1,71 @@
+// Config files of the two daemons (/etc/codl/agent.yaml, /etc/codl/controller.yaml), parsed into
+// plain structs. A key the file does not set stays std::nullopt, so the daemon's own default
+// applies and a command-line flag can override the file key by key. Every rejection (syntax,
+// unknown key, wrong type, out-of-range value) reads "FILE:LINE:COL: key: message".
+// Relative paths in a file are taken relative to the file's directory. Keys are documented in
+// docs/configuration.md.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/common/result.h"
+
+namespace codl::daemon {
+
+inline constexpr const char* kDefaultAgentConfig = "/etc/codl/agent.yaml";
+inline constexpr const char* kDefaultControllerConfig = "/etc/codl/controller.yaml";
+
+// PEM files for mTLS; a `tls:` block must name all three.
+struct TlsPaths {
+  std::string ca;
+  std::string cert;
+  std::string key;
+};
+
+struct AgentConfig {
+  std::optional<std::string> controller;  // controller address
+  std::optional<std::string> listen;      // this agent's service address (port 0: ephemeral)
+  std::optional<std::string> advertise;   // address the controller dials
+  std::optional<std::string> id;          // agent id
+  std::map<std::string, std::string> labels;               // user labels; empty: none
+  std::optional<std::vector<std::string>> scratch_roots;   // absolute directories
+  std::optional<bool> allow_victim;
+  std::optional<double> max_level;        // (0, 1]
+  std::optional<double> lease_s;
+  std::optional<double> heartbeat_interval_s;
+  std::optional<std::string> state_dir;
+  std::optional<TlsPaths> tls;
+  std::optional<std::string> token_file;
+  std::optional<std::string> metrics_listen;  // Prometheus /metrics address
+};
+
+struct ControllerConfig {
+  std::optional<std::string> listen;
+  std::optional<std::string> database;    // SQLite file
+  std::optional<double> lease_s;
+  std::optional<double> heartbeat_interval_s;
+  std::optional<TlsPaths> tls;
+  std::optional<std::string> token_file;
+  std::optional<std::string> metrics_listen;  // Prometheus /metrics address
+};
+
+// `filename` is used in messages and to resolve relative paths.
+Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename);
+Result<ControllerConfig> ParseControllerConfig(const std::string& text, const std::string& filename);
+
+// The file to read: `flag_value` when --config was given (it must exist), else `default_path`
+// when it exists, else "" (no file: built-in defaults and flags only).
+Result<std::string> ResolveConfigPath(const std::string& flag_value, bool flag_given,
+                                      const std::string& default_path);
+
+// Read and parse `path`; "" yields an empty config (every key unset).
+Result<AgentConfig> LoadAgentConfig(const std::string& path);
+Result<ControllerConfig> LoadControllerConfig(const std::string& path);
+
+// A bearer token kept in a file: its content less surrounding whitespace; must not be empty.
+Result<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace codl::daemon

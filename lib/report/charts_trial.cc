@@ -1,0 +1,348 @@
+// The per-phase breakdown and the step-time series of one trial: where the victim loses time.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "lib/report/charts.h"
+#include "lib/report/svg.h"
+
+namespace codl::report {
+namespace {
+
+using experiment::ExperimentResults;
+using experiment::PairingSummary;
+
+const PairingSummary* Baseline(const ExperimentResults& r) {
+  for (const auto& p : r.pairings) {
+    if (p.baseline) return &p;
+  }
+  return nullptr;
+}
+
+double BaselinePhase(const PairingSummary* baseline, const std::string& phase) {
+  if (!baseline) return experiment::kNaN;
+  for (const auto& ph : baseline->phases) {
+    if (ph.phase == phase) return ph.median_s;
+  }
+  return experiment::kNaN;
+}
+
+// Splits a pairing key at '+' so long keys fit under a bar group, one antagonist a line.
+std::vector<std::string> KeyLines(const PairingSummary& p) {
+  if (p.antagonists.empty()) return {p.pairing};
+  std::vector<std::string> lines;
+  for (const auto& a : p.antagonists) lines.push_back(a.name + "@" + a.intensity);
+  return lines;
+}
+
+}  // namespace
+
+std::string RenderPhaseBreakdown(const ExperimentResults& results) {
+  std::vector<const PairingSummary*> groups;
+  std::set<std::string> phase_set;
+  double y_hi = 1.1;
+  for (const auto& p : results.pairings) {
+    if (p.baseline) continue;
+    bool any = false;
+    for (const auto& ph : p.phases) {
+      phase_set.insert(ph.phase);
+      if (std::isfinite(ph.slowdown)) any = true, y_hi = std::max(y_hi, ph.slowdown);
+    }
+    if (any) groups.push_back(&p);
+  }
+  if (groups.empty()) return "";
+  const std::vector<std::string> phases(phase_set.begin(), phase_set.end());
+  const PairingSummary* baseline = Baseline(results);
+
+  constexpr double kBar = 34, kLeft = 70, kRight = 20, kTop = 44, kPlotH = 230;
+  const double group_w = std::max(phases.size() * kBar + 30, 130.0);
+  const double width = std::max(kLeft + groups.size() * group_w + kRight, 520.0);
+  const double height = kTop + kPlotH + 70;
+  double y_lo = 0;
+  NiceDomain(&y_lo, &y_hi, 5);
+  const Scale x{0, 1, kLeft, width - kRight};
+  const Scale y{y_lo, y_hi, kTop + kPlotH, kTop};
+
+  Svg svg(width, height, "phases", "per-phase slowdown of each pairing");
+  double lx = kLeft;  // legend: one swatch per phase
+  for (size_t i = 0; i < phases.size(); ++i) {
+    svg.Rect(lx, 12, 12, 12, "fill=\"" + SeriesColour(i) + "\"");
+    svg.Text(lx + 17, 22, PhaseLabel(phases[i]), "class=\"legend\"");
+    lx += 34 + 7.5 * PhaseLabel(phases[i]).size();
+  }
+  LeftAxis(
+      svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
+      "phase slowdown (median \u00f7 baseline)");
+  svg.Line(x.r0, y.r0, x.r1, y.r0, "class=\"domain\"");
+  svg.Line(x.r0, y(1), x.r1, y(1), "class=\"ref\"");
+
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const PairingSummary& p = *groups[g];
+    const double gx = kLeft + g * group_w + (group_w - phases.size() * kBar) / 2;
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const double bx = gx + i * kBar;
+      auto it = std::find_if(p.phases.begin(), p.phases.end(),
+                             [&](const auto& ph) { return ph.phase == phases[i]; });
+      const double s = it == p.phases.end() ? experiment::kNaN : it->slowdown;
+      svg.Open("g", "class=\"bar\" data-pairing=\"" + Escape(p.pairing) + "\" data-phase=\"" +
+                        Escape(phases[i]) + "\"");
+      std::string title = p.pairing + "\n" + PhaseLabel(phases[i]) + ": " + Slowdown(s);
+      if (it != p.phases.end()) {
+        title += "\nmedian " + Duration(it->median_s) + " vs baseline " +
+                 Duration(BaselinePhase(baseline, phases[i]));
+      }
+      svg.Title(title);
+      if (std::isfinite(s)) {
+        const double top = y(std::min(s, y_hi));
+        svg.Rect(bx + 3, top, kBar - 6, y.r0 - top, "fill=\"" + SeriesColour(i) + "\"");
+        svg.Text(bx + kBar / 2, top - 5, Slowdown(s), "class=\"bar-label\" text-anchor=\"middle\"");
+      } else {
+        svg.Text(bx + kBar / 2, y.r0 - 5, kMissing, "class=\"bar-label\" text-anchor=\"middle\"");
+      }
+      svg.Close("g");
+    }
+    const auto lines = KeyLines(p);
+    for (size_t l = 0; l < lines.size(); ++l) {
+      svg.Text(kLeft + g * group_w + group_w / 2, y.r0 + 18 + 14 * l, lines[l],
+               "class=\"group-label\" text-anchor=\"middle\"");
+    }
+  }
+  return "<div class=\"scroll\">" + svg.Finish() + "</div>\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step-time series
+
+namespace {
+
+// The first measured trial (lowest index) of the pairing with the highest slowdown.
+const TrialRecord* PickTrial(const ExperimentResults& results,
+                             const std::vector<TrialRecord>& trials, const PairingSummary** out) {
+  const PairingSummary* worst = nullptr;
+  for (const auto& p : results.pairings) {
+    if (p.baseline || !std::isfinite(p.slowdown)) continue;
+    if (!worst || p.slowdown > worst->slowdown) worst = &p;
+  }
+  *out = worst;
+  if (!worst) return nullptr;
+  const TrialRecord* pick = nullptr;
+  for (const auto& t : trials) {
+    if (t.pairing != worst->pairing || t.state != TrialState::kDone) continue;
+    if (!pick || t.index < pick->index) pick = &t;
+  }
+  return pick;
+}
+
+struct Span {
+  double lo = 0, hi = 0;
+  bool any = false;
+  void Add(double v) {
+    if (!std::isfinite(v)) return;
+    lo = any ? std::min(lo, v) : v;
+    hi = any ? std::max(hi, v) : v;
+    any = true;
+  }
+};
+
+// The achieved-rate panel's unit: the antagonists' own when they share one, else % of target.
+struct RatePanel {
+  bool same_unit = true;
+  DisplayUnit unit;
+  Span span;
+  double Value(const RateSample& s) const {
+    if (same_unit) return s.achieved / unit.divisor;
+    return s.target > 0 ? s.achieved / s.target : experiment::kNaN;
+  }
+  double Target(const RateSample& s) const {
+    if (same_unit) return s.target > 0 ? s.target / unit.divisor : experiment::kNaN;
+    return 1.0;
+  }
+};
+
+RatePanel MakeRatePanel(const TrialRecord& trial) {
+  RatePanel p;
+  Span raw;
+  for (const auto& a : trial.antagonists) {
+    p.same_unit = p.same_unit && a.unit == trial.antagonists.front().unit;
+    for (const auto& s : a.samples) raw.Add(s.achieved), raw.Add(s.target);
+  }
+  if (p.same_unit && !trial.antagonists.empty()) {
+    p.unit = RateDisplayUnit(raw.hi, trial.antagonists.front().unit);
+  }
+  for (const auto& a : trial.antagonists) {
+    for (const auto& s : a.samples) p.span.Add(p.Value(s)), p.span.Add(p.Target(s));
+  }
+  return p;
+}
+
+// Vertical grid lines of the shared time axis across one panel.
+void TimeGrid(Svg& svg, const Scale& x, double top, double bottom,
+              const std::vector<double>& ticks) {
+  for (double t : ticks) svg.Line(x(t), top, x(t), bottom, "class=\"grid\"");
+}
+
+}  // namespace
+
+std::string RenderStepSeries(const ExperimentResults& results,
+                             const std::vector<TrialRecord>& trials) {
+  const PairingSummary* pairing = nullptr;
+  const TrialRecord* trial = PickTrial(results, trials, &pairing);
+  if (!pairing) {
+    return "<p class=\"empty\">No interference pairing has a measured slowdown yet.</p>\n";
+  }
+  if (!trial || trial->steps.empty()) {
+    return "<p class=\"empty\">The most-slowed pairing, <code>" + Escape(pairing->pairing) +
+           "</code>, has no measured trial with reported steps.</p>\n";
+  }
+
+  Span t_span, step_span;
+  for (const auto& s : trial->steps) {
+    if (std::isfinite(s.step_time_s)) t_span.Add(s.t_s);
+    step_span.Add(s.step_time_s);
+  }
+  std::vector<Span> on(trial->antagonists.size());  // when each antagonist ran
+  for (size_t i = 0; i < trial->antagonists.size(); ++i) {
+    for (const auto& r : trial->antagonists[i].samples) on[i].Add(r.t_s), t_span.Add(r.t_s);
+  }
+  const RatePanel rates = MakeRatePanel(*trial);
+  const PairingSummary* baseline = Baseline(results);
+  const double base_median = baseline ? baseline->median_metric : experiment::kNaN;
+  step_span.Add(base_median);
+
+  // Layout, top to bottom: legend, one on/off strip per antagonist, step-time panel, rate
+  // panel (when there are samples), time axis. The panels share the time axis.
+  const size_t n_ant = trial->antagonists.size();
+  constexpr double kW = 1120, kLeft = 150, kRight = 30, kStripH = 16, kStepH = 220, kRateH = 110;
+  const double strips_top = 38;
+  const double step_top = strips_top + n_ant * kStripH + (n_ant ? 12 : 0);
+  const double step_bottom = step_top + kStepH;
+  const double rate_top = step_bottom + 22;
+  const double rate_bottom = rates.span.any ? rate_top + kRateH : step_bottom;
+  const double height = rate_bottom + 52;
+
+  // The time axis spans the data exactly (round ticks inside it): no empty margins.
+  const double x_lo = std::min(0.0, t_span.lo);
+  const double x_hi = t_span.hi > x_lo ? t_span.hi : x_lo + 1;
+  double y_lo = 0, y_hi = step_span.hi * 1.05;
+  NiceDomain(&y_lo, &y_hi, 5);
+  const Scale x{x_lo, x_hi, kLeft, kW - kRight};
+  const Scale y{y_lo, y_hi, step_bottom, step_top};
+  const std::vector<double> x_ticks = NiceTicks(x_lo, x_hi, 10);
+
+  Svg svg(kW, height, "series", "step time of trial " + std::to_string(trial->index));
+
+  // On/off strips, and the same spans as light shading down through both panels.
+  for (size_t i = 0; i < n_ant; ++i) {
+    if (!on[i].any) continue;
+    const auto& a = trial->antagonists[i];
+    const std::string c = SeriesColour(i);
+    const double sy = strips_top + i * kStripH;
+    svg.Text(kLeft - 10, sy + 11, a.name, "class=\"legend\" text-anchor=\"end\"");
+    svg.Rect(kLeft, sy + 3, x.r1 - kLeft, kStripH - 6, "fill=\"#f2f2f2\"");
+    svg.Open("g", "class=\"on-span\"");
+    svg.Title(a.name + " on from " + Fixed(on[i].lo, 1) + " s to " + Fixed(on[i].hi, 1) +
+              " s (victim start = 0; negative: settling before the victim started)");
+    svg.Rect(x(on[i].lo), sy + 3, std::max(1.0, x(on[i].hi) - x(on[i].lo)), kStripH - 6,
+             "fill=\"" + c + "\"");
+    svg.Close("g");
+    svg.Rect(x(on[i].lo), step_top, std::max(1.0, x(on[i].hi) - x(on[i].lo)),
+             rate_bottom - step_top, "fill=\"" + c + "\" fill-opacity=\"0.07\"");
+  }
+
+  // Step-time panel.
+  TimeGrid(svg, x, step_top, step_bottom, x_ticks);
+  LeftAxis(
+      svg, x, y, NiceTicks(y_lo, y_hi, 5),
+      [](double v) { return v == 0 ? std::string("0") : Duration(v); }, "step time");
+  svg.Line(x.r0, step_bottom, x.r1, step_bottom, "class=\"domain\"");
+  if (std::isfinite(base_median)) {
+    svg.Line(x.r0, y(base_median), x.r1, y(base_median), "class=\"ref\"");
+    svg.Text(x.r1 - 4, y(base_median) - 5, "baseline median " + Duration(base_median),
+             "class=\"legend\" text-anchor=\"end\"");
+  }
+  std::vector<std::pair<double, double>> line;
+  for (const auto& s : trial->steps) {
+    if (std::isfinite(s.t_s) && std::isfinite(s.step_time_s)) {
+      line.push_back({x(s.t_s), y(s.step_time_s)});
+    }
+  }
+  if (line.size() > 1) svg.Polyline(line, "class=\"steps\"");
+  if (trial->steps.size() <= 600) {
+    for (const auto& s : trial->steps) {
+      if (!std::isfinite(s.t_s) || !std::isfinite(s.step_time_s)) continue;
+      svg.Open("g", "class=\"step-point\"");
+      svg.Title("step " + std::to_string(s.step) + (s.warmup ? " (warm-up)" : "") + ": " +
+                Duration(s.step_time_s) + " at " + Fixed(s.t_s, 1) + " s");
+      svg.Circle(x(s.t_s), y(s.step_time_s), s.warmup ? 3 : 2,
+                 s.warmup ? "class=\"warmup\"" : "class=\"step\"");
+      svg.Close("g");
+    }
+  }
+
+  // Achieved-rate panel.
+  if (rates.span.any) {
+    double r_lo = 0, r_hi = rates.span.hi * 1.05;
+    NiceDomain(&r_lo, &r_hi, 3);
+    const Scale r{r_lo, r_hi, rate_bottom, rate_top};
+    TimeGrid(svg, x, rate_top, rate_bottom, x_ticks);
+    LeftAxis(
+        svg, x, r, NiceTicks(r_lo, r_hi, 3),
+        [&](double v) { return rates.same_unit ? Tick(v) : Percent(v); },
+        rates.same_unit ? "achieved (" + rates.unit.label + ")" : "achieved (% of target)");
+    for (size_t i = 0; i < n_ant; ++i) {
+      std::vector<std::pair<double, double>> achieved, target;
+      for (const auto& s : trial->antagonists[i].samples) {
+        if (!std::isfinite(s.t_s)) continue;
+        if (double v = rates.Value(s); std::isfinite(v)) achieved.push_back({x(s.t_s), r(v)});
+        if (double v = rates.Target(s); std::isfinite(v)) target.push_back({x(s.t_s), r(v)});
+      }
+      const std::string c = SeriesColour(i);
+      if (target.size() > 1) {
+        svg.Polyline(target, "stroke=\"" + c + "\" stroke-width=\"1\" stroke-dasharray=\"5 4\"");
+      }
+      if (achieved.size() > 1) {
+        svg.Polyline(achieved, "stroke=\"" + c + "\" stroke-width=\"1.6\"");
+      } else if (achieved.size() == 1) {
+        svg.Circle(achieved[0].first, achieved[0].second, 3, "fill=\"" + c + "\"");
+      }
+    }
+  }
+  BottomAxis(svg, x, Scale{0, 1, rate_bottom, rate_bottom}, x_ticks, Tick,  // grids drawn above
+             "time since the victim started (s)");
+
+  // Legend across the top.
+  double lx = kLeft;
+  auto legend = [&](const std::string& swatch, const std::string& text) {
+    svg.Raw(swatch);
+    svg.Text(lx + 26, 20, text, "class=\"legend\"");
+    lx += 44 + 7.2 * text.size();
+  };
+  auto stroke = [&](const std::string& attrs) {
+    return "<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" " + attrs +
+           "/>";
+  };
+  legend(stroke("class=\"steps\""), "step time");
+  legend("<circle cx=\"" + Num(lx + 10) + "\" cy=\"16\" r=\"3\" class=\"warmup\"/>",
+         "warm-up step");
+  if (std::isfinite(base_median)) legend(stroke("class=\"ref\""), "baseline median");
+  if (rates.span.any) {
+    for (size_t i = 0; i < n_ant; ++i) {
+      legend(stroke("stroke=\"" + SeriesColour(i) + "\" stroke-width=\"2\""),
+             trial->antagonists[i].name + " achieved");
+    }
+    legend(stroke("stroke=\"#777\" stroke-dasharray=\"5 4\""), "target");
+  }
+
+  std::string caption = "Trial #" + std::to_string(trial->index) + " (repetition " +
+                        std::to_string(trial->repetition) + ") of <code>" + Escape(trial->pairing) +
+                        "</code>, the most-slowed pairing (" + Escape(Slowdown(pairing->slowdown)) +
+                        ")";
+  if (!trial->victim_node.empty()) caption += ", victim on " + Escape(trial->victim_node);
+  caption +=
+      ". Bars above the chart: when each antagonist ran (its telemetry span; negative "
+      "times are its settle period before the victim started).";
+  return "<p class=\"caption\">" + caption + "</p>\n<div class=\"scroll\">" + svg.Finish() +
+         "</div>\n";
+}
+
+}  // namespace codl::report

@@ -1,0 +1,276 @@
+// RenderHtmlReport: one self-contained page (inline CSS and SVG, no URLs), in reading order:
+// header and warnings, heatmap, sensitivity curves, phase breakdown, one trial's step series,
+// the pairing table, excluded trials, and the experiment YAML.
+#include "lib/report/report.h"
+
+#include <cmath>
+#include <ctime>
+
+#include "lib/report/charts.h"
+#include "lib/report/svg.h"
+
+namespace codl::report {
+namespace {
+
+using experiment::ExperimentResults;
+using experiment::PairingSummary;
+
+constexpr const char* kStyle = R"css(
+:root { --ink: #1f1f1f; --muted: #666; --rule: #e2e2e2; --warn-bg: #fff4e0; --warn: #8a4b00; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 24px 32px 48px; color: var(--ink); background: #fff;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
+    sans-serif; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 36px 0 4px; padding-top: 12px; border-top: 1px solid var(--rule); }
+p { margin: 6px 0; }
+code { font: 12.5px ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+.meta { color: var(--muted); margin: 0 0 10px; }
+.meta b { color: var(--ink); font-weight: 600; }
+.state { display: inline-block; padding: 0 7px; border-radius: 9px; font-size: 12px;
+  background: #eee; color: var(--ink); }
+.state-done { background: #e3f3e3; color: #1d5e20; }
+.state-failed, .state-interrupted { background: #fde4e1; color: #9b1c10; }
+.state-running, .state-queued { background: #e4edfb; color: #1b4d97; }
+.counts span { margin-right: 14px; }
+.warning { background: var(--warn-bg); color: var(--warn); border-left: 4px solid #f0a030;
+  padding: 8px 12px; margin: 8px 0; max-width: 1100px; }
+.error { background: #fde4e1; color: #9b1c10; border-left: 4px solid #d7301f;
+  padding: 8px 12px; margin: 8px 0; max-width: 1100px; }
+.lede, .caption, .note, .empty { color: var(--muted); max-width: 1100px; }
+.empty { font-style: italic; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px 28px; }
+.scroll { overflow-x: auto; }
+svg { display: block; font-size: 12px; }
+.axis text { fill: #555; font-size: 11px; }
+.axis .axis-title, .axis-title { fill: #444; font-size: 12px; }
+.grid { stroke: #eee; }
+.tick, .domain { stroke: #999; }
+.ref { stroke: #888; stroke-dasharray: 4 4; }
+.chart-title { font-weight: 600; font-size: 13px; }
+.legend { font-size: 12px; }
+.row-label { font-size: 13px; font-weight: 600; }
+.col-label { font-size: 13px; }
+.slot { fill: none; stroke: #ddd; stroke-dasharray: 3 3; }
+.cell rect { stroke: #fff; }
+.cell:hover rect { stroke: #222; stroke-width: 2; }
+.cell-value { font-size: 18px; font-weight: 700; font-variant-numeric: tabular-nums; }
+.cell-ci { font-size: 11.5px; font-variant-numeric: tabular-nums; }
+.cell-np { font-size: 10.5px; opacity: .8; }
+.cell-warn { font-size: 13px; }
+.bar-label { font-size: 10.5px; fill: #333; }
+.group-label { font-size: 11.5px; fill: #333; }
+.steps { fill: none; stroke: #333; stroke-width: 1.2; }
+.step { fill: #333; }
+.warmup { fill: #fff; stroke: #999; stroke-width: 1.2; }
+.point:hover circle, .step-point:hover circle { stroke: #222; stroke-width: 2; }
+table { border-collapse: collapse; margin-top: 8px; font-variant-numeric: tabular-nums; }
+th, td { padding: 5px 12px; border-bottom: 1px solid var(--rule); text-align: left;
+  vertical-align: top; }
+th { font-weight: 600; border-bottom: 2px solid #ccc; white-space: nowrap; }
+td.num { text-align: right; white-space: nowrap; }
+tr.baseline td { background: #fafafa; }
+td .sub { color: var(--muted); font-size: 12px; }
+details { margin-top: 8px; }
+pre { background: #f7f7f7; padding: 10px 12px; overflow-x: auto; max-width: 1100px;
+  font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+)css";
+
+// Marks the page when a script error happens, so a headless browser run can tell (the tests
+// dump the DOM and look for data-js-error); and marks it rendered once the body is parsed.
+constexpr const char* kErrorHook =
+    "<script>window.addEventListener('error', function (e) {"
+    " document.body.dataset.jsError = String(e.message || 'error'); });</script>\n";
+constexpr const char* kRenderedMark =
+    "<script>document.body.dataset.rendered = String(document.querySelectorAll("
+    "'svg .cell').length);</script>\n";
+
+std::string UtcTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return kMissing;
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string Header(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
+                   const ExperimentResults& r) {
+  int done = 0, failed = 0, flagged = 0, other = 0;
+  for (const auto& t : trials) {
+    switch (t.state) {
+      case TrialState::kDone: ++done; break;
+      case TrialState::kFailed: ++failed; break;
+      case TrialState::kFlagged: ++flagged; break;
+      default: ++other; break;
+    }
+  }
+  const std::string state = ToString(e.state);
+  std::string h = "<header>\n<h1>" + Escape(e.name.empty() ? "(unnamed experiment)" : e.name) +
+                  "</h1>\n<p class=\"meta\">experiment <b><code>" + Escape(e.id) +
+                  "</code></b> &middot; <span class=\"state state-" + Escape(state) + "\">" +
+                  Escape(state) + "</span> &middot; seed <b>" + std::to_string(e.seed) +
+                  "</b> &middot; created " + Escape(UtcTime(e.created_unix_ms));
+  if (e.finished_unix_ms > 0) h += " &middot; finished " + Escape(UtcTime(e.finished_unix_ms));
+  if (!e.source_path.empty()) h += " &middot; from <code>" + Escape(e.source_path) + "</code>";
+  h += "</p>\n<p class=\"counts\"><span>trials: <b>" + std::to_string(trials.size()) + "</b>";
+  if (e.total_trials > 0) h += " of " + std::to_string(e.total_trials) + " planned";
+  h += "</span><span>done <b>" + std::to_string(done) + "</b></span><span>failed <b>" +
+       std::to_string(failed) + "</b></span><span>flagged <b>" + std::to_string(flagged) +
+       "</b></span>";
+  if (other) h += "<span>pending/running/cancelled <b>" + std::to_string(other) + "</b></span>";
+  h += "</p>\n";
+  h += "<p class=\"lede\">Slowdown = the victim's median step time (or wall time) under "
+       "interference &divide; its median without. " +
+       Escape(Percent(r.confidence)) + " bootstrap confidence intervals (" +
+       std::to_string(r.bootstrap_resamples) +
+       " resamples); p from a two-sided Mann-Whitney U test against the baseline trials. "
+       "Failed and flagged trials are excluded from every figure.</p>\n";
+
+  if (!e.error.empty()) h += "<p class=\"error\">Experiment error: " + Escape(e.error) + "</p>\n";
+  const PairingSummary* base = nullptr;
+  for (const auto& p : r.pairings) {
+    if (p.baseline) base = &p;
+  }
+  if (!base || base->n == 0) {
+    h += "<p class=\"warning\">No measured baseline trials: slowdowns are unknown.</p>\n";
+  }
+  if (r.noisy_baseline) {
+    h += "<p class=\"warning\"><b>Noisy baseline:</b> the baseline's coefficient of variation is " +
+         Escape(Percent(r.baseline_cov, 1)) + ", above the " +
+         Escape(Percent(r.noisy_cov_threshold, 1)) +
+         " threshold; small slowdowns are not trustworthy.</p>\n";
+  }
+  return h + "</header>\n";
+}
+
+std::string Levels(const PairingSummary& p) {
+  if (p.baseline) return kMissing;
+  std::string s;
+  for (const auto& a : p.antagonists) s += (s.empty() ? "" : " ") + a.name + "=" + a.intensity;
+  return s.empty() ? kMissing : s;
+}
+
+std::string Achieved(const PairingSummary& p) {
+  std::string s;
+  for (const auto& a : p.antagonists) {
+    if (!std::isfinite(a.achieved_rate)) continue;
+    s += s.empty() ? "" : "<br>";
+    s += Escape(a.name + " " + RateLabel(a.achieved_rate, a.unit));
+    if (std::isfinite(a.target_rate) && a.target_rate > 0) {
+      s += " <span class=\"sub\">(" + Escape(Percent(a.achieved_rate / a.target_rate)) +
+           " of target)</span>";
+    }
+  }
+  return s.empty() ? kMissing : s;
+}
+
+std::string Notes(const PairingSummary& p) {
+  std::string s;
+  auto add = [&](int n, const char* what) {
+    if (n) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(p.n_failed, "failed");
+  add(p.n_flagged, "flagged");
+  add(p.n_not_run, "not run");
+  for (const auto& a : p.antagonists) {
+    if (a.n_missed_target) {
+      s += (s.empty() ? "" : ", ") + Escape(a.name) + " below target in " +
+           std::to_string(a.n_missed_target) + (a.n_missed_target == 1 ? " trial" : " trials");
+    }
+  }
+  return s;
+}
+
+std::string PairingTable(const ExperimentResults& r) {
+  if (r.pairings.empty()) return "<p class=\"empty\">No trials recorded yet.</p>\n";
+  std::string t =
+      "<table class=\"pairings\">\n<thead><tr><th>pairing</th><th>levels</th><th>n</th>"
+      "<th>median</th><th>CoV</th><th>slowdown [CI]</th><th>p</th><th>achieved rate</th>"
+      "<th>excluded</th></tr></thead>\n<tbody>\n";
+  for (const auto& p : r.pairings) {
+    std::string slowdown = Escape(Slowdown(p.slowdown));
+    const std::string ci = CiLabel(p.ci_low, p.ci_high);
+    if (!ci.empty()) slowdown += " <span class=\"sub\">" + Escape(ci) + "</span>";
+    t += std::string("<tr") + (p.baseline ? " class=\"baseline\"" : "") + " data-pairing=\"" +
+         Escape(p.pairing) + "\"><td><code>" + Escape(p.pairing) + "</code></td><td>" +
+         Escape(Levels(p)) + "</td><td class=\"num\">" + std::to_string(p.n) +
+         "</td><td class=\"num\">" + Escape(Duration(p.median_metric)) + "</td><td class=\"num\">" +
+         Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
+         "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td>" +
+         (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + Notes(p) + "</td></tr>\n";
+  }
+  return t + "</tbody>\n</table>\n";
+}
+
+// Failed and flagged trials with their reasons: the figures exclude them, the reader should not.
+std::string ExcludedTrials(const std::vector<TrialRecord>& trials) {
+  std::string rows;
+  int n = 0;
+  for (const auto& t : trials) {
+    if (t.state != TrialState::kFailed && t.state != TrialState::kFlagged) continue;
+    ++n;
+    rows += "<tr><td class=\"num\">" + std::to_string(t.index) + "</td><td><code>" +
+            Escape(t.pairing) + "</code></td><td>" + Escape(ToString(t.state)) +
+            "</td><td class=\"num\">" +
+            (t.state == TrialState::kFailed ? std::to_string(t.exit_code) : kMissing) +
+            "</td><td>" + Escape(t.error.empty() ? kMissing : t.error) + "</td></tr>\n";
+  }
+  if (!n) return "";
+  return "<details" + std::string(n <= 10 ? " open" : "") + "><summary>" + std::to_string(n) +
+         " failed or flagged trial" + (n == 1 ? "" : "s") +
+         " (excluded)</summary>\n<table class=\"excluded\"><thead><tr><th>trial</th>"
+         "<th>pairing</th><th>state</th><th>exit</th><th>reason</th></tr></thead>\n<tbody>\n" +
+         rows + "</tbody></table>\n</details>\n";
+}
+
+std::string Section(const std::string& id, const std::string& title, const std::string& lede,
+                    const std::string& body) {
+  return "<section id=\"" + id + "\">\n<h2>" + title + "</h2>\n" +
+         (lede.empty() ? "" : "<p class=\"lede\">" + lede + "</p>\n") + body + "</section>\n";
+}
+
+}  // namespace
+
+std::string RenderHtmlReport(const ExperimentRecord& experiment,
+                             const std::vector<TrialRecord>& trials,
+                             const experiment::ExperimentResults& results) {
+  std::string page =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<meta name=\"generator\" content=\"CoDL\">\n<title>CoDL report: " +
+      Escape(experiment.name) + " (" + Escape(experiment.id) + ")</title>\n<style>" + kStyle +
+      "</style>\n</head>\n<body>\n" + kErrorHook;
+  page += Header(experiment, trials, results);
+
+  page += Section("heatmap", "Slowdown by antagonist and intensity",
+                  "Each cell: median slowdown of the victim, its confidence interval, the "
+                  "number of measured trials and the p-value. &#9888; marks pairings with "
+                  "excluded trials; hover a cell for details.",
+                  RenderHeatmap(results));
+  page += Section("sensitivity", "Sensitivity curves",
+                  "Slowdown against the intensity each antagonist actually achieved (not the "
+                  "one requested), with confidence-interval bars; the open circle is the "
+                  "baseline.",
+                  RenderSensitivityCurves(results, trials));
+  const std::string phases = RenderPhaseBreakdown(results);
+  if (!phases.empty()) {
+    page += Section("phases", "Per-phase breakdown",
+                    "Which part of a training step the interference slows: each phase's median "
+                    "time under interference &divide; its baseline median.",
+                    phases);
+  }
+  page += Section("series", "Step time of one interference trial", "",
+                  RenderStepSeries(results, trials));
+  page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
+  if (!experiment.yaml.empty()) {
+    page += "<details><summary>Experiment YAML</summary>\n<pre>" + Escape(experiment.yaml) +
+            "</pre>\n</details>\n";
+  }
+  page += kRenderedMark;
+  page += "</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace codl::report

@@ -1,0 +1,19 @@
+// The self-contained HTML report of one experiment: no network, inline SVG drawn by CoDL.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/common/records.h"
+#include "lib/analysis/results.h"
+
+namespace codl::report {
+
+// Renders the whole page: slowdown heatmap (victim x antagonist pairing, cells annotated with
+// value and CI), sensitivity curves (slowdown vs achieved intensity, CI bars), per-phase
+// breakdown, and a step-time series of one trial with antagonist on/off shading and achieved rate.
+std::string RenderHtmlReport(const ExperimentRecord& experiment,
+                             const std::vector<TrialRecord>& trials,
+                             const experiment::ExperimentResults& results);
+
+}  // namespace codl::report

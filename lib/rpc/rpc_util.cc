@@ -1,0 +1,161 @@
+#include "lib/rpc/rpc_util.h"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace codl::rpc {
+
+grpc::Status ToGrpc(const Status& s, grpc::StatusCode code_on_error) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(code_on_error, s.error());
+}
+
+Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  std::string code;
+  switch (s.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED: code = "deadline exceeded"; break;
+    case grpc::StatusCode::UNAVAILABLE: code = "unavailable"; break;
+    case grpc::StatusCode::INVALID_ARGUMENT: code = "invalid argument"; break;
+    case grpc::StatusCode::NOT_FOUND: code = "not found"; break;
+    case grpc::StatusCode::UNAUTHENTICATED: code = "unauthenticated"; break;
+    case grpc::StatusCode::FAILED_PRECONDITION: code = "failed precondition"; break;
+    default: code = "error " + std::to_string(static_cast<int>(s.error_code()));
+  }
+  return Err(what + ": " + code + (s.error_message().empty() ? "" : ": " + s.error_message()));
+}
+
+namespace {
+std::string& TokenStorage() {
+  static std::string token;
+  return token;
+}
+}  // namespace
+
+void SetBearerToken(const std::string& token) { TokenStorage() = token; }
+const std::string& BearerToken() { return TokenStorage(); }
+
+std::unique_ptr<grpc::ClientContext> MakeContext(double deadline_s) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::microseconds(static_cast<int64_t>(deadline_s * 1e6)));
+  if (!BearerToken().empty()) ctx->AddMetadata("authorization", "Bearer " + BearerToken());
+  return ctx;
+}
+
+grpc::Status CheckBearer(const grpc::CallbackServerContext* ctx) {
+  if (BearerToken().empty()) return grpc::Status::OK;
+  auto it = ctx->client_metadata().find("authorization");
+  if (it == ctx->client_metadata().end() ||
+      std::string(it->second.data(), it->second.size()) != "Bearer " + BearerToken()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong bearer token");
+  }
+  return grpc::Status::OK;
+}
+
+bool IsLocalAddress(const std::string& address) {
+  if (address.rfind("unix:", 0) == 0) return true;
+  std::string host = address;
+  if (!host.empty() && host[0] == '[') {
+    host = host.substr(1, host.find(']') - 1);
+  } else if (auto colon = host.rfind(':'); colon != std::string::npos) {
+    host = host.substr(0, colon);
+  }
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) == 1) {
+    return (ntohl(a.s_addr) >> 24) == 127;
+  }
+  return false;
+}
+
+namespace {
+Result<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return Err(std::string("cannot read ") + what + " file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+Status CheckEndpointSecurity(const Endpoint& e) {
+  if (!e.tls.enabled()) {
+    if (!IsLocalAddress(e.address)) {
+      return Err("refusing plaintext gRPC on non-loopback address '" + e.address +
+                 "': configure TLS (--tls-cert/--tls-key/--tls-ca) for mTLS");
+    }
+    return Status::Ok();
+  }
+  for (const auto* f : {&e.tls.ca, &e.tls.cert, &e.tls.key}) {
+    if (f->empty()) return Err("TLS needs all of --tls-ca, --tls-cert and --tls-key (mutual TLS)");
+    struct stat st{};
+    if (stat(f->c_str(), &st) != 0) return Err("TLS file '" + *f + "' does not exist");
+  }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
+  if (Status s = CheckEndpointSecurity(e); !s.ok()) return Error{s.error()};
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (e.tls.enabled()) {
+    grpc::SslCredentialsOptions o;
+    auto ca = ReadFile(e.tls.ca, "CA");
+    auto cert = ReadFile(e.tls.cert, "certificate");
+    auto key = ReadFile(e.tls.key, "key");
+    if (!ca.ok()) return Error{ca.error()};
+    if (!cert.ok()) return Error{cert.error()};
+    if (!key.ok()) return Error{key.error()};
+    o.pem_root_certs = *ca;
+    o.pem_cert_chain = *cert;
+    o.pem_private_key = *key;
+    creds = grpc::SslCredentials(o);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  // Fail fast and reconnect quickly: the dead-man switch depends on noticing a lost peer.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return grpc::CreateCustomChannel(e.address, creds, args);
+}
+
+Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e) {
+  if (Status s = CheckEndpointSecurity(e); !s.ok()) return Error{s.error()};
+  if (!e.tls.enabled()) return grpc::InsecureServerCredentials();
+  auto ca = ReadFile(e.tls.ca, "CA");
+  auto cert = ReadFile(e.tls.cert, "certificate");
+  auto key = ReadFile(e.tls.key, "key");
+  if (!ca.ok()) return Error{ca.error()};
+  if (!cert.ok()) return Error{cert.error()};
+  if (!key.ok()) return Error{key.error()};
+  grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  o.pem_root_certs = *ca;
+  o.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(o);
+}
+
+std::string NewIdempotencyKey() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}() ^ (static_cast<uint64_t>(UnixNanosNow()));
+  char buf[40];
+  snprintf(buf, sizeof buf, "%016llx-%llu", static_cast<unsigned long long>(salt),
+           static_cast<unsigned long long>(counter.fetch_add(1)));
+  return buf;
+}
+
+int64_t UnixNanosNow() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace codl::rpc

@@ -1,0 +1,56 @@
+// The rpc edge: the one place that converts codl::Status to grpc::Status, builds channels and
+// servers for "unix:/path" or "host:port" addresses, and sets deadlines. Nothing above this
+// folder constructs grpc::Status or grpc::ClientContext by hand.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "lib/common/result.h"
+
+namespace codl::rpc {
+
+// codl::Status -> grpc::Status. `code_on_error` says what kind of failure it is.
+grpc::Status ToGrpc(const Status& s, grpc::StatusCode code_on_error = grpc::StatusCode::INTERNAL);
+// grpc::Status -> codl::Status; the message names the peer and the call.
+Status FromGrpc(const grpc::Status& s, const std::string& what);
+
+// Client context with a deadline (every client call has one) and an optional bearer token.
+std::unique_ptr<grpc::ClientContext> MakeContext(double deadline_s);
+
+// Security settings shared by every channel and server.
+struct TlsFiles {
+  std::string ca;    // PEM CA bundle
+  std::string cert;  // PEM certificate
+  std::string key;   // PEM private key
+  bool enabled() const { return !cert.empty() || !ca.empty(); }
+};
+
+struct Endpoint {
+  std::string address;  // "unix:/run/codl.sock", "127.0.0.1:7700", "[::1]:7700", "host:7700"
+  TlsFiles tls;
+  bool insecure = false;  // plaintext; refused on non-loopback addresses
+};
+
+// True for unix sockets and loopback addresses (127.0.0.0/8, ::1, localhost).
+bool IsLocalAddress(const std::string& address);
+
+// Refuses plaintext on non-loopback addresses; validates TLS files exist.
+Status CheckEndpointSecurity(const Endpoint& e);
+
+Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e);
+Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e);
+
+// Bearer token: when set (process-wide), clients send it and servers require it.
+void SetBearerToken(const std::string& token);
+const std::string& BearerToken();
+// Returns OK when the call carries the configured token (or none is configured).
+grpc::Status CheckBearer(const grpc::CallbackServerContext* ctx);
+
+std::string NewIdempotencyKey();
+int64_t UnixNanosNow();
+
+}  // namespace codl::rpc

@@ -1,0 +1,201 @@
+// ExpandPlan: pairings x intensities x repetitions, with baselines interleaved and a seeded,
+// portable shuffle (experiment/random.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "lib/common/random.h"
+#include "lib/spec/spec.h"
+
+namespace codl::experiment {
+namespace {
+
+// The antagonist index sets the `pairings` mode asks for, in a fixed order.
+std::vector<std::vector<int>> Groups(const ExperimentSpec& spec) {
+  const int n = static_cast<int>(spec.antagonists.size());
+  std::vector<std::vector<int>> groups;
+  switch (spec.pairings) {
+    case Pairings::kSingles:
+      for (int i = 0; i < n; ++i) groups.push_back({i});
+      break;
+    case Pairings::kPairs:
+      for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) groups.push_back({i, j});
+      break;
+    case Pairings::kAll:
+      // By size, then lexicographically: singles first, then pairs, ..., then everything.
+      for (int k = 1; k <= n; ++k) {
+        std::vector<int> idx(k);
+        for (int i = 0; i < k; ++i) idx[i] = i;
+        while (true) {
+          groups.push_back(idx);
+          int i = k - 1;
+          while (i >= 0 && idx[i] == n - k + i) --i;
+          if (i < 0) break;
+          ++idx[i];
+          for (int j = i + 1; j < k; ++j) idx[j] = idx[j - 1] + 1;
+        }
+      }
+      break;
+    case Pairings::kExplicit:
+      for (const auto& names : spec.explicit_pairings) {
+        std::vector<int> g;
+        for (const auto& name : names) {
+          for (int i = 0; i < n; ++i) {
+            if (spec.antagonists[i].name == name) g.push_back(i);
+          }
+        }
+        std::sort(g.begin(), g.end());
+        groups.push_back(std::move(g));
+      }
+      break;
+  }
+  return groups;
+}
+
+double CountCombinations(const ExperimentSpec& spec) {
+  const size_t n = spec.antagonists.size();
+  auto k = [&](size_t i) { return static_cast<double>(spec.antagonists[i].intensities.size()); };
+  double c = 0;
+  switch (spec.pairings) {
+    case Pairings::kSingles:
+      for (size_t i = 0; i < n; ++i) c += k(i);
+      break;
+    case Pairings::kPairs:
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = i + 1; j < n; ++j) c += k(i) * k(j);
+      break;
+    case Pairings::kAll: {
+      double prod = 1;  // every antagonist absent or at one of its intensities, minus "none"
+      for (size_t i = 0; i < n; ++i) prod *= 1 + k(i);
+      c = prod - 1;
+      break;
+    }
+    case Pairings::kExplicit:
+      for (const auto& g : Groups(spec)) {
+        double prod = 1;
+        for (int i : g) prod *= k(static_cast<size_t>(i));
+        c += prod;
+      }
+      break;
+  }
+  return c;
+}
+
+double BaselinesFor(double combinations) {
+  return std::max(1.0, std::ceil(combinations / 4.0));
+}
+
+}  // namespace
+
+int BaselinesPerBlock(int combinations) {
+  return static_cast<int>(BaselinesFor(combinations));
+}
+
+double CountPlannedTrials(const ExperimentSpec& spec) {
+  double c = CountCombinations(spec);
+  return spec.repetitions * (c + BaselinesFor(c));
+}
+
+std::vector<std::vector<PlannedPart>> ExpandCombinations(const ExperimentSpec& spec) {
+  std::vector<std::vector<PlannedPart>> combos;
+  for (const auto& group : Groups(spec)) {
+    bool empty = false;  // an antagonist without intensities contributes no combination
+    for (int i : group) empty = empty || spec.antagonists[i].intensities.empty();
+    if (empty) continue;
+    // Cross product of the group's intensities, last antagonist varying fastest.
+    std::vector<size_t> pos(group.size(), 0);
+    while (true) {
+      std::vector<PlannedPart> parts;
+      for (size_t g = 0; g < group.size(); ++g) {
+        parts.push_back({group[g], spec.antagonists[group[g]].intensities[pos[g]]});
+      }
+      combos.push_back(std::move(parts));
+      size_t g = group.size();
+      while (g > 0 && ++pos[g - 1] == spec.antagonists[group[g - 1]].intensities.size()) {
+        pos[g - 1] = 0;
+        --g;
+      }
+      if (g == 0) break;
+    }
+  }
+  return combos;
+}
+
+std::vector<PlannedTrial> ExpandPlan(const ExperimentSpec& spec) {
+  const auto combos = ExpandCombinations(spec);
+  const size_t c = combos.size();
+  const size_t b = static_cast<size_t>(BaselinesPerBlock(static_cast<int>(c)));
+  std::mt19937_64 rng(spec.seed);
+  std::vector<PlannedTrial> plan;
+  constexpr int kBaseline = -1;
+  for (int rep = 0; rep < spec.repetitions; ++rep) {
+    // Every combination once per block. The block is cut into b segments of ~c/b combinations,
+    // each with one baseline, so baselines are spread evenly through time (drift hits both
+    // sides alike) whether or not the order is randomized.
+    std::vector<int> order(c);
+    for (size_t i = 0; i < c; ++i) order[i] = static_cast<int>(i);
+    if (spec.randomize) Shuffle(order, rng);
+    for (size_t s = 0; s < b; ++s) {
+      std::vector<int> segment{kBaseline};
+      segment.insert(segment.end(), order.begin() + s * c / b, order.begin() + (s + 1) * c / b);
+      if (spec.randomize) Shuffle(segment, rng);
+      for (int item : segment) {
+        PlannedTrial t;
+        t.index = static_cast<int>(plan.size());
+        t.repetition = rep;
+        t.baseline = item == kBaseline;
+        if (!t.baseline) t.parts = combos[item];
+        t.pairing = PairingKey(spec, t.parts);
+        plan.push_back(std::move(t));
+      }
+    }
+  }
+  return plan;
+}
+
+double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<PlannedTrial>& plan,
+                               double victim_estimate_s) {
+  // One calibration per antagonist that uses levels (absolute rates need no peak).
+  double total = 0;
+  for (const auto& a : spec.antagonists) {
+    bool needs_peak = false;
+    for (const auto& in : a.intensities) needs_peak = needs_peak || !in.absolute;
+    if (needs_peak) total += spec.calibration_s;
+  }
+  for (const auto& t : plan) {
+    if (!t.baseline) total += spec.settle_s;
+    total += victim_estimate_s + spec.cooldown_s;
+  }
+  return total;
+}
+
+std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts) {
+  if (parts.empty()) return "baseline";
+  std::vector<std::pair<std::string, std::string>> named;
+  for (const auto& p : parts) {
+    std::string value;
+    if (p.intensity.absolute) {
+      value = p.intensity.label;
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", p.intensity.level);
+      value = buf;
+    }
+    const std::string name = p.antagonist >= 0 &&
+                                     p.antagonist < static_cast<int>(spec.antagonists.size())
+                                 ? spec.antagonists[p.antagonist].name
+                                 : "#" + std::to_string(p.antagonist);
+    named.emplace_back(name, value);
+  }
+  std::sort(named.begin(), named.end());
+  std::string key;
+  for (const auto& [name, value] : named) {
+    if (!key.empty()) key += "+";
+    key += name + "@" + value;
+  }
+  return key;
+}
+
+}  // namespace codl::experiment

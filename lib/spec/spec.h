@@ -1,0 +1,138 @@
+// ExperimentSpec: an experiment YAML file, parsed and validated. Field names follow
+// docs/experiment-format.md (the public interface). Every error names FILE:LINE:COL.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/common/result.h"
+
+namespace codl::experiment {
+
+// Which agents something runs on. YAML: `all`, `{labels: {k: v}}`, `{hosts: [a, b]}`,
+// `{count: N}`, or a plain list of hostnames. Default: all.
+struct NodeSelector {
+  enum class Kind { kAll, kLabels, kHosts, kCount };
+  Kind kind = Kind::kAll;
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> hosts;
+  int count = 0;
+  bool specified = false;  // false: the key was absent (antagonists then share the victim's node)
+};
+
+struct ProgressSpec {
+  enum class Format { kJsonl, kRegex, kWall };
+  Format format = Format::kJsonl;
+  std::string field = "step_time_s";  // jsonl: the per-step metric, seconds
+  std::string pattern;                // regex: first capture group is the metric (a number)
+};
+
+struct VictimSpec {
+  std::vector<std::string> command;  // argv; argv[0] looked up beside the agent binary, then PATH
+  std::map<std::string, std::string> env;
+  std::string workdir;               // empty: the agent's working directory
+  ProgressSpec progress;
+  int warmup_steps = 0;
+  double timeout_s = 600;            // victim.timeout
+  NodeSelector nodes;
+};
+
+// One intensity of one antagonist: a level (fraction of the calibrated peak) or an absolute rate.
+struct Intensity {
+  double level = 0;       // used when !absolute; in (0, 1] (or "max" = 1.0)
+  double rate = 0;        // base units (bytes/s, ops/s) when absolute
+  bool absolute = false;
+  std::string label;      // as written: "0.5", "2GiB/s"
+};
+
+struct AntagonistSpec {
+  std::string name;
+  std::string injector;
+  std::map<std::string, std::string> options;  // raw strings; validated against the injector
+  std::vector<Intensity> intensities;           // YAML: levels: [...] and/or rates: [...]
+  NodeSelector nodes;                           // default: the victim's nodes
+};
+
+enum class Pairings { kSingles, kPairs, kAll, kExplicit };
+
+struct ExperimentSpec {
+  std::string name;
+  std::string source_path;
+  NodeSelector nodes;                 // default placement for victim and antagonists
+  VictimSpec victim;
+  std::vector<AntagonistSpec> antagonists;
+  Pairings pairings = Pairings::kSingles;
+  std::vector<std::vector<std::string>> explicit_pairings;  // antagonist names per combination
+  int repetitions = 3;
+  bool randomize = true;              // order.randomize
+  uint64_t seed = 42;                 // order.seed
+  double settle_s = 2;                // settle
+  double cooldown_s = 0;              // cooldown
+  double calibration_s = 2;           // calibration.duration
+  double lease_s = 10;                // lease
+};
+
+// Validates one injector option: returns "" when fine, else a message (no location; the parser
+// adds FILE:LINE:COL of the offending value). Injected so that experiment/ does not depend on
+// the injector registry.
+using OptionValidator = std::function<std::string(const std::string& injector,
+                                                  const std::string& key,
+                                                  const std::string& value)>;
+// Returns "" when the injector name is known, else a message listing the known ones.
+using InjectorValidator = std::function<std::string(const std::string& injector)>;
+
+struct ParseHooks {
+  InjectorValidator injector;  // may be empty: any name accepted
+  OptionValidator option;      // may be empty: any option accepted
+};
+
+// Parses and validates `yaml_text` (the contents of `source_path`). Errors look like
+// "exp.yaml:12:5: antagonists[0].levels[1]: 1.5 is out of range (0, 1]".
+Result<ExperimentSpec> ParseExperiment(std::string_view yaml_text, const std::string& source_path,
+                                       const ParseHooks& hooks = {});
+Result<ExperimentSpec> LoadExperimentFile(const std::string& path, const ParseHooks& hooks = {});
+
+// One trial of the plan: which antagonists at which intensity (empty = baseline).
+struct PlannedPart {
+  int antagonist = 0;  // index into ExperimentSpec::antagonists
+  Intensity intensity;
+};
+
+struct PlannedTrial {
+  int index = 0;        // execution order
+  int repetition = 0;
+  bool baseline = false;
+  std::vector<PlannedPart> parts;
+  std::string pairing;  // canonical key: "baseline" or "membw@0.5+storage@1" (names sorted)
+};
+
+// Expands pairings x intensities x repetitions, interleaves baselines throughout (one baseline
+// per repetition block at least, spread across the order), and shuffles with the recorded seed
+// when randomize is set. Deterministic for a given spec.
+std::vector<PlannedTrial> ExpandPlan(const ExperimentSpec& spec);
+
+// Rough wall-clock estimate for `codlctl validate --plan`: calibration + per-trial settle, the
+// victim's expected run time (victim_estimate_s), and cooldown.
+double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<PlannedTrial>& plan,
+                               double victim_estimate_s);
+
+// The canonical pairing key for a set of parts.
+std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts);
+
+// The interference combinations (pairings x intensities) in their fixed, unshuffled order: one
+// entry per combination, its parts sorted by antagonist index. Repetitions not applied.
+std::vector<std::vector<PlannedPart>> ExpandCombinations(const ExperimentSpec& spec);
+
+// Baseline trials in each repetition block: max(1, ceil(combinations / 4)), so that baselines
+// are about a fifth of the trials and every run of ~4 interference trials has a baseline nearby.
+int BaselinesPerBlock(int combinations);
+
+// Trials ExpandPlan would produce, computed without expanding (as a double: "all" over many
+// antagonists overflows integers). The parser rejects plans over 100000 trials.
+double CountPlannedTrials(const ExperimentSpec& spec);
+
+}  // namespace codl::experiment

@@ -1,0 +1,444 @@
+// ParseExperiment: YAML text -> validated ExperimentSpec. Every rejection names FILE:LINE:COL
+// (1-based) of the offending key or value, then the field's path ("antagonists[0].levels[1]").
+// The first error found wins: validation stops there (an internal exception unwinds to the top).
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "lib/common/units.h"
+#include "lib/spec/spec.h"
+#include "lib/yaml/yaml_reader.h"
+
+namespace codl::experiment {
+namespace {
+
+constexpr int kMaxRepetitions = 1000;
+constexpr double kMaxPlannedTrials = 100000;
+
+using SpecError = yaml::YamlError;  // thrown on the first problem; caught in ParseExperiment
+using yaml::Fail;
+using yaml::Index;
+using yaml::Join;
+using yaml::KindName;
+using yaml::MapReader;
+using yaml::ScalarOf;
+
+std::string NonEmptyString(const YAML::Node& n, const std::string& path) {
+  std::string s = ScalarOf(n, path, "a string");
+  if (s.empty()) Fail(n, path, "must not be empty");
+  return s;
+}
+
+int64_t Integer(const YAML::Node& n, const std::string& path, int64_t lo, int64_t hi) {
+  std::string s = ScalarOf(n, path, "an integer");
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    Fail(n, path, "'" + s + "' is not an integer");
+  }
+  if (v < lo || v > hi) {
+    Fail(n, path, s + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+uint64_t Unsigned64(const YAML::Node& n, const std::string& path) {
+  std::string s = ScalarOf(n, path, "an unsigned integer");
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    Fail(n, path, "'" + s + "' is not an unsigned 64-bit integer");
+  }
+  return v;
+}
+
+bool Bool(const YAML::Node& n, const std::string& path) {
+  std::string s = ScalarOf(n, path, "true or false");
+  bool v = false;
+  if (!YAML::convert<bool>::decode(n, v)) Fail(n, path, "'" + s + "' is not true or false");
+  return v;
+}
+
+using yaml::Duration;
+
+bool ValidName(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+bool ValidEnvName(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> HostList(const YAML::Node& n, const std::string& path) {
+  if (!n.IsSequence()) Fail(n, path, std::string("expected a list of hostnames, got ") + KindName(n));
+  if (n.size() == 0) Fail(n, path, "the host list must not be empty");
+  std::vector<std::string> hosts;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::string h = NonEmptyString(n[i], Index(path, i));
+    if (!seen.insert(h).second) Fail(n[i], Index(path, i), "duplicate host '" + h + "'");
+    hosts.push_back(h);
+  }
+  return hosts;
+}
+
+NodeSelector ParseNodes(const YAML::Node& n, const std::string& path) {
+  static const char* kHelp =
+      "expected 'all', a list of hostnames, {labels: {k: v}}, {hosts: [..]} or {count: N}";
+  NodeSelector sel;
+  if (n.IsScalar()) {
+    if (n.Scalar() != "all") Fail(n, path, "'" + n.Scalar() + "': " + kHelp);
+    return sel;
+  }
+  if (n.IsSequence()) {
+    sel.kind = NodeSelector::Kind::kHosts;
+    sel.hosts = HostList(n, path);
+    return sel;
+  }
+  if (!n.IsMap()) Fail(n, path, std::string(kHelp) + ", got " + KindName(n));
+  MapReader m(n, path, {"labels", "hosts", "count"});
+  if (n.size() != 1) Fail(n, path, "a node selector takes exactly one of labels, hosts, count");
+  if (m.Has("labels")) {
+    sel.kind = NodeSelector::Kind::kLabels;
+    const YAML::Node& labels = m.Value("labels");
+    if (!labels.IsMap() || labels.size() == 0) {
+      Fail(labels, m.PathOf("labels"), "expected a non-empty mapping of label: value");
+    }
+    for (const auto& kv : labels) {
+      std::string k = NonEmptyString(kv.first, m.PathOf("labels"));
+      std::string v = ScalarOf(kv.second, Join(m.PathOf("labels"), k), "a string");
+      if (sel.labels.count(k)) Fail(kv.first, m.PathOf("labels"), "duplicate label '" + k + "'");
+      sel.labels[k] = v;
+    }
+  } else if (m.Has("hosts")) {
+    sel.kind = NodeSelector::Kind::kHosts;
+    sel.hosts = HostList(m.Value("hosts"), m.PathOf("hosts"));
+  } else {
+    sel.kind = NodeSelector::Kind::kCount;
+    sel.count = static_cast<int>(Integer(m.Value("count"), m.PathOf("count"), 1, 100000));
+  }
+  return sel;
+}
+
+ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
+  MapReader m(n, path, {"format", "field", "pattern"});
+  ProgressSpec p;
+  if (m.Has("format")) {
+    std::string f = ScalarOf(m.Value("format"), m.PathOf("format"), "jsonl, regex or wall");
+    if (f == "jsonl") p.format = ProgressSpec::Format::kJsonl;
+    else if (f == "regex") p.format = ProgressSpec::Format::kRegex;
+    else if (f == "wall") p.format = ProgressSpec::Format::kWall;
+    else Fail(m.Value("format"), m.PathOf("format"), "'" + f + "' is not one of jsonl, regex, wall");
+  }
+  if (m.Has("field")) {
+    if (p.format != ProgressSpec::Format::kJsonl) {
+      Fail(m.Key("field"), m.PathOf("field"), "only used with format: jsonl");
+    }
+    p.field = NonEmptyString(m.Value("field"), m.PathOf("field"));
+  }
+  if (m.Has("pattern")) {
+    if (p.format != ProgressSpec::Format::kRegex) {
+      Fail(m.Key("pattern"), m.PathOf("pattern"), "only used with format: regex");
+    }
+    p.pattern = NonEmptyString(m.Value("pattern"), m.PathOf("pattern"));
+    try {
+      std::regex re(p.pattern);
+      if (re.mark_count() < 1) {
+        Fail(m.Value("pattern"), m.PathOf("pattern"),
+             "needs a capture group around the metric, e.g. 'step_time=([0-9.]+)'");
+      }
+    } catch (const std::regex_error& e) {
+      Fail(m.Value("pattern"), m.PathOf("pattern"), std::string("invalid regex: ") + e.what());
+    }
+  } else if (p.format == ProgressSpec::Format::kRegex) {
+    Fail(n, path, "format: regex needs a pattern with one capture group");
+  }
+  return p;
+}
+
+VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes) {
+  MapReader m(n, path,
+              {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes"});
+  VictimSpec v;
+  v.nodes = nodes;
+  const YAML::Node& cmd = m.Require("command");
+  if (!cmd.IsSequence()) {
+    Fail(cmd, m.PathOf("command"), std::string("expected a list of strings (argv), got ") +
+                                       KindName(cmd));
+  }
+  if (cmd.size() == 0) Fail(cmd, m.PathOf("command"), "must not be empty");
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    std::string arg = ScalarOf(cmd[i], Index(m.PathOf("command"), i), "a string");
+    if (i == 0 && arg.empty()) Fail(cmd[i], Index(m.PathOf("command"), i), "must not be empty");
+    v.command.push_back(arg);
+  }
+  if (m.Has("env")) {
+    const YAML::Node& env = m.Value("env");
+    if (!env.IsMap()) Fail(env, m.PathOf("env"), std::string("expected a mapping, got ") + KindName(env));
+    for (const auto& kv : env) {
+      std::string k = ScalarOf(kv.first, m.PathOf("env"), "a variable name");
+      if (!ValidEnvName(k)) Fail(kv.first, m.PathOf("env"), "'" + k + "' is not a valid variable name");
+      if (v.env.count(k)) Fail(kv.first, m.PathOf("env"), "duplicate key '" + k + "'");
+      v.env[k] = ScalarOf(kv.second, Join(m.PathOf("env"), k), "a string");
+    }
+  }
+  if (m.Has("workdir")) v.workdir = NonEmptyString(m.Value("workdir"), m.PathOf("workdir"));
+  if (m.Has("progress")) v.progress = ParseProgress(m.Value("progress"), m.PathOf("progress"));
+  if (m.Has("warmup_steps")) {
+    v.warmup_steps =
+        static_cast<int>(Integer(m.Value("warmup_steps"), m.PathOf("warmup_steps"), 0, 1000000));
+  }
+  if (m.Has("timeout")) v.timeout_s = Duration(m.Value("timeout"), m.PathOf("timeout"), true);
+  if (m.Has("nodes")) v.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
+  return v;
+}
+
+// A level: a plain number in (0, 1], or "max" (= 1).
+Intensity ParseLevel(const YAML::Node& n, const std::string& path) {
+  std::string s = ScalarOf(n, path, "a number in (0, 1] or \"max\"");
+  Intensity in;
+  in.label = s;
+  if (s == "max") {
+    in.level = 1.0;
+    return in;
+  }
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(begin, &end);
+  bool plain = end != begin && *end == '\0' && errno == 0 && std::isfinite(v) &&
+               s.find_first_of("xXnNiI") == std::string::npos;  // no hex, nan, inf
+  if (!plain) Fail(n, path, "'" + s + "' is not a number in (0, 1] or \"max\"");
+  if (!(v > 0 && v <= 1)) Fail(n, path, s + " is out of range (0, 1]");
+  in.level = v;
+  return in;
+}
+
+Intensity ParseRateIntensity(const YAML::Node& n, const std::string& path) {
+  std::string s = ScalarOf(n, path, "a rate (e.g. 2GiB/s, 50kIOPS)");
+  Result<Rate> r = ParseRate(s);
+  if (!r.ok()) Fail(n, path, r.error());
+  if (r->value <= 0) Fail(n, path, "'" + s + "' must be greater than 0");
+  Intensity in;
+  in.absolute = true;
+  in.rate = r->value;
+  in.label = s;
+  return in;
+}
+
+AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
+                               const NodeSelector& nodes, const ParseHooks& hooks) {
+  MapReader m(n, path, {"name", "injector", "options", "levels", "rates", "nodes"});
+  AntagonistSpec a;
+  a.nodes = nodes;
+  a.name = NonEmptyString(m.Require("name"), m.PathOf("name"));
+  if (!ValidName(a.name)) {
+    Fail(m.Value("name"), m.PathOf("name"),
+         "'" + a.name + "' must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'");
+  }
+  a.injector = NonEmptyString(m.Require("injector"), m.PathOf("injector"));
+  if (hooks.injector) {
+    std::string msg = hooks.injector(a.injector);
+    if (!msg.empty()) Fail(m.Value("injector"), m.PathOf("injector"), msg);
+  }
+  if (m.Has("options")) {
+    const YAML::Node& opts = m.Value("options");
+    const std::string opath = m.PathOf("options");
+    if (!opts.IsMap()) Fail(opts, opath, std::string("expected a mapping, got ") + KindName(opts));
+    for (const auto& kv : opts) {
+      std::string k = NonEmptyString(kv.first, opath);
+      if (a.options.count(k)) Fail(kv.first, opath, "duplicate key '" + k + "'");
+      std::string v = ScalarOf(kv.second, Join(opath, k), "a scalar value");
+      if (hooks.option) {
+        std::string msg = hooks.option(a.injector, k, v);
+        if (!msg.empty()) Fail(kv.second, Join(opath, k), msg);
+      }
+      a.options[k] = v;
+    }
+  }
+  std::set<std::string> seen;  // canonical intensity labels, so no pairing key repeats
+  auto add = [&](const YAML::Node& at, const std::string& p, Intensity in) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", in.level);
+    std::string key = in.absolute ? "rate " + in.label : std::string("level ") + buf;
+    if (!seen.insert(key).second) Fail(at, p, "duplicate " + key);
+    a.intensities.push_back(std::move(in));
+  };
+  for (const char* list : {"levels", "rates"}) {
+    if (!m.Has(list)) continue;
+    const YAML::Node& seq = m.Value(list);
+    const std::string lpath = m.PathOf(list);
+    if (!seq.IsSequence()) Fail(seq, lpath, std::string("expected a list, got ") + KindName(seq));
+    for (size_t i = 0; i < seq.size(); ++i) {
+      std::string p = Index(lpath, i);
+      add(seq[i], p, list[0] == 'l' ? ParseLevel(seq[i], p) : ParseRateIntensity(seq[i], p));
+    }
+  }
+  if (a.intensities.empty()) Fail(n, path, "needs a non-empty 'levels' or 'rates' list");
+  if (m.Has("nodes")) {
+    a.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
+    a.nodes.specified = true;  // else the runner colocates it with the victim's node
+  }
+  return a;
+}
+
+void ParsePairings(const YAML::Node& n, ExperimentSpec* spec) {
+  const std::string path = "pairings";
+  if (n.IsScalar()) {
+    const std::string& s = n.Scalar();
+    if (s == "singles") spec->pairings = Pairings::kSingles;
+    else if (s == "pairs") spec->pairings = Pairings::kPairs;
+    else if (s == "all") spec->pairings = Pairings::kAll;
+    else Fail(n, path, "'" + s + "' is not one of singles, pairs, all, or a list of name lists");
+    return;
+  }
+  if (!n.IsSequence() || n.size() == 0) {
+    Fail(n, path, "expected singles, pairs, all, or a non-empty list of antagonist-name lists");
+  }
+  spec->pairings = Pairings::kExplicit;
+  std::set<std::set<std::string>> combos;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node& combo = n[i];
+    const std::string cpath = Index(path, i);
+    if (!combo.IsSequence() || combo.size() == 0) {
+      Fail(combo, cpath, "expected a non-empty list of antagonist names, e.g. [storage, membw]");
+    }
+    std::vector<std::string> names;
+    std::set<std::string> unique;
+    for (size_t j = 0; j < combo.size(); ++j) {
+      std::string name = NonEmptyString(combo[j], Index(cpath, j));
+      bool known = false;
+      for (const auto& a : spec->antagonists) known = known || a.name == name;
+      if (!known) Fail(combo[j], Index(cpath, j), "unknown antagonist '" + name + "'");
+      if (!unique.insert(name).second) {
+        Fail(combo[j], Index(cpath, j), "antagonist '" + name + "' listed twice");
+      }
+      names.push_back(name);
+    }
+    if (!combos.insert(unique).second) Fail(combo, cpath, "duplicate combination");
+    spec->explicit_pairings.push_back(std::move(names));
+  }
+}
+
+void ParseOrder(const YAML::Node& n, ExperimentSpec* spec) {
+  MapReader m(n, "order", {"randomize", "seed"});
+  if (m.Has("randomize")) spec->randomize = Bool(m.Value("randomize"), m.PathOf("randomize"));
+  if (m.Has("seed")) spec->seed = Unsigned64(m.Value("seed"), m.PathOf("seed"));
+}
+
+ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
+                         const ParseHooks& hooks) {
+  if (!root.IsDefined() || root.IsNull()) {
+    throw SpecError{YAML::Mark(), "empty document: expected a mapping with at least name and victim"};
+  }
+  if (!root.IsMap()) {
+    Fail(root, "", std::string("the document must be a mapping, got ") + KindName(root));
+  }
+  MapReader m(root, "",
+              {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
+               "settle", "cooldown", "calibration", "lease"});
+  ExperimentSpec spec;
+  spec.source_path = source_path;
+  spec.name = NonEmptyString(m.Require("name"), "name");
+  if (m.Has("nodes")) spec.nodes = ParseNodes(m.Value("nodes"), "nodes");
+  spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes);
+  if (m.Has("antagonists")) {
+    const YAML::Node& list = m.Value("antagonists");
+    if (!list.IsSequence()) {
+      Fail(list, "antagonists", std::string("expected a list, got ") + KindName(list));
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      AntagonistSpec a = ParseAntagonist(list[i], Index("antagonists", i), spec.victim.nodes, hooks);
+      for (const auto& other : spec.antagonists) {
+        if (other.name == a.name) {
+          Fail(list[i]["name"], Index("antagonists", i) + ".name",
+               "duplicate antagonist name '" + a.name + "'");
+        }
+      }
+      spec.antagonists.push_back(std::move(a));
+    }
+  }
+  if (m.Has("pairings")) ParsePairings(m.Value("pairings"), &spec);
+  if (m.Has("repetitions")) {
+    spec.repetitions =
+        static_cast<int>(Integer(m.Value("repetitions"), "repetitions", 1, kMaxRepetitions));
+  }
+  if (m.Has("order")) ParseOrder(m.Value("order"), &spec);
+  if (m.Has("settle")) spec.settle_s = Duration(m.Value("settle"), "settle", false);
+  if (m.Has("cooldown")) spec.cooldown_s = Duration(m.Value("cooldown"), "cooldown", false);
+  if (m.Has("calibration")) {
+    MapReader c(m.Value("calibration"), "calibration", {"duration"});
+    if (c.Has("duration")) {
+      spec.calibration_s = Duration(c.Value("duration"), "calibration.duration", true);
+    }
+  }
+  if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
+
+  double trials = CountPlannedTrials(spec);
+  if (trials > kMaxPlannedTrials) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "the plan has %.0f trials (limit %.0f); use fewer antagonists, "
+                  "intensities or repetitions, or explicit pairings", trials, kMaxPlannedTrials);
+    if (m.Has("pairings")) Fail(m.Value("pairings"), "pairings", buf);
+    Fail(root, "", buf);
+  }
+  return spec;
+}
+
+std::string Location(const std::string& file, const YAML::Mark& mark) {
+  int line = mark.is_null() ? 1 : mark.line + 1;
+  int col = mark.is_null() ? 1 : mark.column + 1;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": ";
+}
+
+}  // namespace
+
+Result<ExperimentSpec> ParseExperiment(std::string_view yaml_text, const std::string& source_path,
+                                       const ParseHooks& hooks) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    return Err(Location(source_path, e.mark) + "YAML syntax error: " + e.msg);
+  }
+  try {
+    if (docs.size() > 1) {
+      throw SpecError{docs[1].IsDefined() ? docs[1].Mark() : YAML::Mark(),
+                      "expected one YAML document, found " + std::to_string(docs.size())};
+    }
+    return ParseRoot(docs.empty() ? YAML::Node() : docs[0], source_path, hooks);
+  } catch (const SpecError& e) {
+    return Err(Location(source_path, e.mark) + e.message);
+  } catch (const YAML::Exception& e) {  // should not happen: every access is checked first
+    return Err(Location(source_path, e.mark) + e.msg);
+  }
+}
+
+Result<ExperimentSpec> LoadExperimentFile(const std::string& path, const ParseHooks& hooks) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Err(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseExperiment(text.str(), path, hooks);
+}
+
+}  // namespace codl::experiment

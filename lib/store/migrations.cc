@@ -1,0 +1,210 @@
+#include "lib/store/migrations.h"
+
+#include <string>
+
+namespace codl::store {
+namespace {
+
+struct Migration {
+  const char* what;
+  const char* sql;
+};
+
+// Conventions: enums as their ToString text; booleans 0/1; times as Unix milliseconds; REAL
+// columns are nullable because SQLite stores a bound NaN as NULL (read back as NaN); children
+// are deleted with their parent (ON DELETE CASCADE, foreign_keys is on for every connection);
+// `seq` keeps the order in which a list was reported.
+constexpr Migration kMigrations[] = {
+    // 1: the results model of common/records.h.
+    {"create the results schema", R"sql(
+PRAGMA application_id = 1131365452;  -- kApplicationId, 0x436F444C
+
+CREATE TABLE experiments (
+  id               TEXT PRIMARY KEY NOT NULL,
+  name             TEXT NOT NULL DEFAULT '',
+  source_path      TEXT NOT NULL DEFAULT '',
+  yaml             TEXT NOT NULL DEFAULT '',
+  state            TEXT NOT NULL,
+  error            TEXT NOT NULL DEFAULT '',
+  seed             INTEGER NOT NULL DEFAULT 0,  -- uint64 stored bit-for-bit as int64
+  total_trials     INTEGER NOT NULL DEFAULT 0,
+  created_unix_ms  INTEGER NOT NULL DEFAULT 0,
+  finished_unix_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX experiments_by_created ON experiments (created_unix_ms);
+
+CREATE TABLE trials (
+  id               INTEGER PRIMARY KEY,
+  experiment_id    TEXT NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
+  idx              INTEGER NOT NULL,  -- position in the executed order
+  repetition       INTEGER NOT NULL DEFAULT 0,
+  baseline         INTEGER NOT NULL DEFAULT 0,
+  pairing          TEXT NOT NULL DEFAULT '',
+  state            TEXT NOT NULL,
+  error            TEXT NOT NULL DEFAULT '',
+  exit_code        INTEGER NOT NULL DEFAULT 0,
+  stderr_tail      TEXT NOT NULL DEFAULT '',
+  victim_node      TEXT NOT NULL DEFAULT '',
+  metric           REAL,
+  wall_s           REAL,
+  started_unix_ms  INTEGER NOT NULL DEFAULT 0,
+  finished_unix_ms INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (experiment_id, idx)
+);
+
+CREATE TABLE trial_phase_medians (
+  trial_id INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  phase    TEXT NOT NULL,
+  median_s REAL,
+  PRIMARY KEY (trial_id, phase)
+) WITHOUT ROWID;
+
+CREATE TABLE victim_steps (
+  trial_id    INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  seq         INTEGER NOT NULL,
+  step        INTEGER NOT NULL,
+  step_time_s REAL,
+  t_s         REAL,
+  warmup      INTEGER NOT NULL DEFAULT 0,
+  phases      TEXT NOT NULL DEFAULT '{}',  -- JSON object: phase name -> seconds
+  PRIMARY KEY (trial_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE trial_antagonists (
+  id             INTEGER PRIMARY KEY,
+  trial_id       INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  seq            INTEGER NOT NULL,
+  name           TEXT NOT NULL DEFAULT '',
+  injector       TEXT NOT NULL DEFAULT '',
+  node           TEXT NOT NULL DEFAULT '',
+  level          REAL,
+  target_rate    REAL,
+  achieved_rate  REAL,
+  achieved_cov   REAL,
+  peak_rate      REAL,
+  unit           TEXT NOT NULL DEFAULT '',
+  reached_target INTEGER NOT NULL DEFAULT 1,
+  start_skew_s   REAL,
+  UNIQUE (trial_id, seq)
+);
+
+CREATE TABLE antagonist_samples (
+  antagonist_id INTEGER NOT NULL REFERENCES trial_antagonists (id) ON DELETE CASCADE,
+  seq           INTEGER NOT NULL,
+  t_s           REAL,
+  achieved      REAL,
+  target        REAL,
+  PRIMARY KEY (antagonist_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE calibrations (
+  id               INTEGER PRIMARY KEY,
+  node             TEXT NOT NULL,
+  injector         TEXT NOT NULL,
+  options_key      TEXT NOT NULL,
+  peak_rate        REAL,
+  unit             TEXT NOT NULL DEFAULT '',
+  measured_unix_ms INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (node, injector, options_key)
+);
+)sql"},
+    // 2: how long the calibration measured (rows calibrated before this step read 0 = unknown).
+    {"add calibrations.duration_s", R"sql(
+ALTER TABLE calibrations ADD COLUMN duration_s REAL DEFAULT 0;
+)sql"},
+};
+
+constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
+
+Result<int> ReadIntPragma(sql::Db db, const char* pragma, std::string_view what) {
+  auto stmt = sql::Stmt::Prepare(db, pragma);
+  if (!stmt) return Err(stmt.error());
+  auto row = stmt->Next(what);
+  if (!row) return Err(row.error());
+  if (!*row) return db.Fail(what, SQLITE_ERROR);
+  int v = static_cast<int>(stmt->Int(0));
+  stmt->Reset();
+  return v;
+}
+
+std::string NewerMessage(const sql::Db& db, int version) {
+  return "database " + *db.path + " has schema version " + std::to_string(version) +
+         ", newer than this build of CoDL knows (latest " + std::to_string(kLatest) +
+         "); use a newer codl, or another results file";
+}
+
+// A file with tables but no CoDL version (or another application's id) is not ours: refuse it
+// rather than add our tables beside someone else's.
+Status CheckIsCodlDatabase(sql::Db db, int version) {
+  auto app_id = ReadIntPragma(db, "PRAGMA application_id", "reading the application id");
+  if (!app_id) return Err(app_id.error());
+  if (*app_id != 0 && *app_id != kApplicationId) {
+    return Err(*db.path + " is a SQLite database of another application (application_id " +
+               std::to_string(*app_id) + "), not a CoDL results database");
+  }
+  if (version != 0) return Status::Ok();
+  auto stmt =
+      sql::Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+  if (!stmt) return Err(stmt.error());
+  auto row = stmt->Next("reading the schema");
+  if (!row) return Err(row.error());
+  if (*row && stmt->Int(0) > 0) {
+    return Err(*db.path +
+               " is a SQLite database with tables but no CoDL schema version; not a CoDL "
+               "results database");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int LatestMigration() { return kLatest; }
+
+Result<int> ReadSchemaVersion(sql::Db db) {
+  return ReadIntPragma(db, "PRAGMA user_version", "reading the schema version");
+}
+
+Status CheckCompatible(sql::Db db) {
+  sql::Txn txn(db);  // one snapshot: the version and the table list must agree
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, "checking the schema"); !s) return s;
+  auto version = ReadSchemaVersion(db);
+  if (!version) return Err(version.error());
+  if (*version > kLatest) return Err(NewerMessage(db, *version));
+  if (Status s = CheckIsCodlDatabase(db, *version); !s) return s;
+  return txn.Commit("checking the schema");
+}
+
+Status Migrate(sql::Db db, int target) {
+  if (target < 1 || target > kLatest) {
+    return Err("schema version " + std::to_string(target) + " does not exist (1.." +
+               std::to_string(kLatest) + ")");
+  }
+  auto version = ReadSchemaVersion(db);
+  if (!version) return Err(version.error());
+  if (*version > kLatest) return Err(NewerMessage(db, *version));
+  // Up to date: no write lock needed, so a reader opening beside a busy writer never waits here.
+  if (*version == target) return Status::Ok();
+  if (*version > target) {
+    return Err("database " + *db.path + " has schema version " + std::to_string(*version) +
+               ", newer than the requested " + std::to_string(target));
+  }
+  while (true) {
+    sql::Txn txn(db);
+    if (Status s = txn.Begin(sql::Txn::Kind::kWrite, "starting a migration"); !s) return s;
+    version = ReadSchemaVersion(db);  // another process may have migrated meanwhile
+    if (!version) return Err(version.error());
+    if (*version > kLatest) return Err(NewerMessage(db, *version));
+    if (Status s = CheckIsCodlDatabase(db, *version); !s) return s;
+    if (*version >= target) return Status::Ok();  // txn rolls back: nothing was written
+    const int next = *version + 1;
+    const Migration& m = kMigrations[next - 1];
+    const std::string what =
+        "applying schema migration " + std::to_string(next) + " (" + m.what + ")";
+    if (Status s = db.Exec(m.sql, what); !s) return s;
+    const std::string set_version = "PRAGMA user_version = " + std::to_string(next);
+    if (Status s = db.Exec(set_version.c_str(), what); !s) return s;
+    if (Status s = txn.Commit(what); !s) return s;
+  }
+}
+
+}  // namespace codl::store

@@ -1,0 +1,346 @@
+// Store: opening (pragmas, migrations), experiments and calibrations. Trials: store_trials.cc.
+#include "lib/store/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "lib/store/migrations.h"
+#include "lib/store/sqlite_util.h"
+#include "lib/store/store_internal.h"
+
+namespace codl::store {
+namespace {
+
+// Long enough to ride out any single write transaction (a SaveTrial with thousands of samples
+// takes milliseconds), short enough that a wedged peer surfaces as an error, not a hang.
+constexpr int kBusyTimeoutMs = 10000;
+
+constexpr const char* kExperimentColumns =
+    "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
+    "finished_unix_ms";
+
+Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
+  ExperimentRecord e;
+  e.id = row.Text(0);
+  e.name = row.Text(1);
+  e.source_path = row.Text(2);
+  e.yaml = row.Text(3);
+  const std::string state = row.Text(4);
+  if (!ParseExperimentState(state, &e.state)) {
+    return Err("experiment '" + e.id + "' in " + *db.path + " has unknown state '" + state + "'");
+  }
+  e.error = row.Text(5);
+  e.seed = static_cast<uint64_t>(row.Int(6));
+  e.total_trials = static_cast<int>(row.Int(7));
+  e.created_unix_ms = row.Int(8);
+  e.finished_unix_ms = row.Int(9);
+  return e;
+}
+
+CalibrationRecord ReadCalibration(const sql::Stmt& row) {
+  CalibrationRecord c;
+  c.node = row.Text(0);
+  c.injector = row.Text(1);
+  c.options_key = row.Text(2);
+  c.peak_rate = row.Real(3);
+  c.unit = row.Text(4);
+  c.duration_s = row.Real(5);
+  c.measured_unix_ms = row.Int(6);
+  return c;
+}
+
+constexpr const char* kCalibrationColumns =
+    "node, injector, options_key, peak_rate, unit, duration_s, measured_unix_ms";
+
+}  // namespace
+
+Error NoSuchExperiment(sql::Db db, const std::string& id) {
+  return Err("no experiment '" + id + "' in " + *db.path);
+}
+
+Result<std::string> ResolveExperimentId(sql::Db db, const std::string& id) {
+  const bool latest = id == kLatestId;
+  auto stmt = sql::Stmt::Prepare(
+      db, latest ? "SELECT id FROM experiments ORDER BY created_unix_ms DESC, rowid DESC LIMIT 1"
+                 : "SELECT id FROM experiments WHERE id = ?1");
+  if (!stmt) return Err(stmt.error());
+  if (!latest) stmt->BindText(1, id);
+  auto row = stmt->Next("looking up experiment '" + id + "'");
+  if (!row) return Err(row.error());
+  if (!*row) {
+    if (latest) return Err("no experiments in " + *db.path);
+    return NoSuchExperiment(db, id);
+  }
+  return stmt->Text(0);
+}
+
+Store::Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+
+Store::~Store() { sqlite3_close_v2(db_); }
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  return OpenImpl(path, LatestMigration());
+}
+
+Result<std::unique_ptr<Store>> Store::OpenAtSchemaVersionForTesting(const std::string& path,
+                                                                    int schema_version) {
+  return OpenImpl(path, schema_version);
+}
+
+int Store::LatestSchemaVersion() { return LatestMigration(); }
+
+Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int schema_version) {
+  if (path.empty()) return Err("results database path is empty");
+  sqlite3* handle = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  // From here the Store owns the handle (sqlite3_open_v2 allocates one even when it fails).
+  std::unique_ptr<Store> store(new Store(handle, path));
+  sql::Db db{handle, &store->path_};
+  if (rc != SQLITE_OK) return db.Fail("opening the results database", rc);
+  sqlite3_extended_result_codes(handle, 1);
+  sqlite3_busy_timeout(handle, kBusyTimeoutMs);
+
+  // Per connection, and only outside a transaction: enforce the parent/child links so replacing
+  // a trial also deletes its steps, antagonists and samples (ON DELETE CASCADE).
+  if (Status s = db.Exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !s)
+    return Err(s.error());
+  // Before any write (even the switch to WAL): refuse foreign files and newer schemas untouched.
+  if (Status s = CheckCompatible(db); !s) return Err(s.error());
+
+  // WAL: readers (codlctl results) and the writer (controller) don't block each other, and a
+  // commit is one append to the log. The mode is persistent in the file.
+  // The switch needs a moment of exclusive access and SQLite does not always apply busy_timeout
+  // to it (a peer opening the same new file at once gets SQLITE_BUSY at once): retry here.
+  std::string got;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  while (true) {
+    auto mode = sql::Stmt::Prepare(db, "PRAGMA journal_mode = WAL");
+    if (!mode) return Err(mode.error());
+    auto row = mode->Next("switching to WAL");
+    if (row) {
+      got = *row ? mode->Text(0) : "";
+      break;
+    }
+    const int code = sqlite3_errcode(handle);
+    if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) ||
+        std::chrono::steady_clock::now() > deadline) {
+      return Err(row.error());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (got != "wal" && got != "memory") {
+    return Err("cannot use write-ahead logging for " + path + " (journal_mode stays '" + got +
+               "'; is it on a network filesystem?)");
+  }
+  // synchronous=NORMAL in WAL mode: a commit is in the OS page cache before SaveTrial returns,
+  // so it survives the controller being killed (kill -9, OOM, crash) at any moment; only an OS
+  // crash or power loss can lose the last transactions (never corrupt the file). FULL would add
+  // an fsync per trial for that case alone, which a re-run trial makes up for more cheaply.
+  if (Status s = db.Exec("PRAGMA synchronous = NORMAL", "setting synchronous"); !s)
+    return Err(s.error());
+
+  if (Status s = Migrate(db, schema_version); !s) return Err(s.error());
+  return store;
+}
+
+int Store::SchemaVersion() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto v = ReadSchemaVersion(sql::Db{db_, &path_});
+  return v ? *v : -1;
+}
+
+Status Store::CreateExperiment(const ExperimentRecord& e) {
+  if (e.id.empty()) return Err("cannot store an experiment without an id in " + path_);
+  if (e.id == kLatestId) {
+    return Err("experiment id 'latest' is reserved (it names the newest experiment)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  const std::string what = "creating experiment '" + e.id + "'";
+  sql::Txn txn(db);
+  if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return s;
+  auto exists = sql::Stmt::Prepare(db, "SELECT 1 FROM experiments WHERE id = ?1");
+  if (!exists) return Err(exists.error());
+  exists->BindText(1, e.id);
+  auto found = exists->Next(what);
+  if (!found) return Err(found.error());
+  if (*found) return Err("experiment '" + e.id + "' already exists in " + path_);
+
+  auto insert = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO experiments (id, name, source_path, yaml, state, error, seed, total_trials, "
+      "created_unix_ms, finished_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+  if (!insert) return Err(insert.error());
+  insert->BindText(1, e.id);
+  insert->BindText(2, e.name);
+  insert->BindText(3, e.source_path);
+  insert->BindText(4, e.yaml);
+  insert->BindText(5, ToString(e.state));
+  insert->BindText(6, e.error);
+  insert->BindInt(7, static_cast<int64_t>(e.seed));  // bit-exact; read back as uint64
+  insert->BindInt(8, e.total_trials);
+  insert->BindInt(9, e.created_unix_ms);
+  insert->BindInt(10, e.finished_unix_ms);
+  if (Status s = insert->Run(what); !s) return s;
+  return txn.Commit(what);
+}
+
+Status Store::UpdateExperiment(const std::string& id, ExperimentState state,
+                               const std::string& error, int64_t finished_unix_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  auto stmt = sql::Stmt::Prepare(
+      db, "UPDATE experiments SET state = ?2, error = ?3, finished_unix_ms = ?4 WHERE id = ?1");
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, id);
+  stmt->BindText(2, ToString(state));
+  stmt->BindText(3, error);
+  stmt->BindInt(4, finished_unix_ms);
+  if (Status s = stmt->Run("updating experiment '" + id + "'"); !s) return s;
+  if (sqlite3_changes(db_) == 0) return NoSuchExperiment(db, id);
+  return Status::Ok();
+}
+
+Result<ExperimentRecord> Store::GetExperiment(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  const std::string what = "reading experiment '" + id + "'";
+  sql::Txn txn(db);  // "latest" and the row must come from the same snapshot
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
+  auto resolved = ResolveExperimentId(db, id);
+  if (!resolved) return Err(resolved.error());
+  auto stmt = sql::Stmt::Prepare(
+      db,
+      (std::string("SELECT ") + kExperimentColumns + " FROM experiments WHERE id = ?1").c_str());
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, *resolved);
+  auto row = stmt->Next(what);
+  if (!row) return Err(row.error());
+  if (!*row) return NoSuchExperiment(db, id);
+  auto e = ReadExperiment(db, *stmt);
+  stmt->Reset();
+  if (!e) return e;
+  if (Status s = txn.Commit(what); !s) return Err(s.error());
+  return e;
+}
+
+Result<std::vector<ExperimentRecord>> Store::ListExperiments() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  auto stmt = sql::Stmt::Prepare(db, (std::string("SELECT ") + kExperimentColumns +
+                                      " FROM experiments ORDER BY created_unix_ms DESC, rowid DESC")
+                                         .c_str());
+  if (!stmt) return Err(stmt.error());
+  std::vector<ExperimentRecord> out;
+  while (true) {
+    auto row = stmt->Next("listing experiments");
+    if (!row) return Err(row.error());
+    if (!*row) break;
+    auto e = ReadExperiment(db, *stmt);
+    if (!e) return Err(e.error());
+    out.push_back(std::move(e).value());
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> Store::MarkUnfinishedInterrupted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  const char* what = "marking unfinished experiments interrupted";
+  sql::Txn txn(db);
+  if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return Err(s.error());
+  auto select =
+      sql::Stmt::Prepare(db,
+                         "SELECT id FROM experiments WHERE state IN ('queued', 'running') "
+                         "ORDER BY created_unix_ms, rowid");
+  if (!select) return Err(select.error());
+  std::vector<std::string> ids;
+  while (true) {
+    auto row = select->Next(what);
+    if (!row) return Err(row.error());
+    if (!*row) break;
+    ids.push_back(select->Text(0));
+  }
+  if (ids.empty()) return ids;  // nothing written; the txn rolls back harmlessly
+  if (Status s =
+          db.Exec("UPDATE trials SET state = 'cancelled', "
+                  "  error = CASE WHEN error = '' THEN 'controller stopped while the trial ran' "
+                  "          ELSE error END "
+                  "WHERE state = 'running' AND experiment_id IN "
+                  "  (SELECT id FROM experiments WHERE state IN ('queued', 'running'));"
+                  "UPDATE experiments SET state = 'interrupted', "
+                  "  error = 'controller stopped while the experiment ran' "
+                  "WHERE state IN ('queued', 'running');",
+                  what);
+      !s) {
+    return Err(s.error());
+  }
+  if (Status s = txn.Commit(what); !s) return Err(s.error());
+  return ids;
+}
+
+Status Store::PutCalibration(const CalibrationRecord& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  auto stmt = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO calibrations (node, injector, options_key, peak_rate, unit, duration_s, "
+      "measured_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+      "ON CONFLICT (node, injector, options_key) DO UPDATE SET peak_rate = excluded.peak_rate, "
+      "unit = excluded.unit, duration_s = excluded.duration_s, "
+      "measured_unix_ms = excluded.measured_unix_ms");
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, c.node);
+  stmt->BindText(2, c.injector);
+  stmt->BindText(3, c.options_key);
+  stmt->BindReal(4, c.peak_rate);
+  stmt->BindText(5, c.unit);
+  stmt->BindReal(6, c.duration_s);
+  stmt->BindInt(7, c.measured_unix_ms);
+  return stmt->Run("saving the calibration of " + c.injector + " on " + c.node);
+}
+
+Result<std::optional<CalibrationRecord>> Store::GetCalibration(const std::string& node,
+                                                               const std::string& injector,
+                                                               const std::string& options_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  auto stmt = sql::Stmt::Prepare(db, (std::string("SELECT ") + kCalibrationColumns +
+                                      " FROM calibrations WHERE node = ?1 AND injector = ?2 AND "
+                                      "options_key = ?3")
+                                         .c_str());
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, node);
+  stmt->BindText(2, injector);
+  stmt->BindText(3, options_key);
+  auto row = stmt->Next("reading the calibration of " + injector + " on " + node);
+  if (!row) return Err(row.error());
+  if (!*row) return std::optional<CalibrationRecord>();
+  CalibrationRecord c = ReadCalibration(*stmt);
+  stmt->Reset();
+  return std::optional<CalibrationRecord>(std::move(c));
+}
+
+Result<std::vector<CalibrationRecord>> Store::ListCalibrations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  auto stmt = sql::Stmt::Prepare(db, (std::string("SELECT ") + kCalibrationColumns +
+                                      " FROM calibrations ORDER BY node, injector, options_key")
+                                         .c_str());
+  if (!stmt) return Err(stmt.error());
+  std::vector<CalibrationRecord> out;
+  while (true) {
+    auto row = stmt->Next("listing calibrations");
+    if (!row) return Err(row.error());
+    if (!*row) break;
+    out.push_back(ReadCalibration(*stmt));
+  }
+  return out;
+}
+
+}  // namespace codl::store

@@ -1,0 +1,75 @@
+// Store: experiments, trials, victim steps, antagonist samples and calibrations in SQLite
+// (WAL, versioned migrations). Every SaveTrial is one transaction, committed before it returns,
+// so a crash never loses a completed trial. Thread-safe.
+//
+// Several processes may open the same file: the controller writes while `codlctl results --db
+// FILE` reads (WAL readers never block the writer; busy_timeout covers the short write locks).
+// Errors name the database file and carry SQLite's message; nothing throws.
+// Schema: store/migrations.cc.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/common/records.h"
+#include "lib/common/result.h"
+
+struct sqlite3;
+
+namespace codl::store {
+
+class Store {
+ public:
+  // Opens (creating if needed) and migrates the database at `path` to the latest schema.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // Tests only: like Open, but migrates no further than `schema_version`, to build the old
+  // databases that migration tests then reopen with Open.
+  static Result<std::unique_ptr<Store>> OpenAtSchemaVersionForTesting(const std::string& path,
+                                                                      int schema_version);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  int SchemaVersion();  // latest applied migration (-1 if it cannot be read)
+  static int LatestSchemaVersion();
+  const std::string& path() const { return path_; }
+
+  // Fails if the id exists, is empty, or is "latest" (reserved for GetExperiment).
+  Status CreateExperiment(const ExperimentRecord& e);
+  Status UpdateExperiment(const std::string& id, ExperimentState state, const std::string& error,
+                          int64_t finished_unix_ms);
+  Result<ExperimentRecord> GetExperiment(const std::string& id);  // id or "latest"
+  Result<std::vector<ExperimentRecord>> ListExperiments();        // newest first
+  // Experiments left queued/running by a controller that died: marked interrupted (error
+  // "controller stopped while the experiment ran"), and their running trials cancelled. Returns
+  // the ids, oldest first. finished_unix_ms is left as it was: the end time is unknown.
+  Result<std::vector<std::string>> MarkUnfinishedInterrupted();
+
+  // Inserts or replaces the trial (experiment_id, index) with its steps and antagonist samples
+  // (the old children are deleted). One transaction. The experiment must exist.
+  Status SaveTrial(const TrialRecord& t);
+  // Trials in execution order. with_series=false skips steps and samples (cheaper). The id may be
+  // "latest"; an unknown experiment is an error.
+  Result<std::vector<TrialRecord>> GetTrials(const std::string& experiment_id,
+                                             bool with_series = true);
+
+  // Inserts or replaces the calibration of (node, injector, options_key).
+  Status PutCalibration(const CalibrationRecord& c);
+  Result<std::optional<CalibrationRecord>> GetCalibration(const std::string& node,
+                                                          const std::string& injector,
+                                                          const std::string& options_key);
+  Result<std::vector<CalibrationRecord>> ListCalibrations();
+
+ private:
+  Store(sqlite3* db, std::string path);
+  static Result<std::unique_ptr<Store>> OpenImpl(const std::string& path, int schema_version);
+
+  sqlite3* db_;  // guarded by mu_ (one connection per Store; statements prepared per call)
+  const std::string path_;
+  std::mutex mu_;
+};
+
+}  // namespace codl::store

@@ -1,0 +1,297 @@
+// Store: trials with their phase medians, victim steps, antagonists and rate samples.
+#include <sqlite3.h>
+
+#include <unordered_map>
+#include <utility>
+
+#include "lib/store/phases_json.h"
+#include "lib/store/sqlite_util.h"
+#include "lib/store/store.h"
+#include "lib/store/store_internal.h"
+
+namespace codl::store {
+namespace {
+
+std::string TrialName(const std::string& experiment_id, int index) {
+  return "trial " + std::to_string(index) + " of experiment '" + experiment_id + "'";
+}
+
+Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
+                      const std::vector<std::string>& step_phases, const std::string& what) {
+  auto median = sql::Stmt::Prepare(
+      db, "INSERT INTO trial_phase_medians (trial_id, phase, median_s) VALUES (?1, ?2, ?3)");
+  if (!median) return Err(median.error());
+  for (const auto& [phase, v] : t.phase_medians) {
+    median->BindInt(1, trial_id);
+    median->BindText(2, phase);
+    median->BindReal(3, v);
+    if (Status s = median->Run(what); !s) return s;
+  }
+
+  auto step = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup, phases) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  if (!step) return Err(step.error());
+  for (size_t i = 0; i < t.steps.size(); ++i) {
+    const VictimStep& s = t.steps[i];
+    step->BindInt(1, trial_id);
+    step->BindInt(2, static_cast<int64_t>(i));
+    step->BindInt(3, s.step);
+    step->BindReal(4, s.step_time_s);
+    step->BindReal(5, s.t_s);
+    step->BindBool(6, s.warmup);
+    step->BindText(7, step_phases[i]);
+    if (Status st = step->Run(what); !st) return st;
+  }
+
+  auto antagonist = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO trial_antagonists (trial_id, seq, name, injector, node, level, target_rate, "
+      "achieved_rate, achieved_cov, peak_rate, unit, reached_target, start_skew_s) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+  if (!antagonist) return Err(antagonist.error());
+  auto sample = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO antagonist_samples (antagonist_id, seq, t_s, achieved, target) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
+  if (!sample) return Err(sample.error());
+  for (size_t i = 0; i < t.antagonists.size(); ++i) {
+    const AntagonistResult& a = t.antagonists[i];
+    antagonist->BindInt(1, trial_id);
+    antagonist->BindInt(2, static_cast<int64_t>(i));
+    antagonist->BindText(3, a.name);
+    antagonist->BindText(4, a.injector);
+    antagonist->BindText(5, a.node);
+    antagonist->BindReal(6, a.level);
+    antagonist->BindReal(7, a.target_rate);
+    antagonist->BindReal(8, a.achieved_rate);
+    antagonist->BindReal(9, a.achieved_cov);
+    antagonist->BindReal(10, a.peak_rate);
+    antagonist->BindText(11, a.unit);
+    antagonist->BindBool(12, a.reached_target);
+    antagonist->BindReal(13, a.start_skew_s);
+    if (Status s = antagonist->Run(what); !s) return s;
+    const int64_t antagonist_id = sqlite3_last_insert_rowid(db.handle);
+    for (size_t j = 0; j < a.samples.size(); ++j) {
+      sample->BindInt(1, antagonist_id);
+      sample->BindInt(2, static_cast<int64_t>(j));
+      sample->BindReal(3, a.samples[j].t_s);
+      sample->BindReal(4, a.samples[j].achieved);
+      sample->BindReal(5, a.samples[j].target);
+      if (Status s = sample->Run(what); !s) return s;
+    }
+  }
+  return Status::Ok();
+}
+
+// Runs `stmt` (bound to the experiment id as ?1) and calls `on_row` for each row; stops at the
+// first error, from SQLite or from on_row.
+template <class F>
+Status ForEachRow(Result<sql::Stmt>& stmt, const std::string& experiment_id,
+                  const std::string& what, F&& on_row) {
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, experiment_id);
+  while (true) {
+    auto row = stmt->Next(what);
+    if (!row) return Err(row.error());
+    if (!*row) return Status::Ok();
+    if (Status s = on_row(*stmt); !s) {
+      stmt->Reset();
+      return s;
+    }
+  }
+}
+
+}  // namespace
+
+Status Store::SaveTrial(const TrialRecord& t) {
+  const std::string what = "saving " + TrialName(t.experiment_id, t.index);
+  // Encode outside the lock; a phase map that cannot be encoded writes nothing.
+  std::vector<std::string> step_phases;
+  step_phases.reserve(t.steps.size());
+  for (const VictimStep& s : t.steps) {
+    auto json = EncodePhases(s.phases);
+    if (!json)
+      return Err(what + " in " + path_ + ": step " + std::to_string(s.step) + ": " + json.error());
+    step_phases.push_back(std::move(json).value());
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  sql::Txn txn(db);
+  if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return s;
+  if (t.experiment_id == kLatestId) return NoSuchExperiment(db, t.experiment_id);
+  if (auto id = ResolveExperimentId(db, t.experiment_id); !id) return Err(id.error());
+
+  // Replace: the old row's steps, antagonists and samples go with it (ON DELETE CASCADE).
+  auto remove = sql::Stmt::Prepare(db, "DELETE FROM trials WHERE experiment_id = ?1 AND idx = ?2");
+  if (!remove) return Err(remove.error());
+  remove->BindText(1, t.experiment_id);
+  remove->BindInt(2, t.index);
+  if (Status s = remove->Run(what); !s) return s;
+
+  auto insert = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO trials (experiment_id, idx, repetition, baseline, pairing, state, error, "
+      "exit_code, stderr_tail, victim_node, metric, wall_s, started_unix_ms, finished_unix_ms) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  if (!insert) return Err(insert.error());
+  insert->BindText(1, t.experiment_id);
+  insert->BindInt(2, t.index);
+  insert->BindInt(3, t.repetition);
+  insert->BindBool(4, t.baseline);
+  insert->BindText(5, t.pairing);
+  insert->BindText(6, ToString(t.state));
+  insert->BindText(7, t.error);
+  insert->BindInt(8, t.exit_code);
+  insert->BindText(9, t.stderr_tail);
+  insert->BindText(10, t.victim_node);
+  insert->BindReal(11, t.metric);
+  insert->BindReal(12, t.wall_s);
+  insert->BindInt(13, t.started_unix_ms);
+  insert->BindInt(14, t.finished_unix_ms);
+  if (Status s = insert->Run(what); !s) return s;
+  const int64_t trial_id = sqlite3_last_insert_rowid(db_);
+
+  if (Status s = InsertChildren(db, trial_id, t, step_phases, what); !s) return s;
+  return txn.Commit(what);
+}
+
+Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_id,
+                                                  bool with_series) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  const std::string what = "reading the trials of experiment '" + experiment_id + "'";
+  sql::Txn txn(db);  // one snapshot: a trial replaced meanwhile is seen whole, old or new
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
+  auto resolved = ResolveExperimentId(db, experiment_id);
+  if (!resolved) return Err(resolved.error());
+  const std::string& id = *resolved;
+
+  std::vector<TrialRecord> trials;
+  std::unordered_map<int64_t, size_t> trial_pos;  // trials.id -> position in `trials`
+  auto trial_rows = sql::Stmt::Prepare(
+      db,
+      "SELECT id, idx, repetition, baseline, pairing, state, error, exit_code, stderr_tail, "
+      "victim_node, metric, wall_s, started_unix_ms, finished_unix_ms "
+      "FROM trials WHERE experiment_id = ?1 ORDER BY idx");
+  Status s = ForEachRow(trial_rows, id, what, [&](const sql::Stmt& r) -> Status {
+    TrialRecord t;
+    t.experiment_id = id;
+    t.index = static_cast<int>(r.Int(1));
+    t.repetition = static_cast<int>(r.Int(2));
+    t.baseline = r.Bool(3);
+    t.pairing = r.Text(4);
+    const std::string state = r.Text(5);
+    if (!ParseTrialState(state, &t.state)) {
+      return Err(TrialName(id, t.index) + " in " + path_ + " has unknown state '" + state + "'");
+    }
+    t.error = r.Text(6);
+    t.exit_code = static_cast<int>(r.Int(7));
+    t.stderr_tail = r.Text(8);
+    t.victim_node = r.Text(9);
+    t.metric = r.Real(10);
+    t.wall_s = r.Real(11);
+    t.started_unix_ms = r.Int(12);
+    t.finished_unix_ms = r.Int(13);
+    trial_pos[r.Int(0)] = trials.size();
+    trials.push_back(std::move(t));
+    return Status::Ok();
+  });
+  if (!s) return Err(s.error());
+  if (trials.empty()) return trials;
+
+  // Children of all the experiment's trials, one query per table, in the trials' order. The
+  // joins make orphans impossible within one snapshot; checked anyway rather than trusted.
+  auto Orphan = [&](const char* kind) -> Status {
+    return Err(std::string("a ") + kind + " of experiment '" + id + "' in " + path_ +
+               " belongs to no trial");
+  };
+  auto medians =
+      sql::Stmt::Prepare(db,
+                         "SELECT m.trial_id, m.phase, m.median_s FROM trial_phase_medians m "
+                         "JOIN trials t ON t.id = m.trial_id WHERE t.experiment_id = ?1");
+  s = ForEachRow(medians, id, what, [&](const sql::Stmt& r) -> Status {
+    auto it = trial_pos.find(r.Int(0));
+    if (it == trial_pos.end()) return Orphan("phase median");
+    trials[it->second].phase_medians[r.Text(1)] = r.Real(2);
+    return Status::Ok();
+  });
+  if (!s) return Err(s.error());
+
+  std::unordered_map<int64_t, std::pair<size_t, size_t>> antagonist_pos;
+  auto antagonists = sql::Stmt::Prepare(
+      db,
+      "SELECT a.id, a.trial_id, a.name, a.injector, a.node, a.level, a.target_rate, "
+      "a.achieved_rate, a.achieved_cov, a.peak_rate, a.unit, a.reached_target, a.start_skew_s "
+      "FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id "
+      "WHERE t.experiment_id = ?1 ORDER BY t.idx, a.seq");
+  s = ForEachRow(antagonists, id, what, [&](const sql::Stmt& r) -> Status {
+    AntagonistResult a;
+    a.name = r.Text(2);
+    a.injector = r.Text(3);
+    a.node = r.Text(4);
+    a.level = r.Real(5);
+    a.target_rate = r.Real(6);
+    a.achieved_rate = r.Real(7);
+    a.achieved_cov = r.Real(8);
+    a.peak_rate = r.Real(9);
+    a.unit = r.Text(10);
+    a.reached_target = r.Bool(11);
+    a.start_skew_s = r.Real(12);
+    auto it = trial_pos.find(r.Int(1));
+    if (it == trial_pos.end()) return Orphan("antagonist");
+    const size_t tp = it->second;
+    antagonist_pos[r.Int(0)] = {tp, trials[tp].antagonists.size()};
+    trials[tp].antagonists.push_back(std::move(a));
+    return Status::Ok();
+  });
+  if (!s) return Err(s.error());
+
+  if (with_series) {
+    auto steps =
+        sql::Stmt::Prepare(db,
+                           "SELECT s.trial_id, s.step, s.step_time_s, s.t_s, s.warmup, s.phases "
+                           "FROM victim_steps s JOIN trials t ON t.id = s.trial_id "
+                           "WHERE t.experiment_id = ?1 ORDER BY t.idx, s.seq");
+    s = ForEachRow(steps, id, what, [&](const sql::Stmt& r) -> Status {
+      VictimStep v;
+      v.step = r.Int(1);
+      v.step_time_s = r.Real(2);
+      v.t_s = r.Real(3);
+      v.warmup = r.Bool(4);
+      auto it = trial_pos.find(r.Int(0));
+      if (it == trial_pos.end()) return Orphan("victim step");
+      TrialRecord& t = trials[it->second];
+      auto phases = DecodePhases(r.Text(5));
+      if (!phases) {
+        return Err(TrialName(id, t.index) + " in " + path_ + ", step " + std::to_string(v.step) +
+                   ": " + phases.error());
+      }
+      v.phases = std::move(phases).value();
+      t.steps.push_back(std::move(v));
+      return Status::Ok();
+    });
+    if (!s) return Err(s.error());
+
+    auto samples = sql::Stmt::Prepare(
+        db,
+        "SELECT x.antagonist_id, x.t_s, x.achieved, x.target FROM antagonist_samples x "
+        "JOIN trial_antagonists a ON a.id = x.antagonist_id JOIN trials t ON t.id = a.trial_id "
+        "WHERE t.experiment_id = ?1 ORDER BY t.idx, a.seq, x.seq");
+    s = ForEachRow(samples, id, what, [&](const sql::Stmt& r) -> Status {
+      auto it = antagonist_pos.find(r.Int(0));
+      if (it == antagonist_pos.end()) return Orphan("antagonist sample");
+      const auto [tp, ap] = it->second;
+      trials[tp].antagonists[ap].samples.push_back(RateSample{r.Real(1), r.Real(2), r.Real(3)});
+      return Status::Ok();
+    });
+    if (!s) return Err(s.error());
+  }
+
+  if (Status c = txn.Commit(what); !c) return Err(c.error());
+  return trials;
+}
+
+}  // namespace codl::store

@@ -1,0 +1,71 @@
+#include "lib/yaml/yaml_reader.h"
+
+#include "lib/common/units.h"
+
+namespace codl::yaml {
+
+void Fail(const YAML::Mark& mark, const std::string& path, const std::string& msg) {
+  throw YamlError{mark, path.empty() ? msg : path + ": " + msg};
+}
+
+void Fail(const YAML::Node& at, const std::string& path, const std::string& msg) {
+  Fail(at.Mark(), path, msg);
+}
+
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+const char* KindName(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
+  }
+}
+
+MapReader::MapReader(const YAML::Node& map, std::string path,
+                     std::initializer_list<const char*> allowed)
+    : map_(map), path_(std::move(path)) {
+  if (!map.IsMap()) Fail(map, path_, std::string("expected a mapping, got ") + KindName(map));
+  for (const auto& kv : map) {
+    const YAML::Node& key = kv.first;
+    if (!key.IsScalar()) Fail(key, path_, "keys must be plain strings");
+    const std::string& name = key.Scalar();
+    bool known = false;
+    for (const char* a : allowed) known = known || name == a;
+    if (!known) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      Fail(key, path_,
+           std::string(path_.empty() ? "unknown top-level key '" : "unknown key '") + name +
+               "' (expected one of: " + list + ")");
+    }
+    if (entries_.count(name)) Fail(key, path_, "duplicate key '" + name + "'");
+    entries_.emplace(name, std::make_pair(key, kv.second));
+  }
+}
+
+const YAML::Node& MapReader::Require(const std::string& key) const {
+  if (!Has(key)) Fail(map_, path_, "missing required key '" + key + "'");
+  return Value(key);
+}
+
+std::string ScalarOf(const YAML::Node& n, const std::string& path, const char* what) {
+  if (!n.IsScalar()) Fail(n, path, std::string("expected ") + what + ", got " + KindName(n));
+  return n.Scalar();
+}
+
+double Duration(const YAML::Node& n, const std::string& path, bool positive) {
+  std::string s = ScalarOf(n, path, "a duration (e.g. 30s)");
+  Result<double> d = ParseDuration(s);
+  if (!d.ok()) Fail(n, path, d.error());
+  if (positive && *d <= 0) Fail(n, path, "'" + s + "' must be greater than 0");
+  return *d;
+}
+
+}  // namespace codl::yaml

@@ -1,0 +1,54 @@
+// Strict YAML reading shared by every CoDL file format (experiment files, daemon config files):
+// the first problem is thrown as a YamlError carrying the mark of the offending key or value;
+// each format's entry point turns it into "FILE:LINE:COL: path: message" (1-based).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "lib/common/result.h"
+
+namespace codl::yaml {
+
+// The first problem found; validation stops there.
+struct YamlError {
+  YAML::Mark mark;
+  std::string message;
+};
+
+[[noreturn]] void Fail(const YAML::Mark& mark, const std::string& path, const std::string& msg);
+[[noreturn]] void Fail(const YAML::Node& at, const std::string& path, const std::string& msg);
+
+std::string Join(const std::string& path, const std::string& key);  // "a.b"
+std::string Index(const std::string& path, size_t i);               // "a[3]"
+const char* KindName(const YAML::Node& n);                          // "a list", "null", ...
+
+// One mapping whose keys are checked against the allowed set (unknown and duplicate keys are
+// rejected at the key, with the list of known keys), then read by name.
+class MapReader {
+ public:
+  MapReader(const YAML::Node& map, std::string path, std::initializer_list<const char*> allowed);
+  bool Has(const std::string& key) const { return entries_.count(key) > 0; }
+  const YAML::Node& Value(const std::string& key) const { return entries_.at(key).second; }
+  const YAML::Node& Key(const std::string& key) const { return entries_.at(key).first; }
+  const YAML::Node& Require(const std::string& key) const;  // missing: error at the mapping
+  std::string PathOf(const std::string& key) const { return Join(path_, key); }
+  const YAML::Node& node() const { return map_; }
+
+ private:
+  YAML::Node map_;
+  std::string path_;
+  std::map<std::string, std::pair<YAML::Node, YAML::Node>> entries_;
+};
+
+// The scalar text of `n`, or an error "expected <what>, got <kind>".
+std::string ScalarOf(const YAML::Node& n, const std::string& path, const char* what);
+// A duration through common/units ("30s", "500ms", a bare number is seconds); positive: > 0.
+double Duration(const YAML::Node& n, const std::string& path, bool positive);
+
+}  // namespace codl::yaml

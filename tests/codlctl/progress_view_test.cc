@@ -1,0 +1,95 @@
+// codlctl's live progress: a redrawn bar on a terminal (a real pty here), plain lines otherwise,
+// colour only on a terminal and never with NO_COLOR.
+#include <fcntl.h>
+#include <pty.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "codlctl/progress_view.h"
+
+namespace codl::cli {
+namespace {
+
+v1::ExperimentEvent Event(int done, int total, const std::string& pairing, const std::string& msg) {
+  v1::ExperimentEvent ev;
+  ev.mutable_status()->set_completed_trials(done);
+  ev.mutable_status()->set_total_trials(total);
+  ev.mutable_status()->set_current_pairing(pairing);
+  ev.mutable_status()->set_state("running");
+  ev.mutable_status()->set_eta_s(75);
+  ev.set_message(msg);
+  return ev;
+}
+
+std::string Drain(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
+  return out;
+}
+
+// Runs the view on a pty and returns what the terminal received.
+std::string OnTerminal(bool no_color) {
+  int master, slave;
+  EXPECT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  if (no_color) setenv("NO_COLOR", "1", 1); else unsetenv("NO_COLOR");
+  FILE* f = fdopen(slave, "w");
+  {
+    ProgressView view(f);
+    view.OnEvent(Event(3, 12, "membw@0.5", "trial 4/12 membw@0.5 started"));
+    view.OnEvent(Event(4, 12, "membw@0.5", "trial 4/12 membw@0.5: failed, metric 0 s"));
+    view.Finish();
+  }
+  fclose(f);
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  std::string out = Drain(master);
+  close(master);
+  unsetenv("NO_COLOR");
+  return out;
+}
+
+TEST(ProgressView, TerminalGetsABarWithPairingAndEta) {
+  std::string out = OnTerminal(/*no_color=*/true);
+  EXPECT_NE(out.find("[######..................] 3/12 trials  membw@0.5  ETA 1m15s"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\033[K"), std::string::npos) << "the line is redrawn in place";
+  // Routine "started" messages are not printed above the bar; failures are.
+  EXPECT_EQ(out.find("trial 4/12 membw@0.5 started"), std::string::npos) << out;
+  EXPECT_NE(out.find("trial 4/12 membw@0.5: failed"), std::string::npos) << out;
+}
+
+TEST(ProgressView, NoColorMeansNoColourCodes) {
+  EXPECT_EQ(OnTerminal(/*no_color=*/true).find("\033[33m"), std::string::npos);
+  EXPECT_NE(OnTerminal(/*no_color=*/false).find("\033[33m"), std::string::npos)
+      << "failures are highlighted when colour is allowed";
+}
+
+TEST(ProgressView, PipesGetOneLinePerEvent) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  FILE* f = fdopen(fds[1], "w");
+  {
+    ProgressView view(f);
+    view.OnEvent(Event(0, 2, "", "experiment started: 2 trials"));
+    view.OnEvent(Event(1, 2, "baseline", "trial 1/2 baseline: done, metric 0.01 s"));
+    view.Finish();
+  }
+  fclose(f);
+  std::string out = Drain(fds[0]);
+  close(fds[0]);
+  EXPECT_EQ(out, "[0/2] experiment started: 2 trials\n[1/2] trial 1/2 baseline: done, metric 0.01 s\n");
+}
+
+TEST(ProgressView, EtaFormatting) {
+  EXPECT_EQ(FormatEta(0), "--");
+  EXPECT_EQ(FormatEta(42), "42s");
+  EXPECT_EQ(FormatEta(75), "1m15s");
+  EXPECT_EQ(FormatEta(3725), "1h02m");
+}
+
+}  // namespace
+}  // namespace codl::cli

@@ -1,0 +1,213 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/results.h"
+
+namespace codl::experiment {
+namespace {
+
+TrialRecord Trial(int index, const std::string& pairing, double metric,
+                  TrialState state = TrialState::kDone) {
+  TrialRecord t;
+  t.experiment_id = "e1";
+  t.index = index;
+  t.pairing = pairing;
+  t.baseline = pairing == "baseline";
+  t.state = state;
+  t.metric = metric;
+  t.phase_medians = {{"read_s", metric / 2}, {"compute_s", 0.5}};
+  return t;
+}
+
+AntagonistResult Storage(double achieved, bool reached = true) {
+  AntagonistResult a;
+  a.name = "storage";
+  a.injector = "io_uring";
+  a.level = 0.5;
+  a.target_rate = 1024.0 * 1024 * 1024;
+  a.achieved_rate = achieved;
+  a.achieved_cov = 0.05;
+  a.unit = "bytes/s";
+  a.reached_target = reached;
+  return a;
+}
+
+// Baseline ~1.0 s; storage@0.5 ~2.0 s with its read phase 3x slower; plus one failed and one
+// flagged trial whose absurd metrics must not move the figures.
+std::vector<TrialRecord> Synthetic() {
+  std::vector<TrialRecord> trials;
+  const double base[] = {1.00, 1.01, 0.99, 1.02, 0.98, 1.00};
+  const double slow[] = {2.00, 2.02, 1.98, 2.04, 1.96};
+  int index = 0;
+  for (int i = 0; i < 6; ++i) {
+    trials.push_back(Trial(index++, "baseline", base[i]));
+    if (i < 5) {
+      TrialRecord t = Trial(index++, "storage@0.5", slow[i]);
+      t.phase_medians["read_s"] = 1.5;
+      t.antagonists = {Storage(1000.0 * 1024 * 1024)};
+      trials.push_back(t);
+    }
+  }
+  TrialRecord failed = Trial(index++, "storage@0.5", 100, TrialState::kFailed);
+  trials.push_back(failed);
+  TrialRecord flagged = Trial(index++, "storage@0.5", 50, TrialState::kFlagged);
+  flagged.antagonists = {Storage(10, false)};
+  trials.push_back(flagged);
+  TrialRecord pair = Trial(index++, "membw@1+storage@2GiB/s", 3.0);
+  AntagonistResult m;
+  m.name = "membw";
+  m.injector = "memcpy";
+  m.level = 1;
+  m.target_rate = 10e9;
+  m.achieved_rate = 9e9;
+  m.unit = "bytes/s";
+  AntagonistResult s = Storage(2.0 * 1024 * 1024 * 1024);
+  s.level = 0;
+  s.target_rate = 2.0 * 1024 * 1024 * 1024;
+  pair.antagonists = {s, m};
+  trials.push_back(pair);
+  std::reverse(trials.begin(), trials.end());  // Summarize must order by index itself
+  return trials;
+}
+
+ExperimentRecord Record() {
+  ExperimentRecord e;
+  e.id = "e1";
+  e.name = "io-vs-loader";
+  e.seed = 42;
+  return e;
+}
+
+TEST(SummarizeTest, SlowdownCountsAndPhases) {
+  ExperimentResults r = Summarize(Record(), Synthetic());
+  ASSERT_EQ(r.pairings.size(), 3u);
+  const PairingSummary& b = r.pairings[0];
+  EXPECT_TRUE(b.baseline);
+  EXPECT_EQ(b.pairing, "baseline");
+  EXPECT_EQ(b.n, 6);
+  EXPECT_DOUBLE_EQ(b.median_metric, 1.0);
+  EXPECT_DOUBLE_EQ(b.slowdown, 1.0);
+  EXPECT_TRUE(std::isnan(b.ci_low));
+  EXPECT_TRUE(std::isnan(b.p_value));
+  EXPECT_FALSE(r.noisy_baseline);
+  EXPECT_NEAR(r.baseline_cov, CoefficientOfVariation({1.00, 1.01, 0.99, 1.02, 0.98, 1.00}), 1e-12);
+
+  const PairingSummary& s = r.pairings[1];
+  EXPECT_EQ(s.pairing, "storage@0.5");
+  EXPECT_EQ(s.n, 5);
+  EXPECT_EQ(s.n_failed, 1);
+  EXPECT_EQ(s.n_flagged, 1);
+  EXPECT_DOUBLE_EQ(s.median_metric, 2.0);
+  EXPECT_DOUBLE_EQ(s.slowdown, 2.0);
+  EXPECT_LE(s.ci_low, 2.0);
+  EXPECT_GE(s.ci_high, 2.0);
+  EXPECT_GT(s.ci_low, 1.9);
+  EXPECT_LT(s.ci_high, 2.1);
+  EXPECT_LT(s.p_value, 0.01);
+  EXPECT_EQ(s.p_method, MannWhitneyMethod::kNormal);  // the baseline has a tie (1.00 twice)
+  ASSERT_EQ(s.phases.size(), 2u);
+  EXPECT_EQ(s.phases[0].phase, "compute_s");
+  EXPECT_DOUBLE_EQ(s.phases[0].slowdown, 1.0);
+  EXPECT_EQ(s.phases[1].phase, "read_s");
+  EXPECT_DOUBLE_EQ(s.phases[1].slowdown, 3.0);  // 1.5 / median(base / 2) = 1.5 / 0.5
+  ASSERT_EQ(s.antagonists.size(), 1u);
+  const AntagonistSummary& a = s.antagonists[0];
+  EXPECT_EQ(a.name, "storage");
+  EXPECT_EQ(a.injector, "io_uring");
+  EXPECT_EQ(a.intensity, "0.5");
+  EXPECT_DOUBLE_EQ(a.level, 0.5);
+  EXPECT_DOUBLE_EQ(a.achieved_rate, 1000.0 * 1024 * 1024);  // the flagged trial's 10 B/s excluded
+  EXPECT_DOUBLE_EQ(a.target_rate, 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(a.achieved_cov, 0.05);
+  EXPECT_EQ(a.n_missed_target, 1);
+
+  const PairingSummary& p = r.pairings[2];
+  EXPECT_EQ(p.pairing, "membw@1+storage@2GiB/s");
+  EXPECT_EQ(p.n, 1);
+  EXPECT_DOUBLE_EQ(p.slowdown, 3.0);
+  ASSERT_EQ(p.antagonists.size(), 2u);
+  EXPECT_EQ(p.antagonists[0].name, "membw");
+  EXPECT_EQ(p.antagonists[0].intensity, "1");
+  EXPECT_EQ(p.antagonists[1].name, "storage");
+  EXPECT_EQ(p.antagonists[1].intensity, "2GiB/s");
+}
+
+TEST(SummarizeTest, DeterministicAndNoisyBaseline) {
+  auto a = Summarize(Record(), Synthetic(), 0.001);
+  auto b = Summarize(Record(), Synthetic(), 0.001);
+  EXPECT_EQ(a.pairings[1].ci_low, b.pairings[1].ci_low);
+  EXPECT_EQ(a.pairings[1].ci_high, b.pairings[1].ci_high);
+  EXPECT_TRUE(a.noisy_baseline);
+  EXPECT_NE(FormatTable(a).find("warning: noisy baseline: CoV 1.4% > 0.1%"), std::string::npos)
+      << FormatTable(a);
+}
+
+TEST(SummarizeTest, NoBaseline) {
+  std::vector<TrialRecord> trials = {Trial(0, "storage@0.5", 2.0)};
+  auto r = Summarize(Record(), trials);
+  ASSERT_EQ(r.pairings.size(), 1u);
+  EXPECT_TRUE(std::isnan(r.pairings[0].slowdown));
+  EXPECT_NE(FormatTable(r).find("warning: no measured baseline trials"), std::string::npos);
+  EXPECT_NO_THROW(nlohmann::json::parse(FormatJson(r)));
+}
+
+TEST(FormatTest, Table) {
+  std::string t = FormatTable(Summarize(Record(), Synthetic()));
+  for (const char* s : {"pairing", "levels", "median", "slowdown [CI]", "achieved", "baseline",
+                        "storage@0.5", "storage=0.5", "2.00x [", "1000.00 MiB/s (98% of target)",
+                        "phases: compute 1.00x, read 3.00x",
+                        "warning: 1 failed, 1 flagged (antagonist missed its target); excluded",
+                        "membw=1 storage=2GiB/s"}) {
+    EXPECT_NE(t.find(s), std::string::npos) << "missing '" << s << "' in\n" << t;
+  }
+}
+
+TEST(FormatTest, Csv) {
+  std::string csv = FormatCsv(Summarize(Record(), Synthetic()));
+  const std::string header =
+      "experiment_id,pairing,baseline,n,n_flagged,n_failed,n_not_run,median_metric_s,metric_cov,"
+      "slowdown,ci_low,ci_high,p_value,p_method,phase_slowdowns,antagonist,injector,intensity,"
+      "level,target_rate,achieved_rate,achieved_cov,unit,n_missed_target\n";
+  ASSERT_EQ(csv.rfind(header, 0), 0u) << csv;
+  // baseline, storage@0.5, and the pair's two antagonists: 4 rows.
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  EXPECT_NE(csv.find("\ne1,storage@0.5,0,5,1,1,0,2,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",compute_s=1;read_s=3,storage,io_uring,0.5,0.5,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\ne1,baseline,1,6,0,0,0,1,"), std::string::npos) << csv;
+}
+
+TEST(FormatTest, Json) {
+  auto j = nlohmann::json::parse(FormatJson(Summarize(Record(), Synthetic())));
+  EXPECT_EQ(j["experiment_id"], "e1");
+  EXPECT_EQ(j["seed"], 42);
+  EXPECT_EQ(j["bootstrap_resamples"], 2000);
+  ASSERT_EQ(j["pairings"].size(), 3u);
+  const auto& b = j["pairings"][0];
+  EXPECT_TRUE(b["ci_low"].is_null());
+  EXPECT_TRUE(b["p_method"].is_null());
+  const auto& s = j["pairings"][1];
+  for (const char* k : {"pairing", "baseline", "n", "n_flagged", "n_failed", "n_not_run",
+                        "median_metric_s", "metric_cov", "slowdown", "ci_low", "ci_high",
+                        "p_value", "p_method", "phases", "antagonists"}) {
+    EXPECT_TRUE(s.contains(k)) << k;
+  }
+  EXPECT_EQ(s["pairing"], "storage@0.5");
+  EXPECT_DOUBLE_EQ(s["slowdown"].get<double>(), 2.0);
+  EXPECT_EQ(s["p_method"], "normal");
+  EXPECT_EQ(s["phases"][1]["phase"], "read_s");
+  EXPECT_DOUBLE_EQ(s["phases"][1]["slowdown"].get<double>(), 3.0);
+  const auto& a = s["antagonists"][0];
+  for (const char* k : {"name", "injector", "intensity", "level", "target_rate", "achieved_rate",
+                        "achieved_cov", "unit", "n_missed_target"}) {
+    EXPECT_TRUE(a.contains(k)) << k;
+  }
+  EXPECT_EQ(a["n_missed_target"], 1);
+}
+
+}  // namespace
+}  // namespace codl::experiment

@@ -1,0 +1,62 @@
+#include "lib/common/units.h"
+
+#include <gtest/gtest.h>
+
+namespace codl {
+namespace {
+
+TEST(ParseSize, AcceptsDecimalAndBinaryPrefixes) {
+  EXPECT_EQ(*ParseSize("4096"), 4096u);
+  EXPECT_EQ(*ParseSize("4KiB"), 4096u);
+  EXPECT_EQ(*ParseSize("1MiB"), 1048576u);
+  EXPECT_EQ(*ParseSize("1GB"), 1000000000u);
+  EXPECT_EQ(*ParseSize("2k"), 2000u);
+  EXPECT_EQ(*ParseSize("1.5GiB"), 1610612736u);
+  EXPECT_EQ(*ParseSize(" 8 MiB "), 8388608u);
+}
+
+TEST(ParseSize, RejectsGarbageWithReadableMessage) {
+  auto r = ParseSize("12XB");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), "'12XB': unknown size unit 'XB' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+  EXPECT_FALSE(ParseSize("").ok());
+  EXPECT_FALSE(ParseSize("abc").ok());
+  EXPECT_FALSE(ParseSize("inf").ok());
+  EXPECT_FALSE(ParseSize("-1MiB").ok());
+}
+
+TEST(ParseDuration, Units) {
+  EXPECT_DOUBLE_EQ(*ParseDuration("500ms"), 0.5);
+  EXPECT_DOUBLE_EQ(*ParseDuration("30s"), 30);
+  EXPECT_DOUBLE_EQ(*ParseDuration("2m"), 120);
+  EXPECT_DOUBLE_EQ(*ParseDuration("1h"), 3600);
+  EXPECT_DOUBLE_EQ(*ParseDuration("1.5"), 1.5);
+  EXPECT_NEAR(*ParseDuration("250us"), 250e-6, 1e-12);
+  EXPECT_FALSE(ParseDuration("3 days").ok());
+}
+
+TEST(ParseRate, BytesAndOps) {
+  auto r = ParseRate("2GiB/s");
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->value, 2.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(r->unit, RateUnit::kBytesPerSecond);
+  r = ParseRate("50kIOPS");
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->value, 50000);
+  EXPECT_EQ(r->unit, RateUnit::kOpsPerSecond);
+  r = ParseRate("500MB/s");
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->value, 500e6);
+  EXPECT_FALSE(ParseRate("5GiB").ok());
+  EXPECT_FALSE(ParseRate("fast").ok());
+}
+
+TEST(Format, Human) {
+  EXPECT_EQ(FormatSize(1536), "1.50 KiB");
+  EXPECT_EQ(FormatBytesPerSecond(2.0 * 1024 * 1024 * 1024), "2.00 GiB/s");
+  EXPECT_EQ(FormatRate(50000, "IOPS"), "50.00 k IOPS");
+  EXPECT_EQ(FormatDuration(0.25), "250.0 ms");
+}
+
+}  // namespace
+}  // namespace codl

@@ -1,0 +1,114 @@
+// Store migrations: an old database is brought up to date with its data intact; a newer one is
+// refused with both versions named; concurrent first opens agree.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "lib/store/store.h"
+#include "tests/store/store_test_util.h"
+
+namespace codl::store {
+namespace {
+
+using testing::ExpectSameExperiment;
+using testing::ExpectSameTrial;
+using ::testing::HasSubstr;
+using testing::MakeExperiment;
+using testing::MakeTrial;
+using testing::QueryInt;
+
+bool HasColumn(const std::string& path, const std::string& table, const std::string& column) {
+  return QueryInt(path, "SELECT count(*) FROM pragma_table_info('" + table + "') WHERE name = '" +
+                            column + "'") == 1;
+}
+
+TEST(StoreMigrationTest, Version1DatabaseMigratesToLatestWithDataPreserved) {
+  testing::TempDir dir;
+  const std::string path = dir.File("old.db");
+  const ExperimentRecord e = MakeExperiment("e-v1", 1234, ExperimentState::kDone);
+  const TrialRecord t = MakeTrial("e-v1", 0, 20, 2, 30);
+  {
+    auto v1 = Store::OpenAtSchemaVersionForTesting(path, 1);
+    ASSERT_TRUE(v1.ok()) << v1.error();
+    EXPECT_EQ((*v1)->SchemaVersion(), 1);
+    ASSERT_TRUE((*v1)->CreateExperiment(e).ok());
+    Status s = (*v1)->SaveTrial(t);
+    ASSERT_TRUE(s.ok()) << s.error();
+  }
+  ASSERT_FALSE(HasColumn(path, "calibrations", "duration_s"));
+  // A calibration as a version-1 writer stored it (no duration_s column yet).
+  testing::ExecRaw(path,
+                   "INSERT INTO calibrations (node, injector, options_key, peak_rate, unit, "
+                   "measured_unix_ms) VALUES ('n1', 'memcpy', 'threads=2', 2.5e10, 'bytes/s', 77)");
+
+  auto latest = Store::Open(path);
+  ASSERT_TRUE(latest.ok()) << latest.error();
+  Store& store = **latest;
+  EXPECT_EQ(store.SchemaVersion(), Store::LatestSchemaVersion());
+  EXPECT_EQ(QueryInt(path, "PRAGMA user_version"), Store::LatestSchemaVersion());
+  EXPECT_TRUE(HasColumn(path, "calibrations", "duration_s"));
+
+  auto got_e = store.GetExperiment("e-v1");
+  ASSERT_TRUE(got_e.ok()) << got_e.error();
+  ExpectSameExperiment(*got_e, e);
+  auto got_t = store.GetTrials("e-v1");
+  ASSERT_TRUE(got_t.ok()) << got_t.error();
+  ASSERT_EQ(got_t->size(), 1u);
+  ExpectSameTrial((*got_t)[0], t);
+
+  auto cal = store.GetCalibration("n1", "memcpy", "threads=2");
+  ASSERT_TRUE(cal.ok() && cal->has_value()) << cal.error();
+  EXPECT_EQ((*cal)->peak_rate, 2.5e10);
+  EXPECT_EQ((*cal)->duration_s, 0);  // unknown for rows older than the column
+  EXPECT_EQ((*cal)->measured_unix_ms, 77);
+  CalibrationRecord c = **cal;
+  c.duration_s = 4.5;
+  ASSERT_TRUE(store.PutCalibration(c).ok());
+  EXPECT_EQ((*store.GetCalibration("n1", "memcpy", "threads=2"))->duration_s, 4.5);
+}
+
+TEST(StoreMigrationTest, NewerDatabaseIsRefusedNamingBothVersions) {
+  testing::TempDir dir;
+  const std::string path = dir.File("future.db");
+  { ASSERT_TRUE(Store::Open(path).ok()); }
+  const int future = Store::LatestSchemaVersion() + 1;
+  testing::ExecRaw(path, "PRAGMA user_version = " + std::to_string(future));
+  auto s = Store::Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.error(), HasSubstr(path));
+  EXPECT_THAT(s.error(), HasSubstr("schema version " + std::to_string(future)));
+  EXPECT_THAT(s.error(), HasSubstr("latest " + std::to_string(Store::LatestSchemaVersion())));
+  EXPECT_EQ(QueryInt(path, "PRAGMA user_version"), future);  // left as it was
+}
+
+TEST(StoreMigrationTest, TestHookRefusesVersionsThatDoNotExist) {
+  testing::TempDir dir;
+  EXPECT_FALSE(Store::OpenAtSchemaVersionForTesting(dir.File("a.db"), 0).ok());
+  EXPECT_FALSE(
+      Store::OpenAtSchemaVersionForTesting(dir.File("b.db"), Store::LatestSchemaVersion() + 1)
+          .ok());
+}
+
+TEST(StoreMigrationTest, SimultaneousFirstOpensAllSucceed) {
+  testing::TempDir dir;
+  const std::string path = dir.File("race.db");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&] {
+      auto s = Store::Open(path);
+      if (!s.ok() || (*s)->SchemaVersion() != Store::LatestSchemaVersion()) {
+        ADD_FAILURE() << (s.ok() ? "wrong version" : s.error());
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(QueryInt(path, "PRAGMA user_version"), Store::LatestSchemaVersion());
+}
+
+}  // namespace
+}  // namespace codl::store
