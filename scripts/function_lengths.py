@@ -245,7 +245,7 @@ def source_files(roots, include_tests, excluded):
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("roots", nargs="*", default=[os.path.dirname(here)],
+    parser.add_argument("roots", nargs="*",
                         help="folders or files to scan (default: the repository)")
     parser.add_argument("-n", "--top", type=int, default=10, help="how many to list (default 10)")
     parser.add_argument("--over", type=int, default=None,
@@ -255,9 +255,12 @@ def main(argv):
                         help="a folder name to skip (repeatable); build*/ and .*/ always are")
     args = parser.parse_args(argv)
 
+    # Paths print relative to the repository by default, else to the current directory.
+    base = os.path.dirname(here) if not args.roots else os.curdir
+    roots = args.roots or [base]
     found = []
-    for path in source_files(args.roots, args.include_tests, set(args.exclude)):
-        rel = os.path.relpath(path, args.roots[0]) if os.path.isdir(args.roots[0]) else path
+    for path in source_files(roots, args.include_tests, set(args.exclude)):
+        rel = os.path.relpath(path, base)
         for line, length, name in functions_in(path):
             found.append((length, rel, line, name))
     found.sort(key=lambda f: (-f[0], f[1], f[2]))
