@@ -267,8 +267,9 @@ void ExperimentRunner::ConnectPlaced(const ExperimentRecord& exp, const Placemen
 // One trial, in the order it happens: make the instances, start them all at a common time,
 // await their settling, run the victim, stop and collect every instance, classify. The first
 // error is kept and skips the victim, but the stops always run: no path leaves an antagonist
-// running. Waits go through the Clock with the cancel flag; the start and stop calls do not,
-// on purpose: each has a deadline, and the stops need to know what started.
+// running. Waits go through the Clock with the cancel flag. The agent calls do not: each has a
+// deadline, the stops need to know what started, and a victim, once running, runs to its end
+// (the agent API has no call to stop it early).
 class ExperimentRunner::TrialRun {
  public:
   TrialRun(const ExperimentRunner& runner, const ExperimentRecord& exp,
@@ -429,8 +430,8 @@ class ExperimentRunner::TrialRun {
         return false;
       }
       if (!g->unit().empty()) r.result.unit = g->unit();
-      r.result.reached_target =
-          g->samples() > 0 && g->last_achieved() >= options().settle_fraction * r.result.target_rate;
+      const double at_target = options().settle_fraction * r.result.target_rate;
+      r.result.reached_target = g->samples() > 0 && g->last_achieved() >= at_target;
       all &= r.result.reached_target;
     }
     return all;
