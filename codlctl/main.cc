@@ -1,4 +1,9 @@
 // codlctl: the CoDL command line. `codlctl --help` and `codlctl SUBCOMMAND --help` teach.
+// Each subcommand is registered by one function below, in the order --help lists them; it
+// keeps its own option values and returns what runs when it is the subcommand given.
+#include <functional>
+#include <memory>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -7,6 +12,189 @@
 #include "codlctl/results_output.h"
 
 using namespace codl::cli;
+
+namespace {
+
+using Action = std::function<int(const GlobalOptions&)>;
+
+struct Subcommand {
+  CLI::App* app;
+  Action action;
+};
+
+// Options shared by every subcommand; the token and log level are applied before any runs.
+struct Globals {
+  GlobalOptions options;
+  std::string token;
+  std::string log_level = "warn";
+};
+
+void AddGlobalOptions(CLI::App& app, Globals* g) {
+  app.add_option("--controller", g->options.controller,
+                 "controller address (host:port or unix:/path); default $CODL_CONTROLLER; "
+                 "`run` without one starts an embedded controller");
+  app.add_option("--tls-ca", g->options.tls.ca, "PEM CA bundle (mTLS)");
+  app.add_option("--tls-cert", g->options.tls.cert, "PEM client certificate (mTLS)");
+  app.add_option("--tls-key", g->options.tls.key, "PEM client key (mTLS)");
+  app.add_option("--token", g->token, "bearer token (also $CODL_TOKEN)");
+  app.add_option("--log-level", g->log_level, "log level of the embedded controller/agent")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+}
+
+Subcommand AddValidate(CLI::App& app) {
+  struct Options {
+    std::string file;
+    bool plan = false;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("validate", "check an experiment file; --plan prints the trials");
+  cmd->add_option("file", o->file, "experiment YAML")->required();
+  cmd->add_flag("--plan", o->plan, "print the expanded trial list and an estimated duration");
+  return {cmd, [o](const GlobalOptions&) { return CmdValidate(o->file, o->plan); }};
+}
+
+Subcommand AddRun(CLI::App& app) {
+  auto ro = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand(
+      "run", "run an experiment and print the slowdown table (embedded controller + agent unless "
+             "--controller/$CODL_CONTROLLER is set)");
+  cmd->add_option("file", ro->file, "experiment YAML")->required();
+  cmd->add_option("--db", ro->db, "results database of the embedded controller")->capture_default_str();
+  cmd->add_option("-o,--output", ro->output, "table | csv | json")->capture_default_str();
+  cmd->add_option("--report", ro->report, "also write the HTML report to this file");
+  cmd->add_option("--csv", ro->csv, "also write the results as CSV to this file");
+  cmd->add_option("--json", ro->json, "also write the results as JSON to this file");
+  cmd->add_option("--lease", ro->lease, "embedded agent's dead-man lease")->capture_default_str();
+  cmd->add_option("--scratch-root", ro->scratch_roots,
+                  "embedded agent: directory injectors may write under (repeatable; default "
+                  "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
+  cmd->add_flag("-q,--quiet", ro->quiet, "no progress output");
+  return {cmd, [ro](const GlobalOptions& g) { return CmdRun(g, *ro); }};
+}
+
+Subcommand AddSubmit(CLI::App& app) {
+  struct Options {
+    std::string file;
+    bool watch = false;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("submit", "send an experiment to the controller; prints its id");
+  cmd->add_option("file", o->file, "experiment YAML")->required();
+  cmd->add_flag("--watch", o->watch, "then follow it until it ends");
+  return {cmd, [o](const GlobalOptions& g) { return CmdSubmit(g, o->file, o->watch); }};
+}
+
+Subcommand AddStatus(CLI::App& app) {
+  struct Options {
+    std::string id;  // no default: with --db and no id, status lists every experiment
+    std::string db;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("status", "state of an experiment (ID or latest)");
+  cmd->add_option("id", o->id, "experiment id or 'latest' (with --db and no id: list all)");
+  cmd->add_option("--db", o->db, "read this results database instead of asking a controller");
+  return {cmd, [o](const GlobalOptions& g) {
+            return CmdStatus(g, o->id.empty() && o->db.empty() ? "latest" : o->id, o->db);
+          }};
+}
+
+Subcommand AddWatch(CLI::App& app) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("watch", "follow an experiment's progress until it ends");
+  cmd->add_option("id", *id, "experiment id or 'latest'")->default_val("latest");
+  return {cmd, [id](const GlobalOptions& g) { return CmdWatch(g, *id); }};
+}
+
+Subcommand AddResults(CLI::App& app) {
+  struct Options {
+    std::string id, db, output = "table";
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
+  cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
+  cmd->add_option("--db", o->db, "read this results database (e.g. codl-results.db), no controller");
+  cmd->add_option("-o,--output", o->output, "table | csv | json")->capture_default_str();
+  return {cmd, [o](const GlobalOptions& g) { return CmdResults(g, o->id, o->db, o->output); }};
+}
+
+// `report` reads the database when given one, else asks the controller (default address
+// 127.0.0.1:7700 when none is configured).
+int RunReport(const GlobalOptions& g, const std::string& id, const std::string& db,
+              const std::string& path) {
+  std::unique_ptr<ControllerClient> client;
+  if (db.empty()) {
+    std::string address = ConfiguredController(g.controller);
+    auto c = ControllerClient::Connect(
+        codl::rpc::Endpoint{address.empty() ? "127.0.0.1:7700" : address, g.tls});
+    if (!c.ok()) {
+      fprintf(stderr, "codlctl report: %s\n", c.error().c_str());
+      return kExitBadInput;
+    }
+    client = std::move(c.value());
+  }
+  return WriteReport(client.get(), db, id, path);
+}
+
+Subcommand AddReport(CLI::App& app) {
+  struct Options {
+    std::string id, db, path = "report.html";
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("report", "write the self-contained HTML report");
+  cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
+  cmd->add_option("--db", o->db, "read this results database, no controller");
+  cmd->add_option("-o,--output", o->path, "HTML file to write")->capture_default_str();
+  return {cmd, [o](const GlobalOptions& g) { return RunReport(g, o->id, o->db, o->path); }};
+}
+
+Subcommand AddAgents(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("agents", "agents known to the controller");
+  cmd->add_flag("--json", *json, "one JSON object per agent");
+  return {cmd, [json](const GlobalOptions& g) { return CmdAgents(g, *json); }};
+}
+
+Subcommand AddCancel(CLI::App& app) {
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("cancel", "cancel an experiment (its antagonists are stopped)");
+  cmd->add_option("id", *id, "experiment id or 'latest'")->default_val("latest");
+  return {cmd, [id](const GlobalOptions& g) { return CmdCancel(g, *id); }};
+}
+
+// --set KEY=VALUE pairs as an option map; false (after saying which) for a malformed one.
+bool ParseSets(const std::vector<std::string>& sets, std::map<std::string, std::string>* options) {
+  for (const auto& kv : sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      fprintf(stderr, "codlctl calibrate: --set '%s': expected KEY=VALUE\n", kv.c_str());
+      return false;
+    }
+    (*options)[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return true;
+}
+
+Subcommand AddCalibrate(CLI::App& app) {
+  struct Options {
+    std::string injector, agent_id, duration = "5s";
+    std::vector<std::string> sets;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "calibrate", "measure an injector's peak on agents and refresh the cached calibration");
+  cmd->add_option("injector", o->injector, "injector name (see codl-inject --list)")->required();
+  cmd->add_option("--set", o->sets, "KEY=VALUE injector option (repeatable)");
+  cmd->add_option("--agent", o->agent_id, "agent id (default: every live agent)");
+  cmd->add_option("--duration", o->duration, "calibration length")->capture_default_str();
+  return {cmd, [o](const GlobalOptions& g) {
+            std::map<std::string, std::string> options;
+            if (!ParseSets(o->sets, &options)) return kExitBadInput;
+            return CmdCalibrate(g, o->injector, options, o->agent_id, o->duration);
+          }};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -18,121 +206,23 @@ int main(int argc, char** argv) {
       "  codlctl results latest --db codl-results.db  slowdown table from a results file\n\n"
       "Exit codes: 0 ok, 1 experiment failed, 2 bad input."};
   app.require_subcommand(1);
-  GlobalOptions g;
-  std::string token, log_level = "warn";
-  app.add_option("--controller", g.controller,
-                 "controller address (host:port or unix:/path); default $CODL_CONTROLLER; "
-                 "`run` without one starts an embedded controller");
-  app.add_option("--tls-ca", g.tls.ca, "PEM CA bundle (mTLS)");
-  app.add_option("--tls-cert", g.tls.cert, "PEM client certificate (mTLS)");
-  app.add_option("--tls-key", g.tls.key, "PEM client key (mTLS)");
-  app.add_option("--token", token, "bearer token (also $CODL_TOKEN)");
-  app.add_option("--log-level", log_level, "log level of the embedded controller/agent")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
-      ->capture_default_str();
-
-  std::string file, id, db, output = "table";
-  bool plan = false, watch = false, json = false;
-
-  auto* validate = app.add_subcommand("validate", "check an experiment file; --plan prints the trials");
-  validate->add_option("file", file, "experiment YAML")->required();
-  validate->add_flag("--plan", plan, "print the expanded trial list and an estimated duration");
-
-  RunOptions ro;
-  auto* run = app.add_subcommand(
-      "run", "run an experiment and print the slowdown table (embedded controller + agent unless "
-             "--controller/$CODL_CONTROLLER is set)");
-  run->add_option("file", ro.file, "experiment YAML")->required();
-  run->add_option("--db", ro.db, "results database of the embedded controller")->capture_default_str();
-  run->add_option("-o,--output", ro.output, "table | csv | json")->capture_default_str();
-  run->add_option("--report", ro.report, "also write the HTML report to this file");
-  run->add_option("--csv", ro.csv, "also write the results as CSV to this file");
-  run->add_option("--json", ro.json, "also write the results as JSON to this file");
-  run->add_option("--lease", ro.lease, "embedded agent's dead-man lease")->capture_default_str();
-  run->add_option("--scratch-root", ro.scratch_roots,
-                  "embedded agent: directory injectors may write under (repeatable; default "
-                  "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
-  run->add_flag("-q,--quiet", ro.quiet, "no progress output");
-
-  auto* submit = app.add_subcommand("submit", "send an experiment to the controller; prints its id");
-  submit->add_option("file", file, "experiment YAML")->required();
-  submit->add_flag("--watch", watch, "then follow it until it ends");
-
-  std::string status_id;  // no default: with --db and no id, status lists every experiment
-  auto* status = app.add_subcommand("status", "state of an experiment (ID or latest)");
-  status->add_option("id", status_id, "experiment id or 'latest' (with --db and no id: list all)");
-  status->add_option("--db", db, "read this results database instead of asking a controller");
-
-  auto* watch_cmd = app.add_subcommand("watch", "follow an experiment's progress until it ends");
-  watch_cmd->add_option("id", id, "experiment id or 'latest'")->default_val("latest");
-
-  auto* results = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
-  results->add_option("id", id, "experiment id or 'latest'")->default_val("latest");
-  results->add_option("--db", db, "read this results database (e.g. codl-results.db), no controller");
-  results->add_option("-o,--output", output, "table | csv | json")->capture_default_str();
-
-  std::string report_path = "report.html";
-  auto* report = app.add_subcommand("report", "write the self-contained HTML report");
-  report->add_option("id", id, "experiment id or 'latest'")->default_val("latest");
-  report->add_option("--db", db, "read this results database, no controller");
-  report->add_option("-o,--output", report_path, "HTML file to write")->capture_default_str();
-
-  auto* agents = app.add_subcommand("agents", "agents known to the controller");
-  agents->add_flag("--json", json, "one JSON object per agent");
-
-  auto* cancel = app.add_subcommand("cancel", "cancel an experiment (its antagonists are stopped)");
-  cancel->add_option("id", id, "experiment id or 'latest'")->default_val("latest");
-
-  std::string injector, agent_id, duration = "5s";
-  std::vector<std::string> sets;
-  auto* calibrate = app.add_subcommand(
-      "calibrate", "measure an injector's peak on agents and refresh the cached calibration");
-  calibrate->add_option("injector", injector, "injector name (see codl-inject --list)")->required();
-  calibrate->add_option("--set", sets, "KEY=VALUE injector option (repeatable)");
-  calibrate->add_option("--agent", agent_id, "agent id (default: every live agent)");
-  calibrate->add_option("--duration", duration, "calibration length")->capture_default_str();
+  Globals g;
+  AddGlobalOptions(app, &g);
+  const std::vector<Subcommand> subcommands = {
+      AddValidate(app), AddRun(app),     AddSubmit(app), AddStatus(app),
+      AddWatch(app),    AddResults(app), AddReport(app), AddAgents(app),
+      AddCancel(app),   AddCalibrate(app)};
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   }
-  spdlog::set_level(spdlog::level::from_str(log_level));
-  if (token.empty() && getenv("CODL_TOKEN")) token = getenv("CODL_TOKEN");
-  codl::rpc::SetBearerToken(token);
-
-  if (*validate) return CmdValidate(file, plan);
-  if (*run) return CmdRun(g, ro);
-  if (*submit) return CmdSubmit(g, file, watch);
-  if (*status) return CmdStatus(g, status_id.empty() && db.empty() ? "latest" : status_id, db);
-  if (*watch_cmd) return CmdWatch(g, id);
-  if (*results) return CmdResults(g, id, db, output);
-  if (*report) {
-    std::unique_ptr<ControllerClient> client;
-    if (db.empty()) {
-      std::string address = ConfiguredController(g.controller);
-      auto c = ControllerClient::Connect(codl::rpc::Endpoint{address.empty() ? "127.0.0.1:7700" : address, g.tls});
-      if (!c.ok()) {
-        fprintf(stderr, "codlctl report: %s\n", c.error().c_str());
-        return kExitBadInput;
-      }
-      client = std::move(c.value());
-    }
-    return WriteReport(client.get(), db, id, report_path);
-  }
-  if (*agents) return CmdAgents(g, json);
-  if (*cancel) return CmdCancel(g, id);
-  if (*calibrate) {
-    std::map<std::string, std::string> options;
-    for (const auto& kv : sets) {
-      auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        fprintf(stderr, "codlctl calibrate: --set '%s': expected KEY=VALUE\n", kv.c_str());
-        return kExitBadInput;
-      }
-      options[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    return CmdCalibrate(g, injector, options, agent_id, duration);
+  spdlog::set_level(spdlog::level::from_str(g.log_level));
+  if (g.token.empty() && getenv("CODL_TOKEN")) g.token = getenv("CODL_TOKEN");
+  codl::rpc::SetBearerToken(g.token);
+  for (const auto& s : subcommands) {
+    if (*s.app) return s.action(g.options);
   }
   return kExitBadInput;
 }

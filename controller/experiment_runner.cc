@@ -5,7 +5,6 @@
 #include <future>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -15,6 +14,10 @@ namespace codl::controller {
 
 namespace {
 int64_t NowMs(const Clock* c) { return c->UnixNanos() / 1'000'000; }
+int64_t Nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
+
+// How often the settle step asks the agents how close their antagonists are to target.
+constexpr double kSettlePollS = 0.1;
 
 v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
   v1::VictimSpec p;
@@ -34,8 +37,59 @@ v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
   return p;
 }
 
-// One running antagonist instance of a trial.
-struct Running {
+VictimStep FromProto(const v1::VictimStep& s) {
+  VictimStep vs;
+  vs.step = s.step();
+  vs.step_time_s = s.step_time_s();
+  vs.t_s = s.t_s();
+  vs.warmup = s.warmup();
+  for (const auto& [k, v] : s.phases()) vs.phases[k] = v;
+  return vs;
+}
+
+void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
+  t->exit_code = victim.exit_code();
+  t->wall_s = victim.wall_s();
+  t->metric = victim.metric();
+  t->stderr_tail = victim.stderr_tail();
+  for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
+  for (const auto& s : victim.steps()) t->steps.push_back(FromProto(s));
+}
+
+// "membw reached 412 of target 1e+03 bytes/s; ..." for every antagonist below its target.
+std::string MissedTargets(const std::vector<AntagonistResult>& antagonists) {
+  std::string missed;
+  for (const auto& a : antagonists) {
+    if (a.reached_target) continue;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(),
+             a.achieved_rate, a.target_rate, a.unit.c_str());
+    missed += (missed.empty() ? "" : "; ") + std::string(buf);
+  }
+  return missed;
+}
+
+// The trial's state, in order of precedence: cancelled, failed (a step's error, then the
+// victim's own), flagged (an antagonist missed its target), done. victim: null if it did not run.
+void Classify(bool cancelled, const std::string& error, const v1::RunVictimReply* victim,
+              TrialRecord* t) {
+  if (cancelled) {
+    t->state = TrialState::kCancelled;
+    t->error = "cancelled";
+  } else if (!error.empty()) {
+    t->state = TrialState::kFailed;
+    t->error = error;
+  } else if (!victim || !victim->ok()) {
+    t->state = TrialState::kFailed;
+    t->error = victim ? victim->error() : "";
+  } else {
+    t->error = MissedTargets(t->antagonists);
+    t->state = t->error.empty() ? TrialState::kDone : TrialState::kFlagged;
+  }
+}
+
+// One antagonist on one node in one trial.
+struct Instance {
   int antagonist = 0;
   std::string node;
   std::map<std::string, std::string> options;  // as sent: ranks/rendezvous filled in
@@ -44,6 +98,14 @@ struct Running {
   AntagonistResult result;
   int64_t started_agent_ns = 0;
   bool started = false;
+};
+
+// The victim's run on the controller's clock: antagonist samples are timed from its start,
+// and their statistics cover its window only.
+struct VictimWindow {
+  bool ran = false;
+  int64_t start_ctrl_ns = 0;
+  double wall_s = 0;
 };
 }  // namespace
 
@@ -121,7 +183,7 @@ Result<CalibrationRecord> ExperimentRunner::Calibrate(const std::string& agent_i
 }
 
 Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p,
-                                      RunListener* listener) {
+                                      const std::atomic<bool>& cancel, RunListener* listener) {
   for (size_t i = 0; i < spec.antagonists.size(); ++i) {
     const auto& a = spec.antagonists[i];
     bool needs_peak = false;
@@ -135,6 +197,7 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
                             std::to_string((*cached)->peak_rate) + " " + (*cached)->unit);
         continue;
       }
+      if (cancel) return Err("cancelled");
       listener->OnMessage("calibrating " + a.name + " (" + a.injector + ") on " + node + " for " +
                           std::to_string(spec.calibration_s) + " s");
       auto c = Calibrate(node, a.injector, a.options, spec.calibration_s);
@@ -150,28 +213,9 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
                              const std::atomic<bool>& cancel, RunListener* listener) {
   Placement p;
   if (Status s = Place(spec, &p); !s.ok()) return s;
-  // Connect to every placed agent before the first trial (channels connect lazily, and an idle
-  // one disconnects): otherwise the first synchronized start pays a TCP + TLS handshake per
-  // agent inside its start window (bench/run_scale_bench.sh, 256 of 1000 agents: the first
-  // trial's last StartAntagonist arrived 175-480 ms after dispatch before, ~35 ms after).
-  // All connections are started first, then awaited, 5 s at most in all; one that is not up
-  // by then is left to the start call itself (and its deadline), as before.
-  {
-    std::vector<std::shared_ptr<AgentClient>> placed;
-    for (const auto& nodes : p.antagonist_nodes) {
-      for (const auto& n : nodes) {
-        if (auto c = agents_->Client(n)) placed.push_back(std::move(c));
-      }
-    }
-    const double t0 = clock_->MonotonicSeconds(), until = t0 + 5;
-    for (auto& c : placed) c->Connect(0);
-    size_t up = 0;
-    for (auto& c : placed) up += c->Connect(std::max(0.0, until - clock_->MonotonicSeconds()));
-    spdlog::info("[{}] connected to {}/{} antagonist agents in {:.3f} s", exp.id, up, placed.size(),
-                 clock_->MonotonicSeconds() - t0);
-  }
+  ConnectPlaced(exp, p, cancel);
   listener->OnMessage("victim on " + p.victim_node);
-  if (Status s = CalibrateAll(spec, &p, listener); !s.ok()) return s;
+  if (Status s = CalibrateAll(spec, &p, cancel, listener); !s.ok()) return s;
   int failed_in_a_row = 0;
   for (const auto& trial : plan) {
     if (cancel) return Err("cancelled");
@@ -188,273 +232,358 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
     if (failed_in_a_row >= 3 && trial.index + 1 == failed_in_a_row) {
       return Err("the first 3 trials failed; last error: " + t.error);
     }
-    if (spec.cooldown_s > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(spec.cooldown_s));
+    if (spec.cooldown_s > 0 && !clock_->SleepFor(spec.cooldown_s, cancel)) {
+      return Err("cancelled");
     }
   }
   return Status::Ok();
 }
 
-TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
-                                       const experiment::ExperimentSpec& spec,
-                                       const experiment::PlannedTrial& trial, const Placement& p,
-                                       const std::atomic<bool>& cancel, RunListener* listener) {
-  TrialRecord t;
-  t.experiment_id = exp.id;
-  t.index = trial.index;
-  t.repetition = trial.repetition;
-  t.baseline = trial.baseline;
-  t.pairing = trial.pairing;
-  t.victim_node = p.victim_node;
-  t.started_unix_ms = NowMs(clock_);
-  t.state = TrialState::kRunning;
-
-  // 1. Antagonists, started together at a common time (each converted to its agent's clock).
-  std::vector<Running> running;
-  for (const auto& part : trial.parts) {
-    const auto& a = spec.antagonists[part.antagonist];
-    const auto& nodes = p.antagonist_nodes[part.antagonist];
-    for (size_t ni = 0; ni < nodes.size(); ++ni) {
-      const std::string& node = nodes[ni];
-      Running r;
-      r.antagonist = part.antagonist;
-      r.node = node;
-      r.options = CollectiveOptions(a, nodes.size(), ni, exp.id + "-t" + std::to_string(trial.index));
-      r.id = exp.id + "-t" + std::to_string(trial.index) + "-" + a.name + "-" + node;
-      r.client = agents_->Client(node);
-      r.result.name = a.name;
-      r.result.injector = a.injector;
-      r.result.node = node;
-      if (part.intensity.absolute) {
-        r.result.target_rate = part.intensity.rate;
-      } else {
-        const auto& peak = p.peaks.at({part.antagonist, node});
-        r.result.level = part.intensity.level;
-        r.result.peak_rate = peak.peak_rate;
-        r.result.unit = peak.unit;
-        r.result.target_rate = part.intensity.level * peak.peak_rate;
-      }
-      running.push_back(std::move(r));
+void ExperimentRunner::ConnectPlaced(const ExperimentRecord& exp, const Placement& p,
+                                     const std::atomic<bool>& cancel) {
+  // Connect to every placed agent before the first trial (channels connect lazily, and an idle
+  // one disconnects): otherwise the first synchronized start pays a TCP + TLS handshake per
+  // agent inside its start window (bench/run_scale_bench.sh, 256 of 1000 agents: the first
+  // trial's last StartAntagonist arrived 175-480 ms after dispatch before, ~35 ms after).
+  // All connections are started first, then awaited, 5 s at most in all; one that is not up
+  // by then is left to the start call itself (and its deadline), as before.
+  std::vector<std::shared_ptr<AgentClient>> placed;
+  for (const auto& nodes : p.antagonist_nodes) {
+    for (const auto& n : nodes) {
+      if (auto c = agents_->Client(n)) placed.push_back(std::move(c));
     }
   }
-  const int64_t start_at_ctrl_ns =
-      clock_->UnixNanos() + static_cast<int64_t>(options_.start_delay_s * 1e9);
-  std::string error;
-  {
+  const double t0 = clock_->MonotonicSeconds(), until = t0 + 5;
+  for (auto& c : placed) c->Connect(0);
+  size_t up = 0;
+  for (auto& c : placed) {
+    if (cancel) break;  // the trial loop returns "cancelled" next
+    up += c->Connect(std::max(0.0, until - clock_->MonotonicSeconds()));
+  }
+  spdlog::info("[{}] connected to {}/{} antagonist agents in {:.3f} s", exp.id, up, placed.size(),
+               clock_->MonotonicSeconds() - t0);
+}
+
+// One trial, in the order it happens: make the instances, start them all at a common time,
+// await their settling, run the victim, stop and collect every instance, classify. The first
+// error is kept and skips the victim, but the stops always run: no path leaves an antagonist
+// running. Waits go through the Clock with the cancel flag. The agent calls do not: each has a
+// deadline, the stops need to know what started, and a victim, once running, runs to its end
+// (the agent API has no call to stop it early).
+class ExperimentRunner::TrialRun {
+ public:
+  TrialRun(const ExperimentRunner& runner, const ExperimentRecord& exp,
+           const experiment::ExperimentSpec& spec, const experiment::PlannedTrial& trial,
+           const Placement& p, const std::atomic<bool>& cancel, RunListener* listener)
+      : runner_(runner), exp_(exp), spec_(spec), trial_(trial), p_(p), cancel_(cancel),
+        listener_(listener), trial_id_(exp.id + "-t" + std::to_string(trial.index)) {}
+
+  TrialRecord Run() {
+    TrialRecord t = NewRecord();
+    MakeInstances();
+    StartAll();
+    if (error_.empty()) AwaitSettled();
+    if (error_.empty() && !cancel_) RunVictim();
+    StopAndCollect();
+    return Finish(std::move(t));
+  }
+
+ private:
+  const Clock* clock() const { return runner_.clock_; }
+  AgentRegistry* agents() const { return runner_.agents_; }
+  const RunnerOptions& options() const { return runner_.options_; }
+  void Fail(const std::string& error) {
+    if (error_.empty()) error_ = error;
+  }
+
+  TrialRecord NewRecord() const {
+    TrialRecord t;
+    t.experiment_id = exp_.id;
+    t.index = trial_.index;
+    t.repetition = trial_.repetition;
+    t.baseline = trial_.baseline;
+    t.pairing = trial_.pairing;
+    t.victim_node = p_.victim_node;
+    t.started_unix_ms = NowMs(clock());
+    t.state = TrialState::kRunning;
+    return t;
+  }
+
+  // 1. One instance per antagonist of the pairing and node it is placed on.
+  void MakeInstances() {
+    for (const auto& part : trial_.parts) {
+      const auto& nodes = p_.antagonist_nodes[part.antagonist];
+      for (size_t ni = 0; ni < nodes.size(); ++ni) instances_.push_back(MakeInstance(part, ni));
+    }
+  }
+
+  Instance MakeInstance(const experiment::PlannedPart& part, size_t node_index) const {
+    const auto& a = spec_.antagonists[part.antagonist];
+    const auto& nodes = p_.antagonist_nodes[part.antagonist];
+    Instance r;
+    r.antagonist = part.antagonist;
+    r.node = nodes[node_index];
+    r.options = CollectiveOptions(a, nodes.size(), node_index, trial_id_);
+    r.id = trial_id_ + "-" + a.name + "-" + r.node;
+    r.client = agents()->Client(r.node);
+    r.result.name = a.name;
+    r.result.injector = a.injector;
+    r.result.node = r.node;
+    if (part.intensity.absolute) {
+      r.result.target_rate = part.intensity.rate;
+    } else {
+      const auto& peak = p_.peaks.at({part.antagonist, r.node});
+      r.result.level = part.intensity.level;
+      r.result.peak_rate = peak.peak_rate;
+      r.result.unit = peak.unit;
+      r.result.target_rate = part.intensity.level * peak.peak_rate;
+    }
+    return r;
+  }
+
+  // 2. Every instance started at one common time, converted to each agent's clock.
+  void StartAll() {
+    start_at_ctrl_ns_ = clock()->UnixNanos() + Nanos(options().start_delay_s);
     // The requests are built first, then issued back to back from this thread with the
     // callback API (no thread per antagonist): with hundreds of nodes the last agent has its
     // command a few ms after the first, well inside start_delay_s (bench/run_scale_bench.sh).
-    std::vector<v1::StartAntagonistRequest> requests(running.size());
-    for (size_t i = 0; i < running.size(); ++i) {
-      const Running& r = running[i];
-      v1::StartAntagonistRequest& req = requests[i];
-      req.set_idempotency_key(rpc::NewIdempotencyKey());
-      req.set_antagonist_id(r.id);
-      const auto& a = spec.antagonists[r.antagonist];
-      auto* is = req.mutable_spec();
-      is->set_injector(a.injector);
-      for (const auto& [k, v] : r.options) (*is->mutable_options())[k] = v;
-      is->set_rate(r.result.target_rate);
-      is->set_max_duration_s(spec.victim.timeout_s + spec.settle_s + 120);
-      req.set_lease_s(spec.lease_s);
-      req.set_level(r.result.level);
-      double offset = agents_->ClockOffset(r.node);
-      req.set_start_at_unix_ns(start_at_ctrl_ns + static_cast<int64_t>(offset * 1e9));
-    }
-    std::mutex starts_mu;
-    std::condition_variable starts_cv;
-    size_t pending = running.size();
-    std::vector<std::optional<Result<v1::StartAntagonistReply>>> starts(running.size());
-    for (size_t i = 0; i < running.size(); ++i) {
+    std::vector<v1::StartAntagonistRequest> requests;
+    for (const Instance& r : instances_) requests.push_back(StartRequest(r));
+    auto replies = IssueStarts(requests);
+    for (size_t i = 0; i < instances_.size(); ++i) RecordStart(replies[i], &instances_[i]);
+  }
+
+  v1::StartAntagonistRequest StartRequest(const Instance& r) const {
+    v1::StartAntagonistRequest req;
+    req.set_idempotency_key(rpc::NewIdempotencyKey());
+    req.set_antagonist_id(r.id);
+    const auto& a = spec_.antagonists[r.antagonist];
+    auto* is = req.mutable_spec();
+    is->set_injector(a.injector);
+    for (const auto& [k, v] : r.options) (*is->mutable_options())[k] = v;
+    is->set_rate(r.result.target_rate);
+    is->set_max_duration_s(spec_.victim.timeout_s + spec_.settle_s + 120);
+    req.set_lease_s(spec_.lease_s);
+    req.set_level(r.result.level);
+    req.set_start_at_unix_ns(start_at_ctrl_ns_ + Nanos(agents()->ClockOffset(r.node)));
+    return req;
+  }
+
+  // Issues every start and waits for every reply. Not cancellable on purpose: every call has a
+  // deadline (so every `done` runs), and the stops need to know which instances started.
+  std::vector<Result<v1::StartAntagonistReply>> IssueStarts(
+      const std::vector<v1::StartAntagonistRequest>& requests) {
+    std::mutex mu;
+    std::condition_variable all_done;
+    size_t pending = requests.size();
+    std::vector<std::optional<Result<v1::StartAntagonistReply>>> replies(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
       auto done = [&, i](Result<v1::StartAntagonistReply> reply) {
-        std::lock_guard<std::mutex> l(starts_mu);
-        starts[i].emplace(std::move(reply));
-        if (--pending == 0) starts_cv.notify_all();  // under the lock: the waiter owns these
+        std::lock_guard<std::mutex> l(mu);
+        replies[i].emplace(std::move(reply));
+        if (--pending == 0) all_done.notify_all();  // under the lock: the waiter owns these
       };
-      if (running[i].client) {
-        running[i].client->StartAntagonistAsync(requests[i], done);
+      if (instances_[i].client) {
+        instances_[i].client->StartAntagonistAsync(requests[i], done);
       } else {
         done(Err("agent is gone"));
       }
     }
-    {
-      // Every call has a deadline, so every `done` runs.
-      std::unique_lock<std::mutex> l(starts_mu);
-      starts_cv.wait(l, [&] { return pending == 0; });
+    std::unique_lock<std::mutex> l(mu);
+    all_done.wait(l, [&] { return pending == 0; });
+    std::vector<Result<v1::StartAntagonistReply>> out;
+    for (auto& r : replies) out.push_back(std::move(*r));
+    return out;
+  }
+
+  void RecordStart(const Result<v1::StartAntagonistReply>& reply, Instance* r) {
+    if (!reply.ok()) {
+      Fail("starting " + r->result.name + ": " + reply.error());
+      return;
     }
-    for (size_t i = 0; i < running.size(); ++i) {
-      auto& reply = *starts[i];
-      if (!reply.ok()) {
-        if (error.empty()) error = "starting " + running[i].result.name + ": " + reply.error();
-        continue;
-      }
-      running[i].started = true;
-      running[i].started_agent_ns = reply->started_unix_ns();
-      double offset = agents_->ClockOffset(running[i].node);
-      running[i].result.start_skew_s =
-          (reply->started_unix_ns() - static_cast<int64_t>(offset * 1e9) - start_at_ctrl_ns) / 1e9;
+    r->started = true;
+    r->started_agent_ns = reply->started_unix_ns();
+    const int64_t started_ctrl_ns =
+        reply->started_unix_ns() - Nanos(agents()->ClockOffset(r->node));
+    r->result.start_skew_s = (started_ctrl_ns - start_at_ctrl_ns_) / 1e9;
+  }
+
+  // 3. Settle: every instance at >= settle_fraction of its target before the victim starts,
+  // or settle_s (at least min_settle_s) gone by.
+  void AwaitSettled() {
+    if (instances_.empty()) return;
+    const double t0 = clock()->MonotonicSeconds();
+    const double limit = std::max(spec_.settle_s, options().min_settle_s);
+    while (!AllAtTarget() && error_.empty() && !cancel_) {
+      if (clock()->MonotonicSeconds() - t0 > limit) return;
+      if (!clock()->SleepFor(kSettlePollS, cancel_)) return;
     }
   }
 
-  // 2. Settle: every antagonist at >= settle_fraction of its target before the victim starts.
-  if (error.empty() && !running.empty()) {
-    const double t0 = clock_->MonotonicSeconds();
-    const double limit = std::max(spec.settle_s, options_.min_settle_s);
-    for (;;) {
-      bool all = true;
-      for (auto& r : running) {
-        auto g = r.client->GetAntagonist(r.id);
-        if (!g.ok()) { error = r.result.name + ": " + g.error(); break; }
-        if (!g->error().empty()) { error = r.result.name + ": " + g->error(); break; }
-        if (!g->running()) { error = r.result.name + ": antagonist exited early"; break; }
-        if (!g->unit().empty()) r.result.unit = g->unit();
-        r.result.reached_target =
-            g->samples() > 0 && g->last_achieved() >= options_.settle_fraction * r.result.target_rate;
-        all &= r.result.reached_target;
+  // Polls every instance once; false (with the error recorded) at the first that failed.
+  bool AllAtTarget() {
+    bool all = true;
+    for (auto& r : instances_) {
+      auto g = r.client->GetAntagonist(r.id);
+      if (std::string problem = SettleProblem(g); !problem.empty()) {
+        Fail(r.result.name + ": " + problem);
+        return false;
       }
-      if (!error.empty() || all || cancel) break;
-      if (clock_->MonotonicSeconds() - t0 > limit) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (!g->unit().empty()) r.result.unit = g->unit();
+      const double at_target = options().settle_fraction * r.result.target_rate;
+      r.result.reached_target = g->samples() > 0 && g->last_achieved() >= at_target;
+      all &= r.result.reached_target;
     }
+    return all;
   }
 
-  // 3. The victim.
-  v1::RunVictimReply victim;
-  bool victim_ran = false;
-  if (error.empty() && !cancel) {
-    auto client = agents_->Client(p.victim_node);
+  static std::string SettleProblem(const Result<v1::GetAntagonistReply>& g) {
+    if (!g.ok()) return g.error();
+    if (!g->error().empty()) return g->error();
+    if (!g->running()) return "antagonist exited early";
+    return "";
+  }
+
+  // 4. The victim, its progress streamed to the listener as it happens (for `codlctl watch`);
+  // the full record comes with the reply.
+  void RunVictim() {
+    auto client = agents()->Client(p_.victim_node);
+    if (!client) {
+      Fail("victim agent is gone");
+      return;
+    }
     v1::RunVictimRequest req;
     req.set_idempotency_key(rpc::NewIdempotencyKey());
-    req.set_trial_id(exp.id + "-t" + std::to_string(trial.index));
-    *req.mutable_victim() = ToProto(spec.victim);
-    // Victim progress as it happens (for `codlctl watch`); the record comes with the reply.
-    std::unique_ptr<AgentClient::TelemetryStream> live;
-    if (client) {
-      live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
-        if (!ev.has_victim_step()) return;
-        VictimStep s;
-        s.step = ev.victim_step().step();
-        s.step_time_s = ev.victim_step().step_time_s();
-        s.t_s = ev.victim_step().t_s();
-        s.warmup = ev.victim_step().warmup();
-        listener->OnVictimStep(s);
-      });
+    req.set_trial_id(trial_id_);
+    *req.mutable_victim() = ToProto(spec_.victim);
+    RunListener* listener = listener_;
+    auto live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
+      if (ev.has_victim_step()) listener->OnVictimStep(FromProto(ev.victim_step()));
+    });
+    auto reply = client->RunVictim(req, spec_.victim.timeout_s + 30);
+    if (!reply.ok()) {
+      Fail(reply.error());
+      return;
     }
-    auto reply = client ? client->RunVictim(req, spec.victim.timeout_s + 30)
-                        : Result<v1::RunVictimReply>(Err("victim agent is gone"));
-    if (reply.ok()) {
-      victim = *reply;
-      victim_ran = true;
-    } else {
-      error = reply.error();
+    victim_ = std::move(*reply);
+  }
+
+  // 5. Stop every instance that started, whatever happened above, and collect its samples.
+  void StopAndCollect() {
+    auto replies = StopStarted();
+    const VictimWindow window = VictimWindowOnControllerClock();
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      if (instances_[i].started) Collect(*replies[i], window, &instances_[i]);
     }
   }
 
-  // 4. Stop every antagonist we started, whatever happened above.
-  {
-    std::vector<std::future<Result<v1::StopAntagonistReply>>> stops;
-    for (auto& r : running) {
+  // One call per started instance, all at once: a slow or dead agent must not hold the others'
+  // antagonists running while its call waits out its deadline. nullopt: never started.
+  std::vector<std::optional<Result<v1::StopAntagonistReply>>> StopStarted() const {
+    std::vector<std::future<Result<v1::StopAntagonistReply>>> calls;
+    for (const Instance& r : instances_) {
       if (!r.started) {
-        stops.push_back(std::async(std::launch::deferred, [] {
-          return Result<v1::StopAntagonistReply>(v1::StopAntagonistReply());
-        }));
+        calls.emplace_back();
         continue;
       }
       v1::StopAntagonistRequest req;
       req.set_idempotency_key(rpc::NewIdempotencyKey());
       req.set_antagonist_id(r.id);
-      auto client = r.client;
-      stops.push_back(std::async(std::launch::async, [client, req] { return client->StopAntagonist(req); }));
+      calls.push_back(std::async(std::launch::async,
+                                 [client = r.client, req] { return client->StopAntagonist(req); }));
     }
-    const double victim_offset = agents_->ClockOffset(p.victim_node);
-    const int64_t victim_start_ctrl =
-        victim_ran ? victim.started_unix_ns() - static_cast<int64_t>(victim_offset * 1e9) : start_at_ctrl_ns;
-    const double victim_wall = victim_ran ? victim.wall_s() : 0;
-    for (size_t i = 0; i < running.size(); ++i) {
-      auto reply = stops[i].get();
-      auto& r = running[i];
-      if (!r.started) continue;
-      if (!reply.ok()) {
-        spdlog::error("stopping {}: {} (the agent's lease will stop it)", r.id, reply.error());
-        continue;
-      }
-      if (!reply->unit().empty()) r.result.unit = reply->unit();
-      const double offset = agents_->ClockOffset(r.node);
-      double sum = 0, sq = 0;
-      int n = 0;
-      for (const auto& s : reply->samples()) {
-        RateSample rs;
-        const int64_t abs_ctrl = r.started_agent_ns + static_cast<int64_t>(s.t_s() * 1e9) -
-                                 static_cast<int64_t>(offset * 1e9);
-        rs.t_s = (abs_ctrl - victim_start_ctrl) / 1e9;
-        rs.achieved = s.achieved();
-        rs.target = s.target();
-        r.result.samples.push_back(rs);
-        // Each sample covers the interval that ends at its time stamp.
-        if (victim_ran && rs.t_s > 0 && rs.t_s <= victim_wall + 0.25) {
-          sum += rs.achieved;
-          sq += rs.achieved * rs.achieved;
-          ++n;
-        }
-      }
-      if (n > 0) {
-        double mean = sum / n;
-        r.result.achieved_rate = mean;
-        r.result.achieved_cov = mean > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean : 0;
-      } else {
-        r.result.achieved_rate = reply->achieved_rate();
-        r.result.achieved_cov = reply->cov();
-      }
-      if (!reply->error().empty() && error.empty()) error = r.result.name + ": " + reply->error();
-      // Whether the antagonist held its target is judged on the victim's window, not on the
-      // settle phase: that is the interference the victim actually saw.
-      r.result.reached_target =
-          !(r.result.target_rate > 0) ||
-          r.result.achieved_rate >= options_.settle_fraction * r.result.target_rate;
+    std::vector<std::optional<Result<v1::StopAntagonistReply>>> replies(calls.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i].valid()) replies[i].emplace(calls[i].get());
     }
+    return replies;
   }
-  for (auto& r : running) t.antagonists.push_back(std::move(r.result));
 
-  // 5. The record.
-  t.finished_unix_ms = NowMs(clock_);
-  if (victim_ran) {
-    t.exit_code = victim.exit_code();
-    t.wall_s = victim.wall_s();
-    t.metric = victim.metric();
-    t.stderr_tail = victim.stderr_tail();
-    for (const auto& [k, v] : victim.phase_medians()) t.phase_medians[k] = v;
-    for (const auto& s : victim.steps()) {
-      VictimStep vs;
-      vs.step = s.step();
-      vs.step_time_s = s.step_time_s();
-      vs.t_s = s.t_s();
-      vs.warmup = s.warmup();
-      for (const auto& [k, v] : s.phases()) vs.phases[k] = v;
-      t.steps.push_back(std::move(vs));
-    }
+  VictimWindow VictimWindowOnControllerClock() const {
+    VictimWindow w;
+    w.ran = victim_.has_value();
+    w.start_ctrl_ns = w.ran ? victim_->started_unix_ns() -
+                                  Nanos(agents()->ClockOffset(p_.victim_node))
+                            : start_at_ctrl_ns_;
+    w.wall_s = w.ran ? victim_->wall_s() : 0;
+    return w;
   }
-  if (cancel) {
-    t.state = TrialState::kCancelled;
-    t.error = "cancelled";
-  } else if (!error.empty()) {
-    t.state = TrialState::kFailed;
-    t.error = error;
-  } else if (!victim.ok()) {
-    t.state = TrialState::kFailed;
-    t.error = victim.error();
-  } else {
-    t.state = TrialState::kDone;
-    for (const auto& a : t.antagonists) {
-      if (!a.reached_target) {
-        t.state = TrialState::kFlagged;
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(),
-                 a.achieved_rate, a.target_rate, a.unit.c_str());
-        t.error += (t.error.empty() ? "" : "; ") + std::string(buf);
+
+  void Collect(const Result<v1::StopAntagonistReply>& reply, const VictimWindow& window,
+               Instance* r) {
+    if (!reply.ok()) {
+      spdlog::error("stopping {}: {} (the agent's lease will stop it)", r->id, reply.error());
+      return;
+    }
+    if (!reply->unit().empty()) r->result.unit = reply->unit();
+    AddSamples(*reply, window, r);
+    if (!reply->error().empty()) Fail(r->result.name + ": " + reply->error());
+    // Whether the antagonist held its target is judged on the victim's window, not on the
+    // settle phase: that is the interference the victim actually saw.
+    r->result.reached_target =
+        !(r->result.target_rate > 0) ||
+        r->result.achieved_rate >= options().settle_fraction * r->result.target_rate;
+  }
+
+  // The samples, timed from the victim's start; the achieved rate and its CoV over the victim's
+  // window (the agent's whole-run summary when no sample falls in it).
+  void AddSamples(const v1::StopAntagonistReply& reply, const VictimWindow& window,
+                  Instance* r) const {
+    const int64_t offset_ns = Nanos(agents()->ClockOffset(r->node));
+    double sum = 0, sq = 0;
+    int n = 0;
+    for (const auto& s : reply.samples()) {
+      RateSample rs;
+      const int64_t abs_ctrl = r->started_agent_ns + Nanos(s.t_s()) - offset_ns;
+      rs.t_s = (abs_ctrl - window.start_ctrl_ns) / 1e9;
+      rs.achieved = s.achieved();
+      rs.target = s.target();
+      r->result.samples.push_back(rs);
+      // Each sample covers the interval that ends at its time stamp.
+      if (window.ran && rs.t_s > 0 && rs.t_s <= window.wall_s + 0.25) {
+        sum += rs.achieved;
+        sq += rs.achieved * rs.achieved;
+        ++n;
       }
     }
+    if (n == 0) {
+      r->result.achieved_rate = reply.achieved_rate();
+      r->result.achieved_cov = reply.cov();
+      return;
+    }
+    const double mean = sum / n;
+    r->result.achieved_rate = mean;
+    r->result.achieved_cov = mean > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean : 0;
   }
-  return t;
+
+  // 6. The record.
+  TrialRecord Finish(TrialRecord t) {
+    for (auto& r : instances_) t.antagonists.push_back(std::move(r.result));
+    t.finished_unix_ms = NowMs(clock());
+    if (victim_) CopyVictim(*victim_, &t);
+    Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
+    return t;
+  }
+
+  const ExperimentRunner& runner_;
+  const ExperimentRecord& exp_;
+  const experiment::ExperimentSpec& spec_;
+  const experiment::PlannedTrial& trial_;
+  const Placement& p_;
+  const std::atomic<bool>& cancel_;
+  RunListener* listener_;
+  const std::string trial_id_;
+  std::vector<Instance> instances_;
+  int64_t start_at_ctrl_ns_ = 0;
+  std::optional<v1::RunVictimReply> victim_;
+  std::string error_;  // the first thing that went wrong
+};
+
+TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
+                                       const experiment::ExperimentSpec& spec,
+                                       const experiment::PlannedTrial& trial, const Placement& p,
+                                       const std::atomic<bool>& cancel, RunListener* listener) {
+  return TrialRun(*this, exp, spec, trial, p, cancel, listener).Run();
 }
 
 }  // namespace codl::controller

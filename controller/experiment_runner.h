@@ -57,8 +57,13 @@ class ExperimentRunner {
     std::vector<std::vector<std::string>> antagonist_nodes;  // per antagonist
     std::map<std::pair<int, std::string>, CalibrationRecord> peaks;  // (antagonist, node)
   };
+  class TrialRun;  // one trial, step by step (experiment_runner.cc)
+
   Status Place(const experiment::ExperimentSpec& spec, Placement* p);
-  Status CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p, RunListener* listener);
+  void ConnectPlaced(const ExperimentRecord& exp, const Placement& p,
+                     const std::atomic<bool>& cancel);
+  Status CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p,
+                      const std::atomic<bool>& cancel, RunListener* listener);
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,
                        const std::atomic<bool>& cancel, RunListener* listener);

@@ -181,6 +181,195 @@ void TimeGrid(Svg& svg, const Scale& x, double top, double bottom,
   for (double t : ticks) svg.Line(x(t), top, x(t), bottom, "class=\"grid\"");
 }
 
+bool Drawable(const VictimStep& s) { return std::isfinite(s.t_s) && std::isfinite(s.step_time_s); }
+
+// The step-series chart of one trial. Layout, top to bottom: legend, one on/off strip per
+// antagonist, step-time panel, achieved-rate panel (when there are samples), time axis. The
+// panels share the time axis, which spans the data exactly (round ticks inside it).
+class StepSeriesChart {
+ public:
+  StepSeriesChart(const TrialRecord& trial, double base_median)
+      : trial_(trial), n_ant_(trial.antagonists.size()), rates_(MakeRatePanel(trial)),
+        base_median_(base_median), on_(n_ant_) {
+    MeasureSpans();
+    LayOut();
+  }
+
+  std::string Draw() {
+    Svg svg(kW, height_, "series", "step time of trial " + std::to_string(trial_.index));
+    for (size_t i = 0; i < n_ant_; ++i) DrawOnSpan(svg, i);
+    DrawStepPanel(svg);
+    if (rates_.span.any) DrawRatePanel(svg);
+    // The time axis's labels only: its grid lines are drawn with each panel.
+    BottomAxis(svg, x_, Scale{0, 1, rate_bottom_, rate_bottom_}, x_ticks_, Tick,
+               "time since the victim started (s)");
+    DrawLegend(svg);
+    return svg.Finish();
+  }
+
+ private:
+  static constexpr double kW = 1120, kLeft = 150, kRight = 30, kStripH = 16, kStepH = 220,
+                          kRateH = 110, kStripsTop = 38;
+
+  // The time span of the steps and of each antagonist's samples (when it ran), and the range
+  // of step times including the baseline's median.
+  void MeasureSpans() {
+    for (const auto& s : trial_.steps) {
+      if (std::isfinite(s.step_time_s)) t_span_.Add(s.t_s);
+      step_span_.Add(s.step_time_s);
+    }
+    for (size_t i = 0; i < n_ant_; ++i) {
+      for (const auto& r : trial_.antagonists[i].samples) on_[i].Add(r.t_s), t_span_.Add(r.t_s);
+    }
+    step_span_.Add(base_median_);
+  }
+
+  void LayOut() {
+    step_top_ = kStripsTop + n_ant_ * kStripH + (n_ant_ ? 12 : 0);
+    step_bottom_ = step_top_ + kStepH;
+    rate_top_ = step_bottom_ + 22;
+    rate_bottom_ = rates_.span.any ? rate_top_ + kRateH : step_bottom_;
+    height_ = rate_bottom_ + 52;
+    const double x_lo = std::min(0.0, t_span_.lo);
+    const double x_hi = t_span_.hi > x_lo ? t_span_.hi : x_lo + 1;
+    y_lo_ = 0;
+    y_hi_ = step_span_.hi * 1.05;
+    NiceDomain(&y_lo_, &y_hi_, 5);
+    x_ = Scale{x_lo, x_hi, kLeft, kW - kRight};
+    y_ = Scale{y_lo_, y_hi_, step_bottom_, step_top_};
+    x_ticks_ = NiceTicks(x_lo, x_hi, 10);
+  }
+
+  // Antagonist i's on/off strip, and the same span as light shading down through both panels.
+  void DrawOnSpan(Svg& svg, size_t i) {
+    const Span& on = on_[i];
+    if (!on.any) return;
+    const auto& a = trial_.antagonists[i];
+    const std::string c = SeriesColour(i);
+    const double sy = kStripsTop + i * kStripH;
+    const double w = std::max(1.0, x_(on.hi) - x_(on.lo));
+    svg.Text(kLeft - 10, sy + 11, a.name, "class=\"legend\" text-anchor=\"end\"");
+    svg.Rect(kLeft, sy + 3, x_.r1 - kLeft, kStripH - 6, "fill=\"#f2f2f2\"");
+    svg.Open("g", "class=\"on-span\"");
+    svg.Title(a.name + " on from " + Fixed(on.lo, 1) + " s to " + Fixed(on.hi, 1) +
+              " s (victim start = 0; negative: settling before the victim started)");
+    svg.Rect(x_(on.lo), sy + 3, w, kStripH - 6, "fill=\"" + c + "\"");
+    svg.Close("g");
+    svg.Rect(x_(on.lo), step_top_, w, rate_bottom_ - step_top_,
+             "fill=\"" + c + "\" fill-opacity=\"0.07\"");
+  }
+
+  void DrawStepPanel(Svg& svg) {
+    TimeGrid(svg, x_, step_top_, step_bottom_, x_ticks_);
+    LeftAxis(
+        svg, x_, y_, NiceTicks(y_lo_, y_hi_, 5),
+        [](double v) { return v == 0 ? std::string("0") : Duration(v); }, "step time");
+    svg.Line(x_.r0, step_bottom_, x_.r1, step_bottom_, "class=\"domain\"");
+    if (std::isfinite(base_median_)) {
+      svg.Line(x_.r0, y_(base_median_), x_.r1, y_(base_median_), "class=\"ref\"");
+      svg.Text(x_.r1 - 4, y_(base_median_) - 5, "baseline median " + Duration(base_median_),
+               "class=\"legend\" text-anchor=\"end\"");
+    }
+    std::vector<std::pair<double, double>> line;
+    for (const auto& s : trial_.steps) {
+      if (Drawable(s)) line.push_back({x_(s.t_s), y_(s.step_time_s)});
+    }
+    if (line.size() > 1) svg.Polyline(line, "class=\"steps\"");
+    if (trial_.steps.size() <= 600) DrawStepPoints(svg);
+  }
+
+  // One point per step with its own tooltip; left out of long runs, where the line says it all.
+  void DrawStepPoints(Svg& svg) {
+    for (const auto& s : trial_.steps) {
+      if (!Drawable(s)) continue;
+      svg.Open("g", "class=\"step-point\"");
+      svg.Title("step " + std::to_string(s.step) + (s.warmup ? " (warm-up)" : "") + ": " +
+                Duration(s.step_time_s) + " at " + Fixed(s.t_s, 1) + " s");
+      svg.Circle(x_(s.t_s), y_(s.step_time_s), s.warmup ? 3 : 2,
+                 s.warmup ? "class=\"warmup\"" : "class=\"step\"");
+      svg.Close("g");
+    }
+  }
+
+  void DrawRatePanel(Svg& svg) {
+    double r_lo = 0, r_hi = rates_.span.hi * 1.05;
+    NiceDomain(&r_lo, &r_hi, 3);
+    const Scale r{r_lo, r_hi, rate_bottom_, rate_top_};
+    TimeGrid(svg, x_, rate_top_, rate_bottom_, x_ticks_);
+    LeftAxis(
+        svg, x_, r, NiceTicks(r_lo, r_hi, 3),
+        [&](double v) { return rates_.same_unit ? Tick(v) : Percent(v); },
+        rates_.same_unit ? "achieved (" + rates_.unit.label + ")" : "achieved (% of target)");
+    for (size_t i = 0; i < n_ant_; ++i) DrawRates(svg, r, i);
+  }
+
+  // Antagonist i's achieved rate (solid) and target (dashed).
+  void DrawRates(Svg& svg, const Scale& r, size_t i) {
+    std::vector<std::pair<double, double>> achieved, target;
+    for (const auto& s : trial_.antagonists[i].samples) {
+      if (!std::isfinite(s.t_s)) continue;
+      if (double v = rates_.Value(s); std::isfinite(v)) achieved.push_back({x_(s.t_s), r(v)});
+      if (double v = rates_.Target(s); std::isfinite(v)) target.push_back({x_(s.t_s), r(v)});
+    }
+    const std::string c = SeriesColour(i);
+    if (target.size() > 1) {
+      svg.Polyline(target, "stroke=\"" + c + "\" stroke-width=\"1\" stroke-dasharray=\"5 4\"");
+    }
+    if (achieved.size() > 1) {
+      svg.Polyline(achieved, "stroke=\"" + c + "\" stroke-width=\"1.6\"");
+    } else if (achieved.size() == 1) {
+      svg.Circle(achieved[0].first, achieved[0].second, 3, "fill=\"" + c + "\"");
+    }
+  }
+
+  // Across the top, left to right, each entry as wide as its text.
+  void DrawLegend(Svg& svg) {
+    double lx = kLeft;
+    auto legend = [&](const std::string& swatch, const std::string& text) {
+      svg.Raw(swatch);
+      svg.Text(lx + 26, 20, text, "class=\"legend\"");
+      lx += 44 + 7.2 * text.size();
+    };
+    auto stroke = [&](const std::string& attrs) {
+      return "<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" " +
+             attrs + "/>";
+    };
+    legend(stroke("class=\"steps\""), "step time");
+    legend("<circle cx=\"" + Num(lx + 10) + "\" cy=\"16\" r=\"3\" class=\"warmup\"/>",
+           "warm-up step");
+    if (std::isfinite(base_median_)) legend(stroke("class=\"ref\""), "baseline median");
+    if (!rates_.span.any) return;
+    for (size_t i = 0; i < n_ant_; ++i) {
+      legend(stroke("stroke=\"" + SeriesColour(i) + "\" stroke-width=\"2\""),
+             trial_.antagonists[i].name + " achieved");
+    }
+    legend(stroke("stroke=\"#777\" stroke-dasharray=\"5 4\""), "target");
+  }
+
+  const TrialRecord& trial_;
+  const size_t n_ant_;
+  const RatePanel rates_;
+  const double base_median_;
+  Span t_span_, step_span_;
+  std::vector<Span> on_;  // when each antagonist ran
+  double step_top_ = 0, step_bottom_ = 0, rate_top_ = 0, rate_bottom_ = 0, height_ = 0;
+  double y_lo_ = 0, y_hi_ = 1;
+  Scale x_, y_;
+  std::vector<double> x_ticks_;
+};
+
+std::string StepSeriesCaption(const TrialRecord& trial, const PairingSummary& pairing) {
+  std::string caption = "Trial #" + std::to_string(trial.index) + " (repetition " +
+                        std::to_string(trial.repetition) + ") of <code>" + Escape(trial.pairing) +
+                        "</code>, the most-slowed pairing (" + Escape(Slowdown(pairing.slowdown)) +
+                        ")";
+  if (!trial.victim_node.empty()) caption += ", victim on " + Escape(trial.victim_node);
+  caption +=
+      ". Bars above the chart: when each antagonist ran (its telemetry span; negative "
+      "times are its settle period before the victim started).";
+  return caption;
+}
+
 }  // namespace
 
 std::string RenderStepSeries(const ExperimentResults& results,
@@ -194,155 +383,10 @@ std::string RenderStepSeries(const ExperimentResults& results,
     return "<p class=\"empty\">The most-slowed pairing, <code>" + Escape(pairing->pairing) +
            "</code>, has no measured trial with reported steps.</p>\n";
   }
-
-  Span t_span, step_span;
-  for (const auto& s : trial->steps) {
-    if (std::isfinite(s.step_time_s)) t_span.Add(s.t_s);
-    step_span.Add(s.step_time_s);
-  }
-  std::vector<Span> on(trial->antagonists.size());  // when each antagonist ran
-  for (size_t i = 0; i < trial->antagonists.size(); ++i) {
-    for (const auto& r : trial->antagonists[i].samples) on[i].Add(r.t_s), t_span.Add(r.t_s);
-  }
-  const RatePanel rates = MakeRatePanel(*trial);
   const PairingSummary* baseline = Baseline(results);
-  const double base_median = baseline ? baseline->median_metric : experiment::kNaN;
-  step_span.Add(base_median);
-
-  // Layout, top to bottom: legend, one on/off strip per antagonist, step-time panel, rate
-  // panel (when there are samples), time axis. The panels share the time axis.
-  const size_t n_ant = trial->antagonists.size();
-  constexpr double kW = 1120, kLeft = 150, kRight = 30, kStripH = 16, kStepH = 220, kRateH = 110;
-  const double strips_top = 38;
-  const double step_top = strips_top + n_ant * kStripH + (n_ant ? 12 : 0);
-  const double step_bottom = step_top + kStepH;
-  const double rate_top = step_bottom + 22;
-  const double rate_bottom = rates.span.any ? rate_top + kRateH : step_bottom;
-  const double height = rate_bottom + 52;
-
-  // The time axis spans the data exactly (round ticks inside it): no empty margins.
-  const double x_lo = std::min(0.0, t_span.lo);
-  const double x_hi = t_span.hi > x_lo ? t_span.hi : x_lo + 1;
-  double y_lo = 0, y_hi = step_span.hi * 1.05;
-  NiceDomain(&y_lo, &y_hi, 5);
-  const Scale x{x_lo, x_hi, kLeft, kW - kRight};
-  const Scale y{y_lo, y_hi, step_bottom, step_top};
-  const std::vector<double> x_ticks = NiceTicks(x_lo, x_hi, 10);
-
-  Svg svg(kW, height, "series", "step time of trial " + std::to_string(trial->index));
-
-  // On/off strips, and the same spans as light shading down through both panels.
-  for (size_t i = 0; i < n_ant; ++i) {
-    if (!on[i].any) continue;
-    const auto& a = trial->antagonists[i];
-    const std::string c = SeriesColour(i);
-    const double sy = strips_top + i * kStripH;
-    svg.Text(kLeft - 10, sy + 11, a.name, "class=\"legend\" text-anchor=\"end\"");
-    svg.Rect(kLeft, sy + 3, x.r1 - kLeft, kStripH - 6, "fill=\"#f2f2f2\"");
-    svg.Open("g", "class=\"on-span\"");
-    svg.Title(a.name + " on from " + Fixed(on[i].lo, 1) + " s to " + Fixed(on[i].hi, 1) +
-              " s (victim start = 0; negative: settling before the victim started)");
-    svg.Rect(x(on[i].lo), sy + 3, std::max(1.0, x(on[i].hi) - x(on[i].lo)), kStripH - 6,
-             "fill=\"" + c + "\"");
-    svg.Close("g");
-    svg.Rect(x(on[i].lo), step_top, std::max(1.0, x(on[i].hi) - x(on[i].lo)),
-             rate_bottom - step_top, "fill=\"" + c + "\" fill-opacity=\"0.07\"");
-  }
-
-  // Step-time panel.
-  TimeGrid(svg, x, step_top, step_bottom, x_ticks);
-  LeftAxis(
-      svg, x, y, NiceTicks(y_lo, y_hi, 5),
-      [](double v) { return v == 0 ? std::string("0") : Duration(v); }, "step time");
-  svg.Line(x.r0, step_bottom, x.r1, step_bottom, "class=\"domain\"");
-  if (std::isfinite(base_median)) {
-    svg.Line(x.r0, y(base_median), x.r1, y(base_median), "class=\"ref\"");
-    svg.Text(x.r1 - 4, y(base_median) - 5, "baseline median " + Duration(base_median),
-             "class=\"legend\" text-anchor=\"end\"");
-  }
-  std::vector<std::pair<double, double>> line;
-  for (const auto& s : trial->steps) {
-    if (std::isfinite(s.t_s) && std::isfinite(s.step_time_s)) {
-      line.push_back({x(s.t_s), y(s.step_time_s)});
-    }
-  }
-  if (line.size() > 1) svg.Polyline(line, "class=\"steps\"");
-  if (trial->steps.size() <= 600) {
-    for (const auto& s : trial->steps) {
-      if (!std::isfinite(s.t_s) || !std::isfinite(s.step_time_s)) continue;
-      svg.Open("g", "class=\"step-point\"");
-      svg.Title("step " + std::to_string(s.step) + (s.warmup ? " (warm-up)" : "") + ": " +
-                Duration(s.step_time_s) + " at " + Fixed(s.t_s, 1) + " s");
-      svg.Circle(x(s.t_s), y(s.step_time_s), s.warmup ? 3 : 2,
-                 s.warmup ? "class=\"warmup\"" : "class=\"step\"");
-      svg.Close("g");
-    }
-  }
-
-  // Achieved-rate panel.
-  if (rates.span.any) {
-    double r_lo = 0, r_hi = rates.span.hi * 1.05;
-    NiceDomain(&r_lo, &r_hi, 3);
-    const Scale r{r_lo, r_hi, rate_bottom, rate_top};
-    TimeGrid(svg, x, rate_top, rate_bottom, x_ticks);
-    LeftAxis(
-        svg, x, r, NiceTicks(r_lo, r_hi, 3),
-        [&](double v) { return rates.same_unit ? Tick(v) : Percent(v); },
-        rates.same_unit ? "achieved (" + rates.unit.label + ")" : "achieved (% of target)");
-    for (size_t i = 0; i < n_ant; ++i) {
-      std::vector<std::pair<double, double>> achieved, target;
-      for (const auto& s : trial->antagonists[i].samples) {
-        if (!std::isfinite(s.t_s)) continue;
-        if (double v = rates.Value(s); std::isfinite(v)) achieved.push_back({x(s.t_s), r(v)});
-        if (double v = rates.Target(s); std::isfinite(v)) target.push_back({x(s.t_s), r(v)});
-      }
-      const std::string c = SeriesColour(i);
-      if (target.size() > 1) {
-        svg.Polyline(target, "stroke=\"" + c + "\" stroke-width=\"1\" stroke-dasharray=\"5 4\"");
-      }
-      if (achieved.size() > 1) {
-        svg.Polyline(achieved, "stroke=\"" + c + "\" stroke-width=\"1.6\"");
-      } else if (achieved.size() == 1) {
-        svg.Circle(achieved[0].first, achieved[0].second, 3, "fill=\"" + c + "\"");
-      }
-    }
-  }
-  BottomAxis(svg, x, Scale{0, 1, rate_bottom, rate_bottom}, x_ticks, Tick,  // grids drawn above
-             "time since the victim started (s)");
-
-  // Legend across the top.
-  double lx = kLeft;
-  auto legend = [&](const std::string& swatch, const std::string& text) {
-    svg.Raw(swatch);
-    svg.Text(lx + 26, 20, text, "class=\"legend\"");
-    lx += 44 + 7.2 * text.size();
-  };
-  auto stroke = [&](const std::string& attrs) {
-    return "<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" " + attrs +
-           "/>";
-  };
-  legend(stroke("class=\"steps\""), "step time");
-  legend("<circle cx=\"" + Num(lx + 10) + "\" cy=\"16\" r=\"3\" class=\"warmup\"/>",
-         "warm-up step");
-  if (std::isfinite(base_median)) legend(stroke("class=\"ref\""), "baseline median");
-  if (rates.span.any) {
-    for (size_t i = 0; i < n_ant; ++i) {
-      legend(stroke("stroke=\"" + SeriesColour(i) + "\" stroke-width=\"2\""),
-             trial->antagonists[i].name + " achieved");
-    }
-    legend(stroke("stroke=\"#777\" stroke-dasharray=\"5 4\""), "target");
-  }
-
-  std::string caption = "Trial #" + std::to_string(trial->index) + " (repetition " +
-                        std::to_string(trial->repetition) + ") of <code>" + Escape(trial->pairing) +
-                        "</code>, the most-slowed pairing (" + Escape(Slowdown(pairing->slowdown)) +
-                        ")";
-  if (!trial->victim_node.empty()) caption += ", victim on " + Escape(trial->victim_node);
-  caption +=
-      ". Bars above the chart: when each antagonist ran (its telemetry span; negative "
-      "times are its settle period before the victim started).";
-  return "<p class=\"caption\">" + caption + "</p>\n<div class=\"scroll\">" + svg.Finish() +
-         "</div>\n";
+  StepSeriesChart chart(*trial, baseline ? baseline->median_metric : experiment::kNaN);
+  return "<p class=\"caption\">" + StepSeriesCaption(*trial, *pairing) +
+         "</p>\n<div class=\"scroll\">" + chart.Draw() + "</div>\n";
 }
 
 }  // namespace codl::report

@@ -103,6 +103,156 @@ Status ForEachRow(Result<sql::Stmt>& stmt, const std::string& experiment_id,
   }
 }
 
+TrialRecord TrialFromRow(const sql::Stmt& r) {
+  TrialRecord t;
+  t.index = static_cast<int>(r.Int(1));
+  t.repetition = static_cast<int>(r.Int(2));
+  t.baseline = r.Bool(3);
+  t.pairing = r.Text(4);
+  t.error = r.Text(6);
+  t.exit_code = static_cast<int>(r.Int(7));
+  t.stderr_tail = r.Text(8);
+  t.victim_node = r.Text(9);
+  t.metric = r.Real(10);
+  t.wall_s = r.Real(11);
+  t.started_unix_ms = r.Int(12);
+  t.finished_unix_ms = r.Int(13);
+  return t;
+}
+
+AntagonistResult AntagonistFromRow(const sql::Stmt& r) {
+  AntagonistResult a;
+  a.name = r.Text(2);
+  a.injector = r.Text(3);
+  a.node = r.Text(4);
+  a.level = r.Real(5);
+  a.target_rate = r.Real(6);
+  a.achieved_rate = r.Real(7);
+  a.achieved_cov = r.Real(8);
+  a.peak_rate = r.Real(9);
+  a.unit = r.Text(10);
+  a.reached_target = r.Bool(11);
+  a.start_skew_s = r.Real(12);
+  return a;
+}
+
+// Reads one experiment's trials within the caller's read transaction: the trial rows first,
+// then their children, one query per table in the trials' order. The joins make orphans
+// impossible within one snapshot; checked anyway rather than trusted.
+class TrialLoader {
+ public:
+  TrialLoader(sql::Db db, std::string experiment_id, std::string what)
+      : db_(db), id_(std::move(experiment_id)), what_(std::move(what)) {}
+
+  std::vector<TrialRecord>& trials() { return trials_; }
+
+  Status LoadTrials() {
+    auto rows = sql::Stmt::Prepare(
+        db_,
+        "SELECT id, idx, repetition, baseline, pairing, state, error, exit_code, stderr_tail, "
+        "victim_node, metric, wall_s, started_unix_ms, finished_unix_ms "
+        "FROM trials WHERE experiment_id = ?1 ORDER BY idx");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      TrialRecord t = TrialFromRow(r);
+      t.experiment_id = id_;
+      const std::string state = r.Text(5);
+      if (!ParseTrialState(state, &t.state)) {
+        return Err(TrialName(id_, t.index) + " in " + *db_.path + " has unknown state '" + state +
+                   "'");
+      }
+      trial_pos_[r.Int(0)] = trials_.size();
+      trials_.push_back(std::move(t));
+      return Status::Ok();
+    });
+  }
+
+  Status LoadPhaseMedians() {
+    auto rows =
+        sql::Stmt::Prepare(db_,
+                           "SELECT m.trial_id, m.phase, m.median_s FROM trial_phase_medians m "
+                           "JOIN trials t ON t.id = m.trial_id WHERE t.experiment_id = ?1");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      auto it = trial_pos_.find(r.Int(0));
+      if (it == trial_pos_.end()) return Orphan("phase median");
+      trials_[it->second].phase_medians[r.Text(1)] = r.Real(2);
+      return Status::Ok();
+    });
+  }
+
+  Status LoadAntagonists() {
+    auto rows = sql::Stmt::Prepare(
+        db_,
+        "SELECT a.id, a.trial_id, a.name, a.injector, a.node, a.level, a.target_rate, "
+        "a.achieved_rate, a.achieved_cov, a.peak_rate, a.unit, a.reached_target, a.start_skew_s "
+        "FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id "
+        "WHERE t.experiment_id = ?1 ORDER BY t.idx, a.seq");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      AntagonistResult a = AntagonistFromRow(r);
+      auto it = trial_pos_.find(r.Int(1));
+      if (it == trial_pos_.end()) return Orphan("antagonist");
+      const size_t tp = it->second;
+      antagonist_pos_[r.Int(0)] = {tp, trials_[tp].antagonists.size()};
+      trials_[tp].antagonists.push_back(std::move(a));
+      return Status::Ok();
+    });
+  }
+
+  Status LoadSteps() {
+    auto rows =
+        sql::Stmt::Prepare(db_,
+                           "SELECT s.trial_id, s.step, s.step_time_s, s.t_s, s.warmup, s.phases "
+                           "FROM victim_steps s JOIN trials t ON t.id = s.trial_id "
+                           "WHERE t.experiment_id = ?1 ORDER BY t.idx, s.seq");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      VictimStep v;
+      v.step = r.Int(1);
+      v.step_time_s = r.Real(2);
+      v.t_s = r.Real(3);
+      v.warmup = r.Bool(4);
+      auto it = trial_pos_.find(r.Int(0));
+      if (it == trial_pos_.end()) return Orphan("victim step");
+      TrialRecord& t = trials_[it->second];
+      auto phases = DecodePhases(r.Text(5));
+      if (!phases) {
+        return Err(TrialName(id_, t.index) + " in " + *db_.path + ", step " +
+                   std::to_string(v.step) + ": " + phases.error());
+      }
+      v.phases = std::move(phases).value();
+      t.steps.push_back(std::move(v));
+      return Status::Ok();
+    });
+  }
+
+  Status LoadSamples() {
+    auto rows = sql::Stmt::Prepare(
+        db_,
+        "SELECT x.antagonist_id, x.t_s, x.achieved, x.target FROM antagonist_samples x "
+        "JOIN trial_antagonists a ON a.id = x.antagonist_id JOIN trials t ON t.id = a.trial_id "
+        "WHERE t.experiment_id = ?1 ORDER BY t.idx, a.seq, x.seq");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      auto it = antagonist_pos_.find(r.Int(0));
+      if (it == antagonist_pos_.end()) return Orphan("antagonist sample");
+      const auto [tp, ap] = it->second;
+      trials_[tp].antagonists[ap].samples.push_back(RateSample{r.Real(1), r.Real(2), r.Real(3)});
+      return Status::Ok();
+    });
+  }
+
+ private:
+  Status Orphan(const char* kind) const {
+    return Err(std::string("a ") + kind + " of experiment '" + id_ + "' in " + *db_.path +
+               " belongs to no trial");
+  }
+
+  sql::Db db_;
+  const std::string id_;
+  const std::string what_;
+  std::vector<TrialRecord> trials_;
+  std::unordered_map<int64_t, size_t> trial_pos_;  // trials.id -> position in trials_
+  // trial_antagonists.id -> (trial position, antagonist position)
+  std::unordered_map<int64_t, std::pair<size_t, size_t>> antagonist_pos_;
+};
+
 }  // namespace
 
 Status Store::SaveTrial(const TrialRecord& t) {
@@ -167,131 +317,17 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
   auto resolved = ResolveExperimentId(db, experiment_id);
   if (!resolved) return Err(resolved.error());
-  const std::string& id = *resolved;
 
-  std::vector<TrialRecord> trials;
-  std::unordered_map<int64_t, size_t> trial_pos;  // trials.id -> position in `trials`
-  auto trial_rows = sql::Stmt::Prepare(
-      db,
-      "SELECT id, idx, repetition, baseline, pairing, state, error, exit_code, stderr_tail, "
-      "victim_node, metric, wall_s, started_unix_ms, finished_unix_ms "
-      "FROM trials WHERE experiment_id = ?1 ORDER BY idx");
-  Status s = ForEachRow(trial_rows, id, what, [&](const sql::Stmt& r) -> Status {
-    TrialRecord t;
-    t.experiment_id = id;
-    t.index = static_cast<int>(r.Int(1));
-    t.repetition = static_cast<int>(r.Int(2));
-    t.baseline = r.Bool(3);
-    t.pairing = r.Text(4);
-    const std::string state = r.Text(5);
-    if (!ParseTrialState(state, &t.state)) {
-      return Err(TrialName(id, t.index) + " in " + path_ + " has unknown state '" + state + "'");
-    }
-    t.error = r.Text(6);
-    t.exit_code = static_cast<int>(r.Int(7));
-    t.stderr_tail = r.Text(8);
-    t.victim_node = r.Text(9);
-    t.metric = r.Real(10);
-    t.wall_s = r.Real(11);
-    t.started_unix_ms = r.Int(12);
-    t.finished_unix_ms = r.Int(13);
-    trial_pos[r.Int(0)] = trials.size();
-    trials.push_back(std::move(t));
-    return Status::Ok();
-  });
+  TrialLoader loader(db, *resolved, what);
+  if (Status s = loader.LoadTrials(); !s) return Err(s.error());
+  if (loader.trials().empty()) return std::move(loader.trials());
+  Status s = loader.LoadPhaseMedians();
+  if (s) s = loader.LoadAntagonists();
+  if (s && with_series) s = loader.LoadSteps();
+  if (s && with_series) s = loader.LoadSamples();
   if (!s) return Err(s.error());
-  if (trials.empty()) return trials;
-
-  // Children of all the experiment's trials, one query per table, in the trials' order. The
-  // joins make orphans impossible within one snapshot; checked anyway rather than trusted.
-  auto Orphan = [&](const char* kind) -> Status {
-    return Err(std::string("a ") + kind + " of experiment '" + id + "' in " + path_ +
-               " belongs to no trial");
-  };
-  auto medians =
-      sql::Stmt::Prepare(db,
-                         "SELECT m.trial_id, m.phase, m.median_s FROM trial_phase_medians m "
-                         "JOIN trials t ON t.id = m.trial_id WHERE t.experiment_id = ?1");
-  s = ForEachRow(medians, id, what, [&](const sql::Stmt& r) -> Status {
-    auto it = trial_pos.find(r.Int(0));
-    if (it == trial_pos.end()) return Orphan("phase median");
-    trials[it->second].phase_medians[r.Text(1)] = r.Real(2);
-    return Status::Ok();
-  });
-  if (!s) return Err(s.error());
-
-  std::unordered_map<int64_t, std::pair<size_t, size_t>> antagonist_pos;
-  auto antagonists = sql::Stmt::Prepare(
-      db,
-      "SELECT a.id, a.trial_id, a.name, a.injector, a.node, a.level, a.target_rate, "
-      "a.achieved_rate, a.achieved_cov, a.peak_rate, a.unit, a.reached_target, a.start_skew_s "
-      "FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id "
-      "WHERE t.experiment_id = ?1 ORDER BY t.idx, a.seq");
-  s = ForEachRow(antagonists, id, what, [&](const sql::Stmt& r) -> Status {
-    AntagonistResult a;
-    a.name = r.Text(2);
-    a.injector = r.Text(3);
-    a.node = r.Text(4);
-    a.level = r.Real(5);
-    a.target_rate = r.Real(6);
-    a.achieved_rate = r.Real(7);
-    a.achieved_cov = r.Real(8);
-    a.peak_rate = r.Real(9);
-    a.unit = r.Text(10);
-    a.reached_target = r.Bool(11);
-    a.start_skew_s = r.Real(12);
-    auto it = trial_pos.find(r.Int(1));
-    if (it == trial_pos.end()) return Orphan("antagonist");
-    const size_t tp = it->second;
-    antagonist_pos[r.Int(0)] = {tp, trials[tp].antagonists.size()};
-    trials[tp].antagonists.push_back(std::move(a));
-    return Status::Ok();
-  });
-  if (!s) return Err(s.error());
-
-  if (with_series) {
-    auto steps =
-        sql::Stmt::Prepare(db,
-                           "SELECT s.trial_id, s.step, s.step_time_s, s.t_s, s.warmup, s.phases "
-                           "FROM victim_steps s JOIN trials t ON t.id = s.trial_id "
-                           "WHERE t.experiment_id = ?1 ORDER BY t.idx, s.seq");
-    s = ForEachRow(steps, id, what, [&](const sql::Stmt& r) -> Status {
-      VictimStep v;
-      v.step = r.Int(1);
-      v.step_time_s = r.Real(2);
-      v.t_s = r.Real(3);
-      v.warmup = r.Bool(4);
-      auto it = trial_pos.find(r.Int(0));
-      if (it == trial_pos.end()) return Orphan("victim step");
-      TrialRecord& t = trials[it->second];
-      auto phases = DecodePhases(r.Text(5));
-      if (!phases) {
-        return Err(TrialName(id, t.index) + " in " + path_ + ", step " + std::to_string(v.step) +
-                   ": " + phases.error());
-      }
-      v.phases = std::move(phases).value();
-      t.steps.push_back(std::move(v));
-      return Status::Ok();
-    });
-    if (!s) return Err(s.error());
-
-    auto samples = sql::Stmt::Prepare(
-        db,
-        "SELECT x.antagonist_id, x.t_s, x.achieved, x.target FROM antagonist_samples x "
-        "JOIN trial_antagonists a ON a.id = x.antagonist_id JOIN trials t ON t.id = a.trial_id "
-        "WHERE t.experiment_id = ?1 ORDER BY t.idx, a.seq, x.seq");
-    s = ForEachRow(samples, id, what, [&](const sql::Stmt& r) -> Status {
-      auto it = antagonist_pos.find(r.Int(0));
-      if (it == antagonist_pos.end()) return Orphan("antagonist sample");
-      const auto [tp, ap] = it->second;
-      trials[tp].antagonists[ap].samples.push_back(RateSample{r.Real(1), r.Real(2), r.Real(3)});
-      return Status::Ok();
-    });
-    if (!s) return Err(s.error());
-  }
-
   if (Status c = txn.Commit(what); !c) return Err(c.error());
-  return trials;
+  return std::move(loader.trials());
 }
 
 }  // namespace codl::store

@@ -27,6 +27,8 @@ class FakeAgent : public AgentClient {
   int stops = 0;
   bool fail_start = false;
   bool fail_victim = false;
+  bool fail_stop = false;  // as an unreachable agent: the antagonist keeps running
+  int victims = 0;
   double achieved_fraction = 1.0;  // of the target
   double peak = 1000;
 
@@ -61,6 +63,7 @@ class FakeAgent : public AgentClient {
   Result<v1::StopAntagonistReply> StopAntagonist(const v1::StopAntagonistRequest& req) override {
     std::lock_guard<std::mutex> l(mu);
     ++stops;
+    if (fail_stop) return Err("agent unavailable");
     double target = running[req.antagonist_id()];
     running.erase(req.antagonist_id());
     v1::StopAntagonistReply r;
@@ -71,6 +74,7 @@ class FakeAgent : public AgentClient {
   }
   Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest&, double) override {
     std::lock_guard<std::mutex> l(mu);
+    ++victims;
     v1::RunVictimReply r;
     if (fail_victim) {
       r.set_ok(false);
@@ -103,24 +107,35 @@ class RunnerTest : public ::testing::Test {
     store_ = std::move(s.value());
     agent_ = std::make_shared<FakeAgent>();
     registry_ = std::make_unique<AgentRegistry>(
-        SystemClock::Get(), [this](const std::string&, const std::string&) { return agent_; }, 60);
+        SystemClock::Get(),
+        [this](const std::string& id, const std::string&) { return agents_by_id_.at(id); }, 60);
+    AddNode("node-1", agent_);
+    runner_ = std::make_unique<ExperimentRunner>(registry_.get(), store_.get(), SystemClock::Get(),
+                                                 RunnerOptions{0.0, 0.9, 0.0});
+  }
+  void AddNode(const std::string& id, std::shared_ptr<FakeAgent> agent) {
+    agents_by_id_[id] = std::move(agent);
     v1::AgentInfo info;
-    info.set_agent_id("node-1");
+    info.set_agent_id(id);
     info.set_address("fake");
     ASSERT_TRUE(registry_->Register(info).ok());
-    runner_ = std::make_unique<ExperimentRunner>(registry_.get(), store_.get(), SystemClock::Get(),
+  }
+  // The runner's waits (settle polls, cooldown) then take no real time; the test cancels from
+  // inside a wait with fake_clock_.OnWait.
+  void UseFakeClock() {
+    runner_ = std::make_unique<ExperimentRunner>(registry_.get(), store_.get(), &fake_clock_,
                                                  RunnerOptions{0.0, 0.9, 0.0});
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  experiment::ExperimentSpec Spec(const std::string& extra = "") {
+  experiment::ExperimentSpec Spec(const std::string& extra = "", const std::string& settle = "0s") {
     std::string yaml =
         "name: fake\n"
         "victim: {command: [victim], warmup_steps: 0}\n"
         "antagonists:\n"
         "  - {name: membw, injector: memcpy, levels: [0.5, 1.0]}\n"
         "repetitions: 3\n"
-        "settle: 0s\n" + extra;
+        "settle: " + settle + "\n" + extra;
     auto s = experiment::ParseExperiment(yaml, "fake.yaml");
     EXPECT_TRUE(s.ok()) << s.error();
     return *s;
@@ -136,14 +151,22 @@ class RunnerTest : public ::testing::Test {
       void OnTrialStarted(const experiment::PlannedTrial&) override {}
       void OnTrialDone(const TrialRecord&) override {}
     } listener;
-    std::atomic<bool> cancel{false};
-    return runner_->Run(*rec, spec, experiment::ExpandPlan(spec), cancel, &listener);
+    return runner_->Run(*rec, spec, experiment::ExpandPlan(spec), cancel_, &listener);
+  }
+
+  // Every antagonist the agent started was asked to stop, and none is left running.
+  static void ExpectAllStopped(const FakeAgent& agent) {
+    EXPECT_EQ(agent.stops, static_cast<int>(agent.ever_started.size()));
+    EXPECT_TRUE(agent.running.empty()) << agent.running.size() << " antagonists still running";
   }
 
   std::filesystem::path dir_;
   std::unique_ptr<store::Store> store_;
   std::shared_ptr<FakeAgent> agent_;
+  std::map<std::string, std::shared_ptr<FakeAgent>> agents_by_id_;
   std::unique_ptr<AgentRegistry> registry_;
+  FakeClock fake_clock_;
+  std::atomic<bool> cancel_{false};
   std::unique_ptr<ExperimentRunner> runner_;
   int counter_ = 0;
 };
@@ -167,9 +190,8 @@ TEST_F(RunnerTest, EveryTrialStoredEveryAntagonistStoppedSlowdownMeasured) {
   }
   auto results = experiment::Summarize(rec, *trials);
   for (const auto& p : results.pairings) {
-    if (p.pairing == "membw@1") EXPECT_NEAR(p.slowdown, 2.0, 1e-9);
-    if (p.pairing == "membw@0.5") EXPECT_NEAR(p.slowdown, 1.5, 1e-9);
-    if (p.pairing == "baseline") EXPECT_NEAR(p.slowdown, 1.0, 1e-9);
+    const double expected = p.pairing == "membw@1" ? 2.0 : p.pairing == "membw@0.5" ? 1.5 : 1.0;
+    EXPECT_NEAR(p.slowdown, expected, 1e-9) << p.pairing;
   }
   EXPECT_EQ(agent_->calibrations, 1);
   // A second experiment with the same injector options reuses the cached calibration.
@@ -222,6 +244,70 @@ TEST_F(RunnerTest, StartFailureFailsTrialAndLeavesNothingRunning) {
   }
   EXPECT_TRUE(saw_failed);
   EXPECT_TRUE(agent_->running.empty());
+}
+
+TEST_F(RunnerTest, CancelDuringSettleStopsEveryAntagonistAndSkipsTheVictim) {
+  UseFakeClock();
+  agent_->achieved_fraction = 0;  // never at target: only the settle limit or a cancel ends it
+  int waits = 0;
+  fake_clock_.OnWait([&](double) {
+    if (++waits == 3) cancel_ = true;  // as `codlctl cancel` during the third settle poll
+  });
+  const double t0 = fake_clock_.MonotonicSeconds();
+  ExperimentRecord rec;
+  Status s = Run(Spec("pairings: singles\n", "3600s"), &rec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error(), "cancelled");
+  EXPECT_EQ(fake_clock_.Waits(), 3) << "the cancelled wait must end the settle at once";
+  EXPECT_LT(fake_clock_.MonotonicSeconds() - t0, 1.0) << "settle ran on after the cancel";
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  ASSERT_FALSE(trials->empty());
+  const TrialRecord& last = trials->back();
+  EXPECT_EQ(last.state, TrialState::kCancelled);
+  EXPECT_FALSE(last.baseline);
+  EXPECT_EQ(agent_->victims, static_cast<int>(trials->size()) - 1) << "victim ran after cancel";
+  ExpectAllStopped(*agent_);
+}
+
+TEST_F(RunnerTest, CancelDuringCooldownReturnsAtOnceWithEveryAntagonistStopped) {
+  UseFakeClock();
+  fake_clock_.OnWait([&](double seconds) {
+    if (seconds > 60) cancel_ = true;  // the hour-long cooldown, not a settle poll
+  });
+  const double t0 = fake_clock_.MonotonicSeconds();
+  ExperimentRecord rec;
+  Status s = Run(Spec("cooldown: 3600s\n"), &rec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error(), "cancelled");
+  EXPECT_LT(fake_clock_.MonotonicSeconds() - t0, 60.0) << "the cooldown was served in full";
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(trials->size(), 1u) << "no trial may start after the cancel";
+  EXPECT_EQ(trials->front().state, TrialState::kDone) << trials->front().error;
+  ExpectAllStopped(*agent_);
+}
+
+TEST_F(RunnerTest, AStopFailureStillStopsTheOtherNodesAntagonists) {
+  auto unreachable = std::make_shared<FakeAgent>();
+  unreachable->fail_stop = true;
+  AddNode("node-2", unreachable);
+  ExperimentRecord rec;
+  auto spec = Spec();
+  spec.antagonists[0].nodes.specified = true;  // membw on both nodes (default: the victim's)
+  ASSERT_TRUE(Run(spec, &rec).ok());
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(static_cast<int>(trials->size()), rec.total_trials);
+  for (const auto& t : *trials) {
+    EXPECT_EQ(t.antagonists.size(), t.baseline ? 0u : 2u);
+  }
+  EXPECT_FALSE(agent_->ever_started.empty());
+  ExpectAllStopped(*agent_);
+  // node-2 was asked to stop each of its antagonists; its lease stops what it could not.
+  EXPECT_FALSE(unreachable->ever_started.empty());
+  EXPECT_EQ(unreachable->stops, static_cast<int>(unreachable->ever_started.size()));
+  EXPECT_EQ(unreachable->running.size(), unreachable->ever_started.size());
 }
 
 TEST_F(RunnerTest, NoMatchingNodeIsAClearError) {
