@@ -5,6 +5,7 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
+#include "lib/common/defaults.h"
 
 using namespace codl::cli;
 
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<ControllerClient> client;
     if (db.empty()) {
       std::string address = ConfiguredController(g.controller);
-      auto c = ControllerClient::Connect(codl::rpc::Endpoint{address.empty() ? "127.0.0.1:7700" : address, g.tls});
+      auto c = ControllerClient::Connect(codl::rpc::Endpoint{address.empty() ? codl::kDefaultControllerAddress : address, g.tls});
       if (!c.ok()) {
         fprintf(stderr, "codlctl report: %s\n", c.error().c_str());
         return kExitBadInput;
