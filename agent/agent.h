@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/common/clock.h"
+#include "lib/common/defaults.h"
 #include "lib/common/result.h"
 #include "lib/rpc/rpc_util.h"
 
@@ -28,7 +29,7 @@ class ControllerLink;
 class LeaseMonitor;
 
 struct AgentOptions {
-  std::string controller = "127.0.0.1:7700";  // controller address
+  std::string controller = kDefaultControllerAddress;  // controller address
   std::string listen = "127.0.0.1:0";         // this agent's service; port 0 = ephemeral
   std::string advertise;                      // address the controller dials; default: listen
   std::string agent_id;                       // default: hostname

@@ -1,22 +1,16 @@
 #include "agent/child_process.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <deque>
 #include <fstream>
 #include <future>
 #include <sstream>
-
-extern char** environ;
 
 namespace codl::agent {
 namespace {
@@ -121,64 +115,25 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
       return Err("working directory '" + options.workdir + "' does not exist");
     }
   }
-  // Everything the child needs is built before fork: no allocation after fork.
-  std::vector<std::string> env_storage;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    std::string k = kv.substr(0, kv.find('='));
-    if (!options.env.count(k)) env_storage.push_back(kv);
-  }
-  for (const auto& [k, v] : options.env) env_storage.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_storage) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  for (auto& s : options.argv) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return Err(std::string("pipe: ") + strerror(errno));
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    close(out[0]);
-    close(out[1]);
-    return Err(std::string("pipe: ") + strerror(errno));
-  }
-  const pid_t parent = getpid();
-  const char* workdir = options.workdir.empty() ? nullptr : options.workdir.c_str();
-  pid_t pid = Spawner::Get().Run([&]() -> pid_t {
-    pid_t p = fork();
-    if (p == 0) {
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);  // the agent died between fork and prctl
-      signal(SIGPIPE, SIG_DFL);
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      int devnull = open("/dev/null", O_RDONLY);
-      dup2(devnull, 0);
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-      close_range(3, ~0U, 0);
-      if (workdir && chdir(workdir) != 0) _exit(126);
-      execve(exe.c_str(), argv.data(), envp.data());
-      _exit(127);
-    }
-    if (p > 0) setpgid(p, p);  // also from the parent: no race with a kill(-pgid)
-    return p;
-  });
-  close(out[1]);
-  close(err[1]);
-  if (pid < 0) {
-    close(out[0]);
-    close(err[0]);
-    return Err(std::string("fork: ") + strerror(errno));
-  }
+  SpawnOptions spawn;
+  spawn.argv = options.argv;
+  spawn.executable = exe;
+  spawn.env = options.env;
+  spawn.cwd = options.workdir;
+  spawn.group = SpawnOptions::Group::kOwnGroup;  // Terminate/Kill reach its helpers too
+  spawn.death_signal = SIGKILL;
+  spawn.in = Stdio::Null();
+  spawn.out = Stdio::Pipe();
+  spawn.err = Stdio::Pipe();
+  auto proc = Spawner::Get().Run([&] { return Subprocess::Spawn(spawn); });
+  if (!proc.ok()) return Err(proc.error());
   std::unique_ptr<ChildProcess> c(new ChildProcess());
   c->options_ = std::move(options);
-  c->pid_ = pid;
-  c->start_ticks_ = ProcessStartTicks(pid);
+  c->proc_ = std::move(*proc);
+  c->start_ticks_ = ProcessStartTicks(c->proc_.pid());
   ChildProcess* raw = c.get();
-  c->reader_ = std::thread([raw, o = out[0], e = err[0]] { raw->ReaderLoop(o, e); });
+  const int out = c->proc_.ReleaseStdout(), err = c->proc_.ReleaseStderr();
+  c->reader_ = std::thread([raw, out, err] { raw->ReaderLoop(out, err); });
   return c;
 }
 
@@ -220,12 +175,10 @@ void ChildProcess::ReaderLoop(int out_fd, int err_fd) {
     }
   }
   if (!line_buf.empty() && options_.on_stdout) options_.on_stdout(line_buf);
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  const ExitStatus status = proc_.Wait();  // the only thread that reaps
   std::lock_guard<std::mutex> l(mu_);
   exited_ = true;
-  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  exit_code_ = status.CodeOrNegativeSignal();
   cv_.notify_all();
 }
 
@@ -250,22 +203,20 @@ std::string ChildProcess::stderr_tail() const {
 }
 
 void ChildProcess::Terminate(double grace_s) {
-  if (!exited()) kill(-pid_, SIGTERM);
+  if (!exited()) proc_.SignalGroup(SIGTERM);
   if (!WaitFor(grace_s)) Kill();
 }
 
 void ChildProcess::Kill() {
-  if (!exited()) kill(-pid_, SIGKILL);
+  if (!exited()) proc_.SignalGroup(SIGKILL);
   WaitFor(10);
 }
 
 ChildProcess::~ChildProcess() {
-  if (!exited()) {
-    kill(-pid_, SIGKILL);
-  }
+  if (!exited()) proc_.SignalGroup(SIGKILL);
   if (reader_.joinable()) reader_.join();
   // The group may hold grandchildren that outlived the leader; make sure they go too.
-  kill(-pid_, SIGKILL);
+  proc_.SignalGroup(SIGKILL);
 }
 
 }  // namespace codl::agent

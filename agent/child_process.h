@@ -3,6 +3,8 @@
 //   the agent even on SIGKILL), stdout delivered line by line, the tail of stderr kept.
 // - forked from one long-lived spawner thread: PDEATHSIG fires when the *thread* that forked
 //   exits, so forking from a short-lived gRPC worker thread would kill children at random.
+// The fork itself is lib/common/subprocess.h; this class adds the spawner thread, the reader
+// thread and the pid + start-time identity the leftovers file records.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "lib/common/result.h"
+#include "lib/common/subprocess.h"
 
 namespace codl::agent {
 
@@ -34,7 +37,7 @@ class ChildProcess {
   static Result<std::unique_ptr<ChildProcess>> Spawn(Options options);
   ~ChildProcess();  // kills the group if still running and joins the reader
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return proc_.pid(); }
   uint64_t start_time_ticks() const { return start_ticks_; }  // /proc/PID/stat field 22
 
   // SIGTERM to the process group, then SIGKILL after `grace_s` if still alive. Blocks until reaped.
@@ -52,7 +55,7 @@ class ChildProcess {
   void ReaderLoop(int out_fd, int err_fd);
 
   Options options_;
-  pid_t pid_ = -1;
+  Subprocess proc_;  // reaped only by the reader thread; others just signal its group
   uint64_t start_ticks_ = 0;
   std::thread reader_;
   mutable std::mutex mu_;

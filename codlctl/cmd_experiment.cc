@@ -12,6 +12,7 @@
 #include "codlctl/embedded.h"
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
+#include "lib/common/defaults.h"
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
 #include "injectors/registry.h"
@@ -204,7 +205,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
     return kExitBadInput;
   }
   std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = "127.0.0.1:7700";
+  if (address.empty()) address = kDefaultControllerAddress;
   auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
   if (!client.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", client.error().c_str());
@@ -229,7 +230,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
 
 int CmdWatch(const GlobalOptions& g, const std::string& id) {
   std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = "127.0.0.1:7700";
+  if (address.empty()) address = kDefaultControllerAddress;
   auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
   if (!client.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());
@@ -246,7 +247,7 @@ int CmdWatch(const GlobalOptions& g, const std::string& id) {
 
 int CmdCancel(const GlobalOptions& g, const std::string& id) {
   std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = "127.0.0.1:7700";
+  if (address.empty()) address = kDefaultControllerAddress;
   auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
   if (!client.ok()) {
     fprintf(stderr, "codlctl cancel: %s\n", client.error().c_str());

@@ -6,6 +6,7 @@
 #include "codlctl/controller_client.h"
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
+#include "lib/common/defaults.h"
 #include "lib/common/units.h"
 #include "injectors/registry.h"
 #include "lib/store/store.h"
@@ -15,7 +16,7 @@ namespace codl::cli {
 namespace {
 Result<std::unique_ptr<ControllerClient>> Connect(const GlobalOptions& g) {
   std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = "127.0.0.1:7700";
+  if (address.empty()) address = kDefaultControllerAddress;
   return ControllerClient::Connect(rpc::Endpoint{address, g.tls});
 }
 

@@ -10,6 +10,7 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
+#include "lib/common/defaults.h"
 
 using namespace codl::cli;
 
@@ -119,14 +120,14 @@ Subcommand AddResults(CLI::App& app) {
 }
 
 // `report` reads the database when given one, else asks the controller (default address
-// 127.0.0.1:7700 when none is configured).
+// kDefaultControllerAddress when none is configured).
 int RunReport(const GlobalOptions& g, const std::string& id, const std::string& db,
               const std::string& path) {
   std::unique_ptr<ControllerClient> client;
   if (db.empty()) {
     std::string address = ConfiguredController(g.controller);
     auto c = ControllerClient::Connect(
-        codl::rpc::Endpoint{address.empty() ? "127.0.0.1:7700" : address, g.tls});
+        codl::rpc::Endpoint{address.empty() ? codl::kDefaultControllerAddress : address, g.tls});
     if (!c.ok()) {
       fprintf(stderr, "codlctl report: %s\n", c.error().c_str());
       return kExitBadInput;

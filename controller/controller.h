@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "lib/common/defaults.h"
 #include "lib/common/result.h"
 #include "lib/rpc/rpc_util.h"
 
@@ -27,7 +28,7 @@ class ControllerServiceImpl;
 class ControllerMetrics;
 
 struct ControllerOptions {
-  std::string listen = "127.0.0.1:7700";
+  std::string listen = kDefaultControllerAddress;
   std::string db_path = "codl-controller.db";
   double heartbeat_interval_s = 1;
   double agent_dead_after_s = 5;  // no heartbeat for this long: the agent is down

@@ -1,11 +1,11 @@
 #include "victim/options.h"
 
-#include <charconv>
 #include <cmath>
-#include <functional>
-#include <optional>
-#include <string_view>
+#include <map>
+#include <type_traits>
+#include <utility>
 
+#include "lib/common/options.h"
 #include "lib/common/units.h"
 
 namespace codl::victim {
@@ -37,88 +37,98 @@ uint64_t EffectiveH2dBytes(const RunOptions& o, uint64_t sample_size) {
 
 namespace {
 
-// Each option is one row: its name, the value it takes, and how it is checked and stored.
-// Help text lives in RunHelp() so that it can teach, in prose, how the options interact.
-template <class T>
-struct OptionRow {
-  const char* name;
-  std::function<Status(T&, std::string_view)> apply;
-};
+constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
+constexpr double kMaxGemmCount = 100000;
 
-Status OutOfRange(std::string_view name, std::string_view text, const std::string& allowed) {
-  return Err(std::string(name) + ": '" + std::string(text) + "' is out of range; allowed " +
-             allowed);
+// The option tables (lib/common/options.h: the same typed rows as codl-inject's injectors).
+// Defaults are the balanced profile; a --profile preset replaces the defaults of the options
+// the user did not give. The help text lives in RunHelp()/GenDataHelp(): prose that teaches how
+// the options interact; OptionTablesMatchTheHelp (tests/victim) keeps the two in step.
+std::vector<OptionSpec> GenDataTable() {
+  return {
+      StringOption("--dir", "", "folder to write (alias --data)"),
+      IntOption("--samples", "256", 1, 10'000'000, "number of sample files"),
+      SizeOption("--sample-size", "128KiB", 1, static_cast<double>(kGiB), "bytes per file"),
+      UintOption("--seed", "1", "content seed"),
+  };
 }
 
-Result<int64_t> IntIn(std::string_view name, std::string_view text, int64_t lo, int64_t hi) {
-  auto v = ParseNumber(text);
-  const std::string allowed = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-  if (!v.ok() || *v != std::floor(*v)) {
-    return Err(std::string(name) + ": '" + std::string(text) + "' is not " + allowed);
+std::vector<OptionSpec> RunTable() {
+  const double gib = static_cast<double>(kGiB);
+  return {
+      StringOption("--dir", "", "dataset folder (alias --data)"),
+      EnumOption("--profile", "balanced", {"balanced", "io-bound", "compute-bound"}, "presets"),
+      IntOption("--samples", "256", 1, 10'000'000, "dataset files when generating"),
+      SizeOption("--sample-size", "128KiB", 1, gib, "bytes per file when generating"),
+      EnumOption("--reader", "posix", {"posix", "io_uring"}, "read path"),
+      EnumOption("--io-mode", "direct", {"direct", "fadvise", "buffered"}, "page-cache bypass"),
+      IntOption("--queue-depth", "8", 1, 4096, "io_uring reads in flight per loader"),
+      SizeOption("--read-block", "1MiB", 4096, gib, "bytes per read request"),
+      IntOption("--threads", "2", 1, 256, "loader threads per rank"),
+      IntOption("--prefetch", "4", 1, 1024, "batches ahead of the loop"),
+      IntOption("--batch-size", "32", 1, 65536, "samples per step"),
+      IntOption("--decode-work", "2", 0, 1000, "decode passes per byte"),
+      StringOption("--h2d-size", "batch", "bytes copied host-to-device per step, or 'batch'"),
+      IntOption("--gemm-dim", "384", 16, 32768, "square GEMM size"),
+      IntOption("--gemm-count", "3", 0, kMaxGemmCount, "GEMMs per step"),
+      DoubleOption("--gemm-flops", "0", 0, 1e18, "FLOPs per step instead of --gemm-count"),
+      IntOption("--compute-threads", "1", 1, 256, "CPU sgemm threads"),
+      IntOption("--ranks", "1", 1, 64, "data-parallel ranks"),
+      SizeOption("--allreduce-size", "4MiB", 4, 16 * gib, "gradient bytes per step"),
+      EnumOption("--device", "auto", {"auto", "cpu", "cuda"}, "where GEMMs run"),
+      IntOption("--steps", "30", 1, 100'000'000, "measured steps"),
+      IntOption("--warmup-steps", "2", 0, 100'000'000, "steps before them"),
+      UintOption("--seed", "1", "shuffling and dataset seed"),
+  };
+}
+
+// Flags that are other spellings of a table row, and values that are other spellings of a choice.
+std::string CanonicalFlag(const std::string& name) { return name == "--data" ? "--dir" : name; }
+std::string CanonicalValue(const std::string& flag, const std::string& value) {
+  return flag == "--reader" && value == "io-uring" ? "io_uring" : value;
+}
+
+// Collects "--flag value" / "--flag=value" pairs for the table's rows (a repeated flag: the last
+// one wins) and checks them against it.
+Result<OptionValues> ParseFlags(const std::vector<std::string>& args,
+                                const std::vector<OptionSpec>& table, const std::string& command) {
+  const std::string see = " (see codl-victim " + command + " --help)";
+  std::map<std::string, std::string> given;
+  FlagScanner flags(args);
+  while (flags.Next()) {
+    const std::string name = CanonicalFlag(flags.name());
+    bool known = false;
+    for (const auto& row : table) known = known || row.name == name;
+    if (!known) {
+      return Err(std::string(flags.is_flag() ? "unknown option '" : "unexpected argument '") +
+                 flags.name() + "'" + see);
+    }
+    auto value = flags.Value();
+    if (!value.ok()) return Err(value.error() + see);
+    given[name] = CanonicalValue(name, *value);
   }
-  if (*v < static_cast<double>(lo) || *v > static_cast<double>(hi)) {
-    return Err(OutOfRange(name, text, allowed).error());
+  return ParseOptionTable("codl-victim " + command, table, given);
+}
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h" || a == "help") return true;
   }
-  return static_cast<int64_t>(*v);
+  return false;
 }
 
-Result<uint64_t> SizeIn(std::string_view name, std::string_view text, uint64_t lo, uint64_t hi) {
-  auto v = ParseSize(text);
-  if (!v.ok()) return Err(std::string(name) + ": " + v.error());
-  if (*v < lo || *v > hi) {
-    return Err(OutOfRange(name, text, "a size in [" + FormatSize(static_cast<double>(lo)) + ", " +
-                                          FormatSize(static_cast<double>(hi)) + "]")
-                   .error());
+Profile ToProfile(const std::string& name) {
+  if (name == "io-bound") return Profile::kIoBound;
+  if (name == "compute-bound") return Profile::kComputeBound;
+  return Profile::kBalanced;
+}
+
+template <class E>
+E Choice(const std::string& value, std::initializer_list<std::pair<const char*, E>> choices) {
+  for (const auto& [name, e] : choices) {
+    if (value == name) return e;
   }
-  return *v;
-}
-
-// Stores an integer option into `field` after a range check.
-template <class T, class F>
-OptionRow<T> IntOption(const char* name, F T::*field, int64_t lo, int64_t hi,
-                       bool T::*explicit_flag = nullptr) {
-  return {name, [=](T& o, std::string_view text) -> Status {
-            auto v = IntIn(name, text, lo, hi);
-            if (!v.ok()) return Err(v.error());
-            o.*field = static_cast<F>(*v);
-            if (explicit_flag) o.*explicit_flag = true;
-            return Status::Ok();
-          }};
-}
-
-template <class T, class F>
-OptionRow<T> SizeOption(const char* name, F T::*field, uint64_t lo, uint64_t hi,
-                        bool T::*explicit_flag = nullptr) {
-  return {name, [=](T& o, std::string_view text) -> Status {
-            auto v = SizeIn(name, text, lo, hi);
-            if (!v.ok()) return Err(v.error());
-            o.*field = static_cast<F>(*v);
-            if (explicit_flag) o.*explicit_flag = true;
-            return Status::Ok();
-          }};
-}
-
-// Seeds are plain unsigned 64-bit integers (no unit suffixes: "1k" as a seed would surprise).
-template <class T>
-OptionRow<T> SeedOption(const char* name, uint64_t T::*field) {
-  return {name, [=](T& o, std::string_view text) -> Status {
-            uint64_t v = 0;
-            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-            if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-              return Err(std::string(name) + ": '" + std::string(text) +
-                         "' is not an unsigned integer in [0, 18446744073709551615]");
-            }
-            o.*field = v;
-            return Status::Ok();
-          }};
-}
-
-Result<Profile> ParseProfile(std::string_view text) {
-  if (text == "balanced") return Profile::kBalanced;
-  if (text == "io-bound") return Profile::kIoBound;
-  if (text == "compute-bound") return Profile::kComputeBound;
-  return Err("--profile: '" + std::string(text) +
-             "' is not a profile; allowed balanced, io-bound, compute-bound");
+  return choices.begin()->second;  // unreachable: the table accepted only these names
 }
 
 // Presets. Sized so that ~30 steps take a few seconds on a 2-core machine; io-bound makes the
@@ -143,44 +153,77 @@ void ApplyProfile(Profile p, RunOptions& o) {
   o.profile = p;
 }
 
-// Accepts "--name value" and "--name=value"; every value goes through its row's checks.
-template <class T>
-Status ParseRows(const std::vector<std::string>& args, const std::vector<OptionRow<T>>& rows,
-                 const char* command, T& out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::optional<std::string> value;
-    if (auto eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    }
-    const OptionRow<T>* row = nullptr;
-    for (const auto& r : rows) {
-      if (name == r.name) row = &r;
-    }
-    if (row == nullptr) {
-      return Err(std::string(name.rfind("-", 0) == 0 ? "unknown option '" : "unexpected argument '") +
-                 name + "' (see codl-victim " + command + " --help)");
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) return Err(name + " needs a value (see codl-victim " + command + " --help)");
-      value = args[++i];
-    }
-    if (Status s = row->apply(out, *value); !s.ok()) return s;
+// The table's values into `o`. Options a profile presets keep the preset's value unless given;
+// every other option takes the table's value (its default when not given).
+void StoreRunFlags(const OptionValues& v, RunOptions& o) {
+  auto preset_int = [&](const char* name, auto& field) {
+    if (v.WasSet(name)) field = static_cast<std::remove_reference_t<decltype(field)>>(v.Int(name));
+  };
+  auto to_int = [&](const char* name) { return static_cast<int>(v.Int(name)); };
+  o.dir = v.String("--dir");
+  preset_int("--samples", o.samples);
+  if (v.WasSet("--sample-size")) o.sample_size = v.Size("--sample-size");
+  o.samples_explicit = v.WasSet("--samples");
+  o.sample_size_explicit = v.WasSet("--sample-size");
+  o.reader = Choice<ReaderKind>(v.String("--reader"),
+                                {{"posix", ReaderKind::kPosix}, {"io_uring", ReaderKind::kIoUring}});
+  o.io_mode = Choice<IoMode>(v.String("--io-mode"), {{"direct", IoMode::kDirect},
+                                                     {"fadvise", IoMode::kFadvise},
+                                                     {"buffered", IoMode::kBuffered}});
+  o.queue_depth = to_int("--queue-depth");
+  o.read_block = v.Size("--read-block");
+  preset_int("--threads", o.threads);
+  preset_int("--prefetch", o.prefetch);
+  preset_int("--batch-size", o.batch_size);
+  preset_int("--decode-work", o.decode_work);
+  preset_int("--gemm-dim", o.gemm_dim);
+  preset_int("--gemm-count", o.gemm_count);
+  o.compute_threads = to_int("--compute-threads");
+  o.ranks = to_int("--ranks");
+  o.allreduce_size = v.Size("--allreduce-size");
+  o.device = Choice<DeviceChoice>(v.String("--device"), {{"auto", DeviceChoice::kAuto},
+                                                         {"cpu", DeviceChoice::kCpu},
+                                                         {"cuda", DeviceChoice::kCuda}});
+  o.steps = to_int("--steps");
+  o.warmup_steps = to_int("--warmup-steps");
+  o.seed = v.Uint("--seed");
+}
+
+// --h2d-size: a size in [0, 64GiB], or "batch" (-1: the batch's bytes).
+Result<int64_t> H2dSize(const std::string& text) {
+  if (text == "batch") return int64_t{-1};
+  auto size = ParseOptionValue(SizeOption("--h2d-size", "0", 0, 64.0 * kGiB, ""), text);
+  if (!size.ok()) return Err(size.error() + " (or 'batch')");
+  return static_cast<int64_t>(std::get<uint64_t>(*size));
+}
+
+// --gemm-flops instead of --gemm-count: whole GEMMs of --gemm-dim, rounded up.
+Status ApplyGemmFlops(const OptionValues& v, RunOptions& o) {
+  if (!v.WasSet("--gemm-flops")) return Status::Ok();
+  if (v.WasSet("--gemm-count")) return Err("--gemm-flops and --gemm-count both given; use one of them");
+  const double flops = v.Double("--gemm-flops");
+  const double count = std::ceil(flops / (2.0 * std::pow(static_cast<double>(o.gemm_dim), 3)));
+  if (count > kMaxGemmCount) {
+    return Err("--gemm-flops: " + std::to_string(flops) + " needs more than 100000 GEMMs of "
+               "--gemm-dim " + std::to_string(o.gemm_dim) + "; raise --gemm-dim");
   }
+  o.gemm_count = static_cast<int>(count);
   return Status::Ok();
 }
 
-bool WantsHelp(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h" || a == "help") return true;
-  }
-  return false;
-}
-
-constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
-
 }  // namespace
+
+namespace {
+std::vector<std::string> Names(const std::vector<OptionSpec>& table) {
+  std::vector<std::string> names;
+  for (const auto& row : table) names.push_back(row.name);
+  names.push_back("--data");
+  return names;
+}
+}  // namespace
+
+std::vector<std::string> GenDataFlags() { return Names(GenDataTable()); }
+std::vector<std::string> RunFlags() { return Names(RunTable()); }
 
 Result<Parsed<GenDataOptions>> ParseGenDataArgs(const std::vector<std::string>& args) {
   Parsed<GenDataOptions> parsed;
@@ -188,16 +231,14 @@ Result<Parsed<GenDataOptions>> ParseGenDataArgs(const std::vector<std::string>& 
     parsed.help = true;
     return parsed;
   }
-  using G = GenDataOptions;
-  const std::vector<OptionRow<G>> rows = {
-      {"--dir", [](G& o, std::string_view v) -> Status { o.dir = std::string(v); return Status::Ok(); }},
-      {"--data", [](G& o, std::string_view v) -> Status { o.dir = std::string(v); return Status::Ok(); }},
-      IntOption<G>("--samples", &G::samples, 1, 10'000'000),
-      SizeOption<G>("--sample-size", &G::sample_size, 1, kGiB),
-      SeedOption<G>("--seed", &G::seed),
-  };
-  if (Status s = ParseRows(args, rows, "gen-data", parsed.options); !s.ok()) return Err(s.error());
-  if (parsed.options.dir.empty()) return Err("gen-data: --dir is required (where to write the samples)");
+  auto v = ParseFlags(args, GenDataTable(), "gen-data");
+  if (!v.ok()) return Err(v.error());
+  GenDataOptions& o = parsed.options;
+  o.dir = v->String("--dir");
+  o.samples = v->Int("--samples");
+  o.sample_size = v->Size("--sample-size");
+  o.seed = v->Uint("--seed");
+  if (o.dir.empty()) return Err("gen-data: --dir is required (where to write the samples)");
   return parsed;
 }
 
@@ -207,103 +248,21 @@ Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args) {
     parsed.help = true;
     return parsed;
   }
+  auto v = ParseFlags(args, RunTable(), "run");
+  if (!v.ok()) return Err(v.error());
   RunOptions& out = parsed.options;
-  // The profile is applied first wherever it appears, so explicit flags always win.
-  ApplyProfile(Profile::kBalanced, out);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view a = args[i];
-    std::optional<std::string_view> v;
-    if (a == "--profile" && i + 1 < args.size()) v = args[i + 1];
-    if (a.rfind("--profile=", 0) == 0) v = a.substr(10);
-    if (v) {
-      auto p = ParseProfile(*v);
-      if (!p.ok()) return Err(p.error());
-      ApplyProfile(*p, out);
-    }
-  }
-
-  using R = RunOptions;
-  std::optional<double> gemm_flops;
-  bool gemm_count_explicit = false;
-  const std::vector<OptionRow<R>> rows = {
-      {"--dir", [](R& o, std::string_view v) -> Status { o.dir = std::string(v); return Status::Ok(); }},
-      {"--data", [](R& o, std::string_view v) -> Status { o.dir = std::string(v); return Status::Ok(); }},
-      {"--profile", [](R&, std::string_view) -> Status { return Status::Ok(); }},  // applied above
-      IntOption<R>("--samples", &R::samples, 1, 10'000'000, &R::samples_explicit),
-      SizeOption<R>("--sample-size", &R::sample_size, 1, kGiB, &R::sample_size_explicit),
-      {"--reader", [](R& o, std::string_view v) -> Status {
-         if (v == "posix") o.reader = ReaderKind::kPosix;
-         else if (v == "io_uring" || v == "io-uring") o.reader = ReaderKind::kIoUring;
-         else return Err("--reader: '" + std::string(v) + "' is not a reader; allowed posix, io_uring");
-         return Status::Ok();
-       }},
-      {"--io-mode", [](R& o, std::string_view v) -> Status {
-         if (v == "direct") o.io_mode = IoMode::kDirect;
-         else if (v == "fadvise") o.io_mode = IoMode::kFadvise;
-         else if (v == "buffered") o.io_mode = IoMode::kBuffered;
-         else return Err("--io-mode: '" + std::string(v) + "' is not a mode; allowed direct, fadvise, buffered");
-         return Status::Ok();
-       }},
-      IntOption<R>("--queue-depth", &R::queue_depth, 1, 4096),
-      SizeOption<R>("--read-block", &R::read_block, 4096, kGiB),
-      IntOption<R>("--threads", &R::threads, 1, 256),
-      IntOption<R>("--prefetch", &R::prefetch, 1, 1024),
-      IntOption<R>("--batch-size", &R::batch_size, 1, 65536),
-      IntOption<R>("--decode-work", &R::decode_work, 0, 1000),
-      {"--h2d-size", [](R& o, std::string_view v) -> Status {
-         if (v == "batch") { o.h2d_size = -1; return Status::Ok(); }
-         auto s = SizeIn("--h2d-size", v, 0, 64 * kGiB);
-         if (!s.ok()) return Err(s.error() + " (or 'batch')");
-         o.h2d_size = static_cast<int64_t>(*s);
-         return Status::Ok();
-       }},
-      IntOption<R>("--gemm-dim", &R::gemm_dim, 16, 32768),
-      {"--gemm-count", [&](R& o, std::string_view v) -> Status {
-         auto n = IntIn("--gemm-count", v, 0, 100000);
-         if (!n.ok()) return Err(n.error());
-         o.gemm_count = static_cast<int>(*n);
-         gemm_count_explicit = true;
-         return Status::Ok();
-       }},
-      {"--gemm-flops", [&](R&, std::string_view v) -> Status {
-         auto f = ParseNumber(v);
-         if (!f.ok() || *f < 0 || *f > 1e18) {
-           return Err("--gemm-flops: '" + std::string(v) +
-                      "' is not a FLOP count in [0, 1e18] (examples: 500M, 2G, 0)");
-         }
-         gemm_flops = *f;
-         return Status::Ok();
-       }},
-      IntOption<R>("--compute-threads", &R::compute_threads, 1, 256),
-      IntOption<R>("--ranks", &R::ranks, 1, 64),
-      SizeOption<R>("--allreduce-size", &R::allreduce_size, 4, 16 * kGiB),
-      {"--device", [](R& o, std::string_view v) -> Status {
-         if (v == "auto") o.device = DeviceChoice::kAuto;
-         else if (v == "cpu") o.device = DeviceChoice::kCpu;
-         else if (v == "cuda") o.device = DeviceChoice::kCuda;
-         else return Err("--device: '" + std::string(v) + "' is not a device; allowed auto, cpu, cuda");
-         return Status::Ok();
-       }},
-      IntOption<R>("--steps", &R::steps, 1, 100'000'000),
-      IntOption<R>("--warmup-steps", &R::warmup_steps, 0, 100'000'000),
-      SeedOption<R>("--seed", &R::seed),
-  };
-  if (Status s = ParseRows(args, rows, "run", out); !s.ok()) return Err(s.error());
+  // The profile first wherever it appears on the line, so explicit flags always win.
+  ApplyProfile(ToProfile(v->String("--profile")), out);
+  StoreRunFlags(*v, out);
+  auto h2d = H2dSize(v->String("--h2d-size"));
+  if (!h2d.ok()) return Err(h2d.error());
+  out.h2d_size = *h2d;
 
   if (out.dir.empty()) return Err("run: --dir is required (the dataset folder; run generates it when empty)");
   if (out.read_block % 4096 != 0) {
     return Err("--read-block: must be a multiple of 4KiB (O_DIRECT needs aligned reads)");
   }
-  if (gemm_flops) {
-    if (gemm_count_explicit) return Err("--gemm-flops and --gemm-count both given; use one of them");
-    const double per_gemm = 2.0 * std::pow(static_cast<double>(out.gemm_dim), 3);
-    const double count = std::ceil(*gemm_flops / per_gemm);
-    if (count > 100000) {
-      return Err("--gemm-flops: " + std::to_string(*gemm_flops) + " needs more than 100000 GEMMs of "
-                 "--gemm-dim " + std::to_string(out.gemm_dim) + "; raise --gemm-dim");
-    }
-    out.gemm_count = static_cast<int>(count);
-  }
+  if (Status s = ApplyGemmFlops(*v, out); !s.ok()) return Err(s.error());
   const uint64_t batch_bytes = out.sample_size * static_cast<uint64_t>(out.batch_size);
   if (batch_bytes > 16 * kGiB) {
     return Err("--batch-size x --sample-size: " + FormatSize(static_cast<double>(batch_bytes)) +
@@ -340,7 +299,8 @@ Exit status: 0 ok, 1 runtime failure (I/O error, device error), 2 bad command li
 std::string GenDataHelp() {
   return R"(codl-victim gen-data: write the dataset that `run` reads.
 
-  --dir DIR          folder to write (created); files sample-00000000.bin ... plus a manifest
+  --dir DIR          folder to write (created; alias --data); files sample-00000000.bin ...
+                     plus a manifest
   --samples N        number of sample files, 1..10000000 (default 256)
   --sample-size S    bytes per file, 1B..1GiB, units as in 128KiB, 1MiB (default 128KiB)
   --seed K           content seed (default 1): the same seed gives byte-identical files,

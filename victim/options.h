@@ -1,6 +1,7 @@
 // Command-line options of codl-victim: what the user asked for, validated once, with the
-// --profile presets applied underneath explicit flags. Parsed by hand (no CLI library) so the
-// binary builds on a bare CUDA box.
+// --profile presets applied underneath explicit flags. The flags are typed option tables
+// (lib/common/options.h, shared with codl-inject; no CLI library) so the binary builds on a bare
+// CUDA box.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +72,10 @@ Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args);
 
 // The bytes one step copies host-to-device under `o` (resolves -1 to the batch size).
 uint64_t EffectiveH2dBytes(const RunOptions& o, uint64_t sample_size);
+
+// The flags each command accepts (its option table's names, plus the --data alias).
+std::vector<std::string> GenDataFlags();
+std::vector<std::string> RunFlags();
 
 std::string TopLevelHelp();
 std::string RunHelp();

@@ -7,13 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/common/defaults.h"
 #include "lib/common/result.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::bench {
 
 struct LoadOptions {
-  std::string controller = "127.0.0.1:7700";
+  std::string controller = codl::kDefaultControllerAddress;
   int agents = 100;
   std::string listen_host = "127.0.0.1";
   std::string id_prefix = "load-";

@@ -2,28 +2,10 @@
 
 #include <cstdlib>
 
+#include "lib/common/options.h"
 #include "lib/common/units.h"
 
 namespace codl::inject {
-namespace {
-
-// "--flag=value" or "--flag value". Returns false (and sets *error) when the value is missing.
-bool TakeValue(const std::vector<std::string>& argv, size_t* i, const std::string& flag,
-               const std::string& inline_value, bool has_inline, std::string* value,
-               std::string* error) {
-  if (has_inline) {
-    *value = inline_value;
-    return true;
-  }
-  if (*i + 1 >= argv.size()) {
-    *error = flag + " needs a value";
-    return false;
-  }
-  *value = argv[++*i];
-  return true;
-}
-
-}  // namespace
 
 Result<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
   CliArgs args;
@@ -37,22 +19,20 @@ Result<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
     args.intensity = v;
     return true;
   };
-  for (size_t i = 1; i < argv.size(); ++i) {
-    std::string arg = argv[i];
-    std::string inline_value;
-    bool has_inline = false;
-    if (arg.rfind("--", 0) == 0) {
-      if (size_t eq = arg.find('='); eq != std::string::npos) {
-        inline_value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_inline = true;
-      }
-    }
+  FlagScanner flags(argv, 1);  // argv[0] is the program
+  while (flags.Next()) {
+    const std::string& arg = flags.name();
     std::string value;
-    auto take = [&] { return TakeValue(argv, &i, arg, inline_value, has_inline, &value, &error); };
+    auto take = [&] {
+      auto v = flags.Value();
+      if (!v.ok()) error = v.error();
+      if (v.ok()) value = *v;
+      return v.ok();
+    };
     auto no_value = [&] {
-      if (has_inline) error = arg + " takes no value";
-      return !has_inline;
+      Status s = flags.NoValue();
+      if (!s.ok()) error = s.error();
+      return s.ok();
     };
 
     if (arg == "--help" || arg == "-h") {

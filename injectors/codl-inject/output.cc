@@ -18,20 +18,6 @@ std::string Pct(double x) {
   return buf;
 }
 
-std::string OptionRange(const injectors::OptionSpec& spec) {
-  using injectors::OptionType;
-  switch (spec.type) {
-    case OptionType::kEnum: {
-      std::string s;
-      for (const auto& c : spec.choices) s += (s.empty() ? "" : "|") + c;
-      return s;
-    }
-    case OptionType::kBool: return "true|false";
-    case OptionType::kString: return "";
-    default: return injectors::FormatRange(spec);
-  }
-}
-
 }  // namespace
 
 void JsonReporter::Report(const injectors::Sample& s) {
@@ -171,13 +157,7 @@ void PrintInjectorHelp(const injectors::Injector& inj, const injectors::HostInfo
   const std::string reason = inj.Unsupported(host);
   std::printf("available here: %s\n\n", reason.empty() ? "yes" : ("no — " + reason).c_str());
   std::printf("options (--set KEY=VALUE):\n");
-  std::printf("  %-20s %-9s %-14s %-22s %s\n", "name", "type", "default", "range", "help");
-  for (const auto& o : d.options) {
-    std::string type = injectors::OptionTypeName(o.type);
-    std::string def = o.default_value.empty() ? "\"\"" : o.default_value;
-    std::printf("  %-20s %-9s %-14s %-22s %s\n", o.name.c_str(), type.c_str(), def.c_str(),
-                OptionRange(o).c_str(), o.help.c_str());
-  }
+  std::fputs(RenderOptionTable(d.options, "  ").c_str(), stdout);
   std::printf(
       "\nrates (--rate, --peak): a bare number is in %s; units like 2GiB/s or 50kIOPS are "
       "converted when they apply.\n",

@@ -1,10 +1,6 @@
 #include "injectors/gpu/gpu_probe.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +13,7 @@
 
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/stop_token.h"
+#include "lib/common/subprocess.h"
 
 #ifdef CODL_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -99,63 +96,34 @@ void ParseProbe(const std::string& text, GpuProbe* probe) {
 GpuProbe ForkedProbe() {
   GpuProbe probe;
   probe.built_with_cuda = true;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    probe.probe_error = std::string("CUDA probe: pipe: ") + std::strerror(errno);
-    return probe;
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    probe.probe_error = std::string("CUDA probe: fork: ") + std::strerror(errno);
-    close(fds[0]);
-    close(fds[1]);
-    return probe;
-  }
-  if (pid == 0) {  // child: probe, report, leave without running the parent's atexit handlers
-    close(fds[0]);
+  SpawnOptions o;
+  o.out = Stdio::Pipe();
+  // The child probes and reports; it is a copy of this process, so the parent's CUDA state
+  // stays untouched (and fork-safe).
+  auto child = Subprocess::ForkCall(o, [] {
     const std::string text = ProbeInThisProcess();
     size_t off = 0;
     while (off < text.size()) {
-      const ssize_t w = write(fds[1], text.data() + off, text.size() - off);
+      const ssize_t w = write(1, text.data() + off, text.size() - off);
       if (w <= 0) break;
       off += static_cast<size_t>(w);
     }
-    _exit(0);
+    return 0;
+  });
+  if (!child.ok()) {
+    probe.probe_error = "CUDA probe: " + child.error();
+    return probe;
   }
-  close(fds[1]);
-  std::string text;
-  const double deadline = MonotonicSeconds() + kProbeTimeoutS;
-  bool timed_out = false;
-  while (true) {
-    const double left = deadline - MonotonicSeconds();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>(left * 1000) + 1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;
-    char buf[4096];
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF: the child is done
-    text.append(buf, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) {
+  const CapturedRun run = CaptureOutput(*child, kProbeTimeoutS);
+  if (run.timed_out) {
     probe.probe_error = "CUDA probe timed out after 30s (is the driver wedged?)";
     return probe;
   }
-  if (WIFSIGNALED(status)) {
-    probe.probe_error = "CUDA probe child died with signal " + std::to_string(WTERMSIG(status));
+  if (!run.status.exited) {
+    probe.probe_error = "CUDA probe child died with signal " + std::to_string(run.status.signal);
     return probe;
   }
-  ParseProbe(text, &probe);
+  ParseProbe(run.out, &probe);
   return probe;
 }
 #endif  // CODL_HAVE_CUDA

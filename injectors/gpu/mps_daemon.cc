@@ -1,13 +1,8 @@
 #include "injectors/gpu/mps_daemon.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,8 +11,7 @@
 #include <sstream>
 
 #include "injectors/gpu/gpu_probe.h"
-
-extern char** environ;
+#include "lib/common/subprocess.h"
 
 namespace codl::injectors::gpu {
 namespace {
@@ -26,16 +20,6 @@ namespace {
 constexpr size_t kMaxPipeDirLength = 80;
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// In the forked child only: async-signal-safe calls.
-void CloseFrom(int lowest) {
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, lowest, ~0U, 0) == 0) return;
-#endif
-  const long max = sysconf(_SC_OPEN_MAX);
-  for (long fd = lowest; fd < (max > 0 && max < 65536 ? max : 65536); ++fd)
-    close(static_cast<int>(fd));
-}
 
 std::vector<long> ParsePids(const std::string& text) {
   std::vector<long> pids;
@@ -108,91 +92,19 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env,
                                  const std::string& input, double timeout_s, bool capture) {
   if (argv.empty()) return Err("RunProcess: empty argv");
-  // Everything the child needs is prepared before fork(): after it, only async-signal-safe calls.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    if (env.count(kv.substr(0, kv.find('='))) == 0) env_strings.push_back(kv);
-  }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-
-  if (input.size() > 4096) return Err("RunProcess: input larger than a pipe buffer");
-  int in[2], out[2] = {-1, -1};
-  if (pipe2(in, O_CLOEXEC) != 0) return Err(Errno("pipe"));
-  if (!input.empty() &&
-      write(in[1], input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
-    close(in[0]);
-    close(in[1]);
-    return Err(Errno("write to pipe"));
-  }
-  close(in[1]);
-  if (capture && pipe2(out, O_CLOEXEC) != 0) {
-    close(in[0]);
-    return Err(Errno("pipe"));
-  }
-  const int devnull = capture ? -1 : open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(in[0]);
-    if (capture) {
-      close(out[0]);
-      close(out[1]);
-    }
-    if (devnull >= 0) close(devnull);
-    return Err(Errno("fork"));
-  }
-  if (pid == 0) {
-    const int sink = capture ? out[1] : devnull;
-    if (dup2(in[0], 0) < 0 || sink < 0 || dup2(sink, 1) < 0 || dup2(sink, 2) < 0) _exit(126);
-    CloseFrom(3);
-    setsid();  // a daemon it starts must not share our process group (the agent kills that)
-    execve(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  close(in[0]);
-  if (devnull >= 0) close(devnull);
+  SpawnOptions o;
+  o.argv = argv;
+  o.env = env;
+  o.group = SpawnOptions::Group::kOwnSession;  // a daemon it starts must not share our group
+  o.in = Stdio::Input(input);                  // (the agent kills codl-inject's group)
+  o.out = capture ? Stdio::Pipe() : Stdio::Null();
+  o.err = capture ? Stdio::SameAsStdout() : Stdio::Null();
+  auto run = RunAndCapture(o, timeout_s);
+  if (!run.ok()) return Err(run.error());
   ProcessResult result;
-  const double deadline = MonotonicSeconds() + timeout_s;
-  if (capture) {
-    close(out[1]);
-    while (true) {
-      const double left = deadline - MonotonicSeconds();
-      if (left <= 0) {
-        result.timed_out = true;
-        break;
-      }
-      pollfd p{out[0], POLLIN, 0};
-      const int r = poll(&p, 1, static_cast<int>(left * 1000) + 1);
-      if (r <= 0) continue;
-      char buf[4096];
-      const ssize_t n = read(out[0], buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      result.output.append(buf, static_cast<size_t>(n));
-    }
-    close(out[0]);
-  }
-  int status = 0;
-  while (true) {
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) return Err(Errno("waitpid"));
-    if (result.timed_out || MonotonicSeconds() >= deadline) {
-      result.timed_out = true;
-      kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      break;
-    }
-    usleep(2000);
-  }
-  result.exit_code = WIFEXITED(status) && !result.timed_out ? WEXITSTATUS(status) : -1;
+  result.timed_out = run->timed_out;
+  result.output = std::move(run->out);
+  result.exit_code = run->status.exited && !run->timed_out ? run->status.code : -1;
   return result;
 }
 

@@ -1,9 +1,7 @@
 #include "tests/injectors/test_util.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,29 +20,6 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-pid_t SpawnWithPipes(const std::vector<std::string>& argv, int* out_fd, int* err_fd) {
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  *out_fd = out[0];
-  if (err_fd) {
-    *err_fd = err[0];
-  } else {
-    close(err[0]);
-  }
-  return pid;
-}
 }  // namespace
 
 TempDir::TempDir() {
@@ -68,50 +43,32 @@ std::string CodlInjectPath() {
 }
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_s) {
+  SpawnOptions o;
+  o.argv = argv;
+  auto run = RunAndCapture(o, timeout_s);
+  if (!run.ok()) throw std::runtime_error(run.error());
   ProcessResult r;
-  int out_fd, err_fd;
-  const double start = Now();
-  const pid_t pid = SpawnWithPipes(argv, &out_fd, &err_fd);
-  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-  int open_fds = 2;
-  char buf[65536];
-  while (open_fds > 0) {
-    const double left = timeout_s - (Now() - start);
-    if (left <= 0) {
-      kill(pid, SIGKILL);
-      break;
-    }
-    if (poll(fds, 2, static_cast<int>(left * 1000) + 1) <= 0) continue;
-    for (auto& p : fds) {
-      if (p.fd < 0 || !(p.revents & (POLLIN | POLLHUP))) continue;
-      const ssize_t n = read(p.fd, buf, sizeof buf);
-      if (n <= 0) {
-        close(p.fd);
-        p.fd = -1;
-        --open_fds;
-      } else {
-        (p.fd == out_fd ? r.out : r.err).append(buf, static_cast<size_t>(n));
-      }
-    }
-  }
-  for (auto& p : fds) {
-    if (p.fd >= 0) close(p.fd);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.seconds = Now() - start;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = std::move(run->out);
+  r.err = std::move(run->err);
+  r.seconds = run->seconds;
+  r.exit_code = run->status.exited ? run->status.code : -1;
   return r;
 }
 
-Child::Child(const std::vector<std::string>& argv) { pid_ = SpawnWithPipes(argv, &out_fd_, nullptr); }
+Child::Child(const std::vector<std::string>& argv) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.out = Stdio::Pipe();
+  auto p = Subprocess::Spawn(o);
+  if (!p.ok()) throw std::runtime_error(p.error());
+  proc_ = std::move(*p);
+}
 
 Child::~Child() {
-  if (!reaped_) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+  if (!proc_.reaped()) {
+    proc_.Signal(SIGKILL);
+    proc_.Wait();
   }
-  if (out_fd_ >= 0) close(out_fd_);
 }
 
 std::string Child::ReadLine(double timeout_s) {
@@ -124,27 +81,18 @@ std::string Child::ReadLine(double timeout_s) {
     }
     const double left = timeout_s - (Now() - start);
     if (left <= 0) return "";
-    pollfd p{out_fd_, POLLIN, 0};
+    pollfd p{proc_.stdout_fd(), POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
     char buf[4096];
-    const ssize_t n = read(out_fd_, buf, sizeof buf);
+    const ssize_t n = read(proc_.stdout_fd(), buf, sizeof buf);
     if (n <= 0) return "";
     buffer_.append(buf, static_cast<size_t>(n));
   }
 }
 
 int Child::Wait(double timeout_s) {
-  const double start = Now();
-  int status = 0;
-  while (Now() - start < timeout_s) {
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      reaped_ = true;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    }
-    usleep(2000);
-  }
-  return -1000;
+  auto status = proc_.WaitFor(timeout_s);
+  return status ? status->CodeOrNegativeSignal() : -1000;
 }
 
 std::string Child::ReadRest() {
@@ -152,7 +100,7 @@ std::string Child::ReadRest() {
   buffer_.clear();
   char buf[4096];
   ssize_t n;
-  while ((n = read(out_fd_, buf, sizeof buf)) > 0) rest.append(buf, static_cast<size_t>(n));
+  while ((n = read(proc_.stdout_fd(), buf, sizeof buf)) > 0) rest.append(buf, static_cast<size_t>(n));
   return rest;
 }
 

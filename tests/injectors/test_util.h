@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/common/subprocess.h"
+
 namespace codl::testing {
 
 // A fresh directory under the build tree (a real filesystem), removed recursively at the end.
@@ -31,12 +33,12 @@ struct ProcessResult {
 // Runs a command to completion (killed after timeout_s) and captures stdout/stderr.
 ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_s = 30);
 
-// A running child with stdout piped, for signal tests.
+// A running child with stdout piped (stderr inherited), for signal tests.
 class Child {
  public:
   explicit Child(const std::vector<std::string>& argv);
   ~Child();  // SIGKILLs and reaps if still running
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return proc_.pid(); }
   // Reads stdout until a full line arrives or timeout; "" on EOF/timeout.
   std::string ReadLine(double timeout_s);
   // Waits for exit; returns exit code, or -signal if killed by one; -1000 on timeout.
@@ -44,10 +46,8 @@ class Child {
   std::string ReadRest();  // remaining stdout after exit
 
  private:
-  pid_t pid_ = -1;
-  int out_fd_ = -1;
+  Subprocess proc_;
   std::string buffer_;
-  bool reaped_ = false;
 };
 
 // Directories named codl-inject.* directly under `dir` or one level below.

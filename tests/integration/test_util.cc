@@ -1,14 +1,12 @@
 #include "tests/integration/test_util.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -70,95 +68,53 @@ int FreeLoopbackPort() {
 
 Process::Process(const std::vector<std::string>& argv, const std::string& log_path,
                  const std::string& cwd, const std::map<std::string, std::string>& env) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_ = fork();
-  if (pid_ == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test leaves nothing behind
-    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    execv(args[0], args.data());
-    _exit(127);
+  SpawnOptions o;
+  o.argv = argv;
+  o.env = env;
+  o.cwd = cwd;
+  o.death_signal = SIGKILL;  // a crashed test leaves nothing behind
+  o.out = Stdio::File(log_path, /*append=*/true);
+  o.err = Stdio::SameAsStdout();
+  auto p = Subprocess::Spawn(o);
+  if (!p.ok()) {
+    fprintf(stderr, "test_util: %s\n", p.error().c_str());
+    abort();  // the test cannot go on without its process
   }
+  proc_ = std::move(*p);
 }
 
 Process::~Process() {
-  if (pid_ > 0 && !reaped_) {
-    kill(pid_, SIGKILL);
+  if (pid() > 0 && !proc_.reaped()) {
+    proc_.Signal(SIGKILL);
     Wait(10);
   }
 }
 
-Process::Process(Process&& o) noexcept { *this = std::move(o); }
-
-Process& Process::operator=(Process&& o) noexcept {
-  std::swap(pid_, o.pid_);
-  std::swap(reaped_, o.reaped_);
-  std::swap(status_, o.status_);
-  return *this;
-}
-
-void Process::Signal(int sig) {
-  if (pid_ > 0 && !reaped_) kill(pid_, sig);
-}
+void Process::Signal(int sig) { proc_.Signal(sig); }
 
 int Process::Wait(double timeout_s) {
-  if (pid_ <= 0) return -1000;
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!reaped_) {
-    pid_t r = waitpid(pid_, &status_, WNOHANG);
-    if (r == pid_) {
-      reaped_ = true;
-      break;
-    }
-    if (std::chrono::steady_clock::now() > end) return -1000;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status_) ? WEXITSTATUS(status_) : -WTERMSIG(status_);
+  if (pid() <= 0) return -1000;
+  auto status = proc_.WaitFor(timeout_s);
+  return status ? status->CodeOrNegativeSignal() : -1000;
 }
 
-bool Process::Running() {
-  if (pid_ <= 0 || reaped_) return false;
-  return Wait(0) == -1000;
-}
+bool Process::Running() { return pid() > 0 && !proc_.TryWait(); }
 
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
                          const std::string& cwd) {
-  std::string dir = MakeTempDir("codl-cmd");
+  SpawnOptions o;
+  o.argv = argv;
+  o.cwd = cwd;
+  o.death_signal = SIGKILL;
   CommandResult r;
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int o = open((dir + "/out").c_str(), O_WRONLY | O_CREAT, 0644);
-    int e = open((dir + "/err").c_str(), O_WRONLY | O_CREAT, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    execv(args[0], args.data());
-    _exit(127);
+  auto run = RunAndCapture(o, timeout_s);
+  if (!run.ok()) {
+    r.err = run.error();
+    return r;
   }
-  int status = 0;
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  for (;;) {
-    if (waitpid(pid, &status, WNOHANG) == pid) break;
-    if (std::chrono::steady_clock::now() > end) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  r.out = ReadFile(dir + "/out");
-  r.err = ReadFile(dir + "/err");
-  RemoveTree(dir);
+  r.exit_code = run->status.CodeOrNegativeSignal();
+  r.out = std::move(run->out);
+  r.err = std::move(run->err);
   return r;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/common/subprocess.h"
+
 namespace codl::testing {
 
 std::string BinDir();     // $CODL_BIN_DIR (set by ctest), else beside the test binary
@@ -27,19 +29,17 @@ class Process {
   Process() = default;
   Process(const std::vector<std::string>& argv, const std::string& log_path,
           const std::string& cwd = "", const std::map<std::string, std::string>& env = {});
-  ~Process();
-  Process(Process&& o) noexcept;
-  Process& operator=(Process&& o) noexcept;
-  pid_t pid() const { return pid_; }
+  ~Process();  // SIGKILLs and reaps it if still running
+  Process(Process&& o) noexcept = default;
+  Process& operator=(Process&& o) noexcept = default;
+  pid_t pid() const { return proc_.pid(); }
   void Signal(int sig);
   // Waits up to timeout_s; returns the exit code (-signal), or -1000 on timeout.
   int Wait(double timeout_s);
   bool Running();
 
  private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int status_ = 0;
+  Subprocess proc_;
 };
 
 struct CommandResult {

@@ -223,7 +223,7 @@ TEST(VictimCli, BadInputExitsTwoNamingTheOption) {
       {{"run", "--dir", d, "--reader", "aio"}, {"--reader", "posix, io_uring"}},
       {{"run", "--dir", d, "--profile", "fast"}, {"--profile", "io-bound"}},
       {{"run", "--dir", d, "--sample-size", "12XB"}, {"--sample-size", "unknown size unit"}},
-      {{"run", "--dir", d, "--read-block", "1000"}, {"--read-block", "4.00 KiB"}},
+      {{"run", "--dir", d, "--read-block", "1000"}, {"--read-block", "[4KiB, 1GiB]"}},
       {{"run", "--dir", d, "--device", "tpu"}, {"--device", "auto, cpu, cuda"}},
       {{"run", "--dir", d, "--steps"}, {"--steps needs a value"}},
       {{"run", "--dir", d, "--bogus", "1"}, {"unknown option '--bogus'"}},

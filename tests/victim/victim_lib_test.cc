@@ -103,6 +103,39 @@ TEST(RunOptions, ErrorsNameTheOptionAndWhatIsAllowed) {
   EXPECT_NE(g.error().find("--sample-size"), std::string::npos) << g.error();
 }
 
+// The flags come from option tables; the help is prose. Every flag a table accepts is taught.
+TEST(RunOptions, OptionTablesMatchTheHelp) {
+  for (const std::string& flag : RunFlags()) {
+    EXPECT_NE(RunHelp().find(flag), std::string::npos) << flag << " missing from run --help";
+  }
+  for (const std::string& flag : GenDataFlags()) {
+    EXPECT_NE(GenDataHelp().find(flag), std::string::npos) << flag << " missing from gen-data --help";
+  }
+}
+
+TEST(RunOptions, DefaultsAliasesAndRepeatedFlags) {
+  RunOptions o = MustParseRun({"--data=d", "--reader", "io-uring", "--steps", "5", "--steps=7"});
+  EXPECT_EQ(o.dir, "d");
+  EXPECT_EQ(o.reader, ReaderKind::kIoUring);
+  EXPECT_EQ(o.steps, 7);  // the last one wins
+  EXPECT_EQ(o.io_mode, IoMode::kDirect);
+  EXPECT_EQ(o.queue_depth, 8);
+  EXPECT_EQ(o.read_block, 1024u * 1024);
+  EXPECT_EQ(o.h2d_size, -1);
+  EXPECT_EQ(o.allreduce_size, 4u * 1024 * 1024);
+  EXPECT_EQ(o.device, DeviceChoice::kAuto);
+  EXPECT_EQ(o.warmup_steps, 2);
+  EXPECT_EQ(o.seed, 1u);
+  EXPECT_EQ(RunError({"--dir", "d", "--h2d-size", "lots"}).find("--h2d-size: "), 0u);
+  EXPECT_NE(RunError({"--dir", "d", "--h2d-size", "lots"}).find("(or 'batch')"), std::string::npos);
+  EXPECT_EQ(RunError({"--dir", "d", "extra"}), "unexpected argument 'extra' (see codl-victim run --help)");
+  auto g = ParseGenDataArgs({"--dir=d", "--seed", "7"});
+  ASSERT_TRUE(g.ok()) << g.error();
+  EXPECT_EQ(g->options.seed, 7u);
+  EXPECT_EQ(g->options.samples, 256);
+  EXPECT_EQ(g->options.sample_size, 128u * 1024);
+}
+
 std::vector<float> NaiveGemm(int m, int n, int k, const std::vector<float>& a, const std::vector<float>& b) {
   std::vector<float> c(static_cast<size_t>(m) * n, 0.0f);
   for (int i = 0; i < m; ++i)

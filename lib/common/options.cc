@@ -1,12 +1,13 @@
-#include "injectors/options.h"
+#include "lib/common/options.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "lib/common/units.h"
 
-namespace codl::injectors {
+namespace codl {
 namespace {
 
 std::string Trim(std::string_view s) {
@@ -15,7 +16,11 @@ std::string Trim(std::string_view s) {
   return std::string(s);
 }
 
-std::string Prefix(const OptionSpec& spec) { return "option '" + spec.name + "': "; }
+// A flag is named as the user typed it; a KEY of a KEY=VALUE set as "option 'KEY'".
+std::string Prefix(const OptionSpec& spec) {
+  if (spec.name.rfind("-", 0) == 0) return spec.name + ": ";
+  return "option '" + spec.name + "': ";
+}
 
 std::string Num(double v) {
   char buf[48];
@@ -89,6 +94,10 @@ OptionSpec EnumOption(std::string name, std::string def, std::vector<std::string
   return s;
 }
 
+OptionSpec UintOption(std::string name, std::string def, std::string help) {
+  return Make(std::move(name), OptionType::kUint, "", std::move(def), 0, kInf, std::move(help));
+}
+
 const char* OptionTypeName(OptionType type) {
   switch (type) {
     case OptionType::kInt: return "int";
@@ -99,6 +108,7 @@ const char* OptionTypeName(OptionType type) {
     case OptionType::kDuration: return "duration";
     case OptionType::kRate: return "rate";
     case OptionType::kEnum: return "enum";
+    case OptionType::kUint: return "uint";
   }
   return "?";
 }
@@ -128,6 +138,47 @@ std::string FormatBound(const OptionSpec& spec, double v) {
 std::string FormatRange(const OptionSpec& spec) {
   return "[" + FormatBound(spec, spec.min) + ", " + FormatBound(spec, spec.max) + "]";
 }
+
+std::string HelpRange(const OptionSpec& spec) {
+  switch (spec.type) {
+    case OptionType::kEnum: {
+      std::string s;
+      for (const auto& c : spec.choices) s += (s.empty() ? "" : "|") + c;
+      return s;
+    }
+    case OptionType::kBool: return "true|false";
+    case OptionType::kString: return "";
+    case OptionType::kUint: return "[0, 18446744073709551615]";
+    default: return FormatRange(spec);
+  }
+}
+
+std::string RenderOptionTable(const std::vector<OptionSpec>& table, const std::string& indent) {
+  auto row = [&](const std::string& name, const std::string& type, const std::string& def,
+                 const std::string& range, const std::string& help) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%-20s %-9s %-14s %-22s ", name.c_str(), type.c_str(),
+                  def.c_str(), range.c_str());
+    return indent + buf + help + "\n";
+  };
+  std::string out = row("name", "type", "default", "range", "help");
+  for (const auto& o : table) {
+    out += row(o.name, OptionTypeName(o.type), o.default_value.empty() ? "\"\"" : o.default_value,
+               HelpRange(o), o.help);
+  }
+  return out;
+}
+
+namespace {
+Result<uint64_t> ParseUint(std::string_view text) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return Err("'" + std::string(text) + "' is not an unsigned integer in [0, 18446744073709551615]");
+  }
+  return v;
+}
+}  // namespace
 
 Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string_view raw) {
   const std::string text = Trim(raw);
@@ -179,19 +230,24 @@ Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string
       for (const auto& c : spec.choices) list += (list.empty() ? "" : ", ") + c;
       return Err(Prefix(spec) + "'" + text + "' is not one of: " + list);
     }
+    case OptionType::kUint: {
+      auto n = ParseUint(text);
+      if (!n.ok()) return Err(Prefix(spec) + n.error());
+      return OptionValues::Value(*n);
+    }
   }
   return Err(Prefix(spec) + "unknown option type");
 }
 
-Result<OptionValues> ParseOptions(const std::string& injector, const std::vector<OptionSpec>& table,
-                                  const std::map<std::string, std::string>& given) {
+Result<OptionValues> ParseOptionTable(const std::string& owner, const std::vector<OptionSpec>& table,
+                                      const std::map<std::string, std::string>& given) {
   for (const auto& [key, value] : given) {
     bool known = false;
     for (const auto& spec : table) known = known || spec.name == key;
     if (!known) {
       std::string list;
       for (const auto& spec : table) list += (list.empty() ? "" : ", ") + spec.name;
-      return Err("unknown option '" + key + "' for injector '" + injector + "' (known: " +
+      return Err("unknown option '" + key + "' for " + owner + " (known: " +
                  (list.empty() ? "none" : list) + ")");
     }
   }
@@ -202,9 +258,8 @@ Result<OptionValues> ParseOptions(const std::string& injector, const std::vector
     const std::string text = was_set ? it->second : spec.default_value;
     auto parsed = ParseOptionValue(spec, text);
     if (!parsed.ok()) {
-      // A bad default is a bug in the injector's table, not the user's fault: say so.
-      return Err(was_set ? parsed.error()
-                         : "injector '" + injector + "' has an invalid default: " + parsed.error());
+      // A bad default is a bug in the table, not the user's fault: say so.
+      return Err(was_set ? parsed.error() : owner + " has an invalid default: " + parsed.error());
     }
     values.Put(spec.name, spec.type, std::move(parsed).value(), text, was_set);
   }
@@ -240,6 +295,9 @@ bool OptionValues::Bool(std::string_view n) const {
 const std::string& OptionValues::String(std::string_view n) const {
   return std::get<std::string>(Get(n, OptionType::kString, OptionType::kEnum).value);
 }
+uint64_t OptionValues::Uint(std::string_view n) const {
+  return std::get<uint64_t>(Get(n, OptionType::kUint, OptionType::kUint).value);
+}
 uint64_t OptionValues::Size(std::string_view n) const {
   return std::get<uint64_t>(Get(n, OptionType::kSize, OptionType::kSize).value);
 }
@@ -262,4 +320,30 @@ const std::string& OptionValues::Text(std::string_view n) const {
   return it->second.text;
 }
 
-}  // namespace codl::injectors
+}  // namespace codl
+
+namespace codl {
+
+bool FlagScanner::Next() {
+  if (next_ >= args_.size()) return false;
+  name_ = args_[next_++];
+  inline_value_.reset();
+  if (size_t eq = name_.find('='); name_.rfind("--", 0) == 0 && eq != std::string::npos) {
+    inline_value_ = name_.substr(eq + 1);
+    name_.resize(eq);
+  }
+  return true;
+}
+
+Result<std::string> FlagScanner::Value() {
+  if (inline_value_) return *inline_value_;
+  if (next_ >= args_.size()) return Err(name_ + " needs a value");
+  return args_[next_++];
+}
+
+Status FlagScanner::NoValue() const {
+  if (inline_value_) return Err(name_ + " takes no value");
+  return Status::Ok();
+}
+
+}  // namespace codl

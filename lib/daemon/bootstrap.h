@@ -1,0 +1,89 @@
+// DaemonBootstrap: everything codl-agent and codl-controller do alike around their own options,
+// so each main.cc only declares its flags and file keys:
+// - the CLI11 app with --config, the mTLS / token / metrics flags and duration flags;
+// - parsing, loading the config file (--config, else the default path when it exists), the
+//   file's tls block unless a --tls-* flag was given, and the bearer token;
+// - serving: SIGINT/SIGTERM blocked before any thread starts, sd_notify READY with a status
+//   line, sigwait, STOPPING, stop.
+// Errors are printed as "NAME: message"; exit codes: 2 for bad flags or files, 1 when the
+// daemon cannot start, 0 after a clean stop (and for --help).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "lib/common/result.h"
+#include "lib/daemon/daemon_config.h"
+
+namespace codl::daemon {
+
+class DaemonBootstrap {
+ public:
+  DaemonBootstrap(std::string name, const std::string& description, std::string default_config);
+  CLI::App& app() { return app_; }
+
+  // --tls-ca, --tls-cert, --tls-key (PEM files for mTLS).
+  void AddTlsFlags(std::string* ca, std::string* cert, std::string* key);
+  // --token and --token-file; `token_help` says who must present it.
+  void AddTokenFlags(const std::string& token_help);
+  // --metrics-listen: Prometheus /metrics host:port, off by default.
+  void AddMetricsFlag(std::string* listen);
+  // A duration flag in seconds ("10s", "500ms", "2m"; > 0); --help shows `default_text`.
+  CLI::Option* AddDurationFlag(const std::string& name, double* seconds, const std::string& help,
+                               const std::string& default_text);
+
+  // Parses argv and loads the config file into `file` (every key unset when there is none),
+  // applies its tls block and resolves the token. Returns the exit code when main should stop
+  // here (--help: 0; an error, printed: 2), nullopt to go on.
+  template <class Config>
+  std::optional<int> Load(int argc, char** argv, Result<Config> (*load)(const std::string&),
+                          Config* file);
+
+  // Whether `flag` was given on the command line (it then overrides the file).
+  bool Given(const char* flag) const { return app_.count(flag) > 0; }
+  // The bearer token resolved by Load ("" when none is configured).
+  const std::string& token() const { return token_; }
+
+  struct Service {
+    std::function<Status()> start;       // builds and starts the daemon; threads may start here
+    std::function<std::string()> ready;  // READY=1's STATUS= line, asked once started
+    std::function<void()> stop;          // after SIGINT/SIGTERM
+    std::string on_signal;               // logged as "NAME: signal N, <on_signal>"
+  };
+  // Blocks SIGINT/SIGTERM (in every thread: it must run before `start`), starts, notifies
+  // READY, waits for a signal, notifies STOPPING and stops. Returns the exit code.
+  int Serve(const Service& service);
+
+  // Prints "NAME: message" to stderr and returns `code`.
+  int Fail(const std::string& message, int code = 2) const;
+
+ private:
+  std::optional<int> Parse(int argc, char** argv);
+  std::optional<int> AfterLoad(const std::string& path, const std::optional<TlsPaths>& tls,
+                               const std::optional<std::string>& token_file);
+
+  std::string name_;
+  std::string default_config_;
+  CLI::App app_;
+  std::string config_path_;
+  CLI::Option* config_flag_ = nullptr;
+  std::string* tls_[3] = {nullptr, nullptr, nullptr};  // ca, cert, key
+  std::string token_flag_, token_file_flag_, token_;
+};
+
+template <class Config>
+std::optional<int> DaemonBootstrap::Load(int argc, char** argv,
+                                         Result<Config> (*load)(const std::string&), Config* file) {
+  if (auto exit = Parse(argc, argv)) return exit;
+  auto path = ResolveConfigPath(config_path_, config_flag_->count() > 0, default_config_);
+  if (!path.ok()) return Fail(path.error());
+  auto loaded = load(*path);
+  if (!loaded.ok()) return Fail(loaded.error());
+  *file = std::move(*loaded);
+  return AfterLoad(*path, file->tls, file->token_file);
+}
+
+}  // namespace codl::daemon
