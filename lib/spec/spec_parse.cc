@@ -418,7 +418,7 @@ Result<ExperimentSpec> ParseExperiment(std::string_view yaml_text, const std::st
   try {
     docs = YAML::LoadAll(std::string(yaml_text));
   } catch (const YAML::Exception& e) {
-    return Err(Location(source_path, e.mark) + "YAML syntax error: " + e.msg);
+    return InvalidArgument(Location(source_path, e.mark) + "YAML syntax error: " + e.msg);
   }
   try {
     if (docs.size() > 1) {
@@ -427,15 +427,15 @@ Result<ExperimentSpec> ParseExperiment(std::string_view yaml_text, const std::st
     }
     return ParseRoot(docs.empty() ? YAML::Node() : docs[0], source_path, hooks);
   } catch (const SpecError& e) {
-    return Err(Location(source_path, e.mark) + e.message);
+    return InvalidArgument(Location(source_path, e.mark) + e.message);
   } catch (const YAML::Exception& e) {  // should not happen: every access is checked first
-    return Err(Location(source_path, e.mark) + e.msg);
+    return InvalidArgument(Location(source_path, e.mark) + e.msg);
   }
 }
 
 Result<ExperimentSpec> LoadExperimentFile(const std::string& path, const ParseHooks& hooks) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Err(path + ": cannot open: " + std::strerror(errno));
+  if (!in) return InvalidArgument(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   return ParseExperiment(text.str(), path, hooks);
