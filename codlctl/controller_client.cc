@@ -1,7 +1,7 @@
 #include "codlctl/controller_client.h"
 
 #include "codlctl/commands.h"
-#include "lib/rpc/records_json.h"
+#include "lib/rpc/records_proto.h"
 
 namespace codl::cli {
 
@@ -103,11 +103,9 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::
   auto ctx = rpc::MakeContext(60);
   grpc::Status gs = stub_->GetResults(ctx.get(), req, &reply);
   if (Status st = Check(gs, "results", address_); !st.ok()) return st;
-  auto e = rpc::ExperimentFromJson(reply.experiment_json());
-  if (!e.ok()) return e.status();
-  auto t = rpc::TrialsFromJson(reply.trials_json());
-  if (!t.ok()) return t.status();
-  return std::make_pair(std::move(e.value()), std::move(t.value()));
+  auto records = rpc::FromProto(reply);
+  if (!records.ok()) return Internal("malformed results from the controller: " + records.error());
+  return records;
 }
 
 Result<std::vector<v1::AgentInfo>> ControllerClient::ListAgents() {

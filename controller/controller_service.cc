@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/rpc/queued_writer.h"
-#include "lib/rpc/records_json.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
@@ -169,8 +169,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetResults(grpc::CallbackServer
       r->Finish(rpc::ToGrpc(t.status(), StatusCode::kInternal));
       return;
     }
-    reply->set_experiment_json(rpc::ExperimentToJson(*e));
-    reply->set_trials_json(rpc::TrialsToJson(*t));
+    rpc::ToProto(*e, *t, reply);
     r->Finish(grpc::Status::OK);
   });
   return r;
