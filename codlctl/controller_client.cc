@@ -34,9 +34,9 @@ Result<std::unique_ptr<ControllerClient>> ControllerClient::Connect(const rpc::E
 }
 
 namespace {
-// Turns a failed call into a readable error. (The reply is returned by the caller after the call:
-// passing it here by value would copy it before the call fills it.)
-// The code travels unchanged (ExitCodeFor reads it); only the message is made readable.
+// Turns a failed call into a readable error; the code travels unchanged (ExitCodeFor reads it).
+// (The reply is returned by the caller after the call: passing it here by value would copy it
+// before the call fills it.)
 Status Check(const grpc::Status& s, const std::string& what, const std::string& address) {
   Status st = rpc::FromGrpc(s);
   if (st.code() == StatusCode::kUnavailable) {
