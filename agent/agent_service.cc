@@ -67,7 +67,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Calibrate(grpc::CallbackServerContex
     std::map<std::string, std::string> options(req->options().begin(), req->options().end());
     auto c = antagonists_->Calibrate(req->injector(), options, req->duration_s());
     if (!c.ok()) {
-      r->Finish(rpc::ToGrpc(Status(Err(c.error())), grpc::StatusCode::FAILED_PRECONDITION));
+      r->Finish(rpc::ToGrpc(c.status(), StatusCode::kFailedPrecondition));
       return;
     }
     reply->set_peak_rate(c->peak_rate);
@@ -84,9 +84,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
   auto* r = ctx->DefaultReactor();
   if (req->level() > policy_.max_level) {
-    r->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                           "level " + std::to_string(req->level()) + " exceeds this agent's max_level " +
-                               std::to_string(policy_.max_level)));
+    r->Finish(rpc::ToGrpc(PermissionDenied("level " + std::to_string(req->level()) +
+                                           " exceeds this agent's max_level " +
+                                           std::to_string(policy_.max_level))));
     return r;
   }
   executor_.Post([this, r, req, reply] {
@@ -100,7 +100,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     ir.start_at_unix_ns = std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL);
     auto started = antagonists_->Start(req->antagonist_id(), ir, req->lease_s());
     if (!started.ok()) {
-      r->Finish(rpc::ToGrpc(Status(Err(started.error())), grpc::StatusCode::FAILED_PRECONDITION));
+      r->Finish(rpc::ToGrpc(started.status(), StatusCode::kFailedPrecondition));
       return;
     }
     reply->set_pid(started->pid);
@@ -118,7 +118,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::GetAntagonist(grpc::CallbackServerCo
   auto* r = ctx->DefaultReactor();
   auto snap = antagonists_->Get(req->antagonist_id());  // non-blocking: answer inline
   if (!snap.ok()) {
-    r->Finish(rpc::ToGrpc(Status(Err(snap.error())), grpc::StatusCode::NOT_FOUND));
+    r->Finish(rpc::ToGrpc(snap.status(), StatusCode::kNotFound));
     return r;
   }
   reply->set_running(snap->running);
@@ -139,7 +139,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAntagonist(grpc::CallbackServerC
   executor_.Post([this, r, req, reply] {
     auto f = antagonists_->Stop(req->antagonist_id());
     if (!f.ok()) {
-      r->Finish(rpc::ToGrpc(Status(Err(f.error())), grpc::StatusCode::NOT_FOUND));
+      r->Finish(rpc::ToGrpc(f.status(), StatusCode::kNotFound));
       return;
     }
     reply->set_unit(f->unit);
@@ -166,8 +166,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
   auto* r = ctx->DefaultReactor();
   if (!policy_.allow_victim) {
-    r->Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                           "this agent's policy does not allow victim commands (allow_victim: false)"));
+    r->Finish(rpc::ToGrpc(PermissionDenied(
+        "this agent's policy does not allow victim commands (allow_victim: false)")));
     return r;
   }
   executor_.Post([this, r, req, reply] {
@@ -244,8 +244,7 @@ grpc::ServerWriteReactor<v1::TelemetryEvent>* AgentServiceImpl::StreamTelemetry(
   grpc::Status auth = rpc::CheckBearer(ctx);
   if (!auth.ok()) return rpc::RefuseStream<v1::TelemetryEvent>(auth);
   if (req->trial_id().empty()) {
-    return rpc::RefuseStream<v1::TelemetryEvent>(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "trial_id is empty"));
+    return rpc::RefuseStream<v1::TelemetryEvent>(rpc::ToGrpc(InvalidArgument("trial_id is empty")));
   }
   lease_->Renew();
   return new TelemetryReactor(telemetry_, req->trial_id());

@@ -23,7 +23,7 @@ ControllerLink::~ControllerLink() { Stop(); }
 
 Status ControllerLink::Start() {
   auto channel = rpc::MakeChannel(options_.controller);
-  if (!channel.ok()) return Err(channel.error());
+  if (!channel.ok()) return channel.status();
   auto stub = v1::Controller::NewStub(*channel);
   stub_holder_ = std::shared_ptr<void>(stub.release(), [](void* p) {
     delete static_cast<v1::Controller::Stub*>(p);
@@ -103,7 +103,7 @@ bool ControllerLink::Heartbeat() {
 }
 
 Status ControllerLink::PublishRendezvous(const std::string& key, const std::string& value) {
-  if (!stub_holder_) return Err("not connected to a controller");
+  if (!stub_holder_) return FailedPrecondition("not connected to a controller");
   v1::PublishRendezvousRequest req;
   req.set_key(key);
   req.set_value(value);
@@ -114,15 +114,17 @@ Status ControllerLink::PublishRendezvous(const std::string& key, const std::stri
 }
 
 Result<std::string> ControllerLink::FetchRendezvous(const std::string& key, double wait_s) {
-  if (!stub_holder_) return Err("not connected to a controller");
+  if (!stub_holder_) return FailedPrecondition("not connected to a controller");
   v1::FetchRendezvousRequest req;
   req.set_key(key);
   req.set_wait_s(wait_s);
   v1::FetchRendezvousReply reply;
   auto ctx = rpc::MakeContext(wait_s + 5);
   grpc::Status s = StubOf(stub_holder_)->FetchRendezvous(ctx.get(), req, &reply);
-  if (Status st = rpc::FromGrpc(s, "controller FetchRendezvous"); !st.ok()) return Err(st.error());
-  if (!reply.found()) return Err("not published within " + std::to_string(static_cast<int>(wait_s)) + " s");
+  if (Status st = rpc::FromGrpc(s, "controller FetchRendezvous"); !st.ok()) return st;
+  if (!reply.found()) {
+    return DeadlineExceeded("not published within " + std::to_string(static_cast<int>(wait_s)) + " s");
+  }
   return reply.value();
 }
 

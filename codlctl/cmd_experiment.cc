@@ -47,7 +47,7 @@ Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::str
     if (!quiet) view.OnEvent(ev);
   });
   view.Finish();
-  if (!s.ok()) return Err(s.error());
+  if (!s.ok()) return s;
   // The stream ends with the final event; ask once more in case it broke early.
   auto st = client->GetStatus(id);
   if (st.ok()) last = *st;
@@ -158,7 +158,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   auto sub = (*client)->Submit(*yaml, o.file);
   if (!sub.ok()) {
     fprintf(stderr, "%s\n", sub.error().c_str());
-    return kExitBadInput;
+    return ExitCodeFor(sub.status());
   }
   const std::string id = sub->experiment_id();
   if (!o.quiet) fprintf(stderr, "experiment %s: %d trials\n", id.c_str(), sub->total_trials());
@@ -167,7 +167,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   auto final = WatchToEnd(c, id, o.quiet);
   if (!final.ok()) {
     fprintf(stderr, "codlctl run: %s\n", final.error().c_str());
-    return kExitFailed;
+    return ExitCodeFor(final.status());
   }
   int rc = PrintResults(c, "", id, o.output, stdout);
   for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
@@ -214,7 +214,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   auto sub = (*client)->Submit(*yaml, file);
   if (!sub.ok()) {
     fprintf(stderr, "%s\n", sub.error().c_str());
-    return kExitBadInput;
+    return ExitCodeFor(sub.status());
   }
   printf("%s\n", sub->experiment_id().c_str());
   fflush(stdout);
@@ -223,7 +223,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   auto final = WatchToEnd(client->get(), sub->experiment_id(), false);
   if (!final.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", final.error().c_str());
-    return kExitFailed;
+    return ExitCodeFor(final.status());
   }
   return ExitFor(*final);
 }
@@ -239,7 +239,7 @@ int CmdWatch(const GlobalOptions& g, const std::string& id) {
   auto final = WatchToEnd(client->get(), id, false);
   if (!final.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", final.error().c_str());
-    return final.error().rfind("no experiment", 0) == 0 ? kExitBadInput : kExitFailed;
+    return ExitCodeFor(final.status());
   }
   fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(), final->state().c_str());
   return ExitFor(*final);
@@ -256,7 +256,7 @@ int CmdCancel(const GlobalOptions& g, const std::string& id) {
   auto r = (*client)->Cancel(id);
   if (!r.ok()) {
     fprintf(stderr, "codlctl cancel: %s\n", r.error().c_str());
-    return kExitBadInput;
+    return ExitCodeFor(r.status());
   }
   printf("%s\n", r->c_str());
   return kExitOk;

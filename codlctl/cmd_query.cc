@@ -73,7 +73,7 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
   auto s = (*client)->GetStatus(id.empty() ? "latest" : id);
   if (!s.ok()) {
     fprintf(stderr, "codlctl status: %s\n", s.error().c_str());
-    return s.error().find("no experiment") != std::string::npos ? kExitBadInput : kExitFailed;
+    return ExitCodeFor(s.status());
   }
   printf("experiment %s (%s): %s, %d/%d trials, %d failed", s->experiment_id().c_str(),
          s->name().c_str(), s->state().c_str(), s->completed_trials(), s->total_trials(),
@@ -111,7 +111,7 @@ int CmdAgents(const GlobalOptions& g, bool json) {
   auto agents = (*client)->ListAgents();
   if (!agents.ok()) {
     fprintf(stderr, "codlctl agents: %s\n", agents.error().c_str());
-    return kExitFailed;
+    return ExitCodeFor(agents.status());
   }
   if (json) {
     for (const auto& a : *agents) {
@@ -160,7 +160,7 @@ int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
   auto r = (*client)->Calibrate(agent, injector, options, *d);
   if (!r.ok()) {
     fprintf(stderr, "codlctl calibrate: %s\n", r.error().c_str());
-    return kExitFailed;
+    return ExitCodeFor(r.status());
   }
   int rc = kExitOk;
   for (const auto& e : r->entries()) {

@@ -1,8 +1,22 @@
 #include "codlctl/controller_client.h"
 
-#include "lib/rpc/records_json.h"
+#include "codlctl/commands.h"
+#include "lib/rpc/records_proto.h"
 
 namespace codl::cli {
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied: return kExitBadInput;
+    default: return kExitFailed;
+  }
+}
 
 std::string ConfiguredController(const std::string& flag) {
   if (!flag.empty()) return flag;
@@ -12,7 +26,7 @@ std::string ConfiguredController(const std::string& flag) {
 
 Result<std::unique_ptr<ControllerClient>> ControllerClient::Connect(const rpc::Endpoint& endpoint) {
   auto ch = rpc::MakeChannel(endpoint);
-  if (!ch.ok()) return Err(ch.error());
+  if (!ch.ok()) return ch.status();
   auto c = std::unique_ptr<ControllerClient>(new ControllerClient());
   c->address_ = endpoint.address;
   c->stub_ = v1::Controller::NewStub(*ch);
@@ -20,23 +34,27 @@ Result<std::unique_ptr<ControllerClient>> ControllerClient::Connect(const rpc::E
 }
 
 namespace {
-// Turns a failed call into a readable error. (The reply is returned by the caller after the call:
-// passing it here by value would copy it before the call fills it.)
+// Turns a failed call into a readable error; the code travels unchanged (ExitCodeFor reads it).
+// (The reply is returned by the caller after the call: passing it here by value would copy it
+// before the call fills it.)
 Status Check(const grpc::Status& s, const std::string& what, const std::string& address) {
-  if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      return Err("cannot reach the controller at " + address + " (" + s.error_message() +
-                 "); is codl-controller running? (or use `codlctl run` for the embedded one)");
-    }
-    // Validation errors already name FILE:LINE:COL; pass them through verbatim.
-    return Err(s.error_message().empty() ? what + " failed" : s.error_message());
+  Status st = rpc::FromGrpc(s);
+  if (st.code() == StatusCode::kUnavailable) {
+    return Unavailable("cannot reach the controller at " + address + " (" + st.message() +
+                       "); is codl-controller running? (or use `codlctl run` for the embedded one)");
   }
-  return Status::Ok();
+  // Validation errors already name FILE:LINE:COL; pass them through verbatim.
+  if (!st.ok() && st.message().empty()) return Error{what + " failed", st.code()};
+  return st;
+}
+
+bool Unreachable(const grpc::Status& s) {
+  return rpc::FromGrpc(s).code() == StatusCode::kUnavailable;
 }
 
 template <class T>
 Result<T> Reply(const Status& s, T reply) {
-  if (!s.ok()) return Err(s.error());
+  if (!s.ok()) return s;
   return reply;
 }
 }  // namespace
@@ -52,7 +70,7 @@ Result<v1::SubmitExperimentReply> ControllerClient::Submit(const std::string& ya
   for (int attempt = 0; attempt < 3; ++attempt) {  // same key: a retry cannot submit twice
     auto ctx = rpc::MakeContext(30);
     s = stub_->SubmitExperiment(ctx.get(), req, &reply);
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    if (!Unreachable(s)) break;
   }
   return Reply(Check(s, "submit", address_), reply);
 }
@@ -84,19 +102,17 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::
   v1::GetResultsReply reply;
   auto ctx = rpc::MakeContext(60);
   grpc::Status gs = stub_->GetResults(ctx.get(), req, &reply);
-  if (Status st = Check(gs, "results", address_); !st.ok()) return Err(st.error());
-  auto e = rpc::ExperimentFromJson(reply.experiment_json());
-  if (!e.ok()) return Err(e.error());
-  auto t = rpc::TrialsFromJson(reply.trials_json());
-  if (!t.ok()) return Err(t.error());
-  return std::make_pair(std::move(e.value()), std::move(t.value()));
+  if (Status st = Check(gs, "results", address_); !st.ok()) return st;
+  auto records = rpc::FromProto(reply);
+  if (!records.ok()) return Internal("malformed results from the controller: " + records.error());
+  return records;
 }
 
 Result<std::vector<v1::AgentInfo>> ControllerClient::ListAgents() {
   v1::ListAgentsReply reply;
   auto ctx = rpc::MakeContext(10);
   grpc::Status gs = stub_->ListAgents(ctx.get(), v1::ListAgentsRequest(), &reply);
-  if (Status st = Check(gs, "agents", address_); !st.ok()) return Err(st.error());
+  if (Status st = Check(gs, "agents", address_); !st.ok()) return st;
   return std::vector<v1::AgentInfo>(reply.agents().begin(), reply.agents().end());
 }
 
@@ -107,7 +123,7 @@ Result<std::string> ControllerClient::Cancel(const std::string& id) {
   v1::CancelExperimentReply reply;
   auto ctx = rpc::MakeContext(10);
   grpc::Status gs = stub_->CancelExperiment(ctx.get(), req, &reply);
-  if (Status st = Check(gs, "cancel", address_); !st.ok()) return Err(st.error());
+  if (Status st = Check(gs, "cancel", address_); !st.ok()) return st;
   return reply.state();
 }
 

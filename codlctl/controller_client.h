@@ -35,6 +35,12 @@ class ControllerClient {
   std::unique_ptr<v1::Controller::Stub> stub_;
 };
 
+// codlctl's exit status for a failure, from its code alone (never its text): 2 (bad input) for
+// invalid-argument, not-found, already-exists, out-of-range, unauthenticated and
+// permission-denied — fixing the input, flags or token fixes them; 1 for every other failure;
+// 0 for ok.
+int ExitCodeFor(const Status& s);
+
 // The controller to talk to: --controller, else $CODL_CONTROLLER, else "" (none configured).
 std::string ConfiguredController(const std::string& flag);
 

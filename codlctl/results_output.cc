@@ -14,13 +14,13 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
                                                                           const std::string& id) {
   if (!db.empty()) {
     struct stat st{};
-    if (stat(db.c_str(), &st) != 0) return Err("no database file '" + db + "'");
+    if (stat(db.c_str(), &st) != 0) return NotFound("no database file '" + db + "'");
     auto store = store::Store::Open(db);
-    if (!store.ok()) return Err(store.error());
+    if (!store.ok()) return store.status();
     auto e = (*store)->GetExperiment(id.empty() ? "latest" : id);
-    if (!e.ok()) return Err(e.error());
+    if (!e.ok()) return e.status();
     auto t = (*store)->GetTrials(e->id, true);
-    if (!t.ok()) return Err(t.error());
+    if (!t.ok()) return t.status();
     return std::make_pair(std::move(e.value()), std::move(t.value()));
   }
   return client->GetResults(id.empty() ? "latest" : id);
@@ -31,10 +31,7 @@ int PrintResults(ControllerClient* client, const std::string& db, const std::str
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
     fprintf(stderr, "codlctl results: %s\n", rec.error().c_str());
-    return rec.error().find("no experiment") != std::string::npos ||
-                   rec.error().find("no database") != std::string::npos
-               ? kExitBadInput
-               : kExitFailed;
+    return ExitCodeFor(rec.status());
   }
   auto results = experiment::Summarize(rec->first, rec->second);
   std::string text;
@@ -60,7 +57,7 @@ int WriteReport(ControllerClient* client, const std::string& db, const std::stri
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
     fprintf(stderr, "codlctl report: %s\n", rec.error().c_str());
-    return rec.error().find("no experiment") != std::string::npos ? kExitBadInput : kExitFailed;
+    return ExitCodeFor(rec.status());
   }
   auto results = experiment::Summarize(rec->first, rec->second);
   std::string html = report::RenderHtmlReport(rec->first, rec->second, results);

@@ -3,17 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/rpc/queued_writer.h"
-#include "lib/rpc/records_json.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
-
-namespace {
-grpc::StatusCode CodeFor(const std::string& error) {
-  return error.rfind("no experiment", 0) == 0 ? grpc::StatusCode::NOT_FOUND
-                                               : grpc::StatusCode::INVALID_ARGUMENT;
-}
-}  // namespace
 
 ControllerServiceImpl::ControllerServiceImpl(AgentRegistry* agents, ExperimentScheduler* scheduler,
                                              ExperimentRunner* runner, store::Store* store,
@@ -42,7 +35,8 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::RegisterAgent(grpc::CallbackSer
   reply->set_heartbeat_interval_s(config_.heartbeat_interval_s);
   reply->set_lease_s(config_.lease_s);
   reply->set_controller_time_unix_ns(clock_->UnixNanos());
-  r->Finish(rpc::ToGrpc(s, grpc::StatusCode::INVALID_ARGUMENT));
+  // The registry's refusals (empty id, no address) are about what the agent sent.
+  r->Finish(rpc::ToGrpc(s, StatusCode::kInvalidArgument));
   return r;
 }
 
@@ -66,7 +60,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::PublishRendezvous(
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
   if (req->key().empty()) {
-    r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rendezvous key is empty"));
+    r->Finish(rpc::ToGrpc(InvalidArgument("rendezvous key is empty")));
     return r;
   }
   rendezvous_.Publish(req->key(), req->value());
@@ -100,7 +94,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitExperiment(grpc::Callback
   executor_.Post([this, r, req, reply] {
     auto s = scheduler_->Submit(req->yaml(), req->source_path());
     if (!s.ok()) {
-      r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, s.error()));
+      r->Finish(rpc::ToGrpc(s.status()));
       return;
     }
     reply->set_experiment_id(s->id);
@@ -119,7 +113,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetExperiment(grpc::CallbackSer
   executor_.Post([this, r, req, reply] {
     auto s = scheduler_->GetStatus(req->experiment_id().empty() ? "latest" : req->experiment_id());
     if (!s.ok()) {
-      r->Finish(grpc::Status(CodeFor(s.error()), s.error()));
+      r->Finish(rpc::ToGrpc(s.status()));
       return;
     }
     *reply = *s;
@@ -136,7 +130,7 @@ class ControllerServiceImpl::WatchReactor : public rpc::QueuedWriteReactor<v1::E
       Push(ev, /*close_after=*/final);
     });
     if (!h.ok()) {
-      Close(grpc::Status(CodeFor(h.error()), h.error()));
+      Close(rpc::ToGrpc(h.status()));
       return;
     }
     handle_ = *h;
@@ -167,16 +161,15 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetResults(grpc::CallbackServer
   executor_.Post([this, r, req, reply] {
     auto e = store_->GetExperiment(req->experiment_id().empty() ? "latest" : req->experiment_id());
     if (!e.ok()) {
-      r->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, e.error()));
+      r->Finish(rpc::ToGrpc(e.status()));
       return;
     }
     auto t = store_->GetTrials(e->id, /*with_series=*/true);
     if (!t.ok()) {
-      r->Finish(grpc::Status(grpc::StatusCode::INTERNAL, t.error()));
+      r->Finish(rpc::ToGrpc(t.status(), StatusCode::kInternal));
       return;
     }
-    reply->set_experiment_json(rpc::ExperimentToJson(*e));
-    reply->set_trials_json(rpc::TrialsToJson(*t));
+    rpc::ToProto(*e, *t, reply);
     r->Finish(grpc::Status::OK);
   });
   return r;
@@ -200,7 +193,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::CancelExperiment(
   executor_.Post([this, r, req, reply] {
     auto s = scheduler_->Cancel(req->experiment_id().empty() ? "latest" : req->experiment_id());
     if (!s.ok()) {
-      r->Finish(grpc::Status(CodeFor(s.error()), s.error()));
+      r->Finish(rpc::ToGrpc(s.status()));
       return;
     }
     reply->set_state(*s);
@@ -224,7 +217,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::CalibrateNode(grpc::CallbackSer
       }
     }
     if (nodes.empty()) {
-      r->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no live agent to calibrate"));
+      r->Finish(rpc::ToGrpc(FailedPrecondition("no live agent to calibrate")));
       return;
     }
     std::map<std::string, std::string> options(req->options().begin(), req->options().end());

@@ -111,7 +111,7 @@ std::string ExperimentScheduler::NewExperimentId() {
 Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::string& yaml,
                                                                    const std::string& source_path) {
   auto spec = experiment::ParseExperiment(yaml, source_path.empty() ? "<submitted>" : source_path, hooks_);
-  if (!spec.ok()) return Err(spec.error());
+  if (!spec.ok()) return spec.status();
   auto live = std::make_shared<Live>();
   live->spec = std::move(spec.value());
   live->plan = experiment::ExpandPlan(live->spec);
@@ -128,7 +128,7 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   if (Status s = store_->CreateExperiment(r); !s.ok()) return Err(s.error());
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (stopping_) return Err("controller is shutting down");
+    if (stopping_) return Unavailable("controller is shutting down");
     live_[r.id] = live;
     queue_.push_back(live);
   }
@@ -162,7 +162,7 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
 
 Result<v1::ExperimentStatus> ExperimentScheduler::GetStatus(const std::string& id) {
   auto rec = store_->GetExperiment(id);
-  if (!rec.ok()) return Err(rec.error());
+  if (!rec.ok()) return rec.status();
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = live_.find(rec->id);
@@ -182,7 +182,7 @@ Result<v1::ExperimentStatus> ExperimentScheduler::GetStatus(const std::string& i
 
 Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
   auto rec = store_->GetExperiment(id);
-  if (!rec.ok()) return Err(rec.error());
+  if (!rec.ok()) return rec.status();
   std::shared_ptr<Live> live;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -210,7 +210,7 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
 
 Result<int> ExperimentScheduler::Watch(const std::string& id, Watcher w) {
   auto status = GetStatus(id);
-  if (!status.ok()) return Err(status.error());
+  if (!status.ok()) return status.status();
   const std::string& state = status->state();
   bool final = state != "queued" && state != "running";
   v1::ExperimentEvent ev;

@@ -57,6 +57,10 @@ namespace {
 using Options = codl::bench::LoadOptions;
 using codl::bench::NowNs;
 using codl::bench::TimerQueue;
+using codl::FailedPrecondition;
+using codl::NotFound;
+using codl::Status;
+namespace rpc = codl::rpc;
 
 struct StartRecord {
   int agent;
@@ -407,16 +411,16 @@ class Load {
   std::atomic<int> in_flight_{0};
 };
 
-grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, grpc::StatusCode code, const std::string& m) {
+grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* ctx, const Status& s) {
   auto* r = ctx->DefaultReactor();
-  r->Finish(grpc::Status(code, m));
+  r->Finish(rpc::ToGrpc(s));
   return r;
 }
 
 grpc::ServerUnaryReactor* AgentService::Calibrate(grpc::CallbackServerContext* ctx,
                                                   const v1::CalibrateRequest* req,
                                                   v1::CalibrateReply* reply) {
-  if (!load_->AgentFor(ctx, "")) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  if (!load_->AgentFor(ctx, "")) return Fail(ctx, NotFound("unknown port"));
   reply->set_peak_rate(1e6);
   reply->set_unit("ops/s");
   auto* r = ctx->DefaultReactor();
@@ -429,7 +433,7 @@ grpc::ServerUnaryReactor* AgentService::StartAntagonist(grpc::CallbackServerCont
                                                         v1::StartAntagonistReply* reply) {
   const int64_t arrival = NowNs();
   LoadAgent* a = load_->AgentFor(ctx, req->antagonist_id());
-  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  if (!a) return Fail(ctx, NotFound("unknown port"));
   auto* r = ctx->DefaultReactor();
   if (load_->Replay(a, req->idempotency_key(), reply)) {
     r->Finish(grpc::Status::OK);
@@ -439,8 +443,8 @@ grpc::ServerUnaryReactor* AgentService::StartAntagonist(grpc::CallbackServerCont
   {
     std::lock_guard<std::mutex> l(a->mu);
     if (a->antagonists.count(req->antagonist_id())) {
-      r->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                             "antagonist '" + req->antagonist_id() + "' is already running"));
+      r->Finish(rpc::ToGrpc(
+          FailedPrecondition("antagonist '" + req->antagonist_id() + "' is already running")));
       return r;
     }
     offset = a->last_offset_s;
@@ -474,13 +478,13 @@ grpc::ServerUnaryReactor* AgentService::GetAntagonist(grpc::CallbackServerContex
                                                       const v1::GetAntagonistRequest* req,
                                                       v1::GetAntagonistReply* reply) {
   LoadAgent* a = load_->AgentFor(ctx, req->antagonist_id());
-  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  if (!a) return Fail(ctx, NotFound("unknown port"));
   ++load_->stats().gets;
   std::lock_guard<std::mutex> l(a->mu);
   auto it = a->antagonists.find(req->antagonist_id());
   if (it == a->antagonists.end()) {
     auto* r = ctx->DefaultReactor();
-    r->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "no antagonist '" + req->antagonist_id() + "'"));
+    r->Finish(rpc::ToGrpc(NotFound("no antagonist '" + req->antagonist_id() + "'")));
     return r;
   }
   const int samples = static_cast<int>((NowNs() - it->second.started_ns) / 250'000'000);
@@ -498,7 +502,7 @@ grpc::ServerUnaryReactor* AgentService::StopAntagonist(grpc::CallbackServerConte
                                                        const v1::StopAntagonistRequest* req,
                                                        v1::StopAntagonistReply* reply) {
   LoadAgent* a = load_->AgentFor(ctx, req->antagonist_id());
-  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  if (!a) return Fail(ctx, NotFound("unknown port"));
   auto* r = ctx->DefaultReactor();
   if (load_->Replay(a, req->idempotency_key(), reply)) {
     r->Finish(grpc::Status::OK);
@@ -509,7 +513,7 @@ grpc::ServerUnaryReactor* AgentService::StopAntagonist(grpc::CallbackServerConte
     std::lock_guard<std::mutex> l(a->mu);
     auto it = a->antagonists.find(req->antagonist_id());
     if (it == a->antagonists.end()) {
-      r->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "no antagonist '" + req->antagonist_id() + "'"));
+      r->Finish(rpc::ToGrpc(NotFound("no antagonist '" + req->antagonist_id() + "'")));
       return r;
     }
     ant = it->second;
@@ -537,7 +541,7 @@ grpc::ServerUnaryReactor* AgentService::RunVictim(grpc::CallbackServerContext* c
                                                   const v1::RunVictimRequest* req,
                                                   v1::RunVictimReply* reply) {
   LoadAgent* a = load_->AgentFor(ctx, "");
-  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  if (!a) return Fail(ctx, NotFound("unknown port"));
   auto* r = ctx->DefaultReactor();
   if (load_->Replay(a, req->idempotency_key(), reply)) {
     r->Finish(grpc::Status::OK);
@@ -563,7 +567,7 @@ grpc::ServerUnaryReactor* AgentService::RunVictim(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AgentService::StopAll(grpc::CallbackServerContext* ctx,
                                                 const v1::StopAllRequest* req, v1::StopAllReply* reply) {
   LoadAgent* a = load_->AgentFor(ctx, "");
-  if (!a) return Fail(ctx, grpc::StatusCode::NOT_FOUND, "unknown port");
+  if (!a) return Fail(ctx, NotFound("unknown port"));
   {
     std::lock_guard<std::mutex> l(a->mu);
     reply->set_stopped(static_cast<int>(a->antagonists.size()));

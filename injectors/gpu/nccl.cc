@@ -185,7 +185,7 @@ class NcclInjector final : public Injector {
     const double timeout = o.Duration("init_timeout");
     if (Status s = Await(r, "ncclCommInitRankConfig", MonotonicSeconds() + timeout, stop, 0);
         !s.ok()) {
-      if (s.error().find("timed out") == std::string::npos) return s;
+      if (s.code() != StatusCode::kDeadlineExceeded) return s;
       return Err("nccl: rank " + std::to_string(rank_) + " of " + std::to_string(ranks_) +
                  ": not all ranks joined within " + FormatDuration(timeout) +
                  (key_.empty() ? "" : " (rendezvous key '" + key_ + "')") +
@@ -251,8 +251,8 @@ class NcclInjector final : public Injector {
       if (now > deadline || (stop_seen >= 0 && now - stop_seen >= stop_grace_s)) {
         const bool timed_out = now > deadline;
         Abort(what + (timed_out ? " timed out" : " interrupted by a stop"));
-        return Err("nccl: " + what +
-                   (timed_out ? " timed out" : " stopped while waiting for peers"));
+        if (timed_out) return DeadlineExceeded("nccl: " + what + " timed out");
+        return Cancelled("nccl: " + what + " stopped while waiting for peers");
       }
       gpu::PollSleep(1e-3, StopToken());
     }

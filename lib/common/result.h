@@ -1,5 +1,8 @@
-// Result<T>: a value or a human-readable error message. std-only on purpose: common/ is shared
-// with codl-inject and codl-victim, which must build on a bare CUDA box without Abseil.
+// Result<T>: a value or an error; Status: the same without a value. An error is a code (what kind
+// of failure, so that callers branch on it instead of on message text) plus a human-readable
+// message. std-only on purpose: common/ is shared with codl-inject and codl-victim, which must
+// build on a bare CUDA box without Abseil. The conversion to and from grpc::Status lives in one
+// place, lib/rpc/status.cc.
 #pragma once
 
 #include <cassert>
@@ -9,21 +12,109 @@
 
 namespace codl {
 
-struct Error {
-  std::string message;
+// The kinds of failure. Same names and meanings as the canonical gRPC codes, so that the edge
+// conversion loses nothing.
+enum class StatusCode {
+  kOk,
+  kCancelled,           // the caller (or a signal) asked to stop
+  kUnknown,             // not classified by whoever produced it: what Err("...") gives
+  kInvalidArgument,     // bad input: YAML, flags, options; fixing the input fixes it
+  kDeadlineExceeded,
+  kNotFound,            // no such experiment / antagonist / file
+  kAlreadyExists,
+  kPermissionDenied,    // refused by policy (e.g. an agent's max_level)
+  kResourceExhausted,
+  kFailedPrecondition,  // the system is not in a state to do it (e.g. no live agent)
+  kAborted,
+  kOutOfRange,
+  kUnimplemented,
+  kInternal,            // a bug or a broken invariant on our side
+  kUnavailable,         // a peer cannot be reached; retrying may help
+  kDataLoss,
+  kUnauthenticated,     // missing or wrong credentials (bearer token)
 };
 
-inline Error Err(std::string message) { return Error{std::move(message)}; }
+// "ok", "invalid-argument", "not-found", ... (stable: used in logs and tests).
+inline const char* StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kUnknown: return "unknown";
+    case StatusCode::kInvalidArgument: return "invalid-argument";
+    case StatusCode::kDeadlineExceeded: return "deadline-exceeded";
+    case StatusCode::kNotFound: return "not-found";
+    case StatusCode::kAlreadyExists: return "already-exists";
+    case StatusCode::kPermissionDenied: return "permission-denied";
+    case StatusCode::kResourceExhausted: return "resource-exhausted";
+    case StatusCode::kFailedPrecondition: return "failed-precondition";
+    case StatusCode::kAborted: return "aborted";
+    case StatusCode::kOutOfRange: return "out-of-range";
+    case StatusCode::kUnimplemented: return "unimplemented";
+    case StatusCode::kInternal: return "internal";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kDataLoss: return "data-loss";
+    case StatusCode::kUnauthenticated: return "unauthenticated";
+  }
+  return "unknown";
+}
+
+// What a failing function returns; converts implicitly to any Result<T> or Status.
+struct Error {
+  std::string message;
+  StatusCode code = StatusCode::kUnknown;
+};
+
+// An error whose kind the producer does not state: code kUnknown (gRPC UNKNOWN; codlctl treats
+// it as a runtime failure, exit 1). Prefer the named helpers below where the kind is known.
+inline Error Err(std::string message) { return Error{std::move(message), StatusCode::kUnknown}; }
+inline Error InvalidArgument(std::string m) { return {std::move(m), StatusCode::kInvalidArgument}; }
+inline Error NotFound(std::string m) { return {std::move(m), StatusCode::kNotFound}; }
+inline Error AlreadyExists(std::string m) { return {std::move(m), StatusCode::kAlreadyExists}; }
+inline Error FailedPrecondition(std::string m) { return {std::move(m), StatusCode::kFailedPrecondition}; }
+inline Error Unavailable(std::string m) { return {std::move(m), StatusCode::kUnavailable}; }
+inline Error PermissionDenied(std::string m) { return {std::move(m), StatusCode::kPermissionDenied}; }
+inline Error Unauthenticated(std::string m) { return {std::move(m), StatusCode::kUnauthenticated}; }
+inline Error DeadlineExceeded(std::string m) { return {std::move(m), StatusCode::kDeadlineExceeded}; }
+inline Error ResourceExhausted(std::string m) { return {std::move(m), StatusCode::kResourceExhausted}; }
+inline Error Cancelled(std::string m) { return {std::move(m), StatusCode::kCancelled}; }
+inline Error Internal(std::string m) { return {std::move(m), StatusCode::kInternal}; }
+
+// Result<void> equivalent: ok, or a code and a message.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  // An Error never means success: a stray kOk code is read as kUnknown.
+  Status(Error error)  // NOLINT: implicit by design (`return Err("...")`)
+      : message_(std::move(error.message)),
+        code_(error.code == StatusCode::kOk ? StatusCode::kUnknown : error.code) {}
+  static Status Ok() { return Status(); }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  explicit operator bool() const { return ok(); }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  const std::string& error() const { return message_; }  // the message; "" when ok
+
+ private:
+  std::string message_;
+  StatusCode code_ = StatusCode::kOk;
+};
 
 template <class T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error error) : error_(std::move(error.message)) {}  // NOLINT
+  Result(Error error) : status_(std::move(error)) {}  // NOLINT
+  // Passes another call's failure on with its code: `if (!r.ok()) return r.status();`.
+  Result(Status failed)  // NOLINT
+      : status_(failed.ok() ? Status(Internal("a Result was built from an ok Status"))
+                            : std::move(failed)) {}
 
   bool ok() const { return value_.has_value(); }
   explicit operator bool() const { return ok(); }
-  const std::string& error() const { return error_; }
+  const Status& status() const { return status_; }
+  StatusCode code() const { return status_.code(); }
+  const std::string& error() const { return status_.message(); }
 
   const T& value() const& { assert(ok()); return *value_; }
   T& value() & { assert(ok()); return *value_; }
@@ -35,22 +126,7 @@ class [[nodiscard]] Result {
 
  private:
   std::optional<T> value_;
-  std::string error_;
-};
-
-// Result<void> equivalent.
-class [[nodiscard]] Status {
- public:
-  Status() = default;
-  Status(Error error) : error_(std::move(error.message)), ok_(false) {}  // NOLINT
-  static Status Ok() { return Status(); }
-  bool ok() const { return ok_; }
-  explicit operator bool() const { return ok_; }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string error_;
-  bool ok_ = true;
+  Status status_;
 };
 
 }  // namespace codl

@@ -60,20 +60,21 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     if (m.Has("controller")) c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("advertise")) c.advertise = internal::Address(m.Value("advertise"), "advertise", 1);
-    if (m.Has("id")) c.id = internal::String(m.Value("id"), "id");
+    if (m.Has("id")) c.id = yaml::NonEmptyString(m.Value("id"), "id");
     if (m.Has("labels")) c.labels = internal::Labels(m.Value("labels"), "labels");
     if (m.Has("scratch_roots")) {
       c.scratch_roots = internal::AbsolutePathList(m.Value("scratch_roots"), "scratch_roots");
     }
-    if (m.Has("allow_victim")) c.allow_victim = internal::Bool(m.Value("allow_victim"), "allow_victim");
+    if (m.Has("allow_victim")) c.allow_victim = yaml::Bool(m.Value("allow_victim"), "allow_victim");
     if (m.Has("max_level")) {
-      double v = internal::Number(m.Value("max_level"), "max_level");
+      double v = yaml::Number(m.Value("max_level"), "max_level");
       if (!(v > 0 && v <= 1)) Fail(m.Value("max_level"), "max_level", "must be in (0, 1]");
       c.max_level = v;
     }
-    if (m.Has("lease")) c.lease_s = internal::Duration(m.Value("lease"), "lease");
+    if (m.Has("lease")) c.lease_s = yaml::Duration(m.Value("lease"), "lease", /*positive=*/true);
     if (m.Has("heartbeat_interval")) {
-      c.heartbeat_interval_s = internal::Duration(m.Value("heartbeat_interval"), "heartbeat_interval");
+      c.heartbeat_interval_s =
+          yaml::Duration(m.Value("heartbeat_interval"), "heartbeat_interval", /*positive=*/true);
     }
     CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
     if (m.Has("state_dir")) c.state_dir = Anchor(internal::FilePath(m.Value("state_dir"), "state_dir"), filename);
@@ -83,7 +84,7 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
       c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
     }
   });
-  if (!s.ok()) return Err(s.error());
+  if (!s.ok()) return s;
   return c;
 }
 
@@ -95,9 +96,10 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text, const st
                  "metrics_listen"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("database")) c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);
-    if (m.Has("lease")) c.lease_s = internal::Duration(m.Value("lease"), "lease");
+    if (m.Has("lease")) c.lease_s = yaml::Duration(m.Value("lease"), "lease", /*positive=*/true);
     if (m.Has("heartbeat_interval")) {
-      c.heartbeat_interval_s = internal::Duration(m.Value("heartbeat_interval"), "heartbeat_interval");
+      c.heartbeat_interval_s =
+          yaml::Duration(m.Value("heartbeat_interval"), "heartbeat_interval", /*positive=*/true);
     }
     CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
     if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
@@ -106,7 +108,7 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text, const st
       c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
     }
   });
-  if (!s.ok()) return Err(s.error());
+  if (!s.ok()) return s;
   return c;
 }
 

@@ -9,11 +9,6 @@
 namespace codl::daemon::internal {
 namespace {
 
-using yaml::KindName;
-
-// Quoted scalars carry the non-specific tag "!": `"0.5"` is a string, not a number.
-bool Quoted(const YAML::Node& n) { return n.Tag() == "!"; }
-
 bool ValidPort(std::string_view s, int min_port) {
   int port = -1;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), port);
@@ -22,14 +17,8 @@ bool ValidPort(std::string_view s, int min_port) {
 
 }  // namespace
 
-std::string String(const YAML::Node& n, const std::string& path) {
-  std::string s = yaml::ScalarOf(n, path, "a string");
-  if (s.empty()) Fail(n, path, "must not be empty");
-  return s;
-}
-
 std::string FilePath(const YAML::Node& n, const std::string& path) {
-  std::string s = String(n, path);
+  std::string s = yaml::NonEmptyString(n, path);
   if (s.find('\0') != std::string::npos) Fail(n, path, "a path may not contain NUL");
   return s;
 }
@@ -41,7 +30,7 @@ std::string AbsolutePath(const YAML::Node& n, const std::string& path) {
 }
 
 std::string Address(const YAML::Node& n, const std::string& path, int min_port) {
-  std::string s = String(n, path);
+  std::string s = yaml::NonEmptyString(n, path);
   const std::string expect = " (expected host:port, [v6addr]:port or unix:/path)";
   if (s.rfind("unix:", 0) == 0) {
     if (s.size() == 5) Fail(n, path, "'" + s + "': empty socket path" + expect);
@@ -61,57 +50,20 @@ std::string Address(const YAML::Node& n, const std::string& path, int min_port) 
   return s;
 }
 
-bool Bool(const YAML::Node& n, const std::string& path) {
-  std::string s = yaml::ScalarOf(n, path, "true or false");
-  bool v = false;
-  if (Quoted(n) || !YAML::convert<bool>::decode(n, v)) {
-    Fail(n, path, "expected true or false, got " + std::string(Quoted(n) ? "the string " : "") +
-                      "'" + s + "'");
-  }
-  return v;
-}
-
-double Number(const YAML::Node& n, const std::string& path) {
-  std::string s = yaml::ScalarOf(n, path, "a number");
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (Quoted(n) || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) {
-    Fail(n, path, "expected a number, got " + std::string(Quoted(n) ? "the string " : "") + "'" +
-                      s + "'");
-  }
-  return v;
-}
-
-double Duration(const YAML::Node& n, const std::string& path) {
-  std::string s = yaml::ScalarOf(n, path, "a duration (e.g. 10s, 500ms)");
-  auto d = ParseDuration(s);
-  if (!d.ok()) Fail(n, path, d.error());
-  if (*d <= 0) Fail(n, path, "must be greater than 0");
-  return *d;
-}
-
 std::map<std::string, std::string> Labels(const YAML::Node& n, const std::string& path) {
-  if (!n.IsMap()) Fail(n, path, std::string("expected a mapping of labels, got ") + KindName(n));
-  std::map<std::string, std::string> labels;
-  for (const auto& kv : n) {
-    const YAML::Node& key = kv.first;
-    std::string k = yaml::ScalarOf(key, path, "a label name");
-    if (k.empty()) Fail(key, path, "label names must not be empty");
+  return yaml::StringMap(n, path, "a mapping of labels", [](const std::string& k) {
     for (char c : k) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
           c != '/') {
-        Fail(key, path, "label name '" + k + "' may only contain letters, digits, '_', '-', '.', '/'");
+        return "label name '" + k + "' may only contain letters, digits, '_', '-', '.', '/'";
       }
     }
-    if (labels.count(k)) Fail(key, path, "duplicate label '" + k + "'");
-    labels[k] = yaml::ScalarOf(kv.second, path + "." + k, "a string");
-  }
-  return labels;
+    return std::string();
+  });
 }
 
 std::vector<std::string> AbsolutePathList(const YAML::Node& n, const std::string& path) {
-  if (!n.IsSequence()) Fail(n, path, std::string("expected a list of paths, got ") + KindName(n));
-  if (n.size() == 0) Fail(n, path, "must name at least one directory");
+  if (yaml::List(n, path, "a list of paths").size() == 0) Fail(n, path, "must name at least one directory");
   std::vector<std::string> out;
   for (size_t i = 0; i < n.size(); ++i) {
     out.push_back(AbsolutePath(n[i], path + "[" + std::to_string(i) + "]"));
@@ -131,20 +83,10 @@ TlsPaths Tls(const YAML::Node& n, const std::string& path) {
 
 Status ParseConfigText(const std::string& text, const std::string& filename,
                        const std::function<void(const YAML::Node& root)>& read) {
-  auto where = [&](const YAML::Mark& m) {
-    if (m.is_null()) return filename;
-    return filename + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-  };
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    read(root);
-  } catch (const ConfigError& e) {
-    return Err(where(e.mark) + ": " + e.message);
-  } catch (const YAML::Exception& e) {
-    return Err(where(e.mark) + ": " + e.msg);
-  }
-  return Status::Ok();
+  return yaml::ReadDocument(text, filename, [&](const YAML::Node& root) {
+    // An empty or comment-only file sets nothing.
+    read(root.IsNull() ? YAML::Node(YAML::NodeType::Map) : root);
+  });
 }
 
 }  // namespace codl::daemon::internal

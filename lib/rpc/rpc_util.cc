@@ -10,26 +10,6 @@
 
 namespace codl::rpc {
 
-grpc::Status ToGrpc(const Status& s, grpc::StatusCode code_on_error) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(code_on_error, s.error());
-}
-
-Status FromGrpc(const grpc::Status& s, const std::string& what) {
-  if (s.ok()) return Status::Ok();
-  std::string code;
-  switch (s.error_code()) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED: code = "deadline exceeded"; break;
-    case grpc::StatusCode::UNAVAILABLE: code = "unavailable"; break;
-    case grpc::StatusCode::INVALID_ARGUMENT: code = "invalid argument"; break;
-    case grpc::StatusCode::NOT_FOUND: code = "not found"; break;
-    case grpc::StatusCode::UNAUTHENTICATED: code = "unauthenticated"; break;
-    case grpc::StatusCode::FAILED_PRECONDITION: code = "failed precondition"; break;
-    default: code = "error " + std::to_string(static_cast<int>(s.error_code()));
-  }
-  return Err(what + ": " + code + (s.error_message().empty() ? "" : ": " + s.error_message()));
-}
-
 namespace {
 std::string& TokenStorage() {
   static std::string token;
@@ -53,7 +33,7 @@ grpc::Status CheckBearer(const grpc::CallbackServerContext* ctx) {
   auto it = ctx->client_metadata().find("authorization");
   if (it == ctx->client_metadata().end() ||
       std::string(it->second.data(), it->second.size()) != "Bearer " + BearerToken()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong bearer token");
+    return ToGrpc(Unauthenticated("missing or wrong bearer token"));
   }
   return grpc::Status::OK;
 }
@@ -77,7 +57,7 @@ bool IsLocalAddress(const std::string& address) {
 namespace {
 Result<std::string> ReadFile(const std::string& path, const char* what) {
   std::ifstream in(path);
-  if (!in) return Err(std::string("cannot read ") + what + " file '" + path + "'");
+  if (!in) return InvalidArgument(std::string("cannot read ") + what + " file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -87,30 +67,30 @@ Result<std::string> ReadFile(const std::string& path, const char* what) {
 Status CheckEndpointSecurity(const Endpoint& e) {
   if (!e.tls.enabled()) {
     if (!IsLocalAddress(e.address)) {
-      return Err("refusing plaintext gRPC on non-loopback address '" + e.address +
+      return InvalidArgument("refusing plaintext gRPC on non-loopback address '" + e.address +
                  "': configure TLS (--tls-cert/--tls-key/--tls-ca) for mTLS");
     }
     return Status::Ok();
   }
   for (const auto* f : {&e.tls.ca, &e.tls.cert, &e.tls.key}) {
-    if (f->empty()) return Err("TLS needs all of --tls-ca, --tls-cert and --tls-key (mutual TLS)");
+    if (f->empty()) return InvalidArgument("TLS needs all of --tls-ca, --tls-cert and --tls-key (mutual TLS)");
     struct stat st{};
-    if (stat(f->c_str(), &st) != 0) return Err("TLS file '" + *f + "' does not exist");
+    if (stat(f->c_str(), &st) != 0) return InvalidArgument("TLS file '" + *f + "' does not exist");
   }
   return Status::Ok();
 }
 
 Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
-  if (Status s = CheckEndpointSecurity(e); !s.ok()) return Error{s.error()};
+  if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (e.tls.enabled()) {
     grpc::SslCredentialsOptions o;
     auto ca = ReadFile(e.tls.ca, "CA");
     auto cert = ReadFile(e.tls.cert, "certificate");
     auto key = ReadFile(e.tls.key, "key");
-    if (!ca.ok()) return Error{ca.error()};
-    if (!cert.ok()) return Error{cert.error()};
-    if (!key.ok()) return Error{key.error()};
+    if (!ca.ok()) return ca.status();
+    if (!cert.ok()) return cert.status();
+    if (!key.ok()) return key.status();
     o.pem_root_certs = *ca;
     o.pem_cert_chain = *cert;
     o.pem_private_key = *key;
@@ -129,14 +109,14 @@ Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
 }
 
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e) {
-  if (Status s = CheckEndpointSecurity(e); !s.ok()) return Error{s.error()};
+  if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
   if (!e.tls.enabled()) return grpc::InsecureServerCredentials();
   auto ca = ReadFile(e.tls.ca, "CA");
   auto cert = ReadFile(e.tls.cert, "certificate");
   auto key = ReadFile(e.tls.key, "key");
-  if (!ca.ok()) return Error{ca.error()};
-  if (!cert.ok()) return Error{cert.error()};
-  if (!key.ok()) return Error{key.error()};
+  if (!ca.ok()) return ca.status();
+  if (!cert.ok()) return cert.status();
+  if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   o.pem_root_certs = *ca;
   o.pem_key_cert_pairs.push_back({*key, *cert});

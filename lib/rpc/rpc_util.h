@@ -1,6 +1,6 @@
-// The rpc edge: the one place that converts codl::Status to grpc::Status, builds channels and
-// servers for "unix:/path" or "host:port" addresses, and sets deadlines. Nothing above this
-// folder constructs grpc::Status or grpc::ClientContext by hand.
+// The rpc edge: builds channels and servers for "unix:/path" or "host:port" addresses, sets
+// deadlines and checks credentials. Status conversion is in status.h (included here for the
+// callers). Nothing above this folder constructs grpc::Status or grpc::ClientContext by hand.
 #pragma once
 
 #include <chrono>
@@ -10,13 +10,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "lib/common/result.h"
+#include "lib/rpc/status.h"
 
 namespace codl::rpc {
-
-// codl::Status -> grpc::Status. `code_on_error` says what kind of failure it is.
-grpc::Status ToGrpc(const Status& s, grpc::StatusCode code_on_error = grpc::StatusCode::INTERNAL);
-// grpc::Status -> codl::Status; the message names the peer and the call.
-Status FromGrpc(const grpc::Status& s, const std::string& what);
 
 // Client context with a deadline (every client call has one) and an optional bearer token.
 std::unique_ptr<grpc::ClientContext> MakeContext(double deadline_s);
@@ -38,7 +34,7 @@ struct Endpoint {
 // True for unix sockets and loopback addresses (127.0.0.0/8, ::1, localhost).
 bool IsLocalAddress(const std::string& address);
 
-// Refuses plaintext on non-loopback addresses; validates TLS files exist.
+// Refuses plaintext on non-loopback addresses; validates TLS files exist (invalid-argument).
 Status CheckEndpointSecurity(const Endpoint& e);
 
 Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e);
@@ -47,7 +43,8 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const End
 // Bearer token: when set (process-wide), clients send it and servers require it.
 void SetBearerToken(const std::string& token);
 const std::string& BearerToken();
-// Returns OK when the call carries the configured token (or none is configured).
+// Returns OK when the call carries the configured token (or none is configured), else
+// UNAUTHENTICATED.
 grpc::Status CheckBearer(const grpc::CallbackServerContext* ctx);
 
 std::string NewIdempotencyKey();

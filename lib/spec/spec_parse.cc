@@ -18,6 +18,7 @@
 
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
+#include "lib/yaml/typed.h"
 #include "lib/yaml/yaml_reader.h"
 
 namespace codl::experiment {
@@ -26,51 +27,17 @@ namespace {
 constexpr int kMaxRepetitions = 1000;
 constexpr double kMaxPlannedTrials = 100000;
 
-using SpecError = yaml::YamlError;  // thrown on the first problem; caught in ParseExperiment
 using yaml::Fail;
 using yaml::Index;
 using yaml::Join;
 using yaml::KindName;
 using yaml::MapReader;
+using yaml::NonEmptyString;
 using yaml::ScalarOf;
-
-std::string NonEmptyString(const YAML::Node& n, const std::string& path) {
-  std::string s = ScalarOf(n, path, "a string");
-  if (s.empty()) Fail(n, path, "must not be empty");
-  return s;
-}
-
-int64_t Integer(const YAML::Node& n, const std::string& path, int64_t lo, int64_t hi) {
-  std::string s = ScalarOf(n, path, "an integer");
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) {
-    Fail(n, path, "'" + s + "' is not an integer");
-  }
-  if (v < lo || v > hi) {
-    Fail(n, path, s + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return v;
-}
-
-uint64_t Unsigned64(const YAML::Node& n, const std::string& path) {
-  std::string s = ScalarOf(n, path, "an unsigned integer");
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) {
-    Fail(n, path, "'" + s + "' is not an unsigned 64-bit integer");
-  }
-  return v;
-}
-
-bool Bool(const YAML::Node& n, const std::string& path) {
-  std::string s = ScalarOf(n, path, "true or false");
-  bool v = false;
-  if (!YAML::convert<bool>::decode(n, v)) Fail(n, path, "'" + s + "' is not true or false");
-  return v;
-}
-
+using yaml::Bool;
 using yaml::Duration;
+using yaml::Integer;
+using yaml::Unsigned64;
 
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
@@ -89,8 +56,9 @@ bool ValidEnvName(const std::string& s) {
 }
 
 std::vector<std::string> HostList(const YAML::Node& n, const std::string& path) {
-  if (!n.IsSequence()) Fail(n, path, std::string("expected a list of hostnames, got ") + KindName(n));
-  if (n.size() == 0) Fail(n, path, "the host list must not be empty");
+  if (yaml::List(n, path, "a list of hostnames").size() == 0) {
+    Fail(n, path, "the host list must not be empty");
+  }
   std::vector<std::string> hosts;
   std::set<std::string> seen;
   for (size_t i = 0; i < n.size(); ++i) {
@@ -119,16 +87,10 @@ NodeSelector ParseNodes(const YAML::Node& n, const std::string& path) {
   if (n.size() != 1) Fail(n, path, "a node selector takes exactly one of labels, hosts, count");
   if (m.Has("labels")) {
     sel.kind = NodeSelector::Kind::kLabels;
+    const char* what = "a non-empty mapping of label: value";
     const YAML::Node& labels = m.Value("labels");
-    if (!labels.IsMap() || labels.size() == 0) {
-      Fail(labels, m.PathOf("labels"), "expected a non-empty mapping of label: value");
-    }
-    for (const auto& kv : labels) {
-      std::string k = NonEmptyString(kv.first, m.PathOf("labels"));
-      std::string v = ScalarOf(kv.second, Join(m.PathOf("labels"), k), "a string");
-      if (sel.labels.count(k)) Fail(kv.first, m.PathOf("labels"), "duplicate label '" + k + "'");
-      sel.labels[k] = v;
-    }
+    sel.labels = yaml::StringMap(labels, m.PathOf("labels"), what);
+    if (sel.labels.empty()) Fail(labels, m.PathOf("labels"), std::string("expected ") + what);
   } else if (m.Has("hosts")) {
     sel.kind = NodeSelector::Kind::kHosts;
     sel.hosts = HostList(m.Value("hosts"), m.PathOf("hosts"));
@@ -181,25 +143,13 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");
-  if (!cmd.IsSequence()) {
-    Fail(cmd, m.PathOf("command"), std::string("expected a list of strings (argv), got ") +
-                                       KindName(cmd));
-  }
-  if (cmd.size() == 0) Fail(cmd, m.PathOf("command"), "must not be empty");
-  for (size_t i = 0; i < cmd.size(); ++i) {
-    std::string arg = ScalarOf(cmd[i], Index(m.PathOf("command"), i), "a string");
-    if (i == 0 && arg.empty()) Fail(cmd[i], Index(m.PathOf("command"), i), "must not be empty");
-    v.command.push_back(arg);
-  }
+  v.command = yaml::StringList(cmd, m.PathOf("command"), "a list of strings (argv)");
+  if (v.command.empty()) Fail(cmd, m.PathOf("command"), "must not be empty");
+  if (v.command[0].empty()) Fail(cmd[0], Index(m.PathOf("command"), 0), "must not be empty");
   if (m.Has("env")) {
-    const YAML::Node& env = m.Value("env");
-    if (!env.IsMap()) Fail(env, m.PathOf("env"), std::string("expected a mapping, got ") + KindName(env));
-    for (const auto& kv : env) {
-      std::string k = ScalarOf(kv.first, m.PathOf("env"), "a variable name");
-      if (!ValidEnvName(k)) Fail(kv.first, m.PathOf("env"), "'" + k + "' is not a valid variable name");
-      if (v.env.count(k)) Fail(kv.first, m.PathOf("env"), "duplicate key '" + k + "'");
-      v.env[k] = ScalarOf(kv.second, Join(m.PathOf("env"), k), "a string");
-    }
+    v.env = yaml::StringMap(m.Value("env"), m.PathOf("env"), "a mapping", [](const std::string& k) {
+      return ValidEnvName(k) ? std::string() : "'" + k + "' is not a valid variable name";
+    });
   }
   if (m.Has("workdir")) v.workdir = NonEmptyString(m.Value("workdir"), m.PathOf("workdir"));
   if (m.Has("progress")) v.progress = ParseProgress(m.Value("progress"), m.PathOf("progress"));
@@ -214,13 +164,15 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
 
 // A level: a plain number in (0, 1], or "max" (= 1).
 Intensity ParseLevel(const YAML::Node& n, const std::string& path) {
-  std::string s = ScalarOf(n, path, "a number in (0, 1] or \"max\"");
+  const char* what = "a number in (0, 1] or \"max\"";
+  std::string s = ScalarOf(n, path, what);
   Intensity in;
   in.label = s;
   if (s == "max") {
     in.level = 1.0;
     return in;
   }
+  yaml::RejectQuoted(n, path, what);  // "0.5" is a string, like everywhere else
   const char* begin = s.c_str();
   char* end = nullptr;
   errno = 0;
@@ -287,7 +239,7 @@ AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
     if (!m.Has(list)) continue;
     const YAML::Node& seq = m.Value(list);
     const std::string lpath = m.PathOf(list);
-    if (!seq.IsSequence()) Fail(seq, lpath, std::string("expected a list, got ") + KindName(seq));
+    yaml::List(seq, lpath);
     for (size_t i = 0; i < seq.size(); ++i) {
       std::string p = Index(lpath, i);
       add(seq[i], p, list[0] == 'l' ? ParseLevel(seq[i], p) : ParseRateIntensity(seq[i], p));
@@ -348,7 +300,7 @@ void ParseOrder(const YAML::Node& n, ExperimentSpec* spec) {
 ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
                          const ParseHooks& hooks) {
   if (!root.IsDefined() || root.IsNull()) {
-    throw SpecError{YAML::Mark(), "empty document: expected a mapping with at least name and victim"};
+    Fail(YAML::Mark(), "", "empty document: expected a mapping with at least name and victim");
   }
   if (!root.IsMap()) {
     Fail(root, "", std::string("the document must be a mapping, got ") + KindName(root));
@@ -362,10 +314,7 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   if (m.Has("nodes")) spec.nodes = ParseNodes(m.Value("nodes"), "nodes");
   spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes);
   if (m.Has("antagonists")) {
-    const YAML::Node& list = m.Value("antagonists");
-    if (!list.IsSequence()) {
-      Fail(list, "antagonists", std::string("expected a list, got ") + KindName(list));
-    }
+    const YAML::Node& list = yaml::List(m.Value("antagonists"), "antagonists");
     for (size_t i = 0; i < list.size(); ++i) {
       AntagonistSpec a = ParseAntagonist(list[i], Index("antagonists", i), spec.victim.nodes, hooks);
       for (const auto& other : spec.antagonists) {
@@ -404,38 +353,21 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   return spec;
 }
 
-std::string Location(const std::string& file, const YAML::Mark& mark) {
-  int line = mark.is_null() ? 1 : mark.line + 1;
-  int col = mark.is_null() ? 1 : mark.column + 1;
-  return file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": ";
-}
-
 }  // namespace
 
 Result<ExperimentSpec> ParseExperiment(std::string_view yaml_text, const std::string& source_path,
                                        const ParseHooks& hooks) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return Err(Location(source_path, e.mark) + "YAML syntax error: " + e.msg);
-  }
-  try {
-    if (docs.size() > 1) {
-      throw SpecError{docs[1].IsDefined() ? docs[1].Mark() : YAML::Mark(),
-                      "expected one YAML document, found " + std::to_string(docs.size())};
-    }
-    return ParseRoot(docs.empty() ? YAML::Node() : docs[0], source_path, hooks);
-  } catch (const SpecError& e) {
-    return Err(Location(source_path, e.mark) + e.message);
-  } catch (const YAML::Exception& e) {  // should not happen: every access is checked first
-    return Err(Location(source_path, e.mark) + e.msg);
-  }
+  ExperimentSpec spec;
+  Status s = yaml::ReadDocument(yaml_text, source_path, [&](const YAML::Node& root) {
+    spec = ParseRoot(root, source_path, hooks);
+  });
+  if (!s.ok()) return s;
+  return spec;
 }
 
 Result<ExperimentSpec> LoadExperimentFile(const std::string& path, const ParseHooks& hooks) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Err(path + ": cannot open: " + std::strerror(errno));
+  if (!in) return InvalidArgument(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   return ParseExperiment(text.str(), path, hooks);

@@ -58,7 +58,7 @@ constexpr const char* kCalibrationColumns =
 }  // namespace
 
 Error NoSuchExperiment(sql::Db db, const std::string& id) {
-  return Err("no experiment '" + id + "' in " + *db.path);
+  return NotFound("no experiment '" + id + "' in " + *db.path);
 }
 
 Result<std::string> ResolveExperimentId(sql::Db db, const std::string& id) {
@@ -71,7 +71,7 @@ Result<std::string> ResolveExperimentId(sql::Db db, const std::string& id) {
   auto row = stmt->Next("looking up experiment '" + id + "'");
   if (!row) return Err(row.error());
   if (!*row) {
-    if (latest) return Err("no experiments in " + *db.path);
+    if (latest) return NotFound("no experiments in " + *db.path);
     return NoSuchExperiment(db, id);
   }
   return stmt->Text(0);
@@ -213,7 +213,7 @@ Result<ExperimentRecord> Store::GetExperiment(const std::string& id) {
   sql::Txn txn(db);  // "latest" and the row must come from the same snapshot
   if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
   auto resolved = ResolveExperimentId(db, id);
-  if (!resolved) return Err(resolved.error());
+  if (!resolved) return resolved.status();
   auto stmt = sql::Stmt::Prepare(
       db,
       (std::string("SELECT ") + kExperimentColumns + " FROM experiments WHERE id = ?1").c_str());

@@ -1,6 +1,6 @@
 #include "lib/yaml/yaml_reader.h"
 
-#include "lib/common/units.h"
+#include <vector>
 
 namespace codl::yaml {
 
@@ -60,12 +60,31 @@ std::string ScalarOf(const YAML::Node& n, const std::string& path, const char* w
   return n.Scalar();
 }
 
-double Duration(const YAML::Node& n, const std::string& path, bool positive) {
-  std::string s = ScalarOf(n, path, "a duration (e.g. 30s)");
-  Result<double> d = ParseDuration(s);
-  if (!d.ok()) Fail(n, path, d.error());
-  if (positive && *d <= 0) Fail(n, path, "'" + s + "' must be greater than 0");
-  return *d;
+std::string Location(const std::string& file, const YAML::Mark& mark) {
+  int line = mark.is_null() ? 1 : mark.line + 1;
+  int col = mark.is_null() ? 1 : mark.column + 1;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+}
+
+Status ReadDocument(std::string_view text, const std::string& file,
+                    const std::function<void(const YAML::Node& root)>& read) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(Location(file, e.mark) + ": YAML syntax error: " + e.msg);
+  }
+  try {
+    if (docs.size() > 1) {
+      Fail(docs[1].Mark(), "", "expected one YAML document, found " + std::to_string(docs.size()));
+    }
+    read(docs.empty() ? YAML::Node() : docs[0]);
+  } catch (const YamlError& e) {
+    return InvalidArgument(Location(file, e.mark) + ": " + e.message);
+  } catch (const YAML::Exception& e) {  // a reader touched a node without checking it first
+    return InvalidArgument(Location(file, e.mark) + ": " + e.msg);
+  }
+  return Status::Ok();
 }
 
 }  // namespace codl::yaml

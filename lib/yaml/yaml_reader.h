@@ -1,6 +1,7 @@
 // Strict YAML reading shared by every CoDL file format (experiment files, daemon config files):
 // the first problem is thrown as a YamlError carrying the mark of the offending key or value;
-// each format's entry point turns it into "FILE:LINE:COL: path: message" (1-based).
+// ReadDocument turns it into "FILE:LINE:COL: path: message" (1-based). Typed values (bool,
+// integer, number, duration, size, lists, maps) are read with typed.h.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -9,6 +10,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "lib/common/result.h"
@@ -48,7 +50,15 @@ class MapReader {
 
 // The scalar text of `n`, or an error "expected <what>, got <kind>".
 std::string ScalarOf(const YAML::Node& n, const std::string& path, const char* what);
-// A duration through common/units ("30s", "500ms", a bare number is seconds); positive: > 0.
-double Duration(const YAML::Node& n, const std::string& path, bool positive);
+
+// "FILE:LINE:COL" (1-based); a node built in code has no mark and reads as FILE:1:1.
+std::string Location(const std::string& file, const YAML::Mark& mark);
+
+// Parses `text` as exactly one YAML document and runs `read` on its root (a null node for an
+// empty or comment-only text). The first YamlError thrown by `read`, a YAML syntax error
+// ("YAML syntax error: ...") or a second document becomes
+// InvalidArgument("FILE:LINE:COL: message").
+Status ReadDocument(std::string_view text, const std::string& file,
+                    const std::function<void(const YAML::Node& root)>& read);
 
 }  // namespace codl::yaml

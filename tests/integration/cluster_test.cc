@@ -399,6 +399,24 @@ TEST_F(ClusterTest, CodlVictimUnderTheAgentReportsPhases) {
   EXPECT_NE(ReadFile(dir_ + "/r.html").find("<svg"), std::string::npos);
 }
 
+// The exit status comes from the error's code as it crossed gRPC (store NotFound -> NOT_FOUND ->
+// exit 2; an unreachable controller -> UNAVAILABLE -> exit 1), not from the message text.
+TEST_F(ClusterTest, UnknownExperimentExitsTwoUnreachableControllerOne) {
+  Cluster c(dir_);
+  c.StartController();
+  ASSERT_TRUE(WaitUntil([&] { return c.Ctl({"agents"}, 5).exit_code == 0; }, 20)) << c.Logs();
+  for (const char* cmd : {"status", "watch", "cancel", "results"}) {
+    auto r = c.Ctl({cmd, "nope"});
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("no experiment 'nope'"), std::string::npos) << cmd << ": " << r.err;
+  }
+  c.controller().Signal(SIGKILL);
+  c.controller().Wait(5);
+  auto gone = c.Ctl({"status", "nope"}, 30);
+  EXPECT_EQ(gone.exit_code, 1) << gone.err;
+  EXPECT_NE(gone.err.find("cannot reach the controller"), std::string::npos) << gone.err;
+}
+
 TEST_F(ClusterTest, BadInputExitsTwoWithLocation) {
   WriteFile(dir_ + "/bad.yaml", "name: x\nvictim:\n  command: [true]\n  colour: red\n");
   auto r = RunCommand({Bin("codlctl"), "validate", dir_ + "/bad.yaml"});

@@ -25,7 +25,7 @@ const BadCase kBad[] = {
     {"wrong type", "name: x\nvictim: {command: [a]}\nrepetitions: [1]\n",
      "e.yaml:3:14: repetitions: expected an integer, got a list"},
     {"integer garbage", "name: x\nvictim: {command: [a]}\nrepetitions: 2.5\n",
-     "e.yaml:3:14: repetitions: '2.5' is not an integer"},
+     "e.yaml:3:14: repetitions: expected an integer, got '2.5'"},
     {"level 0",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - name: s\n    injector: memcpy\n"
      "    levels: [0.5, 0]\n",
@@ -118,9 +118,22 @@ const BadCase kBad[] = {
     {"empty host list", "name: x\nnodes: []\nvictim: {command: [a]}\n",
      "e.yaml:2:8: nodes: the host list must not be empty"},
     {"bad bool", "name: x\nvictim: {command: [a]}\norder: {randomize: maybe}\n",
-     "e.yaml:3:20: order.randomize: 'maybe' is not true or false"},
+     "e.yaml:3:20: order.randomize: expected true or false, got 'maybe'"},
+    {"quoted bool", "name: x\nvictim: {command: [a]}\norder: {randomize: \"true\"}\n",
+     "e.yaml:3:20: order.randomize: expected true or false, got the string \"true\" (quoted values "
+     "are strings: drop the quotes)"},
+    {"quoted integer", "name: x\nvictim: {command: [a]}\nrepetitions: '3'\n",
+     "e.yaml:3:14: repetitions: expected an integer, got the string \"3\" (quoted values are "
+     "strings: drop the quotes)"},
+    {"quoted level",
+     "name: x\nvictim: {command: [a]}\nantagonists:\n  - name: s\n    injector: memcpy\n"
+     "    levels: [\"0.5\"]\n",
+     "e.yaml:6:14: antagonists[0].levels[0]: expected a number in (0, 1] or \"max\", got the "
+     "string \"0.5\" (quoted values are strings: drop the quotes)"},
+    {"two documents", "name: x\nvictim: {command: [a]}\n---\nname: y\n",
+     "e.yaml:4:1: expected one YAML document, found 2"},
     {"negative seed", "name: x\nvictim: {command: [a]}\norder: {seed: -5}\n",
-     "e.yaml:3:15: order.seed: '-5' is not an unsigned 64-bit integer"},
+     "e.yaml:3:15: order.seed: expected an unsigned 64-bit integer, got '-5'"},
     {"calibration unknown key", "name: x\nvictim: {command: [a]}\ncalibration: {time: 2s}\n",
      "e.yaml:3:15: calibration: unknown key 'time' (expected one of: duration)"},
     {"top level not a mapping", "- a\n- b\n", "e.yaml:1:1: the document must be a mapping, got a list"},

@@ -1,0 +1,216 @@
+#include "lib/rpc/records_proto.h"
+
+#include <string>
+
+namespace codl::rpc {
+namespace {
+
+v1::ExperimentState ToProto(ExperimentState s) {
+  switch (s) {
+    case ExperimentState::kQueued: return v1::EXPERIMENT_QUEUED;
+    case ExperimentState::kRunning: return v1::EXPERIMENT_RUNNING;
+    case ExperimentState::kDone: return v1::EXPERIMENT_DONE;
+    case ExperimentState::kFailed: return v1::EXPERIMENT_FAILED;
+    case ExperimentState::kCancelled: return v1::EXPERIMENT_CANCELLED;
+    case ExperimentState::kInterrupted: return v1::EXPERIMENT_INTERRUPTED;
+  }
+  return v1::EXPERIMENT_STATE_UNSPECIFIED;
+}
+
+Result<ExperimentState> FromProto(v1::ExperimentState s) {
+  switch (s) {
+    case v1::EXPERIMENT_QUEUED: return ExperimentState::kQueued;
+    case v1::EXPERIMENT_RUNNING: return ExperimentState::kRunning;
+    case v1::EXPERIMENT_DONE: return ExperimentState::kDone;
+    case v1::EXPERIMENT_FAILED: return ExperimentState::kFailed;
+    case v1::EXPERIMENT_CANCELLED: return ExperimentState::kCancelled;
+    case v1::EXPERIMENT_INTERRUPTED: return ExperimentState::kInterrupted;
+    default: return Internal("unknown experiment state " + std::to_string(static_cast<int>(s)));
+  }
+}
+
+v1::TrialState ToProto(TrialState s) {
+  switch (s) {
+    case TrialState::kPending: return v1::TRIAL_PENDING;
+    case TrialState::kRunning: return v1::TRIAL_RUNNING;
+    case TrialState::kDone: return v1::TRIAL_DONE;
+    case TrialState::kFailed: return v1::TRIAL_FAILED;
+    case TrialState::kFlagged: return v1::TRIAL_FLAGGED;
+    case TrialState::kCancelled: return v1::TRIAL_CANCELLED;
+  }
+  return v1::TRIAL_STATE_UNSPECIFIED;
+}
+
+Result<TrialState> FromProto(v1::TrialState s) {
+  switch (s) {
+    case v1::TRIAL_PENDING: return TrialState::kPending;
+    case v1::TRIAL_RUNNING: return TrialState::kRunning;
+    case v1::TRIAL_DONE: return TrialState::kDone;
+    case v1::TRIAL_FAILED: return TrialState::kFailed;
+    case v1::TRIAL_FLAGGED: return TrialState::kFlagged;
+    case v1::TRIAL_CANCELLED: return TrialState::kCancelled;
+    default: return Internal("unknown trial state " + std::to_string(static_cast<int>(s)));
+  }
+}
+
+v1::VictimStep ToProto(const VictimStep& s) {
+  v1::VictimStep p;
+  p.set_step(s.step);
+  p.set_step_time_s(s.step_time_s);
+  p.mutable_phases()->insert(s.phases.begin(), s.phases.end());
+  p.set_t_s(s.t_s);
+  p.set_warmup(s.warmup);
+  return p;
+}
+
+VictimStep FromProto(const v1::VictimStep& p) {
+  VictimStep s;
+  s.step = p.step();
+  s.step_time_s = p.step_time_s();
+  s.phases.insert(p.phases().begin(), p.phases().end());
+  s.t_s = p.t_s();
+  s.warmup = p.warmup();
+  return s;
+}
+
+v1::AntagonistResult ToProto(const AntagonistResult& a) {
+  v1::AntagonistResult p;
+  p.set_name(a.name);
+  p.set_injector(a.injector);
+  p.set_node(a.node);
+  p.set_level(a.level);
+  p.set_target_rate(a.target_rate);
+  p.set_achieved_rate(a.achieved_rate);
+  p.set_achieved_cov(a.achieved_cov);
+  p.set_peak_rate(a.peak_rate);
+  p.set_unit(a.unit);
+  p.set_reached_target(a.reached_target);
+  p.set_start_skew_s(a.start_skew_s);
+  for (const auto& s : a.samples) {
+    auto* q = p.add_samples();
+    q->set_t_s(s.t_s);
+    q->set_achieved(s.achieved);
+    q->set_target(s.target);
+  }
+  return p;
+}
+
+AntagonistResult FromProto(const v1::AntagonistResult& p) {
+  AntagonistResult a;
+  a.name = p.name();
+  a.injector = p.injector();
+  a.node = p.node();
+  a.level = p.level();
+  a.target_rate = p.target_rate();
+  a.achieved_rate = p.achieved_rate();
+  a.achieved_cov = p.achieved_cov();
+  a.peak_rate = p.peak_rate();
+  a.unit = p.unit();
+  a.reached_target = p.reached_target();
+  a.start_skew_s = p.start_skew_s();
+  for (const auto& q : p.samples()) a.samples.push_back({q.t_s(), q.achieved(), q.target()});
+  return a;
+}
+
+}  // namespace
+
+v1::ExperimentRecord ToProto(const ExperimentRecord& e) {
+  v1::ExperimentRecord p;
+  p.set_id(e.id);
+  p.set_name(e.name);
+  p.set_source_path(e.source_path);
+  p.set_yaml(e.yaml);
+  p.set_state(ToProto(e.state));
+  p.set_error(e.error);
+  p.set_seed(e.seed);
+  p.set_total_trials(e.total_trials);
+  p.set_created_unix_ms(e.created_unix_ms);
+  p.set_finished_unix_ms(e.finished_unix_ms);
+  return p;
+}
+
+Result<ExperimentRecord> FromProto(const v1::ExperimentRecord& p) {
+  auto state = FromProto(p.state());
+  if (!state.ok()) return Internal("experiment " + p.id() + ": " + state.error());
+  ExperimentRecord e;
+  e.id = p.id();
+  e.name = p.name();
+  e.source_path = p.source_path();
+  e.yaml = p.yaml();
+  e.state = *state;
+  e.error = p.error();
+  e.seed = p.seed();
+  e.total_trials = p.total_trials();
+  e.created_unix_ms = p.created_unix_ms();
+  e.finished_unix_ms = p.finished_unix_ms();
+  return e;
+}
+
+v1::TrialRecord ToProto(const TrialRecord& t) {
+  v1::TrialRecord p;
+  p.set_experiment_id(t.experiment_id);
+  p.set_index(t.index);
+  p.set_repetition(t.repetition);
+  p.set_baseline(t.baseline);
+  p.set_pairing(t.pairing);
+  p.set_state(ToProto(t.state));
+  p.set_error(t.error);
+  p.set_exit_code(t.exit_code);
+  p.set_stderr_tail(t.stderr_tail);
+  p.set_victim_node(t.victim_node);
+  p.set_metric(t.metric);
+  p.set_wall_s(t.wall_s);
+  p.mutable_phase_medians()->insert(t.phase_medians.begin(), t.phase_medians.end());
+  p.set_started_unix_ms(t.started_unix_ms);
+  p.set_finished_unix_ms(t.finished_unix_ms);
+  for (const auto& s : t.steps) *p.add_steps() = ToProto(s);
+  for (const auto& a : t.antagonists) *p.add_antagonists() = ToProto(a);
+  return p;
+}
+
+Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
+  auto state = FromProto(p.state());
+  if (!state.ok()) {
+    return Internal("trial " + std::to_string(p.index() + 1) + ": " + state.error());
+  }
+  TrialRecord t;
+  t.experiment_id = p.experiment_id();
+  t.index = p.index();
+  t.repetition = p.repetition();
+  t.baseline = p.baseline();
+  t.pairing = p.pairing();
+  t.state = *state;
+  t.error = p.error();
+  t.exit_code = p.exit_code();
+  t.stderr_tail = p.stderr_tail();
+  t.victim_node = p.victim_node();
+  t.metric = p.metric();
+  t.wall_s = p.wall_s();
+  t.phase_medians.insert(p.phase_medians().begin(), p.phase_medians().end());
+  t.started_unix_ms = p.started_unix_ms();
+  t.finished_unix_ms = p.finished_unix_ms();
+  for (const auto& s : p.steps()) t.steps.push_back(FromProto(s));
+  for (const auto& a : p.antagonists()) t.antagonists.push_back(FromProto(a));
+  return t;
+}
+
+void ToProto(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
+             v1::GetResultsReply* reply) {
+  *reply->mutable_experiment() = ToProto(e);
+  for (const auto& t : trials) *reply->add_trials() = ToProto(t);
+}
+
+Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> FromProto(
+    const v1::GetResultsReply& reply) {
+  auto e = FromProto(reply.experiment());
+  if (!e.ok()) return e.status();
+  std::vector<TrialRecord> trials;
+  for (const auto& p : reply.trials()) {
+    auto t = FromProto(p);
+    if (!t.ok()) return t.status();
+    trials.push_back(std::move(t.value()));
+  }
+  return std::make_pair(std::move(e.value()), std::move(trials));
+}
+
+}  // namespace codl::rpc

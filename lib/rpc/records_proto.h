@@ -1,0 +1,25 @@
+// The results model (lib/common/records.h) <-> its wire form (proto/codl/v1/results.proto): the
+// one conversion, used by the controller to answer GetResults and by codlctl to read the reply.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "codl/v1/controller.pb.h"
+#include "lib/common/records.h"
+#include "lib/common/result.h"
+
+namespace codl::rpc {
+
+v1::ExperimentRecord ToProto(const ExperimentRecord& e);
+v1::TrialRecord ToProto(const TrialRecord& t);
+void ToProto(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
+             v1::GetResultsReply* reply);
+
+// Fail (internal) on a state this build does not know: a record is never guessed.
+Result<ExperimentRecord> FromProto(const v1::ExperimentRecord& p);
+Result<TrialRecord> FromProto(const v1::TrialRecord& p);
+Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> FromProto(
+    const v1::GetResultsReply& reply);
+
+}  // namespace codl::rpc

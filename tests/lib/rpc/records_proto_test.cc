@@ -1,0 +1,175 @@
+// Records <-> proto: every field survives the trip (the CLI's statistics depend on all of them),
+// and a record with a state this build does not know is refused, not guessed.
+#include "lib/rpc/records_proto.h"
+
+#include <gtest/gtest.h>
+
+namespace codl::rpc {
+namespace {
+
+ExperimentRecord SampleExperiment() {
+  ExperimentRecord e;
+  e.id = "20260101-000000-abcd";
+  e.name = "membw";
+  e.source_path = "exp.yaml";
+  e.yaml = "name: membw\n";
+  e.state = ExperimentState::kInterrupted;
+  e.error = "controller restarted";
+  e.seed = 18446744073709551615ull;
+  e.total_trials = 12;
+  e.created_unix_ms = 1700000000000;
+  e.finished_unix_ms = 1700000001234;
+  return e;
+}
+
+TrialRecord SampleTrial() {
+  TrialRecord t;
+  t.experiment_id = "20260101-000000-abcd";
+  t.index = 3;
+  t.repetition = 1;
+  t.baseline = false;
+  t.pairing = "membw@0.5+storage@1";
+  t.state = TrialState::kFlagged;
+  t.error = "storage missed its target";
+  t.exit_code = -9;
+  t.stderr_tail = "killed";
+  t.victim_node = "node-a";
+  t.metric = 0.125;
+  t.wall_s = 12.5;
+  t.phase_medians = {{"read_s", 0.01}, {"compute_s", 0.1}};
+  t.started_unix_ms = 1700000000100;
+  t.finished_unix_ms = 1700000000900;
+  t.steps.push_back({7, 0.12, {{"read_s", 0.02}}, 1.5, true});
+  t.steps.push_back({8, 0.13, {}, 1.63, false});
+  AntagonistResult a;
+  a.name = "storage";
+  a.injector = "io_uring";
+  a.node = "node-b";
+  a.level = 0.5;
+  a.target_rate = 1e9;
+  a.achieved_rate = 9e8;
+  a.achieved_cov = 0.05;
+  a.peak_rate = 2e9;
+  a.unit = "bytes/s";
+  a.reached_target = false;
+  a.start_skew_s = -0.002;
+  a.samples = {{0.5, 8e8, 1e9}, {1.0, 1e9, 1e9}};
+  t.antagonists.push_back(a);
+  return t;
+}
+
+TEST(RecordsProto, ExperimentRoundTrip) {
+  ExperimentRecord in = SampleExperiment();
+  auto out = FromProto(ToProto(in));
+  ASSERT_TRUE(out.ok()) << out.error();
+  EXPECT_EQ(out->id, in.id);
+  EXPECT_EQ(out->name, in.name);
+  EXPECT_EQ(out->source_path, in.source_path);
+  EXPECT_EQ(out->yaml, in.yaml);
+  EXPECT_EQ(out->state, in.state);
+  EXPECT_EQ(out->error, in.error);
+  EXPECT_EQ(out->seed, in.seed);
+  EXPECT_EQ(out->total_trials, in.total_trials);
+  EXPECT_EQ(out->created_unix_ms, in.created_unix_ms);
+  EXPECT_EQ(out->finished_unix_ms, in.finished_unix_ms);
+}
+
+TEST(RecordsProto, TrialRoundTripKeepsStepsAndSamples) {
+  TrialRecord in = SampleTrial();
+  // Through the wire bytes, as GetResults does.
+  v1::TrialRecord parsed;
+  ASSERT_TRUE(parsed.ParseFromString(ToProto(in).SerializeAsString()));
+  auto out = FromProto(parsed);
+  ASSERT_TRUE(out.ok()) << out.error();
+  EXPECT_EQ(out->experiment_id, in.experiment_id);
+  EXPECT_EQ(out->index, in.index);
+  EXPECT_EQ(out->repetition, in.repetition);
+  EXPECT_EQ(out->baseline, in.baseline);
+  EXPECT_EQ(out->pairing, in.pairing);
+  EXPECT_EQ(out->state, in.state);
+  EXPECT_EQ(out->error, in.error);
+  EXPECT_EQ(out->exit_code, in.exit_code);
+  EXPECT_EQ(out->stderr_tail, in.stderr_tail);
+  EXPECT_EQ(out->victim_node, in.victim_node);
+  EXPECT_EQ(out->metric, in.metric);
+  EXPECT_EQ(out->wall_s, in.wall_s);
+  EXPECT_EQ(out->phase_medians, in.phase_medians);
+  EXPECT_EQ(out->started_unix_ms, in.started_unix_ms);
+  EXPECT_EQ(out->finished_unix_ms, in.finished_unix_ms);
+  ASSERT_EQ(out->steps.size(), 2u);
+  EXPECT_EQ(out->steps[0].step, 7);
+  EXPECT_EQ(out->steps[0].step_time_s, 0.12);
+  EXPECT_EQ(out->steps[0].phases, in.steps[0].phases);
+  EXPECT_EQ(out->steps[0].t_s, 1.5);
+  EXPECT_TRUE(out->steps[0].warmup);
+  EXPECT_FALSE(out->steps[1].warmup);
+  ASSERT_EQ(out->antagonists.size(), 1u);
+  const AntagonistResult& a = out->antagonists[0];
+  const AntagonistResult& want = in.antagonists[0];
+  EXPECT_EQ(a.name, want.name);
+  EXPECT_EQ(a.injector, want.injector);
+  EXPECT_EQ(a.node, want.node);
+  EXPECT_EQ(a.level, want.level);
+  EXPECT_EQ(a.target_rate, want.target_rate);
+  EXPECT_EQ(a.achieved_rate, want.achieved_rate);
+  EXPECT_EQ(a.achieved_cov, want.achieved_cov);
+  EXPECT_EQ(a.peak_rate, want.peak_rate);
+  EXPECT_EQ(a.unit, want.unit);
+  EXPECT_EQ(a.reached_target, want.reached_target);
+  EXPECT_EQ(a.start_skew_s, want.start_skew_s);
+  ASSERT_EQ(a.samples.size(), 2u);
+  EXPECT_EQ(a.samples[0].t_s, 0.5);
+  EXPECT_EQ(a.samples[0].achieved, 8e8);
+  EXPECT_EQ(a.samples[0].target, 1e9);
+}
+
+TEST(RecordsProto, EveryStateSurvives) {
+  for (auto s : {ExperimentState::kQueued, ExperimentState::kRunning, ExperimentState::kDone,
+                 ExperimentState::kFailed, ExperimentState::kCancelled, ExperimentState::kInterrupted}) {
+    ExperimentRecord e;
+    e.state = s;
+    auto out = FromProto(ToProto(e));
+    ASSERT_TRUE(out.ok()) << ToString(s);
+    EXPECT_EQ(out->state, s);
+  }
+  for (auto s : {TrialState::kPending, TrialState::kRunning, TrialState::kDone, TrialState::kFailed,
+                 TrialState::kFlagged, TrialState::kCancelled}) {
+    TrialRecord t;
+    t.state = s;
+    auto out = FromProto(ToProto(t));
+    ASSERT_TRUE(out.ok()) << ToString(s);
+    EXPECT_EQ(out->state, s);
+  }
+}
+
+TEST(RecordsProto, ReplyCarriesTheExperimentAndItsTrialsInOrder) {
+  v1::GetResultsReply reply;
+  TrialRecord second = SampleTrial();
+  second.index = 4;
+  ToProto(SampleExperiment(), {SampleTrial(), second}, &reply);
+  auto out = FromProto(reply);
+  ASSERT_TRUE(out.ok()) << out.error();
+  EXPECT_EQ(out->first.id, "20260101-000000-abcd");
+  ASSERT_EQ(out->second.size(), 2u);
+  EXPECT_EQ(out->second[0].index, 3);
+  EXPECT_EQ(out->second[1].index, 4);
+}
+
+TEST(RecordsProto, AnUnknownStateIsRefused) {
+  v1::GetResultsReply reply;
+  ToProto(SampleExperiment(), {SampleTrial()}, &reply);
+  reply.mutable_trials(0)->set_state(v1::TRIAL_STATE_UNSPECIFIED);
+  auto out = FromProto(reply);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.code(), StatusCode::kInternal);
+  EXPECT_EQ(out.error(), "trial 4: unknown trial state 0");
+
+  v1::ExperimentRecord e = ToProto(SampleExperiment());
+  e.set_state(static_cast<v1::ExperimentState>(42));  // a state from a newer build
+  auto bad = FromProto(e);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "experiment 20260101-000000-abcd: unknown experiment state 42");
+}
+
+}  // namespace
+}  // namespace codl::rpc
