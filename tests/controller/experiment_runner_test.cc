@@ -167,9 +167,9 @@ TEST_F(RunnerTest, EveryTrialStoredEveryAntagonistStoppedSlowdownMeasured) {
   }
   auto results = experiment::Summarize(rec, *trials);
   for (const auto& p : results.pairings) {
-    if (p.pairing == "membw@1") EXPECT_NEAR(p.slowdown, 2.0, 1e-9);
-    if (p.pairing == "membw@0.5") EXPECT_NEAR(p.slowdown, 1.5, 1e-9);
-    if (p.pairing == "baseline") EXPECT_NEAR(p.slowdown, 1.0, 1e-9);
+    if (p.pairing == "membw@1") { EXPECT_NEAR(p.slowdown, 2.0, 1e-9); }
+    if (p.pairing == "membw@0.5") { EXPECT_NEAR(p.slowdown, 1.5, 1e-9); }
+    if (p.pairing == "baseline") { EXPECT_NEAR(p.slowdown, 1.0, 1e-9); }
   }
   EXPECT_EQ(agent_->calibrations, 1);
   // A second experiment with the same injector options reuses the cached calibration.
