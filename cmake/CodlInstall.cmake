@@ -23,10 +23,10 @@ install(TARGETS ${codl_binaries} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(NOT CODL_TOOLS_ONLY)
   install(PROGRAMS deploy/slurm/codl-slurm-agents.sh DESTINATION ${CMAKE_INSTALL_BINDIR})
   # Relative, so --prefix moves it; systemd also reads /usr/local/lib/systemd/system.
-  install(FILES deploy/systemd/codl-controller.service deploy/systemd/codl-agent.service
-          DESTINATION lib/systemd/system)
-  install(FILES deploy/config/agent.yaml deploy/config/controller.yaml
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/codl/config)
+  install(DIRECTORY deploy/systemd/ DESTINATION lib/systemd/system
+          FILES_MATCHING PATTERN "*.service")
+  install(DIRECTORY deploy/config/ DESTINATION ${CMAKE_INSTALL_DATADIR}/codl/config
+          FILES_MATCHING PATTERN "*.yaml")
 endif()
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
