@@ -67,6 +67,10 @@ if(CODL_BUILD_TESTS)
     add_library(GTest::gtest_main ALIAS gtest_main)
     add_library(GTest::gmock ALIAS gmock)
   endif()
+  if(NOT TARGET GTest::gtest)
+    message(FATAL_ERROR "The tests need GoogleTest/GoogleMock (Debian: libgtest-dev libgmock-dev; "
+                        "scripts/install-deps.sh dev). Or configure with -DCODL_BUILD_TESTS=OFF.")
+  endif()
   include(GoogleTest)
 endif()
 

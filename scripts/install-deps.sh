@@ -1,13 +1,28 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages CoDL needs to build and test. Safe to re-run: it only
-# installs what is missing. Set CODL_DEPS_EXTRA="..." to add packages.
+# Installs the Debian 12 packages CoDL needs, only those missing (safe to re-run).
+# Usage: scripts/install-deps.sh [build|dev|test]
+#   build (default): what compiling the binaries needs (scripts/quickstart.sh).
+#   dev:             build + GoogleTest/GoogleMock: the whole tree, tests included, compiles
+#                    (scripts/build.sh's default).
+#   test:            dev + what the tests run: sqlite3, fio, a local Slurm (munge, slurm*),
+#                    systemd-analyze, a headless browser, promtool, PyTorch (scripts/test.sh).
+# CODL_DEPS_EXTRA="..." adds packages.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config
-      libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-      liburing-dev libyaml-cpp-dev libsqlite3-dev sqlite3 libgtest-dev libgmock-dev
-      libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev ccache prometheus-cpp-dev libsystemd-dev
-      fio iproute2 procps python3
-      systemd munge slurmctld slurmd slurm-client)  # deploy tests: systemd-analyze, a local Slurm
+set_name=${1:-build}
+build_pkgs=(build-essential cmake ninja-build pkg-config ccache
+            libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+            liburing-dev libyaml-cpp-dev libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
+            nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev)
+dev_pkgs=(libgtest-dev libgmock-dev)
+test_pkgs=(sqlite3 fio iproute2 procps python3
+           systemd munge slurmctld slurmd slurm-client
+           chromium prometheus python3-torch)
+case "$set_name" in
+  build) pkgs=("${build_pkgs[@]}") ;;
+  dev) pkgs=("${build_pkgs[@]}" "${dev_pkgs[@]}") ;;
+  test) pkgs=("${build_pkgs[@]}" "${dev_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "install-deps.sh: unknown package set '$set_name' (build, dev or test)" >&2; exit 2 ;;
+esac
 pkgs+=(${CODL_DEPS_EXTRA:-})
 missing=()
 for p in "${pkgs[@]}"; do

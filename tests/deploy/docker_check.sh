@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deploy/docker/Dockerfile cannot be built here (no Docker daemon), so this checks what can be
 # checked without one: every repository path it copies exists, every target it builds is a
-# CMake target of this build, every binary it installs is built, and the runtime stage's Debian
+# CMake target of this build with an install rule, and the runtime stage's Debian
 # packages provide every shared library those binaries load (ldd -> dpkg -S -> the packages the
 # runtime list pulls in, with their dependencies).
 # Usage: docker_check.sh SOURCE_DIR BUILD_DIR
@@ -23,15 +23,24 @@ for t in $built; do
   [[ "$t" == "&&" || "$t" == "\\" ]] && continue
   grep -qx "$t" <<<"$targets" || bad "Dockerfile builds '$t', which is not a CMake target"
 done
+# The build stage installs with `cmake --install` (cmake/CodlInstall.cmake holds every rule), so
+# each binary it builds must have an install rule there, and the runtime libraries below are
+# checked for exactly those binaries.
+grep -qE 'cmake --install /build --prefix /out/usr/local' "$df" ||
+  bad "the Dockerfile no longer installs with 'cmake --install /build --prefix /out/usr/local'"
+install_rules="$src/cmake/CodlInstall.cmake"
+grep -q 'install(TARGETS' "$install_rules" || bad "$install_rules has no install(TARGETS ...) rule"
 bins=()
-for b in $(grep -oE '/build/bin/[A-Za-z0-9_-]+' "$df" | sort -u) ; do
-  name=${b#/build/bin/}
-  grep -qw "$name" <<<"$built" || bad "Dockerfile installs $name but does not build it"
-  bins+=("$name")
+for t in $built; do
+  [[ "$t" == codl* ]] || continue
+  grep -qw -- "$t" "$install_rules" || bad "Dockerfile builds $t, which $install_rules does not install"
+  bins+=("$t")
 done
-grep -q 'install(TARGETS codl-inject' "$src/injectors/codl-inject/CMakeLists.txt" ||
-  bad "codl-inject lost its install() rule; the Dockerfile relies on cmake --install for it"
-bins+=(codl-inject)
+# ... and the other way round: cmake --install fails on an installed target that was not built.
+for t in $(grep -E '(set|APPEND)\(?\s*codl_binaries|APPEND codl_binaries' "$install_rules" |
+           sed 's/#.*//' | grep -oE '\bcodl(-[a-z]+|ctl)\b'); do
+  grep -qw -- "$t" <<<"$built" || bad "$install_rules installs $t, which the Dockerfile does not build"
+done
 
 # Runtime libraries: the runtime stage's packages (with their dependencies) must provide them.
 if ! apt-cache show libc6 >/dev/null 2>&1; then

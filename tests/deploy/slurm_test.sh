@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*"; show_logs; exit 1; }
 [[ $(id -u) -eq 0 ]] || skip "needs root to run munged, slurmctld and slurmd"
 for t in munged slurmctld slurmd srun salloc sbatch squeue scancel sinfo python3; do
   command -v "$t" >/dev/null ||
-    skip "$t not found (Debian packages munge, slurmctld, slurmd, slurm-client; scripts/install-deps.sh installs them)"
+    skip "$t not found (Debian packages munge, slurmctld, slurmd, slurm-client; 'scripts/install-deps.sh test' installs them)"
 done
 for b in codl-controller codl-agent codlctl codl-inject; do
   [[ -x "$bin/$b" ]] || fail "$bin/$b not built"

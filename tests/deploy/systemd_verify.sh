@@ -10,7 +10,7 @@ set -uo pipefail
 units=${1:?unit dir}
 bin=${2:?bin dir}
 if ! command -v systemd-analyze >/dev/null; then
-  echo "SKIP: systemd-analyze not found (Debian package 'systemd'; scripts/install-deps.sh installs it)"
+  echo "SKIP: systemd-analyze not found (Debian package 'systemd'; 'scripts/install-deps.sh test' installs it)"
   exit 77
 fi
 tmp=$(mktemp -d /tmp/codl-systemd-verify.XXXXXX)

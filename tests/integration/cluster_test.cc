@@ -123,7 +123,9 @@ TEST_F(ClusterTest, TwoAgentsRunAnExperimentEndToEnd) {
   for (const auto& [k, p] : by_key) {
     EXPECT_GE(p["n"].get<int>() + p["n_flagged"].get<int>(), 2) << k;
     // All of a pairing's trials may be flagged on a loaded machine (its figures are then null).
-    if (!p["median_metric_s"].is_null()) EXPECT_GT(p["median_metric_s"].get<double>(), 0.01) << k;
+    if (!p["median_metric_s"].is_null()) {
+      EXPECT_GT(p["median_metric_s"].get<double>(), 0.01) << k;
+    }
   }
   auto& full = by_key["membw@1"]["antagonists"][0];
   EXPECT_GT(full["achieved_rate"].get<double>(), 0) << res.out;
