@@ -197,28 +197,24 @@ JsonLine SummaryLine(const RunOptions& o, const Plan& plan, const std::vector<St
 
 }  // namespace
 
-int RunVictim(const RunOptions& o, std::FILE* out) {
-  Plan plan;
-  if (int rc = PrepareDataset(o, &plan.dataset); rc != 0) return rc;
-  if (plan.dataset.samples < o.ranks) {
-    std::fprintf(stderr, "codl-victim: --ranks %d needs at least %d samples; %s holds %lld\n",
-                 o.ranks, o.ranks, o.dir.c_str(), static_cast<long long>(plan.dataset.samples));
-    return 2;
-  }
-  plan.io_mode = ResolveIoMode(o.io_mode, SamplePath(o.dir, 0), &plan.io_note);
-  if (!plan.io_note.empty()) std::fprintf(stderr, "codl-victim: %s\n", plan.io_note.c_str());
-  plan.h2d_bytes = EffectiveH2dBytes(o, plan.dataset.sample_size);
+namespace {
 
-  int cuda_devices = o.device == DeviceChoice::kCpu ? 0 : CudaDeviceCount(&plan.device_note);
+// Resolves the device: CUDA when asked for (or found under auto), else the host. Returns the
+// number of CUDA devices to use (0: host), or -1 after printing why --device cuda cannot run.
+int ChooseDevice(const RunOptions& o, Plan* plan) {
+  int cuda_devices = o.device == DeviceChoice::kCpu ? 0 : CudaDeviceCount(&plan->device_note);
   if (o.device == DeviceChoice::kCuda && cuda_devices == 0) {
-    std::fprintf(stderr, "codl-victim: --device cuda: %s\n", plan.device_note.c_str());
-    return 1;
+    std::fprintf(stderr, "codl-victim: --device cuda: %s\n", plan->device_note.c_str());
+    return -1;
   }
-  plan.cuda = cuda_devices > 0;
-  if (o.device == DeviceChoice::kCpu) plan.device_note.clear();
+  plan->cuda = cuda_devices > 0;
+  if (o.device == DeviceChoice::kCpu) plan->device_note.clear();
+  return cuda_devices;
+}
 
-  std::vector<Rank> ranks(static_cast<size_t>(o.ranks));
-  std::vector<Device*> devices;
+// One device per rank (ranks share GPUs round-robin when there are fewer GPUs than ranks).
+bool MakeDevices(const RunOptions& o, const Plan& plan, int cuda_devices, std::vector<Rank>* ranks,
+                 std::vector<Device*>* devices) {
   for (int r = 0; r < o.ranks; ++r) {
     DeviceConfig dc;
     dc.h2d_bytes = plan.h2d_bytes;
@@ -229,26 +225,36 @@ int RunVictim(const RunOptions& o, std::FILE* out) {
     auto dev = plan.cuda ? MakeCudaDevice(r % cuda_devices, dc) : MakeHostDevice(dc);
     if (!dev.ok()) {
       std::fprintf(stderr, "codl-victim: device for rank %d: %s\n", r, dev.error().c_str());
-      return 1;
+      return false;
     }
-    ranks[static_cast<size_t>(r)].device = std::move(*dev);
-    devices.push_back(ranks[static_cast<size_t>(r)].device.get());
+    (*ranks)[static_cast<size_t>(r)].device = std::move(*dev);
+    devices->push_back((*ranks)[static_cast<size_t>(r)].device.get());
   }
+  return true;
+}
 
+// The allreduce between ranks: NCCL when every rank has its own GPU, else shared host memory.
+// nullptr for one rank.
+std::unique_ptr<Communicator> MakeCommunicator(const RunOptions& o, int cuda_devices,
+                                               const std::vector<Device*>& devices, Plan* plan) {
+  if (o.ranks <= 1) return nullptr;
   std::unique_ptr<Communicator> comm;
-  if (o.ranks > 1) {
-    const size_t floats = o.allreduce_size / sizeof(float);
-    if (plan.cuda && cuda_devices >= o.ranks) {
-      auto nccl = MakeNcclCommunicator(devices, floats);
-      if (nccl.ok()) comm = std::move(*nccl);
-      else plan.comm_note = "NCCL unavailable (" + nccl.error() + "); using the host allreduce";
-    } else if (plan.cuda) {
-      plan.comm_note = std::to_string(o.ranks) + " ranks share " + std::to_string(cuda_devices) +
-                       " GPU(s); using the host allreduce";
-    }
-    if (!comm) comm = MakeShmCommunicator(devices, floats);
+  const size_t floats = o.allreduce_size / sizeof(float);
+  if (plan->cuda && cuda_devices >= o.ranks) {
+    auto nccl = MakeNcclCommunicator(devices, floats);
+    if (nccl.ok()) comm = std::move(*nccl);
+    else plan->comm_note = "NCCL unavailable (" + nccl.error() + "); using the host allreduce";
+  } else if (plan->cuda) {
+    plan->comm_note = std::to_string(o.ranks) + " ranks share " + std::to_string(cuda_devices) +
+                      " GPU(s); using the host allreduce";
   }
+  if (!comm) comm = MakeShmCommunicator(devices, floats);
+  return comm;
+}
 
+// Each rank's loader reads every ranks-th sample file.
+bool StartLoaders(const RunOptions& o, const Plan& plan, const std::vector<Device*>& devices,
+                  std::vector<Rank>* ranks) {
   for (int r = 0; r < o.ranks; ++r) {
     LoaderConfig lc;
     for (int64_t i = r; i < plan.dataset.samples; i += o.ranks) lc.files.push_back(SamplePath(o.dir, i));
@@ -264,23 +270,50 @@ int RunVictim(const RunOptions& o, std::FILE* out) {
     auto loader = Loader::Start(std::move(lc), devices[static_cast<size_t>(r)]);
     if (!loader.ok()) {
       std::fprintf(stderr, "codl-victim: %s\n", loader.error().c_str());
-      return 1;
+      return false;
     }
-    ranks[static_cast<size_t>(r)].loader = std::move(*loader);
+    (*ranks)[static_cast<size_t>(r)].loader = std::move(*loader);
   }
+  return true;
+}
 
-  PrintLine(out, ConfigLine(o, plan, ranks, comm.get()));
+// Rank 0 runs on this thread and keeps the step records; the others on their own threads.
+void RunRanks(const RunOptions& o, const Plan& plan, std::vector<Rank>& ranks, Communicator* comm,
+              std::FILE* out) {
+  PrintLine(out, ConfigLine(o, plan, ranks, comm));
   std::vector<StepRecord> records;
   const double loop_start = Now();
   std::vector<std::thread> threads;
   for (int r = 1; r < o.ranks; ++r) {
-    threads.emplace_back([&, r] {
-      RunRank(r, o, plan, ranks[static_cast<size_t>(r)], comm.get(), out, nullptr);
-    });
+    threads.emplace_back([&, r] { RunRank(r, o, plan, ranks[static_cast<size_t>(r)], comm, out, nullptr); });
   }
-  RunRank(0, o, plan, ranks[0], comm.get(), out, &records);
+  RunRank(0, o, plan, ranks[0], comm, out, &records);
   for (auto& t : threads) t.join();
   PrintLine(out, SummaryLine(o, plan, records, loop_start));
+}
+
+}  // namespace
+
+int RunVictim(const RunOptions& o, std::FILE* out) {
+  Plan plan;
+  if (int rc = PrepareDataset(o, &plan.dataset); rc != 0) return rc;
+  if (plan.dataset.samples < o.ranks) {
+    std::fprintf(stderr, "codl-victim: --ranks %d needs at least %d samples; %s holds %lld\n",
+                 o.ranks, o.ranks, o.dir.c_str(), static_cast<long long>(plan.dataset.samples));
+    return 2;
+  }
+  plan.io_mode = ResolveIoMode(o.io_mode, SamplePath(o.dir, 0), &plan.io_note);
+  if (!plan.io_note.empty()) std::fprintf(stderr, "codl-victim: %s\n", plan.io_note.c_str());
+  plan.h2d_bytes = EffectiveH2dBytes(o, plan.dataset.sample_size);
+
+  const int cuda_devices = ChooseDevice(o, &plan);
+  if (cuda_devices < 0) return 1;
+  std::vector<Rank> ranks(static_cast<size_t>(o.ranks));
+  std::vector<Device*> devices;
+  if (!MakeDevices(o, plan, cuda_devices, &ranks, &devices)) return 1;
+  std::unique_ptr<Communicator> comm = MakeCommunicator(o, cuda_devices, devices, &plan);
+  if (!StartLoaders(o, plan, devices, &ranks)) return 1;
+  RunRanks(o, plan, ranks, comm.get(), out);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "injectors/codl-inject/args.h"
 
+#include <cerrno>
 #include <cstdlib>
 
 #include "lib/common/options.h"
@@ -7,122 +8,165 @@
 
 namespace codl::inject {
 
-Result<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
-  CliArgs args;
-  bool help = false, list = false, calibrate = false, cleanup = false;
-  std::string error;
-  auto set_intensity = [&](Intensity v, const std::string& flag) {
-    if (args.intensity != Intensity::kNone) {
-      error = flag + ": choose one of --max, --rate, --level";
-      return false;
+namespace {
+
+// One pass over argv: flags fill `args_`, then Command() decides what to do. Each flag's
+// handler returns "" or the message that ends the parse.
+class ArgsParser {
+ public:
+  explicit ArgsParser(const std::vector<std::string>& argv) : flags_(argv, 1) {}  // argv[0]: program
+
+  Result<CliArgs> Parse() {
+    while (flags_.Next()) {
+      std::string error = flags_.is_flag() ? Flag(flags_.name()) : Positional(flags_.name());
+      if (!error.empty()) return Err(error);
     }
-    args.intensity = v;
-    return true;
-  };
-  FlagScanner flags(argv, 1);  // argv[0] is the program
-  while (flags.Next()) {
-    const std::string& arg = flags.name();
+    if (std::string error = ChooseCommand(); !error.empty()) return Err(error);
+    return args_;
+  }
+
+ private:
+  // A flag without a value: sets `*on`.
+  std::string Switch(bool* on) {
+    Status s = flags_.NoValue();
+    if (!s.ok()) return s.error();
+    *on = true;
+    return "";
+  }
+
+  // A flag's value into `*value`.
+  std::string Take(std::string* value) {
+    auto v = flags_.Value();
+    if (!v.ok()) return v.error();
+    *value = *v;
+    return "";
+  }
+
+  std::string SetIntensity(Intensity v, const std::string& flag) {
+    if (args_.intensity != Intensity::kNone) return flag + ": choose one of --max, --rate, --level";
+    args_.intensity = v;
+    return "";
+  }
+
+  std::string Flag(const std::string& arg) {
+    if (arg == "--help" || arg == "-h") return Switch(&help_);
+    if (arg == "--list") return Switch(&list_);
+    if (arg == "--json") return Switch(&args_.json);
+    if (arg == "--calibrate") return Switch(&calibrate_);
+    if (arg == "--cleanup-stale") return Switch(&cleanup_);
+    if (arg == "--max") {
+      bool unused = false;
+      std::string e = Switch(&unused);
+      return e.empty() ? SetIntensity(Intensity::kMax, arg) : e;
+    }
     std::string value;
-    auto take = [&] {
-      auto v = flags.Value();
-      if (!v.ok()) error = v.error();
-      if (v.ok()) value = *v;
-      return v.ok();
+    auto valued = [&](std::string (ArgsParser::*apply)(const std::string&, const std::string&)) {
+      std::string e = Take(&value);
+      return e.empty() ? (this->*apply)(arg, value) : e;
     };
-    auto no_value = [&] {
-      Status s = flags.NoValue();
-      if (!s.ok()) error = s.error();
-      return s.ok();
-    };
+    if (arg == "--rate") return valued(&ArgsParser::Rate);
+    if (arg == "--level") return valued(&ArgsParser::Level);
+    if (arg == "--peak") return valued(&ArgsParser::Peak);
+    if (arg == "--duration" || arg == "--calibrate-duration") return valued(&ArgsParser::Duration);
+    if (arg == "--start-at") return valued(&ArgsParser::StartAt);
+    if (arg == "--set") return valued(&ArgsParser::Set);
+    if (arg == "--scratch-root") return valued(&ArgsParser::ScratchRoot);
+    return "unknown flag '" + arg + "' (see codl-inject --help)";
+  }
 
-    if (arg == "--help" || arg == "-h") {
-      if (!no_value()) return Err(error);
-      help = true;
-    } else if (arg == "--list") {
-      if (!no_value()) return Err(error);
-      list = true;
-    } else if (arg == "--json") {
-      if (!no_value()) return Err(error);
-      args.json = true;
-    } else if (arg == "--calibrate") {
-      if (!no_value()) return Err(error);
-      calibrate = true;
-    } else if (arg == "--cleanup-stale") {
-      if (!no_value()) return Err(error);
-      cleanup = true;
-    } else if (arg == "--max") {
-      if (!no_value() || !set_intensity(Intensity::kMax, arg)) return Err(error);
-    } else if (arg == "--rate") {
-      if (!take() || !set_intensity(Intensity::kRate, arg)) return Err(error);
-      args.rate_text = value;
-    } else if (arg == "--level") {
-      if (!take() || !set_intensity(Intensity::kLevel, arg)) return Err(error);
-      auto n = ParseNumber(value);
-      if (!n.ok()) return Err("--level: '" + value + "' is not a number");
-      if (*n < 0 || *n > 1) return Err("--level: " + value + " is out of range [0, 1]");
-      args.level = *n;
-    } else if (arg == "--peak") {
-      if (!take()) return Err(error);
-      args.peak_text = value;
-    } else if (arg == "--duration" || arg == "--calibrate-duration") {
-      if (!take()) return Err(error);
-      auto d = ParseDuration(value);
-      if (!d.ok()) return Err(arg + ": " + d.error());
-      if (*d <= 0) return Err(arg + ": " + value + " must be greater than 0");
-      (arg == "--duration" ? args.duration_s : args.calibrate_duration_s) = *d;
-    } else if (arg == "--start-at") {
-      if (!take()) return Err(error);
-      char* end = nullptr;
-      const long long ns = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || ns <= 0) {
-        return Err("--start-at: '" + value + "' is not a positive Unix time in nanoseconds");
+  std::string Rate(const std::string& arg, const std::string& value) {
+    args_.rate_text = value;
+    return SetIntensity(Intensity::kRate, arg);
+  }
+
+  std::string Level(const std::string& arg, const std::string& value) {
+    if (std::string e = SetIntensity(Intensity::kLevel, arg); !e.empty()) return e;
+    auto n = ParseNumber(value);
+    if (!n.ok()) return "--level: '" + value + "' is not a number";
+    if (*n < 0 || *n > 1) return "--level: " + value + " is out of range [0, 1]";
+    args_.level = *n;
+    return "";
+  }
+
+  std::string Peak(const std::string&, const std::string& value) {
+    args_.peak_text = value;
+    return "";
+  }
+
+  std::string Duration(const std::string& arg, const std::string& value) {
+    auto d = ParseDuration(value);
+    if (!d.ok()) return arg + ": " + d.error();
+    if (*d <= 0) return arg + ": " + value + " must be greater than 0";
+    (arg == "--duration" ? args_.duration_s : args_.calibrate_duration_s) = *d;
+    return "";
+  }
+
+  std::string StartAt(const std::string&, const std::string& value) {
+    char* end = nullptr;
+    errno = 0;
+    const long long ns = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || ns <= 0 || errno == ERANGE) {
+      return "--start-at: '" + value + "' is not a positive Unix time in nanoseconds";
+    }
+    args_.start_at_unix_ns = ns;
+    return "";
+  }
+
+  std::string Set(const std::string&, const std::string& value) {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) return "--set: '" + value + "' is not KEY=VALUE";
+    const std::string key = value.substr(0, eq);
+    if (args_.options.count(key)) return "--set: option '" + key + "' is given twice";
+    args_.options[key] = value.substr(eq + 1);
+    return "";
+  }
+
+  std::string ScratchRoot(const std::string&, const std::string& value) {
+    if (value.empty()) return "--scratch-root: empty path";
+    args_.scratch_roots.push_back(value);
+    return "";
+  }
+
+  std::string Positional(const std::string& arg) {
+    if (!args_.injector.empty()) return "unexpected argument '" + arg + "' (one injector per run)";
+    args_.injector = arg;
+    return "";
+  }
+
+  // Which command the flags add up to, or why they do not add up.
+  std::string ChooseCommand() {
+    if (list_) {
+      args_.command = Command::kList;
+    } else if (cleanup_) {
+      if (!args_.injector.empty()) return "--cleanup-stale takes no injector";
+      args_.command = Command::kCleanupStale;
+    } else if (help_ || args_.injector.empty()) {
+      args_.command = args_.injector.empty() ? Command::kUsage : Command::kInjectorHelp;
+      if (args_.injector.empty() && !help_) return "no injector given (see codl-inject --list)";
+    } else if (calibrate_) {
+      if (args_.intensity != Intensity::kNone) {
+        return "--calibrate measures the peak; it takes no --max/--rate/--level";
       }
-      args.start_at_unix_ns = ns;
-    } else if (arg == "--set") {
-      if (!take()) return Err(error);
-      const size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return Err("--set: '" + value + "' is not KEY=VALUE");
-      }
-      const std::string key = value.substr(0, eq);
-      if (args.options.count(key)) return Err("--set: option '" + key + "' is given twice");
-      args.options[key] = value.substr(eq + 1);
-    } else if (arg == "--scratch-root") {
-      if (!take()) return Err(error);
-      if (value.empty()) return Err("--scratch-root: empty path");
-      args.scratch_roots.push_back(value);
-    } else if (arg.rfind("-", 0) == 0) {
-      return Err("unknown flag '" + arg + "' (see codl-inject --help)");
-    } else if (args.injector.empty()) {
-      args.injector = arg;
+      args_.command = Command::kCalibrate;
     } else {
-      return Err("unexpected argument '" + arg + "' (one injector per run)");
+      if (args_.intensity == Intensity::kNone) {
+        return "say how hard to push: --max, --rate R, --level F, or --calibrate";
+      }
+      if (!args_.peak_text.empty() && args_.intensity != Intensity::kLevel) {
+        return "--peak only goes with --level";
+      }
+      args_.command = Command::kRun;
     }
+    return "";
   }
 
-  if (list) {
-    args.command = Command::kList;
-  } else if (cleanup) {
-    if (!args.injector.empty()) return Err("--cleanup-stale takes no injector");
-    args.command = Command::kCleanupStale;
-  } else if (help || args.injector.empty()) {
-    args.command = args.injector.empty() ? Command::kUsage : Command::kInjectorHelp;
-    if (args.injector.empty() && !help) return Err("no injector given (see codl-inject --list)");
-  } else if (calibrate) {
-    if (args.intensity != Intensity::kNone) {
-      return Err("--calibrate measures the peak; it takes no --max/--rate/--level");
-    }
-    args.command = Command::kCalibrate;
-  } else {
-    if (args.intensity == Intensity::kNone) {
-      return Err("say how hard to push: --max, --rate R, --level F, or --calibrate");
-    }
-    if (!args.peak_text.empty() && args.intensity != Intensity::kLevel) {
-      return Err("--peak only goes with --level");
-    }
-    args.command = Command::kRun;
-  }
-  return args;
-}
+  FlagScanner flags_;
+  CliArgs args_;
+  bool help_ = false, list_ = false, calibrate_ = false, cleanup_ = false;
+};
+
+}  // namespace
+
+Result<CliArgs> ParseArgs(const std::vector<std::string>& argv) { return ArgsParser(argv).Parse(); }
 
 }  // namespace codl::inject

@@ -117,6 +117,99 @@ std::vector<AntagonistSummary> SummarizeAntagonists(
   return out;
 }
 
+// Trials grouped by pairing key ("baseline" for every baseline trial), in index order.
+struct Grouped {
+  std::vector<std::string> order;  // baseline first, then by first appearance
+  std::map<std::string, std::vector<const TrialRecord*>> by_key;
+};
+
+Grouped GroupByPairing(const std::vector<TrialRecord>& trials) {
+  std::vector<const TrialRecord*> sorted;
+  for (const auto& t : trials) sorted.push_back(&t);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto* a, const auto* b) { return a->index < b->index; });
+  Grouped g;
+  for (const auto* t : sorted) {
+    const std::string key = IsBaseline(*t) ? "baseline" : t->pairing;
+    if (!g.by_key.count(key)) g.order.push_back(key);
+    g.by_key[key].push_back(t);
+  }
+  std::stable_partition(g.order.begin(), g.order.end(),
+                        [](const std::string& k) { return k == "baseline"; });
+  return g;
+}
+
+// What every pairing is compared against.
+struct Baseline {
+  std::vector<double> metrics;  // per measured baseline trial
+  double median = 0;
+  std::map<std::string, double> phase_medians;
+};
+
+Baseline SummarizeBaseline(const Grouped& g) {
+  Baseline b;
+  std::vector<const TrialRecord*> done;
+  if (auto it = g.by_key.find("baseline"); it != g.by_key.end()) {
+    for (const auto* t : it->second) {
+      if (t->state == TrialState::kDone) done.push_back(t);
+    }
+  }
+  b.metrics = Metrics(done);
+  b.median = Median(b.metrics);
+  b.phase_medians = PhaseMedians(done);
+  return b;
+}
+
+// Slowdown with its CI and rank test against the baselines.
+void CompareToBaseline(const std::vector<double>& m, const Baseline& base, uint64_t seed,
+                       PairingSummary* p) {
+  BootstrapOptions opt;
+  opt.resamples = kResamples;
+  opt.confidence = kConfidence;
+  opt.seed = seed;
+  ConfidenceInterval ci = BootstrapMedianRatioCI(m, base.metrics, opt);
+  p->ci_low = ci.low;
+  p->ci_high = ci.high;
+  MannWhitneyResult mw = MannWhitneyU(m, base.metrics);
+  p->p_value = mw.p_value;
+  p->p_method = mw.method;
+}
+
+PairingSummary SummarizePairing(const std::string& key,
+                                const std::vector<const TrialRecord*>& trials,
+                                const Baseline& base, uint64_t experiment_seed) {
+  PairingSummary p;
+  p.pairing = key;
+  p.baseline = key == "baseline";
+  std::vector<const TrialRecord*> measured, flagged;
+  for (const auto* t : trials) {
+    switch (t->state) {
+      case TrialState::kDone: measured.push_back(t); break;
+      case TrialState::kFlagged: flagged.push_back(t); ++p.n_flagged; break;
+      case TrialState::kFailed: ++p.n_failed; break;
+      default: ++p.n_not_run; break;
+    }
+  }
+  p.n = static_cast<int>(measured.size());
+  const std::vector<double> m = Metrics(measured);
+  p.median_metric = Median(m);
+  p.cov = CoefficientOfVariation(m);
+  if (base.median > 0) p.slowdown = p.median_metric / base.median;
+  if (!p.baseline) {
+    CompareToBaseline(m, base, experiment_seed ^ Fnv1a(key), &p);
+    p.antagonists = SummarizeAntagonists(key, trials, measured, flagged);
+  }
+  for (const auto& [phase, median] : PhaseMedians(measured)) {
+    PhaseSlowdown ps;
+    ps.phase = phase;
+    ps.median_s = median;
+    auto b = base.phase_medians.find(phase);
+    if (b != base.phase_medians.end() && b->second > 0) ps.slowdown = median / b->second;
+    p.phases.push_back(ps);
+  }
+  return p;
+}
+
 }  // namespace
 
 ExperimentResults Summarize(const ExperimentRecord& experiment,
@@ -129,75 +222,12 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.confidence = kConfidence;
   res.noisy_cov_threshold = noisy_cov_threshold;
 
-  std::vector<const TrialRecord*> sorted;
-  for (const auto& t : trials) sorted.push_back(&t);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto* a, const auto* b) { return a->index < b->index; });
-  std::vector<std::string> order;  // pairing keys, baseline first, then by first appearance
-  std::map<std::string, std::vector<const TrialRecord*>> by_key;
-  for (const auto* t : sorted) {
-    const std::string key = IsBaseline(*t) ? "baseline" : t->pairing;
-    if (!by_key.count(key)) order.push_back(key);
-    by_key[key].push_back(t);
-  }
-  std::stable_partition(order.begin(), order.end(),
-                        [](const std::string& k) { return k == "baseline"; });
-
-  auto measured_of = [&](const std::string& key) {
-    std::vector<const TrialRecord*> out;
-    if (!by_key.count(key)) return out;
-    for (const auto* t : by_key[key]) {
-      if (t->state == TrialState::kDone) out.push_back(t);
-    }
-    return out;
-  };
-  const auto base_trials = measured_of("baseline");
-  const std::vector<double> base = Metrics(base_trials);
-  const double base_median = Median(base);
-  const auto base_phases = PhaseMedians(base_trials);
-  res.baseline_cov = CoefficientOfVariation(base);
+  const Grouped g = GroupByPairing(trials);
+  const Baseline base = SummarizeBaseline(g);
+  res.baseline_cov = CoefficientOfVariation(base.metrics);
   res.noisy_baseline = res.baseline_cov > noisy_cov_threshold;
-
-  for (const auto& key : order) {
-    PairingSummary p;
-    p.pairing = key;
-    p.baseline = key == "baseline";
-    std::vector<const TrialRecord*> measured, flagged;
-    for (const auto* t : by_key[key]) {
-      switch (t->state) {
-        case TrialState::kDone: measured.push_back(t); break;
-        case TrialState::kFlagged: flagged.push_back(t); ++p.n_flagged; break;
-        case TrialState::kFailed: ++p.n_failed; break;
-        default: ++p.n_not_run; break;
-      }
-    }
-    p.n = static_cast<int>(measured.size());
-    const std::vector<double> m = Metrics(measured);
-    p.median_metric = Median(m);
-    p.cov = CoefficientOfVariation(m);
-    if (base_median > 0) p.slowdown = p.median_metric / base_median;
-    if (!p.baseline) {
-      BootstrapOptions opt;
-      opt.resamples = kResamples;
-      opt.confidence = kConfidence;
-      opt.seed = experiment.seed ^ Fnv1a(key);
-      ConfidenceInterval ci = BootstrapMedianRatioCI(m, base, opt);
-      p.ci_low = ci.low;
-      p.ci_high = ci.high;
-      MannWhitneyResult mw = MannWhitneyU(m, base);
-      p.p_value = mw.p_value;
-      p.p_method = mw.method;
-      p.antagonists = SummarizeAntagonists(key, by_key[key], measured, flagged);
-    }
-    for (const auto& [phase, median] : PhaseMedians(measured)) {
-      PhaseSlowdown ps;
-      ps.phase = phase;
-      ps.median_s = median;
-      auto b = base_phases.find(phase);
-      if (b != base_phases.end() && b->second > 0) ps.slowdown = median / b->second;
-      p.phases.push_back(ps);
-    }
-    res.pairings.push_back(std::move(p));
+  for (const auto& key : g.order) {
+    res.pairings.push_back(SummarizePairing(key, g.by_key.at(key), base, experiment.seed));
   }
   return res;
 }
