@@ -7,6 +7,7 @@
 
 #include "lib/common/json_line.h"
 #include "lib/common/units.h"
+#include "injectors/gpu/gpu_info.h"
 #include "injectors/registry.h"
 
 namespace codl::inject {
@@ -30,6 +31,18 @@ std::string OptionRange(const injectors::OptionSpec& spec) {
     case OptionType::kString: return "";
     default: return injectors::FormatRange(spec);
   }
+}
+
+// The agent's GPU registration labels, one line after the injectors (the agent links no CUDA
+// library, so it asks codl-inject): {"gpu_labels":{"gpu_count":"2",...}}.
+void PrintGpuLabelsJson() {
+  std::string labels = "{";
+  for (const auto& [k, v] : injectors::DetectGpuLabels()) {
+    labels += (labels.size() > 1 ? "," : "") + JsonEscape(k) + ":" + JsonEscape(v);
+  }
+  JsonLine line;
+  line.AddRaw("gpu_labels", labels + "}");
+  std::printf("%s\n", line.str().c_str());
 }
 
 }  // namespace
@@ -160,6 +173,7 @@ void PrintList(bool json, const injectors::HostInfo& host) {
                   reason.empty() ? "available" : ("unavailable: " + reason).c_str());
     }
   }
+  if (json) PrintGpuLabelsJson();
   std::fflush(stdout);
 }
 

@@ -14,7 +14,7 @@ namespace codl::injectors {
 //   gpu_memory_bytes     "150754820096,..."        when gpu_count > 0
 //   cuda_driver_version  "13.0"                    when a driver answered
 //   cuda_runtime_version "13.0"                    when built with CUDA
-//   nccl_version         "2.28.9"                  when built with NCCL (ncclGetVersion)
+//   nccl_version         "2.28.9"                  when built with NCCL and libnccl.so.2 loads
 //   mps_available        "true" | "false"          nvidia-cuda-mps-control on PATH and a device
 //   gpu_unavailable_reason "built without CUDA" | "no CUDA device: ..."   when gpu_count is 0
 std::map<std::string, std::string> DetectGpuLabels();

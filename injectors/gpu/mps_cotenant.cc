@@ -32,49 +32,17 @@
 #include "injectors/paced_run.h"
 
 #ifdef CODL_HAVE_CUDA
-#include <cublas_v2.h>
-#include <dlfcn.h>
-
 #include "injectors/gpu/compute_kernels.h"
 #include "injectors/gpu/cuda_common.h"
+#include "injectors/gpu/loaders/cublas_loader.h"
 #endif
 
 namespace codl::injectors {
 namespace {
 
 #ifdef CODL_HAVE_CUDA
-// cuBLAS is loaded on first use of kernel=gemm instead of linked: libcublas carries a large
-// static TLS block, and every process linking codl_injectors (the controller, codlctl) would
-// then fail to start threads with small fixed stacks (civetweb's /metrics server gets EINVAL
-// from pthread_create). Loaded with dlopen, its TLS is dynamic and only codl-inject pays.
-struct CublasApi {
-  decltype(&cublasCreate_v2) create = nullptr;
-  decltype(&cublasSetStream_v2) set_stream = nullptr;
-  decltype(&cublasSgemm_v2) sgemm = nullptr;
-  decltype(&cublasDestroy_v2) destroy = nullptr;
-  std::string error;
-};
-
-const CublasApi& Cublas() {
-  static const CublasApi api = [] {
-    CublasApi a;
-    void* h = nullptr;
-    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
-      if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    }
-    if (h == nullptr) {
-      a.error = std::string("cannot load cuBLAS (libcublas.so): ") + dlerror();
-      return a;
-    }
-    a.create = reinterpret_cast<decltype(a.create)>(dlsym(h, "cublasCreate_v2"));
-    a.set_stream = reinterpret_cast<decltype(a.set_stream)>(dlsym(h, "cublasSetStream_v2"));
-    a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(h, "cublasSgemm_v2"));
-    a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(h, "cublasDestroy_v2"));
-    if (!a.create || !a.set_stream || !a.sgemm || !a.destroy) a.error = "libcublas lacks the v2 API";
-    return a;
-  }();
-  return api;
-}
+// cuBLAS is loaded on first use of kernel=gemm instead of linked (gpu/loaders/cublas_loader.h).
+using gpu_loaders::Cublas;
 #endif
 
 // RunPaced reports Meter ops per second; the co-tenant counts SM%·µs of kernel time as ops,
