@@ -104,7 +104,11 @@ class IoUringInjector final : public Injector {
                        "register I/O buffers with the ring (falls back if refused)"),
             BoolOption("registered_files", "true", "register files with the ring (falls back)"),
             BoolOption("sqpoll", "false", "kernel submission thread (falls back if refused)"),
-        }};
+        },
+        Capabilities{.writes_scratch = true},
+        // Buffered: O_DIRECT is refused by tmpfs, which may be the only scratch root.
+        {{"file_size", "8MiB"}, {"nr_files", "2"}, {"block_size", "64KiB"}, {"direct", "false"}},
+    };
     return d;
   }
 

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <set>
 
 namespace codl::injectors {
 
@@ -122,24 +121,6 @@ std::string ValidateOptions(const std::string& injector,
   if (!inj) return ValidateInjectorName(injector);
   auto values = ParseInjectorOptions(*inj, given);
   return values.ok() ? "" : values.error();
-}
-
-std::string CheckDescriptorContract(const Descriptor& d) {
-  if (d.name.empty()) return "empty name";
-  if (d.resource.empty() || d.unit.empty()) return "resource and unit must be set";
-  std::set<std::string> seen;
-  for (const auto& spec : d.options) {
-    if (spec.name.empty()) return "an option has no name";
-    if (!seen.insert(spec.name).second) return "option '" + spec.name + "' is declared twice";
-    if (spec.help.empty()) return "option '" + spec.name + "' has no help";
-    if (spec.min > spec.max) return "option '" + spec.name + "' has min > max";
-    if (spec.type == OptionType::kEnum && spec.choices.empty()) {
-      return "enum option '" + spec.name + "' has no choices";
-    }
-    auto parsed = ParseOptionValue(spec, spec.default_value);
-    if (!parsed.ok()) return "default of option '" + spec.name + "': " + parsed.error();
-  }
-  return "";
 }
 
 HostInfo DetectHost(const std::vector<std::string>& scratch_roots) {

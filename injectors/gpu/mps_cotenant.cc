@@ -3,8 +3,9 @@
 // Under MPS, kernels of different processes run side by side on the SMs instead of
 // time-slicing, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE caps the share of SMs one client may use.
 // Setup uses the control daemon listening in pipe_dir or starts one, and prints
-//   {"mps":{"pipe_dir":"...","log_dir":"...","started":true}}
-// so the agent can start the victim with the same CUDA_MPS_PIPE_DIRECTORY.
+//   {"mps":{"pipe_dir":"...","log_dir":"...","started":true}}             (for people and logs)
+//   {"victim_env":{"CUDA_MPS_LOG_DIRECTORY":"...","CUDA_MPS_PIPE_DIRECTORY":"..."}}
+// so the agent starts the victim with the same directories (Capabilities::exports_victim_env).
 //
 // In-process, not a child: the co-tenant's kernels run in this process, which becomes an MPS
 // client. That works because CUDA reads CUDA_MPS_PIPE_DIRECTORY when it initializes and
@@ -30,6 +31,7 @@
 #include "injectors/gpu/mps_daemon.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
+#include "injectors/victim_env.h"
 
 #ifdef CODL_HAVE_CUDA
 #include "injectors/gpu/compute_kernels.h"
@@ -99,6 +101,9 @@ class MpsCotenantInjector final : public Injector {
                        "start nvidia-cuda-mps-control -d when none listens in pipe_dir (and quit "
                        "it afterwards); false: require a running one"),
         },
+        // Its MPS client settings (CUDA_MPS_PIPE_DIRECTORY, ...) must reach the victim.
+        Capabilities{.exports_victim_env = true, .needs_gpu = true},
+        {{"sm_percent", "20"}},
     };
     return d;
   }
@@ -190,6 +195,9 @@ class MpsCotenantInjector final : public Injector {
       return s;
     }
     std::printf("%s\n", gpu::MpsLine(dirs.pipe_dir, dirs.log_dir, control_->started()).c_str());
+    std::printf("%s\n", VictimEnvLine({{"CUDA_MPS_PIPE_DIRECTORY", dirs.pipe_dir},
+                                       {"CUDA_MPS_LOG_DIRECTORY", dirs.log_dir}})
+                            .c_str());
     std::fflush(stdout);
     return Status::Ok();
 #else

@@ -84,6 +84,8 @@ class NcclInjector final : public Injector {
             DurationOption("init_timeout", "120s", 1, 3600,
                            "how long to wait for all ranks to join"),
         },
+        Capabilities{.collective = true, .rendezvous_option = "unique_id", .needs_gpu = true},
+        {{"size", "1MiB"}},  // ranks=1: a local communicator, no peers
     };
     return d;
   }
