@@ -9,13 +9,22 @@
 
 namespace codl::injectors {
 
-// Factories live in the injectors' own files.
-std::unique_ptr<Injector> MakeNoopInjector();
-std::unique_ptr<Injector> MakeMemcpyInjector();
-std::unique_ptr<Injector> MakeIoUringInjector();
-std::unique_ptr<Injector> MakeCudaMemcpyInjector();
-std::unique_ptr<Injector> MakeNcclInjector();
-std::unique_ptr<Injector> MakeMpsCotenantInjector();
+// The registry: one line per injector, in --list order. X(name, factory): the factory
+// `std::unique_ptr<Injector> Make<Name>Injector()` is defined in the injector's own file, which
+// the build picks up by itself (injectors/CMakeLists.txt globs *.cc and gpu/*.cc). GPU injectors
+// must compile without CUDA and report "built without CUDA" from Unsupported().
+#define CODL_INJECTORS(X)                    \
+  X("noop", MakeNoopInjector)                \
+  X("memcpy", MakeMemcpyInjector)            \
+  X("io_uring", MakeIoUringInjector)         \
+  X("cuda_memcpy", MakeCudaMemcpyInjector)   \
+  X("nccl", MakeNcclInjector)                \
+  X("mps_cotenant", MakeMpsCotenantInjector) \
+  /* add new injectors above this line */
+
+#define CODL_DECLARE_FACTORY(name, factory) std::unique_ptr<Injector> factory();
+CODL_INJECTORS(CODL_DECLARE_FACTORY)
+#undef CODL_DECLARE_FACTORY
 
 namespace {
 
@@ -24,17 +33,9 @@ struct Entry {
   InjectorFactory factory;
 };
 
-// The registry: one line per injector, in --list order.
-// GPU injectors (injectors/gpu/) add their lines here too; their files must compile without
-// CUDA and report "built without CUDA" from Unsupported().
-const Entry kInjectors[] = {
-    {"noop", MakeNoopInjector},
-    {"memcpy", MakeMemcpyInjector},
-    {"io_uring", MakeIoUringInjector},
-    {"cuda_memcpy", MakeCudaMemcpyInjector},
-    {"nccl", MakeNcclInjector},
-    {"mps_cotenant", MakeMpsCotenantInjector},
-};
+#define CODL_ENTRY(name, factory) {name, factory},
+const Entry kInjectors[] = {CODL_INJECTORS(CODL_ENTRY)};
+#undef CODL_ENTRY
 
 // One instance per injector, kept for its descriptor. Contracts checked once, on first use.
 const std::vector<std::unique_ptr<Injector>>& Prototypes() {

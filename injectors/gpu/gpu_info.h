@@ -1,6 +1,7 @@
 // GPU labels for agent registration (DESIGN.md "Control plane": agents register with GPUs and
-// MPS availability). The CUDA part runs in a forked child (gpu_probe.h), so calling this from
-// codl-agent leaves no CUDA context or driver session in the daemon; the result is cached.
+// MPS availability). codl-inject prints them as the last line of `--list --json`
+// ({"gpu_labels":{...}}), which is how the agent (linking no CUDA library) gets them. The CUDA
+// part runs in a forked child (gpu_probe.h), so no caller keeps a CUDA context; it is cached.
 #pragma once
 
 #include <map>
