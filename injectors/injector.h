@@ -55,10 +55,10 @@ struct Descriptor {
   std::string summary;   // one line for --list
   std::string unit_help; // how the unit counts, shown by --help (e.g. "each byte copied once")
   std::vector<OptionSpec> options;
-  Capabilities capabilities;
+  Capabilities capabilities = {};
   // --set options for a short (~1 s) smoke run that works on any host where Unsupported() is
   // "": small buffers and files, one rank. The tests run every injector with them.
-  std::map<std::string, std::string> smoke_options;
+  std::map<std::string, std::string> smoke_options = {};
 };
 
 // Facts about this host that Unsupported() and Setup() may consult.

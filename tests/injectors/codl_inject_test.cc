@@ -174,7 +174,9 @@ TEST_P(EachInjectorTest, RunsOneSecondWithJsonTelemetry) {
   EXPECT_EQ(JsonNumber(s.summary, "target_rate"), 0);  // --max
   EXPECT_TRUE(std::isfinite(JsonNumber(s.summary, "cov")));
   EXPECT_THAT(s.summary, HasSubstr("\"injector\":\"" + GetParam() + "\""));
-  if (JsonHas(s.summary, "iops")) EXPECT_GT(JsonNumber(s.summary, "iops"), 0);
+  if (JsonHas(s.summary, "iops")) {
+    EXPECT_GT(JsonNumber(s.summary, "iops"), 0);
+  }
   EXPECT_LT(r.seconds, 10);
   EXPECT_TRUE(FindRunDirs(scratch.path()).empty()) << "scratch files left behind";
 }
