@@ -37,8 +37,6 @@ constexpr double kMaxBufferBytes = 1024.0 * kMiB;  // queue_depth × block_size 
 std::string Errno(int err) { return std::strerror(err); }
 
 bool ModeReads(const std::string& m) { return m != "write" && m != "randwrite"; }
-bool ModeWrites(const std::string& m) { return m != "read" && m != "randread"; }
-bool ModeRandom(const std::string& m) { return m.rfind("rand", 0) == 0; }
 
 // xorshift64*: fast, good enough to spread offsets; not for anything cryptographic.
 struct Rng {
@@ -290,6 +288,10 @@ Result<RunSummary> IoUringInjector::Run(const Target& target, const StopToken& s
 
 #ifdef CODL_HAVE_URING
 namespace {
+
+// Only the ring loop needs these (ModeReads also decides whether Setup fills the files).
+bool ModeWrites(const std::string& m) { return m != "read" && m != "randread"; }
+bool ModeRandom(const std::string& m) { return m.rfind("rand", 0) == 0; }
 
 // Creates the ring with the best flags this kernel accepts (fio-style probing).
 int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) {
