@@ -192,7 +192,7 @@ TEST_P(EachInjectorTest, HelpShowsEveryOptionAndAvailability) {
   EXPECT_THAT(r.out, HasSubstr("available here: "));
 }
 
-// Default (index) parameter names keep the ctest names of the first three stable.
+// Default parameter names: ctest shows Injectors/EachInjectorTest.X/"noop" (names unchanged).
 INSTANTIATE_TEST_SUITE_P(Injectors, EachInjectorTest,
                          ::testing::ValuesIn(injectors::InjectorNames()));
 
