@@ -40,6 +40,10 @@ void DetectInjectors(const std::string& inject_binary, std::map<std::string, std
   c->reset();
   (*labels)["injectors"] = available;
   if (!unavailable.empty()) (*labels)["injectors_unavailable"] = unavailable;
+  if (!labels->count("gpu_count")) {  // gpu_count is always present (injectors/gpu/gpu_info.h)
+    (*labels)["gpu_count"] = "0";
+    (*labels)["gpu_unavailable_reason"] = inject_binary + " --list --json reported no gpu_labels";
+  }
 }
 
 }  // namespace
