@@ -194,6 +194,11 @@ int CudaDeviceCount(std::string* note) {
     return 0;
   }
   if (n == 0) *note = "no CUDA device";
+  // The CUDA device computes with cuBLAS: without it, use the host (and say why).
+  if (n > 0 && !Cublas().error.empty()) {
+    *note = "CUDA device unusable: " + Cublas().error;
+    return 0;
+  }
   return n;
 }
 
