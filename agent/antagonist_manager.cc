@@ -181,7 +181,9 @@ Status AntagonistManager::FetchRendezvous(Antagonist* a) const {
       opt("rank") == "0") {
     return Status::Ok();
   }
-  if (!policy_.relay.fetch) return Err("antagonist '" + a->id + "': no controller link for the rendezvous");
+  if (!policy_.relay.fetch) {
+    return Err("antagonist '" + a->id + "': no controller link for the rendezvous");
+  }
   auto v = policy_.relay.fetch(key, 10.0);
   if (!v.ok()) return Err("antagonist '" + a->id + "': rendezvous '" + key + "': " + v.error());
   options[target] = HexEncode(*v);

@@ -387,7 +387,9 @@ class IoUringInjector::RingLoop {
     for (unsigned i = 0; i < qd_; ++i) iov[i] = {Buffer(i), inj_.block_size_};
     const int ret = io_uring_register_buffers(&ring_, iov.data(), qd_);
     fixed_bufs_ = ret == 0;
-    if (!fixed_bufs_) inj_.Note("registered buffers refused (" + Errno(-ret) + "); using plain buffers");
+    if (!fixed_bufs_) {
+      inj_.Note("registered buffers refused (" + Errno(-ret) + "); using plain buffers");
+    }
   }
 
   void RegisterFiles() {

@@ -224,7 +224,7 @@ class NcclInjector final : public Injector {
  private:
 #ifdef CODL_NCCL_ENABLED
   Status NcclErr(const std::string& what, ncclResult_t r) const {
-    std::string detail = comm_ != nullptr ? Nccl().GetLastError(comm_) : Nccl().GetLastError(nullptr);
+    std::string detail = Nccl().GetLastError(comm_);  // comm_ may be null: the global error
     return Err("nccl: " + what + ": " + Nccl().GetErrorString(r) +
                (detail.empty() ? "" : " (" + detail + ")"));
   }
@@ -279,7 +279,8 @@ class NcclInjector final : public Injector {
         r = Nccl().AllGather(send_, recv_, shape_.send_count, ncclFloat, comm_, stream_);
         break;
       case NcclOp::kReduceScatter:
-        r = Nccl().ReduceScatter(send_, recv_, shape_.recv_count, ncclFloat, ncclSum, comm_, stream_);
+        r = Nccl().ReduceScatter(send_, recv_, shape_.recv_count, ncclFloat, ncclSum, comm_,
+                                 stream_);
         break;
       case NcclOp::kBroadcast:
         r = Nccl().Broadcast(send_, recv_, shape_.send_count, ncclFloat, 0, comm_, stream_);
@@ -302,7 +303,8 @@ class NcclInjector final : public Injector {
   // Casts this rank's stop vote (1 = stop) as the next operation on the stream.
   Status CastVote(bool want_stop, const StopToken& stop) {
     CODL_CUDA_RETURN(cudaMemsetAsync(vote_dev_, want_stop ? 1 : 0, 1, stream_));
-    ncclResult_t r = Nccl().AllReduce(vote_dev_, vote_dev_ + 1, 1, ncclUint8, ncclMax, comm_, stream_);
+    ncclResult_t r =
+        Nccl().AllReduce(vote_dev_, vote_dev_ + 1, 1, ncclUint8, ncclMax, comm_, stream_);
     if (Status s = Await(r, "stop vote", MonotonicSeconds() + 3600, stop); !s.ok()) return s;
     CODL_CUDA_RETURN(
         cudaMemcpyAsync(vote_host_, vote_dev_ + 1, 1, cudaMemcpyDeviceToHost, stream_));

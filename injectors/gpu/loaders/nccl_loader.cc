@@ -45,7 +45,9 @@ const NcclApi& Nccl() {
     Resolve(h, "ncclGroupStart", &a.GroupStart, &missing);
     Resolve(h, "ncclGroupEnd", &a.GroupEnd, &missing);
     // Older NCCLs lack some (ncclCommFinalize: 2.14, ncclCommInitRankConfig: 2.14).
-    if (!missing.empty()) a.error = "libnccl.so.2 is too old: it lacks " + missing + " (need NCCL 2.14 or newer)";
+    if (!missing.empty()) {
+      a.error = "libnccl.so.2 is too old: it lacks " + missing + " (need NCCL 2.14 or newer)";
+    }
     return a;
   }();
   return api;
