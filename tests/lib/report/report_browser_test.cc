@@ -14,7 +14,7 @@
 
 #include "lib/analysis/results.h"
 #include "lib/report/report.h"
-#include "tests/report/synthetic.h"
+#include "tests/lib/report/synthetic.h"
 
 namespace codl::report {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "lib/analysis/results.h"
-#include "tests/report/synthetic.h"
+#include "tests/lib/report/synthetic.h"
 
 namespace codl::report {
 namespace {
