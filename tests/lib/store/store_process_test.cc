@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "lib/store/store.h"
-#include "tests/store/store_test_util.h"
+#include "tests/lib/store/store_test_util.h"
 
 namespace codl::store {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "lib/store/phases_json.h"
-#include "tests/store/store_test_util.h"
+#include "tests/lib/store/store_test_util.h"
 
 namespace codl::store {
 namespace {
