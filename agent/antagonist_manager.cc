@@ -6,8 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/telemetry_hub.h"
 #include <spdlog/spdlog.h>
+
+#include "agent/telemetry_hub.h"
+#include "injectors/registry.h"
+#include "injectors/victim_env.h"
 
 namespace codl::agent {
 
@@ -24,7 +27,8 @@ struct AntagonistManager::Antagonist {
   double summary_target = 0;
   double summary_cov = 0;
   std::string error;  // set when stopped by the lease or when the child failed
-  std::map<std::string, std::string> victim_env;  // from an {"mps":{...}} line
+  injectors::Capabilities caps;  // what the injector declares (from the catalog)
+  std::map<std::string, std::string> victim_env;  // from a {"victim_env":{...}} line
   const RendezvousRelay* relay = nullptr;
   const Clock* clock = nullptr;
   int64_t started_unix_ns = 0;  // when the child was spawned (agent clock)
@@ -32,6 +36,7 @@ struct AntagonistManager::Antagonist {
   std::condition_variable started_cv;
   bool load_started = false;  // codl-inject said {"started_unix_ns":…} (or no --start-at)
   void Publish(const nlohmann::json& p);
+  void TakeVictimEnv(const nlohmann::json& env);
 
   void OnLine(std::string_view line) {
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -48,9 +53,8 @@ struct AntagonistManager::Antagonist {
       started_cv.notify_all();
       return;
     }
-    if (j.contains("mps") && j["mps"].is_object()) {
-      if (j["mps"].contains("pipe_dir")) victim_env["CUDA_MPS_PIPE_DIRECTORY"] = j["mps"].value("pipe_dir", "");
-      if (j["mps"].contains("log_dir")) victim_env["CUDA_MPS_LOG_DIRECTORY"] = j["mps"].value("log_dir", "");
+    if (j.contains("victim_env")) {
+      TakeVictimEnv(j["victim_env"]);
       return;
     }
     if (j.value("summary", false)) {
@@ -136,11 +140,55 @@ void AntagonistManager::Antagonist::Publish(const nlohmann::json& p) {
   }
 }
 
+// An injector that declares exports_victim_env asked for variables in the victim's environment.
+// Only string values under safe names are taken (IsExportableEnvName: never LD_*, PATH, ...).
+// Called with mu held.
+void AntagonistManager::Antagonist::TakeVictimEnv(const nlohmann::json& env) {
+  if (!caps.exports_victim_env) {
+    spdlog::warn("antagonist {}: ignoring a victim_env line: injector '{}' does not declare "
+                 "exports_victim_env", id, request.injector);
+    return;
+  }
+  if (!env.is_object()) return;
+  for (const auto& [name, value] : env.items()) {
+    if (value.is_string() && injectors::IsExportableEnvName(name)) {
+      victim_env[name] = value.get<std::string>();
+    } else {
+      spdlog::warn("antagonist {}: not exporting '{}' to the victim (unsafe name or not a "
+                   "string)", id, name);
+    }
+  }
+}
+
 AntagonistManager::AntagonistManager(AntagonistPolicy policy, const LeaseMonitor* lease,
                                      const Clock* clock)
     : policy_(std::move(policy)), lease_(lease), clock_(clock) {}
 
 AntagonistManager::~AntagonistManager() { StopAll("agent shutting down"); }
+
+// A non-zero rank of a collective injector needs rank 0's rendezvous value: fetch it through the
+// controller before starting (rank 0 publishes it as soon as it has started) and pass it as the
+// injector's rendezvous_option. The option names are the collective contract (injector.h).
+Status AntagonistManager::FetchRendezvous(Antagonist* a) const {
+  auto& options = a->request.options;
+  auto opt = [&](const std::string& k) {
+    auto it = options.find(k);
+    return it == options.end() ? std::string() : it->second;
+  };
+  const std::string& target = a->caps.rendezvous_option;
+  const std::string key = opt("rendezvous_key");
+  if (!a->caps.collective || key.empty() || !opt(target).empty() || opt("rank").empty() ||
+      opt("rank") == "0") {
+    return Status::Ok();
+  }
+  if (!policy_.relay.fetch) {
+    return Err("antagonist '" + a->id + "': no controller link for the rendezvous");
+  }
+  auto v = policy_.relay.fetch(key, 10.0);
+  if (!v.ok()) return Err("antagonist '" + a->id + "': rendezvous '" + key + "': " + v.error());
+  options[target] = HexEncode(*v);
+  return Status::Ok();
+}
 
 std::vector<std::string> AntagonistManager::BaseArgs(
     const std::string& injector, const std::map<std::string, std::string>& options) const {
@@ -187,19 +235,10 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   a->id = id;
   a->request = req;
   a->relay = &policy_.relay;
-  // A non-zero rank of a collective needs rank 0's rendezvous value: fetch it through the
-  // controller before starting (rank 0 publishes it as soon as it has started).
-  auto opt = [&](const char* k) {
-    auto it = req.options.find(k);
-    return it == req.options.end() ? std::string() : it->second;
-  };
-  if (!opt("rendezvous_key").empty() && opt("unique_id").empty() && !opt("rank").empty() &&
-      opt("rank") != "0") {
-    if (!policy_.relay.fetch) return Err("antagonist '" + id + "': no controller link for the rendezvous");
-    auto v = policy_.relay.fetch(opt("rendezvous_key"), 10.0);
-    if (!v.ok()) return Err("antagonist '" + id + "': rendezvous '" + opt("rendezvous_key") + "': " + v.error());
-    a->request.options["unique_id"] = HexEncode(*v);
+  if (const injectors::Descriptor* d = injectors::FindDescriptor(req.injector)) {
+    a->caps = d->capabilities;
   }
+  if (Status s = FetchRendezvous(a.get()); !s.ok()) return Err(s.error());
   a->lease_s = lease_s > 0 ? lease_s : policy_.default_lease_s;
   std::vector<std::string> argv = BaseArgs(req.injector, a->request.options);
   if (req.max) {

@@ -100,8 +100,9 @@ class AntagonistManager {
   };
   Stats GetStats() const;
 
-  // Environment a victim needs to share what running antagonists set up, e.g. the MPS pipe
-  // directory of an mps_cotenant (CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY).
+  // Environment a victim needs to share what running antagonists set up: the variables of their
+  // {"victim_env":{...}} lines (only injectors declaring exports_victim_env; safe names only),
+  // e.g. an mps_cotenant's CUDA_MPS_PIPE_DIRECTORY.
   std::map<std::string, std::string> VictimEnvironment() const;
 
   // Every (pid, start time) the manager has running, for the agent's leftovers file.
@@ -109,6 +110,7 @@ class AntagonistManager {
 
  private:
   struct Antagonist;
+  Status FetchRendezvous(Antagonist* a) const;
   std::vector<std::string> BaseArgs(const std::string& injector,
                                     const std::map<std::string, std::string>& options) const;
 

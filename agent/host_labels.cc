@@ -9,19 +9,27 @@
 
 #include "agent/agent.h"
 #include "agent/child_process.h"
-#include "injectors/gpu/gpu_info.h"
 
 namespace codl::agent {
 namespace {
 
-// Which injectors are available here, as codl-inject itself reports it.
+// Which injectors are available here, and the GPU labels (count, names, memory, driver and NCCL
+// versions, MPS availability), as codl-inject itself reports them: the agent links no CUDA
+// library, and codl-inject probes the GPUs in a child so no daemon holds a CUDA context.
 void DetectInjectors(const std::string& inject_binary, std::map<std::string, std::string>* labels) {
   ChildProcess::Options o;
   o.argv = {inject_binary, "--list", "--json"};
   std::string available, unavailable;
   o.on_stdout = [&](std::string_view line) {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("name")) return;
+    if (!j.is_object()) return;
+    if (j.contains("gpu_labels") && j["gpu_labels"].is_object()) {
+      for (const auto& [k, v] : j["gpu_labels"].items()) {
+        if (v.is_string()) (*labels)[k] = v.get<std::string>();
+      }
+      return;
+    }
+    if (!j.contains("name")) return;
     std::string& list = j.value("available", false) ? available : unavailable;
     if (!list.empty()) list += ",";
     list += j.value("name", "");
@@ -32,6 +40,10 @@ void DetectInjectors(const std::string& inject_binary, std::map<std::string, std
   c->reset();
   (*labels)["injectors"] = available;
   if (!unavailable.empty()) (*labels)["injectors_unavailable"] = unavailable;
+  if (!labels->count("gpu_count")) {  // gpu_count is always present (injectors/gpu/gpu_info.h)
+    (*labels)["gpu_count"] = "0";
+    (*labels)["gpu_unavailable_reason"] = inject_binary + " --list --json reported no gpu_labels";
+  }
 }
 
 }  // namespace
@@ -46,9 +58,6 @@ std::map<std::string, std::string> DetectHostLabels(const std::string& inject_bi
   if (sysinfo(&si) == 0) {
     labels["memory_bytes"] = std::to_string(static_cast<uint64_t>(si.totalram) * si.mem_unit);
   }
-  // GPU count, names, memory, driver and NCCL versions, MPS availability (probed in a child
-  // process so this daemon holds no CUDA context).
-  for (const auto& [k, v] : injectors::DetectGpuLabels()) labels[k] = v;
   DetectInjectors(inject_binary, &labels);
   return labels;
 }

@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "injectors/registry.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
@@ -113,9 +114,11 @@ std::map<std::string, std::string> CollectiveOptions(const experiment::Antagonis
                                                      size_t nodes, size_t node_index,
                                                      const std::string& trial_scope) {
   std::map<std::string, std::string> o = a.options;
-  if (a.injector == "nccl") {
-    // One codl-inject per node, ranks in node order; rank 0's ncclUniqueId is relayed by the
-    // controller (Publish/FetchRendezvous) under a key that names the antagonist.
+  const injectors::Descriptor* d = injectors::FindDescriptor(a.injector);
+  if (d != nullptr && d->capabilities.collective) {
+    // One codl-inject per node, ranks in node order; rank 0's rendezvous value (e.g. an
+    // ncclUniqueId) is relayed by the controller (Publish/FetchRendezvous) under a key that
+    // names the antagonist. Option names: the collective contract (injectors/injector.h).
     if (!o.count("ranks")) o["ranks"] = std::to_string(nodes);
     if (!o.count("rank")) o["rank"] = std::to_string(node_index);
     if (!o.count("rendezvous_key") && o["ranks"] != "1") o["rendezvous_key"] = a.name;

@@ -1,6 +1,7 @@
 // The injector plug-in interface. An injector (antagonist) pressures one resource at a target
 // rate and reports what it achieved. Adding one = one source file defining a factory plus one line
-// in registry.cc; noop.cc is the annotated skeleton to copy.
+// in registry.cc (nothing else: the build globs the sources, and the tests, controller and agent
+// act on the Descriptor); noop.cc is the annotated skeleton to copy.
 //
 // Lifecycle, driven by codl-inject (or any other host of the library):
 //   1. the core parses the user's KEY=VALUE strings against descriptor().options (types, units,
@@ -26,6 +27,25 @@
 
 namespace codl::injectors {
 
+// What an injector is, as far as its hosts must know. The controller, the agent and the tests
+// act on these flags only; none of them names an injector. The registry checks each flag's
+// contract (CheckDescriptorContract) on first use.
+struct Capabilities {
+  // One instance per node of the antagonist's node set, all forming one job. The controller
+  // fills in the integer options `ranks` (node count) and `rank` (node index) and the string
+  // option `rendezvous_key` unless the experiment sets them. Rank 0 prints
+  //   {"rendezvous_publish":{"key":"<rendezvous_key>","value_hex":"<hex>"}}
+  // and the agent starts every other rank with --set <rendezvous_option>=<hex> of that value.
+  bool collective = false;
+  std::string rendezvous_option = "";  // collective only: the string option that receives the value
+  // Prints {"victim_env":{"NAME":"value",...}} once set up; the agent passes those variables to
+  // victims it starts while this injector runs. Names must pass IsExportableEnvName
+  // (victim_env.h); the agent drops the others, and the line from any injector without the flag.
+  bool exports_victim_env = false;
+  bool needs_gpu = false;       // Unsupported() is "" only with a usable CUDA device
+  bool writes_scratch = false;  // creates files under HostInfo::scratch_roots
+};
+
 // What the injector is and what it accepts. `unit` is the unit of every rate it reports or
 // accepts: "bytes/s", "IOPS", "units/s", "busbw bytes/s", "SM%"...
 struct Descriptor {
@@ -35,6 +55,10 @@ struct Descriptor {
   std::string summary;   // one line for --list
   std::string unit_help; // how the unit counts, shown by --help (e.g. "each byte copied once")
   std::vector<OptionSpec> options;
+  Capabilities capabilities = {};
+  // --set options for a short (~1 s) smoke run that works on any host where Unsupported() is
+  // "": small buffers and files, one rank. The tests run every injector with them.
+  std::map<std::string, std::string> smoke_options = {};
 };
 
 // Facts about this host that Unsupported() and Setup() may consult.

@@ -37,8 +37,6 @@ constexpr double kMaxBufferBytes = 1024.0 * kMiB;  // queue_depth × block_size 
 std::string Errno(int err) { return std::strerror(err); }
 
 bool ModeReads(const std::string& m) { return m != "write" && m != "randwrite"; }
-bool ModeWrites(const std::string& m) { return m != "read" && m != "randread"; }
-bool ModeRandom(const std::string& m) { return m.rfind("rand", 0) == 0; }
 
 // xorshift64*: fast, good enough to spread offsets; not for anything cryptographic.
 struct Rng {
@@ -104,7 +102,11 @@ class IoUringInjector final : public Injector {
                        "register I/O buffers with the ring (falls back if refused)"),
             BoolOption("registered_files", "true", "register files with the ring (falls back)"),
             BoolOption("sqpoll", "false", "kernel submission thread (falls back if refused)"),
-        }};
+        },
+        Capabilities{.writes_scratch = true},
+        // Buffered: O_DIRECT is refused by tmpfs, which may be the only scratch root.
+        {{"file_size", "8MiB"}, {"nr_files", "2"}, {"block_size", "64KiB"}, {"direct", "false"}},
+    };
     return d;
   }
 
@@ -158,6 +160,7 @@ class IoUringInjector final : public Injector {
  private:
   Status CreateFiles(const StopToken& stop);
 #ifdef CODL_HAVE_URING
+  class RingLoop;  // one worker's ring: the steps of Loop()
   Status Loop(WorkerContext& ctx);
 #endif
   void Note(const std::string& n) {
@@ -286,6 +289,10 @@ Result<RunSummary> IoUringInjector::Run(const Target& target, const StopToken& s
 #ifdef CODL_HAVE_URING
 namespace {
 
+// Only the ring loop needs these (ModeReads also decides whether Setup fills the files).
+bool ModeWrites(const std::string& m) { return m != "read" && m != "randread"; }
+bool ModeRandom(const std::string& m) { return m.rfind("rand", 0) == 0; }
+
 // Creates the ring with the best flags this kernel accepts (fio-style probing).
 int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) {
   struct Attempt {
@@ -316,134 +323,196 @@ int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) 
 
 }  // namespace
 
-Status IoUringInjector::Loop(WorkerContext& ctx) {
-  io_uring ring;
-  std::string note;
-  const unsigned qd = static_cast<unsigned>(queue_depth_);
-  if (int ret = SetupRing(&ring, qd, sqpoll_, &note); ret < 0) {
-    return Err("io_uring: io_uring_setup failed: " + Errno(-ret));
+// One worker's ring, its slots (one block-sized buffer each) and where the next I/O goes.
+class IoUringInjector::RingLoop {
+ public:
+  RingLoop(IoUringInjector& inj, WorkerContext& ctx)
+      : inj_(inj),
+        ctx_(ctx),
+        qd_(static_cast<unsigned>(inj.queue_depth_)),
+        blocks_(inj.file_size_ / inj.block_size_),
+        random_(ModeRandom(inj.mode_)),
+        reads_(ModeReads(inj.mode_)),
+        writes_(ModeWrites(inj.mode_)),
+        rng_{0x2545f4914f6cdd1dULL ^ static_cast<uint64_t>(getpid())},
+        cursor_(inj.fds_.size(), 0) {
+    for (unsigned i = qd_; i-- > 0;) free_slots_.push_back(i);
   }
-  if (!note.empty()) Note(note);
-  struct RingGuard {
-    io_uring* r;
-    ~RingGuard() { io_uring_queue_exit(r); }
-  } guard{&ring};
-
-  bool fixed_bufs = false, fixed_files = false;
-  if (reg_buffers_) {
-    std::vector<iovec> iov(qd);
-    for (unsigned i = 0; i < qd; ++i) iov[i] = {buffers_.get() + i * block_size_, block_size_};
-    const int ret = io_uring_register_buffers(&ring, iov.data(), qd);
-    fixed_bufs = ret == 0;
-    if (!fixed_bufs) Note("registered buffers refused (" + Errno(-ret) + "); using plain buffers");
-  }
-  if (reg_files_) {
-    const int ret = io_uring_register_files(&ring, fds_.data(), static_cast<unsigned>(fds_.size()));
-    fixed_files = ret == 0;
-    if (!fixed_files) Note("registered files refused (" + Errno(-ret) + "); using plain fds");
+  ~RingLoop() {
+    if (ring_ready_) io_uring_queue_exit(&ring_);
   }
 
-  const uint64_t blocks = file_size_ / block_size_;
-  const bool random = ModeRandom(mode_), reads = ModeReads(mode_), writes = ModeWrites(mode_);
-  Rng rng{0x2545f4914f6cdd1dULL ^ static_cast<uint64_t>(getpid())};
-  std::vector<uint64_t> cursor(fds_.size(), 0);
-  size_t next_file = 0;
-  std::vector<unsigned> free_slots;
-  for (unsigned i = qd; i-- > 0;) free_slots.push_back(i);
-  unsigned inflight = 0;
-  uint64_t completed_ops = 0;
-  std::string error;
-
-  auto prep = [&](unsigned slot) {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-    if (sqe == nullptr) return false;  // SQ full (cannot happen with entries >= qd; be safe)
-    size_t file;
-    uint64_t offset;
-    if (random) {
-      file = rng.Next() % fds_.size();
-      offset = (rng.Next() % blocks) * block_size_;
-    } else {
-      file = next_file++ % fds_.size();
-      offset = cursor[file];
-      cursor[file] = offset + 2 * block_size_ > file_size_ ? 0 : offset + block_size_;
+  // The ring with the best flags this kernel takes, then registered buffers and files.
+  Status Init() {
+    std::string note;
+    if (int ret = SetupRing(&ring_, qd_, inj_.sqpoll_, &note); ret < 0) {
+      return Err("io_uring: io_uring_setup failed: " + Errno(-ret));
     }
-    const bool is_read = reads && (!writes || static_cast<int>(rng.Next() % 100) < rwmix_read_);
-    char* buf = buffers_.get() + slot * block_size_;
-    const int fd = fixed_files ? static_cast<int>(file) : fds_[file];
-    const unsigned len = static_cast<unsigned>(block_size_);
-    if (fixed_bufs) {
+    ring_ready_ = true;
+    if (!note.empty()) inj_.Note(note);
+    RegisterBuffers();
+    RegisterFiles();
+    return Status::Ok();
+  }
+
+  // Issues and reaps until a stop or an I/O error.
+  void Run() {
+    while (error_.empty() && !ctx_.stop.stop_requested()) {
+      const double wait = IssueReady();
+      if (inflight_ == 0) {  // paced out with nothing in flight: sleep until the next slot
+        ctx_.stop.SleepFor(std::min(wait, 0.005));
+        continue;
+      }
+      if (!SubmitAndWait(wait)) break;
+      Reap();
+    }
+  }
+
+  // Buffers must not be reused or freed while the kernel still owns them.
+  Status Drain() {
+    for (int i = 0; inflight_ > 0 && i < 500; ++i) {
+      __kernel_timespec ts{0, 10'000'000};
+      io_uring_cqe* cqe = nullptr;
+      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+      Reap();
+    }
+    if (!error_.empty()) return Err(error_);
+    return Status::Ok();
+  }
+
+ private:
+  void RegisterBuffers() {
+    if (!inj_.reg_buffers_) return;
+    std::vector<iovec> iov(qd_);
+    for (unsigned i = 0; i < qd_; ++i) iov[i] = {Buffer(i), inj_.block_size_};
+    const int ret = io_uring_register_buffers(&ring_, iov.data(), qd_);
+    fixed_bufs_ = ret == 0;
+    if (!fixed_bufs_) {
+      inj_.Note("registered buffers refused (" + Errno(-ret) + "); using plain buffers");
+    }
+  }
+
+  void RegisterFiles() {
+    if (!inj_.reg_files_) return;
+    const int ret =
+        io_uring_register_files(&ring_, inj_.fds_.data(), static_cast<unsigned>(inj_.fds_.size()));
+    fixed_files_ = ret == 0;
+    if (!fixed_files_) inj_.Note("registered files refused (" + Errno(-ret) + "); using plain fds");
+  }
+
+  char* Buffer(unsigned slot) const { return inj_.buffers_.get() + slot * inj_.block_size_; }
+
+  // Queues as much as the pacer allows and the queue has room for; returns the pacer's wait
+  // (0 when it was the queue that filled).
+  double IssueReady() {
+    double wait = 0;
+    while (!free_slots_.empty()) {
+      wait = ctx_.pacer.TryAcquire(static_cast<double>(inj_.block_size_));
+      if (wait > 0) break;
+      if (!Prep(free_slots_.back())) break;
+      free_slots_.pop_back();
+      ++inflight_;
+    }
+    return wait;
+  }
+
+  // The file and offset of the next I/O: random blocks, or each file read in turn.
+  std::pair<size_t, uint64_t> NextTarget() {
+    const size_t files = inj_.fds_.size();
+    if (random_) {
+      const size_t file = rng_.Next() % files;
+      return {file, (rng_.Next() % blocks_) * inj_.block_size_};
+    }
+    const size_t file = next_file_++ % files;
+    const uint64_t offset = cursor_[file];
+    cursor_[file] = offset + 2 * inj_.block_size_ > inj_.file_size_ ? 0 : offset + inj_.block_size_;
+    return {file, offset};
+  }
+
+  bool Prep(unsigned slot) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (sqe == nullptr) return false;  // SQ full (cannot happen with entries >= qd; be safe)
+    const auto [file, offset] = NextTarget();
+    const bool is_read =
+        reads_ && (!writes_ || static_cast<int>(rng_.Next() % 100) < inj_.rwmix_read_);
+    char* buf = Buffer(slot);
+    const int fd = fixed_files_ ? static_cast<int>(file) : inj_.fds_[file];
+    const unsigned len = static_cast<unsigned>(inj_.block_size_);
+    if (fixed_bufs_) {
       if (is_read) io_uring_prep_read_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));
       else io_uring_prep_write_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));
     } else {
       if (is_read) io_uring_prep_read(sqe, fd, buf, len, offset);
       else io_uring_prep_write(sqe, fd, buf, len, offset);
     }
-    if (fixed_files) sqe->flags |= IOSQE_FIXED_FILE;
+    if (fixed_files_) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, slot);
     return true;
-  };
+  }
 
-  auto reap = [&]() {
+  // Paced (wait > 0): wait for one completion, never past the next pacing slot, so pacing stays
+  // accurate. Unpaced: wait for a batch (queue_depth/4 by default): on small I/O the cost is
+  // the wake-up per completion, and batching them measured +10-20% IOPS on 4 KiB randread
+  // while keeping the device queue at least 3/4 full. 20 ms cap: a stop is seen quickly.
+  // False (with error_ set) when the submit itself failed.
+  bool SubmitAndWait(double wait) {
+    const unsigned want = wait > 0 ? 1 : std::min(inflight_, inj_.complete_batch_);
+    const double limit = wait > 0 ? std::min(wait, 0.005) : 0.02;
+    __kernel_timespec ts{0, static_cast<long long>(limit * 1e9)};
+    io_uring_cqe* cqe = nullptr;
+    const int ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, want, &ts, nullptr);
+    if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+      error_ = "io_uring: submit failed: " + Errno(-ret);
+      return false;
+    }
+    return true;
+  }
+
+  // Credits every completed I/O and frees its slot; the first failure becomes error_.
+  void Reap() {
     unsigned head, seen = 0;
     uint64_t bytes = 0, ops = 0;
     io_uring_cqe* cqe;
-    io_uring_for_each_cqe(&ring, head, cqe) {
+    io_uring_for_each_cqe(&ring_, head, cqe) {
       ++seen;
       const int res = cqe->res;
-      if (res < 0 && error.empty()) {
-        error = (res == -EINVAL && direct_ && completed_ops == 0)
-                    ? DirectRefused(dir_, "first I/O")
-                    : "io_uring: I/O failed: " + Errno(-res);
+      if (res < 0 && error_.empty()) {
+        error_ = (res == -EINVAL && inj_.direct_ && completed_ops_ == 0)
+                     ? DirectRefused(inj_.dir_, "first I/O")
+                     : "io_uring: I/O failed: " + Errno(-res);
       } else if (res >= 0) {
         bytes += static_cast<uint64_t>(res);
         ++ops;
       }
-      free_slots.push_back(static_cast<unsigned>(io_uring_cqe_get_data64(cqe)));
+      free_slots_.push_back(static_cast<unsigned>(io_uring_cqe_get_data64(cqe)));
     }
-    io_uring_cq_advance(&ring, seen);
-    inflight -= seen;
-    completed_ops += ops;
-    if (bytes) ctx.Done(bytes, ops);
-  };
+    io_uring_cq_advance(&ring_, seen);
+    inflight_ -= seen;
+    completed_ops_ += ops;
+    if (bytes) ctx_.Done(bytes, ops);
+  }
 
-  while (error.empty() && !ctx.stop.stop_requested()) {
-    // Issue as much as the pacer allows and the queue has room for; submit in one batch.
-    double wait = 0;
-    while (!free_slots.empty()) {
-      wait = ctx.pacer.TryAcquire(static_cast<double>(block_size_));
-      if (wait > 0) break;
-      if (!prep(free_slots.back())) break;
-      free_slots.pop_back();
-      ++inflight;
-    }
-    if (inflight == 0) {  // paced out with nothing in flight: sleep until the next slot
-      ctx.stop.SleepFor(std::min(wait, 0.005));
-      continue;
-    }
-    // Paced: wait for one completion, never past the next pacing slot, so pacing stays
-    // accurate. Unpaced: wait for a batch (queue_depth/4 by default): on small I/O the cost is
-    // the wake-up per completion, and batching them measured +10-20% IOPS on 4 KiB randread
-    // while keeping the device queue at least 3/4 full. 20 ms cap: a stop is seen quickly.
-    const unsigned want = wait > 0 ? 1 : std::min(inflight, complete_batch_);
-    const double limit = wait > 0 ? std::min(wait, 0.005) : 0.02;
-    __kernel_timespec ts{0, static_cast<long long>(limit * 1e9)};
-    io_uring_cqe* cqe = nullptr;
-    const int ret = io_uring_submit_and_wait_timeout(&ring, &cqe, want, &ts, nullptr);
-    if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
-      error = "io_uring: submit failed: " + Errno(-ret);
-      break;
-    }
-    reap();
-  }
-  // Drain: buffers must not be reused or freed while the kernel still owns them.
-  for (int i = 0; inflight > 0 && i < 500; ++i) {
-    __kernel_timespec ts{0, 10'000'000};
-    io_uring_cqe* cqe = nullptr;
-    io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
-    reap();
-  }
-  if (!error.empty()) return Err(error);
-  return Status::Ok();
+  IoUringInjector& inj_;
+  WorkerContext& ctx_;
+  const unsigned qd_;
+  const uint64_t blocks_;
+  const bool random_, reads_, writes_;
+  io_uring ring_{};
+  bool ring_ready_ = false, fixed_bufs_ = false, fixed_files_ = false;
+  Rng rng_;
+  std::vector<uint64_t> cursor_;  // sequential modes: next offset per file
+  size_t next_file_ = 0;
+  std::vector<unsigned> free_slots_;
+  unsigned inflight_ = 0;
+  uint64_t completed_ops_ = 0;
+  std::string error_;
+};
+
+Status IoUringInjector::Loop(WorkerContext& ctx) {
+  RingLoop loop(*this, ctx);
+  if (Status s = loop.Init(); !s.ok()) return s;
+  loop.Run();
+  return loop.Drain();
 }
 #endif  // CODL_HAVE_URING
 

@@ -122,7 +122,10 @@ class MemcpyInjector final : public Injector {
               EnumOption("nontemporal", "auto", {"auto", "on", "off"},
                          "streaming stores: auto = on when buffer_size exceeds the LLC"),
               StringOption("pin", "none", "CPU list to pin threads to round-robin, e.g. 0-3,6"),
-          }};
+          },
+          Capabilities{},
+          {{"threads", "1"}, {"buffer_size", "16MiB"}},
+      };
     }();
     return d;
   }

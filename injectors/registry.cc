@@ -6,17 +6,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <set>
 
 namespace codl::injectors {
 
-// Factories live in the injectors' own files.
-std::unique_ptr<Injector> MakeNoopInjector();
-std::unique_ptr<Injector> MakeMemcpyInjector();
-std::unique_ptr<Injector> MakeIoUringInjector();
-std::unique_ptr<Injector> MakeCudaMemcpyInjector();
-std::unique_ptr<Injector> MakeNcclInjector();
-std::unique_ptr<Injector> MakeMpsCotenantInjector();
+// The registry: one line per injector, in --list order. X(name, factory): the factory
+// `std::unique_ptr<Injector> Make<Name>Injector()` is defined in the injector's own file, which
+// the build picks up by itself (injectors/CMakeLists.txt globs *.cc and gpu/*.cc). GPU injectors
+// must compile without CUDA and report "built without CUDA" from Unsupported().
+#define CODL_INJECTORS(X)                    \
+  X("noop", MakeNoopInjector)                \
+  X("memcpy", MakeMemcpyInjector)            \
+  X("io_uring", MakeIoUringInjector)         \
+  X("cuda_memcpy", MakeCudaMemcpyInjector)   \
+  X("nccl", MakeNcclInjector)                \
+  X("mps_cotenant", MakeMpsCotenantInjector) \
+  /* add new injectors above this line */
+
+#define CODL_DECLARE_FACTORY(name, factory) std::unique_ptr<Injector> factory();
+CODL_INJECTORS(CODL_DECLARE_FACTORY)
+#undef CODL_DECLARE_FACTORY
 
 namespace {
 
@@ -25,17 +33,9 @@ struct Entry {
   InjectorFactory factory;
 };
 
-// The registry: one line per injector, in --list order.
-// GPU injectors (injectors/gpu/) add their lines here too; their files must compile without
-// CUDA and report "built without CUDA" from Unsupported().
-const Entry kInjectors[] = {
-    {"noop", MakeNoopInjector},
-    {"memcpy", MakeMemcpyInjector},
-    {"io_uring", MakeIoUringInjector},
-    {"cuda_memcpy", MakeCudaMemcpyInjector},
-    {"nccl", MakeNcclInjector},
-    {"mps_cotenant", MakeMpsCotenantInjector},
-};
+#define CODL_ENTRY(name, factory) {name, factory},
+const Entry kInjectors[] = {CODL_INJECTORS(CODL_ENTRY)};
+#undef CODL_ENTRY
 
 // One instance per injector, kept for its descriptor. Contracts checked once, on first use.
 const std::vector<std::unique_ptr<Injector>>& Prototypes() {
@@ -122,24 +122,6 @@ std::string ValidateOptions(const std::string& injector,
   if (!inj) return ValidateInjectorName(injector);
   auto values = ParseInjectorOptions(*inj, given);
   return values.ok() ? "" : values.error();
-}
-
-std::string CheckDescriptorContract(const Descriptor& d) {
-  if (d.name.empty()) return "empty name";
-  if (d.resource.empty() || d.unit.empty()) return "resource and unit must be set";
-  std::set<std::string> seen;
-  for (const auto& spec : d.options) {
-    if (spec.name.empty()) return "an option has no name";
-    if (!seen.insert(spec.name).second) return "option '" + spec.name + "' is declared twice";
-    if (spec.help.empty()) return "option '" + spec.name + "' has no help";
-    if (spec.min > spec.max) return "option '" + spec.name + "' has min > max";
-    if (spec.type == OptionType::kEnum && spec.choices.empty()) {
-      return "enum option '" + spec.name + "' has no choices";
-    }
-    auto parsed = ParseOptionValue(spec, spec.default_value);
-    if (!parsed.ok()) return "default of option '" + spec.name + "': " + parsed.error();
-  }
-  return "";
 }
 
 HostInfo DetectHost(const std::vector<std::string>& scratch_roots) {

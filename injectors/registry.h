@@ -1,5 +1,5 @@
 // The one list of injectors. Adding an injector = one source file that defines
-// `std::unique_ptr<Injector> Make<Name>Injector()` + one line in registry.cc's kInjectors.
+// `std::unique_ptr<Injector> Make<Name>Injector()` + one line in registry.cc's CODL_INJECTORS list
 // The registry never depends on CUDA or liburing: an injector built without its library still
 // registers, and its Unsupported() says why it cannot run here.
 #pragma once

@@ -6,10 +6,12 @@
 
 #ifdef CODL_VICTIM_HAVE_CUDA
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+// cuBLAS and NCCL are dlopen'ed, not linked, so codl-victim starts where they are missing.
+#include "injectors/gpu/loaders/cublas_loader.h"
 #ifdef CODL_VICTIM_HAVE_NCCL
-#include <nccl.h>
+#include "injectors/gpu/loaders/nccl_loader.h"
 #endif
 
 #include <set>
@@ -25,6 +27,11 @@
 namespace codl::victim {
 namespace {
 
+using gpu_loaders::Cublas;
+#ifdef CODL_VICTIM_HAVE_NCCL
+using gpu_loaders::Nccl;
+#endif
+
 class CudaDevice : public Device {
  public:
   CudaDevice(int ordinal, const DeviceConfig& c) : ordinal_(ordinal), config_(c) {}
@@ -32,7 +39,7 @@ class CudaDevice : public Device {
   ~CudaDevice() override {
     cudaSetDevice(ordinal_);
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-    if (handle_ != nullptr) cublasDestroy(handle_);
+    if (handle_ != nullptr) Cublas().destroy(handle_);
     for (void* p : {staging_, a_, b_, c_, grads_}) {
       if (p != nullptr) cudaFree(p);
     }
@@ -46,8 +53,9 @@ class CudaDevice : public Device {
     CODL_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal_));
     name_ = "cuda:" + std::to_string(ordinal_) + " (" + prop.name + ")";
     CODL_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS) return Err("cublasCreate failed on " + name_);
-    cublasSetStream(handle_, stream_);
+    if (!Cublas().error.empty()) return Err(name_ + ": " + Cublas().error);
+    if (Cublas().create(&handle_) != CUBLAS_STATUS_SUCCESS) return Err("cublasCreate failed on " + name_);
+    Cublas().set_stream(handle_, stream_);
     if (config_.h2d_bytes > 0) CODL_CUDA_TRY(cudaMalloc(&staging_, config_.h2d_bytes));
     SplitMix64 rng(MixSeed(config_.seed, 0x6e6d));
     if (config_.gemm_dim > 0) {
@@ -94,11 +102,11 @@ class CudaDevice : public Device {
     const int n = config_.gemm_dim;
     const float one = 1.0f, zero = 0.0f;
     for (int i = 0; i < count; ++i) {
-      cublasStatus_t s = cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+      cublasStatus_t s = Cublas().sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
                                      static_cast<const float*>(a_), n,
                                      static_cast<const float*>(b_), n, &zero,
                                      static_cast<float*>(c_), n);
-      if (s != CUBLAS_STATUS_SUCCESS) return Err(std::string("cublasSgemm: ") + cublasGetStatusString(s));
+      if (s != CUBLAS_STATUS_SUCCESS) return Err(std::string("cublasSgemm: ") + Cublas().status_string(s));
     }
     CODL_CUDA_TRY(cudaStreamSynchronize(stream_));
     return Status::Ok();
@@ -142,15 +150,16 @@ class NcclCommunicator : public Communicator {
       : devices_(std::move(devices)), floats_(floats), comms_(devices_.size()) {}
   ~NcclCommunicator() override {
     for (ncclComm_t c : comms_) {
-      if (c != nullptr) ncclCommDestroy(c);
+      if (c != nullptr) Nccl().CommDestroy(c);
     }
   }
 
   Status Init() {
     std::vector<int> ordinals;
     for (CudaDevice* d : devices_) ordinals.push_back(d->ordinal());
-    ncclResult_t r = ncclCommInitAll(comms_.data(), static_cast<int>(comms_.size()), ordinals.data());
-    if (r != ncclSuccess) return Err(std::string("ncclCommInitAll: ") + ncclGetErrorString(r));
+    if (!Nccl().error.empty()) return Err(Nccl().error);
+    ncclResult_t r = Nccl().CommInitAll(comms_.data(), static_cast<int>(comms_.size()), ordinals.data());
+    if (r != ncclSuccess) return Err(std::string("ncclCommInitAll: ") + Nccl().GetErrorString(r));
     return Status::Ok();
   }
 
@@ -161,9 +170,9 @@ class NcclCommunicator : public Communicator {
   Status Allreduce(int rank) override {
     CudaDevice* d = devices_[static_cast<size_t>(rank)];
     CODL_CUDA_TRY(cudaSetDevice(d->ordinal()));
-    ncclResult_t r = ncclAllReduce(d->device_gradients(), d->device_gradients(), floats_, ncclFloat,
+    ncclResult_t r = Nccl().AllReduce(d->device_gradients(), d->device_gradients(), floats_, ncclFloat,
                                    ncclAvg, comms_[static_cast<size_t>(rank)], d->stream());
-    if (r != ncclSuccess) return Err(std::string("ncclAllReduce: ") + ncclGetErrorString(r));
+    if (r != ncclSuccess) return Err(std::string("ncclAllReduce: ") + Nccl().GetErrorString(r));
     CODL_CUDA_TRY(cudaStreamSynchronize(d->stream()));
     return Status::Ok();
   }
@@ -185,6 +194,11 @@ int CudaDeviceCount(std::string* note) {
     return 0;
   }
   if (n == 0) *note = "no CUDA device";
+  // The CUDA device computes with cuBLAS: without it, use the host (and say why).
+  if (n > 0 && !Cublas().error.empty()) {
+    *note = "CUDA device unusable: " + Cublas().error;
+    return 0;
+  }
   return n;
 }
 

@@ -7,6 +7,7 @@
 
 #include "lib/common/json_line.h"
 #include "lib/common/units.h"
+#include "injectors/gpu/gpu_info.h"
 #include "injectors/registry.h"
 
 namespace codl::inject {
@@ -16,6 +17,18 @@ std::string Pct(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", x * 100);
   return buf;
+}
+
+// The agent's GPU registration labels, one line after the injectors (the agent links no CUDA
+// library, so it asks codl-inject): {"gpu_labels":{"gpu_count":"2",...}}.
+void PrintGpuLabelsJson() {
+  std::string labels = "{";
+  for (const auto& [k, v] : injectors::DetectGpuLabels()) {
+    labels += (labels.size() > 1 ? "," : "") + JsonEscape(k) + ":" + JsonEscape(v);
+  }
+  JsonLine line;
+  line.AddRaw("gpu_labels", labels + "}");
+  std::printf("%s\n", line.str().c_str());
 }
 
 }  // namespace
@@ -146,6 +159,7 @@ void PrintList(bool json, const injectors::HostInfo& host) {
                   reason.empty() ? "available" : ("unavailable: " + reason).c_str());
     }
   }
+  if (json) PrintGpuLabelsJson();
   std::fflush(stdout);
 }
 

@@ -48,6 +48,8 @@ class CudaMemcpyInjector final : public Injector {
             IntOption("device", "0", 0, 1023,
                       "CUDA device index (as CUDA_VISIBLE_DEVICES shows it)"),
         },
+        Capabilities{.needs_gpu = true},
+        {{"size", "4MiB"}},
     };
     return d;
   }

@@ -4,7 +4,7 @@
 #include "injectors/gpu/gpu_probe.h"
 
 #ifdef CODL_HAVE_NCCL
-#include <nccl.h>
+#include "injectors/gpu/loaders/nccl_loader.h"
 #endif
 
 namespace codl::injectors {
@@ -34,8 +34,10 @@ std::map<std::string, std::string> DetectGpuLabels() {
   }
 #ifdef CODL_HAVE_NCCL
   // ncclGetVersion only returns the library's version code: no CUDA initialization.
+  // NCCL is dlopen'ed (loaders/nccl_loader.h): without it the label is simply absent.
+  const auto& nccl = gpu_loaders::Nccl();
   int v = 0;
-  if (ncclGetVersion(&v) == ncclSuccess && v > 0) {
+  if (nccl.error.empty() && nccl.GetVersion(&v) == ncclSuccess && v > 0) {
     // NCCL >= 2.9 encodes major*10000 + minor*100 + patch; older ones major*1000 + minor*100.
     const int major = v >= 10000 ? v / 10000 : v / 1000;
     const int minor = v >= 10000 ? (v % 10000) / 100 : (v % 1000) / 100;

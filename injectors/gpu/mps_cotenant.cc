@@ -3,8 +3,9 @@
 // Under MPS, kernels of different processes run side by side on the SMs instead of
 // time-slicing, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE caps the share of SMs one client may use.
 // Setup uses the control daemon listening in pipe_dir or starts one, and prints
-//   {"mps":{"pipe_dir":"...","log_dir":"...","started":true}}
-// so the agent can start the victim with the same CUDA_MPS_PIPE_DIRECTORY.
+//   {"mps":{"pipe_dir":"...","log_dir":"...","started":true}}             (for people and logs)
+//   {"victim_env":{"CUDA_MPS_LOG_DIRECTORY":"...","CUDA_MPS_PIPE_DIRECTORY":"..."}}
+// so the agent starts the victim with the same directories (Capabilities::exports_victim_env).
 //
 // In-process, not a child: the co-tenant's kernels run in this process, which becomes an MPS
 // client. That works because CUDA reads CUDA_MPS_PIPE_DIRECTORY when it initializes and
@@ -30,51 +31,20 @@
 #include "injectors/gpu/mps_daemon.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
+#include "injectors/victim_env.h"
 
 #ifdef CODL_HAVE_CUDA
-#include <cublas_v2.h>
-#include <dlfcn.h>
-
 #include "injectors/gpu/compute_kernels.h"
 #include "injectors/gpu/cuda_common.h"
+#include "injectors/gpu/loaders/cublas_loader.h"
 #endif
 
 namespace codl::injectors {
 namespace {
 
 #ifdef CODL_HAVE_CUDA
-// cuBLAS is loaded on first use of kernel=gemm instead of linked: libcublas carries a large
-// static TLS block, and every process linking codl_injectors (the controller, codlctl) would
-// then fail to start threads with small fixed stacks (civetweb's /metrics server gets EINVAL
-// from pthread_create). Loaded with dlopen, its TLS is dynamic and only codl-inject pays.
-struct CublasApi {
-  decltype(&cublasCreate_v2) create = nullptr;
-  decltype(&cublasSetStream_v2) set_stream = nullptr;
-  decltype(&cublasSgemm_v2) sgemm = nullptr;
-  decltype(&cublasDestroy_v2) destroy = nullptr;
-  std::string error;
-};
-
-const CublasApi& Cublas() {
-  static const CublasApi api = [] {
-    CublasApi a;
-    void* h = nullptr;
-    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
-      if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    }
-    if (h == nullptr) {
-      a.error = std::string("cannot load cuBLAS (libcublas.so): ") + dlerror();
-      return a;
-    }
-    a.create = reinterpret_cast<decltype(a.create)>(dlsym(h, "cublasCreate_v2"));
-    a.set_stream = reinterpret_cast<decltype(a.set_stream)>(dlsym(h, "cublasSetStream_v2"));
-    a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(h, "cublasSgemm_v2"));
-    a.destroy = reinterpret_cast<decltype(a.destroy)>(dlsym(h, "cublasDestroy_v2"));
-    if (!a.create || !a.set_stream || !a.sgemm || !a.destroy) a.error = "libcublas lacks the v2 API";
-    return a;
-  }();
-  return api;
-}
+// cuBLAS is loaded on first use of kernel=gemm instead of linked (gpu/loaders/cublas_loader.h).
+using gpu_loaders::Cublas;
 #endif
 
 // RunPaced reports Meter ops per second; the co-tenant counts SM%·µs of kernel time as ops,
@@ -131,6 +101,9 @@ class MpsCotenantInjector final : public Injector {
                        "start nvidia-cuda-mps-control -d when none listens in pipe_dir (and quit "
                        "it afterwards); false: require a running one"),
         },
+        // Its MPS client settings (CUDA_MPS_PIPE_DIRECTORY, ...) must reach the victim.
+        Capabilities{.exports_victim_env = true, .needs_gpu = true},
+        {{"sm_percent", "20"}},
     };
     return d;
   }
@@ -222,6 +195,9 @@ class MpsCotenantInjector final : public Injector {
       return s;
     }
     std::printf("%s\n", gpu::MpsLine(dirs.pipe_dir, dirs.log_dir, control_->started()).c_str());
+    std::printf("%s\n", VictimEnvLine({{"CUDA_MPS_PIPE_DIRECTORY", dirs.pipe_dir},
+                                       {"CUDA_MPS_LOG_DIRECTORY", dirs.log_dir}})
+                            .c_str());
     std::fflush(stdout);
     return Status::Ok();
 #else

@@ -34,6 +34,7 @@
 #include <nccl.h>
 
 #include "injectors/gpu/cuda_common.h"
+#include "injectors/gpu/loaders/nccl_loader.h"
 static_assert(sizeof(ncclUniqueId) == codl::injectors::gpu::kNcclUniqueIdBytes);
 #endif
 
@@ -41,6 +42,9 @@ namespace codl::injectors {
 namespace {
 
 using gpu::NcclOp;
+#ifdef CODL_NCCL_ENABLED
+using gpu_loaders::Nccl;
+#endif
 
 // How long a stopping rank waits for its peers (a vote, the last collectives) before it
 // declares one of them dead and aborts the communicator; Loop() adds the time the peers'
@@ -80,13 +84,16 @@ class NcclInjector final : public Injector {
             DurationOption("init_timeout", "120s", 1, 3600,
                            "how long to wait for all ranks to join"),
         },
+        Capabilities{.collective = true, .rendezvous_option = "unique_id", .needs_gpu = true},
+        {{"size", "1MiB"}},  // ranks=1: a local communicator, no peers
     };
     return d;
   }
 
   std::string Unsupported(const HostInfo&) const override {
 #ifdef CODL_NCCL_ENABLED
-    return gpu::CudaUnavailableReason();
+    const std::string cuda = gpu::CudaUnavailableReason();
+    return cuda.empty() ? Nccl().error : cuda;
 #else
     const std::string cuda = gpu::CudaUnavailableReason();
     return cuda == "built without CUDA" ? cuda : "built without NCCL";
@@ -129,6 +136,7 @@ class NcclInjector final : public Injector {
 
   Status Setup(const OptionValues& o, const HostInfo&, const StopToken& stop) override {
 #ifdef CODL_NCCL_ENABLED
+    if (!Nccl().error.empty()) return Err("nccl: " + Nccl().error);
     op_ = *gpu::ParseNcclOp(o.String("op"));
     ranks_ = static_cast<int>(o.Int("ranks"));
     rank_ = static_cast<int>(o.Int("rank"));
@@ -170,7 +178,7 @@ class NcclInjector final : public Injector {
       if (!bytes.ok()) return Err("option 'unique_id': " + bytes.error());
       std::memcpy(&id, bytes->data(), sizeof id);
     } else {
-      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+      if (ncclResult_t r = Nccl().GetUniqueId(&id); r != ncclSuccess)
         return NcclErr("ncclGetUniqueId", r);
       if (ranks_ > 1) {  // rank 0: the agent relays this to the other ranks
         const std::string line = gpu::RendezvousPublishLine(
@@ -181,7 +189,7 @@ class NcclInjector final : public Injector {
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // so the wait for peers below can time out and be stopped
-    const ncclResult_t r = ncclCommInitRankConfig(&comm_, ranks_, id, rank_, &config);
+    const ncclResult_t r = Nccl().CommInitRankConfig(&comm_, ranks_, id, rank_, &config);
     const double timeout = o.Duration("init_timeout");
     if (Status s = Await(r, "ncclCommInitRankConfig", MonotonicSeconds() + timeout, stop, 0);
         !s.ok()) {
@@ -216,13 +224,13 @@ class NcclInjector final : public Injector {
  private:
 #ifdef CODL_NCCL_ENABLED
   Status NcclErr(const std::string& what, ncclResult_t r) const {
-    std::string detail = comm_ != nullptr ? ncclGetLastError(comm_) : ncclGetLastError(nullptr);
-    return Err("nccl: " + what + ": " + ncclGetErrorString(r) +
+    std::string detail = Nccl().GetLastError(comm_);  // comm_ may be null: the global error
+    return Err("nccl: " + what + ": " + Nccl().GetErrorString(r) +
                (detail.empty() ? "" : " (" + detail + ")"));
   }
 
   void Abort(const std::string& why) {
-    if (comm_ != nullptr) ncclCommAbort(comm_);
+    if (comm_ != nullptr) Nccl().CommAbort(comm_);
     comm_ = nullptr;
     aborted_ = why;
   }
@@ -239,7 +247,7 @@ class NcclInjector final : public Injector {
     double stop_seen = -1;
     while (comm_ != nullptr) {
       ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
+      Nccl().CommGetAsyncError(comm_, &state);
       if (state == ncclSuccess) return Status::Ok();
       if (state != ncclInProgress) {
         Status s = NcclErr(what, state);
@@ -265,25 +273,26 @@ class NcclInjector final : public Injector {
     ncclResult_t r = ncclSuccess;
     switch (op_) {
       case NcclOp::kAllReduce:
-        r = ncclAllReduce(send_, recv_, shape_.send_count, ncclFloat, ncclSum, comm_, stream_);
+        r = Nccl().AllReduce(send_, recv_, shape_.send_count, ncclFloat, ncclSum, comm_, stream_);
         break;
       case NcclOp::kAllGather:
-        r = ncclAllGather(send_, recv_, shape_.send_count, ncclFloat, comm_, stream_);
+        r = Nccl().AllGather(send_, recv_, shape_.send_count, ncclFloat, comm_, stream_);
         break;
       case NcclOp::kReduceScatter:
-        r = ncclReduceScatter(send_, recv_, shape_.recv_count, ncclFloat, ncclSum, comm_, stream_);
+        r = Nccl().ReduceScatter(send_, recv_, shape_.recv_count, ncclFloat, ncclSum, comm_,
+                                 stream_);
         break;
       case NcclOp::kBroadcast:
-        r = ncclBroadcast(send_, recv_, shape_.send_count, ncclFloat, 0, comm_, stream_);
+        r = Nccl().Broadcast(send_, recv_, shape_.send_count, ncclFloat, 0, comm_, stream_);
         break;
       case NcclOp::kAllToAll: {  // grouped point-to-point, as nccl-tests' alltoall does
-        ncclGroupStart();
+        Nccl().GroupStart();
         for (int peer = 0; peer < ranks_ && r == ncclSuccess; ++peer) {
-          r = ncclSend(send_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
+          r = Nccl().Send(send_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
           if (r == ncclSuccess)
-            r = ncclRecv(recv_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
+            r = Nccl().Recv(recv_ + peer * chunk, chunk, ncclFloat, peer, comm_, stream_);
         }
-        const ncclResult_t end = ncclGroupEnd();
+        const ncclResult_t end = Nccl().GroupEnd();
         if (r == ncclSuccess) r = end;
         break;
       }
@@ -294,7 +303,8 @@ class NcclInjector final : public Injector {
   // Casts this rank's stop vote (1 = stop) as the next operation on the stream.
   Status CastVote(bool want_stop, const StopToken& stop) {
     CODL_CUDA_RETURN(cudaMemsetAsync(vote_dev_, want_stop ? 1 : 0, 1, stream_));
-    ncclResult_t r = ncclAllReduce(vote_dev_, vote_dev_ + 1, 1, ncclUint8, ncclMax, comm_, stream_);
+    ncclResult_t r =
+        Nccl().AllReduce(vote_dev_, vote_dev_ + 1, 1, ncclUint8, ncclMax, comm_, stream_);
     if (Status s = Await(r, "stop vote", MonotonicSeconds() + 3600, stop); !s.ok()) return s;
     CODL_CUDA_RETURN(
         cudaMemcpyAsync(vote_host_, vote_dev_ + 1, 1, cudaMemcpyDeviceToHost, stream_));
@@ -302,105 +312,146 @@ class NcclInjector final : public Injector {
     return Status::Ok();
   }
 
+  // What one worker loop (Loop) carries between its steps.
+  struct LoopState {
+    gpu::InFlightWindow window;
+    int depth = 2;       // collectives to keep in flight now
+    int max_depth = 2;
+    double op_s = 0;     // smoothed GPU time per collective
+    double pace_units = 0;
+    double t0 = 0;
+    double next_health = 0;
+    double stop_seen = -1;  // when this rank first saw its stop request
+    double grace = kStopGraceS;
+    int in_segment = 0;     // collectives issued since the last vote
+    bool vote_pending = false;
+  };
+  enum class Step { kIssue, kWait, kEnd };
+
   Status Loop(WorkerContext& ctx) {
     CODL_CUDA_RETURN(cudaSetDevice(device_));
-    // As in RunPacedStream: a deeper queue while collectives are shorter than the polling
-    // (1-rank or NVLink allreduces of a few MiB take tens of µs).
-    gpu::InFlightWindow window;
-    const int max_depth = std::max(depth_, gpu::kMaxAutoDepth);
-    if (Status s = window.Init(max_depth, /*timing=*/true); !s.ok()) return s;
-    int depth = depth_;
-    double op_s = 0;
+    LoopState st;
+    if (Status s = InitLoop(&st); !s.ok()) return s;
     const gpu::DutyCycle duty(duty_, period_s_);
-    const double pace_units = static_cast<double>(bus_units_) * duty.pacing_scale();
-    const double t0 = MonotonicSeconds();
-    double next_health = t0 + 0.1, stop_seen = -1, grace = kStopGraceS;
-    int in_segment = 0;
-    bool vote_pending = false;
-    auto harvest = [&]() -> Status {
-      double busy = 0;
-      auto h = window.Harvest(&ctx, nullptr, &busy);
-      if (!h.ok()) return Err(h.error());
-      if (*h > 0 && busy > 0) {
-        op_s = op_s == 0 ? busy / *h : 0.8 * op_s + 0.2 * busy / *h;
-        depth = static_cast<int>(std::clamp(std::ceil(gpu::kQueuedWorkS / op_s) + 1,
-                                            static_cast<double>(depth_),
-                                            static_cast<double>(max_depth)));
-      }
-      return Status::Ok();
-    };
+    st.pace_units = static_cast<double>(bus_units_) * duty.pacing_scale();
     while (true) {
-      if (Status s = harvest(); !s.ok()) return s;
+      if (Status s = HarvestDone(ctx, &st); !s.ok()) return s;
       const double now = MonotonicSeconds();
-      if (now >= next_health) {  // a peer's failure surfaces here, not as an error return
-        next_health = now + 0.1;
-        ncclResult_t state = ncclSuccess;
-        ncclCommGetAsyncError(comm_, &state);
-        if (state != ncclSuccess && state != ncclInProgress) {
-          Status s = NcclErr("asynchronous error", state);
-          Abort("asynchronous error");
-          return s;
-        }
-      }
+      if (Status s = CheckHealth(now, &st); !s.ok()) return s;
       const bool stopping = ctx.stop.stop_requested();
-      if (stopping && stop_seen < 0) {
-        stop_seen = now;
-        // Peers keep their own pace until they see the vote: allow two segments of it.
-        const double rate = ctx.pacer.rate();
-        const double op_s = rate > 0 && std::isfinite(rate) ? pace_units / rate : 0;
-        grace =
-            std::min(60.0, kStopGraceS + 2.0 * vote_every_ * op_s + (duty_ < 1 ? period_s_ : 0));
-      }
-      if (ranks_ == 1) {
-        if (stopping) break;
-      } else {
-        if (stop_seen >= 0 && now - stop_seen > grace) {
-          Abort("peers did not agree to stop");
-          return Err("nccl: the other ranks did not reach the stop vote within " +
-                     FormatDuration(grace) +
-                     " of the stop (a rank died, or ranks run different phases); communicator "
-                     "aborted");
-        }
-        if (in_segment == vote_every_) {
-          if (vote_pending) {  // vote k is read once segment k+1 has been issued
-            const cudaError_t q = cudaEventQuery(vote_event_);
-            if (q == cudaErrorNotReady) {
-              gpu::PollSleep(gpu::kPollS, StopToken());
-              continue;
-            }
-            if (q != cudaSuccess) return Err(gpu::CudaErrorText("stop vote", q));
-            vote_pending = false;
-            if (*vote_host_ != 0) break;  // someone voted to stop: everyone ends here
-          }
-          if (Status s = CastVote(stopping, ctx.stop); !s.ok()) return s;
-          vote_pending = true;
-          in_segment = 0;
-          continue;
-        }
-      }
-      if (window.size() >= depth) {
+      if (stopping && st.stop_seen < 0) NoteStop(now, ctx, &st);
+      auto step = ranks_ == 1 ? Result<Step>(stopping ? Step::kEnd : Step::kIssue)
+                              : VoteStep(now, stopping, ctx, &st);
+      if (!step.ok()) return Err(step.error());
+      if (*step == Step::kEnd) break;
+      if (*step == Step::kWait) continue;
+      if (st.window.size() >= st.depth) {
         gpu::PollSleep(gpu::kPollS, StopToken());
         continue;
       }
-      double wait = 0;
-      if (!stopping) {  // a stopping rank runs unpaced to the agreed end of the segment
-        wait = duty.WaitAt(now - t0);
-        if (wait == 0) wait = ctx.pacer.TryAcquire(pace_units);
-      }
-      if (wait > 0) {
-        gpu::PollSleep(window.empty() ? std::min(wait, 0.005) : std::min(wait, gpu::kPollS),
-                       StopToken());
-        continue;
-      }
-      if (Status s = window.Begin(stream_); !s.ok()) return s;
-      if (Status s = Issue(ctx.stop); !s.ok()) return s;
-      if (Status s = window.End(stream_, bus_units_, shape_.alg_bytes); !s.ok()) return s;
-      ++in_segment;
+      // A stopping rank runs unpaced to the agreed end of the segment.
+      if (!stopping && WaitForPace(now, duty, ctx, st)) continue;
+      if (Status s = IssueCounted(ctx, &st); !s.ok()) return s;
     }
-    // Let the agreed collectives finish so the next phase starts on a quiet communicator.
+    return DrainLast(ctx, &st);
+  }
+
+  // As in RunPacedStream: a deeper queue while collectives are shorter than the polling
+  // (1-rank or NVLink allreduces of a few MiB take tens of µs).
+  Status InitLoop(LoopState* st) {
+    st->max_depth = std::max(depth_, gpu::kMaxAutoDepth);
+    st->depth = depth_;
+    st->t0 = MonotonicSeconds();
+    st->next_health = st->t0 + 0.1;
+    return st->window.Init(st->max_depth, /*timing=*/true);
+  }
+
+  // Credits completed collectives and retunes the queue depth from their GPU time.
+  Status HarvestDone(WorkerContext& ctx, LoopState* st) {
+    double busy = 0;
+    auto h = st->window.Harvest(&ctx, nullptr, &busy);
+    if (!h.ok()) return Err(h.error());
+    if (*h > 0 && busy > 0) {
+      st->op_s = st->op_s == 0 ? busy / *h : 0.8 * st->op_s + 0.2 * busy / *h;
+      st->depth = static_cast<int>(std::clamp(std::ceil(gpu::kQueuedWorkS / st->op_s) + 1,
+                                              static_cast<double>(depth_),
+                                              static_cast<double>(st->max_depth)));
+    }
+    return Status::Ok();
+  }
+
+  // A peer's failure surfaces as the communicator's asynchronous error, not as an error return.
+  Status CheckHealth(double now, LoopState* st) {
+    if (now < st->next_health) return Status::Ok();
+    st->next_health = now + 0.1;
+    ncclResult_t state = ncclSuccess;
+    Nccl().CommGetAsyncError(comm_, &state);
+    if (state == ncclSuccess || state == ncclInProgress) return Status::Ok();
+    Status s = NcclErr("asynchronous error", state);
+    Abort("asynchronous error");
+    return s;
+  }
+
+  // Peers keep their own pace until they see the vote: allow two segments of it.
+  void NoteStop(double now, WorkerContext& ctx, LoopState* st) const {
+    st->stop_seen = now;
+    const double rate = ctx.pacer.rate();
+    const double op_s = rate > 0 && std::isfinite(rate) ? st->pace_units / rate : 0;
+    st->grace =
+        std::min(60.0, kStopGraceS + 2.0 * vote_every_ * op_s + (duty_ < 1 ? period_s_ : 0));
+  }
+
+  // Ranks > 1: every vote_every collectives, read the previous vote (ending if anyone voted to
+  // stop) and cast this rank's next one.
+  Result<Step> VoteStep(double now, bool stopping, WorkerContext& ctx, LoopState* st) {
+    if (st->stop_seen >= 0 && now - st->stop_seen > st->grace) {
+      Abort("peers did not agree to stop");
+      return Err("nccl: the other ranks did not reach the stop vote within " +
+                 FormatDuration(st->grace) +
+                 " of the stop (a rank died, or ranks run different phases); communicator "
+                 "aborted");
+    }
+    if (st->in_segment < vote_every_) return Step::kIssue;
+    if (st->vote_pending) {  // vote k is read once segment k+1 has been issued
+      const cudaError_t q = cudaEventQuery(vote_event_);
+      if (q == cudaErrorNotReady) {
+        gpu::PollSleep(gpu::kPollS, StopToken());
+        return Step::kWait;
+      }
+      if (q != cudaSuccess) return Err(gpu::CudaErrorText("stop vote", q));
+      st->vote_pending = false;
+      if (*vote_host_ != 0) return Step::kEnd;  // someone voted to stop: everyone ends here
+    }
+    if (Status s = CastVote(stopping, ctx.stop); !s.ok()) return Err(s.error());
+    st->vote_pending = true;
+    st->in_segment = 0;
+    return Step::kWait;
+  }
+
+  // True (after a short sleep) when the duty window is closed or the pacer grants nothing yet.
+  bool WaitForPace(double now, const gpu::DutyCycle& duty, WorkerContext& ctx,
+                   const LoopState& st) {
+    double wait = duty.WaitAt(now - st.t0);
+    if (wait == 0) wait = ctx.pacer.TryAcquire(st.pace_units);
+    if (wait <= 0) return false;
+    gpu::PollSleep(st.window.empty() ? std::min(wait, 0.005) : std::min(wait, gpu::kPollS),
+                   StopToken());
+    return true;
+  }
+
+  Status IssueCounted(WorkerContext& ctx, LoopState* st) {
+    if (Status s = st->window.Begin(stream_); !s.ok()) return s;
+    if (Status s = Issue(ctx.stop); !s.ok()) return s;
+    if (Status s = st->window.End(stream_, bus_units_, shape_.alg_bytes); !s.ok()) return s;
+    ++st->in_segment;
+    return Status::Ok();
+  }
+
+  // Lets the agreed collectives finish so the next phase starts on a quiet communicator.
+  Status DrainLast(WorkerContext& ctx, LoopState* st) {
     const double deadline = MonotonicSeconds() + kStopGraceS;
-    while (!window.empty()) {
-      if (Status s = harvest(); !s.ok()) return s;
+    while (!st->window.empty()) {
+      if (Status s = HarvestDone(ctx, st); !s.ok()) return s;
       if (MonotonicSeconds() > deadline) {
         Abort("last collectives did not complete");
         return Err(
@@ -422,10 +473,10 @@ class NcclInjector final : public Injector {
       while (cudaStreamQuery(stream_) == cudaErrorNotReady && MonotonicSeconds() < deadline) {
         gpu::PollSleep(1e-3, StopToken());
       }
-      if (Await(ncclCommFinalize(comm_), "ncclCommFinalize", deadline, StopToken()).ok()) {
-        ncclCommDestroy(comm_);
+      if (Await(Nccl().CommFinalize(comm_), "ncclCommFinalize", deadline, StopToken()).ok()) {
+        Nccl().CommDestroy(comm_);
       } else if (comm_ != nullptr) {
-        ncclCommAbort(comm_);
+        Nccl().CommAbort(comm_);
       }
       comm_ = nullptr;
     }

@@ -5,6 +5,7 @@
 
 #include "lib/common/json_line.h"
 #include "injectors/gpu/gpu_probe.h"
+#include "injectors/registry.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::testing {
@@ -24,7 +25,10 @@ TEST(GpuCliTest, ListJsonShowsEachGpuInjectorsAvailability) {
   ProcessResult r = RunProcess({bin, "--list", "--json"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string reason = injectors::gpu::CudaUnavailableReason();
-  for (const std::string name : {"cuda_memcpy", "nccl", "mps_cotenant"}) {
+  int gpu_injectors = 0;
+  for (const std::string& name : injectors::InjectorNames()) {  // every needs_gpu injector
+    if (!injectors::FindDescriptor(name)->capabilities.needs_gpu) continue;
+    ++gpu_injectors;
     SCOPED_TRACE(name);
     std::string found;
     for (const auto& line : Lines(r.out)) {
@@ -40,6 +44,7 @@ TEST(GpuCliTest, ListJsonShowsEachGpuInjectorsAvailability) {
       EXPECT_NE(found.find("\"reason\":" + JsonEscape(expected)), std::string::npos) << found;
     }
   }
+  EXPECT_GE(gpu_injectors, 3) << "cuda_memcpy, nccl, mps_cotenant declare needs_gpu";
 }
 
 TEST(GpuCliTest, NcclHelpStatesTheBusBwFactors) {

@@ -315,6 +315,12 @@ else
     else
       record mps.own_daemon fail "" "mps line or daemon shutdown not as expected"
     fi
+    # The agent acts on the generic victim_env line (exports_victim_env), not on the mps line.
+    if grep -q "^{\"victim_env\":{.*\"CUDA_MPS_PIPE_DIRECTORY\":\"$own/pipe\"" "$LOGS/mps_calibrate.log"; then
+      record mps.victim_env pass "" "victim_env line names the pipe dir"
+    else
+      record mps.victim_env fail "" "no victim_env line with CUDA_MPS_PIPE_DIRECTORY=$own/pipe"
+    fi
   else
     record mps.calibrate fail "" "$(last_error "$LOGS/mps_calibrate.log") (logs: $own/log)"
   fi

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "injectors/registry.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::testing {
@@ -24,13 +25,20 @@ std::vector<std::string> Cmd(std::vector<std::string> args) {
   return args;
 }
 
-// Small, fast settings per injector so a 1 s run spends its time running, not preparing.
+// Each injector's own smoke options (Descriptor::smoke_options): small, fast settings so a 1 s
+// run spends its time running, not preparing.
 std::vector<std::string> QuickOptions(const std::string& injector) {
-  if (injector == "memcpy") return {"--set", "threads=1", "--set", "buffer_size=64MiB"};
-  if (injector == "io_uring") {
-    return {"--set", "file_size=8MiB", "--set", "nr_files=2", "--set", "block_size=64KiB"};
+  std::vector<std::string> args;
+  for (const auto& [k, v] : injectors::FindDescriptor(injector)->smoke_options) {
+    args.push_back("--set");
+    args.push_back(k + "=" + v);
   }
-  return {};
+  return args;
+}
+
+// "" when `injector` can run on this host, else the reason its Unsupported() gives.
+std::string UnsupportedHere(const std::string& injector, const std::string& scratch) {
+  return injectors::CreateInjector(injector)->Unsupported(injectors::DetectHost({scratch}));
 }
 
 struct Stream {
@@ -78,15 +86,22 @@ TEST(CodlInjectTest, ListJsonHasEveryInjector) {
   ProcessResult r = RunProcess(Cmd({"--list", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> names;
+  bool gpu_labels = false;
   for (const auto& line : Lines(r.out)) {
+    if (line.rfind("{\"gpu_labels\":{", 0) == 0) {  // the agent's GPU labels, after the list
+      gpu_labels = true;
+      EXPECT_THAT(line, HasSubstr("\"gpu_count\":\"")) << line;
+      EXPECT_THAT(line, HasSubstr("\"mps_available\":\"")) << line;
+      continue;
+    }
+    EXPECT_FALSE(gpu_labels) << "an injector line after gpu_labels: " << line;
     for (const char* key : {"name", "resource", "unit", "available", "reason"}) {
       EXPECT_TRUE(JsonHas(line, key)) << key << " missing in " << line;
     }
     names.push_back(line.substr(9, line.find('"', 9) - 9));  // {"name":"X"
   }
-  for (const char* want : {"noop", "memcpy", "io_uring"}) {
-    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
-  }
+  EXPECT_EQ(names, injectors::InjectorNames());
+  EXPECT_TRUE(gpu_labels) << r.out;
   EXPECT_THAT(r.out, HasSubstr("{\"name\":\"memcpy\",\"resource\":\"DRAM bandwidth\",\"unit\":\"bytes/s\",\"available\":true,\"reason\":\"\"}"));
 }
 
@@ -123,8 +138,13 @@ TEST(CodlInjectTest, BadUsageExitsTwoWithExactMessage) {
 
 class EachInjectorTest : public ::testing::TestWithParam<std::string> {};
 
+// Every registered injector, with its smoke options; one this host cannot run is skipped with
+// the reason its Unsupported() gives (GPU injectors on a box without a device).
 TEST_P(EachInjectorTest, RunsOneSecondWithJsonTelemetry) {
   TempDir scratch;
+  if (std::string why = UnsupportedHere(GetParam(), scratch.path()); !why.empty()) {
+    GTEST_SKIP() << GetParam() << " is unavailable here: " << why;
+  }
   auto args = QuickOptions(GetParam());
   args.insert(args.begin(), GetParam());
   for (const char* a : {"--max", "--duration", "1.5s", "--json", "--scratch-root"}) args.push_back(a);
@@ -154,14 +174,27 @@ TEST_P(EachInjectorTest, RunsOneSecondWithJsonTelemetry) {
   EXPECT_EQ(JsonNumber(s.summary, "target_rate"), 0);  // --max
   EXPECT_TRUE(std::isfinite(JsonNumber(s.summary, "cov")));
   EXPECT_THAT(s.summary, HasSubstr("\"injector\":\"" + GetParam() + "\""));
-  if (GetParam() == "io_uring") {
+  if (JsonHas(s.summary, "iops")) {
     EXPECT_GT(JsonNumber(s.summary, "iops"), 0);
   }
   EXPECT_LT(r.seconds, 10);
   EXPECT_TRUE(FindRunDirs(scratch.path()).empty()) << "scratch files left behind";
 }
 
-INSTANTIATE_TEST_SUITE_P(Injectors, EachInjectorTest, ::testing::Values("noop", "memcpy", "io_uring"));
+// --help of each: every option of its table, its unit and whether it runs here.
+TEST_P(EachInjectorTest, HelpShowsEveryOptionAndAvailability) {
+  ProcessResult r = RunProcess(Cmd({GetParam(), "--help"}), 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const injectors::Descriptor& d = *injectors::FindDescriptor(GetParam());
+  EXPECT_THAT(r.out, HasSubstr(d.name + ": " + d.summary));
+  EXPECT_THAT(r.out, HasSubstr("unit: " + d.unit));
+  for (const auto& o : d.options) EXPECT_THAT(r.out, HasSubstr("  " + o.name + " ")) << o.name;
+  EXPECT_THAT(r.out, HasSubstr("available here: "));
+}
+
+// Default parameter names: ctest shows Injectors/EachInjectorTest.X/"noop" (names unchanged).
+INSTANTIATE_TEST_SUITE_P(Injectors, EachInjectorTest,
+                         ::testing::ValuesIn(injectors::InjectorNames()));
 
 TEST(CodlInjectTest, CalibrateReportsPeakInSummary) {
   ProcessResult r = RunProcess(Cmd({"noop", "--set", "capacity=200000", "--calibrate", "--duration",
