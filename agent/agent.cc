@@ -76,22 +76,10 @@ Status Agent::Start() {
     spdlog::info("agent metrics on http://{}/metrics", options_.metrics_listen);
   }
 
-  rpc::Endpoint self{options_.listen, options_.tls};
-  auto creds = rpc::MakeServerCredentials(self);
-  if (!creds.ok()) return Err("agent --listen: " + creds.error());
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options_.listen, *creds, &port);
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  if (!server_) return Err("agent: cannot listen on '" + options_.listen + "'");
-  advertised_ = options_.advertise;
-  if (advertised_.empty()) {
-    advertised_ = options_.listen;
-    if (advertised_.rfind("unix:", 0) != 0) {
-      advertised_ = advertised_.substr(0, advertised_.rfind(':')) + ":" + std::to_string(port);
-    }
-  }
+  auto started = rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()}, "agent");
+  if (!started.ok()) return started.status();
+  server_ = std::move(started->server);
+  advertised_ = options_.advertise.empty() ? started->address : options_.advertise;
   spdlog::info("agent {} listening on {}", options_.agent_id, advertised_);
 
   ControllerLink::Options lo;

@@ -220,6 +220,47 @@ std::string Tail(const std::string& s) {
 }
 }  // namespace
 
+std::vector<std::string> AntagonistManager::RunArgs(const Antagonist& a, bool deferred) const {
+  const InjectorRequest& req = a.request;
+  std::vector<std::string> argv = BaseArgs(req.injector, req.options);
+  if (req.max) {
+    argv.push_back("--max");
+  } else {
+    argv.push_back("--rate");
+    argv.push_back(FormatNumber(req.rate));
+  }
+  double duration = std::min(req.max_duration_s > 0 ? req.max_duration_s : policy_.max_duration_s,
+                             policy_.max_duration_s);
+  argv.push_back("--duration");
+  argv.push_back(FormatNumber(duration) + "s");
+  if (deferred) {
+    argv.push_back("--start-at");
+    argv.push_back(std::to_string(req.start_at_unix_ns));
+  }
+  return argv;
+}
+
+Status AntagonistManager::AwaitLoadStart(const std::shared_ptr<Antagonist>& a) {
+  // Setup may take a while: files are preallocated first.
+  const double give_up = clock_->MonotonicSeconds() + 120;
+  std::unique_lock<std::mutex> l(a->mu);
+  while (!a->load_started && !a->child->exited() && clock_->MonotonicSeconds() < give_up) {
+    a->started_cv.wait_for(l, std::chrono::milliseconds(100));
+  }
+  if (a->load_started) return Status::Ok();
+  l.unlock();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    antagonists_.erase(a->id);
+  }
+  a->child->Terminate(1.0);
+  return Err("antagonist '" + a->id + "': codl-inject did not start its load" +
+             (a->child->exited() && a->child->exit_code() > 0
+                  ? ": exited with status " + std::to_string(a->child->exit_code()) + ": " +
+                        Tail(a->child->stderr_tail())
+                  : std::string(" (stopped, or no start within 120 s)")));
+}
+
 Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& id,
                                                             const InjectorRequest& req,
                                                             double lease_s) {
@@ -240,27 +281,12 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   }
   if (Status s = FetchRendezvous(a.get()); !s.ok()) return Err(s.error());
   a->lease_s = lease_s > 0 ? lease_s : policy_.default_lease_s;
-  std::vector<std::string> argv = BaseArgs(req.injector, a->request.options);
-  if (req.max) {
-    argv.push_back("--max");
-  } else {
-    argv.push_back("--rate");
-    argv.push_back(FormatNumber(req.rate));
-  }
-  double duration = std::min(req.max_duration_s > 0 ? req.max_duration_s : policy_.max_duration_s,
-                             policy_.max_duration_s);
-  argv.push_back("--duration");
-  argv.push_back(FormatNumber(duration) + "s");
   // Synchronized start: spawn now and let codl-inject begin its load at the common time, so
   // process creation and setup (file preallocation, buffers) stay out of the start skew.
   const bool deferred = req.start_at_unix_ns > clock_->UnixNanos();
-  if (deferred) {
-    argv.push_back("--start-at");
-    argv.push_back(std::to_string(req.start_at_unix_ns));
-  }
 
   ChildProcess::Options o;
-  o.argv = argv;
+  o.argv = RunArgs(*a, deferred);
   a->clock = clock_;
   a->telemetry = policy_.telemetry;
   a->started_unix_ns = clock_->UnixNanos();
@@ -276,25 +302,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
     ++started_;
   }
   if (deferred) {
-    // Wait for the load to begin (setup may take a while: files are preallocated first).
-    const double give_up = clock_->MonotonicSeconds() + 120;
-    std::unique_lock<std::mutex> l(a->mu);
-    while (!a->load_started && !a->child->exited() && clock_->MonotonicSeconds() < give_up) {
-      a->started_cv.wait_for(l, std::chrono::milliseconds(100));
-    }
-    if (!a->load_started) {
-      l.unlock();
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        antagonists_.erase(id);
-      }
-      a->child->Terminate(1.0);
-      return Err("antagonist '" + id + "': codl-inject did not start its load" +
-                 (a->child->exited() && a->child->exit_code() > 0
-                      ? ": exited with status " + std::to_string(a->child->exit_code()) + ": " +
-                            Tail(a->child->stderr_tail())
-                      : std::string(" (stopped, or no start within 120 s)")));
-    }
+    if (Status s = AwaitLoadStart(a); !s.ok()) return s;
   }
   Started s;
   s.pid = a->child->pid();

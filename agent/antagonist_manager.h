@@ -111,6 +111,11 @@ class AntagonistManager {
  private:
   struct Antagonist;
   Status FetchRendezvous(Antagonist* a) const;
+  // codl-inject's command line for a run: options, intensity, --duration, --start-at.
+  std::vector<std::string> RunArgs(const Antagonist& a, bool deferred) const;
+  // Deferred start: waits (up to 120 s) until codl-inject says its load began; on failure the
+  // child is terminated and unregistered.
+  Status AwaitLoadStart(const std::shared_ptr<Antagonist>& a);
   std::vector<std::string> BaseArgs(const std::string& injector,
                                     const std::map<std::string, std::string>& options) const;
 

@@ -47,19 +47,11 @@ Status Controller::Start() {
       agents_.get(), scheduler_.get(), runner_.get(), store_.get(), SystemClock::Get(),
       ServiceConfig{options_.heartbeat_interval_s, options_.lease_s});
 
-  rpc::Endpoint self{options_.listen, options_.tls};
-  auto creds = rpc::MakeServerCredentials(self);
-  if (!creds.ok()) return Err("controller --listen: " + creds.error());
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options_.listen, *creds, &port);
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  if (!server_) return Err("controller: cannot listen on '" + options_.listen + "'");
-  address_ = options_.listen;
-  if (address_.rfind("unix:", 0) != 0) {
-    address_ = address_.substr(0, address_.rfind(':')) + ":" + std::to_string(port);
-  }
+  auto started =
+      rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()}, "controller");
+  if (!started.ok()) return started.status();
+  server_ = std::move(started->server);
+  address_ = started->address;
   scheduler_->Start();
   started_ = true;
   metrics_refresher_ = std::thread([this] {

@@ -68,7 +68,7 @@ class GrpcAgentClient : public AgentClient {
     stub_->async()->StartAntagonist(p->ctx.get(), &p->req, &p->reply, [this, p](grpc::Status s) {
       if (s.ok()) {
         p->done(std::move(p->reply));
-      } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      } else if (rpc::FromGrpc(s).code() == StatusCode::kUnavailable) {
         std::thread([this, p] {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           v1::StartAntagonistReply reply;
@@ -77,11 +77,11 @@ class GrpcAgentClient : public AgentClient {
           if (again.ok()) {
             p->done(std::move(reply));
           } else {
-            p->done(Err(rpc::FromGrpc(again, "agent " + agent_id_ + " StartAntagonist").error()));
+            p->done(rpc::FromGrpc(again, "agent " + agent_id_ + " StartAntagonist"));
           }
         }).detach();
       } else {
-        p->done(Err(rpc::FromGrpc(s, "agent " + agent_id_ + " StartAntagonist").error()));
+        p->done(rpc::FromGrpc(s, "agent " + agent_id_ + " StartAntagonist"));
       }
     });
   }
@@ -124,7 +124,7 @@ class GrpcAgentClient : public AgentClient {
     auto r = Call<v1::StopAllReply>("StopAll", 10, [&](auto* ctx, auto* reply) {
       return stub_->StopAll(ctx, req, reply);
     });
-    return r.ok() ? Status::Ok() : Status(Err(r.error()));
+    return r.ok() ? Status::Ok() : r.status();
   }
 
  private:
@@ -137,11 +137,10 @@ class GrpcAgentClient : public AgentClient {
       auto ctx = rpc::MakeContext(deadline_s);
       s = f(ctx.get(), &reply);
       if (s.ok()) return reply;
-      if (s.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+      if (rpc::FromGrpc(s).code() != StatusCode::kUnavailable) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    Status st = rpc::FromGrpc(s, "agent " + agent_id_ + " " + method);
-    return Err(st.error());
+    return rpc::FromGrpc(s, "agent " + agent_id_ + " " + method);  // keeps the agent's code
   }
 
   std::string agent_id_;

@@ -43,89 +43,119 @@ void Summarize(const std::vector<IntervalPoint>& points, double report_period_s,
   }
 }
 
-Result<RunSummary> RunPaced(const PacedRunSpec& spec, const Target& target, const StopToken& stop,
-                            Reporter& reporter, const WorkerFn& worker) {
-  SteadyClock clock;
-  Pacer pacer(clock, spec.burst_s);
-  Meter meter;
-  StopSource run_stop(stop);  // ends the workers: caller's stop, end of run, or a worker error
-  const double t0 = clock.Now();
-  std::optional<RateController> controller;
-  if (target.is_max()) {
-    pacer.SetRate(std::numeric_limits<double>::infinity());
-  } else {
-    controller.emplace(target.rate, t0, spec.controller);
-    pacer.SetRate(target.rate);
+namespace {
+
+// One RunPaced call: workers on their own threads, the control + telemetry loop on the caller's.
+class PacedRun {
+ public:
+  PacedRun(const PacedRunSpec& spec, const Target& target, const StopToken& stop, Reporter& reporter)
+      : spec_(spec),
+        reporter_(reporter),
+        pacer_(clock_, spec.burst_s),
+        run_stop_(stop),  // ends the workers: caller's stop, end of run, or a worker error
+        t0_(clock_.Now()),
+        target_rate_(target.is_max() ? 0 : target.rate) {
+    if (target.is_max()) {
+      pacer_.SetRate(std::numeric_limits<double>::infinity());
+    } else {
+      controller_.emplace(target.rate, t0_, spec.controller);
+      pacer_.SetRate(target.rate);
+    }
   }
 
-  std::mutex error_mu;
-  std::string first_error;
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(spec.workers));
-  for (int i = 0; i < spec.workers; ++i) {
-    threads.emplace_back([&, i] {
-      WorkerContext ctx{i, pacer, meter, run_stop.token()};
-      Status status = worker(ctx);
-      if (!status.ok()) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (first_error.empty()) first_error = status.error();
-        run_stop.RequestStop();
+  Result<RunSummary> Run(const WorkerFn& worker) {
+    StartWorkers(worker);
+    ControlLoop();
+    run_stop_.RequestStop();
+    for (auto& t : threads_) t.join();
+    // A last partial interval counts toward totals; it is reported only if long enough to mean
+    // something (a 3 ms sliver would print a wild rate).
+    const double now = clock_.Now();
+    if (now - t0_ - points_.back().t >= 0.5 * spec_.report_period_s) Emit(now);
+    if (!first_error_.empty()) return Err(first_error_);
+
+    RunSummary summary;
+    Summarize(points_, spec_.report_period_s, spec_.ops_name, &summary);
+    if (points_.size() < 2) summary.seconds = now - t0_;
+    // Saturated: the resource delivered clearly less than asked (controller at its limit).
+    summary.saturated = controller_ && summary.achieved_rate < 0.97 * target_rate_;
+    return summary;
+  }
+
+ private:
+  void StartWorkers(const WorkerFn& worker) {
+    threads_.reserve(static_cast<size_t>(spec_.workers));
+    for (int i = 0; i < spec_.workers; ++i) {
+      threads_.emplace_back([this, &worker, i] {
+        WorkerContext ctx{i, pacer_, meter_, run_stop_.token()};
+        Status status = worker(ctx);
+        if (!status.ok()) {
+          std::lock_guard<std::mutex> lock(error_mu_);
+          if (first_error_.empty()) first_error_ = status.error();
+          run_stop_.RequestStop();
+        }
+      });
+    }
+  }
+
+  // Wakes for the next control update or report, whichever comes first, until stopped.
+  void ControlLoop() {
+    double next_control =
+        controller_ ? t0_ + spec_.control_period_s : std::numeric_limits<double>::infinity();
+    double next_report = t0_ + spec_.report_period_s;
+    const StopToken run_token = run_stop_.token();
+    while (clock_.SleepUntil(std::min(next_control, next_report), run_token)) {
+      const double now = clock_.Now();
+      if (controller_ && now >= next_control) {
+        pacer_.SetRate(controller_->Update(now, static_cast<double>(meter_.units())));
+        next_control += spec_.control_period_s;
+        if (next_control < now) next_control = now + spec_.control_period_s;  // we were descheduled
       }
-    });
+      if (now >= next_report) {
+        Emit(now);
+        next_report += spec_.report_period_s;
+        if (next_report < now) next_report = now + spec_.report_period_s;
+      }
+    }
   }
 
-  // Control + telemetry loop on the calling thread.
-  std::vector<IntervalPoint> points{{0, 0, 0}};
-  const double target_rate = target.is_max() ? 0 : target.rate;
-  double next_control =
-      controller ? t0 + spec.control_period_s : std::numeric_limits<double>::infinity();
-  double next_report = t0 + spec.report_period_s;
-  const StopToken run_token = run_stop.token();
-  auto emit = [&](double now) {
-    const IntervalPoint p{now - t0, static_cast<double>(meter.units()),
-                          static_cast<double>(meter.ops())};
-    const IntervalPoint& prev = points.back();
+  // One telemetry interval: from the previous point to now.
+  void Emit(double now) {
+    const IntervalPoint p{now - t0_, static_cast<double>(meter_.units()),
+                          static_cast<double>(meter_.ops())};
+    const IntervalPoint& prev = points_.back();
     const double dt = p.t - prev.t;
     Sample s;
     s.t_s = p.t;
     s.interval_s = dt;
     s.achieved = dt > 0 ? (p.units - prev.units) / dt : 0;
-    s.target = target_rate;
-    s.saturated = controller && controller->saturated();
-    if (!spec.ops_name.empty()) s.extra[spec.ops_name] = dt > 0 ? (p.ops - prev.ops) / dt : 0;
-    points.push_back(p);
-    reporter.Report(s);
-  };
-  while (true) {
-    const double wake = std::min(next_control, next_report);
-    if (!clock.SleepUntil(wake, run_token)) break;
-    const double now = clock.Now();
-    if (controller && now >= next_control) {
-      pacer.SetRate(controller->Update(now, static_cast<double>(meter.units())));
-      next_control += spec.control_period_s;
-      if (next_control < now) next_control = now + spec.control_period_s;  // we were descheduled
-    }
-    if (now >= next_report) {
-      emit(now);
-      next_report += spec.report_period_s;
-      if (next_report < now) next_report = now + spec.report_period_s;
-    }
+    s.target = target_rate_;
+    s.saturated = controller_ && controller_->saturated();
+    if (!spec_.ops_name.empty()) s.extra[spec_.ops_name] = dt > 0 ? (p.ops - prev.ops) / dt : 0;
+    points_.push_back(p);
+    reporter_.Report(s);
   }
-  run_stop.RequestStop();
-  for (auto& t : threads) t.join();
 
-  // A last partial interval counts toward totals; it is reported only if long enough to mean
-  // something (a 3 ms sliver would print a wild rate).
-  const double now = clock.Now();
-  if (now - t0 - points.back().t >= 0.5 * spec.report_period_s) emit(now);
-  if (!first_error.empty()) return Err(first_error);
+  const PacedRunSpec& spec_;
+  Reporter& reporter_;
+  SteadyClock clock_;
+  Pacer pacer_;
+  Meter meter_;
+  StopSource run_stop_;
+  const double t0_;
+  const double target_rate_;
+  std::optional<RateController> controller_;
+  std::vector<std::thread> threads_;
+  std::mutex error_mu_;
+  std::string first_error_;
+  std::vector<IntervalPoint> points_{{0, 0, 0}};
+};
 
-  RunSummary summary;
-  Summarize(points, spec.report_period_s, spec.ops_name, &summary);
-  if (points.size() < 2) summary.seconds = now - t0;
-  // Saturated: the resource delivered clearly less than asked (controller at its limit).
-  summary.saturated = controller && summary.achieved_rate < 0.97 * target_rate;
-  return summary;
+}  // namespace
+
+Result<RunSummary> RunPaced(const PacedRunSpec& spec, const Target& target, const StopToken& stop,
+                            Reporter& reporter, const WorkerFn& worker) {
+  return PacedRun(spec, target, stop, reporter).Run(worker);
 }
 
 }  // namespace codl::injectors

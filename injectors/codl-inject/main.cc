@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "lib/common/json_line.h"
@@ -97,111 +98,156 @@ int CleanupStaleCommand(const CliArgs& args, const std::vector<std::string>& roo
   return kExitOk;
 }
 
-int RunCommand(const CliArgs& args, const injectors::HostInfo& host) {
-  auto inj = injectors::CreateInjector(args.injector);
-  if (!inj) return Fail(kExitUsage, injectors::ValidateInjectorName(args.injector));
-  const auto& d = inj->descriptor();
-  if (args.command == Command::kInjectorHelp) {
-    PrintInjectorHelp(*inj, host);
-    return kExitOk;
-  }
-  auto options = injectors::ParseInjectorOptions(*inj, args.options);
-  if (!options.ok()) return Fail(kExitUsage, options.error());
-
-  SummaryFields summary;
-  summary.injector = d.name;
-  summary.unit = d.unit;
-  double target = 0;
-  if (args.intensity == Intensity::kRate) {
-    auto r = ParseRateFor(*inj, *options, "--rate", args.rate_text);
-    if (!r.ok()) return Fail(kExitUsage, r.error());
-    target = *r;
-  }
-  if (!args.peak_text.empty()) {
-    auto r = ParseRateFor(*inj, *options, "--peak", args.peak_text);
-    if (!r.ok()) return Fail(kExitUsage, r.error());
-    summary.peak_rate = *r;
-  }
-  if (std::string why = inj->Unsupported(host); !why.empty()) {
-    return Fail(kExitRuntime, d.name + " is unavailable here: " + why);
+// One run of one injector, step by step: options and targets, setup, calibration (when asked
+// or needed for --level), the synchronized start, the load, the summary. Each step returns an
+// exit code, or nullopt to go on.
+class RunSession {
+ public:
+  RunSession(const CliArgs& args, const injectors::HostInfo& host, injectors::Injector& inj)
+      : args_(args), host_(host), inj_(inj), stop_(signals_.token()) {
+    summary_.injector = inj.descriptor().name;
+    summary_.unit = inj.descriptor().unit;
   }
 
-  SignalStopper signals;
-  const injectors::StopToken stop = signals.token();
-  auto finish = [&](const injectors::RunSummary& run) {
-    summary.run = run;
-    summary.stopped_by_signal = signals.signalled();
-    if (args.json) {
-      PrintSummaryJson(summary);
-    } else {
-      PrintSummaryHuman(summary);
+  int Run() {
+    if (auto rc = Prepare()) return *rc;
+    if (auto rc = Setup()) return *rc;
+    if (auto rc = CalibrateIfNeeded()) return *rc;
+    ResolveTarget();
+    if (!AwaitCommonStart()) return Finish({});
+    return Load();
+  }
+
+ private:
+  using Step = std::optional<int>;
+
+  Step Prepare() {
+    auto options = injectors::ParseInjectorOptions(inj_, args_.options);
+    if (!options.ok()) return Fail(kExitUsage, options.error());
+    options_ = std::move(*options);
+    if (args_.intensity == Intensity::kRate) {
+      auto r = ParseRateFor(inj_, options_, "--rate", args_.rate_text);
+      if (!r.ok()) return Fail(kExitUsage, r.error());
+      target_ = *r;
     }
-    return kExitOk;
-  };
-
-  if (Status s = inj->Setup(*options, host, stop); !s.ok()) {
-    if (stop.stop_requested()) return finish({});  // interrupted while preparing: not a failure
-    return Fail(kExitRuntime, s.error());
+    if (!args_.peak_text.empty()) {
+      auto r = ParseRateFor(inj_, options_, "--peak", args_.peak_text);
+      if (!r.ok()) return Fail(kExitUsage, r.error());
+      summary_.peak_rate = *r;
+    }
+    if (std::string why = inj_.Unsupported(host_); !why.empty()) {
+      return Fail(kExitRuntime, summary_.injector + " is unavailable here: " + why);
+    }
+    return std::nullopt;
   }
 
-  const bool calibrate_only = args.command == Command::kCalibrate;
-  const bool needs_peak = args.intensity == Intensity::kLevel && args.peak_text.empty();
-  if (calibrate_only || needs_peak) {
-    const double len = calibrate_only && args.duration_s > 0 ? args.duration_s
-                                                             : args.calibrate_duration_s;
-    auto reporter = MakeReporter(args.json, d.unit, "calibrate");
-    auto cal = inj->Calibrate(len, stop, *reporter);
+  Step Setup() {
+    if (Status s = inj_.Setup(options_, host_, stop_); !s.ok()) {
+      if (stop_.stop_requested()) return Finish({});  // interrupted while preparing: not a failure
+      return Fail(kExitRuntime, s.error());
+    }
+    return std::nullopt;
+  }
+
+  // --calibrate, or --level without --peak: measure the peak first.
+  Step CalibrateIfNeeded() {
+    const bool calibrate_only = args_.command == Command::kCalibrate;
+    const bool needs_peak = args_.intensity == Intensity::kLevel && args_.peak_text.empty();
+    if (!calibrate_only && !needs_peak) return std::nullopt;
+    const double len = calibrate_only && args_.duration_s > 0 ? args_.duration_s
+                                                              : args_.calibrate_duration_s;
+    auto reporter = MakeReporter(args_.json, summary_.unit, "calibrate");
+    auto cal = inj_.Calibrate(len, stop_, *reporter);
     reporter.reset();
     if (!cal.ok()) return Fail(kExitRuntime, cal.error());
-    summary.peak_rate = cal->achieved_rate;
-    if (calibrate_only || stop.stop_requested()) {
-      summary.mode = "calibrate";
-      return finish(*cal);
+    summary_.peak_rate = cal->achieved_rate;
+    if (calibrate_only || stop_.stop_requested()) {
+      summary_.mode = "calibrate";
+      return Finish(*cal);
     }
+    return std::nullopt;
   }
 
-  switch (args.intensity) {
-    case Intensity::kMax: summary.mode = "max"; break;
-    case Intensity::kRate: summary.mode = "rate"; break;
-    case Intensity::kLevel:
-      summary.mode = "level";
-      summary.level = args.level;
-      target = args.level * summary.peak_rate;
-      break;
-    case Intensity::kNone: break;
+  void ResolveTarget() {
+    switch (args_.intensity) {
+      case Intensity::kMax: summary_.mode = "max"; break;
+      case Intensity::kRate: summary_.mode = "rate"; break;
+      case Intensity::kLevel:
+        summary_.mode = "level";
+        summary_.level = args_.level;
+        target_ = args_.level * summary_.peak_rate;
+        break;
+      case Intensity::kNone: break;
+    }
+    summary_.target_rate = target_;
   }
-  summary.target_rate = target;
-  const injectors::Target t =
-      args.intensity == Intensity::kMax ? injectors::Target::Max() : injectors::Target::Rate(target);
-  // --duration is enforced here, by the tool itself, not left to whoever started us.
-  const injectors::StopToken run_stop = args.duration_s > 0 ? stop.WithDeadline(args.duration_s) : stop;
+
   // A synchronized start: everything slow (setup, calibration, process start) is done; wait
-  // for the common start time, then say when the load actually began.
-  if (args.start_at_unix_ns > 0) {
+  // for the common start time, then say when the load actually began. False when stopped.
+  bool AwaitCommonStart() {
+    if (args_.start_at_unix_ns <= 0) return true;
     auto now_ns = [] {
       return std::chrono::duration_cast<std::chrono::nanoseconds>(
                  std::chrono::system_clock::now().time_since_epoch()).count();
     };
-    while (!stop.stop_requested() && now_ns() < args.start_at_unix_ns) {
-      const int64_t left = args.start_at_unix_ns - now_ns();
+    while (!stop_.stop_requested() && now_ns() < args_.start_at_unix_ns) {
+      const int64_t left = args_.start_at_unix_ns - now_ns();
       std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 5'000'000)));
     }
-    if (stop.stop_requested()) return finish({});
-    if (args.json) {
+    if (stop_.stop_requested()) return false;
+    if (args_.json) {
       std::printf("{\"started_unix_ns\":%lld}\n", static_cast<long long>(now_ns()));
       std::fflush(stdout);
     }
+    return true;
   }
-  const injectors::StopToken measured_stop =
-      args.start_at_unix_ns > 0 && args.duration_s > 0 ? stop.WithDeadline(args.duration_s) : run_stop;
-  auto reporter = MakeReporter(args.json, d.unit, "run");
-  auto run = inj->Run(t, measured_stop, *reporter);
-  reporter.reset();
-  if (!run.ok()) return Fail(kExitRuntime, run.error());
-  if (args.intensity == Intensity::kMax && summary.peak_rate == 0) {
-    summary.peak_rate = run->achieved_rate;  // a max run measures the peak too
+
+  int Load() {
+    const injectors::Target t = args_.intensity == Intensity::kMax ? injectors::Target::Max()
+                                                                   : injectors::Target::Rate(target_);
+    // --duration is enforced here, by the tool itself, not left to whoever started us; it counts
+    // from the moment the load begins.
+    const injectors::StopToken run_stop =
+        args_.duration_s > 0 ? stop_.WithDeadline(args_.duration_s) : stop_;
+    auto reporter = MakeReporter(args_.json, summary_.unit, "run");
+    auto run = inj_.Run(t, run_stop, *reporter);
+    reporter.reset();
+    if (!run.ok()) return Fail(kExitRuntime, run.error());
+    if (args_.intensity == Intensity::kMax && summary_.peak_rate == 0) {
+      summary_.peak_rate = run->achieved_rate;  // a max run measures the peak too
+    }
+    return Finish(*run);
   }
-  return finish(*run);
+
+  int Finish(const injectors::RunSummary& run) {
+    summary_.run = run;
+    summary_.stopped_by_signal = signals_.signalled();
+    if (args_.json) {
+      PrintSummaryJson(summary_);
+    } else {
+      PrintSummaryHuman(summary_);
+    }
+    return kExitOk;
+  }
+
+  const CliArgs& args_;
+  const injectors::HostInfo& host_;
+  injectors::Injector& inj_;
+  SignalStopper signals_;
+  const injectors::StopToken stop_;
+  injectors::OptionValues options_;
+  SummaryFields summary_;
+  double target_ = 0;
+};
+
+int RunCommand(const CliArgs& args, const injectors::HostInfo& host) {
+  auto inj = injectors::CreateInjector(args.injector);
+  if (!inj) return Fail(kExitUsage, injectors::ValidateInjectorName(args.injector));
+  if (args.command == Command::kInjectorHelp) {
+    PrintInjectorHelp(*inj, host);
+    return kExitOk;
+  }
+  return RunSession(args, host, *inj).Run();
 }
 
 int Main(int argc, char** argv) {

@@ -123,6 +123,24 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const End
   return grpc::SslServerCredentials(o);
 }
 
+Result<StartedServer> StartServer(const Endpoint& listen, const std::vector<grpc::Service*>& services,
+                                  const std::string& who) {
+  auto creds = MakeServerCredentials(listen);
+  if (!creds.ok()) return Error{who + " --listen: " + creds.error(), creds.status().code()};
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen.address, *creds, &port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  StartedServer started;
+  started.server = builder.BuildAndStart();
+  if (!started.server) return Unavailable(who + ": cannot listen on '" + listen.address + "'");
+  started.address = listen.address;
+  if (started.address.rfind("unix:", 0) != 0) {
+    started.address = started.address.substr(0, started.address.rfind(':')) + ":" + std::to_string(port);
+  }
+  return started;
+}
+
 std::string NewIdempotencyKey() {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}() ^ (static_cast<uint64_t>(UnixNanosNow()));

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -39,6 +40,18 @@ Status CheckEndpointSecurity(const Endpoint& e);
 
 Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e);
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e);
+
+// A started server and the address it is reachable at: the listen address with the port the
+// kernel bound (":0" asks for an ephemeral one); unix sockets as given.
+struct StartedServer {
+  std::unique_ptr<grpc::Server> server;
+  std::string address;
+};
+
+// The one way both daemons start their gRPC server: credentials for `listen` (plaintext only on
+// loopback/unix), the services registered, the bound port read back. `who` prefixes errors.
+Result<StartedServer> StartServer(const Endpoint& listen, const std::vector<grpc::Service*>& services,
+                                  const std::string& who);
 
 // Bearer token: when set (process-wide), clients send it and servers require it.
 void SetBearerToken(const std::string& token);
