@@ -76,7 +76,8 @@ Status Agent::Start() {
     spdlog::info("agent metrics on http://{}/metrics", options_.metrics_listen);
   }
 
-  auto started = rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()}, "agent");
+  auto started =
+      rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()}, "agent");
   if (!started.ok()) return started.status();
   server_ = std::move(started->server);
   advertised_ = options_.advertise.empty() ? started->address : options_.advertise;

@@ -30,7 +30,7 @@ class LeaseMonitor;
 
 struct AgentOptions {
   std::string controller = kDefaultControllerAddress;  // controller address
-  std::string listen = "127.0.0.1:0";         // this agent's service; port 0 = ephemeral
+  std::string listen = "127.0.0.1:0";                  // this agent's service; port 0 = ephemeral
   std::string advertise;                      // address the controller dials; default: listen
   std::string agent_id;                       // default: hostname
   std::map<std::string, std::string> labels;  // user labels, added to the detected ones
@@ -39,10 +39,10 @@ struct AgentOptions {
   double max_level = 1.0;                     // policy: highest level an antagonist may run at
   double lease_s = 10;                        // dead-man switch default
   double heartbeat_interval_s = 1;
-  std::string state_dir;                      // leftovers file; empty: none
+  std::string state_dir;  // leftovers file; empty: none
   std::string inject_binary = "codl-inject";
   rpc::TlsFiles tls;
-  std::string metrics_listen;                 // Prometheus /metrics "host:port"; empty = off
+  std::string metrics_listen;  // Prometheus /metrics "host:port"; empty = off
 };
 
 class Agent {

@@ -17,8 +17,12 @@ experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
   v.warmup_steps = p.warmup_steps();
   v.timeout_s = p.timeout_s();
   switch (p.progress().format()) {
-    case v1::VictimProgress::REGEX: v.progress.format = experiment::ProgressSpec::Format::kRegex; break;
-    case v1::VictimProgress::WALL: v.progress.format = experiment::ProgressSpec::Format::kWall; break;
+    case v1::VictimProgress::REGEX:
+      v.progress.format = experiment::ProgressSpec::Format::kRegex;
+      break;
+    case v1::VictimProgress::WALL:
+      v.progress.format = experiment::ProgressSpec::Format::kWall;
+      break;
     default: v.progress.format = experiment::ProgressSpec::Format::kJsonl;
   }
   if (!p.progress().field().empty()) v.progress.field = p.progress().field();
@@ -30,8 +34,12 @@ experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
 
 AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease,
                                    const Clock* clock, AgentPolicy policy, TelemetryHub* telemetry)
-    : antagonists_(antagonists), lease_(lease), clock_(clock), policy_(policy),
-      telemetry_(telemetry), victims_(clock) {}
+    : antagonists_(antagonists),
+      lease_(lease),
+      clock_(clock),
+      policy_(policy),
+      telemetry_(telemetry),
+      victims_(clock) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
@@ -97,7 +105,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     ir.rate = req->spec().rate();
     ir.max_duration_s = req->spec().max_duration_s();
     // Synchronized start: codl-inject is spawned now and begins its load at the common time.
-    ir.start_at_unix_ns = std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL);
+    ir.start_at_unix_ns =
+        std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL);
     auto started = antagonists_->Start(req->antagonist_id(), ir, req->lease_s());
     if (!started.ok()) {
       r->Finish(rpc::ToGrpc(started.status(), StatusCode::kFailedPrecondition));
@@ -216,7 +225,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAll(grpc::CallbackServerContext*
   if (auto* r = Prologue(ctx, "", reply)) return r;
   auto* r = ctx->DefaultReactor();
   executor_.Post([this, r, req, reply] {
-    reply->set_stopped(antagonists_->StopAll(req->reason().empty() ? "controller asked" : req->reason()));
+    reply->set_stopped(
+        antagonists_->StopAll(req->reason().empty() ? "controller asked" : req->reason()));
     r->Finish(grpc::Status::OK);
   });
   return r;

@@ -45,8 +45,7 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   grpc::ServerUnaryReactor* RunVictim(grpc::CallbackServerContext* ctx,
                                       const v1::RunVictimRequest* req,
                                       v1::RunVictimReply* reply) override;
-  grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx,
-                                    const v1::StopAllRequest* req,
+  grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx, const v1::StopAllRequest* req,
                                     v1::StopAllReply* reply) override;
   grpc::ServerWriteReactor<v1::TelemetryEvent>* StreamTelemetry(
       grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;

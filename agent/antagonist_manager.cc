@@ -26,7 +26,7 @@ struct AntagonistManager::Antagonist {
   double summary_achieved = 0;
   double summary_target = 0;
   double summary_cov = 0;
-  std::string error;  // set when stopped by the lease or when the child failed
+  std::string error;             // set when stopped by the lease or when the child failed
   injectors::Capabilities caps;  // what the injector declares (from the catalog)
   std::map<std::string, std::string> victim_env;  // from a {"victim_env":{...}} line
   const RendezvousRelay* relay = nullptr;
@@ -126,8 +126,8 @@ void AntagonistManager::Antagonist::Publish(const nlohmann::json& p) {
   std::string problem;
   if (key.empty() || !ok || !relay || !relay->publish) {
     problem = key.empty() ? "rendezvous_publish without a key"
-              : !ok      ? "rendezvous_publish value_hex is not hex"
-                         : "this agent has no controller link to relay the rendezvous";
+              : !ok       ? "rendezvous_publish value_hex is not hex"
+                          : "this agent has no controller link to relay the rendezvous";
   } else if (Status s = relay->publish(key, value); !s.ok()) {
     problem = "relaying rendezvous '" + key + "': " + s.error();
   }
@@ -145,8 +145,10 @@ void AntagonistManager::Antagonist::Publish(const nlohmann::json& p) {
 // Called with mu held.
 void AntagonistManager::Antagonist::TakeVictimEnv(const nlohmann::json& env) {
   if (!caps.exports_victim_env) {
-    spdlog::warn("antagonist {}: ignoring a victim_env line: injector '{}' does not declare "
-                 "exports_victim_env", id, request.injector);
+    spdlog::warn(
+        "antagonist {}: ignoring a victim_env line: injector '{}' does not declare "
+        "exports_victim_env",
+        id, request.injector);
     return;
   }
   if (!env.is_object()) return;
@@ -154,8 +156,10 @@ void AntagonistManager::Antagonist::TakeVictimEnv(const nlohmann::json& env) {
     if (value.is_string() && injectors::IsExportableEnvName(name)) {
       victim_env[name] = value.get<std::string>();
     } else {
-      spdlog::warn("antagonist {}: not exporting '{}' to the victim (unsafe name or not a "
-                   "string)", id, name);
+      spdlog::warn(
+          "antagonist {}: not exporting '{}' to the victim (unsafe name or not a "
+          "string)",
+          id, name);
     }
   }
 }
@@ -408,9 +412,10 @@ int AntagonistManager::EnforceLeases() {
     }
   }
   for (auto& a : expired) {
-    spdlog::warn("lease expired for antagonist {} (controller silent for {:.1f} s > lease {:.1f} s): "
-                 "stopping it",
-                 a->id, silent, a->lease_s);
+    spdlog::warn(
+        "lease expired for antagonist {} (controller silent for {:.1f} s > lease {:.1f} s): "
+        "stopping it",
+        a->id, silent, a->lease_s);
     {
       std::lock_guard<std::mutex> l(a->mu);
       a->error = "stopped by the agent: controller silent for longer than the lease";

@@ -22,7 +22,7 @@ struct InjectorRequest {
   std::string injector;
   std::map<std::string, std::string> options;
   bool max = false;
-  double rate = 0;             // absolute target in the injector's unit (when !max)
+  double rate = 0;  // absolute target in the injector's unit (when !max)
   double max_duration_s = 3600;
   int64_t start_at_unix_ns = 0;  // common start (agent clock); 0 = now
 };
@@ -38,10 +38,10 @@ class TelemetryHub;
 struct AntagonistPolicy {
   std::string inject_binary = "codl-inject";
   RendezvousRelay relay;
-  TelemetryHub* telemetry = nullptr;  // live samples go here too (may be null)
+  TelemetryHub* telemetry = nullptr;       // live samples go here too (may be null)
   std::vector<std::string> scratch_roots;  // passed to codl-inject as --scratch-root
-  double max_duration_s = 4 * 3600;         // cap on any request
-  double default_lease_s = 10;              // when a start request carries no lease
+  double max_duration_s = 4 * 3600;        // cap on any request
+  double default_lease_s = 10;             // when a start request carries no lease
 };
 
 class AntagonistManager {

@@ -56,7 +56,7 @@ class Spawner {
 };
 
 bool IsExecutable(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
 }
 
@@ -110,7 +110,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
                " and on PATH)");
   }
   if (!options.workdir.empty()) {
-    struct stat st{};
+    struct stat st {};
     if (stat(options.workdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return Err("working directory '" + options.workdir + "' does not exist");
     }

@@ -27,9 +27,9 @@ namespace codl::agent {
 class ChildProcess {
  public:
   struct Options {
-    std::vector<std::string> argv;            // argv[0] resolved with ResolveExecutable first
-    std::map<std::string, std::string> env;   // added to (overriding) the agent's environment
-    std::string workdir;                      // empty: inherit
+    std::vector<std::string> argv;           // argv[0] resolved with ResolveExecutable first
+    std::map<std::string, std::string> env;  // added to (overriding) the agent's environment
+    std::string workdir;                     // empty: inherit
     std::function<void(std::string_view line)> on_stdout;  // called from the reader thread
     size_t stderr_tail_bytes = 4096;
   };

@@ -25,9 +25,8 @@ Status ControllerLink::Start() {
   auto channel = rpc::MakeChannel(options_.controller);
   if (!channel.ok()) return channel.status();
   auto stub = v1::Controller::NewStub(*channel);
-  stub_holder_ = std::shared_ptr<void>(stub.release(), [](void* p) {
-    delete static_cast<v1::Controller::Stub*>(p);
-  });
+  stub_holder_ = std::shared_ptr<void>(
+      stub.release(), [](void* p) { delete static_cast<v1::Controller::Stub*>(p); });
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
@@ -54,14 +53,15 @@ bool ControllerLink::Register() {
   grpc::Status s = StubOf(stub_holder_)->RegisterAgent(ctx.get(), req, &reply);
   if (!s.ok()) {
     if (!warned_) {
-      spdlog::warn("cannot register with controller {}: {} (retrying)",
-                   options_.controller.address, s.error_message());
+      spdlog::warn("cannot register with controller {}: {} (retrying)", options_.controller.address,
+                   s.error_message());
       warned_ = true;
     }
     return false;
   }
   warned_ = false;
-  if (reply.heartbeat_interval_s() > 0) options_.heartbeat_interval_s = reply.heartbeat_interval_s();
+  if (reply.heartbeat_interval_s() > 0)
+    options_.heartbeat_interval_s = reply.heartbeat_interval_s();
   lease_->Renew();
   spdlog::info("registered with controller {} as {} ({})", options_.controller.address,
                options_.agent_id, options_.advertise);
@@ -84,7 +84,8 @@ bool ControllerLink::Heartbeat() {
   if (!s.ok()) {
     if (!warned_) {
       spdlog::warn("heartbeat to {} failed: {} (lease runs out after {:.1f} s of silence)",
-                   options_.controller.address, s.error_message(), 0.0 + lease_->SecondsSinceContact());
+                   options_.controller.address, s.error_message(),
+                   0.0 + lease_->SecondsSinceContact());
       warned_ = true;
     }
     return false;
@@ -123,7 +124,8 @@ Result<std::string> ControllerLink::FetchRendezvous(const std::string& key, doub
   grpc::Status s = StubOf(stub_holder_)->FetchRendezvous(ctx.get(), req, &reply);
   if (Status st = rpc::FromGrpc(s, "controller FetchRendezvous"); !st.ok()) return st;
   if (!reply.found()) {
-    return DeadlineExceeded("not published within " + std::to_string(static_cast<int>(wait_s)) + " s");
+    return DeadlineExceeded("not published within " + std::to_string(static_cast<int>(wait_s)) +
+                            " s");
   }
   return reply.value();
 }

@@ -11,7 +11,8 @@ namespace codl::agent {
 
 class LeaseMonitor {
  public:
-  explicit LeaseMonitor(const Clock* clock) : clock_(clock), last_contact_s_(clock->MonotonicSeconds()) {}
+  explicit LeaseMonitor(const Clock* clock)
+      : clock_(clock), last_contact_s_(clock->MonotonicSeconds()) {}
 
   void Renew() {
     std::lock_guard<std::mutex> l(mu_);

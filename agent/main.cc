@@ -21,7 +21,8 @@ void ApplyFile(const cfg::AgentConfig& f, const CLI::App& app, codl::agent::Agen
   cfg::FromFileUnlessFlag(app, "--no-victim", f.allow_victim, o.allow_victim);
   cfg::FromFileUnlessFlag(app, "--max-level", f.max_level, o.max_level);
   cfg::FromFileUnlessFlag(app, "--lease", f.lease_s, o.lease_s);
-  cfg::FromFileUnlessFlag(app, "--heartbeat-interval", f.heartbeat_interval_s, o.heartbeat_interval_s);
+  cfg::FromFileUnlessFlag(app, "--heartbeat-interval", f.heartbeat_interval_s,
+                          o.heartbeat_interval_s);
   cfg::FromFileUnlessFlag(app, "--state-dir", f.state_dir, o.state_dir);
   cfg::FromFileUnlessFlag(app, "--metrics-listen", f.metrics_listen, o.metrics_listen);
 }
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--listen", o.listen, "address of this agent's service; port 0 = ephemeral")
       ->capture_default_str();
-  app.add_option("--advertise", o.advertise, "address the controller should dial (default: --listen)");
+  app.add_option("--advertise", o.advertise,
+                 "address the controller should dial (default: --listen)");
   app.add_option("--id", o.agent_id, "agent id (default: hostname)");
   app.add_option("--label", labels,
                  "user label KEY=VALUE (repeatable), e.g. --label role=gpu; added to the file's");
@@ -53,11 +55,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   boot.AddDurationFlag("--lease", &o.lease_s,
-                       "dead-man lease: stop antagonists after this much controller silence", "10s");
+                       "dead-man lease: stop antagonists after this much controller silence",
+                       "10s");
   boot.AddDurationFlag("--heartbeat-interval", &o.heartbeat_interval_s,
                        "heartbeat period until the controller sets its own at registration", "1s");
   app.add_option("--state-dir", o.state_dir, "where the agent keeps its leftovers file");
-  app.add_option("--inject-binary", o.inject_binary, "codl-inject to run (default: beside codl-agent)")
+  app.add_option("--inject-binary", o.inject_binary,
+                 "codl-inject to run (default: beside codl-agent)")
       ->capture_default_str();
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
@@ -73,10 +77,11 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<codl::agent::Agent> agent;
   return boot.Serve({
-      .start = [&] {
-        agent = std::make_unique<codl::agent::Agent>(o);
-        return agent->Start();
-      },
+      .start =
+          [&] {
+            agent = std::make_unique<codl::agent::Agent>(o);
+            return agent->Start();
+          },
       .ready = [&] { return "serving on " + agent->address() + ", controller " + o.controller; },
       .stop = [&] { agent->Shutdown(); },
       .on_signal = "stopping antagonists and exiting",

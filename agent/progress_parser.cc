@@ -90,12 +90,14 @@ void ProgressParser::OnJsonLine(std::string_view line, double t_s) {
   step.step_time_s = field->get<double>();
   step.t_s = t_s;
   auto number = j.find("step");
-  step.step = number != j.end() && number->is_number_integer() ? number->get<int64_t>()
-                                                               : static_cast<int64_t>(steps_.size());
+  step.step = number != j.end() && number->is_number_integer()
+                  ? number->get<int64_t>()
+                  : static_cast<int64_t>(steps_.size());
   auto phases = j.find("phases");
   if (phases != j.end() && phases->is_object()) {
     for (const auto& [name, value] : phases->items()) {
-      if (value.is_number() && std::isfinite(value.get<double>())) step.phases[name] = value.get<double>();
+      if (value.is_number() && std::isfinite(value.get<double>()))
+        step.phases[name] = value.get<double>();
     }
   }
   auto warmup = j.find("warmup");

@@ -37,13 +37,14 @@ class ProgressParser {
     double metric = 0;
     std::vector<codl::VictimStep> steps;          // every parsed step, warmup included
     std::map<std::string, double> phase_medians;  // over measured steps that report the phase
-    int lines = 0;            // non-empty stdout lines seen
+    int lines = 0;                                // non-empty stdout lines seen
     int malformed_lines = 0;  // jsonl: not a JSON object, or the field not a finite number >= 0;
                               // regex: matched, but the capture is not a number
   };
 
   // exit_code: the exit status, or -signal when killed by a signal.
-  Outcome Finish(int exit_code, bool timed_out, double wall_s, const std::string& stderr_tail) const;
+  Outcome Finish(int exit_code, bool timed_out, double wall_s,
+                 const std::string& stderr_tail) const;
 
   // Steps parsed so far (for live telemetry).
   const std::vector<codl::VictimStep>& steps() const { return steps_; }

@@ -8,8 +8,7 @@
 
 namespace codl::agent {
 
-VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec,
-                                const std::atomic<bool>* cancel,
+VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel,
                                 const std::function<void(const VictimStep&)>& on_step) {
   VictimOutcome out;
   ProgressParser parser(spec.progress, spec.warmup_steps);

@@ -12,10 +12,10 @@
 #include "codlctl/embedded.h"
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
+#include "injectors/registry.h"
 #include "lib/common/defaults.h"
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
-#include "injectors/registry.h"
 
 namespace codl::cli {
 
@@ -39,7 +39,8 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 }
 
 // Watches until the experiment ends; returns its final status.
-Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::string& id, bool quiet) {
+Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::string& id,
+                                        bool quiet) {
   ProgressView view(stderr);
   v1::ExperimentStatus last;
   Status s = client->Watch(id, [&](const v1::ExperimentEvent& ev) {
@@ -71,7 +72,8 @@ class InterruptHandler {
       while (sigwait(&set, &sig) == 0) {
         if (done_) return;
         if (++count_ == 1) {
-          fprintf(stderr, "\ncodlctl: interrupted — cancelling the experiment (again to quit now)\n");
+          fprintf(stderr,
+                  "\ncodlctl: interrupted — cancelling the experiment (again to quit now)\n");
           if (on_first_) on_first_();
         } else {
           _exit(130);
@@ -109,11 +111,14 @@ int CmdValidate(const std::string& file, bool plan) {
          spec->name.c_str(), spec->antagonists.size(), trials.size(), baselines);
   if (plan) {
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
-    for (const auto& t : trials) printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
+    for (const auto& t : trials)
+      printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
     double est = experiment::EstimateDurationSeconds(*spec, trials, 10);
-    printf("estimated duration: %s (assuming the victim runs ~10 s; settle %s, cooldown %s per trial)\n",
-           FormatEta(est).c_str(), FormatDuration(spec->settle_s).c_str(),
-           FormatDuration(spec->cooldown_s).c_str());
+    printf(
+        "estimated duration: %s (assuming the victim runs ~10 s; settle %s, cooldown %s per "
+        "trial)\n",
+        FormatEta(est).c_str(), FormatDuration(spec->settle_s).c_str(),
+        FormatDuration(spec->cooldown_s).c_str());
   }
   return kExitOk;
 }
@@ -143,7 +148,11 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   EmbeddedCluster embedded;
   std::string address = ConfiguredController(g.controller);
   if (address.empty()) {
-    if (!o.quiet) fprintf(stderr, "codlctl: no controller configured: starting an embedded controller and agent (results in %s)\n", o.db.c_str());
+    if (!o.quiet)
+      fprintf(stderr,
+              "codlctl: no controller configured: starting an embedded controller and agent "
+              "(results in %s)\n",
+              o.db.c_str());
     if (Status s = embedded.Start(o.db, *lease, o.scratch_roots); !s.ok()) {
       fprintf(stderr, "codlctl run: %s\n", s.error().c_str());
       return kExitFailed;

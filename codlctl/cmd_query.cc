@@ -6,9 +6,9 @@
 #include "codlctl/controller_client.h"
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
+#include "injectors/registry.h"
 #include "lib/common/defaults.h"
 #include "lib/common/units.h"
-#include "injectors/registry.h"
 #include "lib/store/store.h"
 
 namespace codl::cli {
@@ -48,7 +48,8 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
       for (const auto& e : *all) {
         auto trials = (*store)->GetTrials(e.id, false);
         printf("%-24s %-24s %-12s %3zu/%-3d  %s\n", e.id.c_str(), e.name.c_str(), ToString(e.state),
-               trials.ok() ? trials->size() : 0, e.total_trials, FormatTimeMs(e.created_unix_ms).c_str());
+               trials.ok() ? trials->size() : 0, e.total_trials,
+               FormatTimeMs(e.created_unix_ms).c_str());
       }
       return kExitOk;
     }
@@ -59,7 +60,8 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
     }
     auto trials = (*store)->GetTrials(e->id, false);
     int failed = 0;
-    if (trials.ok()) for (const auto& t : *trials) failed += t.state == TrialState::kFailed;
+    if (trials.ok())
+      for (const auto& t : *trials) failed += t.state == TrialState::kFailed;
     printf("experiment %s (%s): %s, %zu/%d trials, %d failed%s%s\n", e->id.c_str(), e->name.c_str(),
            ToString(e->state), trials.ok() ? trials->size() : 0, e->total_trials, failed,
            e->error.empty() ? "" : " — ", e->error.c_str());
@@ -78,7 +80,8 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
   printf("experiment %s (%s): %s, %d/%d trials, %d failed", s->experiment_id().c_str(),
          s->name().c_str(), s->state().c_str(), s->completed_trials(), s->total_trials(),
          s->failed_trials());
-  if (!s->current_pairing().empty()) printf(", now %s, ETA %s", s->current_pairing().c_str(), FormatEta(s->eta_s()).c_str());
+  if (!s->current_pairing().empty())
+    printf(", now %s, ETA %s", s->current_pairing().c_str(), FormatEta(s->eta_s()).c_str());
   if (!s->error().empty()) printf(" — %s", s->error().c_str());
   printf("\n");
   return kExitOk;
@@ -119,10 +122,11 @@ int CmdAgents(const GlobalOptions& g, bool json) {
       for (const auto& [k, v] : a.labels()) {
         labels += std::string(labels.empty() ? "" : ",") + "\"" + k + "\":\"" + v + "\"";
       }
-      printf("{\"agent_id\":\"%s\",\"address\":\"%s\",\"alive\":%s,\"clock_offset_s\":%.6f,"
-             "\"running_antagonists\":%d,\"labels\":{%s}}\n",
-             a.agent_id().c_str(), a.address().c_str(), a.alive() ? "true" : "false",
-             a.clock_offset_s(), a.running_antagonists(), labels.c_str());
+      printf(
+          "{\"agent_id\":\"%s\",\"address\":\"%s\",\"alive\":%s,\"clock_offset_s\":%.6f,"
+          "\"running_antagonists\":%d,\"labels\":{%s}}\n",
+          a.agent_id().c_str(), a.address().c_str(), a.alive() ? "true" : "false",
+          a.clock_offset_s(), a.running_antagonists(), labels.c_str());
     }
     return kExitOk;
   }
@@ -149,7 +153,8 @@ int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
   }
   auto d = ParseDuration(duration);
   if (!d.ok() || *d <= 0) {
-    fprintf(stderr, "codlctl calibrate: --duration: %s\n", d.ok() ? "must be > 0" : d.error().c_str());
+    fprintf(stderr, "codlctl calibrate: --duration: %s\n",
+            d.ok() ? "must be > 0" : d.error().c_str());
     return kExitBadInput;
   }
   auto client = Connect(g);

@@ -23,9 +23,9 @@ struct RunOptions {
   std::string file;
   std::string db = "codl-results.db";
   std::string output = "table";
-  std::string report;       // --report FILE: also write the HTML report
-  std::string csv;          // --csv FILE: also write the CSV results
-  std::string json;         // --json FILE: also write the JSON results
+  std::string report;  // --report FILE: also write the HTML report
+  std::string csv;     // --csv FILE: also write the CSV results
+  std::string json;    // --json FILE: also write the JSON results
   std::string lease = "10s";
   std::vector<std::string> scratch_roots;  // embedded agent: where injectors may write
   bool quiet = false;

@@ -40,8 +40,9 @@ namespace {
 Status Check(const grpc::Status& s, const std::string& what, const std::string& address) {
   Status st = rpc::FromGrpc(s);
   if (st.code() == StatusCode::kUnavailable) {
-    return Unavailable("cannot reach the controller at " + address + " (" + st.message() +
-                       "); is codl-controller running? (or use `codlctl run` for the embedded one)");
+    return Unavailable(
+        "cannot reach the controller at " + address + " (" + st.message() +
+        "); is codl-controller running? (or use `codlctl run` for the embedded one)");
   }
   // Validation errors already name FILE:LINE:COL; pass them through verbatim.
   if (!st.ok() && st.message().empty()) return Error{what + " failed", st.code()};

@@ -21,7 +21,8 @@ class ControllerClient {
   Result<v1::SubmitExperimentReply> Submit(const std::string& yaml, const std::string& source_path);
   Result<v1::ExperimentStatus> GetStatus(const std::string& id);
   // Blocks, calling on_event for every event until the experiment ends or the stream breaks.
-  Status Watch(const std::string& id, const std::function<void(const v1::ExperimentEvent&)>& on_event);
+  Status Watch(const std::string& id,
+               const std::function<void(const v1::ExperimentEvent&)>& on_event);
   Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> GetResults(const std::string& id);
   Result<std::vector<v1::AgentInfo>> ListAgents();
   Result<std::string> Cancel(const std::string& id);

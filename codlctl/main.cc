@@ -4,8 +4,8 @@
 #include <functional>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
@@ -58,10 +58,12 @@ Subcommand AddValidate(CLI::App& app) {
 Subcommand AddRun(CLI::App& app) {
   auto ro = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand(
-      "run", "run an experiment and print the slowdown table (embedded controller + agent unless "
-             "--controller/$CODL_CONTROLLER is set)");
+      "run",
+      "run an experiment and print the slowdown table (embedded controller + agent unless "
+      "--controller/$CODL_CONTROLLER is set)");
   cmd->add_option("file", ro->file, "experiment YAML")->required();
-  cmd->add_option("--db", ro->db, "results database of the embedded controller")->capture_default_str();
+  cmd->add_option("--db", ro->db, "results database of the embedded controller")
+      ->capture_default_str();
   cmd->add_option("-o,--output", ro->output, "table | csv | json")->capture_default_str();
   cmd->add_option("--report", ro->report, "also write the HTML report to this file");
   cmd->add_option("--csv", ro->csv, "also write the results as CSV to this file");
@@ -114,7 +116,8 @@ Subcommand AddResults(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
   cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
-  cmd->add_option("--db", o->db, "read this results database (e.g. codl-results.db), no controller");
+  cmd->add_option("--db", o->db,
+                  "read this results database (e.g. codl-results.db), no controller");
   cmd->add_option("-o,--output", o->output, "table | csv | json")->capture_default_str();
   return {cmd, [o](const GlobalOptions& g) { return CmdResults(g, o->id, o->db, o->output); }};
 }
@@ -210,9 +213,8 @@ int main(int argc, char** argv) {
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
-      AddValidate(app), AddRun(app),     AddSubmit(app), AddStatus(app),
-      AddWatch(app),    AddResults(app), AddReport(app), AddAgents(app),
-      AddCancel(app),   AddCalibrate(app)};
+      AddValidate(app), AddRun(app),    AddSubmit(app), AddStatus(app), AddWatch(app),
+      AddResults(app),  AddReport(app), AddAgents(app), AddCancel(app), AddCalibrate(app)};
 
   try {
     app.parse(argc, argv);

@@ -38,7 +38,8 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
     return;
   }
   // Messages that are not routine trial progress are printed above the bar.
-  bool routine = ev.message().find(" started") != std::string::npos && ev.message().rfind("trial", 0) == 0;
+  bool routine =
+      ev.message().find(" started") != std::string::npos && ev.message().rfind("trial", 0) == 0;
   if (!routine && !ev.message().empty() && ev.message() != "watching") {
     const char* on = "";
     const char* off = "";
@@ -57,10 +58,11 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
              s.victim_step_time_s() * 1e3);
     step = buf;
   }
-  fprintf(out_, "\r\033[K%s %d/%d trials  %s%s  ETA %s", Bar(s.completed_trials(), s.total_trials()).c_str(),
-          s.completed_trials(), s.total_trials(),
-          s.current_pairing().empty() ? s.state().c_str() : s.current_pairing().c_str(), step.c_str(),
-          FormatEta(s.eta_s()).c_str());
+  fprintf(out_, "\r\033[K%s %d/%d trials  %s%s  ETA %s",
+          Bar(s.completed_trials(), s.total_trials()).c_str(), s.completed_trials(),
+          s.total_trials(),
+          s.current_pairing().empty() ? s.state().c_str() : s.current_pairing().c_str(),
+          step.c_str(), FormatEta(s.eta_s()).c_str());
   fflush(out_);
   drawn_ = true;
 }

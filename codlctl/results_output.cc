@@ -13,7 +13,7 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
                                                                           const std::string& db,
                                                                           const std::string& id) {
   if (!db.empty()) {
-    struct stat st{};
+    struct stat st {};
     if (stat(db.c_str(), &st) != 0) return NotFound("no database file '" + db + "'");
     auto store = store::Store::Open(db);
     if (!store.ok()) return store.status();

@@ -19,11 +19,13 @@ class AgentClient {
  public:
   virtual ~AgentClient() = default;
   virtual Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest& req) = 0;
-  virtual Result<v1::StartAntagonistReply> StartAntagonist(const v1::StartAntagonistRequest& req) = 0;
+  virtual Result<v1::StartAntagonistReply> StartAntagonist(
+      const v1::StartAntagonistRequest& req) = 0;
   virtual Result<v1::GetAntagonistReply> GetAntagonist(const std::string& antagonist_id) = 0;
   virtual Result<v1::StopAntagonistReply> StopAntagonist(const v1::StopAntagonistRequest& req) = 0;
   // deadline_s: the victim's timeout plus a margin.
-  virtual Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest& req, double deadline_s) = 0;
+  virtual Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest& req,
+                                               double deadline_s) = 0;
   virtual Status StopAll(const std::string& reason) = 0;
 
   // Scale (docs/performance.md, "Control plane: skew and scale"):
@@ -51,13 +53,14 @@ class AgentClient {
   }
 };
 
-inline void AgentClient::StartAntagonistAsync(const v1::StartAntagonistRequest& req, StartDone done) {
+inline void AgentClient::StartAntagonistAsync(const v1::StartAntagonistRequest& req,
+                                              StartDone done) {
   std::thread([this, req, done = std::move(done)] { done(StartAntagonist(req)); }).detach();
 }
 
 // Creates the client for an agent that registered with `address`.
-using AgentClientFactory =
-    std::function<std::shared_ptr<AgentClient>(const std::string& agent_id, const std::string& address)>;
+using AgentClientFactory = std::function<std::shared_ptr<AgentClient>(const std::string& agent_id,
+                                                                      const std::string& address)>;
 
 // The real factory: gRPC channels with the controller's TLS settings.
 AgentClientFactory GrpcAgentClientFactory(rpc::TlsFiles tls);

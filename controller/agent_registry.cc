@@ -11,7 +11,8 @@ Status AgentRegistry::Register(const v1::AgentInfo& info) {
   if (info.agent_id().empty()) return Err("agent id is empty");
   if (info.address().empty()) return Err("agent " + info.agent_id() + " sent no address");
   auto client = factory_(info.agent_id(), info.address());
-  if (!client) return Err("cannot create a client for agent " + info.agent_id() + " at " + info.address());
+  if (!client)
+    return Err("cannot create a client for agent " + info.agent_id() + " at " + info.address());
   std::lock_guard<std::mutex> l(mu_);
   Entry& e = agents_[info.agent_id()];
   bool known = e.client != nullptr;
@@ -123,8 +124,9 @@ Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSel
   }
   if (sel.kind == K::kCount) {
     if (static_cast<int>(out.size()) < sel.count) {
-      return Err("node selector '" + DescribeSelector(sel) + "' needs " + std::to_string(sel.count) +
-                 " live agents, " + std::to_string(out.size()) + " are up");
+      return Err("node selector '" + DescribeSelector(sel) + "' needs " +
+                 std::to_string(sel.count) + " live agents, " + std::to_string(out.size()) +
+                 " are up");
     }
     out.resize(sel.count);
   }

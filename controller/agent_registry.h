@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "codl/v1/common.pb.h"
-#include "lib/common/clock.h"
 #include "controller/agent_client.h"
+#include "lib/common/clock.h"
 #include "lib/spec/spec.h"
 
 namespace codl::controller {
@@ -39,7 +39,7 @@ class AgentRegistry {
   struct Entry {
     v1::AgentInfo info;
     std::shared_ptr<AgentClient> client;
-    double last_heartbeat_s = 0;  // monotonic
+    double last_heartbeat_s = 0;                    // monotonic
     std::deque<std::pair<double, double>> samples;  // (rtt, offset)
   };
   bool AliveLocked(const Entry& e) const;

@@ -32,23 +32,22 @@ Status Controller::Start() {
       spdlog::warn("experiment {} was running when the controller stopped: marked interrupted", id);
     }
   }
-  agents_ = std::make_unique<AgentRegistry>(SystemClock::Get(),
-                                            GrpcAgentClientFactory(options_.tls),
-                                            options_.agent_dead_after_s);
+  agents_ = std::make_unique<AgentRegistry>(
+      SystemClock::Get(), GrpcAgentClientFactory(options_.tls), options_.agent_dead_after_s);
   runner_ = std::make_unique<ExperimentRunner>(agents_.get(), store_.get(), SystemClock::Get());
   experiment::ParseHooks hooks;
   hooks.injector = [](const std::string& name) { return injectors::ValidateInjectorName(name); };
   hooks.option = [](const std::string& injector, const std::string& key, const std::string& value) {
     return injectors::ValidateOption(injector, key, value);
   };
-  scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(), SystemClock::Get(),
-                                                     hooks, metrics_.get());
+  scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(),
+                                                     SystemClock::Get(), hooks, metrics_.get());
   service_ = std::make_unique<ControllerServiceImpl>(
       agents_.get(), scheduler_.get(), runner_.get(), store_.get(), SystemClock::Get(),
       ServiceConfig{options_.heartbeat_interval_s, options_.lease_s});
 
-  auto started =
-      rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()}, "controller");
+  auto started = rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()},
+                                  "controller");
   if (!started.ok()) return started.status();
   server_ = std::move(started->server);
   address_ = started->address;
@@ -61,7 +60,8 @@ Status Controller::Start() {
       metrics_->SetAgents(up, down);
       auto [queued, running] = scheduler_->QueuedAndRunning();
       metrics_->SetExperiments(queued, running);
-      for (int i = 0; i < 10 && !stopping_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 10 && !stopping_; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
   spdlog::info("controller listening on {}, database {}", address_, options_.db_path);

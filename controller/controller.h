@@ -34,7 +34,7 @@ struct ControllerOptions {
   double agent_dead_after_s = 5;  // no heartbeat for this long: the agent is down
   double lease_s = 10;
   rpc::TlsFiles tls;
-  std::string metrics_listen;     // Prometheus /metrics, e.g. "127.0.0.1:9464"; empty = off
+  std::string metrics_listen;  // Prometheus /metrics, e.g. "127.0.0.1:9464"; empty = off
 };
 
 class Controller {

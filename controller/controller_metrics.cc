@@ -21,26 +21,34 @@ struct ControllerMetrics::Families {
 ControllerMetrics::ControllerMetrics()
     : registry_(std::make_shared<prometheus::Registry>()), f_(std::make_unique<Families>()) {
   using namespace prometheus;
-  f_->trials = &BuildCounter().Name("codl_trials_total")
+  f_->trials = &BuildCounter()
+                    .Name("codl_trials_total")
                     .Help("Trials finished, by final state (done, failed, flagged, cancelled).")
                     .Register(*registry_);
-  f_->experiments_finished = &BuildCounter().Name("codl_experiments_finished_total")
+  f_->experiments_finished = &BuildCounter()
+                                  .Name("codl_experiments_finished_total")
                                   .Help("Experiments finished, by final state.")
                                   .Register(*registry_);
-  f_->experiments = &BuildGauge().Name("codl_experiments")
+  f_->experiments = &BuildGauge()
+                         .Name("codl_experiments")
                          .Help("Experiments currently queued or running, by state.")
                          .Register(*registry_);
-  f_->agents = &BuildGauge().Name("codl_agents")
+  f_->agents = &BuildGauge()
+                    .Name("codl_agents")
                     .Help("Registered agents, by state (up = heartbeating).")
                     .Register(*registry_);
-  f_->achieved = &BuildGauge().Name("codl_antagonist_achieved_rate")
-                      .Help("Achieved rate of each antagonist during its latest trial, in the "
-                            "injector's unit (label unit: bytes/s, FLOP/s, ...).")
+  f_->achieved = &BuildGauge()
+                      .Name("codl_antagonist_achieved_rate")
+                      .Help(
+                          "Achieved rate of each antagonist during its latest trial, in the "
+                          "injector's unit (label unit: bytes/s, FLOP/s, ...).")
                       .Register(*registry_);
-  f_->target = &BuildGauge().Name("codl_antagonist_target_rate")
+  f_->target = &BuildGauge()
+                    .Name("codl_antagonist_target_rate")
                     .Help("Target rate of each antagonist in its latest trial, injector unit.")
                     .Register(*registry_);
-  f_->step_time = &BuildHistogram().Name("codl_victim_step_time_seconds")
+  f_->step_time = &BuildHistogram()
+                       .Name("codl_victim_step_time_seconds")
                        .Help("Victim step times (measured steps, warm-up excluded).")
                        .Register(*registry_);
   for (const char* s : {"queued", "running"}) f_->experiments->Add({{"state", s}}).Set(0);

@@ -11,7 +11,11 @@ namespace codl::controller {
 ControllerServiceImpl::ControllerServiceImpl(AgentRegistry* agents, ExperimentScheduler* scheduler,
                                              ExperimentRunner* runner, store::Store* store,
                                              const Clock* clock, ServiceConfig config)
-    : agents_(agents), scheduler_(scheduler), runner_(runner), store_(store), clock_(clock),
+    : agents_(agents),
+      scheduler_(scheduler),
+      runner_(runner),
+      store_(store),
+      clock_(clock),
       config_(config) {}
 
 ControllerServiceImpl::~ControllerServiceImpl() { Shutdown(); }
@@ -82,9 +86,9 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::FetchRendezvous(
   return r;
 }
 
-grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitExperiment(grpc::CallbackServerContext* ctx,
-                                                                  const v1::SubmitExperimentRequest* req,
-                                                                  v1::SubmitExperimentReply* reply) {
+grpc::ServerUnaryReactor* ControllerServiceImpl::SubmitExperiment(
+    grpc::CallbackServerContext* ctx, const v1::SubmitExperimentRequest* req,
+    v1::SubmitExperimentReply* reply) {
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
   if (cache_.Lookup(req->idempotency_key(), reply)) {
@@ -126,9 +130,8 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetExperiment(grpc::CallbackSer
 class ControllerServiceImpl::WatchReactor : public rpc::QueuedWriteReactor<v1::ExperimentEvent> {
  public:
   WatchReactor(ExperimentScheduler* scheduler, const std::string& id) : scheduler_(scheduler) {
-    auto h = scheduler_->Watch(id, [this](const v1::ExperimentEvent& ev, bool final) {
-      Push(ev, /*close_after=*/final);
-    });
+    auto h = scheduler_->Watch(
+        id, [this](const v1::ExperimentEvent& ev, bool final) { Push(ev, /*close_after=*/final); });
     if (!h.ok()) {
       Close(rpc::ToGrpc(h.status()));
       return;
@@ -150,7 +153,8 @@ grpc::ServerWriteReactor<v1::ExperimentEvent>* ControllerServiceImpl::WatchExper
     grpc::CallbackServerContext* ctx, const v1::WatchExperimentRequest* req) {
   grpc::Status auth = rpc::CheckBearer(ctx);
   if (!auth.ok()) return rpc::RefuseStream<v1::ExperimentEvent>(auth);
-  return new WatchReactor(scheduler_, req->experiment_id().empty() ? "latest" : req->experiment_id());
+  return new WatchReactor(scheduler_,
+                          req->experiment_id().empty() ? "latest" : req->experiment_id());
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::GetResults(grpc::CallbackServerContext* ctx,
@@ -224,7 +228,8 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::CalibrateNode(grpc::CallbackSer
     for (const auto& n : nodes) {
       auto* e = reply->add_entries();
       e->set_agent_id(n);
-      auto c = runner_->Calibrate(n, req->injector(), options, req->duration_s() > 0 ? req->duration_s() : 2);
+      auto c = runner_->Calibrate(n, req->injector(), options,
+                                  req->duration_s() > 0 ? req->duration_s() : 2);
       if (c.ok()) {
         e->set_peak_rate(c->peak_rate);
         e->set_unit(c->unit);

@@ -3,11 +3,11 @@
 #pragma once
 
 #include "codl/v1/controller.grpc.pb.h"
-#include "lib/common/executor.h"
 #include "controller/agent_registry.h"
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
 #include "controller/rendezvous.h"
+#include "lib/common/executor.h"
 #include "lib/rpc/idempotency_cache.h"
 #include "lib/store/store.h"
 
@@ -26,7 +26,8 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
   ~ControllerServiceImpl() override;
   void Shutdown();
 
-  grpc::ServerUnaryReactor* RegisterAgent(grpc::CallbackServerContext*, const v1::RegisterAgentRequest*,
+  grpc::ServerUnaryReactor* RegisterAgent(grpc::CallbackServerContext*,
+                                          const v1::RegisterAgentRequest*,
                                           v1::RegisterAgentReply*) override;
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext*, const v1::HeartbeatRequest*,
                                       v1::HeartbeatReply*) override;
@@ -39,7 +40,8 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
   grpc::ServerUnaryReactor* SubmitExperiment(grpc::CallbackServerContext*,
                                              const v1::SubmitExperimentRequest*,
                                              v1::SubmitExperimentReply*) override;
-  grpc::ServerUnaryReactor* GetExperiment(grpc::CallbackServerContext*, const v1::GetExperimentRequest*,
+  grpc::ServerUnaryReactor* GetExperiment(grpc::CallbackServerContext*,
+                                          const v1::GetExperimentRequest*,
                                           v1::ExperimentStatus*) override;
   grpc::ServerWriteReactor<v1::ExperimentEvent>* WatchExperiment(
       grpc::CallbackServerContext*, const v1::WatchExperimentRequest*) override;

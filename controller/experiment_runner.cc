@@ -63,8 +63,8 @@ std::string MissedTargets(const std::vector<AntagonistResult>& antagonists) {
   for (const auto& a : antagonists) {
     if (a.reached_target) continue;
     char buf[256];
-    snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(),
-             a.achieved_rate, a.target_rate, a.unit.c_str());
+    snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(), a.achieved_rate,
+             a.target_rate, a.unit.c_str());
     missed += (missed.empty() ? "" : "; ") + std::string(buf);
   }
   return missed;
@@ -143,7 +143,8 @@ ExperimentRunner::ExperimentRunner(AgentRegistry* agents, store::Store* store, c
 Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement* p) {
   // The victim runs on the first node its selector (or the experiment's) picks.
   const auto& vsel = spec.victim.nodes.kind == experiment::NodeSelector::Kind::kAll
-                         ? spec.nodes : spec.victim.nodes;
+                         ? spec.nodes
+                         : spec.victim.nodes;
   auto victim_nodes = agents_->Select(vsel);
   if (!victim_nodes.ok()) return Err("victim: " + victim_nodes.error());
   p->victim_node = victim_nodes->front();
@@ -160,10 +161,9 @@ Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement
   return Status::Ok();
 }
 
-Result<CalibrationRecord> ExperimentRunner::Calibrate(const std::string& agent_id,
-                                                      const std::string& injector,
-                                                      const std::map<std::string, std::string>& options,
-                                                      double duration_s) {
+Result<CalibrationRecord> ExperimentRunner::Calibrate(
+    const std::string& agent_id, const std::string& injector,
+    const std::map<std::string, std::string>& options, double duration_s) {
   auto client = agents_->Client(agent_id);
   if (!client) return Err("unknown agent '" + agent_id + "'");
   v1::CalibrateRequest req;
@@ -278,8 +278,14 @@ class ExperimentRunner::TrialRun {
   TrialRun(const ExperimentRunner& runner, const ExperimentRecord& exp,
            const experiment::ExperimentSpec& spec, const experiment::PlannedTrial& trial,
            const Placement& p, const std::atomic<bool>& cancel, RunListener* listener)
-      : runner_(runner), exp_(exp), spec_(spec), trial_(trial), p_(p), cancel_(cancel),
-        listener_(listener), trial_id_(exp.id + "-t" + std::to_string(trial.index)) {}
+      : runner_(runner),
+        exp_(exp),
+        spec_(spec),
+        trial_(trial),
+        p_(p),
+        cancel_(cancel),
+        listener_(listener),
+        trial_id_(exp.id + "-t" + std::to_string(trial.index)) {}
 
   TrialRecord Run() {
     TrialRecord t = NewRecord();
@@ -505,9 +511,9 @@ class ExperimentRunner::TrialRun {
   VictimWindow VictimWindowOnControllerClock() const {
     VictimWindow w;
     w.ran = victim_.has_value();
-    w.start_ctrl_ns = w.ran ? victim_->started_unix_ns() -
-                                  Nanos(agents()->ClockOffset(p_.victim_node))
-                            : start_at_ctrl_ns_;
+    w.start_ctrl_ns =
+        w.ran ? victim_->started_unix_ns() - Nanos(agents()->ClockOffset(p_.victim_node))
+              : start_at_ctrl_ns_;
     w.wall_s = w.ran ? victim_->wall_s() : 0;
     return w;
   }

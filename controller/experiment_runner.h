@@ -10,18 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "controller/agent_registry.h"
 #include "lib/common/clock.h"
 #include "lib/common/records.h"
-#include "controller/agent_registry.h"
 #include "lib/spec/spec.h"
 #include "lib/store/store.h"
 
 namespace codl::controller {
 
 struct RunnerOptions {
-  double start_delay_s = 0.25;    // common start = now + this (lets every agent get the call)
-  double settle_fraction = 0.9;   // an antagonist has "reached" its target at this fraction
-  double min_settle_s = 1.0;      // settle never waits less than this for the first samples
+  double start_delay_s = 0.25;   // common start = now + this (lets every agent get the call)
+  double settle_fraction = 0.9;  // an antagonist has "reached" its target at this fraction
+  double min_settle_s = 1.0;     // settle never waits less than this for the first samples
 };
 
 // What the runner tells the world while it works (the scheduler turns it into status/events).
@@ -54,7 +54,7 @@ class ExperimentRunner {
  private:
   struct Placement {
     std::string victim_node;
-    std::vector<std::vector<std::string>> antagonist_nodes;  // per antagonist
+    std::vector<std::vector<std::string>> antagonist_nodes;          // per antagonist
     std::map<std::pair<int, std::string>, CalibrationRecord> peaks;  // (antagonist, node)
   };
   class TrialRun;  // one trial, step by step (experiment_runner.cc)

@@ -32,8 +32,10 @@ class ExperimentScheduler::Listener : public RunListener {
       live_->victim_step = 0;
       live_->victim_step_time_s = 0;
     }
-    s_->Publish(live_, "trial " + std::to_string(t.index + 1) + "/" +
-                           std::to_string(live_->plan.size()) + " " + t.pairing + " started", false);
+    s_->Publish(live_,
+                "trial " + std::to_string(t.index + 1) + "/" + std::to_string(live_->plan.size()) +
+                    " " + t.pairing + " started",
+                false);
   }
   void OnVictimStep(const VictimStep& step) override {
     bool publish;
@@ -83,7 +85,9 @@ std::pair<int, int> ExperimentScheduler::QueuedAndRunning() {
 
 ExperimentScheduler::~ExperimentScheduler() { Shutdown(); }
 
-void ExperimentScheduler::Start() { worker_ = std::thread([this] { WorkerLoop(); }); }
+void ExperimentScheduler::Start() {
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
 
 void ExperimentScheduler::Shutdown() {
   {
@@ -110,7 +114,8 @@ std::string ExperimentScheduler::NewExperimentId() {
 
 Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::string& yaml,
                                                                    const std::string& source_path) {
-  auto spec = experiment::ParseExperiment(yaml, source_path.empty() ? "<submitted>" : source_path, hooks_);
+  auto spec =
+      experiment::ParseExperiment(yaml, source_path.empty() ? "<submitted>" : source_path, hooks_);
   if (!spec.ok()) return spec.status();
   auto live = std::make_shared<Live>();
   live->spec = std::move(spec.value());
@@ -154,7 +159,8 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   if (live.record.state == ExperimentState::kRunning && live.completed > 0) {
     double elapsed = clock_->MonotonicSeconds() - live.started_s;
     s.set_eta_s(elapsed / live.completed * (live.record.total_trials - live.completed));
-  } else if (live.record.state == ExperimentState::kRunning || live.record.state == ExperimentState::kQueued) {
+  } else if (live.record.state == ExperimentState::kRunning ||
+             live.record.state == ExperimentState::kQueued) {
     s.set_eta_s(live.estimate_s);
   }
   return s;
@@ -193,7 +199,10 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
     if (live->record.state == ExperimentState::kQueued) {
       // Never started: finish it here.
       for (auto q = queue_.begin(); q != queue_.end(); ++q) {
-        if (*q == live) { queue_.erase(q); break; }
+        if (*q == live) {
+          queue_.erase(q);
+          break;
+        }
       }
       live->record.state = ExperimentState::kCancelled;
       live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
@@ -202,8 +211,8 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
       return std::string("cancelling");
     }
   }
-  (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled, "cancelled before it started",
-                                 live->record.finished_unix_ms);
+  (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled,
+                                 "cancelled before it started", live->record.finished_unix_ms);
   Publish(live, "cancelled", true);
   return std::string("cancelled");
 }
@@ -312,7 +321,8 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
   }
   (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms);
   if (metrics_) metrics_->OnExperimentFinished(state);
-  Publish(live, std::string("experiment ") + ToString(state) + (error.empty() ? "" : ": " + error), true);
+  Publish(live, std::string("experiment ") + ToString(state) + (error.empty() ? "" : ": " + error),
+          true);
   std::lock_guard<std::mutex> l(mu_);
   live_.erase(live->record.id);
 }

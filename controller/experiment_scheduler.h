@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "codl/v1/controller.pb.h"
-#include "lib/common/clock.h"
 #include "controller/controller_metrics.h"
 #include "controller/experiment_runner.h"
+#include "lib/common/clock.h"
 #include "lib/spec/spec.h"
 #include "lib/store/store.h"
 
@@ -37,7 +37,7 @@ class ExperimentScheduler {
   // Bad YAML -> error "FILE:LINE:COL: message" (the caller maps it to INVALID_ARGUMENT).
   Result<Submitted> Submit(const std::string& yaml, const std::string& source_path);
   Result<v1::ExperimentStatus> GetStatus(const std::string& id);  // id or "latest"
-  Result<std::string> Cancel(const std::string& id);                // returns the new state
+  Result<std::string> Cancel(const std::string& id);              // returns the new state
 
   using Watcher = std::function<void(const v1::ExperimentEvent& event, bool final)>;
   // Calls `w` with the current status at once; then on every event until the experiment ends

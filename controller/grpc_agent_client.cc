@@ -47,8 +47,9 @@ class GrpcAgentClient : public AgentClient {
   bool Connect(double wait_s) override {
     if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return true;
     if (wait_s <= 0) return false;
-    return channel_->WaitForConnected(std::chrono::system_clock::now() +
-                                      std::chrono::microseconds(static_cast<int64_t>(wait_s * 1e6)));
+    return channel_->WaitForConnected(
+        std::chrono::system_clock::now() +
+        std::chrono::microseconds(static_cast<int64_t>(wait_s * 1e6)));
   }
 
   // The callback API: no thread per call. Same deadline as StartAntagonist, and the same
@@ -87,14 +88,14 @@ class GrpcAgentClient : public AgentClient {
   }
 
   Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest& req) override {
-    return Call<v1::CalibrateReply>("Calibrate", req.duration_s() + 180, [&](auto* ctx, auto* reply) {
-      return stub_->Calibrate(ctx, req, reply);
-    });
+    return Call<v1::CalibrateReply>(
+        "Calibrate", req.duration_s() + 180,
+        [&](auto* ctx, auto* reply) { return stub_->Calibrate(ctx, req, reply); });
   }
   Result<v1::StartAntagonistReply> StartAntagonist(const v1::StartAntagonistRequest& req) override {
-    return Call<v1::StartAntagonistReply>("StartAntagonist", kStartDeadlineS, [&](auto* ctx, auto* reply) {
-      return stub_->StartAntagonist(ctx, req, reply);
-    });
+    return Call<v1::StartAntagonistReply>(
+        "StartAntagonist", kStartDeadlineS,
+        [&](auto* ctx, auto* reply) { return stub_->StartAntagonist(ctx, req, reply); });
   }
   Result<v1::GetAntagonistReply> GetAntagonist(const std::string& id) override {
     v1::GetAntagonistRequest req;
@@ -108,22 +109,23 @@ class GrpcAgentClient : public AgentClient {
       return stub_->StopAntagonist(ctx, req, reply);
     });
   }
-  Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest& req, double deadline_s) override {
+  Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest& req,
+                                       double deadline_s) override {
     return Call<v1::RunVictimReply>("RunVictim", deadline_s, [&](auto* ctx, auto* reply) {
       return stub_->RunVictim(ctx, req, reply);
     });
   }
   std::unique_ptr<TelemetryStream> OpenTelemetry(
-      const std::string& trial_id, std::function<void(const v1::TelemetryEvent&)> on_event) override {
+      const std::string& trial_id,
+      std::function<void(const v1::TelemetryEvent&)> on_event) override {
     return std::make_unique<GrpcTelemetryStream>(stub_.get(), trial_id, std::move(on_event));
   }
 
   Status StopAll(const std::string& reason) override {
     v1::StopAllRequest req;
     req.set_reason(reason);
-    auto r = Call<v1::StopAllReply>("StopAll", 10, [&](auto* ctx, auto* reply) {
-      return stub_->StopAll(ctx, req, reply);
-    });
+    auto r = Call<v1::StopAllReply>(
+        "StopAll", 10, [&](auto* ctx, auto* reply) { return stub_->StopAll(ctx, req, reply); });
     return r.ok() ? Status::Ok() : r.status();
   }
 
@@ -151,7 +153,8 @@ class GrpcAgentClient : public AgentClient {
 }  // namespace
 
 AgentClientFactory GrpcAgentClientFactory(rpc::TlsFiles tls) {
-  return [tls](const std::string& agent_id, const std::string& address) -> std::shared_ptr<AgentClient> {
+  return [tls](const std::string& agent_id,
+               const std::string& address) -> std::shared_ptr<AgentClient> {
     auto ch = rpc::MakeChannel(rpc::Endpoint{address, tls});
     if (!ch.ok()) {
       spdlog::error("agent {}: {}", agent_id, ch.error());

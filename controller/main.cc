@@ -19,7 +19,8 @@ void ApplyFile(const cfg::ControllerConfig& f, const CLI::App& app,
   cfg::FromFileUnlessFlag(app, "--listen", f.listen, o.listen);
   cfg::FromFileUnlessFlag(app, "--db", f.database, o.db_path);
   cfg::FromFileUnlessFlag(app, "--lease", f.lease_s, o.lease_s);
-  cfg::FromFileUnlessFlag(app, "--heartbeat-interval", f.heartbeat_interval_s, o.heartbeat_interval_s);
+  cfg::FromFileUnlessFlag(app, "--heartbeat-interval", f.heartbeat_interval_s,
+                          o.heartbeat_interval_s);
   cfg::FromFileUnlessFlag(app, "--metrics-listen", f.metrics_listen, o.metrics_listen);
 }
 
@@ -34,12 +35,13 @@ int main(int argc, char** argv) {
       "starts, so a restarted controller still serves every completed trial.",
       cfg::kDefaultControllerConfig);
   CLI::App& app = boot.app();
-  app.add_option("--listen", o.listen, "gRPC address (host:port or unix:/path)")->capture_default_str();
+  app.add_option("--listen", o.listen, "gRPC address (host:port or unix:/path)")
+      ->capture_default_str();
   app.add_option("--db", o.db_path, "SQLite database file")->capture_default_str();
   boot.AddDurationFlag("--lease", &o.lease_s,
                        "antagonist lease agents enforce when the controller goes silent", "10s");
-  boot.AddDurationFlag("--heartbeat-interval", &o.heartbeat_interval_s, "how often agents heartbeat",
-                       "1s");
+  boot.AddDurationFlag("--heartbeat-interval", &o.heartbeat_interval_s,
+                       "how often agents heartbeat", "1s");
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
   boot.AddTokenFlags("bearer token clients and agents must present (also CODL_TOKEN)");
@@ -53,10 +55,11 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<codl::controller::Controller> controller;
   return boot.Serve({
-      .start = [&] {
-        controller = std::make_unique<codl::controller::Controller>(o);
-        return controller->Start();
-      },
+      .start =
+          [&] {
+            controller = std::make_unique<codl::controller::Controller>(o);
+            return controller->Start();
+          },
       .ready = [&] { return "serving on " + controller->address() + ", database " + o.db_path; },
       .stop = [&] { controller->Shutdown(); },
       .on_signal = "shutting down",

@@ -7,7 +7,8 @@
 //   1. the core parses the user's KEY=VALUE strings against descriptor().options (types, units,
 //      bounds, enum choices; exact messages) and then calls CheckOptions() for cross-option rules;
 //   2. Unsupported(host) must return "" or the run is refused with that reason;
-//   3. Setup(options, host, stop) allocates buffers / creates files (may take seconds; honour stop);
+//   3. Setup(options, host, stop) allocates buffers / creates files (may take seconds; honour
+//   stop);
 //   4. Calibrate(duration) and/or Run(target) any number of times, one at a time;
 //   5. the destructor releases everything (scratch files included).
 // Only the C++ standard library and common/ may appear here: this header is compiled into
@@ -20,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/common/result.h"
-#include "lib/common/units.h"
 #include "injectors/options.h"
 #include "injectors/stop_token.h"
+#include "lib/common/result.h"
+#include "lib/common/units.h"
 
 namespace codl::injectors {
 
@@ -49,11 +50,11 @@ struct Capabilities {
 // What the injector is and what it accepts. `unit` is the unit of every rate it reports or
 // accepts: "bytes/s", "IOPS", "units/s", "busbw bytes/s", "SM%"...
 struct Descriptor {
-  std::string name;      // registry key, e.g. "io_uring"
-  std::string resource;  // what it pressures, e.g. "storage bandwidth"
-  std::string unit;      // e.g. "bytes/s"
-  std::string summary;   // one line for --list
-  std::string unit_help; // how the unit counts, shown by --help (e.g. "each byte copied once")
+  std::string name;       // registry key, e.g. "io_uring"
+  std::string resource;   // what it pressures, e.g. "storage bandwidth"
+  std::string unit;       // e.g. "bytes/s"
+  std::string summary;    // one line for --list
+  std::string unit_help;  // how the unit counts, shown by --help (e.g. "each byte copied once")
   std::vector<OptionSpec> options;
   Capabilities capabilities = {};
   // --set options for a short (~1 s) smoke run that works on any host where Unsupported() is
@@ -122,7 +123,8 @@ class Injector {
   virtual std::string CheckOptions(const OptionValues& options) const { return ""; }
 
   // Receives validated, typed options. Errors here are runtime failures (exit code 1).
-  virtual Status Setup(const OptionValues& options, const HostInfo& host, const StopToken& stop) = 0;
+  virtual Status Setup(const OptionValues& options, const HostInfo& host,
+                       const StopToken& stop) = 0;
 
   // Converts a user-given rate (bytes/s or ops/s from common/units ParseRate) into the
   // injector's unit, or explains why it does not apply. The default accepts bytes/s for a
@@ -137,12 +139,14 @@ class Injector {
   // Peak rate alone for `duration_s`. The default runs Run(Target::Max()) until the duration
   // ends and returns its summary (achieved_rate is the peak). Override only when peak is not
   // "as fast as possible" (e.g. a duty-cycled kernel).
-  virtual Result<RunSummary> Calibrate(double duration_s, const StopToken& stop, Reporter& reporter);
+  virtual Result<RunSummary> Calibrate(double duration_s, const StopToken& stop,
+                                       Reporter& reporter);
 
   // Holds `target` until `stop`; reports through `reporter` at least 4×/s; returns within
   // 100 ms of the stop request. Most injectors implement this with RunPaced() (paced_run.h),
   // which provides the closed-loop rate control, telemetry and summary statistics.
-  virtual Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) = 0;
+  virtual Result<RunSummary> Run(const Target& target, const StopToken& stop,
+                                 Reporter& reporter) = 0;
 };
 
 using InjectorFactory = std::unique_ptr<Injector> (*)();

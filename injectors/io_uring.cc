@@ -23,10 +23,10 @@
 #include <liburing.h>
 #endif
 
-#include "lib/common/units.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
 #include "injectors/scratch.h"
+#include "lib/common/units.h"
 
 namespace codl::injectors {
 namespace {
@@ -86,7 +86,8 @@ class IoUringInjector final : public Injector {
             StringOption("dir", "",
                          "directory for the file set (default: first scratch root); must resolve "
                          "under a scratch root"),
-            EnumOption("mode", "randread", {"read", "write", "randread", "randwrite", "rw", "randrw"},
+            EnumOption("mode", "randread",
+                       {"read", "write", "randread", "randwrite", "rw", "randrw"},
                        "access pattern; rw/randrw mix reads and writes (see rwmix_read)"),
             IntOption("rwmix_read", "50", 0, 100, "percent of reads in rw/randrw", "%"),
             SizeOption("block_size", "1MiB", 512, 64.0 * kMiB, "bytes per I/O"),
@@ -127,7 +128,8 @@ class IoUringInjector final : public Injector {
 
   using Injector::ToInjectorUnit;
   Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& o) const override {
-    if (rate.unit == RateUnit::kOpsPerSecond) return rate.value * static_cast<double>(o.Size("block_size"));
+    if (rate.unit == RateUnit::kOpsPerSecond)
+      return rate.value * static_cast<double>(o.Size("block_size"));
     return rate.value;
   }
 
@@ -204,8 +206,8 @@ Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const
   if (statvfs(dir_.c_str(), &vfs) == 0) {
     const double avail = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
     if (need > 0.95 * avail) {
-      return Err("io_uring: the file set needs " + FormatSize(need) + " (nr_files x file_size) but '" +
-                 dir_ + "' has " + FormatSize(avail) + " free");
+      return Err("io_uring: the file set needs " + FormatSize(need) +
+                 " (nr_files x file_size) but '" + dir_ + "' has " + FormatSize(avail) + " free");
     }
   }
   auto run_dir = RunDir::Create(dir_);
@@ -228,7 +230,8 @@ Status IoUringInjector::CreateFiles(const StopToken& stop) {
   if (fill) std::memcpy(fill.get(), buffers_.get(), std::min<size_t>(fill_chunk, block_size_));
   if (fill) {  // spread the random block over the whole fill chunk
     for (size_t off = block_size_; off < fill_chunk; off += block_size_) {
-      std::memcpy(fill.get() + off, buffers_.get(), std::min<size_t>(block_size_, fill_chunk - off));
+      std::memcpy(fill.get() + off, buffers_.get(),
+                  std::min<size_t>(block_size_, fill_chunk - off));
     }
   }
   for (int i = 0; i < nr_files_; ++i) {
@@ -258,13 +261,15 @@ Status IoUringInjector::CreateFiles(const StopToken& stop) {
       const ssize_t n = pwrite(fd, fill.get(), len, static_cast<off_t>(off));
       if (n < 0 && errno == EINVAL && direct_) return Err(DirectRefused(dir_, "first write"));
       if (n != static_cast<ssize_t>(len)) {
-        return Err("io_uring: filling " + name + " failed: " + (n < 0 ? Errno(errno) : "short write"));
+        return Err("io_uring: filling " + name +
+                   " failed: " + (n < 0 ? Errno(errno) : "short write"));
       }
     }
     // Flush the fill all the way down, O_DIRECT included: O_DIRECT bypasses the page cache,
     // not the device's (or a VM host's) write cache, and writing back our own fill during the
     // measurement would steal bandwidth from it. (fio does the same: create_fsync=1.)
-    if (fdatasync(fd) != 0) return Err("io_uring: fdatasync of " + name + " failed: " + Errno(errno));
+    if (fdatasync(fd) != 0)
+      return Err("io_uring: fdatasync of " + name + " failed: " + Errno(errno));
     // Buffered mode: drop the data from the page cache so reads start cold.
     if (!direct_) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   }
@@ -279,8 +284,8 @@ Result<RunSummary> IoUringInjector::Run(const Target& target, const StopToken& s
   PacedRunSpec spec;
   spec.workers = 1;  // one ring, one submitter: io_uring needs no more for a storage flood
   spec.ops_name = "iops";
-  auto summary = RunPaced(spec, target, stop, reporter,
-                          [this](WorkerContext& ctx) { return Loop(ctx); });
+  auto summary =
+      RunPaced(spec, target, stop, reporter, [this](WorkerContext& ctx) { return Loop(ctx); });
   if (summary.ok()) summary->notes = notes_;
   return summary;
 #endif
@@ -314,7 +319,8 @@ int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) 
     if (a.flags & IORING_SETUP_SQPOLL) p.sq_thread_idle = 1000;
     ret = io_uring_queue_init_params(entries, ring, &p);
     if (ret == 0) {
-      if (sqpoll && !(a.flags & IORING_SETUP_SQPOLL)) *note = "sqpoll refused by the kernel; running without";
+      if (sqpoll && !(a.flags & IORING_SETUP_SQPOLL))
+        *note = "sqpoll refused by the kernel; running without";
       return 0;
     }
   }

@@ -23,8 +23,8 @@
 
 #include "injectors/injector.h"
 #include "injectors/memcpy_kernels.h"
-#include "lib/common/units.h"
 #include "injectors/paced_run.h"
+#include "lib/common/units.h"
 
 namespace codl::injectors {
 namespace {
@@ -84,7 +84,8 @@ using Buffer = std::unique_ptr<char, AlignedFree>;
 
 Result<Buffer> AllocateBuffer(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return Err("cannot allocate " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+  if (p == MAP_FAILED)
+    return Err("cannot allocate " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
   madvise(p, bytes, MADV_HUGEPAGE);  // fewer TLB misses while streaming; advisory
   return Buffer(static_cast<char*>(p), AlignedFree{bytes});
 }

@@ -43,7 +43,7 @@ class NoopInjector final : public Injector {
                          "peak of the pretend resource (0 = unlimited); what --calibrate measures",
                          "units/s"),
         },
-        Capabilities{},  // flags the hosts act on (injector.h); noop needs nothing special
+        Capabilities{},      // flags the hosts act on (injector.h); noop needs nothing special
         {{"threads", "1"}},  // smoke run: options for ~1 s on any host
     };
     return d;

@@ -48,7 +48,8 @@ namespace {
 // One RunPaced call: workers on their own threads, the control + telemetry loop on the caller's.
 class PacedRun {
  public:
-  PacedRun(const PacedRunSpec& spec, const Target& target, const StopToken& stop, Reporter& reporter)
+  PacedRun(const PacedRunSpec& spec, const Target& target, const StopToken& stop,
+           Reporter& reporter)
       : spec_(spec),
         reporter_(reporter),
         pacer_(clock_, spec.burst_s),

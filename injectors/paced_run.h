@@ -38,10 +38,10 @@ class Meter {
 };
 
 struct WorkerContext {
-  int index = 0;    // 0..workers-1
+  int index = 0;  // 0..workers-1
   Pacer& pacer;
   Meter& meter;
-  StopToken stop;   // fires on the caller's stop, at the end of the run, or on a worker error
+  StopToken stop;  // fires on the caller's stop, at the end of the run, or on a worker error
 
   bool Acquire(uint64_t units) { return pacer.Acquire(static_cast<double>(units), stop); }
   void Done(uint64_t units, uint64_t ops = 0) { meter.Add(units, ops); }
@@ -54,7 +54,7 @@ struct PacedRunSpec {
   std::string ops_name;          // non-empty: report Meter ops as this extra rate ("iops")
   double report_period_s = 0.2;  // ≥ 4 reports per second
   double control_period_s = 0.05;
-  double burst_s = 0.01;         // pacer credit
+  double burst_s = 0.01;  // pacer credit
   RateControllerConfig controller;
 };
 

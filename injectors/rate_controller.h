@@ -35,10 +35,10 @@ class SteadyClock final : public Clock {
 };
 
 struct RateControllerConfig {
-  double kp = 0.2;              // gain on the last window's rate error (dimensionless)
-  double ki = 4.0;              // 1/s, gain on the accumulated deficit: ~250 ms to pay it back
-  double max_deficit_s = 0.1;   // anti-windup: |deficit| ≤ target × this
-  double max_boost = 1.6;       // pacing rate stays within [0, max_boost × target]
+  double kp = 0.2;                 // gain on the last window's rate error (dimensionless)
+  double ki = 4.0;                 // 1/s, gain on the accumulated deficit: ~250 ms to pay it back
+  double max_deficit_s = 0.1;      // anti-windup: |deficit| ≤ target × this
+  double max_boost = 1.6;          // pacing rate stays within [0, max_boost × target]
   double saturation_hold_s = 0.5;  // deficit pinned at its clamp this long ⇒ saturated
 };
 

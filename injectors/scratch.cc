@@ -158,7 +158,8 @@ Result<std::vector<std::string>> ResolveScratchRoots(const std::vector<std::stri
   return out;
 }
 
-Result<std::string> ResolveScratchDir(const std::string& dir_in, const std::vector<std::string>& roots) {
+Result<std::string> ResolveScratchDir(const std::string& dir_in,
+                                      const std::vector<std::string>& roots) {
   if (roots.empty()) return Err("no scratch root is configured");
   const std::string dir = dir_in.empty() ? roots.front() : dir_in;
   if (dir.front() != '/') return Err("dir '" + dir + "' must be an absolute path");

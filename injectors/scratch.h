@@ -32,7 +32,8 @@ Result<std::vector<std::string>> ResolveScratchRoots(const std::vector<std::stri
 // Checks `dir` (empty: the first root) against the rules above and returns its realpath.
 // A missing `dir` is created (mkdir -p) only when its existing ancestor is inside a root.
 // `roots` must already be resolved.
-Result<std::string> ResolveScratchDir(const std::string& dir, const std::vector<std::string>& roots);
+Result<std::string> ResolveScratchDir(const std::string& dir,
+                                      const std::vector<std::string>& roots);
 
 // Start time of a process in clock ticks since boot (/proc/<pid>/stat field 22).
 Result<uint64_t> ProcessStartTime(pid_t pid);
@@ -54,7 +55,7 @@ class RunDir {
 
   const std::string& path() const { return path_; }
   int fd() const { return fd_; }  // O_DIRECTORY fd, for openat()
-  void Remove();                   // idempotent
+  void Remove();                  // idempotent
 
  private:
   std::string path_;

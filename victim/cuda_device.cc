@@ -18,9 +18,9 @@
 
 #include "victim/rng.h"
 
-#define CODL_CUDA_TRY(expr)                                                          \
-  do {                                                                               \
-    cudaError_t e_ = (expr);                                                         \
+#define CODL_CUDA_TRY(expr)                                                                \
+  do {                                                                                     \
+    cudaError_t e_ = (expr);                                                               \
     if (e_ != cudaSuccess) return Err(std::string(#expr) + ": " + cudaGetErrorString(e_)); \
   } while (0)
 
@@ -54,7 +54,8 @@ class CudaDevice : public Device {
     name_ = "cuda:" + std::to_string(ordinal_) + " (" + prop.name + ")";
     CODL_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     if (!Cublas().error.empty()) return Err(name_ + ": " + Cublas().error);
-    if (Cublas().create(&handle_) != CUBLAS_STATUS_SUCCESS) return Err("cublasCreate failed on " + name_);
+    if (Cublas().create(&handle_) != CUBLAS_STATUS_SUCCESS)
+      return Err("cublasCreate failed on " + name_);
     Cublas().set_stream(handle_, stream_);
     if (config_.h2d_bytes > 0) CODL_CUDA_TRY(cudaMalloc(&staging_, config_.h2d_bytes));
     SplitMix64 rng(MixSeed(config_.seed, 0x6e6d));
@@ -84,7 +85,8 @@ class CudaDevice : public Device {
   void* AllocHost(size_t bytes) override {
     void* p = nullptr;
     cudaSetDevice(ordinal_);
-    if (cudaHostAlloc(&p, bytes == 0 ? 4096 : bytes, cudaHostAllocPortable) != cudaSuccess) return nullptr;
+    if (cudaHostAlloc(&p, bytes == 0 ? 4096 : bytes, cudaHostAllocPortable) != cudaSuccess)
+      return nullptr;
     return p;
   }
   void FreeHost(void* p) override { cudaFreeHost(p); }
@@ -102,19 +104,23 @@ class CudaDevice : public Device {
     const int n = config_.gemm_dim;
     const float one = 1.0f, zero = 0.0f;
     for (int i = 0; i < count; ++i) {
-      cublasStatus_t s = Cublas().sgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
-                                     static_cast<const float*>(a_), n,
-                                     static_cast<const float*>(b_), n, &zero,
-                                     static_cast<float*>(c_), n);
-      if (s != CUBLAS_STATUS_SUCCESS) return Err(std::string("cublasSgemm: ") + Cublas().status_string(s));
+      cublasStatus_t s = Cublas().sgemm(
+          handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<const float*>(a_), n,
+          static_cast<const float*>(b_), n, &zero, static_cast<float*>(c_), n);
+      if (s != CUBLAS_STATUS_SUCCESS)
+        return Err(std::string("cublasSgemm: ") + Cublas().status_string(s));
     }
     CODL_CUDA_TRY(cudaStreamSynchronize(stream_));
     return Status::Ok();
   }
 
   float* HostGradients() override { return static_cast<float*>(host_grads_); }
-  Status GradientsToHost() override { return CopyGradients(host_grads_, grads_, cudaMemcpyDeviceToHost); }
-  Status GradientsFromHost() override { return CopyGradients(grads_, host_grads_, cudaMemcpyHostToDevice); }
+  Status GradientsToHost() override {
+    return CopyGradients(host_grads_, grads_, cudaMemcpyDeviceToHost);
+  }
+  Status GradientsFromHost() override {
+    return CopyGradients(grads_, host_grads_, cudaMemcpyHostToDevice);
+  }
 
   int ordinal() const { return ordinal_; }
   cudaStream_t stream() const { return stream_; }
@@ -158,7 +164,8 @@ class NcclCommunicator : public Communicator {
     std::vector<int> ordinals;
     for (CudaDevice* d : devices_) ordinals.push_back(d->ordinal());
     if (!Nccl().error.empty()) return Err(Nccl().error);
-    ncclResult_t r = Nccl().CommInitAll(comms_.data(), static_cast<int>(comms_.size()), ordinals.data());
+    ncclResult_t r =
+        Nccl().CommInitAll(comms_.data(), static_cast<int>(comms_.size()), ordinals.data());
     if (r != ncclSuccess) return Err(std::string("ncclCommInitAll: ") + Nccl().GetErrorString(r));
     return Status::Ok();
   }
@@ -170,8 +177,9 @@ class NcclCommunicator : public Communicator {
   Status Allreduce(int rank) override {
     CudaDevice* d = devices_[static_cast<size_t>(rank)];
     CODL_CUDA_TRY(cudaSetDevice(d->ordinal()));
-    ncclResult_t r = Nccl().AllReduce(d->device_gradients(), d->device_gradients(), floats_, ncclFloat,
-                                   ncclAvg, comms_[static_cast<size_t>(rank)], d->stream());
+    ncclResult_t r =
+        Nccl().AllReduce(d->device_gradients(), d->device_gradients(), floats_, ncclFloat, ncclAvg,
+                         comms_[static_cast<size_t>(rank)], d->stream());
     if (r != ncclSuccess) return Err(std::string("ncclAllReduce: ") + Nccl().GetErrorString(r));
     CODL_CUDA_TRY(cudaStreamSynchronize(d->stream()));
     return Status::Ok();

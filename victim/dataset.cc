@@ -115,11 +115,16 @@ Result<std::optional<DatasetInfo>> ReadManifest(const std::string& dir) {
     if (eq == std::string::npos) continue;
     const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
     try {
-      if (key == "samples") { info.samples = std::stoll(value); have_samples = true; }
-      else if (key == "sample_size") { info.sample_size = std::stoull(value); have_size = true; }
-      else if (key == "seed") info.seed = std::stoull(value);
+      if (key == "samples") {
+        info.samples = std::stoll(value);
+        have_samples = true;
+      } else if (key == "sample_size") {
+        info.sample_size = std::stoull(value);
+        have_size = true;
+      } else if (key == "seed") info.seed = std::stoull(value);
     } catch (const std::exception&) {
-      return Err(path + ": bad value '" + value + "' for " + key + "; regenerate with codl-victim gen-data");
+      return Err(path + ": bad value '" + value + "' for " + key +
+                 "; regenerate with codl-victim gen-data");
     }
   }
   if (!have_samples || !have_size || info.samples <= 0 || info.sample_size == 0) {

@@ -28,7 +28,8 @@ uint64_t EpochShuffle::At(uint64_t position) const {
 }
 
 Loader::Loader(LoaderConfig config, Device* device)
-    : config_(std::move(config)), device_(device),
+    : config_(std::move(config)),
+      device_(device),
       stride_(RoundUpToIoAlign(config_.sample_size)),
       shuffle_(config_.files.size(), config_.seed) {}
 

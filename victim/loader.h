@@ -29,7 +29,7 @@ struct LoaderConfig {
   int decode_passes = 0;
   size_t min_buffer_bytes = 0;  // buffers also hold this much (the h2d copy's source)
   int64_t total_batches = 0;
-  uint64_t seed = 1;            // shuffling: a fresh permutation of the shard every epoch
+  uint64_t seed = 1;  // shuffling: a fresh permutation of the shard every epoch
   ReaderConfig reader;
 };
 
@@ -84,9 +84,9 @@ class Loader {
   std::condition_variable cv_;
   bool stop_ = false;
   std::string error_;
-  int64_t next_claim_ = 0;   // next batch index a loader thread will build
-  int64_t next_take_ = 0;    // next batch index the training loop will take
-  int64_t released_ = 0;     // batches handed back: claims stay below released_ + prefetch
+  int64_t next_claim_ = 0;  // next batch index a loader thread will build
+  int64_t next_take_ = 0;   // next batch index the training loop will take
+  int64_t released_ = 0;    // batches handed back: claims stay below released_ + prefetch
   std::vector<int> free_buffers_;
   std::map<int64_t, Batch> ready_;
   std::vector<std::thread> threads_;

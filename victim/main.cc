@@ -34,7 +34,8 @@ int GenData(const std::vector<std::string>& args) {
     std::fprintf(stderr, "codl-victim: gen-data: %s\n", s.error().c_str());
     return 1;
   }
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   codl::JsonLine line;
   line.Add("gen_data", true).Add("dir", o.dir).Add("samples", o.samples);
   line.Add("sample_size", o.sample_size).Add("seed", o.seed);
@@ -71,5 +72,6 @@ int main(int argc, char** argv) {
   if (command == "run") return Run({args.begin() + 1, args.end()});
   // `codl-victim --data DIR --steps 60` (no subcommand) means run, as in the DESIGN sketch.
   if (command.rfind("--", 0) == 0) return Run(args);
-  return Usage("unknown command '" + command + "'; commands: gen-data, run (see codl-victim --help)");
+  return Usage("unknown command '" + command +
+               "'; commands: gen-data, run (see codl-victim --help)");
 }

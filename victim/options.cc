@@ -136,18 +136,36 @@ E Choice(const std::string& value, std::initializer_list<std::pair<const char*, 
 void ApplyProfile(Profile p, RunOptions& o) {
   switch (p) {
     case Profile::kBalanced:
-      o.samples = 256; o.sample_size = 128 * 1024; o.batch_size = 32;
-      o.threads = 2; o.prefetch = 4; o.decode_work = 2; o.gemm_dim = 384; o.gemm_count = 3;
+      o.samples = 256;
+      o.sample_size = 128 * 1024;
+      o.batch_size = 32;
+      o.threads = 2;
+      o.prefetch = 4;
+      o.decode_work = 2;
+      o.gemm_dim = 384;
+      o.gemm_count = 3;
       break;
     case Profile::kIoBound:
       // Large samples, no decode, one small GEMM: the training loop waits for storage.
-      o.samples = 64; o.sample_size = 1024 * 1024; o.batch_size = 16;
-      o.threads = 2; o.prefetch = 2; o.decode_work = 0; o.gemm_dim = 128; o.gemm_count = 1;
+      o.samples = 64;
+      o.sample_size = 1024 * 1024;
+      o.batch_size = 16;
+      o.threads = 2;
+      o.prefetch = 2;
+      o.decode_work = 0;
+      o.gemm_dim = 128;
+      o.gemm_count = 1;
       break;
     case Profile::kComputeBound:
       // Small samples, light decode, several large GEMMs: storage hardly matters.
-      o.samples = 256; o.sample_size = 16 * 1024; o.batch_size = 16;
-      o.threads = 1; o.prefetch = 4; o.decode_work = 1; o.gemm_dim = 384; o.gemm_count = 6;
+      o.samples = 256;
+      o.sample_size = 16 * 1024;
+      o.batch_size = 16;
+      o.threads = 1;
+      o.prefetch = 4;
+      o.decode_work = 1;
+      o.gemm_dim = 384;
+      o.gemm_count = 6;
       break;
   }
   o.profile = p;
@@ -165,8 +183,8 @@ void StoreRunFlags(const OptionValues& v, RunOptions& o) {
   if (v.WasSet("--sample-size")) o.sample_size = v.Size("--sample-size");
   o.samples_explicit = v.WasSet("--samples");
   o.sample_size_explicit = v.WasSet("--sample-size");
-  o.reader = Choice<ReaderKind>(v.String("--reader"),
-                                {{"posix", ReaderKind::kPosix}, {"io_uring", ReaderKind::kIoUring}});
+  o.reader = Choice<ReaderKind>(
+      v.String("--reader"), {{"posix", ReaderKind::kPosix}, {"io_uring", ReaderKind::kIoUring}});
   o.io_mode = Choice<IoMode>(v.String("--io-mode"), {{"direct", IoMode::kDirect},
                                                      {"fadvise", IoMode::kFadvise},
                                                      {"buffered", IoMode::kBuffered}});
@@ -181,9 +199,9 @@ void StoreRunFlags(const OptionValues& v, RunOptions& o) {
   o.compute_threads = to_int("--compute-threads");
   o.ranks = to_int("--ranks");
   o.allreduce_size = v.Size("--allreduce-size");
-  o.device = Choice<DeviceChoice>(v.String("--device"), {{"auto", DeviceChoice::kAuto},
-                                                         {"cpu", DeviceChoice::kCpu},
-                                                         {"cuda", DeviceChoice::kCuda}});
+  o.device = Choice<DeviceChoice>(
+      v.String("--device"),
+      {{"auto", DeviceChoice::kAuto}, {"cpu", DeviceChoice::kCpu}, {"cuda", DeviceChoice::kCuda}});
   o.steps = to_int("--steps");
   o.warmup_steps = to_int("--warmup-steps");
   o.seed = v.Uint("--seed");
@@ -200,12 +218,15 @@ Result<int64_t> H2dSize(const std::string& text) {
 // --gemm-flops instead of --gemm-count: whole GEMMs of --gemm-dim, rounded up.
 Status ApplyGemmFlops(const OptionValues& v, RunOptions& o) {
   if (!v.WasSet("--gemm-flops")) return Status::Ok();
-  if (v.WasSet("--gemm-count")) return Err("--gemm-flops and --gemm-count both given; use one of them");
+  if (v.WasSet("--gemm-count"))
+    return Err("--gemm-flops and --gemm-count both given; use one of them");
   const double flops = v.Double("--gemm-flops");
   const double count = std::ceil(flops / (2.0 * std::pow(static_cast<double>(o.gemm_dim), 3)));
   if (count > kMaxGemmCount) {
-    return Err("--gemm-flops: " + std::to_string(flops) + " needs more than 100000 GEMMs of "
-               "--gemm-dim " + std::to_string(o.gemm_dim) + "; raise --gemm-dim");
+    return Err("--gemm-flops: " + std::to_string(flops) +
+               " needs more than 100000 GEMMs of "
+               "--gemm-dim " +
+               std::to_string(o.gemm_dim) + "; raise --gemm-dim");
   }
   o.gemm_count = static_cast<int>(count);
   return Status::Ok();
@@ -258,7 +279,8 @@ Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args) {
   if (!h2d.ok()) return Err(h2d.error());
   out.h2d_size = *h2d;
 
-  if (out.dir.empty()) return Err("run: --dir is required (the dataset folder; run generates it when empty)");
+  if (out.dir.empty())
+    return Err("run: --dir is required (the dataset folder; run generates it when empty)");
   if (out.read_block % 4096 != 0) {
     return Err("--read-block: must be a multiple of 4KiB (O_DIRECT needs aligned reads)");
   }

@@ -47,11 +47,11 @@ struct RunOptions {
   int threads = 2;   // loader threads per rank (DataLoader num_workers)
   int prefetch = 4;  // batches decoded ahead of the training loop, per rank
   int batch_size = 32;
-  int decode_work = 2;            // decode passes over each sample; 0 = no decode stage
-  int64_t h2d_size = -1;          // bytes per step; -1 = the batch's bytes; 0 = no h2d stage
+  int decode_work = 2;    // decode passes over each sample; 0 = no decode stage
+  int64_t h2d_size = -1;  // bytes per step; -1 = the batch's bytes; 0 = no h2d stage
   int gemm_dim = 384;
-  int gemm_count = 3;             // GEMMs per step; 0 = no compute stage
-  int compute_threads = 1;        // CPU GEMM threads (host fallback only)
+  int gemm_count = 3;       // GEMMs per step; 0 = no compute stage
+  int compute_threads = 1;  // CPU GEMM threads (host fallback only)
   int ranks = 1;
   uint64_t allreduce_size = 4 * 1024 * 1024;
   DeviceChoice device = DeviceChoice::kAuto;

@@ -19,7 +19,9 @@ class SplitMix64 {
   // Uniform in [0, n) (n > 0); the modulo bias is irrelevant for shuffling and test data.
   uint64_t Below(uint64_t n) { return Next() % n; }
   // Uniform float in [-1, 1).
-  float Symmetric() { return static_cast<float>(static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0); }
+  float Symmetric() {
+    return static_cast<float>(static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0);
+  }
 
  private:
   uint64_t state_;

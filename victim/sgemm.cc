@@ -76,7 +76,8 @@ inline __attribute__((always_inline)) void MicroKernel(int kc, const float* ap, 
 CODL_SGEMM_CLONES
 void SgemmSerial(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
                  int ldc) {
-  for (int i = 0; i < m; ++i) std::fill(c + static_cast<long>(i) * ldc, c + static_cast<long>(i) * ldc + n, 0.0f);
+  for (int i = 0; i < m; ++i)
+    std::fill(c + static_cast<long>(i) * ldc, c + static_cast<long>(i) * ldc + n, 0.0f);
   thread_local std::vector<float> bpack, apack;
   bpack.resize(static_cast<size_t>(kKc) * (kNc + kNr));
   apack.resize(static_cast<size_t>(kKc) * (kMc + kMr));

@@ -18,7 +18,8 @@ namespace {
 class ShmCommunicator : public Communicator {
  public:
   ShmCommunicator(std::vector<Device*> devices, size_t floats)
-      : devices_(std::move(devices)), floats_(floats),
+      : devices_(std::move(devices)),
+        floats_(floats),
         barrier_(static_cast<std::ptrdiff_t>(devices_.size())) {}
 
   std::string Name() const override {

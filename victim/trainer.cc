@@ -77,7 +77,8 @@ int PrepareDataset(const RunOptions& o, DatasetInfo* out) {
   }
   if (!manifest->has_value()) {
     DatasetInfo info{o.dir, o.samples, o.sample_size, o.seed};
-    std::fprintf(stderr, "codl-victim: no dataset in %s; generating %lld samples of %s (seed %llu)\n",
+    std::fprintf(stderr,
+                 "codl-victim: no dataset in %s; generating %lld samples of %s (seed %llu)\n",
                  o.dir.c_str(), static_cast<long long>(o.samples),
                  FormatSize(static_cast<double>(o.sample_size)).c_str(),
                  static_cast<unsigned long long>(o.seed));
@@ -144,7 +145,8 @@ void RunRank(int r, const RunOptions& o, const Plan& plan, Rank& rank, Communica
     if (o.decode_work > 0) phases["decode_s"] = batch->decode_s;
     if (plan.h2d_bytes > 0) {
       t = t2;
-      if (Status st = rank.device->CopyToDevice(batch->data, plan.h2d_bytes); !st.ok()) Die(r, s, st.error());
+      if (Status st = rank.device->CopyToDevice(batch->data, plan.h2d_bytes); !st.ok())
+        Die(r, s, st.error());
       t2 = Now();
       phases["h2d_s"] = t2 - t;
     }
@@ -180,7 +182,8 @@ JsonLine SummaryLine(const RunOptions& o, const Plan& plan, const std::vector<St
     times.push_back(rec[i].step_time_s);
     for (const auto& [k, v] : rec[i].phases) phases[k].push_back(v);
   }
-  const double begin = o.warmup_steps > 0 ? rec[static_cast<size_t>(o.warmup_steps) - 1].end_s : loop_start;
+  const double begin =
+      o.warmup_steps > 0 ? rec[static_cast<size_t>(o.warmup_steps) - 1].end_s : loop_start;
   const double elapsed = rec.back().end_s - begin;
   const double samples = static_cast<double>(o.steps) * o.batch_size * o.ranks;
   std::map<std::string, double> medians;
@@ -257,7 +260,8 @@ bool StartLoaders(const RunOptions& o, const Plan& plan, const std::vector<Devic
                   std::vector<Rank>* ranks) {
   for (int r = 0; r < o.ranks; ++r) {
     LoaderConfig lc;
-    for (int64_t i = r; i < plan.dataset.samples; i += o.ranks) lc.files.push_back(SamplePath(o.dir, i));
+    for (int64_t i = r; i < plan.dataset.samples; i += o.ranks)
+      lc.files.push_back(SamplePath(o.dir, i));
     lc.sample_size = plan.dataset.sample_size;
     lc.batch_size = o.batch_size;
     lc.threads = o.threads;
@@ -285,7 +289,8 @@ void RunRanks(const RunOptions& o, const Plan& plan, std::vector<Rank>& ranks, C
   const double loop_start = Now();
   std::vector<std::thread> threads;
   for (int r = 1; r < o.ranks; ++r) {
-    threads.emplace_back([&, r] { RunRank(r, o, plan, ranks[static_cast<size_t>(r)], comm, out, nullptr); });
+    threads.emplace_back(
+        [&, r] { RunRank(r, o, plan, ranks[static_cast<size_t>(r)], comm, out, nullptr); });
   }
   RunRank(0, o, plan, ranks[0], comm, out, &records);
   for (auto& t : threads) t.join();

@@ -51,7 +51,10 @@ class UringReader : public SampleReader {
       while (status.ok() && !pending.empty() && inflight < config_.queue_depth) {
         const size_t c = pending.front();
         Status s = Submit(batch, c);
-        if (!s.ok()) { status = s; break; }
+        if (!s.ok()) {
+          status = s;
+          break;
+        }
         pending.pop_front();
         ++inflight;
       }

@@ -81,8 +81,9 @@ int main(int argc, char** argv) {
   double total = 0;
   for (double b : measured_bytes) total += b;
   const double copied_per_s = total / seconds;
-  std::printf("{\"threads\":%d,\"buffer_bytes\":%zu,\"seconds\":%.3f,"
-              "\"copy_bytes_per_s\":%.6g,\"stream_convention_bytes_per_s\":%.6g}\n",
-              threads, bytes, seconds, copied_per_s, 2 * copied_per_s);
+  std::printf(
+      "{\"threads\":%d,\"buffer_bytes\":%zu,\"seconds\":%.3f,"
+      "\"copy_bytes_per_s\":%.6g,\"stream_convention_bytes_per_s\":%.6g}\n",
+      threads, bytes, seconds, copied_per_s, 2 * copied_per_s);
   return 0;
 }

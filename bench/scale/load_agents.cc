@@ -43,11 +43,11 @@
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/scale/load_agents.h"
+#include "bench/scale/timer_queue.h"
 #include "codl/v1/agent.grpc.pb.h"
 #include "codl/v1/controller.grpc.pb.h"
 #include "lib/rpc/rpc_util.h"
-#include "bench/scale/load_agents.h"
-#include "bench/scale/timer_queue.h"
 
 namespace v1 = codl::v1;
 using Json = nlohmann::json;
@@ -55,11 +55,11 @@ using Json = nlohmann::json;
 namespace {
 
 using Options = codl::bench::LoadOptions;
-using codl::bench::NowNs;
-using codl::bench::TimerQueue;
 using codl::FailedPrecondition;
 using codl::NotFound;
 using codl::Status;
+using codl::bench::NowNs;
+using codl::bench::TimerQueue;
 namespace rpc = codl::rpc;
 
 struct StartRecord {
@@ -114,7 +114,8 @@ class Load;
 class AgentService final : public v1::Agent::CallbackService {
  public:
   explicit AgentService(Load* load) : load_(load) {}
-  grpc::ServerUnaryReactor* Calibrate(grpc::CallbackServerContext* ctx, const v1::CalibrateRequest* req,
+  grpc::ServerUnaryReactor* Calibrate(grpc::CallbackServerContext* ctx,
+                                      const v1::CalibrateRequest* req,
                                       v1::CalibrateReply* reply) override;
   grpc::ServerUnaryReactor* StartAntagonist(grpc::CallbackServerContext* ctx,
                                             const v1::StartAntagonistRequest* req,
@@ -125,7 +126,8 @@ class AgentService final : public v1::Agent::CallbackService {
   grpc::ServerUnaryReactor* StopAntagonist(grpc::CallbackServerContext* ctx,
                                            const v1::StopAntagonistRequest* req,
                                            v1::StopAntagonistReply* reply) override;
-  grpc::ServerUnaryReactor* RunVictim(grpc::CallbackServerContext* ctx, const v1::RunVictimRequest* req,
+  grpc::ServerUnaryReactor* RunVictim(grpc::CallbackServerContext* ctx,
+                                      const v1::RunVictimRequest* req,
                                       v1::RunVictimReply* reply) override;
   grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx, const v1::StopAllRequest* req,
                                     v1::StopAllReply* reply) override;
@@ -134,13 +136,13 @@ class AgentService final : public v1::Agent::CallbackService {
   Load* load_;
 };
 
-
 class Load {
  public:
   explicit Load(Options o) : o_(std::move(o)) {}
 
   codl::Status Start() {
-    if (codl::Status s = codl::rpc::CheckEndpointSecurity({o_.controller, o_.tls}); !s.ok()) return s;
+    if (codl::Status s = codl::rpc::CheckEndpointSecurity({o_.controller, o_.tls}); !s.ok())
+      return s;
     auto creds = codl::rpc::MakeServerCredentials({o_.listen_host + ":0", o_.tls});
     if (!creds.ok()) return codl::Err(creds.error());
     agents_.resize(o_.agents);
@@ -170,7 +172,8 @@ class Load {
     const int64_t t0 = NowNs();
     for (auto& a : agents_) {
       LoadAgent* ag = a.get();
-      int64_t at = t0 + static_cast<int64_t>(o_.register_spread_s * 1e9 * ag->index / std::max(1, o_.agents));
+      int64_t at = t0 + static_cast<int64_t>(o_.register_spread_s * 1e9 * ag->index /
+                                             std::max(1, o_.agents));
       timers_.Post(at, [this, ag] { SendRegister(ag); });
     }
     return codl::Status::Ok();
@@ -181,7 +184,8 @@ class Load {
     timers_.Stop();
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     // Wait for in-flight client calls (their callbacks touch the agents).
-    for (int i = 0; i < 100 && in_flight_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 100 && in_flight_ > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
   int Registered() const {
@@ -194,7 +198,8 @@ class Load {
   }
 
   LoadAgent* AgentFor(grpc::CallbackServerContext* ctx, const std::string& antagonist_id) {
-    std::string auth(ctx->ExperimentalGetAuthority().data(), ctx->ExperimentalGetAuthority().size());
+    std::string auth(ctx->ExperimentalGetAuthority().data(),
+                     ctx->ExperimentalGetAuthority().size());
     int port = atoi(auth.substr(auth.rfind(':') + 1).c_str());
     auto it = by_port_.find(port);
     if (it == by_port_.end()) {
@@ -203,8 +208,9 @@ class Load {
     }
     LoadAgent* a = it->second;
     const std::string suffix = "-" + a->id;
-    if (!antagonist_id.empty() && (antagonist_id.size() < suffix.size() ||
-                                   antagonist_id.compare(antagonist_id.size() - suffix.size(), suffix.size(), suffix) != 0)) {
+    if (!antagonist_id.empty() &&
+        (antagonist_id.size() < suffix.size() ||
+         antagonist_id.compare(antagonist_id.size() - suffix.size(), suffix.size(), suffix) != 0)) {
       ++stats_.misrouted;  // the controller sent agent X's antagonist to agent Y's address
     }
     return a;
@@ -248,7 +254,9 @@ class Load {
     std::lock_guard<std::mutex> l(stats_.mu);
     std::vector<double> r = stats_.rtts_s;
     std::sort(r.begin(), r.end());
-    auto pct = [&](double p) { return r.empty() ? 0.0 : r[std::min(r.size() - 1, static_cast<size_t>(p * r.size()))]; };
+    auto pct = [&](double p) {
+      return r.empty() ? 0.0 : r[std::min(r.size() - 1, static_cast<size_t>(p * r.size()))];
+    };
     j["heartbeat_rtt_ms"] = {{"p50", pct(0.5) * 1e3}, {"p99", pct(0.99) * 1e3}, {"n", r.size()}};
     j["start_records"] = Json::array();
     for (const auto& s : stats_.start_records) {
@@ -261,7 +269,8 @@ class Load {
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    j["load_tool_cpu_s"] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    j["load_tool_cpu_s"] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+                           ru.ru_stime.tv_usec / 1e6;
     return j;
   }
 
@@ -293,14 +302,17 @@ class Load {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     // In gRPC this is also the minimum connect timeout (TCP + TLS handshake + HTTP/2 settings).
     // --min-connect-timeout-ms 0 leaves gRPC's 20 s default: what-if for rpc::MakeChannel.
-    if (o_.min_connect_timeout_ms > 0) args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, o_.min_connect_timeout_ms);
+    if (o_.min_connect_timeout_ms > 0)
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, o_.min_connect_timeout_ms);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return grpc::CreateCustomChannel(o_.controller, creds, args);
   }
 
-  std::unique_ptr<grpc::ClientContext> Context(double deadline_s) { return codl::rpc::MakeContext(deadline_s); }
+  std::unique_ptr<grpc::ClientContext> Context(double deadline_s) {
+    return codl::rpc::MakeContext(deadline_s);
+  }
 
   // The request is built under the agent's lock, which is released before the call starts (a
   // callback may run inline on this thread).
@@ -329,23 +341,25 @@ class Load {
     a->ctx = Context(3.0);
     l.unlock();
     ++in_flight_;
-    a->stub->async()->RegisterAgent(a->ctx.get(), &a->reg_req, &a->reg_reply, [this, a](grpc::Status s) {
-      double interval = 1;
-      {
-        std::lock_guard<std::mutex> l(a->mu);
-        if (s.ok()) {
-          a->registered = true;
-          ++stats_.registrations;
-          if (a->reg_reply.heartbeat_interval_s() > 0) interval_s_ = a->reg_reply.heartbeat_interval_s();
-        } else if (++stats_.register_failures <= 5) {
-          fprintf(stderr, "codl-load-agents: %s: RegisterAgent failed: %d %s\n", a->id.c_str(),
-                  static_cast<int>(s.error_code()), s.error_message().c_str());
-        }
-        interval = s.ok() ? interval_s_.load() : 0.25;  // the real agent retries every 0.25 s
-      }
-      timers_.Post(NowNs() + static_cast<int64_t>(interval * 1e9), [this, a] { Tick(a); });
-      --in_flight_;
-    });
+    a->stub->async()->RegisterAgent(
+        a->ctx.get(), &a->reg_req, &a->reg_reply, [this, a](grpc::Status s) {
+          double interval = 1;
+          {
+            std::lock_guard<std::mutex> l(a->mu);
+            if (s.ok()) {
+              a->registered = true;
+              ++stats_.registrations;
+              if (a->reg_reply.heartbeat_interval_s() > 0)
+                interval_s_ = a->reg_reply.heartbeat_interval_s();
+            } else if (++stats_.register_failures <= 5) {
+              fprintf(stderr, "codl-load-agents: %s: RegisterAgent failed: %d %s\n", a->id.c_str(),
+                      static_cast<int>(s.error_code()), s.error_message().c_str());
+            }
+            interval = s.ok() ? interval_s_.load() : 0.25;  // the real agent retries every 0.25 s
+          }
+          timers_.Post(NowNs() + static_cast<int64_t>(interval * 1e9), [this, a] { Tick(a); });
+          --in_flight_;
+        });
   }
 
   void Tick(LoadAgent* a) {
@@ -467,7 +481,8 @@ grpc::ServerUnaryReactor* AgentService::StartAntagonist(grpc::CallbackServerCont
     load->Remember(a, key, *reply);
     {
       std::lock_guard<std::mutex> l(load->stats().mu);
-      load->stats().start_records.push_back(StartRecord{a->index, id, arrival, start_at, offset, now});
+      load->stats().start_records.push_back(
+          StartRecord{a->index, id, arrival, start_at, offset, now});
     }
     r->Finish(grpc::Status::OK);
   });
@@ -552,20 +567,22 @@ grpc::ServerUnaryReactor* AgentService::RunVictim(grpc::CallbackServerContext* c
   const double wall = load_->options().victim_s;
   Load* load = load_;
   std::string key = req->idempotency_key();
-  load_->timers().Post(started + static_cast<int64_t>(wall * 1e9), [load, a, r, reply, key, started, wall] {
-    reply->set_ok(true);
-    reply->set_exit_code(0);
-    reply->set_wall_s(wall);
-    reply->set_metric(wall);
-    reply->set_started_unix_ns(started);
-    load->Remember(a, key, *reply);
-    r->Finish(grpc::Status::OK);
-  });
+  load_->timers().Post(started + static_cast<int64_t>(wall * 1e9),
+                       [load, a, r, reply, key, started, wall] {
+                         reply->set_ok(true);
+                         reply->set_exit_code(0);
+                         reply->set_wall_s(wall);
+                         reply->set_metric(wall);
+                         reply->set_started_unix_ns(started);
+                         load->Remember(a, key, *reply);
+                         r->Finish(grpc::Status::OK);
+                       });
   return r;
 }
 
 grpc::ServerUnaryReactor* AgentService::StopAll(grpc::CallbackServerContext* ctx,
-                                                const v1::StopAllRequest* req, v1::StopAllReply* reply) {
+                                                const v1::StopAllRequest* req,
+                                                v1::StopAllReply* reply) {
   LoadAgent* a = load_->AgentFor(ctx, "");
   if (!a) return Fail(ctx, NotFound("unknown port"));
   {

@@ -19,24 +19,32 @@ int main(int argc, char** argv) {
       "heartbeat, the Agent service) against one codl-controller; spawns nothing. For the\n"
       "control-plane scale benchmark (bench/run_scale_bench.sh)."};
   app.add_option("--controller", o.controller, "controller address")->capture_default_str();
-  app.add_option("--agents,-n", o.agents, "how many agents")->check(CLI::Range(1, 20000))->capture_default_str();
-  app.add_option("--listen-host", o.listen_host, "host the N agent ports listen on (loopback)")->capture_default_str();
-  app.add_option("--id-prefix", o.id_prefix, "agent ids are PREFIX0000, PREFIX0001, ...")->capture_default_str();
+  app.add_option("--agents,-n", o.agents, "how many agents")
+      ->check(CLI::Range(1, 20000))
+      ->capture_default_str();
+  app.add_option("--listen-host", o.listen_host, "host the N agent ports listen on (loopback)")
+      ->capture_default_str();
+  app.add_option("--id-prefix", o.id_prefix, "agent ids are PREFIX0000, PREFIX0001, ...")
+      ->capture_default_str();
   app.add_option("--duration", o.duration_s, "exit after this many seconds (0: at SIGINT/SIGTERM)");
   app.add_option("--victim-time", o.victim_s, "seconds a RunVictim takes")->capture_default_str();
-  app.add_option("--register-spread", o.register_spread_s, "spread registrations over this many seconds")
+  app.add_option("--register-spread", o.register_spread_s,
+                 "spread registrations over this many seconds")
       ->capture_default_str();
-  app.add_option("--out", o.out, "write the JSON report (start arrivals, heartbeat stats) here at exit");
-  app.add_option("--min-connect-timeout-ms", o.min_connect_timeout_ms,
-                 "GRPC_ARG_MIN_RECONNECT_BACKOFF_MS of the agents' channels, as rpc::MakeChannel sets "
-                 "it (gRPC also uses it as the connect timeout); 0 = gRPC's default (20 s)")
+  app.add_option("--out", o.out,
+                 "write the JSON report (start arrivals, heartbeat stats) here at exit");
+  app.add_option(
+         "--min-connect-timeout-ms", o.min_connect_timeout_ms,
+         "GRPC_ARG_MIN_RECONNECT_BACKOFF_MS of the agents' channels, as rpc::MakeChannel sets "
+         "it (gRPC also uses it as the connect timeout); 0 = gRPC's default (20 s)")
       ->capture_default_str();
   app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
   app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
   app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");
   CLI11_PARSE(app, argc, argv);
   if (!codl::rpc::IsLocalAddress(o.listen_host + ":0")) {
-    fprintf(stderr, "codl-load-agents: --listen-host must be a loopback address (this is a benchmark)\n");
+    fprintf(stderr,
+            "codl-load-agents: --listen-host must be a loopback address (this is a benchmark)\n");
     return 2;
   }
   rlimit rl{};
@@ -66,7 +74,8 @@ int main(int argc, char** argv) {
     int sig = sigtimedwait(&set, nullptr, &ts);
     if (sig > 0) break;
     if (o.duration_s > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.duration_s) {
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
+            o.duration_s) {
       break;
     }
     int n = load->Registered();
@@ -83,7 +92,8 @@ int main(int argc, char** argv) {
     out << report.dump() << "\n";
   }
   fprintf(stderr,
-          "codl-load-agents: %lld registrations (%lld failed), %lld heartbeats ok, %lld failed, %lld starts, "
+          "codl-load-agents: %lld registrations (%lld failed), %lld heartbeats ok, %lld failed, "
+          "%lld starts, "
           "%lld misrouted\n",
           static_cast<long long>(report["registrations"].get<int64_t>()),
           static_cast<long long>(report["register_failures"].get<int64_t>()),

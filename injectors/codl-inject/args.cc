@@ -14,7 +14,8 @@ namespace {
 // handler returns "" or the message that ends the parse.
 class ArgsParser {
  public:
-  explicit ArgsParser(const std::vector<std::string>& argv) : flags_(argv, 1) {}  // argv[0]: program
+  explicit ArgsParser(const std::vector<std::string>& argv)
+      : flags_(argv, 1) {}  // argv[0]: program
 
   Result<CliArgs> Parse() {
     while (flags_.Next()) {

@@ -1,22 +1,22 @@
 // codl-inject: runs ONE injector in the foreground (what codl-agent spawns; also useful alone,
 // like fio or stress-ng). See args.h for the command line and docs/injectors.md for the rest.
-#include <algorithm>
-#include <chrono>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
+#include <algorithm>
+#include <chrono>
 
 #include <atomic>
 #include <cstdio>
 #include <optional>
 #include <thread>
 
-#include "lib/common/json_line.h"
-#include "lib/common/units.h"
 #include "injectors/codl-inject/args.h"
 #include "injectors/codl-inject/output.h"
 #include "injectors/registry.h"
 #include "injectors/scratch.h"
+#include "lib/common/json_line.h"
+#include "lib/common/units.h"
 
 namespace codl::inject {
 namespace {
@@ -154,8 +154,8 @@ class RunSession {
     const bool calibrate_only = args_.command == Command::kCalibrate;
     const bool needs_peak = args_.intensity == Intensity::kLevel && args_.peak_text.empty();
     if (!calibrate_only && !needs_peak) return std::nullopt;
-    const double len = calibrate_only && args_.duration_s > 0 ? args_.duration_s
-                                                              : args_.calibrate_duration_s;
+    const double len =
+        calibrate_only && args_.duration_s > 0 ? args_.duration_s : args_.calibrate_duration_s;
     auto reporter = MakeReporter(args_.json, summary_.unit, "calibrate");
     auto cal = inj_.Calibrate(len, stop_, *reporter);
     reporter.reset();
@@ -188,7 +188,8 @@ class RunSession {
     if (args_.start_at_unix_ns <= 0) return true;
     auto now_ns = [] {
       return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch()).count();
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
     };
     while (!stop_.stop_requested() && now_ns() < args_.start_at_unix_ns) {
       const int64_t left = args_.start_at_unix_ns - now_ns();
@@ -203,8 +204,9 @@ class RunSession {
   }
 
   int Load() {
-    const injectors::Target t = args_.intensity == Intensity::kMax ? injectors::Target::Max()
-                                                                   : injectors::Target::Rate(target_);
+    const injectors::Target t = args_.intensity == Intensity::kMax
+                                    ? injectors::Target::Max()
+                                    : injectors::Target::Rate(target_);
     // --duration is enforced here, by the tool itself, not left to whoever started us; it counts
     // from the moment the load begins.
     const injectors::StopToken run_stop =

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <string>
 
-#include "lib/common/json_line.h"
-#include "lib/common/units.h"
 #include "injectors/gpu/gpu_info.h"
 #include "injectors/registry.h"
+#include "lib/common/json_line.h"
+#include "lib/common/units.h"
 
 namespace codl::inject {
 namespace {
@@ -53,8 +53,8 @@ HumanReporter::~HumanReporter() {
 void HumanReporter::Report(const injectors::Sample& s) {
   if (!tty_ && s.t_s - last_print_ < 1.0) return;  // logs: one line per second is plenty
   last_print_ = s.t_s;
-  std::string line = "[" + phase_ + "] " + FormatDuration(s.t_s) + "  achieved " +
-                     FormatRate(s.achieved, unit_);
+  std::string line =
+      "[" + phase_ + "] " + FormatDuration(s.t_s) + "  achieved " + FormatRate(s.achieved, unit_);
   if (s.target > 0) {
     line += "  target " + FormatRate(s.target, unit_) + " (" + Pct(s.achieved / s.target) + ")";
   }

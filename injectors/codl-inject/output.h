@@ -12,7 +12,8 @@ namespace codl::inject {
 // on stdout, flushed per line.
 class JsonReporter final : public injectors::Reporter {
  public:
-  JsonReporter(std::string unit, std::string phase) : unit_(std::move(unit)), phase_(std::move(phase)) {}
+  JsonReporter(std::string unit, std::string phase)
+      : unit_(std::move(unit)), phase_(std::move(phase)) {}
   void Report(const injectors::Sample& s) override;
 
  private:

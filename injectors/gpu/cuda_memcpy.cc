@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/common/units.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
+#include "lib/common/units.h"
 
 #ifdef CODL_HAVE_CUDA
 #include "injectors/gpu/cuda_common.h"

@@ -54,14 +54,11 @@ double BusBwFactor(NcclOp op, int nranks) {
   if (nranks <= 1) return 1.0;  // CoDL's definition for one rank: busbw := algbw (see header)
   const double n = nranks;
   switch (op) {
-    case NcclOp::kAllReduce:
-      return 2.0 * (n - 1) / n;
+    case NcclOp::kAllReduce: return 2.0 * (n - 1) / n;
     case NcclOp::kAllGather:
     case NcclOp::kReduceScatter:
-    case NcclOp::kAllToAll:
-      return (n - 1) / n;
-    case NcclOp::kBroadcast:
-      return 1.0;
+    case NcclOp::kAllToAll: return (n - 1) / n;
+    case NcclOp::kBroadcast: return 1.0;
   }
   return 1.0;
 }
@@ -89,9 +86,7 @@ Result<NcclShape> NcclShapeFor(NcclOp op, uint64_t size_bytes, int nranks, size_
   s.alg_bytes = static_cast<uint64_t>(count) * elem_bytes;
   switch (op) {
     case NcclOp::kAllReduce:
-    case NcclOp::kBroadcast:
-      s.send_count = s.recv_count = s.chunk_count = count;
-      break;
+    case NcclOp::kBroadcast: s.send_count = s.recv_count = s.chunk_count = count; break;
     case NcclOp::kAllGather:  // each rank contributes count/n, receives count
       s.send_count = s.chunk_count = count / n;
       s.recv_count = count;

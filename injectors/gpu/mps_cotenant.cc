@@ -196,7 +196,8 @@ class MpsCotenantInjector final : public Injector {
     }
     std::printf("%s\n", gpu::MpsLine(dirs.pipe_dir, dirs.log_dir, control_->started()).c_str());
     std::printf("%s\n", VictimEnvLine({{"CUDA_MPS_PIPE_DIRECTORY", dirs.pipe_dir},
-                                       {"CUDA_MPS_LOG_DIRECTORY", dirs.log_dir}})
+                                       { "CUDA_MPS_LOG_DIRECTORY",
+                                         dirs.log_dir }})
                             .c_str());
     std::fflush(stdout);
     return Status::Ok();
@@ -290,7 +291,7 @@ class MpsCotenantInjector final : public Injector {
     const float alpha = 1.0f, beta = 0.0f;
     const cublasStatus_t st =
         Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n_, gemm_n_, gemm_n_, &alpha, a_,
-                    gemm_n_, b_, gemm_n_, &beta, c_, gemm_n_);
+                       gemm_n_, b_, gemm_n_, &beta, c_, gemm_n_);
     if (st != CUBLAS_STATUS_SUCCESS) {
       return Err("mps_cotenant: cublasSgemm failed (status " + std::to_string(st) + ")");
     }

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/common/result.h"
 #include "injectors/stop_token.h"
+#include "lib/common/result.h"
 
 namespace codl::injectors::gpu {
 

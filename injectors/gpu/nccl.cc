@@ -23,11 +23,11 @@
 #include <memory>
 #include <string>
 
-#include "lib/common/units.h"
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
+#include "lib/common/units.h"
 
 #if defined(CODL_HAVE_CUDA) && defined(CODL_HAVE_NCCL)
 #define CODL_NCCL_ENABLED 1
@@ -315,18 +315,18 @@ class NcclInjector final : public Injector {
   // What one worker loop (Loop) carries between its steps.
   struct LoopState {
     gpu::InFlightWindow window;
-    int depth = 2;       // collectives to keep in flight now
+    int depth = 2;  // collectives to keep in flight now
     int max_depth = 2;
-    double op_s = 0;     // smoothed GPU time per collective
+    double op_s = 0;  // smoothed GPU time per collective
     double pace_units = 0;
     double t0 = 0;
     double next_health = 0;
     double stop_seen = -1;  // when this rank first saw its stop request
     double grace = kStopGraceS;
-    int in_segment = 0;     // collectives issued since the last vote
+    int in_segment = 0;  // collectives issued since the last vote
     bool vote_pending = false;
   };
-  enum class Step { kIssue, kWait, kEnd };
+  enum class Step{kIssue, kWait, kEnd};
 
   Status Loop(WorkerContext& ctx) {
     CODL_CUDA_RETURN(cudaSetDevice(device_));

@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "lib/common/units.h"
 #include "lib/analysis/results.h"
+#include "lib/common/units.h"
 
 #include <cmath>
 
@@ -34,7 +34,8 @@ std::map<std::string, std::string> ParseKey(const std::string& key) {
   size_t start = 0;
   while (start <= key.size()) {
     size_t plus = key.find('+', start);
-    std::string piece = key.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    std::string piece =
+        key.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
     if (piece.find('@') == std::string::npos && !parts.empty()) parts.back() += "+" + piece;
     else parts.push_back(piece);
     if (plus == std::string::npos) break;
@@ -176,8 +177,8 @@ void CompareToBaseline(const std::vector<double>& m, const Baseline& base, uint6
 }
 
 PairingSummary SummarizePairing(const std::string& key,
-                                const std::vector<const TrialRecord*>& trials,
-                                const Baseline& base, uint64_t experiment_seed) {
+                                const std::vector<const TrialRecord*>& trials, const Baseline& base,
+                                uint64_t experiment_seed) {
   PairingSummary p;
   p.pairing = key;
   p.baseline = key == "baseline";
@@ -185,7 +186,10 @@ PairingSummary SummarizePairing(const std::string& key,
   for (const auto* t : trials) {
     switch (t->state) {
       case TrialState::kDone: measured.push_back(t); break;
-      case TrialState::kFlagged: flagged.push_back(t); ++p.n_flagged; break;
+      case TrialState::kFlagged:
+        flagged.push_back(t);
+        ++p.n_flagged;
+        break;
       case TrialState::kFailed: ++p.n_failed; break;
       default: ++p.n_not_run; break;
     }

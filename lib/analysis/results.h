@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/common/records.h"
 #include "lib/analysis/stats.h"
+#include "lib/common/records.h"
 
 namespace codl::experiment {
 
@@ -17,35 +17,35 @@ namespace codl::experiment {
 struct AntagonistSummary {
   std::string name;
   std::string injector;
-  std::string intensity;     // as in the pairing key: "0.5" (level) or "2GiB/s" (rate)
-  double level = 0;          // requested fraction of peak; 0 for an absolute rate
-  double target_rate = kNaN;     // mean requested rate, `unit`
-  double achieved_rate = kNaN;   // mean of AntagonistResult::achieved_rate
-  double achieved_cov = kNaN;    // mean of AntagonistResult::achieved_cov
-  std::string unit;              // "bytes/s", "IOPS", ...
-  int n_missed_target = 0;       // results with reached_target == false (all trials)
+  std::string intensity;        // as in the pairing key: "0.5" (level) or "2GiB/s" (rate)
+  double level = 0;             // requested fraction of peak; 0 for an absolute rate
+  double target_rate = kNaN;    // mean requested rate, `unit`
+  double achieved_rate = kNaN;  // mean of AntagonistResult::achieved_rate
+  double achieved_cov = kNaN;   // mean of AntagonistResult::achieved_cov
+  std::string unit;             // "bytes/s", "IOPS", ...
+  int n_missed_target = 0;      // results with reached_target == false (all trials)
 };
 
 struct PhaseSlowdown {
-  std::string phase;         // as the victim reports it, e.g. "read_s"
-  double median_s = kNaN;    // median over measured trials of the trial's phase median
-  double slowdown = kNaN;    // median_s / the baseline's median_s
+  std::string phase;       // as the victim reports it, e.g. "read_s"
+  double median_s = kNaN;  // median over measured trials of the trial's phase median
+  double slowdown = kNaN;  // median_s / the baseline's median_s
 };
 
 struct PairingSummary {
-  std::string pairing;       // canonical key: "baseline", "membw@0.5+storage@1"
+  std::string pairing;  // canonical key: "baseline", "membw@0.5+storage@1"
   bool baseline = false;
   std::vector<AntagonistSummary> antagonists;  // sorted by name; empty for the baseline
-  int n = 0;                 // measured trials: state done (the figures below use only these)
-  int n_flagged = 0;         // measured, but an antagonist missed its target: excluded
-  int n_failed = 0;          // the victim failed: excluded
-  int n_not_run = 0;         // pending, running or cancelled
-  double median_metric = kNaN;   // median of TrialRecord::metric, seconds
-  double cov = kNaN;             // coefficient of variation of the metric
-  double slowdown = kNaN;        // median_metric / baseline median_metric (1 for the baseline)
-  double ci_low = kNaN;          // bootstrap 95% CI of the slowdown (NaN for the baseline)
+  int n = 0;                    // measured trials: state done (the figures below use only these)
+  int n_flagged = 0;            // measured, but an antagonist missed its target: excluded
+  int n_failed = 0;             // the victim failed: excluded
+  int n_not_run = 0;            // pending, running or cancelled
+  double median_metric = kNaN;  // median of TrialRecord::metric, seconds
+  double cov = kNaN;            // coefficient of variation of the metric
+  double slowdown = kNaN;       // median_metric / baseline median_metric (1 for the baseline)
+  double ci_low = kNaN;         // bootstrap 95% CI of the slowdown (NaN for the baseline)
   double ci_high = kNaN;
-  double p_value = kNaN;         // two-sided Mann-Whitney U vs the baseline trials
+  double p_value = kNaN;  // two-sided Mann-Whitney U vs the baseline trials
   MannWhitneyMethod p_method = MannWhitneyMethod::kNone;
   std::vector<PhaseSlowdown> phases;  // sorted by phase name
 };
@@ -58,7 +58,7 @@ struct ExperimentResults {
   double confidence = 0.95;
   double noisy_cov_threshold = 0.10;
   double baseline_cov = kNaN;
-  bool noisy_baseline = false;   // baseline_cov > noisy_cov_threshold
+  bool noisy_baseline = false;           // baseline_cov > noisy_cov_threshold
   std::vector<PairingSummary> pairings;  // the baseline first, then in plan (trial index) order
 };
 

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "lib/common/units.h"
 #include "lib/analysis/results.h"
+#include "lib/common/units.h"
 
 namespace codl::experiment {
 namespace {
@@ -51,7 +51,8 @@ std::string Achieved(const PairingSummary& p) {
 std::string SlowdownCell(const PairingSummary& p) {
   if (!std::isfinite(p.slowdown)) return "-";
   std::string s = Fmt("%.2fx", p.slowdown);
-  if (std::isfinite(p.ci_low)) s += " [" + Fmt("%.2f", p.ci_low) + ", " + Fmt("%.2f", p.ci_high) + "]";
+  if (std::isfinite(p.ci_low))
+    s += " [" + Fmt("%.2f", p.ci_low) + ", " + Fmt("%.2f", p.ci_high) + "]";
   return s;
 }
 
@@ -86,8 +87,8 @@ std::string FormatTable(const ExperimentResults& r) {
       << Fmt("%.0f", r.confidence * 100) << "% bootstrap CI; p: Mann-Whitney U vs baseline\n";
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
-  const std::vector<std::string> header = {"pairing", "levels", "n", "median", "slowdown [CI]",
-                                           "p", "achieved"};
+  const std::vector<std::string> header = {"pairing",       "levels", "n",       "median",
+                                           "slowdown [CI]", "p",      "achieved"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const auto& p : r.pairings) {
@@ -116,8 +117,8 @@ std::string FormatTable(const ExperimentResults& r) {
              " flagged (antagonist missed its target)";
       }
       if (p.n_not_run) {
-        s += std::string(p.n_failed || p.n_flagged ? "," : "") + " " +
-             std::to_string(p.n_not_run) + " not run";
+        s += std::string(p.n_failed || p.n_flagged ? "," : "") + " " + std::to_string(p.n_not_run) +
+             " not run";
       }
       lines.push_back(s + "; excluded from the figures");
     }
@@ -137,23 +138,41 @@ std::string FormatTable(const ExperimentResults& r) {
     out << line << "\n";
     for (const auto& d : details[r_i]) out << "    " << d << "\n";
   }
-  bool has_baseline = !r.pairings.empty() && r.pairings.front().baseline &&
-                      r.pairings.front().n > 0;
+  bool has_baseline =
+      !r.pairings.empty() && r.pairings.front().baseline && r.pairings.front().n > 0;
   if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
   if (r.noisy_baseline) {
     out << "warning: noisy baseline: CoV " << Fmt("%.1f", r.baseline_cov * 100) << "% > "
-        << Fmt("%.1f", r.noisy_cov_threshold * 100)
-        << "%; small slowdowns are not trustworthy\n";
+        << Fmt("%.1f", r.noisy_cov_threshold * 100) << "%; small slowdowns are not trustworthy\n";
   }
   return out.str();
 }
 
 std::string FormatCsv(const ExperimentResults& r) {
-  static const char* kColumns[] = {
-      "experiment_id", "pairing", "baseline", "n", "n_flagged", "n_failed", "n_not_run",
-      "median_metric_s", "metric_cov", "slowdown", "ci_low", "ci_high", "p_value", "p_method",
-      "phase_slowdowns", "antagonist", "injector", "intensity", "level", "target_rate",
-      "achieved_rate", "achieved_cov", "unit", "n_missed_target"};
+  static const char* kColumns[] = {"experiment_id",
+                                   "pairing",
+                                   "baseline",
+                                   "n",
+                                   "n_flagged",
+                                   "n_failed",
+                                   "n_not_run",
+                                   "median_metric_s",
+                                   "metric_cov",
+                                   "slowdown",
+                                   "ci_low",
+                                   "ci_high",
+                                   "p_value",
+                                   "p_method",
+                                   "phase_slowdowns",
+                                   "antagonist",
+                                   "injector",
+                                   "intensity",
+                                   "level",
+                                   "target_rate",
+                                   "achieved_rate",
+                                   "achieved_cov",
+                                   "unit",
+                                   "n_missed_target"};
   std::ostringstream out;
   for (size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
   out << "\n";
@@ -162,12 +181,21 @@ std::string FormatCsv(const ExperimentResults& r) {
     for (const auto& ph : p.phases) {
       phases += (phases.empty() ? "" : ";") + ph.phase + "=" + CsvNum(ph.slowdown);
     }
-    std::vector<std::string> common = {
-        r.experiment_id, p.pairing, p.baseline ? "1" : "0", std::to_string(p.n),
-        std::to_string(p.n_flagged), std::to_string(p.n_failed), std::to_string(p.n_not_run),
-        CsvNum(p.median_metric), CsvNum(p.cov), CsvNum(p.slowdown),
-        CsvNum(p.ci_low), CsvNum(p.ci_high), CsvNum(p.p_value),
-        ToString(p.p_method), phases};
+    std::vector<std::string> common = {r.experiment_id,
+                                       p.pairing,
+                                       p.baseline ? "1" : "0",
+                                       std::to_string(p.n),
+                                       std::to_string(p.n_flagged),
+                                       std::to_string(p.n_failed),
+                                       std::to_string(p.n_not_run),
+                                       CsvNum(p.median_metric),
+                                       CsvNum(p.cov),
+                                       CsvNum(p.slowdown),
+                                       CsvNum(p.ci_low),
+                                       CsvNum(p.ci_high),
+                                       CsvNum(p.p_value),
+                                       ToString(p.p_method),
+                                       phases};
     auto emit = [&](const std::vector<std::string>& tail) {
       std::string line;
       for (const auto& f : common) line += (line.empty() ? "" : ",") + CsvField(f);
@@ -209,8 +237,7 @@ std::string FormatJson(const ExperimentResults& r) {
     pj["ci_low"] = Num(p.ci_low);
     pj["ci_high"] = Num(p.ci_high);
     pj["p_value"] = Num(p.p_value);
-    pj["p_method"] = p.p_method == MannWhitneyMethod::kNone ? Json()
-                                                            : Json(ToString(p.p_method));
+    pj["p_method"] = p.p_method == MannWhitneyMethod::kNone ? Json() : Json(ToString(p.p_method));
     pj["phases"] = Json::array();
     for (const auto& ph : p.phases) {
       pj["phases"].push_back(

@@ -22,7 +22,7 @@ std::vector<int64_t> UDistribution(size_t m, size_t n) {
   for (size_t i = 1; i <= m; ++i) {
     const size_t up = n + i;
     for (size_t k = c.size(); k-- > up;) c[k] -= c[k - up];  // * (1 - q^(n+i))
-    for (size_t k = i; k < c.size(); ++k) c[k] += c[k - i];   // / (1 - q^i)
+    for (size_t k = i; k < c.size(); ++k) c[k] += c[k - i];  // / (1 - q^i)
   }
   return c;
 }
@@ -96,7 +96,8 @@ MannWhitneyResult MannWhitneyU(const std::vector<double>& a_in, const std::vecto
   // NaN has no rank (and would never end a tie group below): drop non-finite values.
   auto finite = [](const std::vector<double>& v) {
     std::vector<double> out;
-    for (double x : v) if (std::isfinite(x)) out.push_back(x);
+    for (double x : v)
+      if (std::isfinite(x)) out.push_back(x);
     return out;
   };
   const std::vector<double> a = finite(a_in), b = finite(b_in);

@@ -17,10 +17,14 @@ class JsonLine {
   JsonLine& Add(std::string_view key, double value);
   JsonLine& Add(std::string_view key, int64_t value);
   JsonLine& Add(std::string_view key, int value) { return Add(key, static_cast<int64_t>(value)); }
-  JsonLine& Add(std::string_view key, uint64_t value) { return Add(key, static_cast<int64_t>(value)); }
+  JsonLine& Add(std::string_view key, uint64_t value) {
+    return Add(key, static_cast<int64_t>(value));
+  }
   JsonLine& Add(std::string_view key, bool value);
   JsonLine& Add(std::string_view key, std::string_view value);
-  JsonLine& Add(std::string_view key, const char* value) { return Add(key, std::string_view(value)); }
+  JsonLine& Add(std::string_view key, const char* value) {
+    return Add(key, std::string_view(value));
+  }
   JsonLine& AddObject(std::string_view key, const std::map<std::string, double>& values);
   JsonLine& AddRaw(std::string_view key, std::string_view raw_json);
   std::string str() const { return "{" + body_ + "}"; }

@@ -63,17 +63,19 @@ OptionSpec IntOption(std::string name, std::string def, double min, double max, 
   return Make(std::move(name), OptionType::kInt, std::move(unit), std::move(def), min, max,
               std::move(help));
 }
-OptionSpec DoubleOption(std::string name, std::string def, double min, double max,
-                        std::string help, std::string unit) {
+OptionSpec DoubleOption(std::string name, std::string def, double min, double max, std::string help,
+                        std::string unit) {
   return Make(std::move(name), OptionType::kDouble, std::move(unit), std::move(def), min, max,
               std::move(help));
 }
 OptionSpec SizeOption(std::string name, std::string def, double min, double max, std::string help) {
-  return Make(std::move(name), OptionType::kSize, "bytes", std::move(def), min, max, std::move(help));
+  return Make(std::move(name), OptionType::kSize, "bytes", std::move(def), min, max,
+              std::move(help));
 }
 OptionSpec DurationOption(std::string name, std::string def, double min, double max,
                           std::string help) {
-  return Make(std::move(name), OptionType::kDuration, "s", std::move(def), min, max, std::move(help));
+  return Make(std::move(name), OptionType::kDuration, "s", std::move(def), min, max,
+              std::move(help));
 }
 OptionSpec RateOption(std::string name, std::string def, double min, double max, std::string help,
                       std::string unit) {
@@ -84,12 +86,13 @@ OptionSpec BoolOption(std::string name, std::string def, std::string help) {
   return Make(std::move(name), OptionType::kBool, "", std::move(def), -kInf, kInf, std::move(help));
 }
 OptionSpec StringOption(std::string name, std::string def, std::string help) {
-  return Make(std::move(name), OptionType::kString, "", std::move(def), -kInf, kInf, std::move(help));
+  return Make(std::move(name), OptionType::kString, "", std::move(def), -kInf, kInf,
+              std::move(help));
 }
 OptionSpec EnumOption(std::string name, std::string def, std::vector<std::string> choices,
                       std::string help) {
-  OptionSpec s = Make(std::move(name), OptionType::kEnum, "", std::move(def), -kInf, kInf,
-                      std::move(help));
+  OptionSpec s =
+      Make(std::move(name), OptionType::kEnum, "", std::move(def), -kInf, kInf, std::move(help));
   s.choices = std::move(choices);
   return s;
 }
@@ -118,9 +121,13 @@ std::string FormatBound(const OptionSpec& spec, double v) {
   switch (spec.type) {
     case OptionType::kSize: {
       // Exact binary units so a bound reads like something the user can type back.
-      static const struct { double mult; const char* suffix; } kUnits[] = {
-          {1024.0 * 1024 * 1024 * 1024, "TiB"}, {1024.0 * 1024 * 1024, "GiB"},
-          {1024.0 * 1024, "MiB"}, {1024.0, "KiB"}};
+      static const struct {
+        double mult;
+        const char* suffix;
+      } kUnits[] = {{1024.0 * 1024 * 1024 * 1024, "TiB"},
+                    {1024.0 * 1024 * 1024, "GiB"},
+                    {1024.0 * 1024, "MiB"},
+                    {1024.0, "KiB"}};
       for (const auto& u : kUnits) {
         if (v >= u.mult && std::fmod(v, u.mult) == 0) return Num(v / u.mult) + u.suffix;
       }
@@ -130,8 +137,7 @@ std::string FormatBound(const OptionSpec& spec, double v) {
       if (v == 0 || v >= 1) return Num(v) + "s";
       if (v >= 1e-3) return Num(v * 1e3) + "ms";
       return Num(v * 1e6) + "us";
-    default:
-      return Num(v);
+    default: return Num(v);
   }
 }
 
@@ -174,7 +180,8 @@ Result<uint64_t> ParseUint(std::string_view text) {
   uint64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return Err("'" + std::string(text) + "' is not an unsigned integer in [0, 18446744073709551615]");
+    return Err("'" + std::string(text) +
+               "' is not an unsigned integer in [0, 18446744073709551615]");
   }
   return v;
 }
@@ -198,12 +205,13 @@ Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string
       return OptionValues::Value(*n);
     }
     case OptionType::kBool: {
-      if (text == "true" || text == "1" || text == "yes" || text == "on") return OptionValues::Value(true);
-      if (text == "false" || text == "0" || text == "no" || text == "off") return OptionValues::Value(false);
+      if (text == "true" || text == "1" || text == "yes" || text == "on")
+        return OptionValues::Value(true);
+      if (text == "false" || text == "0" || text == "no" || text == "off")
+        return OptionValues::Value(false);
       return Err(Prefix(spec) + "'" + text + "' is not a boolean (use true or false)");
     }
-    case OptionType::kString:
-      return OptionValues::Value(std::string(raw));
+    case OptionType::kString: return OptionValues::Value(std::string(raw));
     case OptionType::kSize: {
       auto n = ParseSize(text);
       if (!n.ok()) return Err(Prefix(spec) + n.error());
@@ -239,7 +247,8 @@ Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string
   return Err(Prefix(spec) + "unknown option type");
 }
 
-Result<OptionValues> ParseOptionTable(const std::string& owner, const std::vector<OptionSpec>& table,
+Result<OptionValues> ParseOptionTable(const std::string& owner,
+                                      const std::vector<OptionSpec>& table,
                                       const std::map<std::string, std::string>& given) {
   for (const auto& [key, value] : given) {
     bool known = false;
@@ -247,8 +256,8 @@ Result<OptionValues> ParseOptionTable(const std::string& owner, const std::vecto
     if (!known) {
       std::string list;
       for (const auto& spec : table) list += (list.empty() ? "" : ", ") + spec.name;
-      return Err("unknown option '" + key + "' for " + owner + " (known: " +
-                 (list.empty() ? "none" : list) + ")");
+      return Err("unknown option '" + key + "' for " + owner +
+                 " (known: " + (list.empty() ? "none" : list) + ")");
     }
   }
   OptionValues values;

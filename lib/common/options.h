@@ -58,8 +58,8 @@ OptionSpec RateOption(std::string name, std::string default_value, double min, d
                       std::string help, std::string unit);
 OptionSpec BoolOption(std::string name, std::string default_value, std::string help);
 OptionSpec StringOption(std::string name, std::string default_value, std::string help);
-OptionSpec EnumOption(std::string name, std::string default_value,
-                      std::vector<std::string> choices, std::string help);
+OptionSpec EnumOption(std::string name, std::string default_value, std::vector<std::string> choices,
+                      std::string help);
 OptionSpec UintOption(std::string name, std::string default_value, std::string help);
 
 // Bounds rendered for messages and --help: "[1, 4096]", "[512, 64MiB]", "[0.1s, 1h]".
@@ -79,14 +79,14 @@ class OptionValues {
   using Value = std::variant<int64_t, double, bool, std::string, uint64_t>;
 
   int64_t Int(std::string_view name) const;
-  double Double(std::string_view name) const;    // kDouble
+  double Double(std::string_view name) const;  // kDouble
   bool Bool(std::string_view name) const;
   const std::string& String(std::string_view name) const;  // kString and kEnum
-  uint64_t Size(std::string_view name) const;    // bytes
+  uint64_t Size(std::string_view name) const;              // bytes
   uint64_t Uint(std::string_view name) const;
-  double Duration(std::string_view name) const;  // seconds
-  double Rate(std::string_view name) const;      // base units per second
-  bool WasSet(std::string_view name) const;      // given by the user (not the default)
+  double Duration(std::string_view name) const;          // seconds
+  double Rate(std::string_view name) const;              // base units per second
+  bool WasSet(std::string_view name) const;              // given by the user (not the default)
   const std::string& Text(std::string_view name) const;  // as typed (or the default text)
 
   // Used by ParseOptions and by tests that build values directly.
@@ -108,7 +108,8 @@ Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string
 
 // Parses a whole KEY=VALUE set against a table; defaults fill the rest. `owner` names the table's
 // owner in messages: "unknown option 'K' for OWNER (known: ...)", "OWNER has an invalid default".
-Result<OptionValues> ParseOptionTable(const std::string& owner, const std::vector<OptionSpec>& table,
+Result<OptionValues> ParseOptionTable(const std::string& owner,
+                                      const std::vector<OptionSpec>& table,
                                       const std::map<std::string, std::string>& given);
 
 // Walks a command line: "--name value" and "--name=value" alike.

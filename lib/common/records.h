@@ -40,7 +40,7 @@ struct AntagonistResult {
   double peak_rate = 0;      // calibrated peak used to turn the level into a rate
   std::string unit;          // "bytes/s", "IOPS", ...
   bool reached_target = true;
-  double start_skew_s = 0;   // actual start minus the common start time (controller clock)
+  double start_skew_s = 0;  // actual start minus the common start time (controller clock)
   std::vector<RateSample> samples;
 };
 
@@ -55,17 +55,17 @@ struct VictimStep {
 
 struct TrialRecord {
   std::string experiment_id;
-  int index = 0;            // position in the executed order (0-based)
+  int index = 0;  // position in the executed order (0-based)
   int repetition = 0;
   bool baseline = false;
-  std::string pairing;      // canonical key: "baseline" or "membw@0.5+storage@1"
+  std::string pairing;  // canonical key: "baseline" or "membw@0.5+storage@1"
   TrialState state = TrialState::kPending;
-  std::string error;        // why it failed / was flagged
+  std::string error;  // why it failed / was flagged
   int exit_code = 0;
   std::string stderr_tail;
   std::string victim_node;
-  double metric = 0;        // victim metric: median step time (jsonl/regex) or wall time, seconds
-  double wall_s = 0;        // victim wall time
+  double metric = 0;  // victim metric: median step time (jsonl/regex) or wall time, seconds
+  double wall_s = 0;  // victim wall time
   std::map<std::string, double> phase_medians;  // median per-phase time over measured steps
   int64_t started_unix_ms = 0;
   int64_t finished_unix_ms = 0;

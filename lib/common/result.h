@@ -16,22 +16,22 @@ namespace codl {
 // conversion loses nothing.
 enum class StatusCode {
   kOk,
-  kCancelled,           // the caller (or a signal) asked to stop
-  kUnknown,             // not classified by whoever produced it: what Err("...") gives
-  kInvalidArgument,     // bad input: YAML, flags, options; fixing the input fixes it
+  kCancelled,        // the caller (or a signal) asked to stop
+  kUnknown,          // not classified by whoever produced it: what Err("...") gives
+  kInvalidArgument,  // bad input: YAML, flags, options; fixing the input fixes it
   kDeadlineExceeded,
-  kNotFound,            // no such experiment / antagonist / file
+  kNotFound,  // no such experiment / antagonist / file
   kAlreadyExists,
-  kPermissionDenied,    // refused by policy (e.g. an agent's max_level)
+  kPermissionDenied,  // refused by policy (e.g. an agent's max_level)
   kResourceExhausted,
   kFailedPrecondition,  // the system is not in a state to do it (e.g. no live agent)
   kAborted,
   kOutOfRange,
   kUnimplemented,
-  kInternal,            // a bug or a broken invariant on our side
-  kUnavailable,         // a peer cannot be reached; retrying may help
+  kInternal,     // a bug or a broken invariant on our side
+  kUnavailable,  // a peer cannot be reached; retrying may help
   kDataLoss,
-  kUnauthenticated,     // missing or wrong credentials (bearer token)
+  kUnauthenticated,  // missing or wrong credentials (bearer token)
 };
 
 // "ok", "invalid-argument", "not-found", ... (stable: used in logs and tests).
@@ -70,12 +70,20 @@ inline Error Err(std::string message) { return Error{std::move(message), StatusC
 inline Error InvalidArgument(std::string m) { return {std::move(m), StatusCode::kInvalidArgument}; }
 inline Error NotFound(std::string m) { return {std::move(m), StatusCode::kNotFound}; }
 inline Error AlreadyExists(std::string m) { return {std::move(m), StatusCode::kAlreadyExists}; }
-inline Error FailedPrecondition(std::string m) { return {std::move(m), StatusCode::kFailedPrecondition}; }
+inline Error FailedPrecondition(std::string m) {
+  return {std::move(m), StatusCode::kFailedPrecondition};
+}
 inline Error Unavailable(std::string m) { return {std::move(m), StatusCode::kUnavailable}; }
-inline Error PermissionDenied(std::string m) { return {std::move(m), StatusCode::kPermissionDenied}; }
+inline Error PermissionDenied(std::string m) {
+  return {std::move(m), StatusCode::kPermissionDenied};
+}
 inline Error Unauthenticated(std::string m) { return {std::move(m), StatusCode::kUnauthenticated}; }
-inline Error DeadlineExceeded(std::string m) { return {std::move(m), StatusCode::kDeadlineExceeded}; }
-inline Error ResourceExhausted(std::string m) { return {std::move(m), StatusCode::kResourceExhausted}; }
+inline Error DeadlineExceeded(std::string m) {
+  return {std::move(m), StatusCode::kDeadlineExceeded};
+}
+inline Error ResourceExhausted(std::string m) {
+  return {std::move(m), StatusCode::kResourceExhausted};
+}
 inline Error Cancelled(std::string m) { return {std::move(m), StatusCode::kCancelled}; }
 inline Error Internal(std::string m) { return {std::move(m), StatusCode::kInternal}; }
 
@@ -103,7 +111,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}       // NOLINT: implicit by design
   Result(Error error) : status_(std::move(error)) {}  // NOLINT
   // Passes another call's failure on with its code: `if (!r.ok()) return r.status();`.
   Result(Status failed)  // NOLINT
@@ -116,9 +124,18 @@ class [[nodiscard]] Result {
   StatusCode code() const { return status_.code(); }
   const std::string& error() const { return status_.message(); }
 
-  const T& value() const& { assert(ok()); return *value_; }
-  T& value() & { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
   const T* operator->() const { return &value(); }

@@ -74,8 +74,8 @@ Result<StreamEnds> OpenInput(const std::string& data) {
   if (!ends.ok()) return ends;
   // Non-blocking: more than the pipe holds is an error here, not a parent stuck forever.
   fcntl(ends->parent.get(), F_SETFL, O_NONBLOCK);
-  if (!data.empty() && write(ends->parent.get(), data.data(), data.size()) !=
-                           static_cast<ssize_t>(data.size())) {
+  if (!data.empty() &&
+      write(ends->parent.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
     return Err("stdin input of " + std::to_string(data.size()) + " bytes does not fit a pipe");
   }
   ends->parent.Reset();  // the child sees EOF after the data
@@ -86,15 +86,13 @@ Result<StreamEnds> OpenInput(const std::string& data) {
 Result<StreamEnds> OpenStream(const Stdio& s, int slot) {
   const char* name = slot == 0 ? "stdin" : slot == 1 ? "stdout" : "stderr";
   switch (s.kind) {
-    case Stdio::Kind::kInherit:
-      return StreamEnds{};
+    case Stdio::Kind::kInherit: return StreamEnds{};
     case Stdio::Kind::kNull: {
       Fd fd(open("/dev/null", O_RDWR | O_CLOEXEC));
       if (fd.get() < 0) return Err(Errno("open /dev/null"));
       return StreamEnds{AboveStdio(std::move(fd)), Fd()};
     }
-    case Stdio::Kind::kPipe:
-      return OpenPipe(/*child_reads=*/slot == 0);
+    case Stdio::Kind::kPipe: return OpenPipe(/*child_reads=*/slot == 0);
     case Stdio::Kind::kInput:
       if (slot != 0) return Err(std::string("Stdio::Input is for stdin, not ") + name);
       return OpenInput(s.data);
@@ -152,8 +150,8 @@ Result<std::unique_ptr<ChildPlan>> Prepare(const SpawnOptions& o) {
   for (int slot = 0; slot < 3; ++slot) {
     auto ends = OpenStream(*streams[slot], slot);
     if (!ends.ok()) return Err(ends.error());
-    if (streams[slot]->kind != Stdio::Kind::kInherit && streams[slot]->kind != Stdio::Kind::kSameAsStdout &&
-        ends->child.get() < 0) {
+    if (streams[slot]->kind != Stdio::Kind::kInherit &&
+        streams[slot]->kind != Stdio::Kind::kSameAsStdout && ends->child.get() < 0) {
       return Err(Errno("fcntl"));  // AboveStdio could not move it
     }
     plan->streams[slot] = std::move(*ends);
@@ -166,7 +164,8 @@ void CloseFrom(int lowest) {
   if (syscall(SYS_close_range, lowest, ~0U, 0) == 0) return;
 #endif
   const long max = sysconf(_SC_OPEN_MAX);
-  for (long fd = lowest; fd < (max > 0 && max < 65536 ? max : 65536); ++fd) close(static_cast<int>(fd));
+  for (long fd = lowest; fd < (max > 0 && max < 65536 ? max : 65536); ++fd)
+    close(static_cast<int>(fd));
 }
 
 // In the forked child: async-signal-safe calls only. Returns false on a failure (exit 126).

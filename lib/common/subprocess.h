@@ -27,9 +27,9 @@ namespace codl {
 struct Stdio {
   enum class Kind { kInherit, kNull, kPipe, kInput, kFile, kSameAsStdout };
   Kind kind = Kind::kInherit;
-  std::string path;  // kFile
+  std::string path;     // kFile
   bool append = false;  // kFile: append instead of truncating
-  std::string data;  // kInput
+  std::string data;     // kInput
 
   static Stdio Inherit() { return {}; }
   static Stdio Null() { return Of(Kind::kNull); }

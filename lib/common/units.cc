@@ -119,7 +119,8 @@ Result<Rate> ParseRate(std::string_view text) {
   std::string size_part = suffix;
   if (ends_with("/s")) size_part = suffix.substr(0, suffix.size() - 2);
   else if (!suffix.empty()) {
-    return Err("'" + std::string(text) + "': a rate needs '/s' or 'IOPS' (examples: 2GiB/s, 50kIOPS)");
+    return Err("'" + std::string(text) +
+               "': a rate needs '/s' or 'IOPS' (examples: 2GiB/s, 50kIOPS)");
   }
   double mult = SizeMultiplier(size_part);
   if (mult == 0) return Err("'" + std::string(text) + "': unknown unit '" + size_part + "'");
@@ -141,7 +142,11 @@ namespace {
 std::string Scaled(double v, const char* const* units, int n, double base, const char* tail) {
   int i = 0;
   double a = std::fabs(v);
-  while (i + 1 < n && a >= base) { a /= base; v /= base; ++i; }
+  while (i + 1 < n && a >= base) {
+    a /= base;
+    v /= base;
+    ++i;
+  }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f %s%s", v, units[i], tail);
   return buf;

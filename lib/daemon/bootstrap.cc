@@ -39,7 +39,9 @@ void DaemonBootstrap::AddMetricsFlag(std::string* listen) {
 CLI::Option* DaemonBootstrap::AddDurationFlag(const std::string& name, double* seconds,
                                               const std::string& help,
                                               const std::string& default_text) {
-  return app_.add_option(name, *seconds, help)->transform(DurationFlag())->default_str(default_text);
+  return app_.add_option(name, *seconds, help)
+      ->transform(DurationFlag())
+      ->default_str(default_text);
 }
 
 int DaemonBootstrap::Fail(const std::string& message, int code) const {

@@ -28,8 +28,8 @@ void FromFileUnlessFlag(const CLI::App& app, const char* flag, const std::option
 }
 
 // "KEY=VALUE" flags merged over the file's labels (a flag wins for its key).
-Result<std::map<std::string, std::string>> MergeLabels(std::map<std::string, std::string> file_labels,
-                                                       const std::vector<std::string>& flags);
+Result<std::map<std::string, std::string>> MergeLabels(
+    std::map<std::string, std::string> file_labels, const std::vector<std::string>& flags);
 
 // The bearer token, first found wins: --token, --token-file, $CODL_TOKEN, the file's token_file.
 // "" when none is configured.

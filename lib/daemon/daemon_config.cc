@@ -57,7 +57,8 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
                 {"controller", "listen", "advertise", "id", "labels", "scratch_roots",
                  "allow_victim", "max_level", "lease", "heartbeat_interval", "state_dir", "tls",
                  "token_file", "metrics_listen"});
-    if (m.Has("controller")) c.controller = internal::Address(m.Value("controller"), "controller", 1);
+    if (m.Has("controller"))
+      c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("advertise")) c.advertise = internal::Address(m.Value("advertise"), "advertise", 1);
     if (m.Has("id")) c.id = yaml::NonEmptyString(m.Value("id"), "id");
@@ -77,9 +78,11 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
           yaml::Duration(m.Value("heartbeat_interval"), "heartbeat_interval", /*positive=*/true);
     }
     CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
-    if (m.Has("state_dir")) c.state_dir = Anchor(internal::FilePath(m.Value("state_dir"), "state_dir"), filename);
+    if (m.Has("state_dir"))
+      c.state_dir = Anchor(internal::FilePath(m.Value("state_dir"), "state_dir"), filename);
     if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
-    if (m.Has("token_file")) c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
+    if (m.Has("token_file"))
+      c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
     if (m.Has("metrics_listen")) {
       c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
     }
@@ -88,14 +91,16 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
   return c;
 }
 
-Result<ControllerConfig> ParseControllerConfig(const std::string& text, const std::string& filename) {
+Result<ControllerConfig> ParseControllerConfig(const std::string& text,
+                                               const std::string& filename) {
   ControllerConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
     MapReader m(root, "",
                 {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
                  "metrics_listen"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
-    if (m.Has("database")) c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);
+    if (m.Has("database"))
+      c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);
     if (m.Has("lease")) c.lease_s = yaml::Duration(m.Value("lease"), "lease", /*positive=*/true);
     if (m.Has("heartbeat_interval")) {
       c.heartbeat_interval_s =
@@ -103,7 +108,8 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text, const st
     }
     CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
     if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
-    if (m.Has("token_file")) c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
+    if (m.Has("token_file"))
+      c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
     if (m.Has("metrics_listen")) {
       c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
     }

@@ -26,14 +26,14 @@ struct TlsPaths {
 };
 
 struct AgentConfig {
-  std::optional<std::string> controller;  // controller address
-  std::optional<std::string> listen;      // this agent's service address (port 0: ephemeral)
-  std::optional<std::string> advertise;   // address the controller dials
-  std::optional<std::string> id;          // agent id
-  std::map<std::string, std::string> labels;               // user labels; empty: none
-  std::optional<std::vector<std::string>> scratch_roots;   // absolute directories
+  std::optional<std::string> controller;      // controller address
+  std::optional<std::string> listen;          // this agent's service address (port 0: ephemeral)
+  std::optional<std::string> advertise;       // address the controller dials
+  std::optional<std::string> id;              // agent id
+  std::map<std::string, std::string> labels;  // user labels; empty: none
+  std::optional<std::vector<std::string>> scratch_roots;  // absolute directories
   std::optional<bool> allow_victim;
-  std::optional<double> max_level;        // (0, 1]
+  std::optional<double> max_level;  // (0, 1]
   std::optional<double> lease_s;
   std::optional<double> heartbeat_interval_s;
   std::optional<std::string> state_dir;
@@ -44,7 +44,7 @@ struct AgentConfig {
 
 struct ControllerConfig {
   std::optional<std::string> listen;
-  std::optional<std::string> database;    // SQLite file
+  std::optional<std::string> database;  // SQLite file
   std::optional<double> lease_s;
   std::optional<double> heartbeat_interval_s;
   std::optional<TlsPaths> tls;
@@ -54,7 +54,8 @@ struct ControllerConfig {
 
 // `filename` is used in messages and to resolve relative paths.
 Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename);
-Result<ControllerConfig> ParseControllerConfig(const std::string& text, const std::string& filename);
+Result<ControllerConfig> ParseControllerConfig(const std::string& text,
+                                               const std::string& filename);
 
 // The file to read: `flag_value` when --config was given (it must exist), else `default_path`
 // when it exists, else "" (no file: built-in defaults and flags only).

@@ -44,8 +44,8 @@ std::string Address(const YAML::Node& n, const std::string& path, int min_port) 
     Fail(n, path, "'" + s + "': malformed host" + expect);
   }
   if (!ValidPort(std::string_view(s).substr(colon + 1), min_port)) {
-    Fail(n, path, "'" + s + "': port must be an integer in [" + std::to_string(min_port) +
-                      ", 65535]");
+    Fail(n, path,
+         "'" + s + "': port must be an integer in [" + std::to_string(min_port) + ", 65535]");
   }
   return s;
 }
@@ -63,7 +63,8 @@ std::map<std::string, std::string> Labels(const YAML::Node& n, const std::string
 }
 
 std::vector<std::string> AbsolutePathList(const YAML::Node& n, const std::string& path) {
-  if (yaml::List(n, path, "a list of paths").size() == 0) Fail(n, path, "must name at least one directory");
+  if (yaml::List(n, path, "a list of paths").size() == 0)
+    Fail(n, path, "must name at least one directory");
   std::vector<std::string> out;
   for (size_t i = 0; i < n.size(); ++i) {
     out.push_back(AbsolutePath(n[i], path + "[" + std::to_string(i) + "]"));
@@ -75,7 +76,8 @@ TlsPaths Tls(const YAML::Node& n, const std::string& path) {
   MapReader m(n, path, {"ca", "cert", "key"});
   TlsPaths tls;
   for (auto [key, field] : {std::pair{"ca", &tls.ca}, {"cert", &tls.cert}, {"key", &tls.key}}) {
-    if (!m.Has(key)) Fail(n, path, std::string("missing '") + key + "' (mTLS needs ca, cert and key)");
+    if (!m.Has(key))
+      Fail(n, path, std::string("missing '") + key + "' (mTLS needs ca, cert and key)");
     *field = FilePath(m.Value(key), m.PathOf(key));
   }
   return tls;

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "lib/common/result.h"
+#include "lib/daemon/daemon_config.h"
 #include "lib/yaml/typed.h"
 #include "lib/yaml/yaml_reader.h"
-#include "lib/daemon/daemon_config.h"
 
 namespace codl::daemon::internal {
 

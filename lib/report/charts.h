@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/common/records.h"
 #include "lib/analysis/results.h"
+#include "lib/common/records.h"
 
 namespace codl::report {
 

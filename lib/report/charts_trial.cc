@@ -189,8 +189,11 @@ bool Drawable(const VictimStep& s) { return std::isfinite(s.t_s) && std::isfinit
 class StepSeriesChart {
  public:
   StepSeriesChart(const TrialRecord& trial, double base_median)
-      : trial_(trial), n_ant_(trial.antagonists.size()), rates_(MakeRatePanel(trial)),
-        base_median_(base_median), on_(n_ant_) {
+      : trial_(trial),
+        n_ant_(trial.antagonists.size()),
+        rates_(MakeRatePanel(trial)),
+        base_median_(base_median),
+        on_(n_ant_) {
     MeasureSpans();
     LayOut();
   }

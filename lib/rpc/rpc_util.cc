@@ -68,13 +68,14 @@ Status CheckEndpointSecurity(const Endpoint& e) {
   if (!e.tls.enabled()) {
     if (!IsLocalAddress(e.address)) {
       return InvalidArgument("refusing plaintext gRPC on non-loopback address '" + e.address +
-                 "': configure TLS (--tls-cert/--tls-key/--tls-ca) for mTLS");
+                             "': configure TLS (--tls-cert/--tls-key/--tls-ca) for mTLS");
     }
     return Status::Ok();
   }
   for (const auto* f : {&e.tls.ca, &e.tls.cert, &e.tls.key}) {
-    if (f->empty()) return InvalidArgument("TLS needs all of --tls-ca, --tls-cert and --tls-key (mutual TLS)");
-    struct stat st{};
+    if (f->empty())
+      return InvalidArgument("TLS needs all of --tls-ca, --tls-cert and --tls-key (mutual TLS)");
+    struct stat st {};
     if (stat(f->c_str(), &st) != 0) return InvalidArgument("TLS file '" + *f + "' does not exist");
   }
   return Status::Ok();
@@ -123,7 +124,8 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const End
   return grpc::SslServerCredentials(o);
 }
 
-Result<StartedServer> StartServer(const Endpoint& listen, const std::vector<grpc::Service*>& services,
+Result<StartedServer> StartServer(const Endpoint& listen,
+                                  const std::vector<grpc::Service*>& services,
                                   const std::string& who) {
   auto creds = MakeServerCredentials(listen);
   if (!creds.ok()) return Error{who + " --listen: " + creds.error(), creds.status().code()};
@@ -136,7 +138,8 @@ Result<StartedServer> StartServer(const Endpoint& listen, const std::vector<grpc
   if (!started.server) return Unavailable(who + ": cannot listen on '" + listen.address + "'");
   started.address = listen.address;
   if (started.address.rfind("unix:", 0) != 0) {
-    started.address = started.address.substr(0, started.address.rfind(':')) + ":" + std::to_string(port);
+    started.address =
+        started.address.substr(0, started.address.rfind(':')) + ":" + std::to_string(port);
   }
   return started;
 }

@@ -50,7 +50,8 @@ struct StartedServer {
 
 // The one way both daemons start their gRPC server: credentials for `listen` (plaintext only on
 // loopback/unix), the services registered, the bound port read back. `who` prefixes errors.
-Result<StartedServer> StartServer(const Endpoint& listen, const std::vector<grpc::Service*>& services,
+Result<StartedServer> StartServer(const Endpoint& listen,
+                                  const std::vector<grpc::Service*>& services,
                                   const std::string& who);
 
 // Bearer token: when set (process-wide), clients send it and servers require it.

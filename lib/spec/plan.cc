@@ -83,15 +83,11 @@ double CountCombinations(const ExperimentSpec& spec) {
   return c;
 }
 
-double BaselinesFor(double combinations) {
-  return std::max(1.0, std::ceil(combinations / 4.0));
-}
+double BaselinesFor(double combinations) { return std::max(1.0, std::ceil(combinations / 4.0)); }
 
 }  // namespace
 
-int BaselinesPerBlock(int combinations) {
-  return static_cast<int>(BaselinesFor(combinations));
-}
+int BaselinesPerBlock(int combinations) { return static_cast<int>(BaselinesFor(combinations)); }
 
 double CountPlannedTrials(const ExperimentSpec& spec) {
   double c = CountCombinations(spec);
@@ -183,10 +179,10 @@ std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart
       std::snprintf(buf, sizeof buf, "%g", p.intensity.level);
       value = buf;
     }
-    const std::string name = p.antagonist >= 0 &&
-                                     p.antagonist < static_cast<int>(spec.antagonists.size())
-                                 ? spec.antagonists[p.antagonist].name
-                                 : "#" + std::to_string(p.antagonist);
+    const std::string name =
+        p.antagonist >= 0 && p.antagonist < static_cast<int>(spec.antagonists.size())
+            ? spec.antagonists[p.antagonist].name
+            : "#" + std::to_string(p.antagonist);
     named.emplace_back(name, value);
   }
   std::sort(named.begin(), named.end());

@@ -34,27 +34,27 @@ struct ProgressSpec {
 struct VictimSpec {
   std::vector<std::string> command;  // argv; argv[0] looked up beside the agent binary, then PATH
   std::map<std::string, std::string> env;
-  std::string workdir;               // empty: the agent's working directory
+  std::string workdir;  // empty: the agent's working directory
   ProgressSpec progress;
   int warmup_steps = 0;
-  double timeout_s = 600;            // victim.timeout
+  double timeout_s = 600;  // victim.timeout
   NodeSelector nodes;
 };
 
 // One intensity of one antagonist: a level (fraction of the calibrated peak) or an absolute rate.
 struct Intensity {
-  double level = 0;       // used when !absolute; in (0, 1] (or "max" = 1.0)
-  double rate = 0;        // base units (bytes/s, ops/s) when absolute
+  double level = 0;  // used when !absolute; in (0, 1] (or "max" = 1.0)
+  double rate = 0;   // base units (bytes/s, ops/s) when absolute
   bool absolute = false;
-  std::string label;      // as written: "0.5", "2GiB/s"
+  std::string label;  // as written: "0.5", "2GiB/s"
 };
 
 struct AntagonistSpec {
   std::string name;
   std::string injector;
   std::map<std::string, std::string> options;  // raw strings; validated against the injector
-  std::vector<Intensity> intensities;           // YAML: levels: [...] and/or rates: [...]
-  NodeSelector nodes;                           // default: the victim's nodes
+  std::vector<Intensity> intensities;          // YAML: levels: [...] and/or rates: [...]
+  NodeSelector nodes;                          // default: the victim's nodes
 };
 
 enum class Pairings { kSingles, kPairs, kAll, kExplicit };
@@ -62,26 +62,25 @@ enum class Pairings { kSingles, kPairs, kAll, kExplicit };
 struct ExperimentSpec {
   std::string name;
   std::string source_path;
-  NodeSelector nodes;                 // default placement for victim and antagonists
+  NodeSelector nodes;  // default placement for victim and antagonists
   VictimSpec victim;
   std::vector<AntagonistSpec> antagonists;
   Pairings pairings = Pairings::kSingles;
   std::vector<std::vector<std::string>> explicit_pairings;  // antagonist names per combination
   int repetitions = 3;
-  bool randomize = true;              // order.randomize
-  uint64_t seed = 42;                 // order.seed
-  double settle_s = 2;                // settle
-  double cooldown_s = 0;              // cooldown
-  double calibration_s = 2;           // calibration.duration
-  double lease_s = 10;                // lease
+  bool randomize = true;     // order.randomize
+  uint64_t seed = 42;        // order.seed
+  double settle_s = 2;       // settle
+  double cooldown_s = 0;     // cooldown
+  double calibration_s = 2;  // calibration.duration
+  double lease_s = 10;       // lease
 };
 
 // Validates one injector option: returns "" when fine, else a message (no location; the parser
 // adds FILE:LINE:COL of the offending value). Injected so that experiment/ does not depend on
 // the injector registry.
-using OptionValidator = std::function<std::string(const std::string& injector,
-                                                  const std::string& key,
-                                                  const std::string& value)>;
+using OptionValidator = std::function<std::string(
+    const std::string& injector, const std::string& key, const std::string& value)>;
 // Returns "" when the injector name is known, else a message listing the known ones.
 using InjectorValidator = std::function<std::string(const std::string& injector)>;
 
@@ -103,7 +102,7 @@ struct PlannedPart {
 };
 
 struct PlannedTrial {
-  int index = 0;        // execution order
+  int index = 0;  // execution order
   int repetition = 0;
   bool baseline = false;
   std::vector<PlannedPart> parts;

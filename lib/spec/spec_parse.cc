@@ -27,16 +27,16 @@ namespace {
 constexpr int kMaxRepetitions = 1000;
 constexpr double kMaxPlannedTrials = 100000;
 
+using yaml::Bool;
+using yaml::Duration;
 using yaml::Fail;
 using yaml::Index;
+using yaml::Integer;
 using yaml::Join;
 using yaml::KindName;
 using yaml::MapReader;
 using yaml::NonEmptyString;
 using yaml::ScalarOf;
-using yaml::Bool;
-using yaml::Duration;
-using yaml::Integer;
 using yaml::Unsigned64;
 
 bool ValidName(const std::string& s) {
@@ -109,7 +109,8 @@ ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
     if (f == "jsonl") p.format = ProgressSpec::Format::kJsonl;
     else if (f == "regex") p.format = ProgressSpec::Format::kRegex;
     else if (f == "wall") p.format = ProgressSpec::Format::kWall;
-    else Fail(m.Value("format"), m.PathOf("format"), "'" + f + "' is not one of jsonl, regex, wall");
+    else
+      Fail(m.Value("format"), m.PathOf("format"), "'" + f + "' is not one of jsonl, regex, wall");
   }
   if (m.Has("field")) {
     if (p.format != ProgressSpec::Format::kJsonl) {
@@ -316,7 +317,8 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   if (m.Has("antagonists")) {
     const YAML::Node& list = yaml::List(m.Value("antagonists"), "antagonists");
     for (size_t i = 0; i < list.size(); ++i) {
-      AntagonistSpec a = ParseAntagonist(list[i], Index("antagonists", i), spec.victim.nodes, hooks);
+      AntagonistSpec a =
+          ParseAntagonist(list[i], Index("antagonists", i), spec.victim.nodes, hooks);
       for (const auto& other : spec.antagonists) {
         if (other.name == a.name) {
           Fail(list[i]["name"], Index("antagonists", i) + ".name",
@@ -345,8 +347,10 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   double trials = CountPlannedTrials(spec);
   if (trials > kMaxPlannedTrials) {
     char buf[128];
-    std::snprintf(buf, sizeof buf, "the plan has %.0f trials (limit %.0f); use fewer antagonists, "
-                  "intensities or repetitions, or explicit pairings", trials, kMaxPlannedTrials);
+    std::snprintf(buf, sizeof buf,
+                  "the plan has %.0f trials (limit %.0f); use fewer antagonists, "
+                  "intensities or repetitions, or explicit pairings",
+                  trials, kMaxPlannedTrials);
     if (m.Has("pairings")) Fail(m.Value("pairings"), "pairings", buf);
     Fail(root, "", buf);
   }

@@ -32,8 +32,9 @@ bool IsQuoted(const YAML::Node& n) { return n.IsScalar() && n.Tag() == "!"; }
 
 void RejectQuoted(const YAML::Node& n, const std::string& path, const char* what) {
   if (IsQuoted(n)) {
-    Fail(n, path, std::string("expected ") + what + ", got the string \"" + n.Scalar() +
-                      "\" (quoted values are strings: drop the quotes)");
+    Fail(n, path,
+         std::string("expected ") + what + ", got the string \"" + n.Scalar() +
+             "\" (quoted values are strings: drop the quotes)");
   }
 }
 
@@ -106,7 +107,8 @@ const YAML::Node& List(const YAML::Node& n, const std::string& path, const char*
 std::vector<std::string> StringList(const YAML::Node& n, const std::string& path,
                                     const char* what) {
   std::vector<std::string> out;
-  for (size_t i = 0; i < List(n, path, what).size(); ++i) out.push_back(String(n[i], Index(path, i)));
+  for (size_t i = 0; i < List(n, path, what).size(); ++i)
+    out.push_back(String(n[i], Index(path, i)));
   return out;
 }
 

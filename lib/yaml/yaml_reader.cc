@@ -16,7 +16,9 @@ std::string Join(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
 
-std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+std::string Index(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
 
 const char* KindName(const YAML::Node& n) {
   switch (n.Type()) {

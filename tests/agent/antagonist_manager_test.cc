@@ -28,7 +28,9 @@ class AntagonistManagerTest : public ::testing::Test {
     // then idles until stopped.
     fake_ = dir_ + "/fake-inject";
     std::ofstream(fake_) << "#!/bin/sh\n"
-                            "echo \"$*\" > " << dir_ << "/argv.txt\n"
+                            "echo \"$*\" > "
+                         << dir_
+                         << "/argv.txt\n"
                             "echo '{\"victim_env\":{\"CUDA_MPS_PIPE_DIRECTORY\":\"/p\","
                             "\"LD_PRELOAD\":\"/evil.so\"}}'\n"
                             "echo '{\"t_s\":0.1,\"achieved\":1,\"target\":0,\"unit\":\"u\"}'\n"
@@ -119,8 +121,10 @@ TEST_F(AntagonistManagerTest, NonZeroRankOfACollectiveGetsTheRendezvousValue) {
   };
   auto m = Manager(relay);
   // nccl is collective with rendezvous_option "unique_id".
-  ASSERT_TRUE(m.Start("a", Request("nccl", {{"ranks", "2"}, {"rank", "1"},
-                                            {"rendezvous_key", "t1/bg"}}), 30).ok());
+  ASSERT_TRUE(m.Start("a",
+                      Request("nccl", {{"ranks", "2"}, {"rank", "1"}, {"rendezvous_key", "t1/bg"}}),
+                      30)
+                  .ok());
   EXPECT_EQ(fetched_key, "t1/bg");
   EXPECT_NE(Argv().find("--set unique_id=01ab"), std::string::npos) << Argv();
 }

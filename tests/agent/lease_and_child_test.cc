@@ -25,7 +25,7 @@ TEST(LeaseMonitor, ExpiresOnlyAfterTheLeaseOfSilence) {
   EXPECT_FALSE(lease.Expired(10));
   EXPECT_NEAR(lease.SecondsSinceContact(), 0, 1e-9);
   clock.Advance(3);
-  EXPECT_TRUE(lease.Expired(2.5));   // per-antagonist leases differ
+  EXPECT_TRUE(lease.Expired(2.5));  // per-antagonist leases differ
   EXPECT_FALSE(lease.Expired(3.5));
 }
 
@@ -91,7 +91,8 @@ TEST(ChildProcess, UnknownCommandIsAClearError) {
   o.argv = {"no-such-command-codl"};
   auto c = ChildProcess::Spawn(o);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().find("command 'no-such-command-codl' not found"), std::string::npos) << c.error();
+  EXPECT_NE(c.error().find("command 'no-such-command-codl' not found"), std::string::npos)
+      << c.error();
 }
 
 TEST(ChildProcess, StartTicksIdentifyTheProcess) {

@@ -36,13 +36,15 @@ void Feed(ProgressParser& p, const std::vector<std::string>& lines) {
 
 TEST(ProgressParser, JsonlStepsPhasesAndMedians) {
   ProgressParser p(Jsonl(), 0);
-  Feed(p, {
-              R"({"config":true,"reader":"posix"})",
-              R"({"step":0,"step_time_s":0.30,"phases":{"read_s":0.2,"compute_s":0.1}})",
-              R"({"step":1,"step_time_s":0.10,"phases":{"read_s":0.05,"compute_s":0.05,"comm_s":0.01}})",
-              R"({"step":2,"step_time_s":0.20,"phases":{"read_s":0.1,"compute_s":0.1,"note":"x"}})",
-              R"({"summary":true,"step_time_s":99,"steps":3})",
-          });
+  Feed(
+      p,
+      {
+          R"({"config":true,"reader":"posix"})",
+          R"({"step":0,"step_time_s":0.30,"phases":{"read_s":0.2,"compute_s":0.1}})",
+          R"({"step":1,"step_time_s":0.10,"phases":{"read_s":0.05,"compute_s":0.05,"comm_s":0.01}})",
+          R"({"step":2,"step_time_s":0.20,"phases":{"read_s":0.1,"compute_s":0.1,"note":"x"}})",
+          R"({"summary":true,"step_time_s":99,"steps":3})",
+      });
   auto o = p.Finish(0, false, 2.0, "");
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_DOUBLE_EQ(o.metric, 0.20);
@@ -70,8 +72,8 @@ TEST(ProgressParser, EvenCountMedianAndCustomField) {
 TEST(ProgressParser, MalformedLinesAreIgnoredButCounted) {
   ProgressParser p(Jsonl(), 0);
   Feed(p, {"Epoch 1/10 starting", R"({"step":0,"step_time_s":0.5)", "[1,2,3]",
-           R"({"step_time_s":"fast"})", R"({"step_time_s":-1})", R"({"step":1,"step_time_s":0.5})", "",
-           "   ", "{\"step\":2,\"step_time_s\":0.7}\r"});
+           R"({"step_time_s":"fast"})", R"({"step_time_s":-1})", R"({"step":1,"step_time_s":0.5})",
+           "", "   ", "{\"step\":2,\"step_time_s\":0.7}\r"});
   auto o = p.Finish(0, false, 1, "");
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_EQ(o.steps.size(), 2u);
@@ -83,12 +85,14 @@ TEST(ProgressParser, MalformedLinesAreIgnoredButCounted) {
 TEST(ProgressParser, MissingFieldIsNoParsableProgress) {
   ProgressParser p(Jsonl(), 0);
   std::vector<std::string> lines;
-  for (int i = 0; i < 12; ++i) lines.push_back(R"({"step":)" + std::to_string(i) + R"(,"loss":1.5})");
+  for (int i = 0; i < 12; ++i)
+    lines.push_back(R"({"step":)" + std::to_string(i) + R"(,"loss":1.5})");
   Feed(p, lines);
   auto o = p.Finish(0, false, 3, "");
   EXPECT_FALSE(o.ok);
   EXPECT_EQ(o.metric, 0);
-  EXPECT_EQ(o.error, "victim printed no parsable progress (field 'step_time_s' not found in 12 lines)");
+  EXPECT_EQ(o.error,
+            "victim printed no parsable progress (field 'step_time_s' not found in 12 lines)");
 }
 
 TEST(ProgressParser, NoOutputAtAll) {
@@ -116,7 +120,9 @@ TEST(ProgressParser, RegexThatNeverMatchesOrIsInvalid) {
   Feed(none, {"a", "b"});
   auto o = none.Finish(0, false, 1, "");
   EXPECT_FALSE(o.ok);
-  EXPECT_EQ(o.error, "victim printed no parsable progress (pattern 'step_time=([0-9.]+)' matched none of 2 lines)");
+  EXPECT_EQ(o.error,
+            "victim printed no parsable progress (pattern 'step_time=([0-9.]+)' matched none of 2 "
+            "lines)");
 
   ProgressParser bad(Regex("step=([0-9"), 0);
   Feed(bad, {"step=1"});
@@ -171,12 +177,14 @@ TEST(ProgressParser, TimeoutWinsOverEverythingElse) {
   Feed(p, {R"({"step_time_s":0.1})", R"({"step_time_s":0.2})"});
   auto o = p.Finish(-SIGTERM, true, 30.0, "");
   EXPECT_FALSE(o.ok);
-  EXPECT_EQ(o.error, "victim timed out after 30.0 s (2 steps reported); then killed by signal 15 (SIGTERM)");
+  EXPECT_EQ(o.error,
+            "victim timed out after 30.0 s (2 steps reported); then killed by signal 15 (SIGTERM)");
   o = p.Finish(0, true, 30.04, "");  // exited 0 just as the deadline passed: still a timeout
   EXPECT_FALSE(o.ok);
   EXPECT_EQ(o.error.rfind("victim timed out after 30.0 s", 0), 0u) << o.error;
   ProgressParser w(Wall(), 0);
-  EXPECT_EQ(w.Finish(-SIGKILL, true, 7.24, "").error, "victim timed out after 7.2 s; then killed by signal 9 (SIGKILL)");
+  EXPECT_EQ(w.Finish(-SIGKILL, true, 7.24, "").error,
+            "victim timed out after 7.2 s; then killed by signal 9 (SIGKILL)");
 }
 
 TEST(ProgressParser, WarmupStepsAreKeptButExcluded) {

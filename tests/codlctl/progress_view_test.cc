@@ -37,7 +37,8 @@ std::string Drain(int fd) {
 std::string OnTerminal(bool no_color) {
   int master, slave;
   EXPECT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
-  if (no_color) setenv("NO_COLOR", "1", 1); else unsetenv("NO_COLOR");
+  if (no_color) setenv("NO_COLOR", "1", 1);
+  else unsetenv("NO_COLOR");
   FILE* f = fdopen(slave, "w");
   {
     ProgressView view(f);
@@ -55,7 +56,9 @@ std::string OnTerminal(bool no_color) {
 
 TEST(ProgressView, TerminalGetsABarWithPairingAndEta) {
   std::string out = OnTerminal(/*no_color=*/true);
-  EXPECT_NE(out.find("[######..................] 3/12 trials  membw@0.5  ETA 1m15s"), std::string::npos) << out;
+  EXPECT_NE(out.find("[######..................] 3/12 trials  membw@0.5  ETA 1m15s"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("\r\033[K"), std::string::npos) << "the line is redrawn in place";
   // Routine "started" messages are not printed above the bar; failures are.
   EXPECT_EQ(out.find("trial 4/12 membw@0.5 started"), std::string::npos) << out;
@@ -81,7 +84,8 @@ TEST(ProgressView, PipesGetOneLinePerEvent) {
   fclose(f);
   std::string out = Drain(fds[0]);
   close(fds[0]);
-  EXPECT_EQ(out, "[0/2] experiment started: 2 trials\n[1/2] trial 1/2 baseline: done, metric 0.01 s\n");
+  EXPECT_EQ(out,
+            "[0/2] experiment started: 2 trials\n[1/2] trial 1/2 baseline: done, metric 0.01 s\n");
 }
 
 TEST(ProgressView, EtaFormatting) {

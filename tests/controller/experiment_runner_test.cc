@@ -99,8 +99,9 @@ class FakeAgent : public AgentClient {
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("codl-runner-" + std::to_string(getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() /
+           ("codl-runner-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     auto s = store::Store::Open((dir_ / "r.db").string());
     ASSERT_TRUE(s.ok()) << s.error();
@@ -135,7 +136,8 @@ class RunnerTest : public ::testing::Test {
         "antagonists:\n"
         "  - {name: membw, injector: memcpy, levels: [0.5, 1.0]}\n"
         "repetitions: 3\n"
-        "settle: " + settle + "\n" + extra;
+        "settle: " +
+        settle + "\n" + extra;
     auto s = experiment::ParseExperiment(yaml, "fake.yaml");
     EXPECT_TRUE(s.ok()) << s.error();
     return *s;
@@ -319,9 +321,10 @@ TEST_F(RunnerTest, NoMatchingNodeIsAClearError) {
 
 TEST(AgentRegistry, RegisterRefusesAnAgentItCannotDial) {
   FakeClock clock;
-  AgentRegistry r(&clock, [](const std::string&, const std::string&) {
-    return std::shared_ptr<AgentClient>(nullptr);
-  }, 5);
+  AgentRegistry r(
+      &clock,
+      [](const std::string&, const std::string&) { return std::shared_ptr<AgentClient>(nullptr); },
+      5);
   v1::AgentInfo info;
   info.set_agent_id("a");
   info.set_address("x");
@@ -332,7 +335,8 @@ TEST(AgentRegistry, RegisterRefusesAnAgentItCannotDial) {
 TEST(AgentRegistry, LivenessSelectionAndOffsets) {
   FakeClock clock;
   auto fake = std::make_shared<FakeAgent>();
-  AgentRegistry r(&clock, [&](const std::string&, const std::string&) { return fake; }, 5);
+  AgentRegistry r(
+      &clock, [&](const std::string&, const std::string&) { return fake; }, 5);
   for (const char* id : {"b", "a"}) {
     v1::AgentInfo info;
     info.set_agent_id(id);
@@ -370,7 +374,8 @@ TEST(AgentRegistry, LivenessSelectionAndOffsets) {
   EXPECT_EQ(*r.Select(all), std::vector<std::string>{"b"});
   auto none = r.Select(gpu);
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error(), "node selector 'labels: {role: gpu}' matched no live agent (2 registered)");
+  EXPECT_EQ(none.error(),
+            "node selector 'labels: {role: gpu}' matched no live agent (2 registered)");
 }
 
 }  // namespace

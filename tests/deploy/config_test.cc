@@ -139,10 +139,12 @@ TEST_P(AgentConfigErrors, NameFileLineColumn) {
 INSTANTIATE_TEST_SUITE_P(
     All, AgentConfigErrors,
     ::testing::Values(
-        BadCase{"controller: h:7700\ncontroler: x:1\n", "agent.yaml:2:1: unknown top-level key 'controler'"},
+        BadCase{"controller: h:7700\ncontroler: x:1\n",
+                "agent.yaml:2:1: unknown top-level key 'controler'"},
         BadCase{"max_level: 1.5\n", "agent.yaml:1:12: max_level: must be in (0, 1]"},
         BadCase{"max_level: 0\n", "agent.yaml:1:12: max_level: must be in (0, 1]"},
-        BadCase{"max_level: \"0.5\"\n", "agent.yaml:1:12: max_level: expected a number, got the string"},
+        BadCase{"max_level: \"0.5\"\n",
+                "agent.yaml:1:12: max_level: expected a number, got the string"},
         BadCase{"max_level: high\n", "agent.yaml:1:12: max_level: expected a number"},
         BadCase{"allow_victim: maybe\n", "agent.yaml:1:15: allow_victim: expected true or false"},
         BadCase{"lease: 10 parsecs\n", "agent.yaml:1:8: lease: '10 parsecs'"},
@@ -154,23 +156,29 @@ INSTANTIATE_TEST_SUITE_P(
                 "agent.yaml:2:21: heartbeat_interval: must be shorter than lease"},
         BadCase{"controller: localhost\n", "agent.yaml:1:13: controller: 'localhost' has no port"},
         BadCase{"controller: h:99999\n", "agent.yaml:1:13: controller: 'h:99999': port must be"},
-        BadCase{"controller: h:0\n", "agent.yaml:1:13: controller: 'h:0': port must be an integer in [1,"},
+        BadCase{"controller: h:0\n",
+                "agent.yaml:1:13: controller: 'h:0': port must be an integer in [1,"},
         BadCase{"listen: [a, b]\n", "agent.yaml:1:9: listen: expected a string, got a list"},
-        BadCase{"labels: [a]\n", "agent.yaml:1:9: labels: expected a mapping of labels, got a list"},
+        BadCase{"labels: [a]\n",
+                "agent.yaml:1:9: labels: expected a mapping of labels, got a list"},
         BadCase{"labels: {\"bad key\": x}\n", "agent.yaml:1:10: labels: label name 'bad key'"},
         BadCase{"labels:\n  role: {a: b}\n", "agent.yaml:2:9: labels.role: expected a string"},
-        BadCase{"scratch_roots: /scratch\n", "agent.yaml:1:16: scratch_roots: expected a list of paths"},
+        BadCase{"scratch_roots: /scratch\n",
+                "agent.yaml:1:16: scratch_roots: expected a list of paths"},
         BadCase{"scratch_roots: [/ok, rel/dir]\n",
                 "agent.yaml:1:22: scratch_roots[1]: 'rel/dir' must be an absolute path"},
         BadCase{"scratch_roots: []\n", "agent.yaml:1:16: scratch_roots: must name at least one"},
         BadCase{"tls: {ca: a, cert: b}\n", "agent.yaml:1:6: tls: missing 'key'"},
-        BadCase{"tls:\n  ca: a\n  cert: b\n  key: c\n  pass: d\n", "agent.yaml:5:3: tls: unknown key 'pass'"},
+        BadCase{"tls:\n  ca: a\n  cert: b\n  key: c\n  pass: d\n",
+                "agent.yaml:5:3: tls: unknown key 'pass'"},
         BadCase{"id: a\nid: b\n", "agent.yaml:2:1: duplicate key 'id'"},
         BadCase{"id: \"\"\n", "agent.yaml:1:5: id: must not be empty"},
         BadCase{"- controller: h:1\n", "agent.yaml:1:1: expected a mapping, got a list"},
         BadCase{"controller: [h:1\n", "agent.yaml:"}),  // YAML syntax error, with a position
     // Stable test names (the default would print the struct's bytes, pointers included).
-    [](const ::testing::TestParamInfo<BadCase>& info) { return "case" + std::to_string(info.index); });
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 TEST(ControllerConfig, EveryKeyAndErrors) {
   auto c = ParseControllerConfig(
@@ -184,7 +192,8 @@ TEST(ControllerConfig, EveryKeyAndErrors) {
 
   auto bad = ParseControllerConfig("listen: 127.0.0.1:7700\nscratch_roots: [/x]\n", "c.yaml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.error(), StartsWith("c.yaml:2:1: unknown top-level key 'scratch_roots' (expected one of:"));
+  EXPECT_THAT(bad.error(),
+              StartsWith("c.yaml:2:1: unknown top-level key 'scratch_roots' (expected one of:"));
   bad = ParseControllerConfig("heartbeat_interval: soon\n", "c.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error(), StartsWith("c.yaml:1:21: heartbeat_interval: 'soon' is not a duration"));
@@ -291,7 +300,8 @@ int Count(const std::vector<std::string>& msgs, const std::string& needle) {
 }
 
 TEST(ServiceNotifier, ReadyWatchdogStopping) {
-  if (!ServiceNotifier::Supported()) GTEST_SKIP() << "built without libsystemd: notifier is a no-op";
+  if (!ServiceNotifier::Supported())
+    GTEST_SKIP() << "built without libsystemd: notifier is a no-op";
   FakeNotifySocket sock;
   setenv("WATCHDOG_USEC", "200000", 1);  // 200 ms: pings every 100 ms
   setenv("WATCHDOG_PID", std::to_string(getpid()).c_str(), 1);
@@ -314,7 +324,8 @@ TEST(ServiceNotifier, ReadyWatchdogStopping) {
 }
 
 TEST(ServiceNotifier, UnhealthySkipsPingsAndNoWatchdogMeansNoThread) {
-  if (!ServiceNotifier::Supported()) GTEST_SKIP() << "built without libsystemd: notifier is a no-op";
+  if (!ServiceNotifier::Supported())
+    GTEST_SKIP() << "built without libsystemd: notifier is a no-op";
   FakeNotifySocket sock;
   setenv("WATCHDOG_USEC", "100000", 1);
   setenv("WATCHDOG_PID", std::to_string(getpid()).c_str(), 1);

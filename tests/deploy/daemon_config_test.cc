@@ -59,27 +59,33 @@ class DaemonConfigTest : public ::testing::Test {
 TEST_F(DaemonConfigTest, FileValuesThenFlagsOverride) {
   // Relative paths in a config file are relative to the file: the database lands in dir_.
   const int metrics_port = FreeLoopbackPort();
-  WriteFile(dir_ + "/controller.yaml",
-            "listen: " + address_ + "\ndatabase: results.db\nheartbeat_interval: 200ms\nlease: 5s\n");
-  WriteFile(dir_ + "/agent.yaml",
-            "controller: " + address_ + "\nlisten: 127.0.0.1:0\nid: from-file\n"
-            "labels: {source: file, over: file}\nscratch_roots: [" + dir_ + "]\n"
-            "state_dir: state\nmax_level: 0.5\n"
-            "metrics_listen: 127.0.0.1:" + std::to_string(metrics_port) + "\n");
+  WriteFile(
+      dir_ + "/controller.yaml",
+      "listen: " + address_ + "\ndatabase: results.db\nheartbeat_interval: 200ms\nlease: 5s\n");
+  WriteFile(dir_ + "/agent.yaml", "controller: " + address_ +
+                                      "\nlisten: 127.0.0.1:0\nid: from-file\n"
+                                      "labels: {source: file, over: file}\nscratch_roots: [" +
+                                      dir_ +
+                                      "]\n"
+                                      "state_dir: state\nmax_level: 0.5\n"
+                                      "metrics_listen: 127.0.0.1:" +
+                                      std::to_string(metrics_port) + "\n");
   Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml"},
                      dir_ + "/controller.log");
   Process agent({Bin("codl-agent"), "--config", dir_ + "/agent.yaml", "--id", "from-flag",
                  "--label", "over=flag"},
                 dir_ + "/agent.log");
   std::string json;
-  ASSERT_TRUE(WaitUntil([&] { return (json = AgentsJson()).find("from-flag") != std::string::npos; }, 20))
+  ASSERT_TRUE(
+      WaitUntil([&] { return (json = AgentsJson()).find("from-flag") != std::string::npos; }, 20))
       << ReadFile(dir_ + "/controller.log") << ReadFile(dir_ + "/agent.log");
   EXPECT_THAT(json, HasSubstr("\"source\":\"file\""));
   EXPECT_THAT(json, HasSubstr("\"over\":\"flag\""));
   EXPECT_EQ(json.find("from-file"), std::string::npos) << "--id must override the file's id";
   EXPECT_EQ(access((dir_ + "/results.db").c_str(), F_OK), 0) << "database: relative to the file";
   EXPECT_EQ(access((dir_ + "/state").c_str(), F_OK), 0) << "state_dir: relative to the file";
-  EXPECT_THAT(HttpGet(metrics_port, "/metrics"), HasSubstr("200 OK")) << "agent metrics_listen from the file";
+  EXPECT_THAT(HttpGet(metrics_port, "/metrics"), HasSubstr("200 OK"))
+      << "agent metrics_listen from the file";
   agent.Signal(SIGTERM);
   EXPECT_EQ(agent.Wait(10), 0);
   controller.Signal(SIGTERM);
@@ -107,8 +113,9 @@ TEST_F(DaemonConfigTest, BadFilesAreRejectedWithPosition) {
 
 TEST_F(DaemonConfigTest, TokenFileFromConfig) {
   WriteFile(dir_ + "/token", "s3cret\n");
-  WriteFile(dir_ + "/controller.yaml",
-            "listen: " + address_ + "\ndatabase: c.db\ntoken_file: token\nheartbeat_interval: 200ms\n");
+  WriteFile(
+      dir_ + "/controller.yaml",
+      "listen: " + address_ + "\ndatabase: c.db\ntoken_file: token\nheartbeat_interval: 200ms\n");
   Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml"},
                      dir_ + "/controller.log", "", {{"CODL_TOKEN", ""}});
   auto ctl = [&](const std::string& token) {
@@ -158,11 +165,12 @@ TEST_F(DaemonConfigTest, NotifiesReadyWatchdogAndStopping) {
     SCOPED_TRACE(daemon);
     std::string sock_path = dir_ + "/notify-" + daemon;
     NotifySocket sock(sock_path);
-    std::map<std::string, std::string> env{{"NOTIFY_SOCKET", sock_path}, {"WATCHDOG_USEC", "400000"}};
+    std::map<std::string, std::string> env{{"NOTIFY_SOCKET", sock_path},
+                                           {"WATCHDOG_USEC", "400000"}};
     std::vector<std::string> argv =
         daemon == "codl-controller"
             ? std::vector<std::string>{Bin(daemon), "--listen", address_, "--db", dir_ + "/n.db"}
-            : std::vector<std::string>{Bin(daemon), "--controller", address_, "--listen",
+            : std::vector<std::string>{Bin(daemon),   "--controller",   address_, "--listen",
                                        "127.0.0.1:0", "--scratch-root", dir_};
     Process p(argv, dir_ + "/" + daemon + ".log", "", env);
     ASSERT_TRUE(sock.WaitFor("READY=1", 20)) << ReadFile(dir_ + "/" + daemon + ".log");

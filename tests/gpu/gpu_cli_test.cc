@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "lib/common/json_line.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/registry.h"
+#include "lib/common/json_line.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::testing {

@@ -66,7 +66,8 @@ Stream ParseStream(const std::string& out) {
 TEST(CodlInjectTest, StartAtDefersTheLoadAndReportsWhenItBegan) {
   const auto now_ns = [] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::system_clock::now().time_since_epoch()).count();
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   };
   const int64_t start_at = now_ns() + 700'000'000;  // 0.7 s from now
   auto r = RunProcess({CodlInjectPath(), "noop", "--rate", "1000", "--duration", "0.5s", "--json",
@@ -102,7 +103,9 @@ TEST(CodlInjectTest, ListJsonHasEveryInjector) {
   }
   EXPECT_EQ(names, injectors::InjectorNames());
   EXPECT_TRUE(gpu_labels) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("{\"name\":\"memcpy\",\"resource\":\"DRAM bandwidth\",\"unit\":\"bytes/s\",\"available\":true,\"reason\":\"\"}"));
+  EXPECT_THAT(r.out,
+              HasSubstr("{\"name\":\"memcpy\",\"resource\":\"DRAM "
+                        "bandwidth\",\"unit\":\"bytes/s\",\"available\":true,\"reason\":\"\"}"));
 }
 
 TEST(CodlInjectTest, HelpShowsOptionTableAndUnits) {
@@ -147,7 +150,8 @@ TEST_P(EachInjectorTest, RunsOneSecondWithJsonTelemetry) {
   }
   auto args = QuickOptions(GetParam());
   args.insert(args.begin(), GetParam());
-  for (const char* a : {"--max", "--duration", "1.5s", "--json", "--scratch-root"}) args.push_back(a);
+  for (const char* a : {"--max", "--duration", "1.5s", "--json", "--scratch-root"})
+    args.push_back(a);
   args.push_back(scratch.path());
   ProcessResult r = RunProcess(Cmd(args));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -159,7 +163,8 @@ TEST_P(EachInjectorTest, RunsOneSecondWithJsonTelemetry) {
   double last_t = 0, best = 0;
   std::vector<double> gaps;
   for (const auto& line : s.intervals) {
-    for (const char* key : {"t_s", "achieved", "target", "unit"}) EXPECT_TRUE(JsonHas(line, key)) << line;
+    for (const char* key : {"t_s", "achieved", "target", "unit"})
+      EXPECT_TRUE(JsonHas(line, key)) << line;
     EXPECT_GT(JsonNumber(line, "t_s"), last_t);
     gaps.push_back(JsonNumber(line, "t_s") - last_t);
     last_t = JsonNumber(line, "t_s");
@@ -197,8 +202,8 @@ INSTANTIATE_TEST_SUITE_P(Injectors, EachInjectorTest,
                          ::testing::ValuesIn(injectors::InjectorNames()));
 
 TEST(CodlInjectTest, CalibrateReportsPeakInSummary) {
-  ProcessResult r = RunProcess(Cmd({"noop", "--set", "capacity=200000", "--calibrate", "--duration",
-                                    "1s", "--json"}));
+  ProcessResult r = RunProcess(
+      Cmd({"noop", "--set", "capacity=200000", "--calibrate", "--duration", "1s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Stream s = ParseStream(r.out);
   const double achieved = JsonNumber(s.summary, "achieved_rate");
@@ -214,8 +219,9 @@ TEST(CodlInjectTest, MemcpyLevelLandsNearTarget) {
   // 0.5 × 2 GiB/s = 1 GiB/s: far below this machine's copy bandwidth, so the controller alone
   // decides the rate. Loose bound: the machine is shared; accuracy figures live in the bench.
   const double peak = 2.0 * 1024 * 1024 * 1024;
-  ProcessResult r = RunProcess(Cmd({"memcpy", "--set", "threads=1", "--set", "buffer_size=64MiB",
-                                    "--level", "0.5", "--peak", "2GiB/s", "--duration", "2s", "--json"}));
+  ProcessResult r =
+      RunProcess(Cmd({"memcpy", "--set", "threads=1", "--set", "buffer_size=64MiB", "--level",
+                      "0.5", "--peak", "2GiB/s", "--duration", "2s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Stream s = ParseStream(r.out);
   // JSON numbers carry 9 significant digits.
@@ -232,10 +238,10 @@ TEST(CodlInjectTest, MemcpyLevelLandsNearTarget) {
 
 TEST(CodlInjectTest, IoUringRateInIopsUsesBlockSize) {
   TempDir scratch;
-  ProcessResult r = RunProcess(Cmd({"io_uring", "--set", "file_size=8MiB", "--set", "nr_files=1",
-                                    "--set", "block_size=4KiB", "--set", "mode=randread", "--rate",
-                                    "2000IOPS", "--duration", "1s", "--json", "--scratch-root",
-                                    scratch.path()}));
+  ProcessResult r =
+      RunProcess(Cmd({"io_uring", "--set", "file_size=8MiB", "--set", "nr_files=1", "--set",
+                      "block_size=4KiB", "--set", "mode=randread", "--rate", "2000IOPS",
+                      "--duration", "1s", "--json", "--scratch-root", scratch.path()}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Stream s = ParseStream(r.out);
   EXPECT_NEAR(JsonNumber(s.summary, "target_rate") / (2000.0 * 4096), 1.0, 1e-8);
@@ -290,9 +296,9 @@ TEST(CodlInjectTest, DirectIoRefusalSuggestsBufferedMode) {
 
 // Starts io_uring with no duration and waits until it is running (first interval printed).
 std::unique_ptr<Child> StartIoUring(const std::string& root) {
-  auto child = std::make_unique<Child>(Cmd({"io_uring", "--set", "file_size=8MiB", "--set",
-                                            "nr_files=2", "--set", "block_size=64KiB", "--max",
-                                            "--json", "--scratch-root", root}));
+  auto child = std::make_unique<Child>(
+      Cmd({"io_uring", "--set", "file_size=8MiB", "--set", "nr_files=2", "--set",
+           "block_size=64KiB", "--max", "--json", "--scratch-root", root}));
   const std::string first = child->ReadLine(10);
   EXPECT_THAT(first, HasSubstr("\"t_s\"")) << "io_uring did not start";
   return child;
@@ -308,7 +314,8 @@ TEST(CodlInjectTest, SigtermStopsPromptlyAndRemovesFiles) {
   const auto t0 = std::chrono::steady_clock::now();
   kill(child->pid(), SIGTERM);
   const int code = child->Wait(5);
-  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double stop_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(code, 0);
   // The contract is 100 ms; allow for a loaded 2-core CI box here (bench measures it).
   EXPECT_LT(stop_s, 1.0);
@@ -330,7 +337,8 @@ TEST(CodlInjectTest, CleanupStaleRemovesWhatSigkillLeftButNotLiveRuns) {
 
   auto live = StartIoUring(scratch.path());
   ASSERT_EQ(FindRunDirs(scratch.path()).size(), 2u);
-  ProcessResult r = RunProcess(Cmd({"--cleanup-stale", "--json", "--scratch-root", scratch.path()}));
+  ProcessResult r =
+      RunProcess(Cmd({"--cleanup-stale", "--json", "--scratch-root", scratch.path()}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"removed\":\"" + dirs[0] + "\"}\n");
   const auto left = FindRunDirs(scratch.path());

@@ -26,32 +26,51 @@ TEST_P(BadOptionTest, ExactMessage) {
 INSTANTIATE_TEST_SUITE_P(
     Table, BadOptionTest,
     ::testing::Values(
-        BadOption{"io_uring", "queue_depth", "5000", "option 'queue_depth': 5000 is out of range [1, 4096]"},
-        BadOption{"io_uring", "queue_depth", "0", "option 'queue_depth': 0 is out of range [1, 4096]"},
-        BadOption{"io_uring", "queue_depth", "-3", "option 'queue_depth': -3 is out of range [1, 4096]"},
-        BadOption{"io_uring", "queue_depth", "1.5", "option 'queue_depth': '1.5' is not an integer"},
-        BadOption{"io_uring", "queue_depth", "lots", "option 'queue_depth': 'lots' is not an integer"},
-        BadOption{"io_uring", "block_size", "0", "option 'block_size': 0 is out of range [512, 64MiB]"},
-        BadOption{"io_uring", "block_size", "100", "option 'block_size': 100 is out of range [512, 64MiB]"},
-        BadOption{"io_uring", "block_size", "128MiB", "option 'block_size': 128MiB is out of range [512, 64MiB]"},
-        BadOption{"io_uring", "block_size", "-4KiB", "option 'block_size': size '-4KiB' must not be negative"},
+        BadOption{"io_uring", "queue_depth", "5000",
+                  "option 'queue_depth': 5000 is out of range [1, 4096]"},
+        BadOption{"io_uring", "queue_depth", "0",
+                  "option 'queue_depth': 0 is out of range [1, 4096]"},
+        BadOption{"io_uring", "queue_depth", "-3",
+                  "option 'queue_depth': -3 is out of range [1, 4096]"},
+        BadOption{"io_uring", "queue_depth", "1.5",
+                  "option 'queue_depth': '1.5' is not an integer"},
+        BadOption{"io_uring", "queue_depth", "lots",
+                  "option 'queue_depth': 'lots' is not an integer"},
+        BadOption{"io_uring", "block_size", "0",
+                  "option 'block_size': 0 is out of range [512, 64MiB]"},
+        BadOption{"io_uring", "block_size", "100",
+                  "option 'block_size': 100 is out of range [512, 64MiB]"},
+        BadOption{"io_uring", "block_size", "128MiB",
+                  "option 'block_size': 128MiB is out of range [512, 64MiB]"},
+        BadOption{"io_uring", "block_size", "-4KiB",
+                  "option 'block_size': size '-4KiB' must not be negative"},
         BadOption{"io_uring", "block_size", "abc",
                   "option 'block_size': 'abc' is not a size (examples: 4096, 4KiB, 1MiB, 2GB)"},
         BadOption{"io_uring", "block_size", "4XB",
-                  "option 'block_size': '4XB': unknown size unit 'XB' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"},
+                  "option 'block_size': '4XB': unknown size unit 'XB' (use B, kB, MB, GB, TB, KiB, "
+                  "MiB, GiB, TiB)"},
         BadOption{"io_uring", "mode", "sideways",
-                  "option 'mode': 'sideways' is not one of: read, write, randread, randwrite, rw, randrw"},
-        BadOption{"io_uring", "direct", "maybe", "option 'direct': 'maybe' is not a boolean (use true or false)"},
-        BadOption{"io_uring", "rwmix_read", "101", "option 'rwmix_read': 101 is out of range [0, 100]"},
-        BadOption{"io_uring", "file_size", "512KiB", "option 'file_size': 512KiB is out of range [1MiB, 16TiB]"},
+                  "option 'mode': 'sideways' is not one of: read, write, randread, randwrite, rw, "
+                  "randrw"},
+        BadOption{"io_uring", "direct", "maybe",
+                  "option 'direct': 'maybe' is not a boolean (use true or false)"},
+        BadOption{"io_uring", "rwmix_read", "101",
+                  "option 'rwmix_read': 101 is out of range [0, 100]"},
+        BadOption{"io_uring", "file_size", "512KiB",
+                  "option 'file_size': 512KiB is out of range [1MiB, 16TiB]"},
         BadOption{"io_uring", "foo", "1",
-                  "unknown option 'foo' for injector 'io_uring' (known: dir, mode, rwmix_read, block_size, "
-                  "queue_depth, complete_batch, nr_files, file_size, direct, registered_buffers, registered_files, "
+                  "unknown option 'foo' for injector 'io_uring' (known: dir, mode, rwmix_read, "
+                  "block_size, "
+                  "queue_depth, complete_batch, nr_files, file_size, direct, registered_buffers, "
+                  "registered_files, "
                   "sqpoll)"},
         BadOption{"memcpy", "threads", "0", "option 'threads': 0 is out of range [1, 1024]"},
-        BadOption{"memcpy", "buffer_size", "1KiB", "option 'buffer_size': 1KiB is out of range [64KiB, 64GiB]"},
-        BadOption{"memcpy", "nontemporal", "always", "option 'nontemporal': 'always' is not one of: auto, on, off"},
-        BadOption{"noop", "capacity", "-1", "option 'capacity': -1 is out of range [0, 1000000000000]"}));
+        BadOption{"memcpy", "buffer_size", "1KiB",
+                  "option 'buffer_size': 1KiB is out of range [64KiB, 64GiB]"},
+        BadOption{"memcpy", "nontemporal", "always",
+                  "option 'nontemporal': 'always' is not one of: auto, on, off"},
+        BadOption{"noop", "capacity", "-1",
+                  "option 'capacity': -1 is out of range [0, 1000000000000]"}));
 
 TEST(OptionsTest, GoodValuesPass) {
   EXPECT_EQ(ValidateOption("io_uring", "queue_depth", "4096"), "");

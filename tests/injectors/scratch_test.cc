@@ -135,7 +135,8 @@ TEST(ScratchTest, CleanupStaleRemovesOnlyDeadRunsAtDepthTwo) {
   const std::string live = r + "/" + RunDirName(getpid(), *my_start);
   const std::string too_deep = r + "/a/b/" + RunDirName(dead, 1);
   const std::string not_ours = r + "/codl-inject.12x.5";
-  for (const auto& d : {dead1, dead2, reused, live, too_deep, not_ours}) fs::create_directories(d + "/f");
+  for (const auto& d : {dead1, dead2, reused, live, too_deep, not_ours})
+    fs::create_directories(d + "/f");
   Touch(dead1 + "/f/file");
   fs::create_directory_symlink(outside.path(), dead1 + "/escape");
   fs::create_directory_symlink(outside.path(), r + "/" + RunDirName(dead, 99));  // a symlink
@@ -159,8 +160,9 @@ TEST(ScratchTest, RunDirNames) {
   EXPECT_TRUE(ParseRunDirName("codl-inject.123.456", &pid, &start));
   EXPECT_EQ(pid, 123);
   EXPECT_EQ(start, 456u);
-  for (const char* bad : {"codl-inject.123", "codl-inject..4", "codl-inject.1.2.3", "codl-inject.1.",
-                          "codl-inject.-1.2", "codl-inject.0.5", "xcodl-inject.1.2", "codl-inject.1.2 "}) {
+  for (const char* bad :
+       {"codl-inject.123", "codl-inject..4", "codl-inject.1.2.3", "codl-inject.1.",
+        "codl-inject.-1.2", "codl-inject.0.5", "xcodl-inject.1.2", "codl-inject.1.2 "}) {
     EXPECT_FALSE(ParseRunDirName(bad, &pid, &start)) << bad;
   }
   EXPECT_FALSE(ProcessStartTime(DeadPid()).ok());

@@ -100,15 +100,16 @@ std::string Child::ReadRest() {
   buffer_.clear();
   char buf[4096];
   ssize_t n;
-  while ((n = read(proc_.stdout_fd(), buf, sizeof buf)) > 0) rest.append(buf, static_cast<size_t>(n));
+  while ((n = read(proc_.stdout_fd(), buf, sizeof buf)) > 0)
+    rest.append(buf, static_cast<size_t>(n));
   return rest;
 }
 
 std::vector<std::string> FindRunDirs(const std::string& root) {
   std::vector<std::string> found;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (it.depth() > 1) {
       it.disable_recursion_pending();

@@ -18,10 +18,13 @@ namespace {
 constexpr const char* kQuickVictim =
     R"(for i in 1 2 3 4 5 6 7 8; do echo "{\"step\": $i, \"step_time_s\": 0.01$i, \"phases\": {\"compute_s\": 0.01}}"; sleep 0.02; done)";
 
-std::string QuickExperiment(const std::string& name, const std::string& antagonist_nodes, int reps) {
+std::string QuickExperiment(const std::string& name, const std::string& antagonist_nodes,
+                            int reps) {
   return "name: " + name + "\n" +
          "victim:\n"
-         "  command: [sh, -c, '" + std::string(kQuickVictim) + "']\n"
+         "  command: [sh, -c, '" +
+         std::string(kQuickVictim) +
+         "']\n"
          "  progress: {format: jsonl, field: step_time_s}\n"
          "  warmup_steps: 1\n"
          "  timeout: 60s\n"
@@ -32,7 +35,9 @@ std::string QuickExperiment(const std::string& name, const std::string& antagoni
          "    levels: [0.5, 1.0]\n" +
          antagonist_nodes +
          "pairings: singles\n"
-         "repetitions: " + std::to_string(reps) + "\n"
+         "repetitions: " +
+         std::to_string(reps) +
+         "\n"
          "order: {randomize: true, seed: 7}\n"
          "settle: 1s\n"
          "calibration: {duration: 1s}\n"
@@ -51,9 +56,10 @@ class Cluster {
                           dir_ + "/controller.log");
   }
   void StartAgent(const std::string& id, std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {Bin("codl-agent"), "--controller", address_, "--id", id,
-                                     "--listen", "127.0.0.1:0", "--scratch-root", dir_,
-                                     "--state-dir", dir_ + "/state-" + id};
+    std::vector<std::string> argv = {
+        Bin("codl-agent"),    "--controller", address_,         "--id", id,
+        "--listen",           "127.0.0.1:0",  "--scratch-root", dir_,   "--state-dir",
+        dir_ + "/state-" + id};
     argv.insert(argv.end(), extra.begin(), extra.end());
     agents_.emplace_back(Process(argv, dir_ + "/agent-" + id + ".log"));
   }
@@ -96,7 +102,9 @@ class Cluster {
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = MakeTempDir("codl-it"); }
-  void TearDown() override { if (!getenv("CODL_KEEP_TEST_DIR")) RemoveTree(dir_); }
+  void TearDown() override {
+    if (!getenv("CODL_KEEP_TEST_DIR")) RemoveTree(dir_);
+  }
   std::string dir_;
 };
 
@@ -129,7 +137,8 @@ TEST_F(ClusterTest, TwoAgentsRunAnExperimentEndToEnd) {
   }
   auto& full = by_key["membw@1"]["antagonists"][0];
   EXPECT_GT(full["achieved_rate"].get<double>(), 0) << res.out;
-  EXPECT_GT(full["target_rate"].get<double>(), full["achieved_rate"].get<double>() * 0.5) << res.out;
+  EXPECT_GT(full["target_rate"].get<double>(), full["achieved_rate"].get<double>() * 0.5)
+      << res.out;
   EXPECT_EQ(full["unit"], "bytes/s");
   // Status through the controller names the final state.
   auto st = c.Ctl({"status", "latest"});
@@ -147,7 +156,8 @@ TEST_F(ClusterTest, ControllerKilledAntagonistsStopWithinLease) {
       "name: deadman\n"
       "victim: {command: [sleep, '30'], progress: {format: wall}, timeout: 60s}\n"
       "antagonists:\n"
-      "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: [200MiB/s]}\n"
+      "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: "
+      "[200MiB/s]}\n"
       "repetitions: 1\n"
       "settle: 1s\n"
       "lease: 2s\n";
@@ -156,16 +166,21 @@ TEST_F(ClusterTest, ControllerKilledAntagonistsStopWithinLease) {
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   pid_t agent = c.agent(0).pid();
   // The interference trial: an antagonist and the victim are running.
-  ASSERT_TRUE(WaitUntil([&] {
-    return !DescendantsMatching(agent, "codl-inject memcpy").empty() &&
-           !DescendantsMatching(agent, "sleep 30").empty();
-  }, 60)) << c.Logs();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return !DescendantsMatching(agent, "codl-inject memcpy").empty() &&
+               !DescendantsMatching(agent, "sleep 30").empty();
+      },
+      60))
+      << c.Logs();
   c.controller().Signal(SIGKILL);
   c.controller().Wait(5);
   auto t0 = std::chrono::steady_clock::now();
-  bool gone = WaitUntil([&] { return DescendantsMatching(agent, "codl-inject").empty(); }, 2 + 2 + 1);
+  bool gone =
+      WaitUntil([&] { return DescendantsMatching(agent, "codl-inject").empty(); }, 2 + 2 + 1);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_TRUE(gone) << "antagonist still running " << took << " s after the controller died\n" << c.Logs();
+  EXPECT_TRUE(gone) << "antagonist still running " << took << " s after the controller died\n"
+                    << c.Logs();
   EXPECT_LE(took, 2.0 + 2.0) << "lease 2 s + 2 s";
   EXPECT_TRUE(c.agent(0).Running()) << "the agent itself keeps running";
 }
@@ -179,14 +194,18 @@ TEST_F(ClusterTest, AgentKilledItsChildrenDie) {
             "name: agentkill\n"
             "victim: {command: [sleep, '31'], progress: {format: wall}, timeout: 60s}\n"
             "antagonists:\n"
-            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: [200MiB/s]}\n"
+            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: "
+            "[200MiB/s]}\n"
             "repetitions: 1\nsettle: 1s\nlease: 30s\n");
   ASSERT_EQ(c.Ctl({"submit", dir_ + "/exp.yaml"}).exit_code, 0);
   pid_t agent = c.agent(0).pid();
-  ASSERT_TRUE(WaitUntil([&] {
-    return !DescendantsMatching(agent, "codl-inject memcpy").empty() &&
-           !DescendantsMatching(agent, "sleep 31").empty();
-  }, 60)) << c.Logs();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return !DescendantsMatching(agent, "codl-inject memcpy").empty() &&
+               !DescendantsMatching(agent, "sleep 31").empty();
+      },
+      60))
+      << c.Logs();
   auto children = DescendantsMatching(agent, "codl-inject memcpy");
   auto victims = DescendantsMatching(agent, "sleep 31");
   c.agent(0).Signal(SIGKILL);
@@ -196,11 +215,16 @@ TEST_F(ClusterTest, AgentKilledItsChildrenDie) {
     auto rp = s.rfind(')');
     return !s.empty() && rp != std::string::npos && s[rp + 2] != 'Z';
   };
-  EXPECT_TRUE(WaitUntil([&] {
-    for (pid_t p : children) if (alive(p)) return false;
-    for (pid_t p : victims) if (alive(p)) return false;
-    return true;
-  }, 2.0)) << "children of a SIGKILLed agent must die with it (PR_SET_PDEATHSIG)";
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        for (pid_t p : children)
+          if (alive(p)) return false;
+        for (pid_t p : victims)
+          if (alive(p)) return false;
+        return true;
+      },
+      2.0))
+      << "children of a SIGKILLed agent must die with it (PR_SET_PDEATHSIG)";
 }
 
 TEST_F(ClusterTest, RestartedControllerServesCompletedTrials) {
@@ -213,10 +237,13 @@ TEST_F(ClusterTest, RestartedControllerServesCompletedTrials) {
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id = sub.out.substr(0, sub.out.find('\n'));
   // Let a few trials complete, then kill -9 the controller mid-experiment.
-  ASSERT_TRUE(WaitUntil([&] {
-    auto st = c.Ctl({"status", id});
-    return st.out.find(" 3/") != std::string::npos || st.out.find(" 4/") != std::string::npos;
-  }, 120)) << c.Logs();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto st = c.Ctl({"status", id});
+        return st.out.find(" 3/") != std::string::npos || st.out.find(" 4/") != std::string::npos;
+      },
+      120))
+      << c.Logs();
   c.controller().Signal(SIGKILL);
   c.controller().Wait(5);
   // Every trial the database holds now must still be served after the restart.
@@ -243,14 +270,17 @@ TEST_F(ClusterTest, RestartedControllerServesCompletedTrials) {
 
 TEST_F(ClusterTest, EmbeddedRunWritesResultsDatabase) {
   WriteFile(dir_ + "/exp.yaml", QuickExperiment("embedded", "", 1));
-  auto r = RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml", "--scratch-root", dir_}, 180, dir_);
+  auto r =
+      RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml", "--scratch-root", dir_}, 180, dir_);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("baseline"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("membw@0.5"), std::string::npos) << r.out;
-  auto res = RunCommand({Bin("codlctl"), "results", "latest", "--db", dir_ + "/codl-results.db", "-o", "csv"});
+  auto res = RunCommand(
+      {Bin("codlctl"), "results", "latest", "--db", dir_ + "/codl-results.db", "-o", "csv"});
   ASSERT_EQ(res.exit_code, 0) << res.err;
   EXPECT_NE(res.out.find("membw@1"), std::string::npos) << res.out;
-  EXPECT_TRUE(ProcessesMatching(dir_ + " --json").empty()) << "an antagonist outlived `codlctl run`";
+  EXPECT_TRUE(ProcessesMatching(dir_ + " --json").empty())
+      << "an antagonist outlived `codlctl run`";
 }
 
 TEST_F(ClusterTest, EveryHostInjectorRunsThroughTheAgentAndCalibrationIsCached) {
@@ -268,13 +298,17 @@ TEST_F(ClusterTest, EveryHostInjectorRunsThroughTheAgentAndCalibrationIsCached) 
             "victim: {command: [sleep, '1'], progress: {format: wall}, timeout: 30s}\n"
             "antagonists:\n"
             "  - {name: nothing, injector: noop, rates: ['1000']}\n"
-            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, levels: [0.3]}\n"
-            "  - {name: disk, injector: io_uring, options: {dir: " + dir_ + ", mode: randread, block_size: 4KiB,\n"
-            "     queue_depth: 8, nr_files: 1, file_size: 8MiB}, rates: [20MiB/s]}\n"
-            "repetitions: 1\nsettle: 2s\n");
+            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, levels: "
+            "[0.3]}\n"
+            "  - {name: disk, injector: io_uring, options: {dir: " +
+                dir_ +
+                ", mode: randread, block_size: 4KiB,\n"
+                "     queue_depth: 8, nr_files: 1, file_size: 8MiB}, rates: [20MiB/s]}\n"
+                "repetitions: 1\nsettle: 2s\n");
   auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
   ASSERT_EQ(sub.exit_code, 0) << sub.err << c.Logs();
-  EXPECT_EQ(sub.err.find("calibrating membw"), std::string::npos) << "the cached peak must be reused";
+  EXPECT_EQ(sub.err.find("calibrating membw"), std::string::npos)
+      << "the cached peak must be reused";
   auto res = c.Ctl({"results", "latest", "-o", "json"});
   ASSERT_EQ(res.exit_code, 0) << res.err;
   std::set<std::string> seen;
@@ -307,7 +341,8 @@ TEST_F(ClusterTest, RestartedAgentRemovesFilesOfAKilledInjector) {
     }
     return n;
   };
-  ASSERT_TRUE(WaitUntil([&] { return ReadFile(dir_ + "/inject.log").find("achieved") != std::string::npos; }, 30))
+  ASSERT_TRUE(WaitUntil(
+      [&] { return ReadFile(dir_ + "/inject.log").find("achieved") != std::string::npos; }, 30))
       << ReadFile(dir_ + "/inject.log");
   inject.Signal(SIGKILL);
   inject.Wait(5);
@@ -331,19 +366,26 @@ TEST_F(ClusterTest, NcclUniqueIdIsRelayedThroughTheController) {
     id_hex += b;
   }
   const std::string fake = dir_ + "/fake-inject";
-  WriteFile(fake,
-            "#!/bin/sh\n"
-            "# stand-in for codl-inject: rank 0 publishes, rank 1 records what it was given\n"
-            "case \"$*\" in *--list*|*--cleanup-stale*) exit 0;; esac\n"
-            "for a in \"$@\"; do case \"$a\" in\n"
-            "  rendezvous_key=*) key=${a#rendezvous_key=};; unique_id=*) uid=${a#unique_id=};;\n"
-            "  rank=*) rank=${a#rank=};; esac; done\n"
-            "if [ \"$rank\" = 0 ]; then\n"
-            "  printf '{\"rendezvous_publish\":{\"key\":\"%s\",\"value_hex\":\"" + id_hex + "\"}}\\n' \"$key\"\n"
-            "else echo \"$uid\" > " + dir_ + "/rank1-$$.txt; fi\n"
-            "case \"$*\" in *--start-at*) echo \"{\\\"started_unix_ns\\\":$(date +%s%N)}\";; esac\n"
-            "trap 'echo {\"summary\":true,\"achieved_rate\":1,\"unit\":\"busbw bytes/s\"}; exit 0' TERM\n"
-            "while :; do echo '{\"t_s\":0.1,\"achieved\":100,\"target\":100,\"unit\":\"busbw bytes/s\"}'; sleep 0.1; done\n");
+  WriteFile(
+      fake,
+      "#!/bin/sh\n"
+      "# stand-in for codl-inject: rank 0 publishes, rank 1 records what it was given\n"
+      "case \"$*\" in *--list*|*--cleanup-stale*) exit 0;; esac\n"
+      "for a in \"$@\"; do case \"$a\" in\n"
+      "  rendezvous_key=*) key=${a#rendezvous_key=};; unique_id=*) uid=${a#unique_id=};;\n"
+      "  rank=*) rank=${a#rank=};; esac; done\n"
+      "if [ \"$rank\" = 0 ]; then\n"
+      "  printf '{\"rendezvous_publish\":{\"key\":\"%s\",\"value_hex\":\"" +
+          id_hex +
+          "\"}}\\n' \"$key\"\n"
+          "else echo \"$uid\" > " +
+          dir_ +
+          "/rank1-$$.txt; fi\n"
+          "case \"$*\" in *--start-at*) echo \"{\\\"started_unix_ns\\\":$(date +%s%N)}\";; esac\n"
+          "trap 'echo {\"summary\":true,\"achieved_rate\":1,\"unit\":\"busbw bytes/s\"}; exit 0' "
+          "TERM\n"
+          "while :; do echo '{\"t_s\":0.1,\"achieved\":100,\"target\":100,\"unit\":\"busbw "
+          "bytes/s\"}'; sleep 0.1; done\n");
   chmod(fake.c_str(), 0755);
   Cluster c(dir_);
   c.StartController();
@@ -377,13 +419,16 @@ TEST_F(ClusterTest, CodlVictimUnderTheAgentReportsPhases) {
   WriteFile(dir_ + "/exp.yaml",
             "name: proxy\n"
             "victim:\n"
-            "  command: [codl-victim, run, --dir, " + dir_ + "/data, --profile, io-bound, --samples, '64',\n"
-            "            --steps, '8', --warmup-steps, '2']\n"
-            "  warmup_steps: 2\n"
-            "  timeout: 60s\n"
-            "antagonists:\n"
-            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: [500MiB/s]}\n"
-            "repetitions: 1\nsettle: 1s\n");
+            "  command: [codl-victim, run, --dir, " +
+                dir_ +
+                "/data, --profile, io-bound, --samples, '64',\n"
+                "            --steps, '8', --warmup-steps, '2']\n"
+                "  warmup_steps: 2\n"
+                "  timeout: 60s\n"
+                "antagonists:\n"
+                "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, "
+                "rates: [500MiB/s]}\n"
+                "repetitions: 1\nsettle: 1s\n");
   auto r = RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml", "--scratch-root", dir_, "--csv",
                        dir_ + "/r.csv", "--json", dir_ + "/r.json", "--report", dir_ + "/r.html"},
                       180, dir_);
@@ -397,7 +442,8 @@ TEST_F(ClusterTest, CodlVictimUnderTheAgentReportsPhases) {
   for (const char* want : {"read_s", "compute_s", "data_wait_s"}) {
     EXPECT_TRUE(phases.count(want)) << want << " missing from " << results.dump();
   }
-  EXPECT_NE(ReadFile(dir_ + "/r.csv").find("membw@500MiB/s"), std::string::npos) << ReadFile(dir_ + "/r.csv");
+  EXPECT_NE(ReadFile(dir_ + "/r.csv").find("membw@500MiB/s"), std::string::npos)
+      << ReadFile(dir_ + "/r.csv");
   EXPECT_NE(ReadFile(dir_ + "/r.html").find("<svg"), std::string::npos);
 }
 

@@ -61,29 +61,40 @@ TEST(Metrics, ControllerAndAgentExposePromtoolCleanMetrics) {
   Process controller({Bin("codl-controller"), "--listen", address, "--db", dir + "/c.db",
                       "--metrics-listen", "127.0.0.1:" + std::to_string(cport)},
                      dir + "/controller.log");
-  Process agent({Bin("codl-agent"), "--controller", address, "--id", "m1", "--listen",
-                 "127.0.0.1:0", "--scratch-root", dir, "--metrics-listen",
-                 "127.0.0.1:" + std::to_string(aport)},
-                dir + "/agent.log");
+  Process agent(
+      {Bin("codl-agent"), "--controller", address, "--id", "m1", "--listen", "127.0.0.1:0",
+       "--scratch-root", dir, "--metrics-listen", "127.0.0.1:" + std::to_string(aport)},
+      dir + "/agent.log");
   WriteFile(dir + "/exp.yaml",
             "name: metrics\n"
-            "victim: {command: [sh, -c, 'echo {\\\"step_time_s\\\": 0.01}; echo {\\\"step_time_s\\\": 0.02}'],"
+            "victim: {command: [sh, -c, 'echo {\\\"step_time_s\\\": 0.01}; echo "
+            "{\\\"step_time_s\\\": 0.02}'],"
             " timeout: 30s}\n"
             "antagonists: [{name: idle, injector: noop, rates: ['1000']}]\n"
             "repetitions: 2\nsettle: 1s\n");
-  ASSERT_TRUE(WaitUntil([&] {
-    return RunCommand({Bin("codlctl"), "--controller", address, "agents", "--json"}, 5).out.find("\"alive\":true") != std::string::npos;
-  }, 20)) << ReadFile(dir + "/agent.log");
-  auto run = RunCommand({Bin("codlctl"), "--controller", address, "submit", dir + "/exp.yaml", "--watch"}, 120);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return RunCommand({Bin("codlctl"), "--controller", address, "agents", "--json"}, 5)
+                   .out.find("\"alive\":true") != std::string::npos;
+      },
+      20))
+      << ReadFile(dir + "/agent.log");
+  auto run = RunCommand(
+      {Bin("codlctl"), "--controller", address, "submit", dir + "/exp.yaml", "--watch"}, 120);
   ASSERT_EQ(run.exit_code, 0) << run.err;
 
   std::string cm, am;
   // Gauges refresh once a second.
-  ASSERT_TRUE(WaitUntil([&] {
-    cm = HttpGetMetrics(cport);
-    am = HttpGetMetrics(aport);
-    return Value(cm, "codl_agents{state=\"up\"}") == 1 && Value(am, "codl_agent_victim_runs_total{result=\"ok\"}") >= 4;
-  }, 10)) << cm << "\n----\n" << am;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        cm = HttpGetMetrics(cport);
+        am = HttpGetMetrics(aport);
+        return Value(cm, "codl_agents{state=\"up\"}") == 1 &&
+               Value(am, "codl_agent_victim_runs_total{result=\"ok\"}") >= 4;
+      },
+      10))
+      << cm << "\n----\n"
+      << am;
   // 2 baselines + 2 noop trials; a noop trial may be flagged on a busy machine.
   double flagged = std::max(0.0, Value(cm, "codl_trials_total{state=\"flagged\"}"));
   EXPECT_EQ(Value(cm, "codl_trials_total{state=\"done\"}") + flagged, 4) << cm;
@@ -94,7 +105,8 @@ TEST(Metrics, ControllerAndAgentExposePromtoolCleanMetrics) {
 
   for (const auto& [name, text] : {std::pair{"controller", cm}, std::pair{"agent", am}}) {
     WriteFile(dir + "/" + name + ".prom", text);
-    auto check = RunCommand({"/bin/sh", "-c", "promtool check metrics < " + dir + "/" + name + ".prom"}, 30);
+    auto check =
+        RunCommand({"/bin/sh", "-c", "promtool check metrics < " + dir + "/" + name + ".prom"}, 30);
     EXPECT_EQ(check.exit_code, 0) << name << ":\n" << check.out << check.err;
     EXPECT_EQ(check.out + check.err, "") << name << ": promtool found problems";
   }

@@ -34,7 +34,8 @@ constexpr const char* kSubnet = "10.77.0";  // private; exists only inside the t
 constexpr int kHosts = 3;
 
 std::string FindTool(const std::string& name) {
-  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/local/bin"}) {
+  for (const char* dir :
+       {"/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/local/bin"}) {
     std::string p = std::string(dir) + "/" + name;
     if (access(p.c_str(), X_OK) == 0) return p;
   }
@@ -67,7 +68,8 @@ void RemoveStaleNamespaces(const std::string& ip) {
 // destroyed before it).
 class Topology {
  public:
-  explicit Topology(std::string ip) : ip_(std::move(ip)), prefix_("codl-t-" + std::to_string(getpid())) {}
+  explicit Topology(std::string ip)
+      : ip_(std::move(ip)), prefix_("codl-t-" + std::to_string(getpid())) {}
   ~Topology() { TearDown(); }
 
   std::string ns(const std::string& role) const { return prefix_ + "-" + role; }
@@ -92,8 +94,12 @@ class Topology {
           !e.empty()) {
         return e;
       }
-      if (auto e = Ip({"-n", ns("sw"), "link", "set", "p-" + role, "master", "br0", "up"}); !e.empty()) return e;
-      if (auto e = Ip({"-n", ns(role), "addr", "add", address_of(role) + "/24", "dev", "eth0"}); !e.empty()) return e;
+      if (auto e = Ip({"-n", ns("sw"), "link", "set", "p-" + role, "master", "br0", "up"});
+          !e.empty())
+        return e;
+      if (auto e = Ip({"-n", ns(role), "addr", "add", address_of(role) + "/24", "dev", "eth0"});
+          !e.empty())
+        return e;
       if (auto e = Ip({"-n", ns(role), "link", "set", "eth0", "up"}); !e.empty()) return e;
       if (auto e = Ip({"-n", ns(role), "link", "set", "lo", "up"}); !e.empty()) return e;
     }
@@ -101,7 +107,9 @@ class Topology {
   }
 
   // Cuts a host off the switch: its bridge port goes down, packets to and from it are dropped.
-  std::string Cut(const std::string& role) { return Ip({"-n", ns("sw"), "link", "set", "p-" + role, "down"}); }
+  std::string Cut(const std::string& role) {
+    return Ip({"-n", ns("sw"), "link", "set", "p-" + role, "down"});
+  }
 
   // argv run inside namespace `role`.
   std::vector<std::string> Exec(const std::string& role, std::vector<std::string> argv) const {
@@ -110,7 +118,8 @@ class Topology {
   }
 
   void TearDown() {
-    for (auto it = created_.rbegin(); it != created_.rend(); ++it) RunCommand({ip_, "netns", "del", *it}, 10);
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it)
+      RunCommand({ip_, "netns", "del", *it}, 10);
     created_.clear();
   }
 
@@ -162,14 +171,16 @@ std::string MakeCertificates(const std::string& openssl, const std::string& dir,
               "basicConstraints=CA:FALSE\n"
               "keyUsage=critical,digitalSignature,keyEncipherment\n"
               "extendedKeyUsage=serverAuth,clientAuth\n"
-              "subjectAltName=IP:" + ip + ",DNS:" + name + "\n");
+              "subjectAltName=IP:" +
+                  ip + ",DNS:" + name + "\n");
     if (auto e = run({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                       "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name});
         !e.empty()) {
       return e;
     }
     if (auto e = run({"x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                      "-CAcreateserial", "-out", name + ".pem", "-days", "2", "-extfile", name + ".ext"});
+                      "-CAcreateserial", "-out", name + ".pem", "-days", "2", "-extfile",
+                      name + ".ext"});
         !e.empty()) {
       return e;
     }
@@ -207,12 +218,15 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
     topo.TearDown();
     GTEST_SKIP() << "cannot build the namespace topology (veth/bridge not permitted?): " << e;
   }
-  std::map<std::string, std::string> ips = {{"controller", topo.address_of("c")}, {"codlctl", topo.address_of("c")}};
-  for (int i = 1; i <= kHosts; ++i) ips["h" + std::to_string(i)] = topo.address_of("h" + std::to_string(i));
+  std::map<std::string, std::string> ips = {{"controller", topo.address_of("c")},
+                                            {"codlctl", topo.address_of("c")}};
+  for (int i = 1; i <= kHosts; ++i)
+    ips["h" + std::to_string(i)] = topo.address_of("h" + std::to_string(i));
   ASSERT_EQ(MakeCertificates(openssl, dir_, ips), "");
   auto tls = [&](const std::string& who) {
-    return std::vector<std::string>{"--tls-ca", dir_ + "/ca.pem", "--tls-cert", dir_ + "/" + who + ".pem",
-                                    "--tls-key", dir_ + "/" + who + ".key"};
+    return std::vector<std::string>{"--tls-ca",   dir_ + "/ca.pem",
+                                    "--tls-cert", dir_ + "/" + who + ".pem",
+                                    "--tls-key",  dir_ + "/" + who + ".key"};
   };
   const std::string ctl_addr = topo.address_of("c") + ":7700";
   auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -228,15 +242,16 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
   std::map<std::string, Process> agents;
   for (int i = 1; i <= kHosts; ++i) {
     const std::string h = "h" + std::to_string(i);
-    agents[h] = Process(
-        topo.Exec(h, with({Bin("codl-agent"), "--controller", ctl_addr, "--id", h, "--listen",
-                           topo.address_of(h) + ":7701", "--scratch-root", dir_, "--state-dir",
-                           dir_ + "/state-" + h},
-                          tls(h))),
-        dir_ + "/agent-" + h + ".log");
+    agents[h] =
+        Process(topo.Exec(h, with({Bin("codl-agent"), "--controller", ctl_addr, "--id", h,
+                                   "--listen", topo.address_of(h) + ":7701", "--scratch-root", dir_,
+                                   "--state-dir", dir_ + "/state-" + h},
+                                  tls(h))),
+                dir_ + "/agent-" + h + ".log");
   }
   auto ctl = [&](std::vector<std::string> args, double timeout = 120) {
-    std::vector<std::string> argv = with({Bin("codlctl"), "--controller", ctl_addr}, tls("codlctl"));
+    std::vector<std::string> argv =
+        with({Bin("codlctl"), "--controller", ctl_addr}, tls("codlctl"));
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(topo.Exec("c", argv), timeout);
   };
@@ -249,14 +264,18 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
   };
 
   // All three agents registered over mTLS across the bridge.
-  ASSERT_TRUE(WaitUntil([&] {
-    auto r = ctl({"agents", "--json"}, 10);
-    if (r.exit_code != 0) return false;
-    size_t alive = 0;
-    std::stringstream ss(r.out);
-    for (std::string line; std::getline(ss, line);) alive += line.find("\"alive\":true") != std::string::npos;
-    return alive == kHosts;
-  }, 20)) << logs();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto r = ctl({"agents", "--json"}, 10);
+        if (r.exit_code != 0) return false;
+        size_t alive = 0;
+        std::stringstream ss(r.out);
+        for (std::string line; std::getline(ss, line);)
+          alive += line.find("\"alive\":true") != std::string::npos;
+        return alive == kHosts;
+      },
+      20))
+      << logs();
   // Plaintext to a non-loopback address is refused by the client before it dials.
   {
     auto r = RunCommand(topo.Exec("c", {Bin("codlctl"), "--controller", ctl_addr, "agents"}), 10);
@@ -268,7 +287,8 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
   WriteFile(dir_ + "/exp.yaml",
             "name: netns-multihost\n"
             "victim:\n"
-            "  command: [sh, -c, 'for i in 1 2 3 4 5; do echo \"{\\\"step\\\": $i, \\\"step_time_s\\\": 0.02}\"; sleep 0.02; done']\n"
+            "  command: [sh, -c, 'for i in 1 2 3 4 5; do echo \"{\\\"step\\\": $i, "
+            "\\\"step_time_s\\\": 0.02}\"; sleep 0.02; done']\n"
             "  progress: {format: jsonl, field: step_time_s}\n"
             "  timeout: 30s\n"
             "  nodes: {hosts: [h1]}\n"
@@ -295,7 +315,8 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
       EXPECT_GT(a["achieved_rate"].get<double>(), 0) << a.dump();
     }
   }
-  EXPECT_EQ(pairings, (std::set<std::string>{"baseline", "membw@100MiB/s", "membw@200MiB/s"})) << res.out;
+  EXPECT_EQ(pairings, (std::set<std::string>{"baseline", "membw@100MiB/s", "membw@200MiB/s"}))
+      << res.out;
   // Per node (the JSON summary merges nodes): the trial records in the database.
   {
     auto store = store::Store::Open(dir_ + "/c.db");
@@ -311,7 +332,8 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
       for (const auto& a : t.antagonists) {
         nodes.insert(a.node);
         EXPECT_GT(a.achieved_rate, 0) << a.node;
-        EXPECT_LT(std::abs(a.start_skew_s), 0.1) << a.node << ": start skew " << a.start_skew_s << " s";
+        EXPECT_LT(std::abs(a.start_skew_s), 0.1)
+            << a.node << ": start skew " << a.start_skew_s << " s";
       }
       EXPECT_EQ(nodes, (std::set<std::string>{"h2", "h3"})) << "trial " << t.index;
     }
@@ -325,33 +347,40 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
   const double kVictimS = 20;
   WriteFile(dir_ + "/long.yaml",
             "name: netns-cut\n"
-            "victim: {command: [sleep, '" + std::to_string(static_cast<int>(kVictimS)) +
-            "'], progress: {format: wall}, timeout: 60s, nodes: {hosts: [h1]}}\n"
-            "antagonists:\n"
-            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 4MiB},\n"
-            "     rates: [100MiB/s], nodes: {hosts: [h2, h3]}}\n"
-            "pairings: singles\n"
-            "repetitions: 1\n"
-            "order: {randomize: false}\n"
-            "settle: 1s\n"
-            "lease: 3s\n");
+            "victim: {command: [sleep, '" +
+                std::to_string(static_cast<int>(kVictimS)) +
+                "'], progress: {format: wall}, timeout: 60s, nodes: {hosts: [h1]}}\n"
+                "antagonists:\n"
+                "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 4MiB},\n"
+                "     rates: [100MiB/s], nodes: {hosts: [h2, h3]}}\n"
+                "pairings: singles\n"
+                "repetitions: 1\n"
+                "order: {randomize: false}\n"
+                "settle: 1s\n"
+                "lease: 3s\n");
   auto sub2 = ctl({"submit", dir_ + "/long.yaml"});
   ASSERT_EQ(sub2.exit_code, 0) << sub2.err << logs();
   const pid_t h1 = agents["h1"].pid(), h2 = agents["h2"].pid(), h3 = agents["h3"].pid();
   const std::string victim_cmd = "sleep " + std::to_string(static_cast<int>(kVictimS));
-  ASSERT_TRUE(WaitUntil([&] {
-    return !DescendantsMatching(h1, victim_cmd).empty() &&
-           !DescendantsMatching(h2, "codl-inject memcpy").empty() &&
-           !DescendantsMatching(h3, "codl-inject memcpy").empty();
-  }, 30)) << logs();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return !DescendantsMatching(h1, victim_cmd).empty() &&
+               !DescendantsMatching(h2, "codl-inject memcpy").empty() &&
+               !DescendantsMatching(h3, "codl-inject memcpy").empty();
+      },
+      30))
+      << logs();
   const auto victim_seen = std::chrono::steady_clock::now();
   ASSERT_EQ(topo.Cut("h3"), "");
   const auto cut = std::chrono::steady_clock::now();
   const double kLeaseS = 3;
-  bool h3_gone = WaitUntil([&] { return DescendantsMatching(h3, "codl-inject").empty(); }, kLeaseS + 2);
+  bool h3_gone =
+      WaitUntil([&] { return DescendantsMatching(h3, "codl-inject").empty(); }, kLeaseS + 2);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - cut).count();
-  std::cout << "h3's antagonist stopped " << took << " s after its link was cut (lease " << 3 << " s)\n";
-  EXPECT_TRUE(h3_gone) << "h3's antagonist still runs " << took << " s after its link was cut\n" << logs();
+  std::cout << "h3's antagonist stopped " << took << " s after its link was cut (lease " << 3
+            << " s)\n";
+  EXPECT_TRUE(h3_gone) << "h3's antagonist still runs " << took << " s after its link was cut\n"
+                       << logs();
   EXPECT_LE(took, kLeaseS + 2) << "lease 3 s + 2 s";
   EXPECT_GE(took, kLeaseS - 0.5) << "h3's antagonist stopped before its lease ran out";
   EXPECT_TRUE(agents["h3"].Running()) << "the cut-off agent itself keeps running";
@@ -359,13 +388,18 @@ TEST_F(NetnsTest, ThreeHostsWithMtlsAndACutLinkStopsOnlyThatHostsAntagonists) {
   EXPECT_FALSE(DescendantsMatching(h2, "codl-inject memcpy").empty()) << logs();
   EXPECT_FALSE(DescendantsMatching(h1, victim_cmd).empty()) << "the victim should still run";
   // ...and is stopped by the controller when the victim ends, not by its lease.
-  const double left = kVictimS - std::chrono::duration<double>(std::chrono::steady_clock::now() - victim_seen).count();
-  EXPECT_TRUE(WaitUntil([&] { return DescendantsMatching(h2, "codl-inject").empty(); }, left + 5)) << logs();
-  const std::string h2_log = ReadFile(dir_ + "/agent-h2.log"), h3_log = ReadFile(dir_ + "/agent-h3.log");
+  const double left =
+      kVictimS -
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - victim_seen).count();
+  EXPECT_TRUE(WaitUntil([&] { return DescendantsMatching(h2, "codl-inject").empty(); }, left + 5))
+      << logs();
+  const std::string h2_log = ReadFile(dir_ + "/agent-h2.log"),
+                    h3_log = ReadFile(dir_ + "/agent-h3.log");
   EXPECT_EQ(h2_log.find("lease expired"), std::string::npos) << h2_log;
   EXPECT_NE(h2_log.find("-membw-h2 stopped: achieved"), std::string::npos) << h2_log;
   EXPECT_NE(h3_log.find("lease expired"), std::string::npos) << h3_log;
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   EXPECT_LT(total, 90) << "the test must stay bounded";
   // Teardown (processes, then namespaces) runs in reverse declaration order, also on failure.
 }

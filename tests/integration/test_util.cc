@@ -121,7 +121,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s,
 namespace {
 std::string Cmdline(pid_t pid) {
   std::string s = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-  for (char& c : s) if (c == '\0') c = ' ';
+  for (char& c : s)
+    if (c == '\0') c = ' ';
   return s;
 }
 pid_t ParentOf(pid_t pid) {

@@ -135,8 +135,9 @@ std::string MakeDataset(const TempDir& dir, const std::string& seed = "1") {
 TEST(VictimCli, EveryLineIsJsonAndPhasesAreThoseOfTheStagesRun) {
   TempDir dir;
   const std::string data = MakeDataset(dir);
-  const std::vector<std::string> base = {Victim(), "run", "--dir", data, "--batch-size", "4",
-                                         "--gemm-dim", "64", "--steps", "3", "--warmup-steps", "1"};
+  const std::vector<std::string> base = {Victim(),       "run", "--dir",          data,
+                                         "--batch-size", "4",   "--gemm-dim",     "64",
+                                         "--steps",      "3",   "--warmup-steps", "1"};
   struct Case {
     std::vector<std::string> extra;
     std::set<std::string> phases;
@@ -146,7 +147,8 @@ TEST(VictimCli, EveryLineIsJsonAndPhasesAreThoseOfTheStagesRun) {
       {{"--h2d-size", "0", "--gemm-flops", "0"}, {"data_wait_s", "read_s", "decode_s"}},
       {{"--ranks", "2", "--allreduce-size", "256KiB"},
        {"data_wait_s", "read_s", "decode_s", "h2d_s", "compute_s", "comm_s"}},
-      {{"--profile", "io-bound", "--gemm-count", "0", "--h2d-size", "64KiB"}, {"data_wait_s", "read_s", "h2d_s"}},
+      {{"--profile", "io-bound", "--gemm-count", "0", "--h2d-size", "64KiB"},
+       {"data_wait_s", "read_s", "h2d_s"}},
   };
   for (const Case& c : cases) {
     std::vector<std::string> argv = base;
@@ -157,7 +159,8 @@ TEST(VictimCli, EveryLineIsJsonAndPhasesAreThoseOfTheStagesRun) {
     std::vector<json> lines = ParseLines(o.out);
     if (lines.empty()) continue;
     EXPECT_EQ(Keys(lines.back()["phase_medians"]), c.phases);
-    EXPECT_EQ(lines.front().value("ranks", 0), c.extra.size() > 1 && c.extra[0] == "--ranks" ? 2 : 1);
+    EXPECT_EQ(lines.front().value("ranks", 0),
+              c.extra.size() > 1 && c.extra[0] == "--ranks" ? 2 : 1);
   }
 }
 
@@ -238,7 +241,8 @@ TEST(VictimCli, BadInputExitsTwoNamingTheOption) {
     Output o = RunCommand(argv);
     EXPECT_EQ(o.exit_code, 2) << ::testing::PrintToString(c.args) << " stderr: " << o.err;
     EXPECT_TRUE(o.out.empty()) << o.out;
-    for (const std::string& w : c.want) EXPECT_NE(o.err.find(w), std::string::npos) << w << " not in: " << o.err;
+    for (const std::string& w : c.want)
+      EXPECT_NE(o.err.find(w), std::string::npos) << w << " not in: " << o.err;
   }
   EXPECT_FALSE(fs::exists(d)) << "a rejected command must not create the dataset";
 }
@@ -249,11 +253,13 @@ TEST(VictimCli, HelpTeachesEveryRunOption) {
   EXPECT_NE(top.out.find("gen-data"), std::string::npos);
   Output run = RunCommand({Victim(), "run", "--help"});
   EXPECT_EQ(run.exit_code, 0);
-  for (const char* opt : {"--dir", "--profile", "--reader", "--io-mode", "--queue-depth", "--read-block",
-                          "--threads", "--prefetch", "--batch-size", "--decode-work", "--h2d-size",
-                          "--gemm-dim", "--gemm-count", "--gemm-flops", "--compute-threads", "--device",
-                          "--ranks", "--allreduce-size", "--steps", "--warmup-steps", "--seed",
-                          "io-bound", "compute-bound", "data_wait_s", "read_s", "comm_s"}) {
+  for (const char* opt :
+       {"--dir",        "--profile",  "--reader",         "--io-mode",    "--queue-depth",
+        "--read-block", "--threads",  "--prefetch",       "--batch-size", "--decode-work",
+        "--h2d-size",   "--gemm-dim", "--gemm-count",     "--gemm-flops", "--compute-threads",
+        "--device",     "--ranks",    "--allreduce-size", "--steps",      "--warmup-steps",
+        "--seed",       "io-bound",   "compute-bound",    "data_wait_s",  "read_s",
+        "comm_s"}) {
     EXPECT_NE(run.out.find(opt), std::string::npos) << opt << " missing from run --help";
   }
   EXPECT_EQ(RunCommand({Victim(), "gen-data", "--help"}).exit_code, 0);
@@ -263,8 +269,8 @@ TEST(VictimCli, ShortSampleFileFailsWithStatusOneNamingIt) {
   TempDir dir;
   const std::string data = MakeDataset(dir);
   fs::resize_file(data + "/sample-00000005.bin", 10);
-  Output o = RunCommand({Victim(), "run", "--dir", data, "--batch-size", "24", "--steps", "1",
-                         "--gemm-dim", "32"});
+  Output o = RunCommand(
+      {Victim(), "run", "--dir", data, "--batch-size", "24", "--steps", "1", "--gemm-dim", "32"});
   EXPECT_EQ(o.exit_code, 1) << o.out;
   EXPECT_NE(o.err.find("sample-00000005.bin"), std::string::npos) << o.err;
 }
@@ -276,10 +282,11 @@ TEST(VictimCli, FallsBackToFadviseWhereODirectIsRefused) {
   const std::string mnt = dir / "ramfs";
   fs::create_directories(mnt);
   Output probe = RunCommand({"unshare", "-m", "sh", "-c", "mount -t ramfs ramfs " + Quote(mnt)});
-  if (probe.exit_code != 0) GTEST_SKIP() << "cannot mount ramfs in a private namespace: " << probe.err;
-  const std::string inner = "mount -t ramfs ramfs " + Quote(mnt) + " && " + Quote(Victim()) +
-                            " run --dir " + Quote(mnt + "/d") +
-                            " --samples 8 --sample-size 8KiB --batch-size 2 --steps 2 --gemm-dim 32";
+  if (probe.exit_code != 0)
+    GTEST_SKIP() << "cannot mount ramfs in a private namespace: " << probe.err;
+  const std::string inner =
+      "mount -t ramfs ramfs " + Quote(mnt) + " && " + Quote(Victim()) + " run --dir " +
+      Quote(mnt + "/d") + " --samples 8 --sample-size 8KiB --batch-size 2 --steps 2 --gemm-dim 32";
   Output o = RunCommand({"unshare", "-m", "sh", "-c", inner});
   CheckSchema(o, 2, 2);
   const json config = ParseLines(o.out).front();
@@ -297,18 +304,21 @@ std::string PythonWithTorch() {
 
 TEST(PytorchVictim, PrintsTheSameJsonLines) {
   const std::string py = PythonWithTorch();
-  if (py.empty()) GTEST_SKIP() << "PyTorch is not importable by python3 or /usr/bin/python3 (apt install python3-torch)";
+  if (py.empty())
+    GTEST_SKIP()
+        << "PyTorch is not importable by python3 or /usr/bin/python3 (apt install python3-torch)";
   TempDir dir;
-  Output o = RunCommand({py, SourceDir() + "/experiments/victims/pytorch_cnn.py", "--data", dir / "cnn",
-                         "--samples", "48", "--batch-size", "8", "--steps", "3", "--warmup-steps", "1",
-                         "--workers", "1", "--device", "cpu"});
+  Output o = RunCommand({py, SourceDir() + "/experiments/victims/pytorch_cnn.py", "--data",
+                         dir / "cnn", "--samples", "48", "--batch-size", "8", "--steps", "3",
+                         "--warmup-steps", "1", "--workers", "1", "--device", "cpu"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   for (const json& s : CheckSchema(o, 3, 1)) {
     EXPECT_EQ(Keys(s["phases"]), (std::set<std::string>{"data_wait_s", "compute_s"})) << s;
     EXPECT_TRUE(s["loss"].is_number()) << s;
   }
   const json config = ParseLines(o.out).front();
-  EXPECT_TRUE(config.value("io_mode", "") == "direct" || config.value("io_mode", "") == "fadvise") << config;
+  EXPECT_TRUE(config.value("io_mode", "") == "direct" || config.value("io_mode", "") == "fadvise")
+      << config;
 }
 
 }  // namespace

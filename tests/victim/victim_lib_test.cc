@@ -97,7 +97,8 @@ TEST(RunOptions, ErrorsNameTheOptionAndWhatIsAllowed) {
   EXPECT_NE(e.find("--seed"), std::string::npos) << e;
   EXPECT_NE(RunError({"--steps", "3"}).find("--dir is required"), std::string::npos);
   EXPECT_NE(RunError({"--dir", "d", "--steps"}).find("needs a value"), std::string::npos);
-  EXPECT_NE(RunError({"--dir", "d", "--bogus", "1"}).find("unknown option '--bogus'"), std::string::npos);
+  EXPECT_NE(RunError({"--dir", "d", "--bogus", "1"}).find("unknown option '--bogus'"),
+            std::string::npos);
   auto g = ParseGenDataArgs({"--dir", "d", "--sample-size", "2GiB"});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.error().find("--sample-size"), std::string::npos) << g.error();
@@ -109,7 +110,8 @@ TEST(RunOptions, OptionTablesMatchTheHelp) {
     EXPECT_NE(RunHelp().find(flag), std::string::npos) << flag << " missing from run --help";
   }
   for (const std::string& flag : GenDataFlags()) {
-    EXPECT_NE(GenDataHelp().find(flag), std::string::npos) << flag << " missing from gen-data --help";
+    EXPECT_NE(GenDataHelp().find(flag), std::string::npos)
+        << flag << " missing from gen-data --help";
   }
 }
 
@@ -128,7 +130,8 @@ TEST(RunOptions, DefaultsAliasesAndRepeatedFlags) {
   EXPECT_EQ(o.seed, 1u);
   EXPECT_EQ(RunError({"--dir", "d", "--h2d-size", "lots"}).find("--h2d-size: "), 0u);
   EXPECT_NE(RunError({"--dir", "d", "--h2d-size", "lots"}).find("(or 'batch')"), std::string::npos);
-  EXPECT_EQ(RunError({"--dir", "d", "extra"}), "unexpected argument 'extra' (see codl-victim run --help)");
+  EXPECT_EQ(RunError({"--dir", "d", "extra"}),
+            "unexpected argument 'extra' (see codl-victim run --help)");
   auto g = ParseGenDataArgs({"--dir=d", "--seed", "7"});
   ASSERT_TRUE(g.ok()) << g.error();
   EXPECT_EQ(g->options.seed, 7u);
@@ -136,7 +139,8 @@ TEST(RunOptions, DefaultsAliasesAndRepeatedFlags) {
   EXPECT_EQ(g->options.sample_size, 128u * 1024);
 }
 
-std::vector<float> NaiveGemm(int m, int n, int k, const std::vector<float>& a, const std::vector<float>& b) {
+std::vector<float> NaiveGemm(int m, int n, int k, const std::vector<float>& a,
+                             const std::vector<float>& b) {
   std::vector<float> c(static_cast<size_t>(m) * n, 0.0f);
   for (int i = 0; i < m; ++i)
     for (int p = 0; p < k; ++p)
@@ -146,7 +150,8 @@ std::vector<float> NaiveGemm(int m, int n, int k, const std::vector<float>& a, c
 
 TEST(Sgemm, MatchesTheNaiveProductOnAwkwardShapes) {
   SplitMix64 rng(7);
-  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {37, 53, 29}, {64, 64, 64}, {130, 17, 300}, {5, 2100, 9}}) {
+  for (auto [m, n, k] :
+       {std::tuple{1, 1, 1}, {37, 53, 29}, {64, 64, 64}, {130, 17, 300}, {5, 2100, 9}}) {
     std::vector<float> a(static_cast<size_t>(m) * k), b(static_cast<size_t>(k) * n);
     for (float& x : a) x = rng.Symmetric();
     for (float& x : b) x = rng.Symmetric();
@@ -155,7 +160,8 @@ TEST(Sgemm, MatchesTheNaiveProductOnAwkwardShapes) {
       std::vector<float> c(want.size(), 42.0f);  // overwritten, not accumulated into
       Sgemm(m, n, k, a.data(), k, b.data(), n, c.data(), n, threads);
       double worst = 0;
-      for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::fabs(double(c[i]) - want[i]));
+      for (size_t i = 0; i < c.size(); ++i)
+        worst = std::max(worst, std::fabs(double(c[i]) - want[i]));
       EXPECT_LT(worst, 1e-3 * std::sqrt(k)) << m << "x" << n << "x" << k << " threads " << threads;
     }
   }
@@ -201,7 +207,8 @@ TEST(ShmAllreduce, EveryRankEndsWithTheMean) {
   }
   for (int r = 0; r < kRanks; ++r) {
     for (size_t i = 0; i < kFloats; ++i) {
-      ASSERT_FLOAT_EQ(devices[r]->HostGradients()[i], 1000.0f + float(i % 17)) << "rank " << r << " i " << i;
+      ASSERT_FLOAT_EQ(devices[r]->HostGradients()[i], 1000.0f + float(i % 17))
+          << "rank " << r << " i " << i;
     }
   }
 }
@@ -278,17 +285,27 @@ void CheckLoaderDeliversTheShuffledFiles(ReaderKind kind, IoMode mode) {
     for (int j = 0; j < lc.batch_size; ++j) {
       const uint64_t sample = shuffle.At(static_cast<uint64_t>(k) * lc.batch_size + j);
       FillSample(info.seed, static_cast<int64_t>(sample), want.data(), want.size());
-      ASSERT_EQ(std::memcmp(b->data + j * RoundUpToIoAlign(info.sample_size), want.data(), want.size()), 0)
+      ASSERT_EQ(
+          std::memcmp(b->data + j * RoundUpToIoAlign(info.sample_size), want.data(), want.size()),
+          0)
           << "batch " << k << " slot " << j << " sample " << sample;
     }
     (*loader)->Release(*b);
   }
 }
 
-TEST(Loader, PosixDirectDeliversBatchesInOrder) { CheckLoaderDeliversTheShuffledFiles(ReaderKind::kPosix, IoMode::kDirect); }
-TEST(Loader, PosixFadviseDeliversBatchesInOrder) { CheckLoaderDeliversTheShuffledFiles(ReaderKind::kPosix, IoMode::kFadvise); }
-TEST(Loader, IoUringDirectDeliversBatchesInOrder) { CheckLoaderDeliversTheShuffledFiles(ReaderKind::kIoUring, IoMode::kDirect); }
-TEST(Loader, IoUringBufferedDeliversBatchesInOrder) { CheckLoaderDeliversTheShuffledFiles(ReaderKind::kIoUring, IoMode::kBuffered); }
+TEST(Loader, PosixDirectDeliversBatchesInOrder) {
+  CheckLoaderDeliversTheShuffledFiles(ReaderKind::kPosix, IoMode::kDirect);
+}
+TEST(Loader, PosixFadviseDeliversBatchesInOrder) {
+  CheckLoaderDeliversTheShuffledFiles(ReaderKind::kPosix, IoMode::kFadvise);
+}
+TEST(Loader, IoUringDirectDeliversBatchesInOrder) {
+  CheckLoaderDeliversTheShuffledFiles(ReaderKind::kIoUring, IoMode::kDirect);
+}
+TEST(Loader, IoUringBufferedDeliversBatchesInOrder) {
+  CheckLoaderDeliversTheShuffledFiles(ReaderKind::kIoUring, IoMode::kBuffered);
+}
 
 TEST(Loader, AShortSampleFailsNamingTheFile) {
   TempDir dir;

@@ -192,8 +192,8 @@ TEST(FormatTest, Json) {
   EXPECT_TRUE(b["p_method"].is_null());
   const auto& s = j["pairings"][1];
   for (const char* k : {"pairing", "baseline", "n", "n_flagged", "n_failed", "n_not_run",
-                        "median_metric_s", "metric_cov", "slowdown", "ci_low", "ci_high",
-                        "p_value", "p_method", "phases", "antagonists"}) {
+                        "median_metric_s", "metric_cov", "slowdown", "ci_low", "ci_high", "p_value",
+                        "p_method", "phases", "antagonists"}) {
     EXPECT_TRUE(s.contains(k)) << k;
   }
   EXPECT_EQ(s["pairing"], "storage@0.5");

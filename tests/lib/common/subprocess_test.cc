@@ -157,7 +157,8 @@ TEST(Subprocess, ClearErrorsBeforeForking) {
   o.out = Stdio::File("/nonexistent/dir/log");
   auto no_file = Subprocess::Spawn(o);
   ASSERT_FALSE(no_file.ok());
-  EXPECT_EQ(no_file.error(), "spawn /bin/sh: stdout file /nonexistent/dir/log: No such file or directory");
+  EXPECT_EQ(no_file.error(),
+            "spawn /bin/sh: stdout file /nonexistent/dir/log: No such file or directory");
 
   o.out = Stdio::Input("x");
   auto misuse = Subprocess::Spawn(o);

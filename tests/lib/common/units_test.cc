@@ -18,7 +18,8 @@ TEST(ParseSize, AcceptsDecimalAndBinaryPrefixes) {
 TEST(ParseSize, RejectsGarbageWithReadableMessage) {
   auto r = ParseSize("12XB");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error(), "'12XB': unknown size unit 'XB' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+  EXPECT_EQ(r.error(),
+            "'12XB': unknown size unit 'XB' (use B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)");
   EXPECT_FALSE(ParseSize("").ok());
   EXPECT_FALSE(ParseSize("abc").ok());
   EXPECT_FALSE(ParseSize("inf").ok());

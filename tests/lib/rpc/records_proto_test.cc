@@ -124,8 +124,9 @@ TEST(RecordsProto, TrialRoundTripKeepsStepsAndSamples) {
 }
 
 TEST(RecordsProto, EveryStateSurvives) {
-  for (auto s : {ExperimentState::kQueued, ExperimentState::kRunning, ExperimentState::kDone,
-                 ExperimentState::kFailed, ExperimentState::kCancelled, ExperimentState::kInterrupted}) {
+  for (auto s :
+       {ExperimentState::kQueued, ExperimentState::kRunning, ExperimentState::kDone,
+        ExperimentState::kFailed, ExperimentState::kCancelled, ExperimentState::kInterrupted}) {
     ExperimentRecord e;
     e.state = s;
     auto out = FromProto(ToProto(e));

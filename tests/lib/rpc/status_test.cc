@@ -83,8 +83,8 @@ TEST(StatusCodes, ResultFromAnOkStatusIsAnInternalError) {
 }
 
 TEST(StatusConversion, EveryCodeSurvivesTheRoundTrip) {
-  for (int i = static_cast<int>(StatusCode::kCancelled); i <= static_cast<int>(StatusCode::kUnauthenticated);
-       ++i) {
+  for (int i = static_cast<int>(StatusCode::kCancelled);
+       i <= static_cast<int>(StatusCode::kUnauthenticated); ++i) {
     const auto code = static_cast<StatusCode>(i);
     Status back = FromGrpc(ToGrpc(Error{"msg", code}));
     EXPECT_EQ(back.code(), code) << StatusCodeName(code);

@@ -43,8 +43,8 @@ ExperimentSpec ThreeAntagonists(Pairings p) {
 }
 
 int CountBaselines(const std::vector<PlannedTrial>& plan) {
-  return static_cast<int>(std::count_if(plan.begin(), plan.end(),
-                                        [](const PlannedTrial& t) { return t.baseline; }));
+  return static_cast<int>(
+      std::count_if(plan.begin(), plan.end(), [](const PlannedTrial& t) { return t.baseline; }));
 }
 
 TEST(BaselinesPerBlockTest, Rule) {
@@ -103,7 +103,7 @@ TEST(ExpandPlanTest, Explicit) {
   auto s = ThreeAntagonists(Pairings::kExplicit);
   s.explicit_pairings = {{"c", "a"}, {"b"}};
   auto combos = ExpandCombinations(s);
-  ASSERT_EQ(combos.size(), 7u);  // 2*3 + 1
+  ASSERT_EQ(combos.size(), 7u);           // 2*3 + 1
   EXPECT_EQ(combos[0][0].antagonist, 0);  // parts sorted by antagonist index
   EXPECT_EQ(combos[0][1].antagonist, 2);
   EXPECT_EQ(PairingKey(s, combos[0]), "a@0.5+c@0.25");
@@ -195,8 +195,8 @@ TEST(ExpandPlanTest, BaselinesSpreadThroughTheOrder) {
 TEST(PairingKeyTest, SortedNamesAndLabels) {
   auto s = ThreeAntagonists(Pairings::kSingles);
   EXPECT_EQ(PairingKey(s, {}), "baseline");
-  std::vector<PlannedPart> parts{{2, Level(1)}, {1, s.antagonists[1].intensities[0]},
-                                 {0, Level(0.5)}};
+  std::vector<PlannedPart> parts{
+      {2, Level(1)}, {1, s.antagonists[1].intensities[0]}, {0, Level(0.5)}};
   EXPECT_EQ(PairingKey(s, parts), "a@0.5+b@2GiB/s+c@1");
   Intensity max = Level(1);
   max.label = "max";

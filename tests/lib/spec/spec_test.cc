@@ -63,9 +63,12 @@ const BadCase kBad[] = {
      "  - {name: s, injector: memcpy, levels: [1]}\n",
      "e.yaml:5:12: antagonists[1].name: duplicate antagonist name 's'"},
     {"bad antagonist name",
-     "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s@1, injector: memcpy, levels: [1]}\n",
-     "e.yaml:4:12: antagonists[0].name: 's@1' must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'"},
-    {"missing injector", "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, levels: [1]}\n",
+     "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s@1, injector: memcpy, levels: "
+     "[1]}\n",
+     "e.yaml:4:12: antagonists[0].name: 's@1' must be 1-64 characters of A-Z, a-z, 0-9, '_' or "
+     "'-'"},
+    {"missing injector",
+     "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, levels: [1]}\n",
      "e.yaml:4:5: antagonists[0]: missing required key 'injector'"},
     {"no levels or rates",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy}\n",
@@ -75,7 +78,8 @@ const BadCase kBad[] = {
      "e.yaml:4:33: antagonists[0]: unknown key 'level' (expected one of: name, injector, options, "
      "levels, rates, nodes)"},
     {"bad rate",
-     "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, rates: [2GiB]}\n",
+     "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, rates: "
+     "[2GiB]}\n",
      "e.yaml:4:41: antagonists[0].rates[0]: '2GiB': a rate needs '/s' or 'IOPS' (examples: "
      "2GiB/s, 50kIOPS)"},
     {"option not a scalar",
@@ -101,8 +105,7 @@ const BadCase kBad[] = {
      "'step_time=([0-9.]+)'"},
     {"unknown progress format", "name: x\nvictim:\n  command: [a]\n  progress: {format: csv}\n",
      "e.yaml:4:22: victim.progress.format: 'csv' is not one of jsonl, regex, wall"},
-    {"pattern with jsonl",
-     "name: x\nvictim:\n  command: [a]\n  progress: {pattern: '(x)'}\n",
+    {"pattern with jsonl", "name: x\nvictim:\n  command: [a]\n  progress: {pattern: '(x)'}\n",
      "e.yaml:4:14: victim.progress.pattern: only used with format: regex"},
     {"bad env name", "name: x\nvictim:\n  command: [a]\n  env: {1X: y}\n",
      "e.yaml:4:9: victim.env: '1X' is not a valid variable name"},
@@ -136,10 +139,14 @@ const BadCase kBad[] = {
      "e.yaml:3:15: order.seed: expected an unsigned 64-bit integer, got '-5'"},
     {"calibration unknown key", "name: x\nvictim: {command: [a]}\ncalibration: {time: 2s}\n",
      "e.yaml:3:15: calibration: unknown key 'time' (expected one of: duration)"},
-    {"top level not a mapping", "- a\n- b\n", "e.yaml:1:1: the document must be a mapping, got a list"},
-    {"empty document", "", "e.yaml:1:1: empty document: expected a mapping with at least name and victim"},
-    {"YAML syntax error", "name: x\nsettle: 2s: 3s\n", "e.yaml:2:11: YAML syntax error: illegal map value"},
-    {"duplicate key", "name: x\nname: y\nvictim: {command: [a]}\n", "e.yaml:2:1: duplicate key 'name'"},
+    {"top level not a mapping", "- a\n- b\n",
+     "e.yaml:1:1: the document must be a mapping, got a list"},
+    {"empty document", "",
+     "e.yaml:1:1: empty document: expected a mapping with at least name and victim"},
+    {"YAML syntax error", "name: x\nsettle: 2s: 3s\n",
+     "e.yaml:2:11: YAML syntax error: illegal map value"},
+    {"duplicate key", "name: x\nname: y\nvictim: {command: [a]}\n",
+     "e.yaml:2:1: duplicate key 'name'"},
 };
 
 TEST(ParseExperimentTest, RejectsBadDocumentsWithLocation) {
@@ -162,8 +169,9 @@ TEST(ParseExperimentTest, YamlSyntaxErrorHasLocation) {
 }
 
 TEST(ParseExperimentTest, InvalidRegexNamesThePattern) {
-  auto r = ParseExperiment("name: x\nvictim:\n  command: [a]\n  progress: {format: regex, pattern: '([0-9'}\n",
-                           "e.yaml");
+  auto r = ParseExperiment(
+      "name: x\nvictim:\n  command: [a]\n  progress: {format: regex, pattern: '([0-9'}\n",
+      "e.yaml");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().rfind("e.yaml:4:38: victim.progress.pattern: invalid regex: ", 0), 0u)
       << r.error();
@@ -178,10 +186,12 @@ TEST(ParseExperimentTest, HooksArePrefixedWithLocation) {
     return key == "threads" && value == "0" ? std::string("threads must be >= 1") : std::string();
   };
   const char* bad_injector =
-      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: mmcpy, levels: [1]}\n";
+      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: mmcpy, levels: "
+      "[1]}\n";
   auto r = ParseExperiment(bad_injector, "e.yaml", hooks);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error(), "e.yaml:4:25: antagonists[0].injector: unknown injector 'mmcpy' (known: memcpy)");
+  EXPECT_EQ(r.error(),
+            "e.yaml:4:25: antagonists[0].injector: unknown injector 'mmcpy' (known: memcpy)");
 
   const char* bad_option =
       "name: x\nvictim: {command: [a]}\nantagonists:\n"
@@ -300,7 +310,8 @@ TEST(ParseExperimentTest, AntagonistNodesDefaultToTheVictims) {
 }
 
 TEST(ParseExperimentTest, RejectsOversizedPlans) {
-  std::string yaml = "name: x\nvictim: {command: [a]}\npairings: all\nrepetitions: 1000\nantagonists:\n";
+  std::string yaml =
+      "name: x\nvictim: {command: [a]}\npairings: all\nrepetitions: 1000\nantagonists:\n";
   for (int i = 0; i < 12; ++i) {
     yaml += "  - {name: a" + std::to_string(i) + ", injector: m, levels: [0.5, 1]}\n";
   }

@@ -38,8 +38,10 @@ TEST(TypedBool, PlainTrueFalseAndYaml11Words) {
 TEST(TypedBool, QuotedTrueIsAStringAndAnError) {
   auto b = [](const YAML::Node& n) { Bool(n, "v"); };
   const std::string why = " (quoted values are strings: drop the quotes)";
-  EXPECT_EQ(ErrorOf("v: \"true\"\n", b), "f.yaml:1:4: v: expected true or false, got the string \"true\"" + why);
-  EXPECT_EQ(ErrorOf("v: 'false'\n", b), "f.yaml:1:4: v: expected true or false, got the string \"false\"" + why);
+  EXPECT_EQ(ErrorOf("v: \"true\"\n", b),
+            "f.yaml:1:4: v: expected true or false, got the string \"true\"" + why);
+  EXPECT_EQ(ErrorOf("v: 'false'\n", b),
+            "f.yaml:1:4: v: expected true or false, got the string \"false\"" + why);
   EXPECT_EQ(ErrorOf("v: maybe\n", b), "f.yaml:1:4: v: expected true or false, got 'maybe'");
   EXPECT_EQ(ErrorOf("v: [true]\n", b), "f.yaml:1:4: v: expected true or false, got a list");
 }
@@ -50,7 +52,8 @@ TEST(TypedInteger, RangeAndGarbage) {
   EXPECT_EQ(ErrorOf("v: 11\n", i), "f.yaml:1:4: v: 11 is out of range [1, 10]");
   EXPECT_EQ(ErrorOf("v: 2.5\n", i), "f.yaml:1:4: v: expected an integer, got '2.5'");
   EXPECT_EQ(ErrorOf("v: 0x10\n", i), "f.yaml:1:4: v: expected an integer, got '0x10'");
-  EXPECT_THAT(ErrorOf("v: '3'\n", i), ::testing::StartsWith("f.yaml:1:4: v: expected an integer, got the string \"3\""));
+  EXPECT_THAT(ErrorOf("v: '3'\n", i),
+              ::testing::StartsWith("f.yaml:1:4: v: expected an integer, got the string \"3\""));
   auto u = [](const YAML::Node& n) { return Unsigned64(n, "v"); };
   EXPECT_EQ(ValueOf("v: 18446744073709551615\n", u), UINT64_MAX);
   EXPECT_EQ(ErrorOf("v: -5\n", u), "f.yaml:1:4: v: expected an unsigned 64-bit integer, got '-5'");
@@ -64,7 +67,8 @@ TEST(TypedNumber, FiniteDecimalsOnly) {
     EXPECT_THAT(ErrorOf(bad, d), ::testing::StartsWith("f.yaml:1:4: v: expected a number, got '"))
         << bad;
   }
-  EXPECT_THAT(ErrorOf("v: \"0.5\"\n", d), ::testing::StartsWith("f.yaml:1:4: v: expected a number, got the string \"0.5\""));
+  EXPECT_THAT(ErrorOf("v: \"0.5\"\n", d),
+              ::testing::StartsWith("f.yaml:1:4: v: expected a number, got the string \"0.5\""));
 }
 
 TEST(TypedDurationAndSize, UnitsAndQuotedTextIsFine) {
@@ -73,7 +77,8 @@ TEST(TypedDurationAndSize, UnitsAndQuotedTextIsFine) {
   EXPECT_DOUBLE_EQ(ValueOf("v: \"30s\"\n", dur), 30);  // text by nature: quoting is fine
   EXPECT_DOUBLE_EQ(ValueOf("v: 2\n", dur), 2);
   EXPECT_EQ(ErrorOf("v: 0s\n", dur), "f.yaml:1:4: v: '0s' must be greater than 0");
-  EXPECT_THAT(ErrorOf("v: 3 days\n", dur), ::testing::StartsWith("f.yaml:1:4: v: '3 days': unknown duration unit"));
+  EXPECT_THAT(ErrorOf("v: 3 days\n", dur),
+              ::testing::StartsWith("f.yaml:1:4: v: '3 days': unknown duration unit"));
   auto size = [](const YAML::Node& n) { return Size(n, "v"); };
   EXPECT_EQ(ValueOf("v: 4KiB\n", size), 4096u);
   EXPECT_EQ(ValueOf("v: '1k'\n", size), 1000u);
@@ -102,14 +107,16 @@ TEST(TypedList, ElementsAreNamedByIndex) {
 TEST(TypedMap, KeysCheckedAtTheKeyValuesAtTheValue) {
   auto m = [](const YAML::Node& n) { return StringMap(n, "v"); };
   EXPECT_THAT(ValueOf("v: {a: 1, b: 'x'}\n", m), ElementsAre(Pair("a", "1"), Pair("b", "x")));
-  EXPECT_EQ(ErrorOf("v: [a]\n", [](const YAML::Node& n) { StringMap(n, "v", "a mapping of labels"); }),
-            "f.yaml:1:4: v: expected a mapping of labels, got a list");
+  EXPECT_EQ(
+      ErrorOf("v: [a]\n", [](const YAML::Node& n) { StringMap(n, "v", "a mapping of labels"); }),
+      "f.yaml:1:4: v: expected a mapping of labels, got a list");
   EXPECT_EQ(ErrorOf("v: {a: [1]}\n", [](const YAML::Node& n) { StringMap(n, "v"); }),
             "f.yaml:1:8: v.a: expected a string, got a list");
   EXPECT_EQ(ErrorOf("v:\n  a: 1\n  a: 2\n", [](const YAML::Node& n) { StringMap(n, "v"); }),
             "f.yaml:3:3: v: duplicate key 'a'");
   auto no_x = [](const std::string& k) { return k == "x" ? std::string("'x' is reserved") : ""; };
-  EXPECT_EQ(ErrorOf("v: {a: 1, x: 2}\n", [&](const YAML::Node& n) { StringMap(n, "v", "a mapping", no_x); }),
+  EXPECT_EQ(ErrorOf("v: {a: 1, x: 2}\n",
+                    [&](const YAML::Node& n) { StringMap(n, "v", "a mapping", no_x); }),
             "f.yaml:1:11: v: 'x' is reserved");
 }
 
