@@ -48,6 +48,24 @@ Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
   return ss.str();
 }
 
+// Keys both daemons have (lease, heartbeat_interval, tls, token_file, metrics_listen): one
+// reader, so the two config files cannot drift apart.
+template <class Config>
+void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) {
+  if (m.Has("lease")) c->lease_s = yaml::Duration(m.Value("lease"), "lease", /*positive=*/true);
+  if (m.Has("heartbeat_interval")) {
+    c->heartbeat_interval_s =
+        yaml::Duration(m.Value("heartbeat_interval"), "heartbeat_interval", /*positive=*/true);
+  }
+  CheckHeartbeatBelowLease(m, c->heartbeat_interval_s, c->lease_s);
+  if (m.Has("tls")) c->tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
+  if (m.Has("token_file"))
+    c->token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
+  if (m.Has("metrics_listen")) {
+    c->metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
+  }
+}
+
 }  // namespace
 
 Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename) {
@@ -72,20 +90,9 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
       if (!(v > 0 && v <= 1)) Fail(m.Value("max_level"), "max_level", "must be in (0, 1]");
       c.max_level = v;
     }
-    if (m.Has("lease")) c.lease_s = yaml::Duration(m.Value("lease"), "lease", /*positive=*/true);
-    if (m.Has("heartbeat_interval")) {
-      c.heartbeat_interval_s =
-          yaml::Duration(m.Value("heartbeat_interval"), "heartbeat_interval", /*positive=*/true);
-    }
-    CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
+    ReadSharedKeys(m, filename, &c);
     if (m.Has("state_dir"))
       c.state_dir = Anchor(internal::FilePath(m.Value("state_dir"), "state_dir"), filename);
-    if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
-    if (m.Has("token_file"))
-      c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
-    if (m.Has("metrics_listen")) {
-      c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
-    }
   });
   if (!s.ok()) return s;
   return c;
@@ -101,18 +108,7 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("database"))
       c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);
-    if (m.Has("lease")) c.lease_s = yaml::Duration(m.Value("lease"), "lease", /*positive=*/true);
-    if (m.Has("heartbeat_interval")) {
-      c.heartbeat_interval_s =
-          yaml::Duration(m.Value("heartbeat_interval"), "heartbeat_interval", /*positive=*/true);
-    }
-    CheckHeartbeatBelowLease(m, c.heartbeat_interval_s, c.lease_s);
-    if (m.Has("tls")) c.tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
-    if (m.Has("token_file"))
-      c.token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
-    if (m.Has("metrics_listen")) {
-      c.metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
-    }
+    ReadSharedKeys(m, filename, &c);
   });
   if (!s.ok()) return s;
   return c;

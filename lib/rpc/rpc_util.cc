@@ -62,6 +62,21 @@ Result<std::string> ReadFile(const std::string& path, const char* what) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+// The three PEM files of a TLS endpoint, each read with an error that names it.
+struct Pem {
+  std::string ca, cert, key;
+};
+
+Result<Pem> ReadPem(const TlsFiles& tls) {
+  auto ca = ReadFile(tls.ca, "CA");
+  auto cert = ReadFile(tls.cert, "certificate");
+  auto key = ReadFile(tls.key, "key");
+  if (!ca.ok()) return ca.status();
+  if (!cert.ok()) return cert.status();
+  if (!key.ok()) return key.status();
+  return Pem{*ca, *cert, *key};
+}
 }  // namespace
 
 Status CheckEndpointSecurity(const Endpoint& e) {
@@ -85,16 +100,12 @@ Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
   if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (e.tls.enabled()) {
+    auto pem = ReadPem(e.tls);
+    if (!pem.ok()) return pem.status();
     grpc::SslCredentialsOptions o;
-    auto ca = ReadFile(e.tls.ca, "CA");
-    auto cert = ReadFile(e.tls.cert, "certificate");
-    auto key = ReadFile(e.tls.key, "key");
-    if (!ca.ok()) return ca.status();
-    if (!cert.ok()) return cert.status();
-    if (!key.ok()) return key.status();
-    o.pem_root_certs = *ca;
-    o.pem_cert_chain = *cert;
-    o.pem_private_key = *key;
+    o.pem_root_certs = pem->ca;
+    o.pem_cert_chain = pem->cert;
+    o.pem_private_key = pem->key;
     creds = grpc::SslCredentials(o);
   } else {
     creds = grpc::InsecureChannelCredentials();
@@ -112,15 +123,11 @@ Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e) {
   if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
   if (!e.tls.enabled()) return grpc::InsecureServerCredentials();
-  auto ca = ReadFile(e.tls.ca, "CA");
-  auto cert = ReadFile(e.tls.cert, "certificate");
-  auto key = ReadFile(e.tls.key, "key");
-  if (!ca.ok()) return ca.status();
-  if (!cert.ok()) return cert.status();
-  if (!key.ok()) return key.status();
+  auto pem = ReadPem(e.tls);
+  if (!pem.ok()) return pem.status();
   grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  o.pem_root_certs = *ca;
-  o.pem_key_cert_pairs.push_back({*key, *cert});
+  o.pem_root_certs = pem->ca;
+  o.pem_key_cert_pairs.push_back({pem->key, pem->cert});
   return grpc::SslServerCredentials(o);
 }
 
