@@ -12,12 +12,9 @@
 
 #include "bench/scale/load_agents.h"
 
-int main(int argc, char** argv) {
-  codl::bench::LoadOptions o;
-  CLI::App app{
-      "codl-load-agents: N lightweight agents speaking the real agent protocol (register,\n"
-      "heartbeat, the Agent service) against one codl-controller; spawns nothing. For the\n"
-      "control-plane scale benchmark (bench/run_scale_bench.sh)."};
+namespace {
+
+void AddOptions(CLI::App& app, codl::bench::LoadOptions& o) {
   app.add_option("--controller", o.controller, "controller address")->capture_default_str();
   app.add_option("--agents,-n", o.agents, "how many agents")
       ->check(CLI::Range(1, 20000))
@@ -41,18 +38,67 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
   app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
   app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");
+}
+
+// Enough descriptors for every agent's server and channel.
+void RaiseFileLimit(int agents) {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < static_cast<rlim_t>(4 * agents + 256)) {
+    rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, 4 * agents + 256);
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+// Waits for a signal in `set` (or the duration), printing the registered count as it changes.
+void WaitPrintingRegistrations(const sigset_t& set, double duration_s,
+                               codl::bench::LoadAgents& load) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int last = -1;
+  for (;;) {
+    timespec ts{0, 200'000'000};
+    if (sigtimedwait(&set, nullptr, &ts) > 0) break;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (duration_s > 0 && elapsed > duration_s) break;
+    int n = load.Registered();
+    if (n != last) {
+      printf("registered %d\n", n);
+      fflush(stdout);
+      last = n;
+    }
+  }
+}
+
+void WriteReport(const nlohmann::json& report, const std::string& path) {
+  if (!path.empty()) {
+    std::ofstream out(path);
+    out << report.dump() << "\n";
+  }
+  auto n = [&](const char* key) { return static_cast<long long>(report[key].get<int64_t>()); };
+  fprintf(stderr,
+          "codl-load-agents: %lld registrations (%lld failed), %lld heartbeats ok, %lld failed, "
+          "%lld starts, %lld misrouted\n",
+          n("registrations"), n("register_failures"), n("heartbeats_ok"), n("heartbeats_failed"),
+          n("starts"), n("misrouted"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  codl::bench::LoadOptions o;
+  CLI::App app{
+      "codl-load-agents: N lightweight agents speaking the real agent protocol (register,\n"
+      "heartbeat, the Agent service) against one codl-controller; spawns nothing. For the\n"
+      "control-plane scale benchmark (bench/run_scale_bench.sh)."};
+  AddOptions(app, o);
   CLI11_PARSE(app, argc, argv);
   if (!codl::rpc::IsLocalAddress(o.listen_host + ":0")) {
     fprintf(stderr,
             "codl-load-agents: --listen-host must be a loopback address (this is a benchmark)\n");
     return 2;
   }
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  if (rl.rlim_cur < static_cast<rlim_t>(4 * o.agents + 256)) {
-    rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, 4 * o.agents + 256);
-    setrlimit(RLIMIT_NOFILE, &rl);
-  }
+  RaiseFileLimit(o.agents);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -66,40 +112,8 @@ int main(int argc, char** argv) {
   }
   fprintf(stderr, "codl-load-agents: %d agents listening on %s, registering with %s\n", o.agents,
           o.listen_host.c_str(), o.controller.c_str());
-  // Wait for a signal (or the duration), printing the registered count as it changes.
-  const auto t0 = std::chrono::steady_clock::now();
-  int last = -1;
-  for (;;) {
-    timespec ts{0, 200'000'000};
-    int sig = sigtimedwait(&set, nullptr, &ts);
-    if (sig > 0) break;
-    if (o.duration_s > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
-            o.duration_s) {
-      break;
-    }
-    int n = load->Registered();
-    if (n != last) {
-      printf("registered %d\n", n);
-      fflush(stdout);
-      last = n;
-    }
-  }
+  WaitPrintingRegistrations(set, o.duration_s, *load);
   load->Shutdown();
-  nlohmann::json report = load->Report();
-  if (!o.out.empty()) {
-    std::ofstream out(o.out);
-    out << report.dump() << "\n";
-  }
-  fprintf(stderr,
-          "codl-load-agents: %lld registrations (%lld failed), %lld heartbeats ok, %lld failed, "
-          "%lld starts, "
-          "%lld misrouted\n",
-          static_cast<long long>(report["registrations"].get<int64_t>()),
-          static_cast<long long>(report["register_failures"].get<int64_t>()),
-          static_cast<long long>(report["heartbeats_ok"].get<int64_t>()),
-          static_cast<long long>(report["heartbeats_failed"].get<int64_t>()),
-          static_cast<long long>(report["starts"].get<int64_t>()),
-          static_cast<long long>(report["misrouted"].get<int64_t>()));
+  WriteReport(load->Report(), o.out);
   _exit(0);  // the agents' channels and the server need no orderly teardown
 }
