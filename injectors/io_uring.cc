@@ -31,7 +31,6 @@
 namespace codl::injectors {
 namespace {
 
-constexpr uint64_t kMiB = 1024 * 1024;
 constexpr double kMaxBufferBytes = 1024.0 * kMiB;  // queue_depth × block_size cap
 
 std::string Errno(int err) { return std::strerror(err); }

@@ -29,8 +29,6 @@
 namespace codl::injectors {
 namespace {
 
-constexpr uint64_t kMiB = 1024 * 1024;
-
 // Size of the largest data/unified cache, from sysfs; 32 MiB when unknown.
 uint64_t LastLevelCacheBytes() {
   uint64_t best = 0;

@@ -1,4 +1,5 @@
 #include "victim/loader.h"
+#include "lib/common/clock.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,13 +10,7 @@
 #include "victim/rng.h"
 
 namespace codl::victim {
-namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 uint64_t EpochShuffle::At(uint64_t position) const {
   if (n_ <= 1) return 0;
@@ -97,16 +92,16 @@ void Loader::Run(int worker) {
     b.data = base;
     b.bytes = buffer_bytes_;
     b.buffer = buffer;
-    const double t0 = Now();
+    const double t0 = SteadySeconds();
     Status s = reader.ReadBatch(requests, config_.sample_size);
-    const double t1 = Now();
+    const double t1 = SteadySeconds();
     if (s.ok() && config_.decode_passes > 0) {
       for (size_t j = 0; j < batch; ++j) {
         b.checksum ^= DecodeSample(base + j * stride_, config_.sample_size, config_.decode_passes);
       }
     }
     b.read_s = t1 - t0;
-    b.decode_s = Now() - t1;
+    b.decode_s = SteadySeconds() - t1;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!s.ok()) {

@@ -37,7 +37,6 @@ uint64_t EffectiveH2dBytes(const RunOptions& o, uint64_t sample_size) {
 
 namespace {
 
-constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
 constexpr double kMaxGemmCount = 100000;
 
 // The option tables (lib/common/options.h: the same typed rows as codl-inject's injectors).

@@ -1,4 +1,5 @@
 #include "victim/trainer.h"
+#include "lib/common/clock.h"
 
 #include <unistd.h>
 
@@ -19,10 +20,6 @@
 
 namespace codl::victim {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -133,13 +130,13 @@ JsonLine ConfigLine(const RunOptions& o, const Plan& p, const std::vector<Rank>&
 void RunRank(int r, const RunOptions& o, const Plan& plan, Rank& rank, Communicator* comm,
              std::FILE* out, std::vector<StepRecord>* records) {
   const int64_t total = static_cast<int64_t>(o.warmup_steps) + o.steps;
-  double prev_end = Now();
+  double prev_end = SteadySeconds();
   for (int64_t s = 0; s < total; ++s) {
     std::map<std::string, double> phases;
-    double t = Now();
+    double t = SteadySeconds();
     auto batch = rank.loader->Next();
     if (!batch.ok()) Die(r, s, batch.error());
-    double t2 = Now();
+    double t2 = SteadySeconds();
     phases["data_wait_s"] = t2 - t;
     phases["read_s"] = batch->read_s;
     if (o.decode_work > 0) phases["decode_s"] = batch->decode_s;
@@ -147,20 +144,20 @@ void RunRank(int r, const RunOptions& o, const Plan& plan, Rank& rank, Communica
       t = t2;
       if (Status st = rank.device->CopyToDevice(batch->data, plan.h2d_bytes); !st.ok())
         Die(r, s, st.error());
-      t2 = Now();
+      t2 = SteadySeconds();
       phases["h2d_s"] = t2 - t;
     }
     rank.loader->Release(*batch);
     if (o.gemm_count > 0) {
       t = t2;
       if (Status st = rank.device->Gemm(o.gemm_count); !st.ok()) Die(r, s, st.error());
-      t2 = Now();
+      t2 = SteadySeconds();
       phases["compute_s"] = t2 - t;
     }
     if (comm != nullptr) {
       t = t2;
       if (Status st = comm->Allreduce(r); !st.ok()) Die(r, s, st.error());
-      t2 = Now();
+      t2 = SteadySeconds();
       phases["comm_s"] = t2 - t;
     }
     const double step_time = t2 - prev_end;
@@ -286,7 +283,7 @@ void RunRanks(const RunOptions& o, const Plan& plan, std::vector<Rank>& ranks, C
               std::FILE* out) {
   PrintLine(out, ConfigLine(o, plan, ranks, comm));
   std::vector<StepRecord> records;
-  const double loop_start = Now();
+  const double loop_start = SteadySeconds();
   std::vector<std::thread> threads;
   for (int r = 1; r < o.ranks; ++r) {
     threads.emplace_back(

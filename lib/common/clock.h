@@ -27,16 +27,18 @@ class Clock {
   }
 };
 
+// Seconds on the monotonic clock (an arbitrary epoch): for measuring intervals.
+inline double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 class SystemClock : public Clock {
  public:
   // Cancel flags are plain atomics that nobody notifies, so a wait polls its flag this often:
   // a cancel is seen within 10 ms, for a negligible cost in wake-ups.
   static constexpr double kCancelPollS = 0.01;
 
-  double MonotonicSeconds() const override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  double MonotonicSeconds() const override { return SteadySeconds(); }
   int64_t UnixNanos() const override {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::system_clock::now().time_since_epoch())

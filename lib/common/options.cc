@@ -10,12 +10,6 @@
 namespace codl {
 namespace {
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
-
 // A flag is named as the user typed it; a KEY of a KEY=VALUE set as "option 'KEY'".
 std::string Prefix(const OptionSpec& spec) {
   if (spec.name.rfind("-", 0) == 0) return spec.name + ": ";
@@ -188,7 +182,7 @@ Result<uint64_t> ParseUint(std::string_view text) {
 }  // namespace
 
 Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string_view raw) {
-  const std::string text = Trim(raw);
+  const std::string text(TrimSpace(raw));
   switch (spec.type) {
     case OptionType::kInt: {
       auto n = ParseNumber(text);

@@ -1,4 +1,5 @@
 #include "lib/common/subprocess.h"
+#include "lib/common/clock.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,10 +21,6 @@ extern char** environ;
 
 namespace codl {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -293,7 +290,7 @@ std::optional<ExitStatus> Subprocess::TryWait() {
 }
 
 std::optional<ExitStatus> Subprocess::WaitFor(double timeout_s) {
-  const double deadline = Now() + std::max(0.0, timeout_s);
+  const double deadline = SteadySeconds() + std::max(0.0, timeout_s);
   // A pidfd becomes readable at exit: no polling interval to pick. Older kernels: short sleeps.
 #ifdef SYS_pidfd_open
   Fd pidfd(reaped_ ? -1 : static_cast<int>(syscall(SYS_pidfd_open, pid_, 0)));
@@ -302,7 +299,7 @@ std::optional<ExitStatus> Subprocess::WaitFor(double timeout_s) {
 #endif
   for (;;) {
     if (auto s = TryWait()) return s;
-    const double left = deadline - Now();
+    const double left = deadline - SteadySeconds();
     if (left <= 0) return std::nullopt;
     if (pidfd.get() >= 0) {
       pollfd p{pidfd.get(), POLLIN, 0};
@@ -328,7 +325,7 @@ bool DrainUntil(int out_fd, int err_fd, double deadline, CapturedRun& run) {
   int open_fds = (out_fd >= 0) + (err_fd >= 0);
   char buf[65536];
   while (open_fds > 0) {
-    const double left = deadline - Now();
+    const double left = deadline - SteadySeconds();
     if (left <= 0) return false;
     if (poll(fds, 2, static_cast<int>(std::ceil(left * 1000))) <= 0) continue;
     for (int i = 0; i < 2; ++i) {
@@ -349,13 +346,13 @@ bool DrainUntil(int out_fd, int err_fd, double deadline, CapturedRun& run) {
 
 CapturedRun CaptureOutput(Subprocess& child, double timeout_s) {
   CapturedRun run;
-  const double start = Now();
+  const double start = SteadySeconds();
   const double deadline = start + timeout_s;
   child.CloseStdin();
   Fd out(child.ReleaseStdout()), err(child.ReleaseStderr());
   bool in_time = DrainUntil(out.get(), err.get(), deadline, run);
   std::optional<ExitStatus> status;
-  if (in_time) status = child.WaitFor(deadline - Now());
+  if (in_time) status = child.WaitFor(deadline - SteadySeconds());
   if (!status) {
     run.timed_out = true;
     // A command that ran out of time takes its helpers with it when it leads a group.
@@ -364,7 +361,7 @@ CapturedRun CaptureOutput(Subprocess& child, double timeout_s) {
     status = child.Wait();
   }
   run.status = *status;
-  run.seconds = Now() - start;
+  run.seconds = SteadySeconds() - start;
   return run;
 }
 

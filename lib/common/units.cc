@@ -7,17 +7,18 @@
 #include <string>
 
 namespace codl {
-namespace {
 
-std::string_view Trim(std::string_view s) {
+std::string_view TrimSpace(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
 
+namespace {
+
 // Splits "1.5GiB" into 1.5 and "GiB". Fails on an empty or non-numeric leading part.
 bool SplitNumber(std::string_view text, double* number, std::string* suffix) {
-  text = Trim(text);
+  text = TrimSpace(text);
   if (text.empty()) return false;
   std::string buf(text);
   const char* begin = buf.c_str();
@@ -33,7 +34,7 @@ bool SplitNumber(std::string_view text, double* number, std::string* suffix) {
     }
   }
   *number = v;
-  *suffix = std::string(Trim(std::string_view(end)));
+  *suffix = std::string(TrimSpace(std::string_view(end)));
   return true;
 }
 

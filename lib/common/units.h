@@ -11,6 +11,13 @@
 
 namespace codl {
 
+inline constexpr uint64_t kKiB = 1024;
+inline constexpr uint64_t kMiB = 1024 * kKiB;
+inline constexpr uint64_t kGiB = 1024 * kMiB;
+
+// `s` without leading and trailing white space (what every parser here ignores around a value).
+std::string_view TrimSpace(std::string_view s);
+
 // Decimal prefixes (k, M, G, T) are powers of 1000, binary ones (Ki, Mi, Gi, Ti) powers of 1024.
 // A bare number is bytes. Fractions are allowed ("1.5GiB") and rounded to whole bytes.
 Result<uint64_t> ParseSize(std::string_view text);
