@@ -1,17 +1,15 @@
 #include "victim/loader.h"
-#include "lib/common/clock.h"
 
 #include <algorithm>
 #include <chrono>
 #include <numeric>
 
+#include "lib/common/clock.h"
 #include "lib/common/units.h"
 #include "victim/decode.h"
 #include "victim/rng.h"
 
 namespace codl::victim {
-namespace {}  // namespace
-
 uint64_t EpochShuffle::At(uint64_t position) const {
   if (n_ <= 1) return 0;
   const uint64_t epoch = position / n_, i = position % n_;

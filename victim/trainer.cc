@@ -1,5 +1,4 @@
 #include "victim/trainer.h"
-#include "lib/common/clock.h"
 
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "lib/common/clock.h"
 #include "lib/common/json_line.h"
 #include "lib/common/units.h"
 #include "victim/dataset.h"

@@ -1,5 +1,4 @@
 #include "lib/common/subprocess.h"
-#include "lib/common/clock.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +15,8 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+
+#include "lib/common/clock.h"
 
 extern char** environ;
 
