@@ -1,9 +1,10 @@
 #include "agent/agent_metrics.h"
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+
+#include "lib/daemon/metrics_endpoint.h"
 
 namespace codl::agent {
 
@@ -58,12 +59,9 @@ AgentMetrics::AgentMetrics()
 AgentMetrics::~AgentMetrics() = default;
 
 Status AgentMetrics::Serve(const std::string& listen) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(listen);
-  } catch (const std::exception& e) {
-    return Err("--metrics-listen '" + listen + "': " + e.what());
-  }
-  exposer_->RegisterCollectable(registry_);
+  auto exposer = daemon::ServeMetrics(listen, registry_);
+  if (!exposer.ok()) return exposer.status();
+  exposer_ = std::move(*exposer);
   return Status::Ok();
 }
 

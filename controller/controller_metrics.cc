@@ -1,10 +1,11 @@
 #include "controller/controller_metrics.h"
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include "lib/daemon/metrics_endpoint.h"
 
 namespace codl::controller {
 
@@ -58,12 +59,9 @@ ControllerMetrics::ControllerMetrics()
 ControllerMetrics::~ControllerMetrics() = default;
 
 Status ControllerMetrics::Serve(const std::string& listen) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(listen);
-  } catch (const std::exception& e) {
-    return Err("--metrics-listen '" + listen + "': " + e.what());
-  }
-  exposer_->RegisterCollectable(registry_);
+  auto exposer = daemon::ServeMetrics(listen, registry_);
+  if (!exposer.ok()) return exposer.status();
+  exposer_ = std::move(*exposer);
   return Status::Ok();
 }
 
