@@ -11,6 +11,7 @@
 #include "agent/telemetry_hub.h"
 #include "injectors/registry.h"
 #include "injectors/victim_env.h"
+#include "lib/common/utf8.h"
 
 namespace codl::agent {
 
@@ -216,11 +217,11 @@ std::string FormatNumber(double v) {
   return buf;
 }
 
-// The first line of stderr that says something, for error messages.
+// The end of a child's stderr, for error messages (at most 600 bytes, valid UTF-8).
 std::string Tail(const std::string& s) {
   std::string t = s;
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t.size() > 600 ? "..." + t.substr(t.size() - 600) : t;
+  return t.size() > 600 ? "..." + Utf8Tail(t, 600) : ValidUtf8(t);
 }
 }  // namespace
 

@@ -12,6 +12,8 @@
 #include <future>
 #include <sstream>
 
+#include "lib/common/utf8.h"
+
 namespace codl::agent {
 namespace {
 
@@ -199,7 +201,9 @@ int ChildProcess::exit_code() const {
 
 std::string ChildProcess::stderr_tail() const {
   std::lock_guard<std::mutex> l(mu_);
-  return stderr_tail_;
+  // The kept tail may start or end inside a character, and a child may print any bytes: repaired
+  // here, because the tail goes into proto string fields (which must be UTF-8).
+  return Utf8Tail(stderr_tail_, stderr_tail_.size());
 }
 
 void ChildProcess::Terminate(double grace_s) {

@@ -49,13 +49,11 @@ std::string Lines(int n) { return std::to_string(n) + (n == 1 ? " line" : " line
 ProgressParser::ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps)
     : spec_(spec), warmup_steps_(std::max(0, warmup_steps)) {
   if (spec_.format != codl::experiment::ProgressSpec::Format::kRegex) return;
-  try {
-    regex_ = std::make_unique<std::regex>(spec_.pattern, std::regex::ECMAScript);
-    if (regex_->mark_count() < 1) {
-      regex_error_ = "progress pattern '" + spec_.pattern + "' has no capture group for the metric";
-    }
-  } catch (const std::regex_error& e) {
-    regex_error_ = "progress pattern '" + spec_.pattern + "' is not a valid regex: " + e.what();
+  auto re = codl::experiment::CompileProgressPattern(spec_.pattern);
+  if (re.ok()) {
+    regex_ = std::move(*re);
+  } else {
+    regex_error_ = "progress pattern '" + spec_.pattern + "': " + re.error();
   }
 }
 
@@ -66,7 +64,7 @@ void ProgressParser::OnStdoutLine(std::string_view line, double t_s) {
   switch (spec_.format) {
     case codl::experiment::ProgressSpec::Format::kJsonl: OnJsonLine(line, t_s); break;
     case codl::experiment::ProgressSpec::Format::kRegex:
-      if (regex_error_.empty()) OnRegexLine(std::string(line), t_s);
+      if (regex_error_.empty()) OnRegexLine(line, t_s);
       break;
     case codl::experiment::ProgressSpec::Format::kWall: break;
   }
@@ -104,11 +102,11 @@ void ProgressParser::OnJsonLine(std::string_view line, double t_s) {
   AddStep(std::move(step), warmup != j.end() && warmup->is_boolean() && warmup->get<bool>());
 }
 
-void ProgressParser::OnRegexLine(const std::string& line, double t_s) {
-  std::smatch m;
-  if (!std::regex_search(line, m, *regex_)) return;
+void ProgressParser::OnRegexLine(std::string_view line, double t_s) {
+  std::string metric;
+  if (!re2::RE2::PartialMatch(line, *regex_, &metric)) return;
   double v;
-  if (!m[1].matched || !ParseFullNumber(m[1].str(), &v) || v < 0) {
+  if (!ParseFullNumber(metric, &v) || v < 0) {
     ++malformed_;
     return;
   }

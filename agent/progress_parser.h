@@ -14,12 +14,12 @@
 
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "lib/common/records.h"
+#include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
 
 namespace codl::agent {
@@ -51,12 +51,12 @@ class ProgressParser {
 
  private:
   void OnJsonLine(std::string_view line, double t_s);
-  void OnRegexLine(const std::string& line, double t_s);
+  void OnRegexLine(std::string_view line, double t_s);
   void AddStep(codl::VictimStep step, bool marked_warmup);
 
   codl::experiment::ProgressSpec spec_;
   int warmup_steps_;
-  std::unique_ptr<std::regex> regex_;
+  std::shared_ptr<const re2::RE2> regex_;
   std::string regex_error_;  // set when the pattern does not compile or has no capture group
   std::vector<codl::VictimStep> steps_;
   int lines_ = 0;

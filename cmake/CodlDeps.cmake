@@ -57,6 +57,8 @@ if(NOT CODL_TOOLS_ONLY)
   find_package(CLI11 CONFIG QUIET)
   find_package(prometheus-cpp CONFIG QUIET)
   pkg_check_modules(SYSTEMD IMPORTED_TARGET libsystemd)
+  # RE2: linear-time matching for user-supplied progress patterns (never std::regex on input).
+  pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 endif()
 
 if(CODL_BUILD_TESTS)

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include "lib/common/units.h"
+#include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
 #include "lib/yaml/typed.h"
 #include "lib/yaml/yaml_reader.h"
@@ -123,14 +123,8 @@ ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
       Fail(m.Key("pattern"), m.PathOf("pattern"), "only used with format: regex");
     }
     p.pattern = NonEmptyString(m.Value("pattern"), m.PathOf("pattern"));
-    try {
-      std::regex re(p.pattern);
-      if (re.mark_count() < 1) {
-        Fail(m.Value("pattern"), m.PathOf("pattern"),
-             "needs a capture group around the metric, e.g. 'step_time=([0-9.]+)'");
-      }
-    } catch (const std::regex_error& e) {
-      Fail(m.Value("pattern"), m.PathOf("pattern"), std::string("invalid regex: ") + e.what());
+    if (auto re = CompileProgressPattern(p.pattern); !re.ok()) {
+      Fail(m.Value("pattern"), m.PathOf("pattern"), re.error());
     }
   } else if (p.format == ProgressSpec::Format::kRegex) {
     Fail(n, path, "format: regex needs a pattern with one capture group");

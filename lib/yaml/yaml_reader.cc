@@ -1,8 +1,43 @@
 #include "lib/yaml/yaml_reader.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace codl::yaml {
+namespace {
+
+// How deep `[`/`{` nest outside quoted scalars and comments: yaml-cpp parses flow collections
+// recursively, so a file of nothing but brackets could exhaust a daemon thread's stack.
+int FlowNestingDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool after_space =
+        i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n';
+    if (comment) {
+      comment = c != '\n';
+    } else if (quote) {
+      if (c == '\\' && quote == '"') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' && after_space) {
+      comment = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
 
 void Fail(const YAML::Mark& mark, const std::string& path, const std::string& msg) {
   throw YamlError{mark, path.empty() ? msg : path + ": " + msg};
@@ -70,6 +105,16 @@ std::string Location(const std::string& file, const YAML::Mark& mark) {
 
 Status ReadDocument(std::string_view text, const std::string& file,
                     const std::function<void(const YAML::Node& root)>& read) {
+  // Files arrive over RPC too (codlctl submit): bounded before yaml-cpp sees them.
+  if (text.size() > kMaxDocumentBytes) {
+    return InvalidArgument(file + ": " + std::to_string(text.size()) +
+                           " bytes; a CoDL YAML file may have at most " +
+                           std::to_string(kMaxDocumentBytes) + " bytes");
+  }
+  if (int depth = FlowNestingDepth(text); depth > kMaxFlowNesting) {
+    return InvalidArgument(file + ": brackets nested " + std::to_string(depth) + " deep; at most " +
+                           std::to_string(kMaxFlowNesting) + " are allowed");
+  }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(text));

@@ -54,10 +54,15 @@ std::string ScalarOf(const YAML::Node& n, const std::string& path, const char* w
 // "FILE:LINE:COL" (1-based); a node built in code has no mark and reads as FILE:1:1.
 std::string Location(const std::string& file, const YAML::Mark& mark);
 
+// Limits on any CoDL YAML file (experiment files also arrive over RPC): its size, and how deep
+// flow collections (`[`, `{`) may nest.
+inline constexpr size_t kMaxDocumentBytes = 1 << 20;
+inline constexpr int kMaxFlowNesting = 64;
+
 // Parses `text` as exactly one YAML document and runs `read` on its root (a null node for an
 // empty or comment-only text). The first YamlError thrown by `read`, a YAML syntax error
 // ("YAML syntax error: ...") or a second document becomes
-// InvalidArgument("FILE:LINE:COL: message").
+// InvalidArgument("FILE:LINE:COL: message"). Text over the limits above is refused first.
 Status ReadDocument(std::string_view text, const std::string& file,
                     const std::function<void(const YAML::Node& root)>& read);
 

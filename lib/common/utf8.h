@@ -1,0 +1,20 @@
+// Text from outside (a child's stderr, a victim's stdout) is bytes; proto `string` fields and
+// JSON must be valid UTF-8 or the whole message is refused. One repair, used wherever such text
+// crosses into a message.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace codl {
+
+// `text` with every byte that does not start a well-formed UTF-8 sequence (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF, no truncated sequence — e.g. a tail cut
+// inside a character) replaced by U+FFFD. Valid text comes back unchanged.
+std::string ValidUtf8(std::string_view text);
+
+// The last `max_bytes` bytes of `text` (or all of it), cut on a character boundary and repaired
+// with ValidUtf8: for error messages that quote a child's output.
+std::string Utf8Tail(std::string_view text, size_t max_bytes);
+
+}  // namespace codl
