@@ -1,6 +1,7 @@
 #include "agent/progress_parser.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -40,6 +41,19 @@ std::string Seconds(double s) {
 std::string SignalText(int sig) {
   const char* name = sigabbrev_np(sig);
   return "signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+}
+
+// Phase names travel into the database, CSV cells, the terminal table, the HTML report and
+// Prometheus labels: victim output may only name a phase with [A-Za-z0-9_.-], at most 64 bytes
+// (no control characters, no CSV formula, no markup). Other phases are dropped.
+bool ValidPhaseName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) {
+      return false;
+    }
+  }
+  return std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_';
 }
 
 std::string Lines(int n) { return std::to_string(n) + (n == 1 ? " line" : " lines"); }
@@ -94,7 +108,7 @@ void ProgressParser::OnJsonLine(std::string_view line, double t_s) {
   auto phases = j.find("phases");
   if (phases != j.end() && phases->is_object()) {
     for (const auto& [name, value] : phases->items()) {
-      if (value.is_number() && std::isfinite(value.get<double>()))
+      if (ValidPhaseName(name) && value.is_number() && std::isfinite(value.get<double>()))
         step.phases[name] = value.get<double>();
     }
   }

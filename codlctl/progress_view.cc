@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "lib/common/utf8.h"
+
 namespace codl::cli {
 
 std::string FormatEta(double s) {
@@ -33,7 +35,8 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
   const auto& s = ev.status();
   if (!tty_) {
     if (ev.message().empty()) return;  // live step updates: only the terminal view redraws
-    fprintf(out_, "[%d/%d] %s\n", s.completed_trials(), s.total_trials(), ev.message().c_str());
+    fprintf(out_, "[%d/%d] %s\n", s.completed_trials(), s.total_trials(),
+            codl::TerminalSafe(ev.message()).c_str());
     fflush(out_);
     return;
   }
@@ -49,7 +52,7 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
       on = bad ? "\033[33m" : "\033[2m";
       off = "\033[0m";
     }
-    fprintf(out_, "\r\033[K%s%s%s\n", on, ev.message().c_str(), off);
+    fprintf(out_, "\r\033[K%s%s%s\n", on, codl::TerminalSafe(ev.message()).c_str(), off);
   }
   std::string step;
   if (s.victim_step() > 0 && !s.current_pairing().empty()) {

@@ -2,6 +2,7 @@
 // docs/results.md; change them only together with that page.
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "lib/analysis/results.h"
 #include "lib/common/units.h"
+#include "lib/common/utf8.h"
 
 namespace codl::experiment {
 namespace {
@@ -56,6 +58,21 @@ std::string SlowdownCell(const PairingSummary& p) {
   return s;
 }
 
+// A text cell that a spreadsheet would run as a formula (=, +, @, a tab or CR first, or '-'
+// before a non-number) gets a leading apostrophe (the OWASP CSV-injection rule); numbers are
+// written by CsvNum and never pass through here.
+std::string CsvText(const std::string& s) {
+  if (s.empty()) return s;
+  const char c = s[0];
+  const bool number_after_minus =
+      c == '-' && s.size() > 1 && (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
+  if (c == '=' || c == '+' || c == '@' || c == '\t' || c == '\r' ||
+      (c == '-' && !number_after_minus && s.size() > 1)) {
+    return "'" + s;
+  }
+  return s;
+}
+
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
@@ -82,7 +99,8 @@ std::string CsvNum(double v) {
 
 std::string FormatTable(const ExperimentResults& r) {
   std::ostringstream out;
-  out << "experiment " << r.name << " (id " << r.experiment_id << ", seed " << r.seed << ")\n";
+  out << "experiment " << TerminalSafe(r.name) << " (id " << r.experiment_id << ", seed " << r.seed
+      << ")\n";
   out << "metric: victim median step time (or wall time); slowdown: median / baseline median, "
       << Fmt("%.0f", r.confidence * 100) << "% bootstrap CI; p: Mann-Whitney U vs baseline\n";
 
@@ -181,8 +199,8 @@ std::string FormatCsv(const ExperimentResults& r) {
     for (const auto& ph : p.phases) {
       phases += (phases.empty() ? "" : ";") + ph.phase + "=" + CsvNum(ph.slowdown);
     }
-    std::vector<std::string> common = {r.experiment_id,
-                                       p.pairing,
+    std::vector<std::string> common = {CsvText(r.experiment_id),
+                                       CsvText(p.pairing),
                                        p.baseline ? "1" : "0",
                                        std::to_string(p.n),
                                        std::to_string(p.n_flagged),
@@ -195,7 +213,7 @@ std::string FormatCsv(const ExperimentResults& r) {
                                        CsvNum(p.ci_high),
                                        CsvNum(p.p_value),
                                        ToString(p.p_method),
-                                       phases};
+                                       CsvText(phases)};
     auto emit = [&](const std::vector<std::string>& tail) {
       std::string line;
       for (const auto& f : common) line += (line.empty() ? "" : ",") + CsvField(f);
@@ -204,8 +222,8 @@ std::string FormatCsv(const ExperimentResults& r) {
     };
     if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""));
     for (const auto& a : p.antagonists) {
-      emit({a.name, a.injector, a.intensity, CsvNum(a.level), CsvNum(a.target_rate),
-            CsvNum(a.achieved_rate), CsvNum(a.achieved_cov), a.unit,
+      emit({CsvText(a.name), CsvText(a.injector), CsvText(a.intensity), CsvNum(a.level),
+            CsvNum(a.target_rate), CsvNum(a.achieved_rate), CsvNum(a.achieved_cov), CsvText(a.unit),
             std::to_string(a.n_missed_target)});
     }
   }

@@ -1,5 +1,7 @@
 #include "lib/common/utf8.h"
 
+#include <cstdio>
+
 namespace codl {
 namespace {
 
@@ -63,6 +65,28 @@ std::string Utf8Tail(std::string_view text, size_t max_bytes) {
     text.remove_prefix(start);
   }
   return ValidUtf8(text);
+}
+
+std::string TerminalSafe(std::string_view text) {
+  const std::string valid = ValidUtf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const auto c = static_cast<unsigned char>(valid[i]);
+    // C1 controls are U+0080..U+009F: UTF-8 0xC2 0x80..0x9F.
+    const bool c1 = c == 0xC2 && i + 1 < valid.size() &&
+                    static_cast<unsigned char>(valid[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(valid[i + 1]) <= 0x9F;
+    if ((c < 0x20 && c != '\t') || c == 0x7F || c1) {
+      const unsigned char shown = c1 ? static_cast<unsigned char>(valid[++i]) : c;
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", shown);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace codl

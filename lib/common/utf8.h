@@ -17,4 +17,9 @@ std::string ValidUtf8(std::string_view text);
 // with ValidUtf8: for error messages that quote a child's output.
 std::string Utf8Tail(std::string_view text, size_t max_bytes);
 
+// For a terminal: ValidUtf8(text) with control characters (C0 other than tab, DEL, and the C1
+// range) written as \xNN, so text from a victim or an experiment file cannot move the cursor,
+// clear the screen or retitle the window of whoever reads results.
+std::string TerminalSafe(std::string_view text);
+
 }  // namespace codl

@@ -9,6 +9,7 @@
 #include "agent/progress_parser.h"
 #include "codl/v1/agent.pb.h"
 #include "injectors/codl-inject/args.h"
+#include "lib/analysis/results.h"
 #include "lib/common/utf8.h"
 #include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
@@ -112,6 +113,44 @@ TEST(SecurityInput, StartAtOverflowIsAnErrorNotAWrap) {
       inject::ParseArgs({"codl-inject", "noop", "--max", "--start-at", "99999999999999999999999"});
   ASSERT_FALSE(args.ok());
   EXPECT_THAT(args.error(), HasSubstr("--start-at"));
+}
+
+// Phase names come from victim output and reach CSV cells, terminals, HTML and metric labels.
+TEST(SecurityInput, VictimPhaseNamesAreRestricted) {
+  experiment::ProgressSpec spec;  // jsonl, field step_time_s
+  agent::ProgressParser parser(spec, 0);
+  parser.OnStdoutLine(R"j({"step_time_s":0.1,"phases":{"read_s":0.05,"=HYPERLINK(\"x\")":1,)j"
+                      R"j("\u001b[2Jclear":1,"<script>":1,"decode.cpu-2":0.01}})j",
+                      0.1);
+  auto out = parser.Finish(0, false, 1.0, "");
+  ASSERT_TRUE(out.ok) << out.error;
+  ASSERT_EQ(out.steps.size(), 1u);
+  std::vector<std::string> names;
+  for (const auto& [name, v] : out.steps[0].phases) names.push_back(name);
+  EXPECT_THAT(names, ::testing::ElementsAre("decode.cpu-2", "read_s"));
+}
+
+TEST(SecurityInput, CsvTextCellsCannotBeFormulas) {
+  experiment::ExperimentResults r;
+  r.experiment_id = "=1+1";
+  experiment::PairingSummary p;
+  p.pairing = "@SUM(A1)";
+  p.slowdown = -0.5;  // numbers keep their sign
+  experiment::AntagonistSummary a;
+  a.name = "-cmd";
+  a.injector = "+x";
+  a.intensity = "-0.25";
+  p.antagonists.push_back(a);
+  r.pairings.push_back(p);
+  const std::string csv = experiment::FormatCsv(r);
+  EXPECT_THAT(csv, HasSubstr("'=1+1,'@SUM(A1),"));
+  EXPECT_THAT(csv, HasSubstr(",-0.5,"));
+  EXPECT_THAT(csv, HasSubstr(",'-cmd,'+x,-0.25,"));
+}
+
+TEST(SecurityInput, TerminalTextHasNoControlSequences) {
+  EXPECT_EQ(TerminalSafe("ok\x1b[2J\x07\tend\xC2\x9B"), "ok\\x1B[2J\\x07\tend\\x9B");
+  EXPECT_EQ(TerminalSafe("caf\xC3\xA9"), "caf\xC3\xA9");
 }
 
 }  // namespace
