@@ -24,7 +24,6 @@
 // request's start_at_unix_ns, the agent's own offset estimate); on exit (SIGINT/SIGTERM or
 // --duration) the tool writes them to --out as JSON, with heartbeat counts and round trips.
 // Everything runs on loopback (plaintext allowed there); --tls-* switches to mTLS.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/scale/load_agents.h"
+#include "bench/scale/load_stats.h"
 #include "bench/scale/timer_queue.h"
 #include "codl/v1/agent.grpc.pb.h"
 #include "codl/v1/controller.grpc.pb.h"
@@ -59,17 +59,10 @@ using codl::FailedPrecondition;
 using codl::NotFound;
 using codl::Status;
 using codl::bench::NowNs;
+using codl::bench::StartRecord;
+using codl::bench::Stats;
 using codl::bench::TimerQueue;
 namespace rpc = codl::rpc;
-
-struct StartRecord {
-  int agent;
-  std::string antagonist_id;
-  int64_t arrival_ns;
-  int64_t start_at_ns;
-  double offset_s;     // the agent's own offset estimate (agent - controller) at arrival
-  int64_t replied_ns;  // the reported start (started_unix_ns): when the start timer fired
-};
 
 struct Antagonist {
   double target = 0;
@@ -95,15 +88,6 @@ struct LoadAgent {
   int64_t hb_t0 = 0;
   std::map<std::string, Antagonist> antagonists;
   std::map<std::string, std::string> replies;  // idempotency key -> serialized reply
-};
-
-struct Stats {
-  std::atomic<int64_t> registrations{0}, register_failures{0};
-  std::atomic<int64_t> heartbeats_ok{0}, heartbeats_failed{0}, reregisters{0};
-  std::atomic<int64_t> starts{0}, stops{0}, gets{0}, victims{0}, misrouted{0};
-  std::mutex mu;
-  std::vector<double> rtts_s;  // heartbeat round trips (client-side, minus server time)
-  std::vector<StartRecord> start_records;
 };
 
 std::atomic<bool> g_stop{false};
@@ -238,39 +222,11 @@ class Load {
   const Options& options() const { return o_; }
 
   Json Report() {
-    Json j;
+    std::vector<std::string> ids;
+    for (const auto& a : agents_) ids.push_back(a->id);
+    Json j = codl::bench::StatsReport(stats_, ids);
     j["agents"] = o_.agents;
     j["registered"] = Registered();
-    j["registrations"] = stats_.registrations.load();
-    j["register_failures"] = stats_.register_failures.load();
-    j["heartbeats_ok"] = stats_.heartbeats_ok.load();
-    j["heartbeats_failed"] = stats_.heartbeats_failed.load();
-    j["reregisters"] = stats_.reregisters.load();
-    j["starts"] = stats_.starts.load();
-    j["gets"] = stats_.gets.load();
-    j["stops"] = stats_.stops.load();
-    j["victims"] = stats_.victims.load();
-    j["misrouted"] = stats_.misrouted.load();
-    std::lock_guard<std::mutex> l(stats_.mu);
-    std::vector<double> r = stats_.rtts_s;
-    std::sort(r.begin(), r.end());
-    auto pct = [&](double p) {
-      return r.empty() ? 0.0 : r[std::min(r.size() - 1, static_cast<size_t>(p * r.size()))];
-    };
-    j["heartbeat_rtt_ms"] = {{"p50", pct(0.5) * 1e3}, {"p99", pct(0.99) * 1e3}, {"n", r.size()}};
-    j["start_records"] = Json::array();
-    for (const auto& s : stats_.start_records) {
-      j["start_records"].push_back({{"agent", agents_[s.agent]->id},
-                                    {"antagonist_id", s.antagonist_id},
-                                    {"arrival_ns", s.arrival_ns},
-                                    {"start_at_ns", s.start_at_ns},
-                                    {"offset_s", s.offset_s},
-                                    {"replied_ns", s.replied_ns}});
-    }
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    j["load_tool_cpu_s"] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-                           ru.ru_stime.tv_usec / 1e6;
     return j;
   }
 
@@ -280,20 +236,9 @@ class Load {
     // once; N objects here would make this one process pay N TLS contexts (and make it, not
     // the controller, the bottleneck of a TLS run).
     if (!creds_) {
-      creds_ = grpc::InsecureChannelCredentials();
-      if (o_.tls.enabled()) {
-        auto read = [](const std::string& p) {
-          std::ifstream in(p);
-          std::stringstream ss;
-          ss << in.rdbuf();
-          return ss.str();
-        };
-        grpc::SslCredentialsOptions so;
-        so.pem_root_certs = read(o_.tls.ca);
-        so.pem_cert_chain = read(o_.tls.cert);
-        so.pem_private_key = read(o_.tls.key);
-        creds_ = grpc::SslCredentials(so);
-      }
+      auto creds = rpc::MakeChannelCredentials(o_.tls);
+      if (!creds.ok()) return creds.status();
+      creds_ = *creds;
     }
     std::shared_ptr<grpc::ChannelCredentials> creds = creds_;
     grpc::ChannelArguments args;

@@ -96,20 +96,21 @@ Status CheckEndpointSecurity(const Endpoint& e) {
   return Status::Ok();
 }
 
+Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const TlsFiles& tls) {
+  if (!tls.enabled()) return grpc::InsecureChannelCredentials();
+  auto pem = ReadPem(tls);
+  if (!pem.ok()) return pem.status();
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = pem->ca;
+  o.pem_cert_chain = pem->cert;
+  o.pem_private_key = pem->key;
+  return grpc::SslCredentials(o);
+}
+
 Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
   if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
-  std::shared_ptr<grpc::ChannelCredentials> creds;
-  if (e.tls.enabled()) {
-    auto pem = ReadPem(e.tls);
-    if (!pem.ok()) return pem.status();
-    grpc::SslCredentialsOptions o;
-    o.pem_root_certs = pem->ca;
-    o.pem_cert_chain = pem->cert;
-    o.pem_private_key = pem->key;
-    creds = grpc::SslCredentials(o);
-  } else {
-    creds = grpc::InsecureChannelCredentials();
-  }
+  auto creds = MakeChannelCredentials(e.tls);
+  if (!creds.ok()) return creds.status();
   grpc::ChannelArguments args;
   // Fail fast and reconnect quickly: the dead-man switch depends on noticing a lost peer.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -117,7 +118,7 @@ Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(e.address, creds, args);
+  return grpc::CreateCustomChannel(e.address, *creds, args);
 }
 
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e) {

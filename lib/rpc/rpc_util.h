@@ -39,6 +39,9 @@ bool IsLocalAddress(const std::string& address);
 Status CheckEndpointSecurity(const Endpoint& e);
 
 Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e);
+// Client credentials for `tls` (insecure when it is not enabled): for callers that build many
+// channels with one credentials object.
+Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const TlsFiles& tls);
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e);
 
 // A started server and the address it is reachable at: the listen address with the port the
