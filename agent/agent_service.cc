@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/rpc/queued_writer.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::agent {
@@ -188,12 +189,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
       if (trial_id.empty()) return;
       v1::TelemetryEvent ev;
       ev.set_agent_unix_ns(clock_->UnixNanos());
-      auto* p = ev.mutable_victim_step();
-      p->set_step(st.step);
-      p->set_step_time_s(st.step_time_s);
-      p->set_t_s(st.t_s);
-      p->set_warmup(st.warmup);
-      for (const auto& [k, v] : st.phases) (*p->mutable_phases())[k] = v;
+      *ev.mutable_victim_step() = rpc::ToProto(st);
       telemetry_->Publish(trial_id, ev);
     });
     (o.progress.ok ? victims_ok_ : victims_failed_) += 1;
@@ -205,14 +201,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     reply->set_stderr_tail(o.stderr_tail);
     reply->set_started_unix_ns(o.started_unix_ns);
     for (const auto& [k, v] : o.progress.phase_medians) (*reply->mutable_phase_medians())[k] = v;
-    for (const auto& s : o.progress.steps) {
-      auto* p = reply->add_steps();
-      p->set_step(s.step);
-      p->set_step_time_s(s.step_time_s);
-      p->set_t_s(s.t_s);
-      p->set_warmup(s.warmup);
-      for (const auto& [k, v] : s.phases) (*p->mutable_phases())[k] = v;
-    }
+    for (const auto& s : o.progress.steps) *reply->add_steps() = rpc::ToProto(s);
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);
   });

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "injectors/registry.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
@@ -38,23 +39,13 @@ v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
   return p;
 }
 
-VictimStep FromProto(const v1::VictimStep& s) {
-  VictimStep vs;
-  vs.step = s.step();
-  vs.step_time_s = s.step_time_s();
-  vs.t_s = s.t_s();
-  vs.warmup = s.warmup();
-  for (const auto& [k, v] : s.phases()) vs.phases[k] = v;
-  return vs;
-}
-
 void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   t->exit_code = victim.exit_code();
   t->wall_s = victim.wall_s();
   t->metric = victim.metric();
   t->stderr_tail = victim.stderr_tail();
   for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
-  for (const auto& s : victim.steps()) t->steps.push_back(FromProto(s));
+  for (const auto& s : victim.steps()) t->steps.push_back(rpc::FromProto(s));
 }
 
 // "membw reached 412 of target 1e+03 bytes/s; ..." for every antagonist below its target.
@@ -467,7 +458,7 @@ class ExperimentRunner::TrialRun {
     *req.mutable_victim() = ToProto(spec_.victim);
     RunListener* listener = listener_;
     auto live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
-      if (ev.has_victim_step()) listener->OnVictimStep(FromProto(ev.victim_step()));
+      if (ev.has_victim_step()) listener->OnVictimStep(rpc::FromProto(ev.victim_step()));
     });
     auto reply = client->RunVictim(req, spec_.victim.timeout_s + 30);
     if (!reply.ok()) {

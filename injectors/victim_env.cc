@@ -18,13 +18,7 @@ bool IsExportableEnvName(std::string_view name) {
 }
 
 std::string VictimEnvLine(const std::map<std::string, std::string>& env) {
-  std::string object = "{";
-  for (const auto& [k, v] : env) {
-    object += (object.size() > 1 ? "," : "") + JsonEscape(k) + ":" + JsonEscape(v);
-  }
-  JsonLine line;
-  line.AddRaw("victim_env", object + "}");
-  return line.str();
+  return JsonLine().AddObject("victim_env", env).str();
 }
 
 }  // namespace codl::injectors

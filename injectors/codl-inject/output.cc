@@ -22,13 +22,8 @@ std::string Pct(double x) {
 // The agent's GPU registration labels, one line after the injectors (the agent links no CUDA
 // library, so it asks codl-inject): {"gpu_labels":{"gpu_count":"2",...}}.
 void PrintGpuLabelsJson() {
-  std::string labels = "{";
-  for (const auto& [k, v] : injectors::DetectGpuLabels()) {
-    labels += (labels.size() > 1 ? "," : "") + JsonEscape(k) + ":" + JsonEscape(v);
-  }
-  JsonLine line;
-  line.AddRaw("gpu_labels", labels + "}");
-  std::printf("%s\n", line.str().c_str());
+  std::printf("%s\n",
+              JsonLine().AddObject("gpu_labels", injectors::DetectGpuLabels()).str().c_str());
 }
 
 }  // namespace

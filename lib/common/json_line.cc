@@ -69,6 +69,13 @@ JsonLine& JsonLine::AddObject(std::string_view key, const std::map<std::string, 
   return AddRaw(key, inner.str());
 }
 
+JsonLine& JsonLine::AddObject(std::string_view key,
+                              const std::map<std::string, std::string>& values) {
+  JsonLine inner;
+  for (const auto& [k, v] : values) inner.Add(k, std::string_view(v));
+  return AddRaw(key, inner.str());
+}
+
 JsonLine& JsonLine::AddRaw(std::string_view key, std::string_view raw_json) {
   Key(key);
   body_ += raw_json;

@@ -26,6 +26,7 @@ class JsonLine {
     return Add(key, std::string_view(value));
   }
   JsonLine& AddObject(std::string_view key, const std::map<std::string, double>& values);
+  JsonLine& AddObject(std::string_view key, const std::map<std::string, std::string>& values);
   JsonLine& AddRaw(std::string_view key, std::string_view raw_json);
   std::string str() const { return "{" + body_ + "}"; }
 

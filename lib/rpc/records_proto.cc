@@ -53,26 +53,6 @@ Result<TrialState> FromProto(v1::TrialState s) {
   }
 }
 
-v1::VictimStep ToProto(const VictimStep& s) {
-  v1::VictimStep p;
-  p.set_step(s.step);
-  p.set_step_time_s(s.step_time_s);
-  p.mutable_phases()->insert(s.phases.begin(), s.phases.end());
-  p.set_t_s(s.t_s);
-  p.set_warmup(s.warmup);
-  return p;
-}
-
-VictimStep FromProto(const v1::VictimStep& p) {
-  VictimStep s;
-  s.step = p.step();
-  s.step_time_s = p.step_time_s();
-  s.phases.insert(p.phases().begin(), p.phases().end());
-  s.t_s = p.t_s();
-  s.warmup = p.warmup();
-  return s;
-}
-
 v1::AntagonistResult ToProto(const AntagonistResult& a) {
   v1::AntagonistResult p;
   p.set_name(a.name);
@@ -113,6 +93,26 @@ AntagonistResult FromProto(const v1::AntagonistResult& p) {
 }
 
 }  // namespace
+
+v1::VictimStep ToProto(const VictimStep& s) {
+  v1::VictimStep p;
+  p.set_step(s.step);
+  p.set_step_time_s(s.step_time_s);
+  p.mutable_phases()->insert(s.phases.begin(), s.phases.end());
+  p.set_t_s(s.t_s);
+  p.set_warmup(s.warmup);
+  return p;
+}
+
+VictimStep FromProto(const v1::VictimStep& p) {
+  VictimStep s;
+  s.step = p.step();
+  s.step_time_s = p.step_time_s();
+  s.phases.insert(p.phases().begin(), p.phases().end());
+  s.t_s = p.t_s();
+  s.warmup = p.warmup();
+  return s;
+}
 
 v1::ExperimentRecord ToProto(const ExperimentRecord& e) {
   v1::ExperimentRecord p;

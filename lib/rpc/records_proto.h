@@ -17,6 +17,10 @@ void ToProto(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
              v1::GetResultsReply* reply);
 
 // Fail (internal) on a state this build does not know: a record is never guessed.
+// One victim step: in RunVictimReply, in live telemetry, in TrialRecord.
+v1::VictimStep ToProto(const VictimStep& s);
+VictimStep FromProto(const v1::VictimStep& p);
+
 Result<ExperimentRecord> FromProto(const v1::ExperimentRecord& p);
 Result<TrialRecord> FromProto(const v1::TrialRecord& p);
 Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> FromProto(

@@ -1,28 +1,16 @@
 #include "injectors/gpu/loaders/nccl_loader.h"
 
-#include <dlfcn.h>
+#include "injectors/gpu/loaders/dl_library.h"
 
 namespace codl::gpu_loaders {
-namespace {
-
-// Resolves `symbol` into *fn; names the first missing one in *missing.
-template <typename Fn>
-void Resolve(void* handle, const char* symbol, Fn* fn, std::string* missing) {
-  *fn = reinterpret_cast<Fn>(dlsym(handle, symbol));
-  if (*fn == nullptr && missing->empty()) *missing = symbol;
-}
-
-}  // namespace
 
 const NcclApi& Nccl() {
   static const NcclApi api = [] {
     NcclApi a;
-    void* h = nullptr;
-    for (const char* name : {"libnccl.so.2", "libnccl.so"}) {
-      if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    }
+    std::string why;
+    void* h = OpenFirst({"libnccl.so.2", "libnccl.so"}, &why);
     if (h == nullptr) {
-      a.error = std::string("cannot load NCCL (libnccl.so.2): ") + dlerror();
+      a.error = "cannot load NCCL (libnccl.so.2): " + why;
       return a;
     }
     std::string missing;
