@@ -13,7 +13,6 @@
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
 #include "injectors/registry.h"
-#include "lib/common/defaults.h"
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
 
@@ -213,9 +212,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
     fprintf(stderr, "%s\n", spec.error().c_str());
     return kExitBadInput;
   }
-  std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = kDefaultControllerAddress;
-  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", client.error().c_str());
     return kExitBadInput;
@@ -238,9 +235,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
 }
 
 int CmdWatch(const GlobalOptions& g, const std::string& id) {
-  std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = kDefaultControllerAddress;
-  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());
     return kExitBadInput;
@@ -255,9 +250,7 @@ int CmdWatch(const GlobalOptions& g, const std::string& id) {
 }
 
 int CmdCancel(const GlobalOptions& g, const std::string& id) {
-  std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = kDefaultControllerAddress;
-  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl cancel: %s\n", client.error().c_str());
     return kExitBadInput;

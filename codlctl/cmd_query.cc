@@ -13,12 +13,13 @@
 
 namespace codl::cli {
 
-namespace {
-Result<std::unique_ptr<ControllerClient>> Connect(const GlobalOptions& g) {
+Result<std::unique_ptr<ControllerClient>> ConnectController(const GlobalOptions& g) {
   std::string address = ConfiguredController(g.controller);
   if (address.empty()) address = kDefaultControllerAddress;
   return ControllerClient::Connect(rpc::Endpoint{address, g.tls});
 }
+
+namespace {
 
 std::string FormatTimeMs(int64_t ms) {
   if (ms <= 0) return "-";
@@ -67,7 +68,7 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
            e->error.empty() ? "" : " — ", e->error.c_str());
     return kExitOk;
   }
-  auto client = Connect(g);
+  auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl status: %s\n", client.error().c_str());
     return kExitBadInput;
@@ -95,7 +96,7 @@ int CmdResults(const GlobalOptions& g, const std::string& id, const std::string&
   }
   std::unique_ptr<ControllerClient> client;
   if (db.empty()) {
-    auto c = Connect(g);
+    auto c = ConnectController(g);
     if (!c.ok()) {
       fprintf(stderr, "codlctl results: %s\n", c.error().c_str());
       return kExitBadInput;
@@ -106,7 +107,7 @@ int CmdResults(const GlobalOptions& g, const std::string& id, const std::string&
 }
 
 int CmdAgents(const GlobalOptions& g, bool json) {
-  auto client = Connect(g);
+  auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl agents: %s\n", client.error().c_str());
     return kExitBadInput;
@@ -157,7 +158,7 @@ int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
             d.ok() ? "must be > 0" : d.error().c_str());
     return kExitBadInput;
   }
-  auto client = Connect(g);
+  auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl calibrate: %s\n", client.error().c_str());
     return kExitBadInput;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "codlctl/controller_client.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::cli {
@@ -18,6 +20,10 @@ struct GlobalOptions {
   std::string controller;  // --controller / $CODL_CONTROLLER
   rpc::TlsFiles tls;
 };
+
+// A client for the configured controller (--controller, $CODL_CONTROLLER, else the default
+// address). Fails only on a bad address or TLS files; reachability shows on the first call.
+Result<std::unique_ptr<ControllerClient>> ConnectController(const GlobalOptions& g);
 
 struct RunOptions {
   std::string file;

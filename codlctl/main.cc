@@ -10,7 +10,6 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
-#include "lib/common/defaults.h"
 
 using namespace codl::cli;
 
@@ -128,9 +127,7 @@ int RunReport(const GlobalOptions& g, const std::string& id, const std::string& 
               const std::string& path) {
   std::unique_ptr<ControllerClient> client;
   if (db.empty()) {
-    std::string address = ConfiguredController(g.controller);
-    auto c = ControllerClient::Connect(
-        codl::rpc::Endpoint{address.empty() ? codl::kDefaultControllerAddress : address, g.tls});
+    auto c = ConnectController(g);
     if (!c.ok()) {
       fprintf(stderr, "codlctl report: %s\n", c.error().c_str());
       return kExitBadInput;
