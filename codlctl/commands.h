@@ -15,6 +15,9 @@ namespace codl::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitBadInput = 2;
+// The controller (or, through it, an agent) could not be reached: retrying may help, the
+// experiment itself neither failed nor was rejected.
+constexpr int kExitUnreachable = 3;
 
 struct GlobalOptions {
   std::string controller;  // --controller / $CODL_CONTROLLER

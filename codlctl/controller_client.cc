@@ -14,6 +14,7 @@ int ExitCodeFor(const Status& s) {
     case StatusCode::kOutOfRange:
     case StatusCode::kUnauthenticated:
     case StatusCode::kPermissionDenied: return kExitBadInput;
+    case StatusCode::kUnavailable: return kExitUnreachable;
     default: return kExitFailed;
   }
 }

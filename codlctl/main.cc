@@ -1,6 +1,7 @@
 // codlctl: the CoDL command line. `codlctl --help` and `codlctl SUBCOMMAND --help` teach.
 // Each subcommand is registered by one function below, in the order --help lists them; it
 // keeps its own option values and returns what runs when it is the subcommand given.
+#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -10,6 +11,7 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
+#include "lib/common/suggest.h"
 
 using namespace codl::cli;
 
@@ -195,6 +197,29 @@ Subcommand AddCalibrate(CLI::App& app) {
           }};
 }
 
+// A mistyped subcommand gets a suggestion instead of CLI11's "arguments were not expected".
+// The first word that is neither an option nor a global option's value names the subcommand.
+// Returns true (after saying so) when that word is not a subcommand.
+bool RejectUnknownSubcommand(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") return false;
+    if (arg.rfind('-', 0) == 0) {
+      const CLI::Option* opt = app.get_option_no_throw(arg);
+      if (opt != nullptr && arg.find('=') == std::string::npos && opt->get_type_size_min() > 0)
+        ++i;  // skip the option's value
+      continue;
+    }
+    if (std::find(names.begin(), names.end(), arg) != names.end()) return false;
+    fprintf(stderr, "codlctl: unknown command '%s'%s; see codlctl --help\n", arg.c_str(),
+            codl::DidYouMean(arg, names).c_str());
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,19 +230,28 @@ int main(int argc, char** argv) {
       "  codlctl validate exp.yaml --plan             check a file, print the trial plan\n"
       "  codlctl submit exp.yaml --controller H:P     send to a cluster controller\n"
       "  codlctl results latest --db codl-results.db  slowdown table from a results file\n\n"
-      "Exit codes: 0 ok, 1 experiment failed, 2 bad input."};
+      "Exit codes: 0 ok, 1 experiment failed, 2 bad input, 3 controller or agent unreachable.\n"
+      "Global options (--controller, --tls-*, --token, --log-level) may come before or after\n"
+      "the command."};
   app.require_subcommand(1);
+  // Global options may follow the subcommand too (`codlctl submit e.yaml --controller H:P`):
+  // a subcommand passes the options it does not know up to codlctl itself.
+  app.fallthrough();
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
       AddValidate(app), AddRun(app),    AddSubmit(app), AddStatus(app), AddWatch(app),
       AddResults(app),  AddReport(app), AddAgents(app), AddCancel(app), AddCalibrate(app)};
 
+  if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   }
+  // Test hook (tests/repo/doc_commands_check.py): stop after parsing, so the command lines
+  // quoted in the docs can be checked without a controller.
+  if (getenv("CODLCTL_PARSE_ONLY") != nullptr) return kExitOk;
   spdlog::set_level(spdlog::level::from_str(g.log_level));
   if (g.token.empty() && getenv("CODL_TOKEN")) g.token = getenv("CODL_TOKEN");
   codl::rpc::SetBearerToken(g.token);

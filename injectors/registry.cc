@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "lib/common/suggest.h"
+
 namespace codl::injectors {
 
 // The registry: one line per injector, in --list order. X(name, factory): the factory
@@ -89,7 +91,8 @@ const Descriptor* FindDescriptor(const std::string& name) {
 
 std::string ValidateInjectorName(const std::string& name) {
   if (FindDescriptor(name) != nullptr) return "";
-  return "unknown injector '" + name + "' (known: " + KnownList() + ")";
+  return "unknown injector '" + name + "'" + DidYouMean(name, InjectorNames()) +
+         " (known: " + KnownList() + ")";
 }
 
 std::string ValidateOption(const std::string& injector, const std::string& key,

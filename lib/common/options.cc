@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "lib/common/suggest.h"
 #include "lib/common/units.h"
 
 namespace codl {
@@ -249,8 +250,12 @@ Result<OptionValues> ParseOptionTable(const std::string& owner,
     for (const auto& spec : table) known = known || spec.name == key;
     if (!known) {
       std::string list;
-      for (const auto& spec : table) list += (list.empty() ? "" : ", ") + spec.name;
-      return Err("unknown option '" + key + "' for " + owner +
+      std::vector<std::string> names;
+      for (const auto& spec : table) {
+        list += (list.empty() ? "" : ", ") + spec.name;
+        names.push_back(spec.name);
+      }
+      return Err("unknown option '" + key + "' for " + owner + DidYouMean(key, names) +
                  " (known: " + (list.empty() ? "none" : list) + ")");
     }
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "lib/common/suggest.h"
+
 namespace codl::yaml {
 namespace {
 
@@ -78,9 +80,10 @@ MapReader::MapReader(const YAML::Node& map, std::string path,
     if (!known) {
       std::string list;
       for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      std::string hint = DidYouMean(name, std::vector<std::string>(allowed.begin(), allowed.end()));
       Fail(key, path_,
-           std::string(path_.empty() ? "unknown top-level key '" : "unknown key '") + name +
-               "' (expected one of: " + list + ")");
+           std::string(path_.empty() ? "unknown top-level key '" : "unknown key '") + name + "'" +
+               hint + " (expected one of: " + list + ")");
     }
     if (entries_.count(name)) Fail(key, path_, "duplicate key '" + name + "'");
     entries_.emplace(name, std::make_pair(key, kv.second));

@@ -20,11 +20,18 @@ TEST(ExitCodeFor, BadInputIsTwo) {
 }
 
 TEST(ExitCodeFor, RuntimeFailuresAreOne) {
-  EXPECT_EQ(ExitCodeFor(OverTheWire(Unavailable("cannot reach"))), kExitFailed);
   EXPECT_EQ(ExitCodeFor(OverTheWire(Internal("bug"))), kExitFailed);
   EXPECT_EQ(ExitCodeFor(OverTheWire(FailedPrecondition("no live agent"))), kExitFailed);
   EXPECT_EQ(ExitCodeFor(OverTheWire(DeadlineExceeded("slow"))), kExitFailed);
   EXPECT_EQ(ExitCodeFor(OverTheWire(Err("unclassified"))), kExitFailed);
+}
+
+TEST(ExitCodeFor, UnreachableIsThree) {
+  // Distinct from a failed experiment: a script may retry, a failed experiment it must not.
+  EXPECT_EQ(ExitCodeFor(OverTheWire(Unavailable("failed to connect to all addresses"))),
+            kExitUnreachable);
+  EXPECT_NE(kExitUnreachable, kExitFailed);
+  EXPECT_NE(kExitUnreachable, kExitBadInput);
 }
 
 TEST(ExitCodeFor, TheTextDoesNotMatter) {

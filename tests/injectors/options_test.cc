@@ -84,6 +84,9 @@ TEST(OptionsTest, GoodValuesPass) {
 TEST(OptionsTest, UnknownInjectorNamesTheKnownOnes) {
   const std::string msg = ValidateInjectorName("nope");
   EXPECT_THAT(msg, StartsWith("unknown injector 'nope' (known: noop, memcpy, io_uring"));
+  EXPECT_THAT(ValidateInjectorName("memcopy"),
+              StartsWith("unknown injector 'memcopy' (did you mean 'memcpy'?) (known: noop, "));
+  EXPECT_THAT(ValidateInjectorName("zzzzzzzz"), StartsWith("unknown injector 'zzzzzzzz' (known:"));
   EXPECT_EQ(ValidateOption("nope", "a", "b"), msg);
   EXPECT_EQ(ValidateInjectorName("io_uring"), "");
 }

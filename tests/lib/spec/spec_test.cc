@@ -20,7 +20,8 @@ const BadCase kBad[] = {
      "e.yaml:3:1: unknown top-level key 'colour' (expected one of: name, nodes, victim, "
      "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease)"},
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
-     "e.yaml:4:3: victim: unknown key 'comand' (expected one of: command, env, workdir, "
+     "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
+     "command, env, workdir, "
      "progress, warmup_steps, timeout, nodes)"},
     {"wrong type", "name: x\nvictim: {command: [a]}\nrepetitions: [1]\n",
      "e.yaml:3:14: repetitions: expected an integer, got a list"},
@@ -75,7 +76,8 @@ const BadCase kBad[] = {
      "e.yaml:4:5: antagonists[0]: needs a non-empty 'levels' or 'rates' list"},
     {"unknown antagonist key",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, level: [1]}\n",
-     "e.yaml:4:33: antagonists[0]: unknown key 'level' (expected one of: name, injector, options, "
+     "e.yaml:4:33: antagonists[0]: unknown key 'level' (did you mean 'levels'?) (expected one of: "
+     "name, injector, options, "
      "levels, rates, nodes)"},
     {"bad rate",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, rates: "
@@ -113,7 +115,8 @@ const BadCase kBad[] = {
      "e.yaml:1:8: nodes: 'gpus': expected 'all', a list of hostnames, {labels: {k: v}}, "
      "{hosts: [..]} or {count: N}"},
     {"bad node selector key", "nodes: {label: {role: gpu}}\nname: x\nvictim: {command: [a]}\n",
-     "e.yaml:1:9: nodes: unknown key 'label' (expected one of: labels, hosts, count)"},
+     "e.yaml:1:9: nodes: unknown key 'label' (did you mean 'labels'?) (expected one of: labels, "
+     "hosts, count)"},
     {"node selector count 0", "name: x\nvictim: {command: [a], nodes: {count: 0}}\n",
      "e.yaml:2:39: victim.nodes.count: 0 is out of range [1, 100000]"},
     {"node selector two kinds", "name: x\nnodes: {count: 1, hosts: [a]}\nvictim: {command: [a]}\n",

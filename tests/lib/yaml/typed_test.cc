@@ -1,5 +1,6 @@
 // The one typed reader: each value kind, the quoted-scalar rule, and FILE:LINE:COL errors.
 #include "lib/yaml/typed.h"
+#include "lib/yaml/yaml_reader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -133,6 +134,30 @@ TEST(ReadDocument, SyntaxErrorsAndExtraDocumentsHaveAPosition) {
                 saw_null = root.IsNull();
               }).ok());
   EXPECT_TRUE(saw_null);
+}
+
+}  // namespace
+}  // namespace codl::yaml
+
+namespace codl::yaml {
+namespace {
+
+TEST(MapReaderKeys, ATypoGetsASuggestionAndTheList) {
+  Status s = ReadDocument("name: x\nrepetitons: 3\n", "e.yaml", [](const YAML::Node& root) {
+    MapReader m(root, "", {"name", "repetitions", "seed"});
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error(),
+            "e.yaml:2:1: unknown top-level key 'repetitons' (did you mean 'repetitions'?) "
+            "(expected one of: name, repetitions, seed)");
+}
+
+TEST(MapReaderKeys, AnUnrelatedKeyGetsOnlyTheList) {
+  Status s = ReadDocument("zzz: 1\n", "e.yaml", [](const YAML::Node& root) {
+    MapReader m(root, "", {"name", "seed"});
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error(), "e.yaml:1:1: unknown top-level key 'zzz' (expected one of: name, seed)");
 }
 
 }  // namespace

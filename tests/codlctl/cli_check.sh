@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# codlctl's command line as a user meets it: global options after the subcommand, "did you
+# mean" for a mistyped command, the distinct exit status for an unreachable controller.
+# Usage: cli_check.sh CODLCTL EXPERIMENT_YAML
+set -u
+codlctl=$1
+exp=$2
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect NAME WANT_RC WANT_STDERR_SUBSTRING -- ARGS...
+expect() {
+  local name=$1 want_rc=$2 want_err=$3
+  shift 4
+  "$codlctl" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -ne $want_rc ]]; then
+    echo "FAIL $name: exit $rc, want $want_rc; stderr: $(head -c 400 "$tmp/err")"
+    fails=$((fails + 1))
+  elif [[ -n $want_err ]] && ! grep -qF -- "$want_err" "$tmp/err"; then
+    echo "FAIL $name: stderr lacks '$want_err': $(head -c 400 "$tmp/err")"
+    fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+# Port 1 on loopback: nothing listens there, so a connection is refused at once.
+dead=127.0.0.1:1
+expect global-after-subcommand 3 "cannot reach the controller at $dead" -- status latest --controller "$dead"
+expect global-before-subcommand 3 "cannot reach the controller at $dead" -- --controller "$dead" status latest
+expect global-equals-form 3 "cannot reach the controller" -- results latest --controller="$dead"
+expect log-level-after 0 "" -- validate "$exp" --log-level info
+expect typo-suggests 2 "unknown command 'reslts' (did you mean 'results'?)" -- reslts latest
+expect typo-after-global 2 "did you mean 'status'" -- --controller "$dead" statsu
+expect unrelated-word 2 "unknown command 'frobnicate'; see codlctl --help" -- frobnicate
+expect help-lists-exit-3 0 "" -- --help
+grep -qF "3 controller or agent unreachable" "$tmp/out" || {
+  echo "FAIL help-lists-exit-3: --help does not document exit status 3"
+  fails=$((fails + 1))
+}
+
+echo "$((8 - fails)) passed, $fails failed"
+[[ $fails -eq 0 ]]
