@@ -88,11 +88,16 @@ struct PacedStreamSpec {
   uint64_t ops = 0;    // secondary count per operation (RunPaced's ops_name extra)
   DutyCycle duty{1, 0.1};
   // When set, an operation's ops are ops_from_busy(its GPU time) instead of `ops`.
+  // Fails the run when the duty period is too short for the operations (CheckDutyWindow).
   std::function<uint64_t(double busy_s)> ops_from_busy;
 };
 
+// Polls until `stream` has no work left, or `stop` fires (then returns Ok with work pending).
+Status WaitForStream(cudaStream_t stream, const StopToken& stop);
+
 // Keeps spec.depth operations (more when they are short) in flight on `stream`; issues the
-// next one (issue(stream)) when the duty window is open and the pacer grants spec.units;
+// next one (issue(stream)) when it fits in the duty window (duty_window.h: windows on Unix
+// time, only operations expected to end inside one) and the pacer grants spec.units;
 // credits each when it completes.
 // Returns when ctx.stop fires (work still in flight is left to finish; the next call and the
 // injector's destructor synchronize the stream).
