@@ -63,23 +63,19 @@ Status InFlightWindow::End(cudaStream_t stream, uint64_t units, uint64_t ops) {
   return Status::Ok();
 }
 
-Result<int> InFlightWindow::Harvest(WorkerContext* ctx,
-                                    const std::function<uint64_t(double)>& ops_from_busy,
-                                    double* busy_s) {
+Result<int> InFlightWindow::Harvest(WorkerContext* ctx, double* busy_s) {
   int done = 0;
   while (count_ > 0) {
     Slot& s = slots_[static_cast<size_t>(head_)];
     const cudaError_t q = cudaEventQuery(s.end);
     if (q == cudaErrorNotReady) break;
     if (q != cudaSuccess) return Err(CudaErrorText("cudaEventQuery", q));
-    uint64_t ops = s.ops;
-    if (timing_) {
+    if (timing_ && busy_s != nullptr) {
       float ms = 0;
       CODL_CUDA_RETURN(cudaEventElapsedTime(&ms, s.start, s.end));
-      if (ops_from_busy) ops = ops_from_busy(ms * 1e-3);
-      if (busy_s != nullptr) *busy_s += ms * 1e-3;
+      *busy_s += ms * 1e-3;
     }
-    if (ctx != nullptr) ctx->Done(s.units, ops);
+    if (ctx != nullptr) ctx->Done(s.units, s.ops);
     head_ = (head_ + 1) % static_cast<int>(slots_.size());
     --count_;
     ++done;
@@ -118,7 +114,7 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
   double op_s = 0;  // moving average of one operation's GPU time
   while (!ctx.stop.stop_requested()) {
     double busy = 0;
-    auto harvested = window.Harvest(&ctx, spec.ops_from_busy, &busy);
+    auto harvested = window.Harvest(&ctx, &busy);
     if (!harvested.ok()) return Err(harvested.error());
     if (window.empty()) duty.Idle();
     if (*harvested > 0 && busy > 0) {
@@ -132,6 +128,7 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
     double wait = kPollS;
     if (window.size() < depth) {
       double w = duty.WaitFor(op_s);
+      if (w == 0 && spec.ready && !spec.ready()) w = kPollS;
       if (w == 0) w = ctx.pacer.TryAcquire(pace_units);
       if (w == 0) {
         if (Status s = window.Begin(stream); !s.ok()) return s;
@@ -146,7 +143,7 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
     }
     PollSleep(wait, ctx.stop);
   }
-  auto last = window.Harvest(&ctx, spec.ops_from_busy);
+  auto last = window.Harvest(&ctx);
   return last.ok() ? Status::Ok() : Status(Err(last.error()));
 }
 

@@ -413,7 +413,7 @@ class NcclInjector final : public Injector {
   // Credits completed collectives and retunes the queue depth from their GPU time.
   Status HarvestDone(WorkerContext& ctx, LoopState* st) {
     double busy = 0;
-    auto h = st->window.Harvest(&ctx, nullptr, &busy);
+    auto h = st->window.Harvest(&ctx, &busy);
     if (!h.ok()) return Err(h.error());
     if (*h > 0 && busy > 0) {
       st->op_s = st->op_s == 0 ? busy / *h : 0.8 * st->op_s + 0.2 * busy / *h;
