@@ -93,7 +93,10 @@ class CudaMemcpyInjector final : public Injector {
     gpu::MarkCudaUsedHere();
     int count = 0;
     CODL_CUDA_RETURN(cudaGetDeviceCount(&count));
-    for (const auto& [name, index] : {std::pair{"device", device_}, std::pair{"peer_device", peer_}}) {
+    for (const auto& [name, index] : {std::pair{"device", device_}, std::pair {
+                                        "peer_device",
+                                        peer_
+                                      }}) {
       if (index >= count) {
         return Err(std::string("option '") + name + "': " + std::to_string(index) + " but only " +
                    std::to_string(count) + " CUDA device(s) are visible");
@@ -224,8 +227,7 @@ class CudaMemcpyInjector final : public Injector {
     CODL_CUDA_RETURN(cudaDeviceCanAccessPeer(&can, device_, peer_));
     if (can == 0) {
       return Err("cuda_memcpy: device " + std::to_string(device_) + " cannot access device " +
-                 std::to_string(peer_) +
-                 " as a peer (no NVLink/P2P path; see nvidia-smi topo -m)");
+                 std::to_string(peer_) + " as a peer (no NVLink/P2P path; see nvidia-smi topo -m)");
     }
     const cudaError_t e = cudaDeviceEnablePeerAccess(peer_, 0);
     if (e == cudaErrorPeerAccessAlreadyEnabled) {

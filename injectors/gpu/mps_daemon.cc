@@ -163,7 +163,8 @@ MpsControl::~MpsControl() {
   if (!started_) return;
   // No way to return an error from here: say it where the operator reads (stderr, not the
   // JSON-lines stdout).
-  if (Status s = QuitIfUnused(); !s.ok()) std::fprintf(stderr, "mps_cotenant: %s\n", s.error().c_str());
+  if (Status s = QuitIfUnused(); !s.ok())
+    std::fprintf(stderr, "mps_cotenant: %s\n", s.error().c_str());
 }
 
 Result<std::string> MpsControl::Command(const std::string& command, double timeout_s) const {
@@ -200,8 +201,8 @@ bool MpsControl::HasClient(pid_t pid) const {
 
 Status MpsControl::QuitIfUnused() {
   if (!started_) return Status::Ok();
-  const std::string how = "; quit it with: echo quit | CUDA_MPS_PIPE_DIRECTORY=" +
-                          dirs_.pipe_dir + " nvidia-cuda-mps-control";
+  const std::string how = "; quit it with: echo quit | CUDA_MPS_PIPE_DIRECTORY=" + dirs_.pipe_dir +
+                          " nvidia-cuda-mps-control";
   auto clients = Clients();
   if (!clients.ok()) {
     started_ = false;
@@ -214,8 +215,8 @@ Status MpsControl::QuitIfUnused() {
   }
   if (!others.empty()) {
     started_ = false;
-    return Err("left the MPS control daemon in " + dirs_.pipe_dir +
-               " running: processes " + others + " (the victim?) still use it" + how);
+    return Err("left the MPS control daemon in " + dirs_.pipe_dir + " running: processes " +
+               others + " (the victim?) still use it" + how);
   }
   return Quit();
 }

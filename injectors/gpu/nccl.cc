@@ -218,10 +218,11 @@ class NcclInjector final : public Injector {
     }
     size_t free_after = 0;
     CODL_CUDA_RETURN(cudaMemGetInfo(&free_after, &total));
-    memory_note_ = "device " + std::to_string(device_) + " memory free: " +
-                   FormatSize(static_cast<double>(free_before)) + " before setup, " +
-                   FormatSize(static_cast<double>(free_buffers)) + " with the buffers, " +
-                   FormatSize(static_cast<double>(free_after)) + " after ncclCommInitRank (" +
+    memory_note_ = "device " + std::to_string(device_) +
+                   " memory free: " + FormatSize(static_cast<double>(free_before)) +
+                   " before setup, " + FormatSize(static_cast<double>(free_buffers)) +
+                   " with the buffers, " + FormatSize(static_cast<double>(free_after)) +
+                   " after ncclCommInitRank (" +
                    FormatSize(static_cast<double>(free_buffers) - static_cast<double>(free_after)) +
                    " for the communicator)";
     return Status::Ok();

@@ -43,7 +43,7 @@ TEST(DutyWindowTest, QueuesOnlyWhatEndsInsideTheWindow) {
     w.Issued(0.03);
     ++queued;
   }
-  EXPECT_EQ(queued, 4);  // 4 × 30 ms fit in 125 ms, a 5th would end at 150 ms
+  EXPECT_EQ(queued, 4);                      // 4 × 30 ms fit in 125 ms, a 5th would end at 150 ms
   EXPECT_NEAR(w.WaitFor(0.03), 0.25, 1e-9);  // the next window opens one period later
   clock.Advance(0.1);                        // the GPU works through the queue
   EXPECT_GT(w.WaitFor(0.01), 0);             // 20 ms still queued: 10 more do not fit
@@ -119,8 +119,8 @@ TEST(DutyWindowTest, SimulatedGpuBusyMatchesTheDuty) {
 
 TEST(DutyWindowTest, RejectsPeriodsTooShortForTheOperations) {
   EXPECT_EQ(CheckDutyWindow(DutyCycle(0.5, 0.1), 0.002), "");
-  EXPECT_EQ(CheckDutyWindow(DutyCycle(1, 0.001), 0.5), "");     // always on: no window
-  EXPECT_EQ(CheckDutyWindow(DutyCycle(0.5, 0.001), 0), "");     // not measured yet
+  EXPECT_EQ(CheckDutyWindow(DutyCycle(1, 0.001), 0.5), "");            // always on: no window
+  EXPECT_EQ(CheckDutyWindow(DutyCycle(0.5, 0.001), 0), "");            // not measured yet
   const std::string e = CheckDutyWindow(DutyCycle(0.5, 0.01), 0.004);  // 2.5 ops per period
   EXPECT_NE(e.find("option 'period': 10 ms with duty 0.5 is too short for operations of 4 ms"),
             std::string::npos)

@@ -60,7 +60,8 @@ TEST(GpuOptionsTest, CudaMemcpyMessages) {
 
 TEST(GpuOptionsTest, NcclCtaLimits) {
   EXPECT_EQ(Validate("nccl", {{"max_ctas", "4"}}), "");
-  EXPECT_EQ(Validate("nccl", {{"max_ctas", "65"}}), "option 'max_ctas': 65 is out of range [0, 64]");
+  EXPECT_EQ(Validate("nccl", {{"max_ctas", "65"}}),
+            "option 'max_ctas': 65 is out of range [0, 64]");
   EXPECT_EQ(Validate("nccl", {{"min_ctas", "8"}, {"max_ctas", "2"}}),
             "option 'min_ctas': 8 exceeds max_ctas (2)");
 }

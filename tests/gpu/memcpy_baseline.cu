@@ -23,8 +23,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s h2d|d2h|d2d SIZE_BYTES SECONDS [DEVICE] [DEPTH]\n",
-                 argv[0]);
+    std::fprintf(stderr, "usage: %s h2d|d2h|d2d SIZE_BYTES SECONDS [DEVICE] [DEPTH]\n", argv[0]);
     return 2;
   }
   const char* dir = argv[1];
@@ -77,8 +76,8 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamSynchronize(stream));  // count only finished copies, over the time they took
   elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   const unsigned long long copies = issued;
-  std::printf("{\"direction\":\"%s\",\"size\":%zu,\"depth\":%d,\"bytes_per_s\":%.6e}\n", dir,
-              size, depth, static_cast<double>(copies) * static_cast<double>(size) / elapsed);
+  std::printf("{\"direction\":\"%s\",\"size\":%zu,\"depth\":%d,\"bytes_per_s\":%.6e}\n", dir, size,
+              depth, static_cast<double>(copies) * static_cast<double>(size) / elapsed);
   for (int i = 0; i < depth; ++i) cudaEventDestroy(ring[i]);
   delete[] ring;
   cudaFreeHost(host);

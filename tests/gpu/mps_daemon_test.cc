@@ -307,11 +307,11 @@ TEST_F(FakeMpsTest, LogTailQuotesServerLogFirst) {
 }
 
 TEST(MpsStartTest, DaemonArgvScrubsTheClientEnvironment) {
-  EXPECT_EQ(MpsDaemonStartArgv("/usr/bin/nvidia-cuda-mps-control", "/usr/bin/env"),
-            (std::vector<std::string>{"/usr/bin/env", "-u", "CUDA_VISIBLE_DEVICES", "-u",
-                                      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "-u",
-                                      "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-                                      "/usr/bin/nvidia-cuda-mps-control", "-d"}));
+  EXPECT_EQ(
+      MpsDaemonStartArgv("/usr/bin/nvidia-cuda-mps-control", "/usr/bin/env"),
+      (std::vector<std::string>{
+          "/usr/bin/env", "-u", "CUDA_VISIBLE_DEVICES", "-u", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+          "-u", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "/usr/bin/nvidia-cuda-mps-control", "-d"}));
 }
 
 TEST(MpsStartTest, LockExcludesASecondHolderUntilReleased) {
@@ -320,8 +320,7 @@ TEST(MpsStartTest, LockExcludesASecondHolderUntilReleased) {
   ASSERT_TRUE(first.ok()) << first.error();
   auto second = MpsStartLock::Take(dir.path(), 0.1, StopToken());
   ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.error().find("(starting the MPS daemon)"), std::string::npos)
-      << second.error();
+  EXPECT_NE(second.error().find("(starting the MPS daemon)"), std::string::npos) << second.error();
   { MpsStartLock released = std::move(*first); }
   auto third = MpsStartLock::Take(dir.path(), 0.1, StopToken());
   EXPECT_TRUE(third.ok()) << third.error();
