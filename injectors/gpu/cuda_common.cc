@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "injectors/gpu/duty_window.h"
+#include "lib/common/clock.h"
+
 namespace codl::injectors::gpu {
 
 std::string CudaErrorText(const std::string& what, cudaError_t error) {
@@ -60,23 +63,19 @@ Status InFlightWindow::End(cudaStream_t stream, uint64_t units, uint64_t ops) {
   return Status::Ok();
 }
 
-Result<int> InFlightWindow::Harvest(WorkerContext* ctx,
-                                    const std::function<uint64_t(double)>& ops_from_busy,
-                                    double* busy_s) {
+Result<int> InFlightWindow::Harvest(WorkerContext* ctx, double* busy_s) {
   int done = 0;
   while (count_ > 0) {
     Slot& s = slots_[static_cast<size_t>(head_)];
     const cudaError_t q = cudaEventQuery(s.end);
     if (q == cudaErrorNotReady) break;
     if (q != cudaSuccess) return Err(CudaErrorText("cudaEventQuery", q));
-    uint64_t ops = s.ops;
-    if (timing_) {
+    if (timing_ && busy_s != nullptr) {
       float ms = 0;
       CODL_CUDA_RETURN(cudaEventElapsedTime(&ms, s.start, s.end));
-      if (ops_from_busy) ops = ops_from_busy(ms * 1e-3);
-      if (busy_s != nullptr) *busy_s += ms * 1e-3;
+      *busy_s += ms * 1e-3;
     }
-    if (ctx != nullptr) ctx->Done(s.units, ops);
+    if (ctx != nullptr) ctx->Done(s.units, s.ops);
     head_ = (head_ + 1) % static_cast<int>(slots_.size());
     --count_;
     ++done;
@@ -84,16 +83,29 @@ Result<int> InFlightWindow::Harvest(WorkerContext* ctx,
   return done;
 }
 
+Status WaitForStream(cudaStream_t stream, const StopToken& stop) {
+  while (!stop.stop_requested()) {
+    const cudaError_t q = cudaStreamQuery(stream);
+    if (q == cudaSuccess) return Status::Ok();
+    if (q != cudaErrorNotReady) return Err(CudaErrorText("cudaStreamQuery", q));
+    PollSleep(1e-3, stop);
+  }
+  return Status::Ok();
+}
+
 Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStreamSpec& spec,
                       const std::function<Status(cudaStream_t)>& issue) {
-  CODL_CUDA_RETURN(cudaSetDevice(spec.device));     // the current device is per thread
-  CODL_CUDA_RETURN(cudaStreamSynchronize(stream));  // leftovers of a previous phase: not ours
+  CODL_CUDA_RETURN(cudaSetDevice(spec.device));  // the current device is per thread
+  // Leftovers of a previous phase are not ours to count; wait for them without going deaf to
+  // the stop (a blocking cudaStreamSynchronize behind a long kernel would be).
+  if (Status s = WaitForStream(stream, ctx.stop); !s.ok()) return s;
+  if (ctx.stop.stop_requested()) return Status::Ok();
   InFlightWindow window;
   const int max_depth = std::max(spec.depth, kMaxAutoDepth);
   if (Status s = window.Init(max_depth, /*timing=*/true); !s.ok()) return s;
   // With a duty cycle the pacer's budget is spent only inside the on-windows (gpu_host.h).
   const double pace_units = static_cast<double>(spec.units) * spec.duty.pacing_scale();
-  const double t0 = MonotonicSeconds();
+  DutyWindow duty(spec.duty, *::codl::SystemClock::Get());
   // Operations shorter than a poll (a 64 MiB D2D copy takes ~30 us on HBM3) would leave the
   // GPU idle between polls with only spec.depth queued, so the depth grows until about
   // kQueuedWorkS of work is queued, from each operation's GPU time (its start/end events).
@@ -102,24 +114,27 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
   double op_s = 0;  // moving average of one operation's GPU time
   while (!ctx.stop.stop_requested()) {
     double busy = 0;
-    auto harvested = window.Harvest(&ctx, spec.ops_from_busy, &busy);
+    auto harvested = window.Harvest(&ctx, &busy);
     if (!harvested.ok()) return Err(harvested.error());
-    const double now = MonotonicSeconds();
+    if (window.empty()) duty.Idle();
     if (*harvested > 0 && busy > 0) {
       const double sample = busy / *harvested;
       op_s = op_s == 0 ? sample : 0.8 * op_s + 0.2 * sample;
       const double want = std::ceil(kQueuedWorkS / op_s) + 1;
       depth = static_cast<int>(
           std::clamp(want, static_cast<double>(spec.depth), static_cast<double>(max_depth)));
+      if (std::string w = CheckDutyWindow(spec.duty, op_s); !w.empty()) return Err(w);
     }
     double wait = kPollS;
     if (window.size() < depth) {
-      double w = spec.duty.WaitAt(now - t0);
+      double w = duty.WaitFor(op_s);
+      if (w == 0 && spec.ready && !spec.ready()) w = kPollS;
       if (w == 0) w = ctx.pacer.TryAcquire(pace_units);
       if (w == 0) {
         if (Status s = window.Begin(stream); !s.ok()) return s;
         if (Status s = issue(stream); !s.ok()) return s;
         if (Status s = window.End(stream, spec.units, spec.ops); !s.ok()) return s;
+        duty.Issued(op_s);
         continue;
       }
       // Idle: sleep toward the next grant, but wake to count completions and to pick up a
@@ -128,7 +143,7 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
     }
     PollSleep(wait, ctx.stop);
   }
-  auto last = window.Harvest(&ctx, spec.ops_from_busy);
+  auto last = window.Harvest(&ctx);
   return last.ok() ? Status::Ok() : Status(Err(last.error()));
 }
 

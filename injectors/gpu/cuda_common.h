@@ -61,12 +61,9 @@ class InFlightWindow {
   // After it: `units`/`ops` are credited when the operation completes.
   Status End(cudaStream_t stream, uint64_t units, uint64_t ops);
 
-  // Credits every completed operation, oldest first, to ctx (if given). With timing,
-  // `ops_from_busy(seconds)` replaces the slot's ops (mps_cotenant counts SM%·µs that way) and
-  // the operations' GPU time is added to *busy_s. Returns how many completed.
-  Result<int> Harvest(WorkerContext* ctx,
-                      const std::function<uint64_t(double busy_s)>& ops_from_busy = nullptr,
-                      double* busy_s = nullptr);
+  // Credits every completed operation, oldest first, to ctx (if given). With timing, the
+  // operations' GPU time is added to *busy_s. Returns how many completed.
+  Result<int> Harvest(WorkerContext* ctx, double* busy_s = nullptr);
 
  private:
   struct Slot {
@@ -87,13 +84,19 @@ struct PacedStreamSpec {
   uint64_t units = 0;  // counted per completed operation (the injector's unit)
   uint64_t ops = 0;    // secondary count per operation (RunPaced's ops_name extra)
   DutyCycle duty{1, 0.1};
-  // When set, an operation's ops are ops_from_busy(its GPU time) instead of `ops`.
-  std::function<uint64_t(double busy_s)> ops_from_busy;
+  // When set, the next operation is issued only while ready() is true (cuda_memcpy's bidir
+  // split, copy_split.h); checked before the pacer, so no credit is taken for a held copy.
+  std::function<bool()> ready;
 };
 
+// Polls until `stream` has no work left, or `stop` fires (then returns Ok with work pending).
+Status WaitForStream(cudaStream_t stream, const StopToken& stop);
+
 // Keeps spec.depth operations (more when they are short) in flight on `stream`; issues the
-// next one (issue(stream)) when the duty window is open and the pacer grants spec.units;
-// credits each when it completes.
+// next one (issue(stream)) when it fits in the duty window (duty_window.h: windows on Unix
+// time, only operations expected to end inside one) and the pacer grants spec.units;
+// credits each when it completes. Fails the run when the duty period is too short for the
+// operations (CheckDutyWindow).
 // Returns when ctx.stop fires (work still in flight is left to finish; the next call and the
 // injector's destructor synchronize the stream).
 Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStreamSpec& spec,

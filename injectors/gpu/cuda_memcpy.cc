@@ -7,11 +7,17 @@
 // event polling, as 64 MiB D2D copies are), which is what lets --max match a bare
 // cudaMemcpyAsync loop (tests/gpu/memcpy_baseline.cu). Host buffers are pinned (cudaHostAlloc):
 // pageable memory would measure the CPU staging copy, not the bus.
+//
+// bidir: the H2D share of the bytes is held at h2d_share (copy_split.h); otherwise the faster
+// direction took what it could. d2d with peer_device: the destination lives on another GPU and
+// the copies go over NVLink (or PCIe) through peer access, which loads the interconnect without
+// NCCL (and without NCCL's kernels on the SMs).
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "injectors/gpu/copy_split.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
@@ -47,6 +53,11 @@ class CudaMemcpyInjector final : public Injector {
                       "copies are shorter than ~0.5 ms, e.g. d2d)"),
             IntOption("device", "0", 0, 1023,
                       "CUDA device index (as CUDA_VISIBLE_DEVICES shows it)"),
+            DoubleOption("h2d_share", "0.5", 0.05, 0.95,
+                         "bidir: fraction of the copied bytes that go host-to-device"),
+            IntOption("peer_device", "-1", -1, 1023,
+                      "d2d: copy into this other GPU's memory (peer access over NVLink or PCIe); "
+                      "-1 = within `device` (HBM)"),
         },
         Capabilities{.needs_gpu = true},
         {{"size", "4MiB"}},
@@ -56,6 +67,20 @@ class CudaMemcpyInjector final : public Injector {
 
   std::string Unsupported(const HostInfo&) const override { return gpu::CudaUnavailableReason(); }
 
+  std::string CheckOptions(const OptionValues& o) const override {
+    const int64_t peer = o.Int("peer_device");
+    if (peer < 0) return "";
+    if (o.String("direction") != "d2d") {
+      return "option 'peer_device' applies to direction=d2d only (got direction=" +
+             o.String("direction") + ")";
+    }
+    if (peer == o.Int("device")) {
+      return "option 'peer_device': " + std::to_string(peer) +
+             " is `device` itself; use -1 for copies within one GPU";
+    }
+    return "";
+  }
+
   Status Setup(const OptionValues& options, const HostInfo&, const StopToken& stop) override {
 #ifdef CODL_HAVE_CUDA
     direction_ = options.String("direction");
@@ -63,14 +88,24 @@ class CudaMemcpyInjector final : public Injector {
     depth_ = static_cast<int>(options.Int("depth"));
     device_ = static_cast<int>(options.Int("device"));
     const int streams = static_cast<int>(options.Int("streams"));
+    h2d_share_ = options.Double("h2d_share");
+    peer_ = static_cast<int>(options.Int("peer_device"));
     gpu::MarkCudaUsedHere();
     int count = 0;
     CODL_CUDA_RETURN(cudaGetDeviceCount(&count));
-    if (device_ >= count) {
-      return Err("option 'device': " + std::to_string(device_) + " but only " +
-                 std::to_string(count) + " CUDA device(s) are visible");
+    for (const auto& [name, index] : {std::pair{"device", device_}, std::pair {
+                                        "peer_device",
+                                        peer_
+                                      }}) {
+      if (index >= count) {
+        return Err(std::string("option '") + name + "': " + std::to_string(index) + " but only " +
+                   std::to_string(count) + " CUDA device(s) are visible");
+      }
     }
     CODL_CUDA_RETURN(cudaSetDevice(device_));
+    if (peer_ >= 0) {
+      if (Status s = EnablePeer(); !s.ok()) return s;
+    }
     cudaDeviceProp prop{};
     CODL_CUDA_RETURN(cudaGetDeviceProperties(&prop, device_));
     device_name_ = prop.name;
@@ -82,7 +117,7 @@ class CudaMemcpyInjector final : public Injector {
       kinds = {direction_};
     }
     int device_buffers = 0;
-    for (const auto& k : kinds) device_buffers += (k == "d2d" ? 2 : 1) * streams;
+    for (const auto& k : kinds) device_buffers += (k == "d2d" && peer_ < 0 ? 2 : 1) * streams;
     size_t free_bytes = 0, total_bytes = 0;
     CODL_CUDA_RETURN(cudaMemGetInfo(&free_bytes, &total_bytes));
     const double need = static_cast<double>(device_buffers) * static_cast<double>(size_);
@@ -105,7 +140,11 @@ class CudaMemcpyInjector final : public Injector {
         lane.dst_host = kind == "d2h";
         CODL_CUDA_RETURN(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
         if (Status s = Allocate(&lane.src, lane.src_host); !s.ok()) return s;
-        if (Status s = Allocate(&lane.dst, lane.dst_host); !s.ok()) return s;
+        if (peer_ >= 0) {
+          if (Status s = AllocateOnPeer(&lane.dst); !s.ok()) return s;
+        } else if (Status s = Allocate(&lane.dst, lane.dst_host); !s.ok()) {
+          return s;
+        }
       }
     }
     CODL_CUDA_RETURN(cudaDeviceSynchronize());
@@ -121,19 +160,31 @@ class CudaMemcpyInjector final : public Injector {
     PacedRunSpec spec;
     spec.workers = static_cast<int>(lanes_.size());
     if (direction_ == "bidir") spec.ops_name = "h2d";  // the H2D half, in bytes/s
-    auto worker = [this](WorkerContext& ctx) -> Status {
+    gpu::CopySplit split(h2d_share_);
+    const bool bidir = direction_ == "bidir";
+    auto worker = [this, &split, bidir](WorkerContext& ctx) -> Status {
       const Lane& lane = lanes_[static_cast<size_t>(ctx.index)];
       gpu::PacedStreamSpec ps;
       ps.device = device_;
       ps.depth = depth_;
       ps.units = size_;
       ps.ops = lane.h2d ? size_ : 0;
+      if (bidir) ps.ready = [&split, &lane] { return split.MayIssue(lane.h2d); };
       return gpu::RunPacedStream(ctx, lane.stream, ps, [&](cudaStream_t s) -> Status {
-        CODL_CUDA_RETURN(cudaMemcpyAsync(lane.dst, lane.src, size_, lane.kind, s));
+        if (peer_ >= 0) {
+          CODL_CUDA_RETURN(cudaMemcpyPeerAsync(lane.dst, peer_, lane.src, device_, size_, s));
+        } else {
+          CODL_CUDA_RETURN(cudaMemcpyAsync(lane.dst, lane.src, size_, lane.kind, s));
+        }
+        if (bidir) split.Issued(lane.h2d, size_);
         return Status::Ok();
       });
     };
     auto summary = RunPaced(spec, target, stop, reporter, worker);
+    if (summary.ok() && peer_ >= 0) {
+      summary->notes.push_back("d2d from device " + std::to_string(device_) + " into device " +
+                               std::to_string(peer_) + " through peer access");
+    }
     if (summary.ok() && direction_ != "d2d") {
       summary->notes.push_back(
           "device " + std::to_string(device_) + " (" + device_name_ +
@@ -170,6 +221,40 @@ class CudaMemcpyInjector final : public Injector {
     return Status::Ok();
   }
 
+  // Peer copies need access enabled from `device` to the peer (it stays on for the context).
+  Status EnablePeer() {
+    int can = 0;
+    CODL_CUDA_RETURN(cudaDeviceCanAccessPeer(&can, device_, peer_));
+    if (can == 0) {
+      return Err("cuda_memcpy: device " + std::to_string(device_) + " cannot access device " +
+                 std::to_string(peer_) + " as a peer (no NVLink/P2P path; see nvidia-smi topo -m)");
+    }
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer_, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();  // clear the sticky-until-read error
+    } else {
+      CODL_CUDA_RETURN(e);
+    }
+    return Status::Ok();
+  }
+
+  Status AllocateOnPeer(void** p) {
+    CODL_CUDA_RETURN(cudaSetDevice(peer_));
+    size_t free_bytes = 0, total = 0;
+    Status s = Status::Ok();
+    if (cudaError_t e = cudaMemGetInfo(&free_bytes, &total); e != cudaSuccess) {
+      s = Err(gpu::CudaErrorText("cudaMemGetInfo", e));
+    } else if (static_cast<double>(size_) > 0.9 * static_cast<double>(free_bytes)) {
+      s = Err("cuda_memcpy: " + FormatSize(static_cast<double>(size_)) + " do not fit on device " +
+              std::to_string(peer_) + " (" + FormatSize(static_cast<double>(free_bytes)) +
+              " free)");
+    } else {
+      s = Allocate(p, /*host=*/false);
+    }
+    CODL_CUDA_RETURN(cudaSetDevice(device_));
+    return s;
+  }
+
   void Release() {
     if (lanes_.empty()) return;
     cudaSetDevice(device_);
@@ -187,6 +272,8 @@ class CudaMemcpyInjector final : public Injector {
   uint64_t size_ = 0;
   int depth_ = 2;
   int device_ = 0;
+  int peer_ = -1;  // d2d destination device, -1: none
+  double h2d_share_ = 0.5;
 #else
   void Release() {}
 #endif

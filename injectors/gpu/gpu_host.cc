@@ -1,7 +1,9 @@
 #include "injectors/gpu/gpu_host.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "lib/common/json_line.h"
 
@@ -165,6 +167,31 @@ double DutyCycle::WaitAt(double t) const {
   const double phase = std::fmod(t, period_s_);
   const double on = duty_ * period_s_;
   return phase < on ? 0 : period_s_ - phase;
+}
+
+double DutyCycle::WindowEndAt(double t) const {
+  if (duty_ >= 1) return std::numeric_limits<double>::infinity();
+  if (t < 0) return t;
+  const double phase = std::fmod(t, period_s_);
+  const double on = duty_ * period_s_;
+  return phase < on ? t - phase + on : t;
+}
+
+std::string CheckDutyWindow(const DutyCycle& duty, double op_s) {
+  if (duty.always_on() || op_s <= 0) return "";
+  const double on = duty.duty() * duty.period();
+  constexpr double kMinOpsPerPeriod = 5;
+  if (duty.period() < kMinOpsPerPeriod * op_s || on < op_s) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "option 'period': %.3g ms with duty %.3g is too short for operations of "
+                  "%.3g ms (need period >= 5 operations and an on-window of at least one: "
+                  "period >= %.3g ms); raise period or make each operation smaller",
+                  duty.period() * 1e3, duty.duty(), op_s * 1e3,
+                  std::max(kMinOpsPerPeriod * op_s, op_s / duty.duty()) * 1e3);
+    return text;
+  }
+  return "";
 }
 
 std::string NoDeviceReason(int code, std::string_view text) {

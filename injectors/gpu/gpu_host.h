@@ -66,15 +66,22 @@ std::string MpsLine(std::string_view pipe_dir, std::string_view log_dir, bool st
 
 // ---- duty cycle ---------------------------------------------------------------------------
 
-// Work may be issued during the first duty × period of every period, counted from the phase
-// start; the rest of each period is idle. An operation issued inside the window may run past
-// it (kernels and collectives are not preempted). duty ≥ 1 means always on.
+// Work may be issued during the first duty × period of every period. `t` is read on a clock
+// every rank shares (DutyWindow uses Unix time), so the on-windows of ranks on different nodes
+// line up: a rank in its off time holds no NCCL kernel spinning for a peer that is in its on
+// time. duty ≥ 1 means always on. Operations are not preempted, so DutyWindow issues only those
+// that end inside the window.
 class DutyCycle {
  public:
   DutyCycle(double duty, double period_s);
-  // Seconds from `t` (since the phase start) until the next on-window opens; 0 inside one.
+  // Seconds from `t` until the next on-window opens; 0 inside one.
   double WaitAt(double t) const;
+  // When the on-window that contains `t` closes (t itself when the window is closed; +inf with
+  // duty ≥ 1).
+  double WindowEndAt(double t) const;
   double duty() const { return duty_; }
+  double period() const { return period_s_; }
+  bool always_on() const { return duty_ >= 1; }
   // Pacer units per unit of work: the pacer's (time-averaged) budget is spent only while the
   // window is open, so each unit costs `duty` of a unit and the mean still equals the target.
   double pacing_scale() const { return duty_ >= 1 ? 1.0 : duty_; }
@@ -83,6 +90,11 @@ class DutyCycle {
   double duty_;
   double period_s_;
 };
+
+// Operations this long cannot be gated finely enough: "" when the duty cycle can be kept with
+// operations of `op_s` GPU seconds, else why not (the period must be at least 5 operations and
+// the on-window at least one; otherwise the achieved duty is off by more than ~20%).
+std::string CheckDutyWindow(const DutyCycle& duty, double op_s);
 
 // "no CUDA device: cudaGetDeviceCount returned 100 (no CUDA-capable device is detected)"
 std::string NoDeviceReason(int code, std::string_view text);

@@ -15,8 +15,10 @@
 //
 // Unit: FLOP/s completed (FMA kernel: 2 FLOP per FMA; GEMM: 2n³ per SGEMM), counted when a
 // kernel's end event fires; its peak (--calibrate) is what sm_percent and duty allow, so levels
-// are fractions of that. Telemetry 'sm_share' = sm_percent × the fraction of time the
-// co-tenant's kernels were running: the "SM% × duty" the victim competes with.
+// are fractions of that. Telemetry 'sm_share' = sm_percent × (completed launches × one launch's
+// solo time) / elapsed: the "SM% × duty" the victim competes with. The solo time is the fastest
+// of a few launches timed at setup, not each kernel's elapsed time, which under contention
+// includes waiting for SMs the victim holds and so overstated the share.
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,7 +77,7 @@ class MpsCotenantInjector final : public Injector {
         "duty cycle",
         "floating-point operations completed per second (FMA = 2 FLOP, SGEMM = 2n^3); peak is "
         "at the given sm_percent and duty; telemetry 'sm_share' = sm_percent x fraction of "
-        "time the co-tenant's kernels ran",
+        "time the completed kernels would have run alone (solo time timed at setup)",
         {
             IntOption("sm_percent", "50", 1, 100,
                       "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of this client", "%"),
@@ -220,9 +222,8 @@ class MpsCotenantInjector final : public Injector {
       ps.depth = depth_;
       ps.units = flop_per_launch_;
       ps.duty = gpu::DutyCycle(duty_, period_s_);
-      ps.ops_from_busy = [sm](double busy_s) {
-        return static_cast<uint64_t>(busy_s * sm * 1e6 + 0.5);  // SM%·µs
-      };
+      ps.ops = static_cast<uint64_t>(solo_launch_s_ * sm * 1e6 + 0.5);  // SM%·µs
+
       return gpu::RunPacedStream(ctx, stream_, ps, [this](cudaStream_t s) { return Launch(s); });
     };
     auto summary = RunPaced(spec, target, stop, scaled, worker);
@@ -244,25 +245,44 @@ class MpsCotenantInjector final : public Injector {
     blocks_ = std::max(1, per_sm) * prop.multiProcessorCount;
     CODL_CUDA_RETURN(
         cudaMalloc(&sink_, static_cast<size_t>(blocks_) * gpu::kFmaThreads * sizeof(float)));
-    cudaEvent_t a = nullptr, b = nullptr;
-    CODL_CUDA_RETURN(cudaEventCreate(&a));
-    CODL_CUDA_RETURN(cudaEventCreate(&b));
     iterations_ = 4096;
-    float ms = 0;
-    for (int attempt = 0; attempt < 3; ++attempt) {  // first launch pays module loading
-      cudaEventRecord(a, stream_);
-      CODL_CUDA_RETURN(gpu::LaunchFmaKernel(blocks_, iterations_, sink_, stream_));
-      cudaEventRecord(b, stream_);
-      CODL_CUDA_RETURN(cudaEventSynchronize(b));
-      CODL_CUDA_RETURN(cudaEventElapsedTime(&ms, a, b));
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    const double scale = ms > 0 ? kernel_time_s * 1e3 / ms : 1.0;
+    auto probe = FastestLaunchS(3);  // the first launch pays module loading
+    if (!probe.ok()) return Err(probe.error());
+    const double scale = *probe > 0 ? kernel_time_s / *probe : 1.0;
     iterations_ = static_cast<int>(std::clamp(iterations_ * scale, 64.0, 1e9));
     flop_per_launch_ = static_cast<uint64_t>(blocks_) * gpu::kFmaThreads *
                        static_cast<uint64_t>(iterations_) * gpu::kFmaFlopPerIteration;
+    auto solo = FastestLaunchS(3);
+    if (!solo.ok()) return Err(solo.error());
+    solo_launch_s_ = *solo;
     return Status::Ok();
+  }
+
+  // The fastest of `n` launches, in seconds: the least contended, the closest to solo time.
+  Result<double> FastestLaunchS(int n) {
+    cudaEvent_t a = nullptr, b = nullptr;
+    CODL_CUDA_RETURN(cudaEventCreate(&a));
+    CODL_CUDA_RETURN(cudaEventCreate(&b));
+    double best = 0;
+    Status status = Status::Ok();
+    for (int i = 0; i < n && status.ok(); ++i) {
+      float ms = 0;
+      cudaEventRecord(a, stream_);
+      status = Launch(stream_);
+      if (!status.ok()) break;
+      cudaEventRecord(b, stream_);
+      if (cudaError_t e = cudaEventSynchronize(b); e != cudaSuccess) {
+        status = Err(gpu::CudaErrorText("cudaEventSynchronize", e));
+      } else if (cudaError_t t = cudaEventElapsedTime(&ms, a, b); t != cudaSuccess) {
+        status = Err(gpu::CudaErrorText("cudaEventElapsedTime", t));
+      } else if (best == 0 || ms * 1e-3 < best) {
+        best = ms * 1e-3;
+      }
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    if (!status.ok()) return Err(status.error());
+    return best;
   }
 
   Status PrepareGemm(int64_t n) {
@@ -280,6 +300,9 @@ class MpsCotenantInjector final : public Injector {
     Cublas().set_stream(cublas_, stream_);
     flop_per_launch_ =
         2ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
+    auto solo = FastestLaunchS(4);  // the first also loads cuBLAS's kernels
+    if (!solo.ok()) return Err(solo.error());
+    solo_launch_s_ = *solo;
     return Status::Ok();
   }
 
@@ -330,6 +353,7 @@ class MpsCotenantInjector final : public Injector {
   int gemm_n_ = 0;
   float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
   uint64_t flop_per_launch_ = 0;
+  double solo_launch_s_ = 0;  // one launch's GPU time at setup (fastest of a few)
 #else
   void Release() {}
 #endif

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "injectors/gpu/gpu_probe.h"
+#include "injectors/gpu/mps_start.h"
 #include "lib/common/subprocess.h"
 
 namespace codl::injectors::gpu {
@@ -126,9 +128,19 @@ Result<std::unique_ptr<MpsControl>> MpsControl::Acquire(const MpsDirs& dirs, boo
   for (const std::string* dir : {&dirs.pipe_dir, &dirs.log_dir}) {
     if (std::string e = MakeDirs(*dir, 0755); !e.empty()) return Err("mps_cotenant: " + e);
   }
+  // Check-and-start under a lock (mps_start.h); held until the socket is up, so whoever waited
+  // for it finds the daemon and joins it.
+  auto lock = MpsStartLock::Take(dirs.pipe_dir, 60, stop);
+  if (!lock.ok()) return Err(lock.error());
+  if (MpsControlRunning(dirs.pipe_dir)) return control;
+  const std::string env_binary = FindOnPath("env");
+  if (env_binary.empty()) return Err("env not found on PATH (starts the MPS daemon)");
   // -d forks the daemon and returns; its output goes to control.log, not to our pipes.
-  auto run = RunProcess({binary, "-d"}, control->Env(), "", 15, /*capture=*/false);
+  auto run = RunProcess(MpsDaemonStartArgv(binary, env_binary), control->Env(), "", 15,
+                        /*capture=*/false);
   if (!run.ok()) return Err("starting " + binary + " -d: " + run.error());
+  // A daemon started outside codl (no lock) between the check and -d: join it.
+  if (run->exit_code != 0 && MpsControlRunning(dirs.pipe_dir)) return control;
   if (run->timed_out || run->exit_code != 0) {
     return Err(binary + " -d " +
                (run->timed_out ? "did not return within 15s"
@@ -148,7 +160,11 @@ Result<std::unique_ptr<MpsControl>> MpsControl::Acquire(const MpsDirs& dirs, boo
 }
 
 MpsControl::~MpsControl() {
-  if (started_) (void)Quit();
+  if (!started_) return;
+  // No way to return an error from here: say it where the operator reads (stderr, not the
+  // JSON-lines stdout).
+  if (Status s = QuitIfUnused(); !s.ok())
+    std::fprintf(stderr, "mps_cotenant: %s\n", s.error().c_str());
 }
 
 Result<std::string> MpsControl::Command(const std::string& command, double timeout_s) const {
@@ -162,17 +178,47 @@ Result<std::string> MpsControl::Command(const std::string& command, double timeo
   return run->output;
 }
 
-bool MpsControl::HasClient(pid_t pid) const {
+Result<std::vector<long>> MpsControl::Clients() const {
   auto servers = Command("get_server_list");
-  if (!servers.ok()) return false;
+  if (!servers.ok()) return Err(servers.error());
+  std::vector<long> all;
   for (long server : ParsePids(*servers)) {
     auto clients = Command("get_client_list " + std::to_string(server));
-    if (!clients.ok()) continue;
-    for (long c : ParsePids(*clients)) {
-      if (c == pid) return true;
-    }
+    if (!clients.ok()) return Err(clients.error());
+    for (long c : ParsePids(*clients)) all.push_back(c);
+  }
+  return all;
+}
+
+bool MpsControl::HasClient(pid_t pid) const {
+  auto clients = Clients();
+  if (!clients.ok()) return false;
+  for (long c : *clients) {
+    if (c == pid) return true;
   }
   return false;
+}
+
+Status MpsControl::QuitIfUnused() {
+  if (!started_) return Status::Ok();
+  const std::string how = "; quit it with: echo quit | CUDA_MPS_PIPE_DIRECTORY=" + dirs_.pipe_dir +
+                          " nvidia-cuda-mps-control";
+  auto clients = Clients();
+  if (!clients.ok()) {
+    started_ = false;
+    return Err("left the MPS control daemon in " + dirs_.pipe_dir +
+               " running: its client list could not be read (" + clients.error() + ")" + how);
+  }
+  std::string others;
+  for (long c : *clients) {
+    if (c != getpid()) others += (others.empty() ? "" : ", ") + std::to_string(c);
+  }
+  if (!others.empty()) {
+    started_ = false;
+    return Err("left the MPS control daemon in " + dirs_.pipe_dir + " running: processes " +
+               others + " (the victim?) still use it" + how);
+  }
+  return Quit();
 }
 
 Status MpsControl::Quit() {
@@ -191,17 +237,22 @@ Status MpsControl::Quit() {
 }
 
 std::string MpsControl::LogTail() const {
-  std::ifstream in(dirs_.log_dir + "/control.log");
-  if (!in) return "";
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(line);
-    if (lines.size() > 5) lines.erase(lines.begin());
+  std::string all;
+  // server.log usually holds the cause (a failed server start); control.log the sequence.
+  for (const char* name : {"server.log", "control.log"}) {
+    std::ifstream in(dirs_.log_dir + "/" + name);
+    if (!in) continue;
+    std::vector<std::string> lines;
+    std::string line;
+    while (std::getline(in, line)) {
+      lines.push_back(line);
+      if (lines.size() > 5) lines.erase(lines.begin());
+    }
+    std::string tail;
+    for (const auto& l : lines) tail += "\n  " + l;
+    if (!lines.empty()) all += "; " + dirs_.log_dir + "/" + name + " ends with:" + tail;
   }
-  std::string tail;
-  for (const auto& l : lines) tail += "\n  " + l;
-  return lines.empty() ? "" : "; " + dirs_.log_dir + "/control.log ends with:" + tail;
+  return all;
 }
 
 }  // namespace codl::injectors::gpu

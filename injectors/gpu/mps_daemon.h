@@ -57,18 +57,25 @@ class MpsControl {
   // Uses the daemon listening in dirs.pipe_dir, or starts one when `may_start`.
   static Result<std::unique_ptr<MpsControl>> Acquire(const MpsDirs& dirs, bool may_start,
                                                      const StopToken& stop);
-  ~MpsControl();  // quits the daemon if this object started it
+  ~MpsControl();  // QuitIfUnused(); its error goes to stderr
 
   bool started() const { return started_; }
   const MpsDirs& dirs() const { return dirs_; }
 
   // One control command ("get_server_list", "get_client_list 1234", "quit"); its output.
   Result<std::string> Command(const std::string& command, double timeout_s = 10) const;
+  // The client PIDs of all the daemon's servers.
+  Result<std::vector<long>> Clients() const;
   // Whether `pid` is a client of one of the daemon's servers (false when unsure).
   bool HasClient(pid_t pid) const;
   // Quits the daemon (and its servers) and waits for the control socket to go away.
   Status Quit();
-  // Last lines of <log_dir>/control.log, for error messages.
+  // What the destructor does for a daemon this object started: quit it unless a process other
+  // than this one is still its client (the victim keeps running into the next phase; quitting
+  // would kill its MPS server under it) or the client list cannot be read. Either way this
+  // object no longer owns the daemon afterwards; the error says what was left running.
+  Status QuitIfUnused();
+  // Last lines of <log_dir>/server.log and control.log, for error messages.
   std::string LogTail() const;
 
  private:

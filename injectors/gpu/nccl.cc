@@ -13,8 +13,14 @@
 // a 1-byte allreduce(max) of "I want to stop"; the result of vote k is read after segment k+1
 // has been issued, and if anyone voted to stop, all ranks end right there. Every rank thus
 // issues exactly the same collectives, the pipeline never drains for a vote, and a stop takes
-// at most 2 × vote_every collectives. A peer that died is detected (no agreement within 2 s of
-// the stop) and the communicator is aborted rather than hanging.
+// at most 2 × vote_every collectives. A peer that died is detected (no agreement within the
+// stop grace, nccl_host.h: NcclStopGraceS, which allows for the peers' pacing and duty cycle)
+// and the communicator is aborted rather than hanging. The same grace bounds the drain of the
+// last agreed collectives: a fixed 2 s there aborted healthy communicators whenever a peer was
+// in a long off-window.
+//
+// Duty cycle: windows are phased on Unix time (duty_window.h), so all ranks are on or off
+// together, and only collectives expected to end inside the window are issued.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,8 +29,10 @@
 #include <memory>
 #include <string>
 
+#include "injectors/gpu/duty_window.h"
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/gpu/gpu_probe.h"
+#include "injectors/gpu/nccl_host.h"
 #include "injectors/injector.h"
 #include "injectors/paced_run.h"
 #include "lib/common/units.h"
@@ -32,6 +40,7 @@
 #if defined(CODL_HAVE_CUDA) && defined(CODL_HAVE_NCCL)
 #define CODL_NCCL_ENABLED 1
 #include <nccl.h>
+#include <sys/stat.h>
 
 #include "injectors/gpu/cuda_common.h"
 #include "injectors/gpu/loaders/nccl_loader.h"
@@ -45,11 +54,6 @@ using gpu::NcclOp;
 #ifdef CODL_NCCL_ENABLED
 using gpu_loaders::Nccl;
 #endif
-
-// How long a stopping rank waits for its peers (a vote, the last collectives) before it
-// declares one of them dead and aborts the communicator; Loop() adds the time the peers'
-// pacing and duty cycle need for two segments.
-constexpr double kStopGraceS = 2.0;
 
 class NcclInjector final : public Injector {
  public:
@@ -83,6 +87,12 @@ class NcclInjector final : public Injector {
                       "collectives between stop votes (ranks > 1; same on every rank)"),
             DurationOption("init_timeout", "120s", 1, 3600,
                            "how long to wait for all ranks to join"),
+            IntOption("min_ctas", "0", 0, 64,
+                      "ncclConfig_t minCTAs: fewest thread blocks (SMs) per collective; 0 = "
+                      "NCCL's default"),
+            IntOption("max_ctas", "0", 0, 64,
+                      "ncclConfig_t maxCTAs: most thread blocks (SMs) per collective, so the "
+                      "interconnect antagonist leaves the SMs to the victim; 0 = NCCL's default"),
         },
         Capabilities{.collective = true, .rendezvous_option = "unique_id", .needs_gpu = true},
         {{"size", "1MiB"}},  // ranks=1: a local communicator, no peers
@@ -122,6 +132,8 @@ class NcclInjector final : public Injector {
              " publishes the ncclUniqueId for the other ranks: set rendezvous_key (the name the "
              "agent relays it under) or pass unique_id";
     }
+    if (std::string c = gpu::CheckNcclCtas(o.Int("min_ctas"), o.Int("max_ctas")); !c.empty())
+      return c;
     auto op = gpu::ParseNcclOp(o.String("op"));
     if (!op.ok()) return op.error();
     auto shape = gpu::NcclShapeFor(*op, o.Size("size"), static_cast<int>(ranks), sizeof(float));
@@ -134,7 +146,7 @@ class NcclInjector final : public Injector {
     return Err("injector 'nccl' measures busbw bytes/s; an IOPS rate does not apply");
   }
 
-  Status Setup(const OptionValues& o, const HostInfo&, const StopToken& stop) override {
+  Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override {
 #ifdef CODL_NCCL_ENABLED
     if (!Nccl().error.empty()) return Err("nccl: " + Nccl().error);
     op_ = *gpu::ParseNcclOp(o.String("op"));
@@ -159,6 +171,12 @@ class NcclInjector final : public Injector {
                  std::to_string(count) + " CUDA device(s) are visible");
     }
     CODL_CUDA_RETURN(cudaSetDevice(device_));
+    // A victim may hold most of the HBM: fail here with the numbers, not in NCCL's init.
+    size_t free_before = 0, total = 0;
+    CODL_CUDA_RETURN(cudaMemGetInfo(&free_before, &total));
+    const uint64_t buffers = (shape_.send_count + shape_.recv_count) * sizeof(float);
+    if (std::string m = gpu::CheckNcclMemory(free_before, buffers, device_); !m.empty())
+      return Err(m);
     CODL_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CODL_CUDA_RETURN(cudaEventCreateWithFlags(&vote_event_, cudaEventDisableTiming));
     CODL_CUDA_RETURN(cudaMalloc(&send_, shape_.send_count * sizeof(float)));
@@ -168,9 +186,7 @@ class NcclInjector final : public Injector {
     CODL_CUDA_RETURN(cudaMalloc(&vote_dev_, 2));
     CODL_CUDA_RETURN(cudaHostAlloc(&vote_host_, 1, cudaHostAllocDefault));
 
-    // With NCCL_DEBUG set, NCCL logs to stdout, which is the agent's JSON-lines stream. (Only
-    // then: NCCL opens the file with "w", which would truncate a stderr redirected to a file.)
-    if (std::getenv("NCCL_DEBUG") != nullptr) setenv("NCCL_DEBUG_FILE", "/dev/stderr", 0);
+    RouteNcclDebug(host);
     ncclUniqueId id;
     const std::string& hex = o.String("unique_id");
     if (!hex.empty()) {
@@ -189,16 +205,26 @@ class NcclInjector final : public Injector {
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // so the wait for peers below can time out and be stopped
+    if (o.Int("min_ctas") > 0) config.minCTAs = static_cast<int>(o.Int("min_ctas"));
+    if (o.Int("max_ctas") > 0) config.maxCTAs = static_cast<int>(o.Int("max_ctas"));
+    size_t free_buffers = 0;
+    CODL_CUDA_RETURN(cudaMemGetInfo(&free_buffers, &total));
     const ncclResult_t r = Nccl().CommInitRankConfig(&comm_, ranks_, id, rank_, &config);
     const double timeout = o.Duration("init_timeout");
     if (Status s = Await(r, "ncclCommInitRankConfig", MonotonicSeconds() + timeout, stop, 0);
         !s.ok()) {
       if (s.code() != StatusCode::kDeadlineExceeded) return s;
-      return Err("nccl: rank " + std::to_string(rank_) + " of " + std::to_string(ranks_) +
-                 ": not all ranks joined within " + FormatDuration(timeout) +
-                 (key_.empty() ? "" : " (rendezvous key '" + key_ + "')") +
-                 "; are they all started with the same unique_id, op and size?");
+      return Err(gpu::NcclInitTimeoutMessage(rank_, ranks_, FormatDuration(timeout), key_));
     }
+    size_t free_after = 0;
+    CODL_CUDA_RETURN(cudaMemGetInfo(&free_after, &total));
+    memory_note_ = "device " + std::to_string(device_) +
+                   " memory free: " + FormatSize(static_cast<double>(free_before)) +
+                   " before setup, " + FormatSize(static_cast<double>(free_buffers)) +
+                   " with the buffers, " + FormatSize(static_cast<double>(free_after)) +
+                   " after ncclCommInitRank (" +
+                   FormatSize(static_cast<double>(free_buffers) - static_cast<double>(free_after)) +
+                   " for the communicator)";
     return Status::Ok();
 #else
     return Err("nccl: " + Unsupported(HostInfo{}));
@@ -215,7 +241,10 @@ class NcclInjector final : public Injector {
     PacedRunSpec spec;
     spec.workers = 1;  // one communicator, one stream: NCCL serializes on it anyway
     spec.ops_name = "algbw";
-    return RunPaced(spec, target, stop, reporter, [this](WorkerContext& ctx) { return Loop(ctx); });
+    auto summary =
+        RunPaced(spec, target, stop, reporter, [this](WorkerContext& ctx) { return Loop(ctx); });
+    if (summary.ok() && !memory_note_.empty()) summary->notes.push_back(memory_note_);
+    return summary;
 #else
     return Err("nccl: " + Unsupported(HostInfo{}));
 #endif
@@ -235,10 +264,22 @@ class NcclInjector final : public Injector {
     aborted_ = why;
   }
 
+  // NCCL_DEBUG output must not reach stdout (the agent's JSON lines) nor truncate a stderr
+  // redirected to a file (nccl_host.h: NcclDebugFile). An explicit NCCL_DEBUG_FILE wins.
+  static void RouteNcclDebug(const HostInfo& host) {
+    if (std::getenv("NCCL_DEBUG") == nullptr || std::getenv("NCCL_DEBUG_FILE") != nullptr) return;
+    struct stat st {};
+    const bool regular = fstat(2, &st) == 0 && S_ISREG(st.st_mode);
+    const std::string dir = host.scratch_roots.empty() ? "" : host.scratch_roots.front();
+    const std::string file = gpu::NcclDebugFile(regular, dir);
+    setenv("NCCL_DEBUG_FILE", file.c_str(), 0);
+    if (regular) std::fprintf(stderr, "nccl: NCCL_DEBUG output goes to %s\n", file.c_str());
+  }
+
   // Non-blocking NCCL: a call may return ncclInProgress; poll until it settles. After a stop,
   // peers get `stop_grace_s` to make progress before the communicator is aborted.
   Status Await(ncclResult_t r, const std::string& what, double deadline, const StopToken& stop,
-               double stop_grace_s = kStopGraceS) {
+               double stop_grace_s) {
     if (r != ncclSuccess && r != ncclInProgress) {
       Status s = NcclErr(what, r);
       Abort(what + " failed");
@@ -267,7 +308,7 @@ class NcclInjector final : public Injector {
     return Err("nccl: communicator aborted");
   }
 
-  Status Issue(const StopToken& stop) {
+  Status Issue(const StopToken& stop, double grace_s) {
     const double deadline = MonotonicSeconds() + 3600;  // first call may connect to peers
     const size_t chunk = shape_.chunk_count;
     ncclResult_t r = ncclSuccess;
@@ -297,15 +338,16 @@ class NcclInjector final : public Injector {
         break;
       }
     }
-    return Await(r, gpu::NcclOpName(op_), deadline, stop);
+    return Await(r, gpu::NcclOpName(op_), deadline, stop, grace_s);
   }
 
   // Casts this rank's stop vote (1 = stop) as the next operation on the stream.
-  Status CastVote(bool want_stop, const StopToken& stop) {
+  Status CastVote(bool want_stop, const StopToken& stop, double grace_s) {
     CODL_CUDA_RETURN(cudaMemsetAsync(vote_dev_, want_stop ? 1 : 0, 1, stream_));
     ncclResult_t r =
         Nccl().AllReduce(vote_dev_, vote_dev_ + 1, 1, ncclUint8, ncclMax, comm_, stream_);
-    if (Status s = Await(r, "stop vote", MonotonicSeconds() + 3600, stop); !s.ok()) return s;
+    if (Status s = Await(r, "stop vote", MonotonicSeconds() + 3600, stop, grace_s); !s.ok())
+      return s;
     CODL_CUDA_RETURN(
         cudaMemcpyAsync(vote_host_, vote_dev_ + 1, 1, cudaMemcpyDeviceToHost, stream_));
     CODL_CUDA_RETURN(cudaEventRecord(vote_event_, stream_));
@@ -319,10 +361,9 @@ class NcclInjector final : public Injector {
     int max_depth = 2;
     double op_s = 0;  // smoothed GPU time per collective
     double pace_units = 0;
-    double t0 = 0;
     double next_health = 0;
     double stop_seen = -1;  // when this rank first saw its stop request
-    double grace = kStopGraceS;
+    double grace = gpu::kNcclStopFloorS;
     int in_segment = 0;  // collectives issued since the last vote
     bool vote_pending = false;
   };
@@ -332,14 +373,18 @@ class NcclInjector final : public Injector {
     CODL_CUDA_RETURN(cudaSetDevice(device_));
     LoopState st;
     if (Status s = InitLoop(&st); !s.ok()) return s;
-    const gpu::DutyCycle duty(duty_, period_s_);
-    st.pace_units = static_cast<double>(bus_units_) * duty.pacing_scale();
+    gpu::DutyWindow duty(gpu::DutyCycle(duty_, period_s_), *::codl::SystemClock::Get());
+    st.pace_units = static_cast<double>(bus_units_) * duty.duty().pacing_scale();
     while (true) {
       if (Status s = HarvestDone(ctx, &st); !s.ok()) return s;
+      if (st.window.empty()) duty.Idle();
       const double now = MonotonicSeconds();
       if (Status s = CheckHealth(now, &st); !s.ok()) return s;
+      if (std::string w = gpu::CheckDutyWindow(duty.duty(), st.op_s); !w.empty())
+        return Err("nccl: " + w);
       const bool stopping = ctx.stop.stop_requested();
-      if (stopping && st.stop_seen < 0) NoteStop(now, ctx, &st);
+      if (!stopping) st.grace = StopGrace(ctx, st);
+      if (stopping && st.stop_seen < 0) st.stop_seen = now;
       auto step = ranks_ == 1 ? Result<Step>(stopping ? Step::kEnd : Step::kIssue)
                               : VoteStep(now, stopping, ctx, &st);
       if (!step.ok()) return Err(step.error());
@@ -350,8 +395,9 @@ class NcclInjector final : public Injector {
         continue;
       }
       // A stopping rank runs unpaced to the agreed end of the segment.
-      if (!stopping && WaitForPace(now, duty, ctx, st)) continue;
+      if (!stopping && WaitForPace(duty, ctx, st)) continue;
       if (Status s = IssueCounted(ctx, &st); !s.ok()) return s;
+      duty.Issued(st.op_s);
     }
     return DrainLast(ctx, &st);
   }
@@ -361,15 +407,14 @@ class NcclInjector final : public Injector {
   Status InitLoop(LoopState* st) {
     st->max_depth = std::max(depth_, gpu::kMaxAutoDepth);
     st->depth = depth_;
-    st->t0 = MonotonicSeconds();
-    st->next_health = st->t0 + 0.1;
+    st->next_health = MonotonicSeconds() + 0.1;
     return st->window.Init(st->max_depth, /*timing=*/true);
   }
 
   // Credits completed collectives and retunes the queue depth from their GPU time.
   Status HarvestDone(WorkerContext& ctx, LoopState* st) {
     double busy = 0;
-    auto h = st->window.Harvest(&ctx, nullptr, &busy);
+    auto h = st->window.Harvest(&ctx, &busy);
     if (!h.ok()) return Err(h.error());
     if (*h > 0 && busy > 0) {
       st->op_s = st->op_s == 0 ? busy / *h : 0.8 * st->op_s + 0.2 * busy / *h;
@@ -392,13 +437,13 @@ class NcclInjector final : public Injector {
     return s;
   }
 
-  // Peers keep their own pace until they see the vote: allow two segments of it.
-  void NoteStop(double now, WorkerContext& ctx, LoopState* st) const {
-    st->stop_seen = now;
+  // Peers keep their own pace until they see the vote; frozen at the stop (the pacer's rate
+  // may be zeroed then) and used for every wait from there to the end of the drain.
+  double StopGrace(WorkerContext& ctx, const LoopState& st) const {
     const double rate = ctx.pacer.rate();
-    const double op_s = rate > 0 && std::isfinite(rate) ? st->pace_units / rate : 0;
-    st->grace =
-        std::min(60.0, kStopGraceS + 2.0 * vote_every_ * op_s + (duty_ < 1 ? period_s_ : 0));
+    const double paced_s = rate > 0 && std::isfinite(rate) ? st.pace_units / rate : 0;
+    return gpu::NcclStopGraceS(vote_every_, std::max(paced_s, st.op_s),
+                               gpu::DutyCycle(duty_, period_s_));
   }
 
   // Ranks > 1: every vote_every collectives, read the previous vote (ending if anyone voted to
@@ -422,16 +467,16 @@ class NcclInjector final : public Injector {
       st->vote_pending = false;
       if (*vote_host_ != 0) return Step::kEnd;  // someone voted to stop: everyone ends here
     }
-    if (Status s = CastVote(stopping, ctx.stop); !s.ok()) return Err(s.error());
+    if (Status s = CastVote(stopping, ctx.stop, st->grace); !s.ok()) return Err(s.error());
     st->vote_pending = true;
     st->in_segment = 0;
     return Step::kWait;
   }
 
-  // True (after a short sleep) when the duty window is closed or the pacer grants nothing yet.
-  bool WaitForPace(double now, const gpu::DutyCycle& duty, WorkerContext& ctx,
-                   const LoopState& st) {
-    double wait = duty.WaitAt(now - st.t0);
+  // True (after a short sleep) when the next collective does not fit in the duty window or the
+  // pacer grants nothing yet.
+  bool WaitForPace(const gpu::DutyWindow& duty, WorkerContext& ctx, const LoopState& st) {
+    double wait = duty.WaitFor(st.op_s);
     if (wait == 0) wait = ctx.pacer.TryAcquire(st.pace_units);
     if (wait <= 0) return false;
     gpu::PollSleep(st.window.empty() ? std::min(wait, 0.005) : std::min(wait, gpu::kPollS),
@@ -441,22 +486,22 @@ class NcclInjector final : public Injector {
 
   Status IssueCounted(WorkerContext& ctx, LoopState* st) {
     if (Status s = st->window.Begin(stream_); !s.ok()) return s;
-    if (Status s = Issue(ctx.stop); !s.ok()) return s;
+    if (Status s = Issue(ctx.stop, st->grace); !s.ok()) return s;
     if (Status s = st->window.End(stream_, bus_units_, shape_.alg_bytes); !s.ok()) return s;
     ++st->in_segment;
     return Status::Ok();
   }
 
-  // Lets the agreed collectives finish so the next phase starts on a quiet communicator.
+  // Lets the agreed collectives finish so the next phase starts on a quiet communicator. Peers
+  // still issue their part of them at their own pace and duty cycle: wait the stop grace.
   Status DrainLast(WorkerContext& ctx, LoopState* st) {
-    const double deadline = MonotonicSeconds() + kStopGraceS;
+    const double deadline = MonotonicSeconds() + st->grace;
     while (!st->window.empty()) {
       if (Status s = HarvestDone(ctx, st); !s.ok()) return s;
       if (MonotonicSeconds() > deadline) {
         Abort("last collectives did not complete");
-        return Err(
-            "nccl: the last collectives did not complete within 2s of the stop; "
-            "communicator aborted");
+        return Err("nccl: the last collectives did not complete within " +
+                   FormatDuration(st->grace) + " of the stop; communicator aborted");
       }
       gpu::PollSleep(gpu::kPollS, StopToken());
     }
@@ -473,7 +518,9 @@ class NcclInjector final : public Injector {
       while (cudaStreamQuery(stream_) == cudaErrorNotReady && MonotonicSeconds() < deadline) {
         gpu::PollSleep(1e-3, StopToken());
       }
-      if (Await(Nccl().CommFinalize(comm_), "ncclCommFinalize", deadline, StopToken()).ok()) {
+      if (Await(Nccl().CommFinalize(comm_), "ncclCommFinalize", deadline, StopToken(),
+                gpu::kNcclStopCapS)
+              .ok()) {
         Nccl().CommDestroy(comm_);
       } else if (comm_ != nullptr) {
         Nccl().CommAbort(comm_);
@@ -495,7 +542,7 @@ class NcclInjector final : public Injector {
   uint64_t bus_units_ = 0;  // bus bytes credited per completed collective
   int ranks_ = 1, rank_ = 0, device_ = 0, depth_ = 2, vote_every_ = 4;
   double duty_ = 1, period_s_ = 0.1;
-  std::string key_, aborted_;
+  std::string key_, aborted_, memory_note_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t vote_event_ = nullptr;

@@ -49,6 +49,21 @@ TEST(GpuOptionsTest, CudaMemcpyMessages) {
             "option 'size': 0 is out of range [4KiB, 16GiB]");
   EXPECT_EQ(Validate("cuda_memcpy", {{"direction", "bidir"}, {"streams", "4"}, {"size", "1GiB"}}),
             "");
+  EXPECT_EQ(Validate("cuda_memcpy", {{"direction", "d2d"}, {"peer_device", "1"}}), "");
+  EXPECT_EQ(Validate("cuda_memcpy", {{"direction", "h2d"}, {"peer_device", "1"}}),
+            "option 'peer_device' applies to direction=d2d only (got direction=h2d)");
+  EXPECT_EQ(Validate("cuda_memcpy", {{"direction", "d2d"}, {"peer_device", "0"}}),
+            "option 'peer_device': 0 is `device` itself; use -1 for copies within one GPU");
+  EXPECT_EQ(Validate("cuda_memcpy", {{"direction", "bidir"}, {"h2d_share", "0.99"}}),
+            "option 'h2d_share': 0.99 is out of range [0.05, 0.95]");
+}
+
+TEST(GpuOptionsTest, NcclCtaLimits) {
+  EXPECT_EQ(Validate("nccl", {{"max_ctas", "4"}}), "");
+  EXPECT_EQ(Validate("nccl", {{"max_ctas", "65"}}),
+            "option 'max_ctas': 65 is out of range [0, 64]");
+  EXPECT_EQ(Validate("nccl", {{"min_ctas", "8"}, {"max_ctas", "2"}}),
+            "option 'min_ctas': 8 exceeds max_ctas (2)");
 }
 
 TEST(GpuOptionsTest, MpsCotenantMessages) {

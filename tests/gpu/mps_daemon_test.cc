@@ -14,8 +14,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
 
 #include "injectors/gpu/gpu_probe.h"
+#include "injectors/gpu/mps_start.h"
 
 namespace codl::injectors::gpu {
 namespace {
@@ -133,7 +137,7 @@ TEST(MakeDirsTest, CreatesNestedDirectories) {
 constexpr const char* kFakeControl = R"(#!/bin/sh
 ctl="$CUDA_MPS_PIPE_DIRECTORY/control"
 if [ "$1" = "-d" ]; then
-  echo "fake daemon starting" >> "$CUDA_MPS_LOG_DIRECTORY/control.log"
+  echo "fake daemon starting visible=${CUDA_VISIBLE_DEVICES-unset}" >> "$CUDA_MPS_LOG_DIRECTORY/control.log"
   python3 -c '
 import os, socket, sys
 p = sys.argv[1]
@@ -201,6 +205,125 @@ TEST_F(FakeMpsTest, StartsUsesAndQuitsItsOwnDaemon) {
     EXPECT_TRUE(MpsControlRunning(dirs_.pipe_dir));
   }  // the starter quits it
   EXPECT_FALSE(MpsControlRunning(dirs_.pipe_dir));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// Eight co-tenants (one per GPU) on one pipe dir: exactly one starts the daemon, the others
+// join it, and it outlives all but its starter.
+TEST_F(FakeMpsTest, ConcurrentCotenantsStartOneDaemon) {
+  constexpr int kCotenants = 8;
+  std::vector<std::unique_ptr<MpsControl>> controls(kCotenants);
+  std::vector<std::string> errors(kCotenants);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCotenants; ++i) {
+    threads.emplace_back([&, i] {
+      auto c = MpsControl::Acquire(dirs_, true, StopToken());
+      if (c.ok()) {
+        controls[i] = std::move(*c);
+      } else {
+        errors[i] = c.error();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  int started = 0;
+  for (int i = 0; i < kCotenants; ++i) {
+    ASSERT_TRUE(controls[i] != nullptr) << errors[i];
+    started += controls[i]->started() ? 1 : 0;
+  }
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(CountOf(ReadFile(dirs_.log_dir + "/control.log"), "fake daemon starting"), 1);
+  for (auto& c : controls) {
+    if (!c->started()) c.reset();  // the joiners leave first: the daemon stays
+  }
+  EXPECT_TRUE(MpsControlRunning(dirs_.pipe_dir));
+  controls.clear();  // the starter quits it
+  EXPECT_FALSE(MpsControlRunning(dirs_.pipe_dir));
+}
+
+TEST_F(FakeMpsTest, DaemonDoesNotInheritCudaVisibleDevices) {
+  setenv("CUDA_VISIBLE_DEVICES", "3", 1);
+  auto control = MpsControl::Acquire(dirs_, true, StopToken());
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  ASSERT_TRUE(control.ok()) << control.error();
+  EXPECT_NE(ReadFile(dirs_.log_dir + "/control.log").find("visible=unset"), std::string::npos)
+      << ReadFile(dirs_.log_dir + "/control.log");
+}
+
+// The victim joined the daemon this co-tenant started and runs into the next phase: quitting
+// would take its MPS server away.
+TEST_F(FakeMpsTest, LeavesRunningADaemonAnotherProcessStillUses) {
+  auto control = MpsControl::Acquire(dirs_, true, StopToken());
+  ASSERT_TRUE(control.ok()) << control.error();
+  ASSERT_TRUE((*control)->started());
+  setenv("FAKE_MPS_CLIENT", "4243", 1);  // a victim's PID
+  Status s = (*control)->QuitIfUnused();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().find("processes 4243 (the victim?) still use it"), std::string::npos)
+      << s.error();
+  EXPECT_NE(s.error().find("quit it with: echo quit | CUDA_MPS_PIPE_DIRECTORY=" + dirs_.pipe_dir),
+            std::string::npos);
+  EXPECT_FALSE((*control)->started());  // no longer ours: the destructor leaves it alone
+  control->reset();
+  EXPECT_TRUE(MpsControlRunning(dirs_.pipe_dir));
+  // Clean up the way the message says.
+  auto quit = RunProcess({FindOnPath("nvidia-cuda-mps-control")},
+                         {{"CUDA_MPS_PIPE_DIRECTORY", dirs_.pipe_dir}}, "quit\n", 10);
+  ASSERT_TRUE(quit.ok());
+  for (int i = 0; i < 500 && MpsControlRunning(dirs_.pipe_dir); ++i) usleep(10000);
+  EXPECT_FALSE(MpsControlRunning(dirs_.pipe_dir));
+}
+
+TEST_F(FakeMpsTest, QuitsWhenOnlyThisProcessIsListed) {
+  auto control = MpsControl::Acquire(dirs_, true, StopToken());
+  ASSERT_TRUE(control.ok()) << control.error();
+  Status s = (*control)->QuitIfUnused();  // FAKE_MPS_CLIENT is this process
+  EXPECT_TRUE(s.ok()) << s.error();
+  EXPECT_FALSE(MpsControlRunning(dirs_.pipe_dir));
+}
+
+TEST_F(FakeMpsTest, LogTailQuotesServerLogFirst) {
+  fs::create_directories(dirs_.log_dir);
+  std::ofstream(dirs_.log_dir + "/server.log") << "server failed: out of memory\n";
+  auto control = MpsControl::Acquire(dirs_, true, StopToken());
+  ASSERT_TRUE(control.ok()) << control.error();
+  const std::string tail = (*control)->LogTail();
+  EXPECT_NE(tail.find("server.log ends with:\n  server failed: out of memory"), std::string::npos)
+      << tail;
+  EXPECT_NE(tail.find("control.log ends with:"), std::string::npos) << tail;
+  EXPECT_LT(tail.find("server.log"), tail.find("control.log"));
+}
+
+TEST(MpsStartTest, DaemonArgvScrubsTheClientEnvironment) {
+  EXPECT_EQ(
+      MpsDaemonStartArgv("/usr/bin/nvidia-cuda-mps-control", "/usr/bin/env"),
+      (std::vector<std::string>{
+          "/usr/bin/env", "-u", "CUDA_VISIBLE_DEVICES", "-u", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+          "-u", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "/usr/bin/nvidia-cuda-mps-control", "-d"}));
+}
+
+TEST(MpsStartTest, LockExcludesASecondHolderUntilReleased) {
+  TempDir dir;
+  auto first = MpsStartLock::Take(dir.path(), 5, StopToken());
+  ASSERT_TRUE(first.ok()) << first.error();
+  auto second = MpsStartLock::Take(dir.path(), 0.1, StopToken());
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().find("(starting the MPS daemon)"), std::string::npos) << second.error();
+  { MpsStartLock released = std::move(*first); }
+  auto third = MpsStartLock::Take(dir.path(), 0.1, StopToken());
+  EXPECT_TRUE(third.ok()) << third.error();
 }
 
 TEST_F(FakeMpsTest, RequiresARunningDaemonWhenNotAllowedToStartOne) {
