@@ -54,6 +54,11 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
     }
     fprintf(out_, "\r\033[K%s%s%s\n", on, codl::TerminalSafe(ev.message()).c_str(), off);
   }
+  if (ev.message().rfind("calibrating ", 0) == 0 || ev.message().rfind("warm-up", 0) == 0)
+    activity_ = ev.message();
+  if (!s.current_pairing().empty()) activity_.clear();
+  std::string where = s.current_pairing();
+  if (where.empty()) where = activity_.empty() ? s.state() : activity_;
   std::string step;
   if (s.victim_step() > 0 && !s.current_pairing().empty()) {
     char buf[64];
@@ -63,9 +68,8 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
   }
   fprintf(out_, "\r\033[K%s %d/%d trials  %s%s  ETA %s",
           Bar(s.completed_trials(), s.total_trials()).c_str(), s.completed_trials(),
-          s.total_trials(),
-          s.current_pairing().empty() ? s.state().c_str() : s.current_pairing().c_str(),
-          step.c_str(), FormatEta(s.eta_s()).c_str());
+          s.total_trials(), codl::TerminalSafe(where).c_str(), step.c_str(),
+          FormatEta(s.eta_s()).c_str());
   fflush(out_);
   drawn_ = true;
 }

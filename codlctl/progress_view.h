@@ -22,6 +22,9 @@ class ProgressView {
   bool tty_;
   bool color_;
   bool drawn_ = false;
+  // What runs before the first trial (calibration, warm-up runs), shown in the bar in place of
+  // the state until a trial starts.
+  std::string activity_;
 };
 
 std::string FormatEta(double seconds);

@@ -1,5 +1,8 @@
 #include "controller/experiment_scheduler.h"
 
+#include "controller/eta.h"
+
+#include <memory>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -19,6 +22,8 @@ struct ExperimentScheduler::Live {
   double last_step_publish_s = 0;
   double started_s = 0;
   double estimate_s = 0;
+  double trial_started_s = 0;
+  std::unique_ptr<EtaModel> eta;
 };
 
 class ExperimentScheduler::Listener : public RunListener {
@@ -29,6 +34,7 @@ class ExperimentScheduler::Listener : public RunListener {
     {
       std::lock_guard<std::mutex> l(s_->mu_);
       live_->current_pairing = t.pairing;
+      live_->trial_started_s = s_->clock_->MonotonicSeconds();
       live_->victim_step = 0;
       live_->victim_step_time_s = 0;
     }
@@ -54,6 +60,7 @@ class ExperimentScheduler::Listener : public RunListener {
     {
       std::lock_guard<std::mutex> l(s_->mu_);
       ++live_->completed;
+      live_->eta->OnTrialDone(t.index, s_->clock_->MonotonicSeconds() - live_->trial_started_s);
       if (t.state == TrialState::kFailed) ++live_->failed;
     }
     if (s_->metrics_) s_->metrics_->OnTrialDone(t);
@@ -121,6 +128,7 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   live->spec = std::move(spec.value());
   live->plan = experiment::ExpandPlan(live->spec);
   live->estimate_s = experiment::EstimateDurationSeconds(live->spec, live->plan, 10);
+  live->eta = std::make_unique<EtaModel>(live->plan, live->estimate_s, live->spec.settle_s);
   auto& r = live->record;
   r.id = NewExperimentId();
   r.name = live->spec.name;
@@ -156,11 +164,9 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   s.set_victim_step_time_s(live.victim_step_time_s);
   s.set_created_unix_ms(live.record.created_unix_ms);
   s.set_finished_unix_ms(live.record.finished_unix_ms);
-  if (live.record.state == ExperimentState::kRunning && live.completed > 0) {
-    double elapsed = clock_->MonotonicSeconds() - live.started_s;
-    s.set_eta_s(elapsed / live.completed * (live.record.total_trials - live.completed));
-  } else if (live.record.state == ExperimentState::kRunning ||
-             live.record.state == ExperimentState::kQueued) {
+  if (live.record.state == ExperimentState::kRunning) {
+    s.set_eta_s(live.eta->RemainingSeconds(clock_->MonotonicSeconds() - live.started_s));
+  } else if (live.record.state == ExperimentState::kQueued) {
     s.set_eta_s(live.estimate_s);
   }
   return s;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -33,8 +34,8 @@ std::string Drain(int fd) {
   return out;
 }
 
-// Runs the view on a pty and returns what the terminal received.
-std::string OnTerminal(bool no_color) {
+// Runs `events` through the view on a pty and returns what the terminal received.
+std::string OnTerminal(const std::vector<v1::ExperimentEvent>& events, bool no_color = true) {
   int master, slave;
   EXPECT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
   if (no_color) setenv("NO_COLOR", "1", 1);
@@ -42,8 +43,7 @@ std::string OnTerminal(bool no_color) {
   FILE* f = fdopen(slave, "w");
   {
     ProgressView view(f);
-    view.OnEvent(Event(3, 12, "membw@0.5", "trial 4/12 membw@0.5 started"));
-    view.OnEvent(Event(4, 12, "membw@0.5", "trial 4/12 membw@0.5: failed, metric 0 s"));
+    for (const auto& ev : events) view.OnEvent(ev);
     view.Finish();
   }
   fclose(f);
@@ -52,6 +52,13 @@ std::string OnTerminal(bool no_color) {
   close(master);
   unsetenv("NO_COLOR");
   return out;
+}
+
+// The routine trial start and a failure, on a terminal.
+std::string OnTerminal(bool no_color) {
+  return OnTerminal({Event(3, 12, "membw@0.5", "trial 4/12 membw@0.5 started"),
+                     Event(4, 12, "membw@0.5", "trial 4/12 membw@0.5: failed, metric 0 s")},
+                    no_color);
 }
 
 TEST(ProgressView, TerminalGetsABarWithPairingAndEta) {
@@ -63,6 +70,18 @@ TEST(ProgressView, TerminalGetsABarWithPairingAndEta) {
   // Routine "started" messages are not printed above the bar; failures are.
   EXPECT_EQ(out.find("trial 4/12 membw@0.5 started"), std::string::npos) << out;
   EXPECT_NE(out.find("trial 4/12 membw@0.5: failed"), std::string::npos) << out;
+}
+
+TEST(ProgressView, CalibrationShowsInTheBarUntilTheFirstTrial) {
+  std::string out =
+      OnTerminal({Event(0, 12, "", "calibrating membw (memcpy) on n1 for 5 s"),
+                  Event(0, 12, "", ""), Event(0, 12, "baseline", "trial 1/12 baseline started")});
+  // Printed once above the bar, and kept in the bar on the next redraw.
+  EXPECT_NE(out.find("0/12 trials  calibrating membw (memcpy) on n1 for 5 s  ETA"),
+            std::string::npos)
+      << out;
+  const size_t last_bar = out.rfind("0/12 trials  ");
+  EXPECT_EQ(out.compare(last_bar, 21, "0/12 trials  baseline"), 0) << out;
 }
 
 TEST(ProgressView, NoColorMeansNoColourCodes) {
