@@ -61,10 +61,30 @@ for unit in "$units"/*.service; do
     has 'LimitMEMLOCK=infinity'
     has 'ProtectSystem=.*'
     has 'ReadWritePaths=.*/var/lib/codl.*'
+    # io_uring is in @aio, which @system-service includes.
+    has 'SystemCallFilter=@system-service.*'
+    has 'CapabilityBoundingSet=.*CAP_SETUID.*'
     for k in PrivateTmp MemoryDenyWriteExecute PrivateDevices DeviceAllow DevicePolicy \
-             SystemCallFilter ProtectClock NoNewPrivileges; do
+             ProtectClock ProtectControlGroups ProtectProc; do
       hasnt "$k="
     done
+  fi
+  if [[ $name == codl-controller.service ]]; then
+    has 'DynamicUser=yes'
+    has 'CapabilityBoundingSet='
+  fi
+  # Exposure as `systemd-analyze security` scores it (0 = locked down, 10 = exposed); the
+  # threshold is ten times the score.
+  case $name in
+    codl-agent.service) limit=50 ;;
+    codl-controller.service) limit=25 ;;
+    *) limit=100 ;;
+  esac
+  score=$(systemd-analyze security --offline=true "$tmp/$name" 2>/dev/null | grep -o 'Overall exposure level for [^:]*: [0-9.]*' | awk '{print $NF}')
+  if systemd-analyze security --offline=true --threshold="$limit" "$tmp/$name" >/dev/null 2>&1; then
+    echo "ok: $name exposure $score (limit $((limit / 10)).$((limit % 10)))"
+  else
+    bad "$name: systemd-analyze security exposure ${score:-?} is above $((limit / 10)).$((limit % 10))"
   fi
 done
 ((found)) || bad "no units in $units"
