@@ -8,10 +8,11 @@
 #                `cmake --build DIR --target codl-inject` when missing or stale
 #   --out        JSON results (default: bench/results/injectors.json)
 #   --scratch    directory on the filesystem to flood (default: DIR/bench-scratch; NOT tmpfs)
-#   --rounds     interleaved repetitions per A/B pair, medians compared (default 3)
+#   --rounds     A/B rounds per pair in ABBA order; verdict from the median ratio's
+#                bootstrap CI (default 7)
 #   --seconds    measured seconds per run, after 1 s of warm-up (default 5)
 #   (a memory-backed comparison also runs on /dev/shm when it accepts O_DIRECT)
-# Needs fio and python3. Takes about 6 minutes with the defaults.
+# Needs fio and python3. Takes about 15 minutes with the defaults.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="$repo/build"
@@ -24,7 +25,7 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --scratch) scratch="$2"; shift 2 ;;
     --rounds|--seconds) extra+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

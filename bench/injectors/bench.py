@@ -10,13 +10,17 @@ Measures, on this machine:
   4. the same io_uring-vs-fio pairs on a memory-backed filesystem (tmpfs with O_DIRECT, Linux
      >= 6.6) when available: there the device costs almost nothing, so the ratio isolates each
      tool's per-I/O software overhead from a noisy (virtual) disk.
-A shared 2-core box is noisy, so each A/B pair runs `rounds` times, interleaved (A B A B),
-and the medians are compared. Prints a table and writes JSON.
+A shared 2-core box is noisy, so each A/B pair runs `rounds` times (default 7) in ABBA order
+(A B, B A, A B, ...: drift over time hits both sides alike), each round gives one ratio A/B, and
+the verdict rests on the median ratio with a 95% bootstrap CI over the rounds: "ahead" when the
+CI lies above 1.00, "at parity" when it contains 1.00, "behind" when it lies below.
+Prints a table and writes JSON.
 """
 import argparse
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -29,8 +33,51 @@ IO_CONFIGS = [
     ("randread 4KiB qd32", "randread", "4KiB", "4k", 32),
     ("read 1MiB qd16", "read", "1MiB", "1m", 16),
     ("write 1MiB qd16", "write", "1MiB", "1m", 16),
+    ("randwrite 4KiB qd32", "randwrite", "4KiB", "4k", 32),
 ]
-FIO_MODE = {"randread": "randread", "read": "read", "write": "write"}
+FIO_MODE = {"randread": "randread", "read": "read", "write": "write", "randwrite": "randwrite"}
+BOOTSTRAP_RESAMPLES = 10000
+
+
+def median_ci(values, seed=1, level=0.95):
+    """Percentile bootstrap CI of the median of `values` (seeded: the same rounds give the same
+    interval)."""
+    rng = random.Random(seed)
+    n = len(values)
+    meds = sorted(statistics.median(rng.choice(values) for _ in range(n))
+                  for _ in range(BOOTSTRAP_RESAMPLES))
+    lo = meds[int((1 - level) / 2 * BOOTSTRAP_RESAMPLES)]
+    hi = meds[int((1 + level) / 2 * BOOTSTRAP_RESAMPLES) - 1]
+    return lo, hi
+
+
+def verdict(lo, hi):
+    if lo > 1.0:
+        return "ahead"
+    if hi < 1.0:
+        return "behind"
+    return "at parity"
+
+
+def abba(rounds, a, b):
+    """Runs a() and b() `rounds` times in ABBA order; returns the two lists in round order."""
+    ra, rb = [], []
+    for i in range(rounds):
+        if i % 2 == 0:
+            ra.append(a())
+            rb.append(b())
+        else:
+            rb.append(b())
+            ra.append(a())
+    return ra, rb
+
+
+def compare(codl_runs, ref_runs):
+    """Per-round ratios, their median, its CI and the verdict."""
+    ratios = [c / r for c, r in zip(codl_runs, ref_runs)]
+    lo, hi = median_ci(ratios)
+    return {"round_ratios": ratios, "ratio": statistics.median(ratios), "ratio_ci95": [lo, hi],
+            "verdict": verdict(lo, hi)}
 LEVELS = [0.25, 0.5, 0.75]
 
 
@@ -100,51 +147,64 @@ def odirect_ok(d):
 def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib):
     results = []
     for name, mode, bs_codl, bs_fio, qd in IO_CONFIGS:
-        codl_bw, fio_bw, codl_iops, fio_iops = [], [], [], []
-        for _ in range(rounds):
+        def codl_run():
             s = codl_summary(codl, ["io_uring", "--set", f"mode={mode}", "--set", f"block_size={bs_codl}",
                                     "--set", f"queue_depth={qd}", "--set", f"nr_files={nr_files}",
                                     "--set", f"file_size={file_size_mib}MiB", "--max",
                                     "--duration", f"{seconds + 1}s", "--scratch-root", scratch])
-            codl_bw.append(s["achieved_rate"])
-            codl_iops.append(s.get("iops", 0))
-            bw, iops = fio_run(scratch, mode, bs_fio, qd, nr_files, file_size_mib, seconds)
-            fio_bw.append(bw)
-            fio_iops.append(iops)
+            return s["achieved_rate"], s.get("iops", 0)
+
+        def fio():
+            return fio_run(scratch, mode, bs_fio, qd, nr_files, file_size_mib, seconds)
+
+        codl_runs, fio_runs = abba(rounds, codl_run, fio)
+        codl_bw = [bw for bw, _ in codl_runs]
+        fio_bw = [bw for bw, _ in fio_runs]
         r = {"config": name, "scratch": scratch, "file_set": f"{nr_files} x {file_size_mib}MiB",
              "codl_bytes_per_s": statistics.median(codl_bw),
-             "fio_bytes_per_s": statistics.median(fio_bw), "codl_iops": statistics.median(codl_iops),
-             "fio_iops": statistics.median(fio_iops), "codl_runs": codl_bw, "fio_runs": fio_bw}
-        r["ratio"] = r["codl_bytes_per_s"] / r["fio_bytes_per_s"]
+             "fio_bytes_per_s": statistics.median(fio_bw),
+             "codl_iops": statistics.median(i for _, i in codl_runs),
+             "fio_iops": statistics.median(i for _, i in fio_runs),
+             "codl_runs": codl_bw, "fio_runs": fio_bw}
+        r.update(compare(codl_bw, fio_bw))
         results.append(r)
         print(f"  io_uring {name}: codl {r['codl_bytes_per_s']/2**20:.0f} MiB/s "
               f"({r['codl_iops']:.0f} IOPS)  fio {r['fio_bytes_per_s']/2**20:.0f} MiB/s "
-              f"({r['fio_iops']:.0f} IOPS)  ratio {r['ratio']:.3f}", flush=True)
+              f"({r['fio_iops']:.0f} IOPS)  ratio {r['ratio']:.3f} "
+              f"[{r['ratio_ci95'][0]:.3f}, {r['ratio_ci95'][1]:.3f}] {r['verdict']}", flush=True)
     return results
 
 
 def bench_memcpy(codl, streams, rounds, seconds, threads, buffer_bytes):
-    """streams: {"memcpy": path, "loop": path}; the faster median is the reference."""
-    codl_bw, stream_bw = [], {k: [] for k in streams}
-    for _ in range(rounds):
+    """streams: {"memcpy": path, "loop": path}; each round compares with the faster variant of
+    that round (the reference a STREAM user would quote)."""
+    def codl_run():
         s = codl_summary(codl, ["memcpy", "--set", f"threads={threads}", "--set",
                                 f"buffer_size={buffer_bytes}", "--max", "--duration", f"{seconds + 1}s"])
-        codl_bw.append(s["achieved_rate"])
+        return s["achieved_rate"]
+
+    def stream_run():
+        out = {}
         for k, path in streams.items():
-            out = json.loads(run([path, str(threads), str(buffer_bytes), str(seconds), "1"]).stdout)
-            stream_bw[k].append(out["copy_bytes_per_s"])
-    medians = {k: statistics.median(v) for k, v in stream_bw.items()}
-    best = max(medians, key=medians.get)
+            res = json.loads(run([path, str(threads), str(buffer_bytes), str(seconds), "1"]).stdout)
+            out[k] = res["copy_bytes_per_s"]
+        return out
+
+    codl_bw, stream_rounds = abba(rounds, codl_run, stream_run)
+    best_per_round = [max(r.values()) for r in stream_rounds]
+    medians = {k: statistics.median(r[k] for r in stream_rounds) for k in streams}
     r = {"threads": threads, "buffer_bytes": buffer_bytes,
          "codl_bytes_per_s": statistics.median(codl_bw),
-         "stream_copy_bytes_per_s": medians[best], "stream_reference": best,
+         "stream_copy_bytes_per_s": statistics.median(best_per_round),
+         "stream_reference": "best of " + "/".join(streams),
          "stream_variants_bytes_per_s": medians,
-         "codl_runs": codl_bw, "stream_runs": stream_bw,
+         "codl_runs": codl_bw, "stream_runs": stream_rounds,
          "note": "bytes copied/s, each byte once; STREAM's own Copy figure is 2x"}
-    r["ratio"] = r["codl_bytes_per_s"] / r["stream_copy_bytes_per_s"]
+    r.update(compare(codl_bw, best_per_round))
     variants = "  ".join(f"stream-{k} {v/2**30:.2f} GiB/s" for k, v in medians.items())
     print(f"  memcpy: codl {r['codl_bytes_per_s']/2**30:.2f} GiB/s  {variants}  "
-          f"ratio vs best {r['ratio']:.3f}", flush=True)
+          f"ratio vs best {r['ratio']:.3f} [{r['ratio_ci95'][0]:.3f}, {r['ratio_ci95'][1]:.3f}] "
+          f"{r['verdict']}", flush=True)
     return r
 
 
@@ -171,7 +231,7 @@ def main():
     ap.add_argument("--stream-loop", help="stream_copy with -fno-tree-loop-distribute-patterns")
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--memcpy-threads", type=int, default=os.cpu_count() and min(os.cpu_count(), 4))
     ap.add_argument("--memcpy-buffer", type=int, default=128 * 2**20)
@@ -183,7 +243,8 @@ def main():
 
     started = time.time()
     result = {"machine": machine_info(a.scratch), "rounds": a.rounds, "seconds": a.seconds,
-              "goals": {"io_ratio": ">= 1.00", "memcpy_ratio": ">= 1.00",
+              "goals": {"io_verdict": "at parity or ahead (CI of the median ratio contains or exceeds 1.00)",
+                        "memcpy_verdict": "ahead",
                         "level_abs_error": "<= 2%", "level_cov": "<= 5%"}}
     print("machine:", json.dumps(result["machine"]), flush=True)
     print("memcpy vs STREAM-style copy:", flush=True)
@@ -217,17 +278,19 @@ def main():
 
     # The table.
     ok = lambda good: "ok" if good else "MISSED"
-    print("\n%-38s %12s %12s %8s %s" % ("comparison", "codl", "reference", "ratio", "goal >= 1.00"))
+    print("\n%-40s %13s %13s %7s %17s  %s" % ("comparison (ABBA, %d rounds)" % a.rounds, "codl",
+                                               "reference", "ratio", "95% CI", "verdict"))
     m = result["memcpy"]
-    print("%-38s %9.2f GiB/s %8.2f GiB/s %8.3f %s" % (
-        f"memcpy {m['threads']}T {m['buffer_bytes']>>20}MiB vs stream-{m['stream_reference']}",
-        m["codl_bytes_per_s"] / 2**30,
-        m["stream_copy_bytes_per_s"] / 2**30, m["ratio"], ok(m["ratio"] >= 1.0)))
+    print("%-40s %7.2f GiB/s %7.2f GiB/s %7.3f [%6.3f, %6.3f]  %s" % (
+        f"memcpy {m['threads']}T {m['buffer_bytes']>>20}MiB vs STREAM-style",
+        m["codl_bytes_per_s"] / 2**30, m["stream_copy_bytes_per_s"] / 2**30, m["ratio"],
+        m["ratio_ci95"][0], m["ratio_ci95"][1], m["verdict"]))
     for label, rows in (("disk", result["io_uring"]), ("mem", result["io_uring_memory_backed"])):
         for r in rows:
-            print("%-38s %8.0f MiB/s %8.0f MiB/s %8.3f %s" % (
+            print("%-40s %7.0f MiB/s %7.0f MiB/s %7.3f [%6.3f, %6.3f]  %s" % (
                 f"io_uring {r['config']} ({label})", r["codl_bytes_per_s"] / 2**20,
-                r["fio_bytes_per_s"] / 2**20, r["ratio"], ok(r["ratio"] >= 1.0)))
+                r["fio_bytes_per_s"] / 2**20, r["ratio"], r["ratio_ci95"][0], r["ratio_ci95"][1],
+                r["verdict"]))
     print("\n%-10s %6s %10s %10s  %s" % ("injector", "level", "|err|", "CoV", "goals <= 2% / <= 5%"))
     for r in result["levels"]:
         print("%-10s %6.2f %9.2f%% %9.2f%%  %s / %s%s" % (
