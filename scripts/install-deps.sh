@@ -5,7 +5,8 @@
 #   dev:             build + GoogleTest/GoogleMock: the whole tree, tests included, compiles
 #                    (scripts/build.sh's default).
 #   test:            dev + what the tests run: sqlite3, fio, a local Slurm (munge, slurm*),
-#                    systemd-analyze, a headless browser, promtool, PyTorch (scripts/test.sh).
+#                    systemd-analyze, a headless browser, promtool, PyTorch, SciPy and
+#                    statsmodels (the statistics cross-check) (scripts/test.sh).
 # CODL_DEPS_EXTRA="..." adds packages.
 set -euo pipefail
 set_name=${1:-build}
@@ -16,7 +17,7 @@ build_pkgs=(build-essential cmake ninja-build pkg-config ccache
 dev_pkgs=(libgtest-dev libgmock-dev)
 test_pkgs=(sqlite3 fio iproute2 procps python3
            systemd munge slurmctld slurmd slurm-client
-           chromium prometheus python3-torch)
+           chromium prometheus python3-torch python3-scipy python3-statsmodels)
 case "$set_name" in
   build) pkgs=("${build_pkgs[@]}") ;;
   dev) pkgs=("${build_pkgs[@]}" "${dev_pkgs[@]}") ;;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -61,11 +62,86 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+namespace {
+
+// n^n, or limit + 1 once it exceeds limit (no overflow).
+int64_t OrderedResamples(size_t n, int64_t limit) {
+  int64_t count = 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (count > limit / static_cast<int64_t>(n)) return limit + 1;
+    count *= static_cast<int64_t>(n);
+  }
+  return count;
+}
+
+// The resampled median's distribution over all n^n ordered resamples: value -> count.
+std::map<double, int64_t> MedianDistribution(const std::vector<double>& values) {
+  const size_t n = values.size();
+  std::map<double, int64_t> dist;
+  std::vector<size_t> index(n, 0);
+  std::vector<double> sample(n);
+  while (true) {
+    for (size_t i = 0; i < n; ++i) sample[i] = values[index[i]];
+    ++dist[Median(sample)];
+    size_t pos = 0;  // odometer over index
+    while (pos < n && ++index[pos] == n) index[pos++] = 0;
+    if (pos == n) break;
+  }
+  return dist;
+}
+
+// R-type-7 quantile of a weighted multiset given as sorted (value, count) pairs.
+double WeightedQuantile(const std::vector<std::pair<double, int64_t>>& sorted, int64_t total,
+                        double q) {
+  const double h = std::clamp(q, 0.0, 1.0) * static_cast<double>(total - 1);
+  const auto lo = static_cast<int64_t>(std::floor(h));
+  auto at = [&](int64_t k) {  // the k-th smallest (0-based) of the expanded multiset
+    int64_t seen = 0;
+    for (const auto& [v, c] : sorted) {
+      seen += c;
+      if (k < seen) return v;
+    }
+    return sorted.back().first;
+  };
+  const double a = at(lo), b = at(std::min(lo + 1, total - 1));
+  return a + (h - static_cast<double>(lo)) * (b - a);
+}
+
+ConfidenceInterval ExactRatioCI(const std::vector<double>& treatment,
+                                const std::vector<double>& control, double confidence) {
+  ConfidenceInterval ci;
+  const auto t = MedianDistribution(treatment), c = MedianDistribution(control);
+  std::map<double, int64_t> ratios;
+  int64_t total = 0;
+  for (const auto& [ct, nc] : c) {
+    if (ct == 0) continue;
+    for (const auto& [tv, nt] : t) {
+      ratios[tv / ct] += nt * nc;
+      total += nt * nc;
+    }
+  }
+  if (total == 0) return ci;
+  const std::vector<std::pair<double, int64_t>> sorted(ratios.begin(), ratios.end());
+  const double alpha = 1 - std::clamp(confidence, 0.0, 1.0);
+  ci.low = WeightedQuantile(sorted, total, alpha / 2);
+  ci.high = WeightedQuantile(sorted, total, 1 - alpha / 2);
+  ci.exact = true;
+  ci.resamples = total;
+  return ci;
+}
+
+}  // namespace
+
 ConfidenceInterval BootstrapMedianRatioCI(const std::vector<double>& treatment,
                                           const std::vector<double>& control,
                                           const BootstrapOptions& options) {
   ConfidenceInterval ci;
-  if (treatment.empty() || control.empty() || options.resamples <= 0) return ci;
+  if (treatment.empty() || control.empty()) return ci;
+  if (OrderedResamples(treatment.size(), options.exact_limit) <= options.exact_limit &&
+      OrderedResamples(control.size(), options.exact_limit) <= options.exact_limit) {
+    return ExactRatioCI(treatment, control, options.confidence);
+  }
+  if (options.resamples <= 0) return ci;
   std::mt19937_64 rng(options.seed);
   std::vector<double> ratios;
   ratios.reserve(static_cast<size_t>(options.resamples));
@@ -80,7 +156,17 @@ ConfidenceInterval BootstrapMedianRatioCI(const std::vector<double>& treatment,
   const double alpha = 1 - std::clamp(options.confidence, 0.0, 1.0);
   ci.low = Quantile(ratios, alpha / 2);
   ci.high = Quantile(ratios, 1 - alpha / 2);
+  ci.resamples = static_cast<int64_t>(ratios.size());
   return ci;
+}
+
+double MannWhitneyMinP(size_t n_a, size_t n_b) {
+  if (n_a == 0 || n_b == 0) return kNaN;
+  // C(n_a + n_b, n_a) in floating point: exact enough, and no overflow for large samples.
+  double ways = 1;
+  for (size_t i = 1; i <= n_a; ++i)
+    ways = ways * static_cast<double>(n_b + i) / static_cast<double>(i);
+  return std::min(1.0, 2.0 / ways);
 }
 
 const char* ToString(MannWhitneyMethod m) {

@@ -122,15 +122,66 @@ TEST(BootstrapTest, ContainsTheTrueRatioAndIsDeterministic) {
   auto again = BootstrapMedianRatioCI(treatment, control, opt);
   EXPECT_EQ(ci.low, again.low);
   EXPECT_EQ(ci.high, again.high);
+  // The seed matters (with few resamples; 10,000 settle on the same discrete quantiles).
+  opt.resamples = 200;
+  auto few = BootstrapMedianRatioCI(treatment, control, opt);
   opt.seed = 7;
   auto other = BootstrapMedianRatioCI(treatment, control, opt);
-  EXPECT_TRUE(other.low != ci.low || other.high != ci.high);
+  EXPECT_TRUE(other.low != few.low || other.high != few.high);
 }
 
 TEST(BootstrapTest, EmptyIsNaN) {
   auto ci = BootstrapMedianRatioCI({}, {1});
   EXPECT_TRUE(std::isnan(ci.low));
   EXPECT_TRUE(std::isnan(ci.high));
+}
+
+}  // namespace
+}  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+TEST(ExactBootstrap, OneValuePerSideIsAPointAndSaysSo) {
+  ConfidenceInterval ci = BootstrapMedianRatioCI({2.0}, {1.0});
+  EXPECT_TRUE(ci.exact);
+  EXPECT_EQ(ci.resamples, 1);
+  EXPECT_DOUBLE_EQ(ci.low, 2.0);
+  EXPECT_DOUBLE_EQ(ci.high, 2.0);
+}
+
+TEST(ExactBootstrap, EnumeratesEveryOrderedResample) {
+  // Resampled medians of {1, 3}: (1,1) 1, (1,3) 2, (3,1) 2, (3,3) 3. Type-7 quantiles of
+  // {1, 2, 2, 3} at 2.5% and 97.5%: 1 + 0.075 and 2 + 0.925.
+  ConfidenceInterval ci = BootstrapMedianRatioCI({1.0, 3.0}, {1.0});
+  EXPECT_TRUE(ci.exact);
+  EXPECT_EQ(ci.resamples, 4);
+  EXPECT_NEAR(ci.low, 1.075, 1e-12);
+  EXPECT_NEAR(ci.high, 2.925, 1e-12);
+}
+
+TEST(ExactBootstrap, LargeSamplesFallBackToSeededMonteCarlo) {
+  std::vector<double> t, c;
+  for (int i = 0; i < 10; ++i) {
+    t.push_back(2.0 + 0.01 * i);
+    c.push_back(1.0 + 0.01 * i);
+  }
+  ConfidenceInterval ci = BootstrapMedianRatioCI(t, c);
+  EXPECT_FALSE(ci.exact);
+  EXPECT_EQ(ci.resamples, 10000);
+  EXPECT_LT(ci.low, ci.high);
+  ConfidenceInterval again = BootstrapMedianRatioCI(t, c);
+  EXPECT_EQ(ci.low, again.low);  // same seed, same interval
+}
+
+TEST(MannWhitneyMinP, SmallSamplesCannotReachSignificance) {
+  EXPECT_DOUBLE_EQ(MannWhitneyMinP(1, 1), 1.0);
+  EXPECT_NEAR(MannWhitneyMinP(2, 2), 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(MannWhitneyMinP(3, 3), 0.1, 1e-12);
+  EXPECT_NEAR(MannWhitneyMinP(4, 4), 2.0 / 70.0, 1e-12);
+  EXPECT_TRUE(std::isnan(MannWhitneyMinP(0, 3)));
+  // The exact test reaches its minimum when the samples do not overlap at all.
+  EXPECT_NEAR(MannWhitneyU({4, 5, 6}, {1, 2, 3}).p_value, MannWhitneyMinP(3, 3), 1e-12);
 }
 
 }  // namespace
