@@ -13,8 +13,9 @@ int main(int argc, char** argv) {
   using codl::experiment::SimulationOptions;
   const int experiments = argc > 1 ? std::atoi(argv[1]) : 2000;
   const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1;
-  std::printf("experiments,repetitions,baselines,true_slowdown,trial_cov,step_cov,coverage,"
-              "ci_positive,p_positive,mean_slowdown\n");
+  std::printf(
+      "experiments,repetitions,baselines,true_slowdown,trial_cov,step_cov,coverage,"
+      "ci_positive,p_positive,mean_slowdown\n");
   for (int reps : {3, 5, 10, 20}) {
     for (double truth : {1.0, 1.2}) {
       SimulationOptions o;
@@ -24,9 +25,9 @@ int main(int argc, char** argv) {
       o.true_slowdown = truth;
       o.seed = seed;
       const auto f = SimulateExperiments(o);
-      std::printf("%d,%d,%d,%.2f,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f\n", f.experiments, reps,
-                  o.baselines, truth, o.trial_cov, o.step_cov, f.coverage, f.ci_positive,
-                  f.p_positive, f.mean_slowdown);
+      std::printf("%d,%d,%d,%.2f,%.2f,%.2f,%.4f,%.4f,%.4f,%.4f\n", f.experiments, reps, o.baselines,
+                  truth, o.trial_cov, o.step_cov, f.coverage, f.ci_positive, f.p_positive,
+                  f.mean_slowdown);
       std::fflush(stdout);
     }
   }

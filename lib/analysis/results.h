@@ -25,7 +25,7 @@ struct AntagonistSummary {
   double achieved_cov = kNaN;   // mean of AntagonistResult::achieved_cov
   std::string unit;             // "bytes/s", "IOPS", ...
   int n_missed_target = 0;      // results with reached_target == false (all trials)
-  bool max = false;             // intensity `max`: open loop, no target; achieved_rate is its outcome
+  bool max = false;  // intensity `max`: open loop, no target; achieved_rate is its outcome
 };
 
 struct PhaseSlowdown {
@@ -51,8 +51,8 @@ struct PairingSummary {
   double ci_high = kNaN;
   // Selection made visible: the same figures over every trial whose victim ran (measured and
   // flagged), beside the held-target ones above.
-  int n_all = 0;              // n + n_flagged
-  double flag_rate = kNaN;    // n_flagged / n_all
+  int n_all = 0;            // n + n_flagged
+  double flag_rate = kNaN;  // n_flagged / n_all
   double slowdown_all = kNaN;
   double ci_all_low = kNaN;
   double ci_all_high = kNaN;
@@ -83,7 +83,8 @@ struct SummarizeOptions {
   double noisy_cov_threshold = 0.10;
 };
 ExperimentResults Summarize(const ExperimentRecord& experiment,
-                            const std::vector<TrialRecord>& trials, const SummarizeOptions& options);
+                            const std::vector<TrialRecord>& trials,
+                            const SummarizeOptions& options);
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             double noisy_cov_threshold = 0.10);

@@ -128,9 +128,9 @@ std::string FormatTable(const ExperimentResults& r) {
          "baseline\n";
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
-  const std::vector<std::string> header = {
-      "pairing", "levels", "n", r.metric, "slowdown [CI]", "p", "all trials [CI]", "flagged",
-      "achieved"};
+  const std::vector<std::string> header = {"pairing",         "levels",        "n",
+                                           r.metric,          "slowdown [CI]", "p",
+                                           "all trials [CI]", "flagged",       "achieved"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const auto& p : r.pairings) {

@@ -29,13 +29,13 @@ Result<TrialMetric> ParseTrialMetric(std::string_view text) {
   else if (text == "median") m.kind = TrialMetric::Kind::kMedian;
   else {
     // pNN: exactly one or two digits, 1..99 ("p5", "p95"); no signs, spaces or fractions.
-    const bool digits = text.size() >= 2 && text.size() <= 3 && text[0] == 'p' &&
-                        std::all_of(text.begin() + 1, text.end(),
-                                    [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        text.size() >= 2 && text.size() <= 3 && text[0] == 'p' &&
+        std::all_of(text.begin() + 1, text.end(), [](char c) { return c >= '0' && c <= '9'; });
     const int nn = digits ? std::stoi(std::string(text.substr(1))) : 0;
     if (nn < 1 || nn > 99) {
-      return InvalidArgument("'" + std::string(text) + "' is not a metric; allowed: " +
-                             kAllowedMetrics);
+      return InvalidArgument("'" + std::string(text) +
+                             "' is not a metric; allowed: " + kAllowedMetrics);
     }
     m.kind = TrialMetric::Kind::kPercentile;
     m.percentile = nn;
@@ -56,7 +56,8 @@ double TrialMetricValue(const TrialRecord& t, const TrialMetric& metric) {
       return elapsed > 0 ? static_cast<double>(times.size()) / elapsed : kNaN;
     case TrialMetric::Kind::kMean: return elapsed / static_cast<double>(times.size());
     case TrialMetric::Kind::kMedian: return Median(std::move(times));
-    case TrialMetric::Kind::kPercentile: return Quantile(std::move(times), metric.percentile / 100.0);
+    case TrialMetric::Kind::kPercentile:
+      return Quantile(std::move(times), metric.percentile / 100.0);
     default: return elapsed;
   }
 }
@@ -71,7 +72,8 @@ std::vector<TrialMetric> StoredTrialMetrics() {
 
 std::vector<std::pair<std::string, double>> AllTrialMetricValues(const TrialRecord& t) {
   std::vector<std::pair<std::string, double>> out;
-  for (const TrialMetric& m : StoredTrialMetrics()) out.emplace_back(m.Name(), TrialMetricValue(t, m));
+  for (const TrialMetric& m : StoredTrialMetrics())
+    out.emplace_back(m.Name(), TrialMetricValue(t, m));
   return out;
 }
 

@@ -226,8 +226,8 @@ std::string PairingTable(const ExperimentResults& r) {
          Escape(Levels(p)) + "</td><td class=\"num\">" + std::to_string(p.n) +
          "</td><td class=\"num\">" + MetricValue(r, p) + "</td><td class=\"num\">" +
          Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
-         "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td class=\"num\">" +
-         all + "</td><td class=\"num\">" + FlagRate(p) + "</td><td>" +
+         "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td class=\"num\">" + all +
+         "</td><td class=\"num\">" + FlagRate(p) + "</td><td>" +
          (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + Notes(p) + "</td></tr>\n";
   }
   return t + "</tbody>\n</table>\n";

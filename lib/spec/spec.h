@@ -38,7 +38,8 @@ struct VictimSpec {
   ProgressSpec progress;
   int warmup_steps = 0;
   double timeout_s = 600;  // victim.timeout
-  std::string metric = "elapsed";  // victim.metric: elapsed|throughput|mean|median|pNN (TrialMetric)
+  std::string metric =
+      "elapsed";  // victim.metric: elapsed|throughput|mean|median|pNN (TrialMetric)
   NodeSelector nodes;
 };
 

@@ -134,9 +134,9 @@ ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
 }
 
 VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes) {
-  MapReader m(n, path,
-              {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes",
-               "metric"});
+  MapReader m(
+      n, path,
+      {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes", "metric"});
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");

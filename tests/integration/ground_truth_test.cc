@@ -45,16 +45,16 @@ class GroundTruthTest : public ::testing::Test {
                   std::to_string(kCapacity) + "}, levels: " + levels +
                   "}\n"
                   "repetitions: 3\nsettle: 1s\ncalibration: {duration: 1s}\n");
-    auto r = RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml", "--scratch-root", dir_}, 240,
-                        dir_);
+    auto r =
+        RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml", "--scratch-root", dir_}, 240, dir_);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     table_ = r.out;
   }
 
   // pairing -> its JSON object, analysed under `metric` ("" = the experiment's own).
   std::map<std::string, nlohmann::json> Results(const std::string& metric) {
-    std::vector<std::string> argv = {Bin("codlctl"), "results", "latest", "--db",
-                                     dir_ + "/codl-results.db", "-o", "json"};
+    std::vector<std::string> argv = {
+        Bin("codlctl"), "results", "latest", "--db", dir_ + "/codl-results.db", "-o", "json"};
     if (!metric.empty()) argv.insert(argv.end(), {"--metric", metric});
     auto r = RunCommand(argv);
     EXPECT_EQ(r.exit_code, 0) << r.err;

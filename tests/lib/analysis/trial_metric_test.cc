@@ -28,11 +28,11 @@ TEST(TrialMetricTest, ParsesEveryAllowedNameAndReadsItBack) {
 }
 
 TEST(TrialMetricTest, RejectsOthersListingTheAllowedValues) {
-  for (const char* bad : {"", "fastest", "p0", "p100", "p9.5", "p-5", "P95", "p", "p095", "mean "}) {
+  for (const char* bad :
+       {"", "fastest", "p0", "p100", "p9.5", "p-5", "P95", "p", "p095", "mean "}) {
     auto m = ParseTrialMetric(bad);
     ASSERT_FALSE(m.ok()) << bad;
-    EXPECT_NE(m.error().find("elapsed, throughput, mean, median, pNN (p1..p99)"),
-              std::string::npos)
+    EXPECT_NE(m.error().find("elapsed, throughput, mean, median, pNN (p1..p99)"), std::string::npos)
         << m.error();
   }
 }
