@@ -7,9 +7,9 @@
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
 #include "injectors/registry.h"
-#include "lib/analysis/trial_metric.h"
 #include "lib/common/defaults.h"
 #include "lib/common/units.h"
+#include "lib/spec/trial_metric.h"
 #include "lib/store/store.h"
 
 namespace codl::cli {

@@ -15,10 +15,10 @@
 #include <set>
 #include <sstream>
 
-#include "lib/analysis/trial_metric.h"
 #include "lib/common/units.h"
 #include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
+#include "lib/spec/trial_metric.h"
 #include "lib/yaml/typed.h"
 #include "lib/yaml/yaml_reader.h"
 
