@@ -9,6 +9,7 @@
 #include "injectors/registry.h"
 #include "lib/common/defaults.h"
 #include "lib/common/units.h"
+#include "lib/spec/trial_metric.h"
 #include "lib/store/store.h"
 
 namespace codl::cli {
@@ -89,9 +90,13 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
 }
 
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
-               const std::string& output) {
+               const std::string& output, const std::string& metric) {
   if (output != "table" && output != "csv" && output != "json") {
     fprintf(stderr, "codlctl results: -o '%s': expected table, csv or json\n", output.c_str());
+    return kExitBadInput;
+  }
+  if (auto m = experiment::ParseTrialMetric(metric); !metric.empty() && !m.ok()) {
+    fprintf(stderr, "codlctl results: --metric: %s\n", m.error().c_str());
     return kExitBadInput;
   }
   std::unique_ptr<ControllerClient> client;
@@ -103,7 +108,7 @@ int CmdResults(const GlobalOptions& g, const std::string& id, const std::string&
     }
     client = std::move(c.value());
   }
-  return PrintResults(client.get(), db, id, output, stdout);
+  return PrintResults(client.get(), db, id, output, stdout, metric);
 }
 
 int CmdAgents(const GlobalOptions& g, bool json) {

@@ -46,7 +46,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch);
 int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db);
 int CmdWatch(const GlobalOptions& g, const std::string& id);
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
-               const std::string& output);
+               const std::string& output, const std::string& metric = "");
 int CmdAgents(const GlobalOptions& g, bool json);
 int CmdCancel(const GlobalOptions& g, const std::string& id);
 int CmdCalibrate(const GlobalOptions& g, const std::string& injector,

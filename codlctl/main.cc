@@ -112,7 +112,7 @@ Subcommand AddWatch(CLI::App& app) {
 
 Subcommand AddResults(CLI::App& app) {
   struct Options {
-    std::string id, db, output = "table";
+    std::string id, db, output = "table", metric;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
@@ -120,7 +120,12 @@ Subcommand AddResults(CLI::App& app) {
   cmd->add_option("--db", o->db,
                   "read this results database (e.g. codl-results.db), no controller");
   cmd->add_option("-o,--output", o->output, "table | csv | json")->capture_default_str();
-  return {cmd, [o](const GlobalOptions& g) { return CmdResults(g, o->id, o->db, o->output); }};
+  cmd->add_option("--metric", o->metric,
+                  "re-analyse under this per-trial metric: elapsed | throughput | mean | median | "
+                  "pNN (default: the experiment's victim.metric)");
+  return {cmd, [o](const GlobalOptions& g) {
+            return CmdResults(g, o->id, o->db, o->output, o->metric);
+          }};
 }
 
 // `report` reads the database when given one, else asks the controller (default address

@@ -5,9 +5,26 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "lib/analysis/results.h"
+#include "lib/spec/spec.h"
 #include "lib/store/store.h"
 
 namespace codl::cli {
+namespace {
+
+// The metric named by --metric, else the experiment's victim.metric. The YAML was validated when
+// submitted; one that no longer parses (an older or newer format) falls back to the default.
+experiment::SummarizeOptions OptionsFor(const ExperimentRecord& e, const std::string& metric) {
+  experiment::SummarizeOptions o;
+  std::string name = metric;
+  if (name.empty()) {
+    auto spec = experiment::ParseExperiment(e.yaml, e.source_path);
+    if (spec.ok()) name = spec->victim.metric;
+  }
+  if (auto m = experiment::ParseTrialMetric(name); !name.empty() && m.ok()) o.metric = *m;
+  return o;
+}
+
+}  // namespace
 
 Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(ControllerClient* client,
                                                                           const std::string& db,
@@ -27,13 +44,13 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
 }
 
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
-                 const std::string& output, FILE* out) {
+                 const std::string& output, FILE* out, const std::string& metric) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
     fprintf(stderr, "codlctl results: %s\n", rec.error().c_str());
     return ExitCodeFor(rec.status());
   }
-  auto results = experiment::Summarize(rec->first, rec->second);
+  auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, metric));
   std::string text;
   if (output == "csv") text = experiment::FormatCsv(results);
   else if (output == "json") text = experiment::FormatJson(results);
@@ -59,7 +76,7 @@ int WriteReport(ControllerClient* client, const std::string& db, const std::stri
     fprintf(stderr, "codlctl report: %s\n", rec.error().c_str());
     return ExitCodeFor(rec.status());
   }
-  auto results = experiment::Summarize(rec->first, rec->second);
+  auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, ""));
   std::string html = report::RenderHtmlReport(rec->first, rec->second, results);
   std::ofstream out(path);
   if (!out || !(out << html)) {

@@ -18,8 +18,10 @@ class ControllerClient;
 Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(ControllerClient* client,
                                                                           const std::string& db,
                                                                           const std::string& id);
+// `metric`: the per-trial metric to analyse under; "" = the experiment's own victim.metric (from
+// its stored YAML; elapsed when that cannot be read).
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
-                 const std::string& output, FILE* out);
+                 const std::string& output, FILE* out, const std::string& metric = "");
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
                 const std::string& path);
 

@@ -88,6 +88,7 @@ struct Instance {
   std::string id;
   std::shared_ptr<AgentClient> client;
   AntagonistResult result;
+  bool max = false;  // open loop (codl-inject --max): no target, never flagged
   int64_t started_agent_ns = 0;
   bool started = false;
 };
@@ -336,7 +337,10 @@ class ExperimentRunner::TrialRun {
       r.result.level = part.intensity.level;
       r.result.peak_rate = peak.peak_rate;
       r.result.unit = peak.unit;
-      r.result.target_rate = part.intensity.level * peak.peak_rate;
+      // max has no target: target_rate 0 makes the settle and held-target checks pass once it
+      // runs, and its achieved rate is the outcome.
+      r.max = part.intensity.max;
+      r.result.target_rate = r.max ? 0 : part.intensity.level * peak.peak_rate;
     }
     return r;
   }
@@ -361,7 +365,8 @@ class ExperimentRunner::TrialRun {
     auto* is = req.mutable_spec();
     is->set_injector(a.injector);
     for (const auto& [k, v] : r.options) (*is->mutable_options())[k] = v;
-    is->set_rate(r.result.target_rate);
+    if (r.max) is->set_max(true);
+    else is->set_rate(r.result.target_rate);
     is->set_max_duration_s(spec_.victim.timeout_s + spec_.settle_s + 120);
     req.set_lease_s(spec_.lease_s);
     req.set_level(r.result.level);

@@ -1,5 +1,6 @@
-// Summarize: trials -> per-pairing slowdown figures. Only measured trials (state done) enter the
-// figures; flagged ones (an antagonist missed its target) and failed ones are counted, not used.
+// Summarize: trials -> per-pairing slowdown figures of one per-trial metric (TrialMetric). The
+// main figures use measured trials (state done); flagged ones (an antagonist missed its target)
+// enter the "all trials" figures beside them; failed ones are counted, never used.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -49,12 +50,13 @@ std::map<std::string, std::string> ParseKey(const std::string& key) {
   return out;
 }
 
-std::vector<double> Metrics(const std::vector<const TrialRecord*>& trials) {
+std::vector<double> Metrics(const std::vector<const TrialRecord*>& trials, const TrialMetric& m) {
   std::vector<double> v;
-  // A non-finite metric is no measurement (the runner never stores one for a done trial; an
-  // imported or hand-edited database might).
+  // A non-finite value is no measurement (a done trial without steps or metric, as an imported
+  // or hand-edited database might hold).
   for (const auto* t : trials) {
-    if (std::isfinite(t->metric)) v.push_back(t->metric);
+    const double x = TrialMetricValue(*t, m);
+    if (std::isfinite(x)) v.push_back(x);
   }
   return v;
 }
@@ -113,6 +115,7 @@ std::vector<AntagonistSummary> SummarizeAntagonists(
       std::snprintf(buf, sizeof buf, "%g", a.s.level);
       a.s.intensity = a.s.level > 0 ? buf : FormatRate(a.s.target_rate, a.s.unit);
     }
+    a.s.max = a.s.intensity == "max";
     out.push_back(std::move(a.s));
   }
   return out;
@@ -147,7 +150,7 @@ struct Baseline {
   std::map<std::string, double> phase_medians;
 };
 
-Baseline SummarizeBaseline(const Grouped& g) {
+Baseline SummarizeBaseline(const Grouped& g, const TrialMetric& metric) {
   Baseline b;
   std::vector<const TrialRecord*> done;
   if (auto it = g.by_key.find("baseline"); it != g.by_key.end()) {
@@ -155,22 +158,73 @@ Baseline SummarizeBaseline(const Grouped& g) {
       if (t->state == TrialState::kDone) done.push_back(t);
     }
   }
-  b.metrics = Metrics(done);
+  b.metrics = Metrics(done, metric);
   b.median = Median(b.metrics);
   b.phase_medians = PhaseMedians(done);
   return b;
 }
 
-// Slowdown with its CI and rank test against the baselines.
-void CompareToBaseline(const std::vector<double>& m, const Baseline& base, uint64_t seed,
-                       PairingSummary* p) {
+// `values` against the baseline's: slowdown (> 1 = slower, whatever the metric's direction)
+// and its bootstrap CI.
+struct Ratio {
+  double slowdown = kNaN;
+  ConfidenceInterval ci;
+};
+
+Ratio SlowdownOf(const std::vector<double>& values, const Baseline& base, const TrialMetric& metric,
+                 uint64_t seed) {
   BootstrapOptions opt;
   opt.resamples = kResamples;
   opt.confidence = kConfidence;
   opt.seed = seed;
-  ConfidenceInterval ci = BootstrapMedianRatioCI(m, base.metrics, opt);
-  p->ci_low = ci.low;
-  p->ci_high = ci.high;
+  Ratio r;
+  const double median = Median(values);
+  const bool inverse = metric.HigherIsFaster();
+  const double num = inverse ? base.median : median, den = inverse ? median : base.median;
+  if (den > 0) r.slowdown = num / den;
+  r.ci = inverse ? BootstrapMedianRatioCI(base.metrics, values, opt)
+                 : BootstrapMedianRatioCI(values, base.metrics, opt);
+  return r;
+}
+
+struct Split {
+  std::vector<const TrialRecord*> measured, flagged;
+};
+
+Split SplitByState(const std::vector<const TrialRecord*>& trials, PairingSummary* p) {
+  Split s;
+  for (const auto* t : trials) {
+    switch (t->state) {
+      case TrialState::kDone: s.measured.push_back(t); break;
+      case TrialState::kFlagged:
+        s.flagged.push_back(t);
+        ++p->n_flagged;
+        break;
+      case TrialState::kFailed: ++p->n_failed; break;
+      default: ++p->n_not_run; break;
+    }
+  }
+  p->n = static_cast<int>(s.measured.size());
+  p->n_all = p->n + p->n_flagged;
+  if (p->n_all > 0) p->flag_rate = static_cast<double>(p->n_flagged) / p->n_all;
+  return s;
+}
+
+// The held-target figures, and the same over every trial whose victim ran, so that excluding
+// flagged trials is visible rather than silent. The rank test is on the held-target trials.
+void CompareToBaseline(const Split& s, const Baseline& base, const TrialMetric& metric,
+                       uint64_t seed, PairingSummary* p) {
+  const std::vector<double> m = Metrics(s.measured, metric);
+  const Ratio held = SlowdownOf(m, base, metric, seed);
+  p->slowdown = held.slowdown;
+  p->ci_low = held.ci.low;
+  p->ci_high = held.ci.high;
+  std::vector<const TrialRecord*> ran = s.measured;
+  ran.insert(ran.end(), s.flagged.begin(), s.flagged.end());
+  const Ratio all = SlowdownOf(Metrics(ran, metric), base, metric, seed);
+  p->slowdown_all = all.slowdown;
+  p->ci_all_low = all.ci.low;
+  p->ci_all_high = all.ci.high;
   MannWhitneyResult mw = MannWhitneyU(m, base.metrics);
   p->p_value = mw.p_value;
   p->p_method = mw.method;
@@ -178,32 +232,22 @@ void CompareToBaseline(const std::vector<double>& m, const Baseline& base, uint6
 
 PairingSummary SummarizePairing(const std::string& key,
                                 const std::vector<const TrialRecord*>& trials, const Baseline& base,
-                                uint64_t experiment_seed) {
+                                const TrialMetric& metric, uint64_t experiment_seed) {
   PairingSummary p;
   p.pairing = key;
   p.baseline = key == "baseline";
-  std::vector<const TrialRecord*> measured, flagged;
-  for (const auto* t : trials) {
-    switch (t->state) {
-      case TrialState::kDone: measured.push_back(t); break;
-      case TrialState::kFlagged:
-        flagged.push_back(t);
-        ++p.n_flagged;
-        break;
-      case TrialState::kFailed: ++p.n_failed; break;
-      default: ++p.n_not_run; break;
-    }
-  }
-  p.n = static_cast<int>(measured.size());
-  const std::vector<double> m = Metrics(measured);
-  p.median_metric = Median(m);
+  const Split s = SplitByState(trials, &p);
+  const std::vector<double> m = Metrics(s.measured, metric);
+  p.metric_median = Median(m);
+  if (metric.Unit() == "s") p.median_metric = p.metric_median;
   p.cov = CoefficientOfVariation(m);
-  if (base.median > 0) p.slowdown = p.median_metric / base.median;
-  if (!p.baseline) {
-    CompareToBaseline(m, base, experiment_seed ^ Fnv1a(key), &p);
-    p.antagonists = SummarizeAntagonists(key, trials, measured, flagged);
+  if (p.baseline) {
+    if (base.median > 0 && p.metric_median > 0) p.slowdown = p.slowdown_all = 1;
+  } else {
+    CompareToBaseline(s, base, metric, experiment_seed ^ Fnv1a(key), &p);
+    p.antagonists = SummarizeAntagonists(key, trials, s.measured, s.flagged);
   }
-  for (const auto& [phase, median] : PhaseMedians(measured)) {
+  for (const auto& [phase, median] : PhaseMedians(s.measured)) {
     PhaseSlowdown ps;
     ps.phase = phase;
     ps.median_s = median;
@@ -217,23 +261,34 @@ PairingSummary SummarizePairing(const std::string& key,
 }  // namespace
 
 ExperimentResults Summarize(const ExperimentRecord& experiment,
-                            const std::vector<TrialRecord>& trials, double noisy_cov_threshold) {
+                            const std::vector<TrialRecord>& trials,
+                            const SummarizeOptions& options) {
   ExperimentResults res;
   res.experiment_id = experiment.id;
   res.name = experiment.name;
   res.seed = experiment.seed;
   res.bootstrap_resamples = kResamples;
   res.confidence = kConfidence;
-  res.noisy_cov_threshold = noisy_cov_threshold;
+  res.metric = options.metric.Name();
+  res.metric_unit = options.metric.Unit();
+  res.noisy_cov_threshold = options.noisy_cov_threshold;
 
   const Grouped g = GroupByPairing(trials);
-  const Baseline base = SummarizeBaseline(g);
+  const Baseline base = SummarizeBaseline(g, options.metric);
   res.baseline_cov = CoefficientOfVariation(base.metrics);
-  res.noisy_baseline = res.baseline_cov > noisy_cov_threshold;
+  res.noisy_baseline = res.baseline_cov > options.noisy_cov_threshold;
   for (const auto& key : g.order) {
-    res.pairings.push_back(SummarizePairing(key, g.by_key.at(key), base, experiment.seed));
+    res.pairings.push_back(
+        SummarizePairing(key, g.by_key.at(key), base, options.metric, experiment.seed));
   }
   return res;
+}
+
+ExperimentResults Summarize(const ExperimentRecord& experiment,
+                            const std::vector<TrialRecord>& trials, double noisy_cov_threshold) {
+  SummarizeOptions options;
+  options.noisy_cov_threshold = noisy_cov_threshold;
+  return Summarize(experiment, trials, options);
 }
 
 }  // namespace codl::experiment

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/analysis/stats.h"
+#include "lib/analysis/trial_metric.h"
 #include "lib/common/records.h"
 
 namespace codl::experiment {
@@ -24,6 +25,7 @@ struct AntagonistSummary {
   double achieved_cov = kNaN;   // mean of AntagonistResult::achieved_cov
   std::string unit;             // "bytes/s", "IOPS", ...
   int n_missed_target = 0;      // results with reached_target == false (all trials)
+  bool max = false;  // intensity `max`: open loop, no target; achieved_rate is its outcome
 };
 
 struct PhaseSlowdown {
@@ -40,11 +42,20 @@ struct PairingSummary {
   int n_flagged = 0;            // measured, but an antagonist missed its target: excluded
   int n_failed = 0;             // the victim failed: excluded
   int n_not_run = 0;            // pending, running or cancelled
-  double median_metric = kNaN;  // median of TrialRecord::metric, seconds
+  double median_metric = kNaN;  // metric_median when the metric is a time (seconds), else NaN
+  double metric_median = kNaN;  // median over measured trials of the per-trial metric, its unit
   double cov = kNaN;            // coefficient of variation of the metric
-  double slowdown = kNaN;       // median_metric / baseline median_metric (1 for the baseline)
+  double slowdown = kNaN;       // metric_median vs the baseline's (1 for the baseline); for
+                                // throughput baseline / measured, so > 1 is always slower
   double ci_low = kNaN;         // bootstrap 95% CI of the slowdown (NaN for the baseline)
   double ci_high = kNaN;
+  // Selection made visible: the same figures over every trial whose victim ran (measured and
+  // flagged), beside the held-target ones above.
+  int n_all = 0;            // n + n_flagged
+  double flag_rate = kNaN;  // n_flagged / n_all
+  double slowdown_all = kNaN;
+  double ci_all_low = kNaN;
+  double ci_all_high = kNaN;
   double p_value = kNaN;  // two-sided Mann-Whitney U vs the baseline trials
   MannWhitneyMethod p_method = MannWhitneyMethod::kNone;
   std::vector<PhaseSlowdown> phases;  // sorted by phase name
@@ -56,6 +67,8 @@ struct ExperimentResults {
   uint64_t seed = 0;
   int bootstrap_resamples = 0;
   double confidence = 0.95;
+  std::string metric = "elapsed";  // TrialMetric::Name() of the per-trial metric the figures use
+  std::string metric_unit = "s";
   double noisy_cov_threshold = 0.10;
   double baseline_cov = kNaN;
   bool noisy_baseline = false;           // baseline_cov > noisy_cov_threshold
@@ -65,6 +78,13 @@ struct ExperimentResults {
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when
 // TrialRecord::baseline is set or its pairing is "baseline". Bootstrap resamples are seeded from
 // ExperimentRecord::seed mixed with the pairing key, so results are reproducible.
+struct SummarizeOptions {
+  TrialMetric metric;  // default: elapsed
+  double noisy_cov_threshold = 0.10;
+};
+ExperimentResults Summarize(const ExperimentRecord& experiment,
+                            const std::vector<TrialRecord>& trials,
+                            const SummarizeOptions& options);
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             double noisy_cov_threshold = 0.10);

@@ -43,19 +43,39 @@ std::string Achieved(const PairingSummary& p) {
     if (!std::isfinite(a.achieved_rate)) continue;
     if (!s.empty()) s += ", ";
     s += a.name + " " + FormatRate(a.achieved_rate, a.unit.empty() ? "bytes/s" : a.unit);
-    if (std::isfinite(a.target_rate) && a.target_rate > 0) {
+    if (a.max) {
+      s += " (max, open loop)";
+    } else if (std::isfinite(a.target_rate) && a.target_rate > 0) {
       s += " (" + Fmt("%.0f", 100 * a.achieved_rate / a.target_rate) + "% of target)";
     }
   }
   return s.empty() ? "-" : s;
 }
 
-std::string SlowdownCell(const PairingSummary& p) {
-  if (!std::isfinite(p.slowdown)) return "-";
-  std::string s = Fmt("%.2fx", p.slowdown);
-  if (std::isfinite(p.ci_low))
-    s += " [" + Fmt("%.2f", p.ci_low) + ", " + Fmt("%.2f", p.ci_high) + "]";
+std::string SlowdownCell(double slowdown, double low, double high) {
+  if (!std::isfinite(slowdown)) return "-";
+  std::string s = Fmt("%.2fx", slowdown);
+  if (std::isfinite(low)) s += " [" + Fmt("%.2f", low) + ", " + Fmt("%.2f", high) + "]";
   return s;
+}
+
+std::string MetricCell(const ExperimentResults& r, double v) {
+  if (!std::isfinite(v)) return "-";
+  return r.metric_unit == "s" ? FormatDuration(v) : Fmt("%.4g", v) + " " + r.metric_unit;
+}
+
+// "1/4 (25%)": the flag rate, so the selection behind the held-target figure is visible.
+std::string FlaggedCell(const PairingSummary& p) {
+  if (p.baseline || p.n_all == 0) return "-";
+  return std::to_string(p.n_flagged) + "/" + std::to_string(p.n_all) + " (" +
+         Fmt("%.0f", 100 * p.flag_rate) + "%)";
+}
+
+std::string MetricDescription(const ExperimentResults& r) {
+  if (r.metric == "elapsed") return "elapsed (time of the measured steps)";
+  if (r.metric == "throughput") return "throughput (measured steps/s; slowdown = baseline / it)";
+  if (r.metric == "mean" || r.metric == "median") return r.metric + " step time";
+  return r.metric + " of the step times";
 }
 
 // A text cell that a spreadsheet would run as a formula (=, +, @, a tab or CR first, or '-'
@@ -101,19 +121,24 @@ std::string FormatTable(const ExperimentResults& r) {
   std::ostringstream out;
   out << "experiment " << TerminalSafe(r.name) << " (id " << r.experiment_id << ", seed " << r.seed
       << ")\n";
-  out << "metric: victim median step time (or wall time); slowdown: median / baseline median, "
-      << Fmt("%.0f", r.confidence * 100) << "% bootstrap CI; p: Mann-Whitney U vs baseline\n";
+  out << "metric: " << MetricDescription(r)
+      << " per trial; slowdown: median over trials vs the baseline's, "
+      << Fmt("%.0f", r.confidence * 100)
+      << "% bootstrap CI, held-target trials; all trials: flagged included; p: Mann-Whitney U vs "
+         "baseline\n";
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
-  const std::vector<std::string> header = {"pairing",       "levels", "n",       "median",
-                                           "slowdown [CI]", "p",      "achieved"};
+  const std::vector<std::string> header = {"pairing",         "levels",        "n",
+                                           r.metric,          "slowdown [CI]", "p",
+                                           "all trials [CI]", "flagged",       "achieved"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const auto& p : r.pairings) {
-    std::string median = std::isfinite(p.median_metric) ? FormatDuration(p.median_metric) : "-";
     std::string pv = std::isfinite(p.p_value) ? Fmt("%.3g", p.p_value) : "-";
-    rows.push_back({p.pairing, Levels(p), std::to_string(p.n), median, SlowdownCell(p), pv,
-                    p.baseline ? "-" : Achieved(p)});
+    rows.push_back({p.pairing, Levels(p), std::to_string(p.n), MetricCell(r, p.metric_median),
+                    SlowdownCell(p.slowdown, p.ci_low, p.ci_high), pv,
+                    p.baseline ? "-" : SlowdownCell(p.slowdown_all, p.ci_all_low, p.ci_all_high),
+                    FlaggedCell(p), p.baseline ? "-" : Achieved(p)});
     std::vector<std::string> lines;
     if (!p.phases.empty()) {
       std::string s = "phases:";
@@ -138,7 +163,8 @@ std::string FormatTable(const ExperimentResults& r) {
         s += std::string(p.n_failed || p.n_flagged ? "," : "") + " " + std::to_string(p.n_not_run) +
              " not run";
       }
-      lines.push_back(s + "; excluded from the figures");
+      lines.push_back(s + "; excluded from the held-target figures" +
+                      (p.n_flagged ? " (flagged ones are in \"all trials\")" : ""));
     }
     details.push_back(lines);
   }
@@ -190,7 +216,16 @@ std::string FormatCsv(const ExperimentResults& r) {
                                    "achieved_rate",
                                    "achieved_cov",
                                    "unit",
-                                   "n_missed_target"};
+                                   "n_missed_target",
+                                   "metric",
+                                   "metric_unit",
+                                   "metric_median",
+                                   "n_all",
+                                   "flag_rate",
+                                   "slowdown_all",
+                                   "ci_all_low",
+                                   "ci_all_high",
+                                   "max"};
   std::ostringstream out;
   for (size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
   out << "\n";
@@ -214,17 +249,28 @@ std::string FormatCsv(const ExperimentResults& r) {
                                        CsvNum(p.p_value),
                                        ToString(p.p_method),
                                        CsvText(phases)};
-    auto emit = [&](const std::vector<std::string>& tail) {
+    // Columns added after the antagonist ones (documented order; old readers keep working).
+    const std::vector<std::string> added = {r.metric,
+                                            r.metric_unit,
+                                            CsvNum(p.metric_median),
+                                            std::to_string(p.n_all),
+                                            CsvNum(p.flag_rate),
+                                            CsvNum(p.slowdown_all),
+                                            CsvNum(p.ci_all_low),
+                                            CsvNum(p.ci_all_high)};
+    auto emit = [&](const std::vector<std::string>& tail, const std::string& max) {
       std::string line;
       for (const auto& f : common) line += (line.empty() ? "" : ",") + CsvField(f);
       for (const auto& f : tail) line += "," + CsvField(f);
-      out << line << "\n";
+      for (const auto& f : added) line += "," + CsvField(f);
+      out << line << "," << max << "\n";
     };
-    if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""));
+    if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""), "");
     for (const auto& a : p.antagonists) {
       emit({CsvText(a.name), CsvText(a.injector), CsvText(a.intensity), CsvNum(a.level),
             CsvNum(a.target_rate), CsvNum(a.achieved_rate), CsvNum(a.achieved_cov), CsvText(a.unit),
-            std::to_string(a.n_missed_target)});
+            std::to_string(a.n_missed_target)},
+           a.max ? "1" : "0");
     }
   }
   return out.str();
@@ -237,6 +283,8 @@ std::string FormatJson(const ExperimentResults& r) {
   j["seed"] = r.seed;
   j["bootstrap_resamples"] = r.bootstrap_resamples;
   j["confidence"] = r.confidence;
+  j["metric"] = r.metric;
+  j["metric_unit"] = r.metric_unit;
   j["noisy_cov_threshold"] = r.noisy_cov_threshold;
   j["baseline_cov"] = Num(r.baseline_cov);
   j["noisy_baseline"] = r.noisy_baseline;
@@ -256,6 +304,12 @@ std::string FormatJson(const ExperimentResults& r) {
     pj["ci_high"] = Num(p.ci_high);
     pj["p_value"] = Num(p.p_value);
     pj["p_method"] = p.p_method == MannWhitneyMethod::kNone ? Json() : Json(ToString(p.p_method));
+    pj["metric_median"] = Num(p.metric_median);
+    pj["n_all"] = p.n_all;
+    pj["flag_rate"] = Num(p.flag_rate);
+    pj["slowdown_all"] = Num(p.slowdown_all);
+    pj["ci_all_low"] = Num(p.ci_all_low);
+    pj["ci_all_high"] = Num(p.ci_all_high);
     pj["phases"] = Json::array();
     for (const auto& ph : p.phases) {
       pj["phases"].push_back(
@@ -271,7 +325,8 @@ std::string FormatJson(const ExperimentResults& r) {
                                    {"achieved_rate", Num(a.achieved_rate)},
                                    {"achieved_cov", Num(a.achieved_cov)},
                                    {"unit", a.unit},
-                                   {"n_missed_target", a.n_missed_target}});
+                                   {"n_missed_target", a.n_missed_target},
+                                   {"max", a.max}});
     }
     j["pairings"].push_back(std::move(pj));
   }

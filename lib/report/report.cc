@@ -121,12 +121,16 @@ std::string Header(const ExperimentRecord& e, const std::vector<TrialRecord>& tr
        "</b></span>";
   if (other) h += "<span>pending/running/cancelled <b>" + std::to_string(other) + "</b></span>";
   h += "</p>\n";
-  h += "<p class=\"lede\">Slowdown = the victim's median step time (or wall time) under "
-       "interference &divide; its median without. " +
+  h += "<p class=\"lede\">Per-trial metric: <b>" + Escape(r.metric) +
+       "</b> (victim.metric; elapsed = time of the measured steps). Slowdown = the median over "
+       "trials of that metric under interference &divide; the baseline's (for throughput, "
+       "baseline &divide; measured). " +
        Escape(Percent(r.confidence)) + " bootstrap confidence intervals (" +
        std::to_string(r.bootstrap_resamples) +
        " resamples); p from a two-sided Mann-Whitney U test against the baseline trials. "
-       "Failed and flagged trials are excluded from every figure.</p>\n";
+       "Failed trials are excluded from every figure; flagged trials (an antagonist missed its "
+       "target) are excluded from the held-target slowdown and included in the all-trials one, "
+       "beside it with the flag rate.</p>\n";
 
   if (!e.error.empty()) h += "<p class=\"error\">Experiment error: " + Escape(e.error) + "</p>\n";
   const PairingSummary* base = nullptr;
@@ -158,7 +162,9 @@ std::string Achieved(const PairingSummary& p) {
     if (!std::isfinite(a.achieved_rate)) continue;
     s += s.empty() ? "" : "<br>";
     s += Escape(a.name + " " + RateLabel(a.achieved_rate, a.unit));
-    if (std::isfinite(a.target_rate) && a.target_rate > 0) {
+    if (a.max) {
+      s += " <span class=\"sub\">(max, open loop)</span>";
+    } else if (std::isfinite(a.target_rate) && a.target_rate > 0) {
       s += " <span class=\"sub\">(" + Escape(Percent(a.achieved_rate / a.target_rate)) +
            " of target)</span>";
     }
@@ -183,22 +189,45 @@ std::string Notes(const PairingSummary& p) {
   return s;
 }
 
+std::string SlowdownWithCi(double slowdown, double low, double high) {
+  std::string s = Escape(Slowdown(slowdown));
+  const std::string ci = CiLabel(low, high);
+  if (!ci.empty()) s += " <span class=\"sub\">" + Escape(ci) + "</span>";
+  return s;
+}
+
+std::string MetricValue(const ExperimentResults& r, const PairingSummary& p) {
+  if (r.metric_unit == "s") return Escape(Duration(p.metric_median));
+  if (!std::isfinite(p.metric_median)) return kMissing;
+  return Escape(Fixed(p.metric_median, 2) + " " + r.metric_unit);
+}
+
+// "1/4 (25%)": how many trials the held-target figure leaves out.
+std::string FlagRate(const PairingSummary& p) {
+  if (p.baseline || p.n_all == 0) return kMissing;
+  return std::to_string(p.n_flagged) + "/" + std::to_string(p.n_all) + " (" +
+         Escape(Percent(p.flag_rate)) + ")";
+}
+
 std::string PairingTable(const ExperimentResults& r) {
   if (r.pairings.empty()) return "<p class=\"empty\">No trials recorded yet.</p>\n";
   std::string t =
       "<table class=\"pairings\">\n<thead><tr><th>pairing</th><th>levels</th><th>n</th>"
-      "<th>median</th><th>CoV</th><th>slowdown [CI]</th><th>p</th><th>achieved rate</th>"
-      "<th>excluded</th></tr></thead>\n<tbody>\n";
+      "<th>" +
+      Escape(r.metric) +
+      "</th><th>CoV</th><th>slowdown [CI]</th><th>p</th><th>all trials [CI]</th>"
+      "<th>flagged</th><th>achieved rate</th><th>excluded</th></tr></thead>\n<tbody>\n";
   for (const auto& p : r.pairings) {
-    std::string slowdown = Escape(Slowdown(p.slowdown));
-    const std::string ci = CiLabel(p.ci_low, p.ci_high);
-    if (!ci.empty()) slowdown += " <span class=\"sub\">" + Escape(ci) + "</span>";
+    const std::string slowdown = SlowdownWithCi(p.slowdown, p.ci_low, p.ci_high);
+    const std::string all =
+        p.baseline ? kMissing : SlowdownWithCi(p.slowdown_all, p.ci_all_low, p.ci_all_high);
     t += std::string("<tr") + (p.baseline ? " class=\"baseline\"" : "") + " data-pairing=\"" +
          Escape(p.pairing) + "\"><td><code>" + Escape(p.pairing) + "</code></td><td>" +
          Escape(Levels(p)) + "</td><td class=\"num\">" + std::to_string(p.n) +
-         "</td><td class=\"num\">" + Escape(Duration(p.median_metric)) + "</td><td class=\"num\">" +
+         "</td><td class=\"num\">" + MetricValue(r, p) + "</td><td class=\"num\">" +
          Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
-         "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td>" +
+         "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td class=\"num\">" + all +
+         "</td><td class=\"num\">" + FlagRate(p) + "</td><td>" +
          (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + Notes(p) + "</td></tr>\n";
   }
   return t + "</tbody>\n</table>\n";

@@ -172,8 +172,8 @@ std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart
   std::vector<std::pair<std::string, std::string>> named;
   for (const auto& p : parts) {
     std::string value;
-    if (p.intensity.absolute) {
-      value = p.intensity.label;
+    if (p.intensity.absolute || p.intensity.max) {
+      value = p.intensity.label;  // "2GiB/s", "max"
     } else {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%g", p.intensity.level);

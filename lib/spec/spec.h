@@ -38,14 +38,18 @@ struct VictimSpec {
   ProgressSpec progress;
   int warmup_steps = 0;
   double timeout_s = 600;  // victim.timeout
+  std::string metric =
+      "elapsed";  // victim.metric: elapsed|throughput|mean|median|pNN (TrialMetric)
   NodeSelector nodes;
 };
 
-// One intensity of one antagonist: a level (fraction of the calibrated peak) or an absolute rate.
+// One intensity of one antagonist: a level (fraction of the calibrated peak), an absolute rate, or
+// `max` (as hard as it can, open loop: no target, so never flagged; its achieved rate is recorded).
 struct Intensity {
-  double level = 0;  // used when !absolute; in (0, 1] (or "max" = 1.0)
+  double level = 0;  // used when !absolute; in (0, 1]; 1 for max (the agent's max_level policy)
   double rate = 0;   // base units (bytes/s, ops/s) when absolute
   bool absolute = false;
+  bool max = false;   // levels: [max]
   std::string label;  // as written: "0.5", "2GiB/s"
 };
 

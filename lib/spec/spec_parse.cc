@@ -18,6 +18,7 @@
 #include "lib/common/units.h"
 #include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
+#include "lib/spec/trial_metric.h"
 #include "lib/yaml/typed.h"
 #include "lib/yaml/yaml_reader.h"
 
@@ -133,8 +134,9 @@ ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
 }
 
 VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes) {
-  MapReader m(n, path,
-              {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes"});
+  MapReader m(
+      n, path,
+      {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes", "metric"});
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");
@@ -152,18 +154,25 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
     v.warmup_steps =
         static_cast<int>(Integer(m.Value("warmup_steps"), m.PathOf("warmup_steps"), 0, 1000000));
   }
+  if (m.Has("metric")) {
+    const std::string s = ScalarOf(m.Value("metric"), m.PathOf("metric"), kAllowedMetrics);
+    auto metric = ParseTrialMetric(s);
+    if (!metric.ok()) Fail(m.Value("metric"), m.PathOf("metric"), metric.error());
+    v.metric = metric->Name();
+  }
   if (m.Has("timeout")) v.timeout_s = Duration(m.Value("timeout"), m.PathOf("timeout"), true);
   if (m.Has("nodes")) v.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
   return v;
 }
 
-// A level: a plain number in (0, 1], or "max" (= 1).
+// A level: a plain number in (0, 1], or "max" (its own intensity: open loop, no target).
 Intensity ParseLevel(const YAML::Node& n, const std::string& path) {
   const char* what = "a number in (0, 1] or \"max\"";
   std::string s = ScalarOf(n, path, what);
   Intensity in;
   in.label = s;
   if (s == "max") {
+    in.max = true;
     in.level = 1.0;
     return in;
   }
@@ -226,7 +235,9 @@ AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
   auto add = [&](const YAML::Node& at, const std::string& p, Intensity in) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%g", in.level);
-    std::string key = in.absolute ? "rate " + in.label : std::string("level ") + buf;
+    std::string key = in.absolute ? "rate " + in.label
+                      : in.max    ? std::string("level max")
+                                  : std::string("level ") + buf;
     if (!seen.insert(key).second) Fail(at, p, "duplicate " + key);
     a.intensities.push_back(std::move(in));
   };

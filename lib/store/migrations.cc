@@ -112,6 +112,17 @@ CREATE TABLE calibrations (
     {"add calibrations.duration_s", R"sql(
 ALTER TABLE calibrations ADD COLUMN duration_s REAL DEFAULT 0;
 )sql"},
+    // 3: every per-trial metric (victim.metric values, lib/analysis/trial_metric.h), so a stored
+    // experiment can be re-read under another metric; trials saved before this step have none
+    // (codlctl results recomputes them from victim_steps).
+    {"create trial_metrics", R"sql(
+CREATE TABLE trial_metrics (
+  trial_id INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  metric   TEXT NOT NULL,  -- "elapsed", "throughput", "mean", "median", "p90", "p99"
+  value    REAL,           -- seconds; steps/s for throughput
+  PRIMARY KEY (trial_id, metric)
+) WITHOUT ROWID;
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

@@ -8,6 +8,7 @@
 // Schema: store/migrations.cc.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,6 +56,9 @@ class Store {
   // "latest"; an unknown experiment is an error.
   Result<std::vector<TrialRecord>> GetTrials(const std::string& experiment_id,
                                              bool with_series = true);
+  // trial index -> metric name -> value, as SaveTrial stored them (table trial_metrics).
+  Result<std::map<int, std::map<std::string, double>>> GetTrialMetrics(
+      const std::string& experiment_id);
 
   // Inserts or replaces the calibration of (node, injector, options_key).
   Status PutCalibration(const CalibrationRecord& c);

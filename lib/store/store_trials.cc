@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "lib/analysis/trial_metric.h"
 #include "lib/store/phases_json.h"
 #include "lib/store/sqlite_util.h"
 #include "lib/store/store.h"
@@ -16,8 +17,37 @@ std::string TrialName(const std::string& experiment_id, int index) {
   return "trial " + std::to_string(index) + " of experiment '" + experiment_id + "'";
 }
 
+// Whether the schema has `table` (a store opened at an older version for testing lacks the newer
+// tables; asking by name keeps this right whatever number the migration ends up with).
+Result<bool> HasTable(sql::Db db, const char* table, const std::string& what) {
+  auto stmt = sql::Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master WHERE name = ?1");
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, table);
+  auto row = stmt->Next(what);
+  if (!row) return Err(row.error());
+  return *row && stmt->Int(0) > 0;
+}
+
+// The per-trial value of every stored metric, computed from the trial's steps.
+Status InsertMetrics(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what) {
+  auto has = HasTable(db, "trial_metrics", what);
+  if (!has) return Err(has.error());
+  if (!*has) return Status::Ok();
+  auto insert = sql::Stmt::Prepare(
+      db, "INSERT INTO trial_metrics (trial_id, metric, value) VALUES (?1, ?2, ?3)");
+  if (!insert) return Err(insert.error());
+  for (const auto& [name, value] : experiment::AllTrialMetricValues(t)) {
+    insert->BindInt(1, trial_id);
+    insert->BindText(2, name);
+    insert->BindReal(3, value);
+    if (Status s = insert->Run(what); !s) return s;
+  }
+  return Status::Ok();
+}
+
 Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
                       const std::vector<std::string>& step_phases, const std::string& what) {
+  if (Status s = InsertMetrics(db, trial_id, t, what); !s) return s;
   auto median = sql::Stmt::Prepare(
       db, "INSERT INTO trial_phase_medians (trial_id, phase, median_s) VALUES (?1, ?2, ?3)");
   if (!median) return Err(median.error());
@@ -328,6 +358,31 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   if (!s) return Err(s.error());
   if (Status c = txn.Commit(what); !c) return Err(c.error());
   return std::move(loader.trials());
+}
+
+Result<std::map<int, std::map<std::string, double>>> Store::GetTrialMetrics(
+    const std::string& experiment_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  const std::string what = "reading the trial metrics of experiment '" + experiment_id + "'";
+  sql::Txn txn(db);
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
+  auto resolved = ResolveExperimentId(db, experiment_id);
+  if (!resolved) return Err(resolved.error());
+  auto stmt = sql::Stmt::Prepare(db,
+                                 "SELECT t.idx, m.metric, m.value FROM trial_metrics m "
+                                 "JOIN trials t ON t.id = m.trial_id WHERE t.experiment_id = ?1");
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, *resolved);
+  std::map<int, std::map<std::string, double>> out;
+  while (true) {
+    auto row = stmt->Next(what);
+    if (!row) return Err(row.error());
+    if (!*row) break;
+    out[static_cast<int>(stmt->Int(0))][stmt->Text(1)] = stmt->Real(2);
+  }
+  if (Status c = txn.Commit(what); !c) return Err(c.error());
+  return out;
 }
 
 }  // namespace codl::store

@@ -225,6 +225,7 @@ TEST(ReportTest, NaNValuesRenderAsDash) {
   for (auto& p : results.pairings) {
     if (p.pairing == "membw@1") {
       p.slowdown = p.ci_low = p.ci_high = p.p_value = p.median_metric = p.cov = nan;
+      p.metric_median = nan;
       for (auto& ph : p.phases) ph.slowdown = ph.median_s = nan;
       for (auto& a : p.antagonists) a.achieved_rate = a.target_rate = nan;
     }

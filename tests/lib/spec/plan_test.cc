@@ -201,6 +201,8 @@ TEST(PairingKeyTest, SortedNamesAndLabels) {
   Intensity max = Level(1);
   max.label = "max";
   EXPECT_EQ(PairingKey(s, {{0, max}}), "a@1");  // levels print with %g, not as written
+  max.max = true;  // `max` is its own intensity (open loop), named as such
+  EXPECT_EQ(PairingKey(s, {{0, max}}), "a@max");
 }
 
 TEST(EstimateDurationTest, CountsCalibrationSettleVictimAndCooldown) {

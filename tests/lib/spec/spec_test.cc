@@ -21,8 +21,7 @@ const BadCase kBad[] = {
      "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease)"},
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
-     "command, env, workdir, "
-     "progress, warmup_steps, timeout, nodes)"},
+     "command, env, workdir, progress, warmup_steps, timeout, nodes, metric)"},
     {"wrong type", "name: x\nvictim: {command: [a]}\nrepetitions: [1]\n",
      "e.yaml:3:14: repetitions: expected an integer, got a list"},
     {"integer garbage", "name: x\nvictim: {command: [a]}\nrepetitions: 2.5\n",
@@ -41,8 +40,11 @@ const BadCase kBad[] = {
      "e.yaml:6:14: antagonists[0].levels[0]: 'half' is not a number in (0, 1] or \"max\""},
     {"duplicate level",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - name: s\n    injector: memcpy\n"
-     "    levels: [1, max]\n",
-     "e.yaml:6:17: antagonists[0].levels[1]: duplicate level 1"},
+     "    levels: [max, 0.5, max]\n",
+     "e.yaml:6:24: antagonists[0].levels[2]: duplicate level max"},
+    {"bad metric", "name: x\nvictim:\n  command: [a]\n  metric: p100\n",
+     "e.yaml:4:11: victim.metric: 'p100' is not a metric; allowed: elapsed, throughput, mean, "
+     "median, pNN (p1..p99)"},
     {"negative repetitions", "name: x\nvictim: {command: [a]}\nrepetitions: -1\n",
      "e.yaml:3:14: repetitions: -1 is out of range [1, 1000]"},
     {"too many repetitions", "name: x\nvictim: {command: [a]}\nrepetitions: 1001\n",
@@ -283,6 +285,8 @@ TEST(ParseExperimentTest, FullDocument) {
   EXPECT_EQ(st.intensities[0].label, "0.25");
   EXPECT_DOUBLE_EQ(st.intensities[2].level, 1.0);
   EXPECT_EQ(st.intensities[2].label, "max");
+  EXPECT_TRUE(st.intensities[2].max);  // its own intensity, not level 1
+  EXPECT_FALSE(st.intensities[0].max);
   EXPECT_TRUE(st.intensities[3].absolute);
   EXPECT_DOUBLE_EQ(st.intensities[3].rate, 2.0 * 1024 * 1024 * 1024);
   EXPECT_EQ(st.intensities[3].label, "2GiB/s");

@@ -128,6 +128,35 @@ TEST_F(StoreTest, ResavingATrialReplacesItAndItsChildren) {
   EXPECT_EQ(QueryInt(path_, "SELECT count(*) FROM trial_phase_medians"), 1 + 3);
 }
 
+// Every per-trial metric is stored (migration 3) and replaced with its trial.
+TEST_F(StoreTest, TrialMetricsAreStoredForEveryMetricAndReplacedWithTheTrial) {
+  ASSERT_TRUE(store_->CreateExperiment(MakeExperiment("e1", 1)).ok());
+  TrialRecord t = MakeTrial("e1", 0, /*steps=*/6, 0, 0);  // 2 warmup + 4 measured steps
+  for (size_t i = 0; i < t.steps.size(); ++i) t.steps[i].step_time_s = i < 2 ? 9 : 0.25;
+  ASSERT_TRUE(store_->SaveTrial(t).ok());
+  auto got = store_->GetTrialMetrics("e1");
+  ASSERT_TRUE(got.ok()) << got.error();
+  ASSERT_EQ(got->size(), 1u);
+  const auto& m = got->at(0);
+  EXPECT_THAT((std::vector<std::string>{"elapsed", "mean", "median", "p90", "p99", "throughput"}),
+              ::testing::ElementsAreArray([&] {
+                std::vector<std::string> names;
+                for (const auto& [name, v] : m) names.push_back(name);
+                return names;
+              }()));
+  EXPECT_DOUBLE_EQ(m.at("elapsed"), 1.0);
+  EXPECT_DOUBLE_EQ(m.at("throughput"), 4.0);
+  EXPECT_DOUBLE_EQ(m.at("median"), 0.25);
+
+  t.steps.resize(3);  // resaved with one measured step: the old values go with the old row
+  ASSERT_TRUE(store_->SaveTrial(t).ok());
+  got = store_->GetTrialMetrics("latest");
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_DOUBLE_EQ(got->at(0).at("elapsed"), 0.25);
+  EXPECT_EQ(QueryInt(path_, "SELECT count(*) FROM trial_metrics"), 6);
+  EXPECT_FALSE(store_->GetTrialMetrics("nope").ok());
+}
+
 TEST_F(StoreTest, LatestIsNewestByCreatedTimeThenByInsertion) {
   EXPECT_THAT(store_->GetExperiment("latest").error(), HasSubstr("no experiments in " + path_));
   ASSERT_TRUE(store_->CreateExperiment(MakeExperiment("old", 100)).ok());

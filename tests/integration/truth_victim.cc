@@ -1,0 +1,130 @@
+// codl-truth-victim: a test victim whose slowdown is known by construction. It looks up the
+// antagonist running beside it (the codl-inject process whose argv has `--scratch-root TAG`,
+// TAG unique to the test) and reads its intensity x from that argv: --rate R gives x = R /
+// capacity, --max gives 1, no antagonist gives 0. It then reports step times built from x,
+// never measured, so the truth is exact:
+//   steady     step i takes base * (1 + gain * x) * {0.9, 1.0, 1.1, 1.0}[i % 4]: every metric
+//              (elapsed, throughput, mean, median, pNN) has slowdown 1 + gain * x.
+//   pipelined  a loader that falls behind: a step is slow (3 * base) or fast (base); the share
+//              of slow steps is 40% + 20% * x, spread evenly. With x = 1 over 20 steps elapsed
+//              time grows 440/360 = 1.222x while the median jumps from fast to slow (3x).
+// Usage: codl-truth-victim --tag DIR --capacity C [--steps N] [--warmup W] [--base S]
+//                          [--gain G] [--pipelined]
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+  std::string tag;
+  double capacity = 0;
+  int steps = 20;
+  int warmup = 0;
+  double base = 0.01;
+  double gain = 0.5;
+  bool pipelined = false;
+};
+
+std::vector<std::string> Argv(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  for (size_t start = 0; start < raw.size();) {
+    const size_t end = raw.find('\0', start);
+    argv.push_back(raw.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return argv;
+}
+
+// The intensity of this test's running antagonist (see the header comment); -1 if ambiguous.
+double AntagonistIntensity(const Options& o) {
+  double x = 0;
+  int found = 0;
+  DIR* d = opendir("/proc");
+  if (!d) return -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::vector<std::string> argv = Argv(e->d_name);
+    bool ours = false, calibrating = false;
+    double rate = -1;
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const bool has_next = i + 1 < argv.size();
+      if (argv[i] == "--scratch-root" && has_next && argv[i + 1] == o.tag) ours = true;
+      if (argv[i] == "--calibrate") calibrating = true;
+      if (argv[i] == "--max") rate = o.capacity;
+      if (argv[i] == "--rate" && has_next) rate = std::strtod(argv[i + 1].c_str(), nullptr);
+    }
+    if (!ours || calibrating || rate < 0 || argv.empty() ||
+        argv[0].find("codl-inject") == std::string::npos) {
+      continue;
+    }
+    x = rate / o.capacity;
+    ++found;
+  }
+  closedir(d);
+  return found <= 1 ? x : -1;
+}
+
+bool Parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--pipelined") o->pipelined = true;
+    else if (!v) return false;
+    else if (a == "--tag") o->tag = argv[++i];
+    else if (a == "--capacity") o->capacity = std::atof(argv[++i]);
+    else if (a == "--steps") o->steps = std::atoi(argv[++i]);
+    else if (a == "--warmup") o->warmup = std::atoi(argv[++i]);
+    else if (a == "--base") o->base = std::atof(argv[++i]);
+    else if (a == "--gain") o->gain = std::atof(argv[++i]);
+    else return false;
+  }
+  return !o->tag.empty() && o->capacity > 0 && o->steps > 0;
+}
+
+double StepTime(const Options& o, double x, int measured_index) {
+  if (!o.pipelined) {
+    static const double kCycle[] = {0.9, 1.0, 1.1, 1.0};
+    return o.base * (1 + o.gain * x) * kCycle[measured_index % 4];
+  }
+  // Integer arithmetic: exactly floor(n * pct / 100) of the first n steps are slow.
+  const int pct = 40 + static_cast<int>(20 * x + 0.5);
+  const bool slow = (measured_index + 1) * pct / 100 > measured_index * pct / 100;
+  return slow ? 3 * o.base : o.base;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!Parse(argc, argv, &o)) {
+    std::fprintf(stderr,
+                 "usage: codl-truth-victim --tag DIR --capacity C [--steps N] [--warmup W] "
+                 "[--base S] [--gain G] [--pipelined]\n");
+    return 2;
+  }
+  const double x = AntagonistIntensity(o);
+  if (x < 0) {
+    std::fprintf(stderr, "codl-truth-victim: more than one antagonist with tag %s\n",
+                 o.tag.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "codl-truth-victim: intensity %.6g\n", x);
+  for (int i = 0; i < o.warmup + o.steps; ++i) {
+    const double t = StepTime(o, x, i < o.warmup ? 0 : i - o.warmup);
+    std::printf("{\"step\": %d, \"step_time_s\": %.9g}\n", i, t);
+    std::fflush(stdout);
+    usleep(1000);  // steps arrive one by one, as from a real loop
+  }
+  return 0;
+}
