@@ -449,7 +449,7 @@ TEST_F(ClusterTest, CodlVictimUnderTheAgentReportsPhases) {
 
 // The exit status comes from the error's code as it crossed gRPC (store NotFound -> NOT_FOUND ->
 // exit 2; an unreachable controller -> UNAVAILABLE -> exit 1), not from the message text.
-TEST_F(ClusterTest, UnknownExperimentExitsTwoUnreachableControllerOne) {
+TEST_F(ClusterTest, UnknownExperimentExitsTwoUnreachableControllerThree) {
   Cluster c(dir_);
   c.StartController();
   ASSERT_TRUE(WaitUntil([&] { return c.Ctl({"agents"}, 5).exit_code == 0; }, 20)) << c.Logs();
@@ -461,7 +461,7 @@ TEST_F(ClusterTest, UnknownExperimentExitsTwoUnreachableControllerOne) {
   c.controller().Signal(SIGKILL);
   c.controller().Wait(5);
   auto gone = c.Ctl({"status", "nope"}, 30);
-  EXPECT_EQ(gone.exit_code, 1) << gone.err;
+  EXPECT_EQ(gone.exit_code, 3) << gone.err;  // unreachable: distinct from a failed experiment
   EXPECT_NE(gone.err.find("cannot reach the controller"), std::string::npos) << gone.err;
 }
 
