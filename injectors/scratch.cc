@@ -93,7 +93,8 @@ bool ProcessAlive(pid_t pid, uint64_t start_time) {
   return t.ok() && *t == start_time;
 }
 
-// Looks at one directory (an fd) for stale run dirs; recurses one level when depth allows.
+// Looks at one directory (an fd) for stale run dirs and recurses into its other directories
+// (not into run dirs, symlinks or other filesystems) while depth allows.
 void ScanForStale(int dirfd, const std::string& path, dev_t dev, int depth_left,
                   std::vector<std::string>* removed) {
   DIR* d = fdopendir(dup(dirfd));
@@ -238,24 +239,53 @@ bool ParseRunDirName(const std::string& name, pid_t* pid, uint64_t* start_time) 
 }
 
 Result<RunDir> RunDir::Create(const std::string& parent) {
+  auto fd = OpenRootDir(parent);
+  if (!fd.ok()) return Err("run dir parent: " + fd.error());
+  return CreateIn(std::move(fd.value()), parent);
+}
+
+Result<RunDir> RunDir::CreateBeneath(const std::string& dir,
+                                     const std::vector<std::string>& roots) {
+  const std::string* best = nullptr;
+  for (const auto& root : roots) {
+    if (Under(dir, root) && (best == nullptr || root.size() > best->size())) best = &root;
+  }
+  if (best == nullptr) return Err("dir '" + dir + "' is outside the scratch roots");
+  auto root_fd = OpenRootDir(*best);
+  if (!root_fd.ok()) return Err("scratch root: " + root_fd.error());
+  const std::string rel = dir.size() > best->size() ? dir.substr(best->size()) : "";
+  auto parent = OpenDirBeneath(root_fd->get(), rel.empty() ? "" : rel.substr(rel[0] == '/'),
+                               /*create=*/true);
+  if (!parent.ok()) return Err("dir '" + dir + "': " + parent.error());
+  return CreateIn(std::move(parent.value()), dir);
+}
+
+Result<RunDir> RunDir::CreateIn(UniqueFd parent, const std::string& parent_path) {
   auto start = ProcessStartTime(getpid());
   if (!start.ok()) return Err("cannot read /proc/self/stat: " + start.error());
   RunDir run;
-  run.path_ = parent + "/" + RunDirName(getpid(), *start);
+  run.name_ = RunDirName(getpid(), *start);
+  run.path_ = parent_path + "/" + run.name_;
   // mkdir (not mkdir -p): the directory must be new, so nobody else's files or symlinks are in it.
-  if (mkdir(run.path_.c_str(), 0700) != 0) {
+  if (mkdirat(parent.get(), run.name_.c_str(), 0700) != 0) {
     return Err("cannot create run dir '" + run.path_ + "': " + Errno(errno));
   }
-  run.fd_ = open(run.path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  run.fd_ =
+      openat(parent.get(), run.name_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (run.fd_ < 0) {
     const int err = errno;
-    rmdir(run.path_.c_str());
+    unlinkat(parent.get(), run.name_.c_str(), AT_REMOVEDIR);
     return Err("cannot open run dir '" + run.path_ + "': " + Errno(err));
   }
+  run.parent_ = std::move(parent);
   return run;
 }
 
-RunDir::RunDir(RunDir&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+RunDir::RunDir(RunDir&& other) noexcept
+    : path_(std::move(other.path_)),
+      name_(std::move(other.name_)),
+      parent_(std::move(other.parent_)),
+      fd_(other.fd_) {
   other.fd_ = -1;
   other.path_.clear();
 }
@@ -264,6 +294,8 @@ RunDir& RunDir::operator=(RunDir&& other) noexcept {
   if (this != &other) {
     Remove();
     path_ = std::move(other.path_);
+    name_ = std::move(other.name_);
+    parent_ = std::move(other.parent_);
     fd_ = other.fd_;
     other.fd_ = -1;
     other.path_.clear();
@@ -278,7 +310,9 @@ void RunDir::Remove() {
   RemoveContentsOf(fd_);
   close(fd_);
   fd_ = -1;
-  rmdir(path_.c_str());
+  // By the parent's descriptor, not the name: the path may have been re-pointed meanwhile.
+  unlinkat(parent_.get(), name_.c_str(), AT_REMOVEDIR);
+  parent_.reset();
   path_.clear();
 }
 
@@ -288,7 +322,7 @@ Result<std::vector<std::string>> CleanupStale(const std::vector<std::string>& ro
     int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return Err("cannot read scratch root '" + root + "': " + Errno(errno));
     struct stat st;
-    if (fstat(fd, &st) == 0) ScanForStale(fd, root, st.st_dev, 2, &removed);
+    if (fstat(fd, &st) == 0) ScanForStale(fd, root, st.st_dev, kMaxCleanupDepth, &removed);
     close(fd);
   }
   return removed;
