@@ -101,7 +101,9 @@ Result<UniqueFd> OpenDirBeneath(int root_fd, std::string_view rel, bool create, 
   if (errno == EXDEV || errno == ELOOP) {
     return PermissionDenied("'" + joined + "' leaves its root or crosses a symlink; refused");
   }
-  if (errno != ENOSYS && !(errno == ENOENT && create)) {
+  // EAGAIN: a rename ran during the lookup (the kernel cannot prove confinement): the walk
+  // below is confined too and does not care about renames.
+  if (errno != ENOSYS && errno != EAGAIN && !(errno == ENOENT && create)) {
     return Err("cannot open '" + joined + "': " + Errno(errno));
   }
   // Component walk: each step is one name beneath a descriptor we hold.
