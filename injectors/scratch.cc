@@ -204,6 +204,39 @@ Result<std::string> ResolveScratchDir(const std::string& dir_in,
   return *final_real;
 }
 
+namespace {
+// The longest of `roots` that `dir` lies under (by name), or null.
+const std::string* RootOf(const std::string& dir, const std::vector<std::string>& roots) {
+  const std::string* best = nullptr;
+  for (const auto& root : roots) {
+    if (Under(dir, root) && (best == nullptr || root.size() > best->size())) best = &root;
+  }
+  return best;
+}
+
+// `dir` relative to `root` ("" for the root itself).
+std::string Beneath(const std::string& dir, const std::string& root) {
+  std::string rel = dir.substr(root == "/" ? 1 : root.size());
+  while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+  return rel;
+}
+}  // namespace
+
+Status MakePrivateDirBeneath(const std::string& dir, const std::vector<std::string>& roots,
+                             mode_t mode) {
+  if (dir.empty() || dir.front() != '/') return Err("'" + dir + "' must be an absolute path");
+  if (HasDotDot(dir)) return Err("'" + dir + "' contains '..'; refused");
+  const std::string* root = RootOf(dir, roots);
+  if (root == nullptr) {
+    return Err("'" + dir + "' is outside the scratch roots [" + Join(roots) + "]");
+  }
+  auto root_fd = OpenRootDir(*root);
+  if (!root_fd.ok()) return Err("scratch root: " + root_fd.error());
+  auto fd = OpenDirBeneath(root_fd->get(), Beneath(dir, *root), /*create=*/true, mode);
+  if (!fd.ok()) return Err("'" + dir + "': " + fd.error());
+  return CheckPrivateDir(fd->get(), "'" + dir + "'");
+}
+
 Result<uint64_t> ProcessStartTime(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
@@ -246,16 +279,11 @@ Result<RunDir> RunDir::Create(const std::string& parent) {
 
 Result<RunDir> RunDir::CreateBeneath(const std::string& dir,
                                      const std::vector<std::string>& roots) {
-  const std::string* best = nullptr;
-  for (const auto& root : roots) {
-    if (Under(dir, root) && (best == nullptr || root.size() > best->size())) best = &root;
-  }
+  const std::string* best = RootOf(dir, roots);
   if (best == nullptr) return Err("dir '" + dir + "' is outside the scratch roots");
   auto root_fd = OpenRootDir(*best);
   if (!root_fd.ok()) return Err("scratch root: " + root_fd.error());
-  const std::string rel = dir.size() > best->size() ? dir.substr(best->size()) : "";
-  auto parent = OpenDirBeneath(root_fd->get(), rel.empty() ? "" : rel.substr(rel[0] == '/'),
-                               /*create=*/true);
+  auto parent = OpenDirBeneath(root_fd->get(), Beneath(dir, *best), /*create=*/true);
   if (!parent.ok()) return Err("dir '" + dir + "': " + parent.error());
   return CreateIn(std::move(parent.value()), dir);
 }

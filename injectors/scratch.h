@@ -40,6 +40,13 @@ Result<std::vector<std::string>> ResolveScratchRoots(const std::vector<std::stri
 Result<std::string> ResolveScratchDir(const std::string& dir,
                                       const std::vector<std::string>& roots);
 
+// Creates `dir` (absolute, no "..", lexically under one of the resolved `roots`) and its missing
+// parents by descriptor from that root, never following a symlink, and checks that the result
+// is owned by us and not writable by group or others. For directories that outlive a run (the
+// MPS pipe and log directories an injector hands to a daemon it starts).
+Status MakePrivateDirBeneath(const std::string& dir, const std::vector<std::string>& roots,
+                             mode_t mode = 0700);
+
 // Start time of a process in clock ticks since boot (/proc/<pid>/stat field 22).
 Result<uint64_t> ProcessStartTime(pid_t pid);
 

@@ -170,7 +170,7 @@ class FakeMpsTest : public ::testing::Test {
     old_path_ = path != nullptr ? path : "";
     setenv("PATH", (bin + ":" + old_path_).c_str(), 1);
     setenv("FAKE_MPS_CLIENT", std::to_string(getpid()).c_str(), 1);
-    dirs_ = MpsDirs{dir_.path() + "/pipe", dir_.path() + "/log"};
+    dirs_ = MpsDirs{dir_.path() + "/pipe", dir_.path() + "/log", {dir_.path()}};
   }
   void TearDown() override {
     if (!old_path_.empty()) setenv("PATH", old_path_.c_str(), 1);

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "injectors/gpu/mps_daemon.h"
 #include "injectors/scratch.h"
 #include "lib/common/safe_fs.h"
 
@@ -129,6 +130,25 @@ TEST(SafeFsPrivateDir, StateDirMustBeOwnedAndNotGroupWritable) {
   Status s = CheckPrivateDir(fd->get(), "state dir");
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_NE(s.error().find("777"), std::string::npos) << s.error();
+}
+
+// Finding: the MPS pipe/log directories (handed to a daemon mps_cotenant starts) were created by
+// name anywhere. Now beneath a scratch root by descriptor, private, or refused.
+TEST(MpsDirectories, ConfinedToScratchRootsAndNeverThroughASymlink) {
+  TempDir root, outside;
+  const std::vector<std::string> roots = {fs::canonical(root.path).string()};
+  EXPECT_TRUE(injectors::MakePrivateDirBeneath(roots[0] + "/codl-mps/pipe", roots, 0755).ok());
+  EXPECT_TRUE(fs::is_directory(roots[0] + "/codl-mps/pipe"));
+  EXPECT_FALSE(injectors::MakePrivateDirBeneath(outside.path + "/pipe", roots, 0755).ok());
+  fs::create_directory_symlink(outside.path, roots[0] + "/evil");
+  EXPECT_FALSE(injectors::MakePrivateDirBeneath(roots[0] + "/evil/pipe", roots, 0755).ok());
+  EXPECT_FALSE(injectors::MakePrivateDirBeneath(roots[0] + "/a/../../x", roots, 0755).ok());
+  EXPECT_EQ(CountEntries(outside.path), 0u);
+  // Acquire refuses to start a daemon whose directories are outside the roots.
+  injectors::gpu::MpsDirs dirs{outside.path + "/pipe", outside.path + "/log", roots};
+  auto control = injectors::gpu::MpsControl::Acquire(dirs, true, injectors::StopToken());
+  EXPECT_FALSE(control.ok());
+  EXPECT_FALSE(fs::exists(outside.path + "/pipe"));
 }
 
 }  // namespace
