@@ -139,8 +139,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
                                                             v1::StartAntagonistReply* reply) {
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
   auto* r = ctx->DefaultReactor();
-  Status allowed = CheckStartRequest(*req, policy_,
-                                     antagonists_->CalibratedPeak(req->spec().injector()));
+  Status allowed =
+      CheckStartRequest(*req, policy_, antagonists_->CalibratedPeak(req->spec().injector()));
   if (!allowed.ok()) {
     r->Finish(rpc::ToGrpc(allowed));
     return r;

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "agent/antagonist_manager.h"
-#include "agent/victim_threads.h"
 #include "agent/lease_monitor.h"
 #include "agent/telemetry_hub.h"
 #include "agent/victim_runner.h"
+#include "agent/victim_threads.h"
 #include "codl/v1/agent.grpc.pb.h"
 #include "lib/common/executor.h"
 #include "lib/rpc/idempotency_cache.h"
@@ -59,8 +59,8 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
       grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;
 
  private:
-  // Common prologue: auth and idempotent replay (only controller heartbeats renew the lease). Returns a reactor already finished
-  // when the call needs no further work, else nullptr.
+  // Common prologue: auth and idempotent replay (only controller heartbeats renew the lease).
+  // Returns a reactor already finished when the call needs no further work, else nullptr.
   grpc::ServerUnaryReactor* Prologue(grpc::CallbackServerContext* ctx, const std::string& key,
                                      google::protobuf::Message* reply);
 

@@ -65,7 +65,8 @@ uint64_t BootTicksNow() {
   timespec ts{};
   clock_gettime(CLOCK_BOOTTIME, &ts);
   const long hz = sysconf(_SC_CLK_TCK);
-  return static_cast<uint64_t>(ts.tv_sec) * hz + static_cast<uint64_t>(ts.tv_nsec) * hz / 1000000000;
+  return static_cast<uint64_t>(ts.tv_sec) * hz +
+         static_cast<uint64_t>(ts.tv_nsec) * hz / 1000000000;
 }
 
 std::string ProcessExe(pid_t pid) {
@@ -137,7 +138,8 @@ Result<int> KillLeftovers(const std::string& state_dir) {
     // The leader: only while it is the very process we started (start time and executable).
     const uint64_t now_ticks = ProcessStartTicks(p);
     const std::string now_exe = ProcessExe(p);  // "" for a zombie
-    if (now_ticks != 0 && (now_ticks != ticks || (!exe.empty() && !now_exe.empty() && now_exe != exe))) {
+    if (now_ticks != 0 &&
+        (now_ticks != ticks || (!exe.empty() && !now_exe.empty() && now_exe != exe))) {
       continue;  // another process has that pid now (or it is not what we started): hands off
     }
     if (now_ticks != 0 && !now_exe.empty()) {

@@ -45,9 +45,8 @@ Status Rendezvous::CheckKey(const std::string& key) const {
 Status Rendezvous::Publish(const std::string& key, const std::string& value) {
   if (Status s = CheckKey(key); !s.ok()) return s;
   if (value.size() > limits_.max_value_bytes) {
-    return InvalidArgument("rendezvous value for '" + key + "' is " +
-                           std::to_string(value.size()) + " bytes (limit " +
-                           std::to_string(limits_.max_value_bytes) + ")");
+    return InvalidArgument("rendezvous value for '" + key + "' is " + std::to_string(value.size()) +
+                           " bytes (limit " + std::to_string(limits_.max_value_bytes) + ")");
   }
   std::vector<Done> ready;
   {
@@ -86,8 +85,8 @@ Status Rendezvous::Fetch(const std::string& key, double wait_s, Done done) {
         return ResourceExhausted("too many rendezvous fetches are waiting (" +
                                  std::to_string(limits_.max_waiters) + ")");
       }
-      waiters_.emplace(key, Waiter{key, now + std::min(wait_s, limits_.max_wait_s),
-                                   std::move(done)});
+      waiters_.emplace(key,
+                       Waiter{key, now + std::min(wait_s, limits_.max_wait_s), std::move(done)});
       return Status::Ok();
     }
   }

@@ -43,8 +43,7 @@ class UniqueFd {
 // "." is root itself); ".." components, absolute paths and symlinks anywhere are refused.
 // create: missing components are made with mkdirat(mode) — each made beneath the descriptor of
 // its verified parent, so a racing rename or symlink cannot redirect it.
-Result<UniqueFd> OpenDirBeneath(int root_fd, std::string_view rel, bool create,
-                                mode_t mode = 0755);
+Result<UniqueFd> OpenDirBeneath(int root_fd, std::string_view rel, bool create, mode_t mode = 0755);
 
 // Opens the file `rel` beneath `root_fd` with `flags` (O_NOFOLLOW and O_CLOEXEC are added;
 // pass O_CREAT | O_EXCL for a new temp file).

@@ -215,8 +215,8 @@ TEST(MpsControlTest, ExplainsAMissingControlProgram) {
   const char* path = std::getenv("PATH");
   const std::string old = path != nullptr ? path : "";
   setenv("PATH", empty.path().c_str(), 1);
-  auto control = MpsControl::Acquire(MpsDirs{empty.path() + "/pipe", empty.path() + "/log", {}}, true,
-                                     StopToken());
+  auto control = MpsControl::Acquire(MpsDirs{empty.path() + "/pipe", empty.path() + "/log", {}},
+                                     true, StopToken());
   setenv("PATH", old.c_str(), 1);
   ASSERT_FALSE(control.ok());
   EXPECT_EQ(control.error(), "nvidia-cuda-mps-control not found on PATH");

@@ -28,8 +28,8 @@ v1::AgentInfo Info(const std::string& id, const std::string& address) {
   return i;
 }
 
-AgentRegistry MakeRegistry(const Clock* clock, double dead_after_s = 5,
-                           double evict_after_s = 60, size_t max_agents = 4096) {
+AgentRegistry MakeRegistry(const Clock* clock, double dead_after_s = 5, double evict_after_s = 60,
+                           size_t max_agents = 4096) {
   // Real clients, all on loopback (plaintext elsewhere is refused): the registry, not the
   // channel, is under test.
   auto factory = [grpc = GrpcAgentClientFactory({})](const std::string& id, const std::string&) {
@@ -149,11 +149,11 @@ class ControllerServiceBounds : public ::testing::Test {
     store_ = std::move(s.value());
     agents_ = std::make_unique<AgentRegistry>(SystemClock::Get(), GrpcAgentClientFactory({}), 60);
     runner_ = std::make_unique<ExperimentRunner>(agents_.get(), store_.get(), SystemClock::Get());
-    scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(),
-                                                       SystemClock::Get(), experiment::ParseHooks{});
-    service_ = std::make_unique<ControllerServiceImpl>(agents_.get(), scheduler_.get(),
-                                                       runner_.get(), store_.get(),
-                                                       SystemClock::Get(), ServiceConfig{});
+    scheduler_ = std::make_unique<ExperimentScheduler>(
+        store_.get(), runner_.get(), SystemClock::Get(), experiment::ParseHooks{});
+    service_ =
+        std::make_unique<ControllerServiceImpl>(agents_.get(), scheduler_.get(), runner_.get(),
+                                                store_.get(), SystemClock::Get(), ServiceConfig{});
     auto started =
         rpc::StartServer(rpc::Endpoint{"127.0.0.1:0", {}, true}, {service_.get()}, "test");
     ASSERT_TRUE(started.ok()) << started.error();
@@ -210,8 +210,7 @@ TEST_F(ControllerServiceBounds, SlowRendezvousFetchesDoNotStallStatus) {
   v1::GetExperimentRequest greq;
   v1::ExperimentStatus st;
   grpc::Status s = stub_->GetExperiment(&sc, greq, &st);
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_NE(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_LT(took, 1.0) << "status waited behind the rendezvous fetches";
   EXPECT_LT(finished.load(), kSlow) << "the fetches were still waiting when status answered";
@@ -235,8 +234,7 @@ TEST_F(ControllerServiceBounds, RendezvousFromANonAgentIsRefusedAndWriteOnce) {
   grpc::ClientContext c2, c3;
   EXPECT_TRUE(stub_->PublishRendezvous(&c2, p, &pr).ok());
   p.set_value("other");
-  EXPECT_EQ(stub_->PublishRendezvous(&c3, p, &pr).error_code(),
-            grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(stub_->PublishRendezvous(&c3, p, &pr).error_code(), grpc::StatusCode::ALREADY_EXISTS);
 }
 
 TEST_F(ControllerServiceBounds, QueuedExperimentsAreCapped) {

@@ -95,8 +95,8 @@ TEST_P(SafeFs, SymlinkSwapRaceNeverWritesOutsideScratch) {
   // Many tries and many swaps (on a busy machine the swapper may be descheduled for a while);
   // the wall-clock cap only bounds the test, it asserts nothing.
   const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  for (int i = 0; (i < 2000 || swaps < 500 || created < 20) && std::chrono::steady_clock::now() < cap;
-       ++i) {
+  for (int i = 0;
+       (i < 2000 || swaps < 500 || created < 20) && std::chrono::steady_clock::now() < cap; ++i) {
     std::this_thread::yield();
     auto run = injectors::RunDir::CreateBeneath(d + "/sub", {root.path});
     if (!run.ok()) {
