@@ -15,6 +15,7 @@
 #include "agent/agent_service.h"
 #include "agent/antagonist_manager.h"
 #include "agent/lease_monitor.h"
+#include "agent/progress_parser.h"
 #include "agent/telemetry_hub.h"
 #include "lib/rpc/rpc_util.h"
 
@@ -128,6 +129,26 @@ TEST_F(AgentPolicyTest, OnlyHeartbeatsRenewTheLease) {
   started->server->Shutdown(std::chrono::system_clock::now());
   service.Shutdown();
   started->server->Wait();
+}
+
+// Item 3: a victim's output is bounded before it reaches memory and the RunVictim reply (lines
+// were already capped at 1 MiB by ChildProcess; steps and phases per step were not).
+TEST(VictimOutputBounds, StepsAndPhasesAreCapped) {
+  experiment::ProgressSpec spec;  // jsonl, step_time_s
+  ProgressParser parser(spec, 0);
+  std::string phases = "{";
+  for (int i = 0; i < 500; ++i) phases += (i ? ",\"p" : "\"p") + std::to_string(i) + "\":0.1";
+  phases += "}";
+  parser.OnStdoutLine("{\"step_time_s\":0.5,\"phases\":" + phases + "}", 0);
+  const size_t extra = 1000;
+  for (size_t i = 1; i < ProgressParser::kMaxSteps + extra; ++i) {
+    parser.OnStdoutLine("{\"step_time_s\":0.5}", static_cast<double>(i));
+  }
+  auto out = parser.Finish(0, false, 1, "");
+  ASSERT_TRUE(out.ok) << out.error;
+  EXPECT_EQ(out.steps.size(), ProgressParser::kMaxSteps);
+  EXPECT_EQ(out.dropped_steps, static_cast<int64_t>(extra));
+  EXPECT_EQ(out.steps.front().phases.size(), ProgressParser::kMaxPhases);
 }
 
 }  // namespace
