@@ -2,8 +2,21 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <random>
 
 namespace codl::controller {
+
+std::string NewRendezvousScope(const std::string& trial_id) {
+  std::random_device rd;  // getrandom(2): unpredictable, unlike a seeded generator
+  std::string scope = trial_id + ".";
+  for (int i = 0; i < 4; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+    scope += buf;
+  }
+  return scope;
+}
 
 Rendezvous::Rendezvous(const Clock* clock, RendezvousLimits limits, bool sweep_thread)
     : clock_(clock), limits_(limits) {

@@ -30,6 +30,11 @@ struct RendezvousLimits {
   double max_wait_s = 60;  // a fetch waits at most this long
 };
 
+// The scope (key prefix) of one trial's rendezvous keys: the trial id plus 128 random bits, so
+// a key is known only to the agents the trial's StartAntagonist calls reach, and nobody can
+// claim it in advance (values are write-once).
+std::string NewRendezvousScope(const std::string& trial_id);
+
 class Rendezvous {
  public:
   // found: the value, or nullopt when the wait ended without one (deadline or shutdown).

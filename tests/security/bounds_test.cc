@@ -137,6 +137,16 @@ TEST(RendezvousBounds, FetchWaitsWithoutAThreadAndEndsAtItsDeadline) {
   EXPECT_EQ(rv.Fetch("k", std::nan(""), [](auto) {}).code(), StatusCode::kInvalidArgument);
 }
 
+// Finding: rendezvous keys were predictable (experiment id, trial index, antagonist name), so a
+// value could be planted before rank 0 published. Each trial's keys now carry 128 random bits.
+TEST(RendezvousBounds, TrialScopesAreUnguessable) {
+  const std::string a = NewRendezvousScope("20261130-101010-abcd-t3");
+  const std::string b = NewRendezvousScope("20261130-101010-abcd-t3");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.rfind("20261130-101010-abcd-t3.", 0), 0u) << a;
+  EXPECT_EQ(a.size(), std::string("20261130-101010-abcd-t3.").size() + 32) << a;
+}
+
 // A controller on loopback: N slow FetchRendezvous calls, then GetExperiment and ListAgents must
 // still answer promptly (the fetches once each held one of the service's 8 handler threads).
 class ControllerServiceBounds : public ::testing::Test {
