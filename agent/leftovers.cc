@@ -93,8 +93,12 @@ Status WriteLeftovers(const std::string& state_dir, std::vector<ChildRecord> chi
   auto tmp = OpenFileBeneath(dir->get(), kTemp, O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (!tmp.ok()) return tmp.status();
   std::string text = "written " + std::to_string(BootTicksNow()) + "\n";
+  const std::string self = ProcessExe(getpid());
   for (auto& c : children) {
     if (c.exe.empty()) c.exe = ProcessExe(c.pid);
+    // Caught between fork and exec it is still our own image: record no executable then (the
+    // start time alone identifies it) rather than one it will not have after exec.
+    if (c.exe == self) c.exe.clear();
     text += std::to_string(c.pid) + " " + std::to_string(c.start_ticks) + " " + c.exe + "\n";
   }
   if (write(tmp->get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
