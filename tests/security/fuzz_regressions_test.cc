@@ -30,6 +30,11 @@ TEST(NumberBounds, DurationsInExperimentsAndConfigs) {
   auto spec = experiment::ParseExperiment(exp, "e.yaml", experiment::ParseHooks{});
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.error().find("e.yaml:2:9"), std::string::npos) << spec.error();
+  std::string short_lease = exp;
+  short_lease.replace(short_lease.find("settle: 1e300s"), 14, "lease: 200ms");
+  auto lease = experiment::ParseExperiment(short_lease, "e.yaml", experiment::ParseHooks{});
+  ASSERT_FALSE(lease.ok());
+  EXPECT_NE(lease.error().find("at least 1s"), std::string::npos) << lease.error();
   EXPECT_FALSE(daemon::ParseControllerConfig("lease: 0.001s\n", "c.yaml").ok());
   EXPECT_FALSE(daemon::ParseControllerConfig("heartbeat_interval: 1ns\n", "c.yaml").ok());
   EXPECT_FALSE(daemon::ParseControllerConfig("lease: 1e300s\n", "c.yaml").ok());
