@@ -68,7 +68,7 @@ Status Agent::Start() {
   };
   antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
   service_ = std::make_unique<AgentServiceImpl>(
-      antagonists_.get(), lease_.get(), SystemClock::Get(),
+      antagonists_.get(), SystemClock::Get(),
       AgentPolicy{options_.allow_victim, options_.max_level}, telemetry_.get());
 
   metrics_ = std::make_unique<AgentMetrics>();

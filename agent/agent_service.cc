@@ -80,10 +80,9 @@ Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolic
   return Status::Ok();
 }
 
-AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease,
-                                   const Clock* clock, AgentPolicy policy, TelemetryHub* telemetry)
+AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* clock,
+                                   AgentPolicy policy, TelemetryHub* telemetry)
     : antagonists_(antagonists),
-      lease_(lease),
       clock_(clock),
       policy_(policy),
       telemetry_(telemetry),

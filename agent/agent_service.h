@@ -31,8 +31,9 @@ inline constexpr double kMinLeaseS = 1;
 
 class AgentServiceImpl final : public v1::Agent::CallbackService {
  public:
-  AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease, const Clock* clock,
-                   AgentPolicy policy, TelemetryHub* telemetry);
+  // No lease: only the controller's heartbeat replies renew it (ControllerLink), not calls here.
+  AgentServiceImpl(AntagonistManager* antagonists, const Clock* clock, AgentPolicy policy,
+                   TelemetryHub* telemetry);
   ~AgentServiceImpl() override;
   void Shutdown();
   int64_t victims_ok() const { return victims_ok_.load(); }
@@ -65,7 +66,6 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
                                      google::protobuf::Message* reply);
 
   AntagonistManager* antagonists_;
-  LeaseMonitor* lease_;
   const Clock* clock_;
   AgentPolicy policy_;
   TelemetryHub* telemetry_;

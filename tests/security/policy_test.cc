@@ -107,7 +107,7 @@ TEST_F(AgentPolicyTest, OnlyHeartbeatsRenewTheLease) {
   LeaseMonitor lease(&clock);
   auto m = Manager(&lease, &clock);
   TelemetryHub hub;
-  AgentServiceImpl service(&m, &lease, &clock, AgentPolicy{}, &hub);
+  AgentServiceImpl service(&m, &clock, AgentPolicy{}, &hub);
   auto started = rpc::StartServer(rpc::Endpoint{"127.0.0.1:0", {}, true}, {&service}, "test");
   ASSERT_TRUE(started.ok()) << started.error();
   auto ch = rpc::MakeChannel(rpc::Endpoint{started->address, {}, true});
