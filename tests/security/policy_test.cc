@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -126,6 +127,54 @@ TEST_F(AgentPolicyTest, OnlyHeartbeatsRenewTheLease) {
     EXPECT_TRUE(stub->StopAll(&c2, sreq, &srep).ok());
   }
   EXPECT_GE(lease.SecondsSinceContact(), 30) << "calls other than heartbeats renewed the lease";
+  started->server->Shutdown(std::chrono::system_clock::now());
+  service.Shutdown();
+  started->server->Wait();
+}
+
+// Finding: a few long RunVictim calls starved every other handler (they ran on the shared pool
+// of 16). Twenty slow victims at once: at most 8 run (the rest are refused at once), and StopAll
+// still answers promptly.
+TEST_F(AgentPolicyTest, SlowVictimsDoNotStallStopAll) {
+  LeaseMonitor lease(SystemClock::Get());
+  auto m = Manager(&lease, SystemClock::Get());
+  TelemetryHub hub;
+  AgentServiceImpl service(&m, SystemClock::Get(), AgentPolicy{}, &hub);
+  auto started = rpc::StartServer(rpc::Endpoint{"127.0.0.1:0", {}, true}, {&service}, "test");
+  ASSERT_TRUE(started.ok()) << started.error();
+  auto ch = rpc::MakeChannel(rpc::Endpoint{started->address, {}, true});
+  ASSERT_TRUE(ch.ok());
+  auto stub = v1::Agent::NewStub(*ch);
+  std::vector<std::future<grpc::StatusCode>> victims;
+  for (int i = 0; i < 20; ++i) {
+    victims.push_back(std::async(std::launch::async, [&stub, i] {
+      grpc::ClientContext c;
+      v1::RunVictimRequest req;
+      req.set_idempotency_key("v" + std::to_string(i));
+      req.mutable_victim()->add_command("sleep");
+      req.mutable_victim()->add_command("2");
+      req.mutable_victim()->mutable_progress()->set_format(v1::VictimProgress::WALL);
+      req.mutable_victim()->set_timeout_s(30);
+      v1::RunVictimReply rep;
+      return stub->RunVictim(&c, req, &rep).error_code();
+    }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the victims arrive
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc::ClientContext c;
+  c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::StopAllRequest req;
+  v1::StopAllReply rep;
+  EXPECT_TRUE(stub->StopAll(&c, req, &rep).ok());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  int ok = 0, refused = 0;
+  for (auto& v : victims) {
+    auto code = v.get();
+    ok += code == grpc::StatusCode::OK;
+    refused += code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+  EXPECT_LE(ok, 8);
+  EXPECT_EQ(ok + refused, 20);
   started->server->Shutdown(std::chrono::system_clock::now());
   service.Shutdown();
   started->server->Wait();
