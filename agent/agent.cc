@@ -16,6 +16,7 @@
 #include "agent/child_process.h"
 #include "agent/controller_link.h"
 #include "agent/lease_monitor.h"
+#include "agent/leftovers.h"
 #include "agent/telemetry_hub.h"
 
 namespace codl::agent {
@@ -67,7 +68,7 @@ Status Agent::Start() {
   };
   antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
   service_ = std::make_unique<AgentServiceImpl>(
-      antagonists_.get(), lease_.get(), SystemClock::Get(),
+      antagonists_.get(), SystemClock::Get(),
       AgentPolicy{options_.allow_victim, options_.max_level}, telemetry_.get());
 
   metrics_ = std::make_unique<AgentMetrics>();
@@ -134,26 +135,18 @@ void Agent::WatchdogLoop() {
 // that a killed codl-inject could not.
 void Agent::WriteLeftoversFile() {
   if (options_.state_dir.empty() || !antagonists_) return;
-  std::string path = options_.state_dir + "/children";
-  std::ofstream out(path + ".tmp");
-  for (const auto& [pid, ticks] : antagonists_->Children()) out << pid << ' ' << ticks << '\n';
-  out.close();
-  rename((path + ".tmp").c_str(), path.c_str());
+  // Every child (antagonists, calibrations, victims) with its process group: agent/leftovers.h.
+  std::vector<ChildRecord> children;
+  for (const auto& [pid, ticks] : LiveChildren()) children.push_back({pid, ticks, ""});
+  if (Status s = WriteLeftovers(options_.state_dir, std::move(children)); !s.ok()) {
+    spdlog::warn("leftovers file: {}", s.error());
+  }
 }
 
 void Agent::CleanLeftovers() {
   if (!options_.state_dir.empty()) {
-    mkdir(options_.state_dir.c_str(), 0755);
-    std::ifstream in(options_.state_dir + "/children");
-    int64_t pid;
-    uint64_t ticks;
-    while (in >> pid >> ticks) {
-      if (pid > 1 && ProcessStartTicks(static_cast<pid_t>(pid)) == ticks) {
-        spdlog::warn("killing leftover antagonist pid {} from a previous agent run", pid);
-        kill(-static_cast<pid_t>(pid), SIGKILL);
-        kill(static_cast<pid_t>(pid), SIGKILL);
-      }
-    }
+    auto killed = KillLeftovers(options_.state_dir);
+    if (!killed.ok()) spdlog::warn("leftovers of a previous run: {}", killed.error());
   }
   // Scratch files of codl-inject runs that were killed before they could clean up.
   std::vector<std::string> argv = {options_.inject_binary, "--cleanup-stale"};

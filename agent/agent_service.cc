@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "lib/rpc/queued_writer.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
@@ -9,6 +12,12 @@
 namespace codl::agent {
 
 namespace {
+
+std::string FormatShort(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
 experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
   experiment::VictimSpec v;
@@ -33,10 +42,47 @@ experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
 
 }  // namespace
 
-AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease,
-                                   const Clock* clock, AgentPolicy policy, TelemetryHub* telemetry)
+Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy,
+                         std::optional<double> calibrated_peak) {
+  const auto& spec = req.spec();
+  for (double v : {req.level(), spec.rate(), spec.max_duration_s(), req.lease_s()}) {
+    if (!std::isfinite(v)) return InvalidArgument("a number in the request is NaN or infinite");
+  }
+  if (req.level() < 0) return InvalidArgument("level must not be negative");
+  if (req.lease_s() < 0 || (req.lease_s() > 0 && req.lease_s() < kMinLeaseS)) {
+    return InvalidArgument("lease_s must be 0 (the agent's default) or at least " +
+                           FormatShort(kMinLeaseS) + " s");
+  }
+  if (spec.max_duration_s() < 0) return InvalidArgument("max_duration_s must not be negative");
+  auto deny = [&](const std::string& what) {
+    return PermissionDenied(what + " exceeds this agent's max_level " +
+                            FormatShort(policy.max_level));
+  };
+  // The level the client names is only a claim: the policy applies to the load that would run.
+  if (req.level() > policy.max_level) return deny("level " + FormatShort(req.level()));
+  const bool max = spec.target_case() == v1::InjectorSpec::kMax && spec.max();
+  if (max) {
+    return policy.max_level >= 1 ? Status::Ok() : deny("an unpaced (max) load, level 1,");
+  }
+  if (!(spec.rate() > 0)) return Status::Ok();  // refused as "rate must be > 0" by the manager
+  if (!calibrated_peak) {
+    if (policy.max_level >= 1) return Status::Ok();  // nothing can exceed full intensity
+    return PermissionDenied("an absolute rate for " + spec.injector() +
+                            " cannot be checked against max_level " +
+                            FormatShort(policy.max_level) +
+                            ": this agent has not calibrated it (run `codlctl calibrate`)");
+  }
+  const double level = spec.rate() / *calibrated_peak;
+  if (level > policy.max_level * (1 + 1e-9)) {
+    return deny("rate " + FormatShort(spec.rate()) + " (level " + FormatShort(level) +
+                " of the calibrated peak " + FormatShort(*calibrated_peak) + ")");
+  }
+  return Status::Ok();
+}
+
+AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* clock,
+                                   AgentPolicy policy, TelemetryHub* telemetry)
     : antagonists_(antagonists),
-      lease_(lease),
       clock_(clock),
       policy_(policy),
       telemetry_(telemetry),
@@ -46,6 +92,7 @@ AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
 void AgentServiceImpl::Shutdown() {
   cancel_victims_ = true;
+  victim_threads_.JoinAll();
   executor_.Shutdown();
 }
 
@@ -58,7 +105,6 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Prologue(grpc::CallbackServerContext
     r->Finish(auth);
     return r;
   }
-  lease_->Renew();
   if (cache_.Lookup(key, reply)) {
     auto* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
@@ -92,10 +138,10 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
                                                             v1::StartAntagonistReply* reply) {
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
   auto* r = ctx->DefaultReactor();
-  if (req->level() > policy_.max_level) {
-    r->Finish(rpc::ToGrpc(PermissionDenied("level " + std::to_string(req->level()) +
-                                           " exceeds this agent's max_level " +
-                                           std::to_string(policy_.max_level))));
+  Status allowed =
+      CheckStartRequest(*req, policy_, antagonists_->CalibratedPeak(req->spec().injector()));
+  if (!allowed.ok()) {
+    r->Finish(rpc::ToGrpc(allowed));
     return r;
   }
   executor_.Post([this, r, req, reply] {
@@ -180,7 +226,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
         "this agent's policy does not allow victim commands (allow_victim: false)")));
     return r;
   }
-  executor_.Post([this, r, req, reply] {
+  bool launched = victim_threads_.Launch([this, r, req, reply] {
     experiment::VictimSpec spec = FromProto(req->victim());
     // The victim joins what the antagonists set up (e.g. the MPS server); its own env wins.
     for (const auto& [k, v] : antagonists_->VictimEnvironment()) spec.env.emplace(k, v);
@@ -205,6 +251,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);
   });
+  if (!launched) {
+    r->Finish(rpc::ToGrpc(ResourceExhausted("this agent is already running its limit of victims")));
+  }
   return r;
 }
 
@@ -245,7 +294,6 @@ grpc::ServerWriteReactor<v1::TelemetryEvent>* AgentServiceImpl::StreamTelemetry(
   if (req->trial_id().empty()) {
     return rpc::RefuseStream<v1::TelemetryEvent>(rpc::ToGrpc(InvalidArgument("trial_id is empty")));
   }
-  lease_->Renew();
   return new TelemetryReactor(telemetry_, req->trial_id());
 }
 

@@ -10,6 +10,7 @@
 #include "agent/lease_monitor.h"
 #include "agent/telemetry_hub.h"
 #include "agent/victim_runner.h"
+#include "agent/victim_threads.h"
 #include "codl/v1/agent.grpc.pb.h"
 #include "lib/common/executor.h"
 #include "lib/rpc/idempotency_cache.h"
@@ -21,10 +22,18 @@ struct AgentPolicy {
   double max_level = 1.0;
 };
 
+// Range checks and the max_level policy for a StartAntagonist request, on the load that would
+// really run: an unpaced (max) load is level 1; an absolute rate is compared with the agent's
+// calibrated peak for that injector (and refused under a max_level below 1 when there is none).
+Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy,
+                         std::optional<double> calibrated_peak);
+inline constexpr double kMinLeaseS = 1;
+
 class AgentServiceImpl final : public v1::Agent::CallbackService {
  public:
-  AgentServiceImpl(AntagonistManager* antagonists, LeaseMonitor* lease, const Clock* clock,
-                   AgentPolicy policy, TelemetryHub* telemetry);
+  // No lease: only the controller's heartbeat replies renew it (ControllerLink), not calls here.
+  AgentServiceImpl(AntagonistManager* antagonists, const Clock* clock, AgentPolicy policy,
+                   TelemetryHub* telemetry);
   ~AgentServiceImpl() override;
   void Shutdown();
   int64_t victims_ok() const { return victims_ok_.load(); }
@@ -51,13 +60,12 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
       grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;
 
  private:
-  // Common prologue: auth, lease renewal, idempotent replay. Returns a reactor already finished
-  // when the call needs no further work, else nullptr.
+  // Common prologue: auth and idempotent replay (only controller heartbeats renew the lease).
+  // Returns a reactor already finished when the call needs no further work, else nullptr.
   grpc::ServerUnaryReactor* Prologue(grpc::CallbackServerContext* ctx, const std::string& key,
                                      google::protobuf::Message* reply);
 
   AntagonistManager* antagonists_;
-  LeaseMonitor* lease_;
   const Clock* clock_;
   AgentPolicy policy_;
   TelemetryHub* telemetry_;
@@ -67,6 +75,7 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   std::atomic<int64_t> victims_ok_{0};
   std::atomic<int64_t> victims_failed_{0};
   Executor executor_{16};
+  VictimThreads victim_threads_{8};  // declared last: joined first, before what victims use
 };
 
 }  // namespace codl::agent

@@ -428,36 +428,66 @@ int AntagonistManager::EnforceLeases() {
   return static_cast<int>(expired.size());
 }
 
+// A calibration is a full-intensity load like any antagonist: it is registered (so StopAll, the
+// lease and the agent's leftovers file reach it) under a reserved id, and its length is capped.
 Result<AntagonistManager::Calibration> AntagonistManager::Calibrate(
     const std::string& injector, const std::map<std::string, std::string>& options,
     double duration_s) {
-  if (!(duration_s > 0)) duration_s = 2;
+  if (!std::isfinite(duration_s) || !(duration_s > 0)) duration_s = 2;
+  duration_s = std::min(duration_s, kMaxCalibrationS);
   std::vector<std::string> argv = BaseArgs(injector, options);
   argv.push_back("--calibrate");
   argv.push_back("--duration");
   argv.push_back(FormatNumber(duration_s) + "s");
-  Antagonist a;
+  auto a = std::make_shared<Antagonist>();
+  a->request.injector = injector;
+  a->lease_s = policy_.default_lease_s;
+  a->clock = clock_;
   ChildProcess::Options o;
   o.argv = argv;
-  o.on_stdout = [&a](std::string_view line) { a.OnLine(line); };
+  Antagonist* raw = a.get();
+  o.on_stdout = [raw](std::string_view line) { raw->OnLine(line); };
   auto child = ChildProcess::Spawn(std::move(o));
   if (!child.ok()) return Err("calibrating " + injector + ": " + child.error());
+  a->child = std::move(child.value());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    a->id = "calibration-" + injector + "-" + std::to_string(++calibrations_);
+    antagonists_[a->id] = a;
+  }
   // Setup (file preallocation) can take a while before the timed part starts.
-  if (!(*child)->WaitFor(duration_s + 120)) {
-    (*child)->Kill();
+  const bool finished = a->child->WaitFor(duration_s + 120);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    antagonists_.erase(a->id);
+  }
+  if (!finished) {
+    a->child->Kill();
     return Err("calibrating " + injector + ": codl-inject did not finish in time");
   }
-  int code = (*child)->exit_code();
-  std::lock_guard<std::mutex> l(a.mu);
-  if (code != 0 || !a.have_summary) {
+  int code = a->child->exit_code();
+  std::lock_guard<std::mutex> l(a->mu);
+  if (!a->error.empty()) return Err("calibrating " + injector + ": " + a->error);
+  if (code != 0 || !a->have_summary) {
     return Err("calibrating " + injector + ": codl-inject exited with status " +
-               std::to_string(code) + ": " + Tail((*child)->stderr_tail()));
+               std::to_string(code) + ": " + Tail(a->child->stderr_tail()));
   }
   Calibration c;
-  c.peak_rate = a.summary_achieved;
-  c.unit = a.unit;
-  if (!(c.peak_rate > 0)) return Err("calibrating " + injector + ": measured peak is 0");
+  c.peak_rate = a->summary_achieved;
+  c.unit = a->unit;
+  if (!std::isfinite(c.peak_rate) || !(c.peak_rate > 0)) {
+    return Err("calibrating " + injector + ": measured peak is not a positive number");
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  peaks_[injector] = c.peak_rate;
   return c;
+}
+
+std::optional<double> AntagonistManager::CalibratedPeak(const std::string& injector) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = peaks_.find(injector);
+  if (it == peaks_.end()) return std::nullopt;
+  return it->second;
 }
 
 AntagonistManager::Stats AntagonistManager::GetStats() const {

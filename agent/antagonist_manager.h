@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,10 +87,15 @@ class AntagonistManager {
     double peak_rate = 0;
     std::string unit;
   };
-  // Runs `codl-inject INJECTOR --calibrate` synchronously.
+  // Runs `codl-inject INJECTOR --calibrate` synchronously (at most kMaxCalibrationS), as a
+  // registered antagonist: StopAll, the lease and Children() cover it while it runs.
   Result<Calibration> Calibrate(const std::string& injector,
                                 const std::map<std::string, std::string>& options,
                                 double duration_s);
+  static constexpr double kMaxCalibrationS = 600;
+  // The peak the last successful calibration of `injector` on this agent measured: what the
+  // agent's max_level policy compares absolute rates against.
+  std::optional<double> CalibratedPeak(const std::string& injector) const;
 
   // Counters and the latest achieved rate per injector (summed over its running antagonists),
   // for the agent's metrics.
@@ -126,6 +132,8 @@ class AntagonistManager {
   std::map<std::string, std::shared_ptr<Antagonist>> antagonists_;
   int64_t started_ = 0;
   int64_t lease_expirations_ = 0;
+  int64_t calibrations_ = 0;
+  std::map<std::string, double> peaks_;  // injector -> calibrated peak rate
 };
 
 }  // namespace codl::agent

@@ -10,6 +10,7 @@
 #include <deque>
 #include <fstream>
 #include <future>
+#include <set>
 #include <sstream>
 
 #include "lib/common/utf8.h"
@@ -56,6 +57,16 @@ class Spawner {
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;
 };
+
+// Registry of live ChildProcess objects for LiveChildren().
+std::mutex& LiveMu() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+std::set<ChildProcess*>& Live() {
+  static auto* live = new std::set<ChildProcess*>();
+  return *live;
+}
 
 bool IsExecutable(const std::string& p) {
   struct stat st {};
@@ -136,7 +147,20 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   ChildProcess* raw = c.get();
   const int out = c->proc_.ReleaseStdout(), err = c->proc_.ReleaseStderr();
   c->reader_ = std::thread([raw, out, err] { raw->ReaderLoop(out, err); });
+  {
+    std::lock_guard<std::mutex> l(LiveMu());
+    Live().insert(raw);
+  }
   return c;
+}
+
+std::vector<std::pair<pid_t, uint64_t>> LiveChildren() {
+  std::lock_guard<std::mutex> l(LiveMu());
+  std::vector<std::pair<pid_t, uint64_t>> out;
+  for (ChildProcess* c : Live()) {
+    if (!c->exited()) out.emplace_back(c->pid(), c->start_time_ticks());
+  }
+  return out;
 }
 
 void ChildProcess::ReaderLoop(int out_fd, int err_fd) {
@@ -217,6 +241,10 @@ void ChildProcess::Kill() {
 }
 
 ChildProcess::~ChildProcess() {
+  {
+    std::lock_guard<std::mutex> l(LiveMu());
+    Live().erase(this);
+  }
   if (!exited()) proc_.SignalGroup(SIGKILL);
   if (reader_.joinable()) reader_.join();
   // The group may hold grandchildren that outlived the leader; make sure they go too.

@@ -65,6 +65,10 @@ class ChildProcess {
   std::string stderr_tail_;
 };
 
+// Every child spawned by this process that has not been destroyed and has not exited, as
+// (pid = process group, start time): what the agent's leftovers file lists.
+std::vector<std::pair<pid_t, uint64_t>> LiveChildren();
+
 // argv[0] without a '/': looked up first beside the running binary (so codl-inject and
 // codl-victim are found next to codl-agent), then on PATH. Returns "" if not found.
 std::string ResolveExecutable(const std::string& name);

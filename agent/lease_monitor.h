@@ -1,6 +1,7 @@
-// LeaseMonitor: the agent's dead-man switch. Every successful exchange with the controller
-// (heartbeat reply, or any controller call) renews it; an antagonist started with lease L must
-// stop once the controller has been silent for longer than L.
+// LeaseMonitor: the agent's dead-man switch. Only the controller's heartbeat replies (and a
+// successful registration) renew it — any other caller could otherwise keep antagonists alive
+// with the controller gone; an antagonist started with lease L must stop once the controller
+// has been silent for longer than L.
 #pragma once
 
 #include <mutex>

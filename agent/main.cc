@@ -55,10 +55,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   boot.AddDurationFlag("--lease", &o.lease_s,
-                       "dead-man lease: stop antagonists after this much controller silence",
-                       "10s");
+                       "dead-man lease: stop antagonists after this much controller silence", "10s")
+      ->check(CLI::Range(1.0, 1e7));
   boot.AddDurationFlag("--heartbeat-interval", &o.heartbeat_interval_s,
-                       "heartbeat period until the controller sets its own at registration", "1s");
+                       "heartbeat period until the controller sets its own at registration", "1s")
+      ->check(CLI::Range(0.05, 1e7));
   app.add_option("--state-dir", o.state_dir, "where the agent keeps its leftovers file");
   app.add_option("--inject-binary", o.inject_binary,
                  "codl-inject to run (default: beside codl-agent)")

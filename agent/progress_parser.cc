@@ -108,6 +108,7 @@ void ProgressParser::OnJsonLine(std::string_view line, double t_s) {
   auto phases = j.find("phases");
   if (phases != j.end() && phases->is_object()) {
     for (const auto& [name, value] : phases->items()) {
+      if (step.phases.size() >= kMaxPhases) break;
       if (ValidPhaseName(name) && value.is_number() && std::isfinite(value.get<double>()))
         step.phases[name] = value.get<double>();
     }
@@ -132,6 +133,10 @@ void ProgressParser::OnRegexLine(std::string_view line, double t_s) {
 }
 
 void ProgressParser::AddStep(codl::VictimStep step, bool marked_warmup) {
+  if (steps_.size() >= kMaxSteps) {
+    ++dropped_steps_;
+    return;
+  }
   step.warmup = marked_warmup || static_cast<int>(steps_.size()) < warmup_steps_;
   steps_.push_back(std::move(step));
 }
@@ -143,6 +148,7 @@ ProgressParser::Outcome ProgressParser::Finish(int exit_code, bool timed_out, do
   out.steps = steps_;
   out.lines = lines_;
   out.malformed_lines = malformed_;
+  out.dropped_steps = dropped_steps_;
   const std::string reported = spec_.format == Format::kWall
                                    ? ""
                                    : " (" + std::to_string(steps_.size()) +

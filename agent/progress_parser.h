@@ -12,6 +12,7 @@
 // Not thread-safe: the caller serialises OnStdoutLine and Finish.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,9 +39,14 @@ class ProgressParser {
     std::vector<codl::VictimStep> steps;          // every parsed step, warmup included
     std::map<std::string, double> phase_medians;  // over measured steps that report the phase
     int lines = 0;                                // non-empty stdout lines seen
-    int malformed_lines = 0;  // jsonl: not a JSON object, or the field not a finite number >= 0;
-                              // regex: matched, but the capture is not a number
+    int malformed_lines = 0;    // jsonl: not a JSON object, or the field not a finite number >= 0;
+                                // regex: matched, but the capture is not a number
+    int64_t dropped_steps = 0;  // steps beyond kMaxSteps (not kept: bounded memory and replies)
   };
+  // A victim's output is bounded before it reaches memory and the RunVictim reply: at most this
+  // many steps are kept (the metric is their median), each with at most kMaxPhases phases.
+  static constexpr size_t kMaxSteps = 100000;
+  static constexpr size_t kMaxPhases = 64;
 
   // exit_code: the exit status, or -signal when killed by a signal.
   Outcome Finish(int exit_code, bool timed_out, double wall_s,
@@ -61,6 +67,7 @@ class ProgressParser {
   std::vector<codl::VictimStep> steps_;
   int lines_ = 0;
   int malformed_ = 0;
+  int64_t dropped_steps_ = 0;
 };
 
 }  // namespace codl::agent

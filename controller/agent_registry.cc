@@ -2,20 +2,58 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace codl::controller {
 
-AgentRegistry::AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s)
-    : clock_(clock), factory_(std::move(factory)), dead_after_s_(dead_after_s) {}
+AgentRegistry::AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s,
+                             double evict_after_s, size_t max_agents)
+    : clock_(clock),
+      factory_(std::move(factory)),
+      dead_after_s_(dead_after_s),
+      evict_after_s_(std::max(evict_after_s, dead_after_s)),
+      max_agents_(max_agents) {}
 
-Status AgentRegistry::Register(const v1::AgentInfo& info) {
-  if (info.agent_id().empty()) return Err("agent id is empty");
-  if (info.address().empty()) return Err("agent " + info.agent_id() + " sent no address");
+void AgentRegistry::EvictLocked() {
+  const double now = clock_->MonotonicSeconds();
+  for (auto it = agents_.begin(); it != agents_.end();) {
+    if (now - it->second.last_heartbeat_s > evict_after_s_) {
+      spdlog::info("agent {} evicted: no heartbeat for {:.0f} s", it->first,
+                   now - it->second.last_heartbeat_s);
+      it = agents_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& who) {
+  if (info.agent_id().empty()) return InvalidArgument("agent id is empty");
+  if (info.agent_id().size() > 256) return InvalidArgument("agent id is longer than 256 bytes");
+  if (info.address().empty()) {
+    return InvalidArgument("agent " + info.agent_id() + " sent no address");
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  EvictLocked();
+  auto existing = agents_.find(info.agent_id());
+  if (existing != agents_.end() && AliveLocked(existing->second) &&
+      !SameIdentity(existing->second.owner, who)) {
+    return PermissionDenied("agent id '" + info.agent_id() + "' is live and registered by " +
+                            existing->second.owner.Describe() + "; refusing re-registration by " +
+                            who.Describe());
+  }
+  if (existing == agents_.end() && agents_.size() >= max_agents_) {
+    return ResourceExhausted("the controller already knows " + std::to_string(agents_.size()) +
+                             " agents (the limit)");
+  }
+  // The factory only builds a channel object (no I/O), so holding the lock is cheap.
   auto client = factory_(info.agent_id(), info.address());
   if (!client)
     return Err("cannot create a client for agent " + info.agent_id() + " at " + info.address());
-  std::lock_guard<std::mutex> l(mu_);
   Entry& e = agents_[info.agent_id()];
   bool known = e.client != nullptr;
+  e.owner = who;
   e.info = info;
   e.info.set_registered_unix_ms(clock_->UnixNanos() / 1'000'000);
   e.client = std::move(client);
@@ -27,15 +65,18 @@ Status AgentRegistry::Register(const v1::AgentInfo& info) {
 }
 
 bool AgentRegistry::Heartbeat(const std::string& agent_id, double rtt_s, double offset_s,
-                              int running) {
+                              int running, const PeerIdentity& who) {
   std::lock_guard<std::mutex> l(mu_);
+  EvictLocked();
   auto it = agents_.find(agent_id);
-  if (it == agents_.end()) return false;
+  if (it == agents_.end() || !SameIdentity(it->second.owner, who)) return false;
   Entry& e = it->second;
   e.last_heartbeat_s = clock_->MonotonicSeconds();
   e.info.set_last_heartbeat_unix_ms(clock_->UnixNanos() / 1'000'000);
-  e.info.set_running_antagonists(running);
-  if (rtt_s > 0) {
+  e.info.set_running_antagonists(std::max(running, 0));
+  // Only plausible samples feed the clock filter: a NaN or huge value would win or poison it.
+  if (std::isfinite(rtt_s) && std::isfinite(offset_s) && rtt_s > 0 && rtt_s < 60 &&
+      std::fabs(offset_s) < 1e6) {
     e.samples.emplace_back(rtt_s, offset_s);
     if (e.samples.size() > 16) e.samples.pop_front();
   }
@@ -72,6 +113,14 @@ bool AgentRegistry::Alive(const std::string& agent_id) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = agents_.find(agent_id);
   return it != agents_.end() && AliveLocked(it->second);
+}
+
+bool AgentRegistry::IsLiveAgent(const PeerIdentity& who) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [id, e] : agents_) {
+    if (AliveLocked(e) && SameIdentity(e.owner, who)) return true;
+  }
+  return false;
 }
 
 double AgentRegistry::ClockOffset(const std::string& agent_id) const {

@@ -11,6 +11,7 @@
 
 #include "codl/v1/common.pb.h"
 #include "controller/agent_client.h"
+#include "controller/peer_identity.h"
 #include "lib/common/clock.h"
 #include "lib/spec/spec.h"
 
@@ -19,15 +20,26 @@ namespace codl::controller {
 class AgentRegistry {
  public:
   // dead_after_s: an agent without a heartbeat for this long is not alive.
-  AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s);
+  // evict_after_s: ... and is forgotten after this long (the registry never grows without
+  // bound); at least dead_after_s.
+  // max_agents: registrations beyond this many known agents are refused.
+  AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s,
+                double evict_after_s = 600, size_t max_agents = 4096);
 
-  Status Register(const v1::AgentInfo& info);
-  // False when the agent is unknown (the controller restarted): it must re-register.
-  bool Heartbeat(const std::string& agent_id, double rtt_s, double offset_s, int running);
+  // `who` is the caller (PeerIdentityOf); an in-process caller passes none. A live agent id
+  // can only be re-registered by the same identity: anyone else would redirect the
+  // controller's calls (victims, antagonists) to their own address.
+  Status Register(const v1::AgentInfo& info, const PeerIdentity& who = {});
+  // False when the agent is unknown (the controller restarted, or it was evicted) or the caller
+  // is not the identity that registered it: it must (re-)register.
+  bool Heartbeat(const std::string& agent_id, double rtt_s, double offset_s, int running,
+                 const PeerIdentity& who = {});
 
   std::vector<v1::AgentInfo> List() const;  // sorted by id, alive computed now
   std::shared_ptr<AgentClient> Client(const std::string& agent_id) const;
   bool Alive(const std::string& agent_id) const;
+  // Whether `who` registered an agent that is alive now.
+  bool IsLiveAgent(const PeerIdentity& who) const;
   // Agent clock minus controller clock, from the heartbeat with the smallest round trip among
   // the recent ones (NTP's clock filter: the least-delayed sample is the least biased).
   double ClockOffset(const std::string& agent_id) const;
@@ -41,12 +53,16 @@ class AgentRegistry {
     std::shared_ptr<AgentClient> client;
     double last_heartbeat_s = 0;                    // monotonic
     std::deque<std::pair<double, double>> samples;  // (rtt, offset)
+    PeerIdentity owner;                             // who registered it
   };
   bool AliveLocked(const Entry& e) const;
+  void EvictLocked();  // forgets agents silent for longer than evict_after_s_
 
   const Clock* clock_;
   AgentClientFactory factory_;
   double dead_after_s_;
+  double evict_after_s_;
+  size_t max_agents_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> agents_;
 };

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
+#include "controller/peer_identity.h"
 #include "lib/rpc/queued_writer.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
@@ -16,11 +19,15 @@ ControllerServiceImpl::ControllerServiceImpl(AgentRegistry* agents, ExperimentSc
       runner_(runner),
       store_(store),
       clock_(clock),
-      config_(config) {}
+      config_(config),
+      rendezvous_(clock) {}
 
 ControllerServiceImpl::~ControllerServiceImpl() { Shutdown(); }
 
-void ControllerServiceImpl::Shutdown() { executor_.Shutdown(); }
+void ControllerServiceImpl::Shutdown() {
+  rendezvous_.Close();  // waiting fetches answer "not found" so the server can drain
+  executor_.Shutdown();
+}
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::Refuse(grpc::CallbackServerContext* ctx) {
   grpc::Status auth = rpc::CheckBearer(ctx);
@@ -35,7 +42,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::RegisterAgent(grpc::CallbackSer
                                                                v1::RegisterAgentReply* reply) {
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
-  Status s = agents_->Register(req->agent());
+  Status s = agents_->Register(req->agent(), PeerIdentityOf(*ctx));
   reply->set_heartbeat_interval_s(config_.heartbeat_interval_s);
   reply->set_lease_s(config_.lease_s);
   reply->set_controller_time_unix_ns(clock_->UnixNanos());
@@ -51,11 +58,20 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Heartbeat(grpc::CallbackServerC
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
   bool known = agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
-                                  req->running_antagonists());
+                                  req->running_antagonists(), PeerIdentityOf(*ctx));
   reply->set_reregister(!known);
   reply->set_controller_send_unix_ns(clock_->UnixNanos());
   r->Finish(grpc::Status::OK);
   return r;
+}
+
+// Only registered, live agents take part in a rendezvous: anyone else could plant a value for
+// a key that the ranks of a collective will fetch.
+Status ControllerServiceImpl::CheckRendezvousCaller(grpc::CallbackServerContext* ctx) const {
+  PeerIdentity who = PeerIdentityOf(*ctx);
+  if (agents_->IsLiveAgent(who)) return Status::Ok();
+  return PermissionDenied("rendezvous calls come from registered agents only (caller " +
+                          who.Describe() + ")");
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::PublishRendezvous(
@@ -63,26 +79,28 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::PublishRendezvous(
     v1::PublishRendezvousReply*) {
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
-  if (req->key().empty()) {
-    r->Finish(rpc::ToGrpc(InvalidArgument("rendezvous key is empty")));
-    return r;
-  }
-  rendezvous_.Publish(req->key(), req->value());
-  r->Finish(grpc::Status::OK);
+  Status s = CheckRendezvousCaller(ctx);
+  if (s.ok()) s = rendezvous_.Publish(req->key(), req->value());
+  r->Finish(rpc::ToGrpc(s));
   return r;
 }
 
+// The wait happens in the rendezvous, not on a handler thread: the reactor finishes from
+// Publish or from the rendezvous' sweep, so slow fetches cannot starve other calls.
 grpc::ServerUnaryReactor* ControllerServiceImpl::FetchRendezvous(
     grpc::CallbackServerContext* ctx, const v1::FetchRendezvousRequest* req,
     v1::FetchRendezvousReply* reply) {
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
-  executor_.Post([this, r, req, reply] {
-    auto v = rendezvous_.Fetch(req->key(), std::min(req->wait_s(), 60.0));
-    reply->set_found(v.has_value());
-    if (v) reply->set_value(*v);
-    r->Finish(grpc::Status::OK);
-  });
+  Status s = CheckRendezvousCaller(ctx);
+  if (s.ok()) {
+    s = rendezvous_.Fetch(req->key(), req->wait_s(), [r, reply](std::optional<std::string> v) {
+      reply->set_found(v.has_value());
+      if (v) reply->set_value(std::move(*v));
+      r->Finish(grpc::Status::OK);
+    });
+  }
+  if (!s.ok()) r->Finish(rpc::ToGrpc(s));
   return r;
 }
 
@@ -228,8 +246,10 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::CalibrateNode(grpc::CallbackSer
     for (const auto& n : nodes) {
       auto* e = reply->add_entries();
       e->set_agent_id(n);
+      // A calibration is a full-intensity load: its length is bounded like an antagonist's.
+      const double d = req->duration_s();
       auto c = runner_->Calibrate(n, req->injector(), options,
-                                  req->duration_s() > 0 ? req->duration_s() : 2);
+                                  std::isfinite(d) && d > 0 ? std::min(d, 600.0) : 2);
       if (c.ok()) {
         e->set_peak_rate(c->peak_rate);
         e->set_unit(c->unit);

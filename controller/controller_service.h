@@ -59,6 +59,7 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
  private:
   class WatchReactor;
   grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx);
+  Status CheckRendezvousCaller(grpc::CallbackServerContext* ctx) const;
 
   AgentRegistry* agents_;
   ExperimentScheduler* scheduler_;

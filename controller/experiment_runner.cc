@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controller/rendezvous.h"
 #include "injectors/registry.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
@@ -277,7 +278,8 @@ class ExperimentRunner::TrialRun {
         p_(p),
         cancel_(cancel),
         listener_(listener),
-        trial_id_(exp.id + "-t" + std::to_string(trial.index)) {}
+        trial_id_(exp.id + "-t" + std::to_string(trial.index)),
+        rendezvous_scope_(NewRendezvousScope(trial_id_)) {}
 
   TrialRecord Run() {
     TrialRecord t = NewRecord();
@@ -324,7 +326,7 @@ class ExperimentRunner::TrialRun {
     Instance r;
     r.antagonist = part.antagonist;
     r.node = nodes[node_index];
-    r.options = CollectiveOptions(a, nodes.size(), node_index, trial_id_);
+    r.options = CollectiveOptions(a, nodes.size(), node_index, rendezvous_scope_);
     r.id = trial_id_ + "-" + a.name + "-" + r.node;
     r.client = agents()->Client(r.node);
     r.result.name = a.name;
@@ -578,6 +580,7 @@ class ExperimentRunner::TrialRun {
   const std::atomic<bool>& cancel_;
   RunListener* listener_;
   const std::string trial_id_;
+  const std::string rendezvous_scope_;  // unguessable key prefix (controller/rendezvous.h)
   std::vector<Instance> instances_;
   int64_t start_at_ctrl_ns_ = 0;
   std::optional<v1::RunVictimReply> victim_;

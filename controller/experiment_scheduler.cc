@@ -124,6 +124,9 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   auto spec =
       experiment::ParseExperiment(yaml, source_path.empty() ? "<submitted>" : source_path, hooks_);
   if (!spec.ok()) return spec.status();
+  // Before the store: a refused experiment leaves no record. (Submissions racing past this
+  // check together overshoot by at most the service's handler threads.)
+  if (Status s = CheckQueueRoom(); !s.ok()) return s;
   auto live = std::make_shared<Live>();
   live->spec = std::move(spec.value());
   live->plan = experiment::ExpandPlan(live->spec);
@@ -148,6 +151,18 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   cv_.notify_all();
   spdlog::info("experiment {} '{}' queued: {} trials", r.id, r.name, r.total_trials);
   return Submitted{r.id, r.total_trials};
+}
+
+Error ExperimentScheduler::QueueFull() const {
+  return ResourceExhausted(std::to_string(max_queued_) +
+                           " experiments are already queued (the limit); wait for one to finish "
+                           "or cancel one with `codlctl cancel`");
+}
+
+Status ExperimentScheduler::CheckQueueRoom() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (queue_.size() >= max_queued_) return QueueFull();
+  return Status::Ok();
 }
 
 v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {

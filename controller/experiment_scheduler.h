@@ -28,6 +28,10 @@ class ExperimentScheduler {
                       experiment::ParseHooks hooks, ControllerMetrics* metrics = nullptr);
   ~ExperimentScheduler();
   void Start();
+  // Submissions beyond this many queued (not yet running) experiments are refused with
+  // RESOURCE_EXHAUSTED: the queue, its YAML and plans live in memory.
+  void SetMaxQueued(size_t n) { max_queued_ = n; }
+  static constexpr size_t kDefaultMaxQueued = 100;
   void Shutdown();  // cancels the running experiment (its antagonists are stopped) and joins
 
   struct Submitted {
@@ -56,6 +60,8 @@ class ExperimentScheduler {
   v1::ExperimentStatus StatusOf(const Live& live) const;
   void Publish(const std::shared_ptr<Live>& live, const std::string& message, bool final);
   std::string NewExperimentId();
+  Status CheckQueueRoom();
+  Error QueueFull() const;
 
   store::Store* store_;
   ExperimentRunner* runner_;
@@ -69,6 +75,7 @@ class ExperimentScheduler {
   std::map<int, std::pair<std::string, Watcher>> watchers_;
   int next_watcher_ = 1;
   bool stopping_ = false;
+  size_t max_queued_ = kDefaultMaxQueued;
   std::thread worker_;
 };
 

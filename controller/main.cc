@@ -39,9 +39,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--db", o.db_path, "SQLite database file")->capture_default_str();
   boot.AddDurationFlag("--lease", &o.lease_s,
-                       "antagonist lease agents enforce when the controller goes silent", "10s");
+                       "antagonist lease agents enforce when the controller goes silent", "10s")
+      ->check(CLI::Range(1.0, 1e7));
   boot.AddDurationFlag("--heartbeat-interval", &o.heartbeat_interval_s,
-                       "how often agents heartbeat", "1s");
+                       "how often agents heartbeat", "1s")
+      ->check(CLI::Range(0.05, 1e7));
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
   boot.AddTokenFlags("bearer token clients and agents must present (also CODL_TOKEN)");

@@ -1,38 +1,85 @@
-// Rendezvous: a key -> opaque bytes board with blocking fetch. Relays e.g. NCCL's ncclUniqueId
+// Rendezvous: a key -> opaque bytes board with waiting fetches. Relays e.g. NCCL's ncclUniqueId
 // from rank 0 to the other ranks through the controller, so collectives span nodes without MPI.
+//
+// Bounds (security issue, item 4): a value is write-once (a second publisher cannot redirect the
+// ranks to its own communicator), keys and values are size-capped, entries expire after a TTL
+// and their number is capped, and a fetch never holds a thread while it waits: its callback
+// runs when the key is published or, at the latest, when its deadline passes (Sweep).
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/common/clock.h"
+#include "lib/common/result.h"
 
 namespace codl::controller {
 
+struct RendezvousLimits {
+  size_t max_key_bytes = 512;
+  size_t max_value_bytes = 64 * 1024;  // an ncclUniqueId is 128 bytes
+  size_t max_entries = 4096;
+  size_t max_waiters = 4096;
+  double ttl_s = 900;      // a value is forgotten this long after it was published
+  double max_wait_s = 60;  // a fetch waits at most this long
+};
+
+// The scope (key prefix) of one trial's rendezvous keys: the trial id plus 128 random bits, so
+// a key is known only to the agents the trial's StartAntagonist calls reach, and nobody can
+// claim it in advance (values are write-once).
+std::string NewRendezvousScope(const std::string& trial_id);
+
 class Rendezvous {
  public:
-  void Publish(const std::string& key, const std::string& value) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      values_[key] = value;
-    }
-    cv_.notify_all();
-  }
-  // Waits up to wait_s for the key.
-  std::optional<std::string> Fetch(const std::string& key, double wait_s) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::duration<double>(wait_s), [&] { return values_.count(key) > 0; });
-    auto it = values_.find(key);
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
-  }
+  // found: the value, or nullopt when the wait ended without one (deadline or shutdown).
+  using Done = std::function<void(std::optional<std::string> found)>;
+
+  // sweep_thread: run Sweep every 50 ms on a thread of its own (tests with a FakeClock pass
+  // false and call Sweep themselves).
+  explicit Rendezvous(const Clock* clock, RendezvousLimits limits = {}, bool sweep_thread = true);
+  ~Rendezvous();  // Close()
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+
+  // AlreadyExists when the key holds another value (the same value again is fine: a retry).
+  Status Publish(const std::string& key, const std::string& value);
+  // Calls `done` exactly once, never with the rendezvous' lock held: now when the key is there
+  // (or wait_s <= 0), else later from Publish or Sweep. Errors (bad key, too many waiters) are
+  // returned and `done` is not called.
+  Status Fetch(const std::string& key, double wait_s, Done done);
+  // Completes every waiter with nullopt and refuses new waits (shutdown).
+  void Close();
+  // Drops expired values and completes waiters whose deadline passed.
+  void Sweep();
+  size_t Entries() const;
+  size_t Waiters() const;
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> values_;
+  struct Value {
+    std::string bytes;
+    double expires_s = 0;
+  };
+  struct Waiter {
+    std::string key;
+    double deadline_s = 0;
+    Done done;
+  };
+  Status CheckKey(const std::string& key) const;
+
+  const Clock* clock_;
+  RendezvousLimits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, Value> values_;
+  std::multimap<std::string, Waiter> waiters_;
+  bool stopping_ = false;
+  std::condition_variable stop_cv_;
+  std::thread sweeper_;
 };
 
 }  // namespace codl::controller

@@ -209,7 +209,8 @@ Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const
                  " (nr_files x file_size) but '" + dir_ + "' has " + FormatSize(avail) + " free");
     }
   }
-  auto run_dir = RunDir::Create(dir_);
+  // By descriptor from the scratch root: `dir_` was checked by name, and may have been swapped.
+  auto run_dir = RunDir::CreateBeneath(dir_, host.scratch_roots);
   if (!run_dir.ok()) return Err("io_uring: " + run_dir.error());
   run_dir_ = std::move(*run_dir);
 

@@ -93,7 +93,8 @@ bool ProcessAlive(pid_t pid, uint64_t start_time) {
   return t.ok() && *t == start_time;
 }
 
-// Looks at one directory (an fd) for stale run dirs; recurses one level when depth allows.
+// Looks at one directory (an fd) for stale run dirs and recurses into its other directories
+// (not into run dirs, symlinks or other filesystems) while depth allows.
 void ScanForStale(int dirfd, const std::string& path, dev_t dev, int depth_left,
                   std::vector<std::string>* removed) {
   DIR* d = fdopendir(dup(dirfd));
@@ -203,6 +204,39 @@ Result<std::string> ResolveScratchDir(const std::string& dir_in,
   return *final_real;
 }
 
+namespace {
+// The longest of `roots` that `dir` lies under (by name), or null.
+const std::string* RootOf(const std::string& dir, const std::vector<std::string>& roots) {
+  const std::string* best = nullptr;
+  for (const auto& root : roots) {
+    if (Under(dir, root) && (best == nullptr || root.size() > best->size())) best = &root;
+  }
+  return best;
+}
+
+// `dir` relative to `root` ("" for the root itself).
+std::string Beneath(const std::string& dir, const std::string& root) {
+  std::string rel = dir.substr(root == "/" ? 1 : root.size());
+  while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+  return rel;
+}
+}  // namespace
+
+Status MakePrivateDirBeneath(const std::string& dir, const std::vector<std::string>& roots,
+                             mode_t mode) {
+  if (dir.empty() || dir.front() != '/') return Err("'" + dir + "' must be an absolute path");
+  if (HasDotDot(dir)) return Err("'" + dir + "' contains '..'; refused");
+  const std::string* root = RootOf(dir, roots);
+  if (root == nullptr) {
+    return Err("'" + dir + "' is outside the scratch roots [" + Join(roots) + "]");
+  }
+  auto root_fd = OpenRootDir(*root);
+  if (!root_fd.ok()) return Err("scratch root: " + root_fd.error());
+  auto fd = OpenDirBeneath(root_fd->get(), Beneath(dir, *root), /*create=*/true, mode);
+  if (!fd.ok()) return Err("'" + dir + "': " + fd.error());
+  return CheckPrivateDir(fd->get(), "'" + dir + "'");
+}
+
 Result<uint64_t> ProcessStartTime(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
@@ -238,24 +272,48 @@ bool ParseRunDirName(const std::string& name, pid_t* pid, uint64_t* start_time) 
 }
 
 Result<RunDir> RunDir::Create(const std::string& parent) {
+  auto fd = OpenRootDir(parent);
+  if (!fd.ok()) return Err("run dir parent: " + fd.error());
+  return CreateIn(std::move(fd.value()), parent);
+}
+
+Result<RunDir> RunDir::CreateBeneath(const std::string& dir,
+                                     const std::vector<std::string>& roots) {
+  const std::string* best = RootOf(dir, roots);
+  if (best == nullptr) return Err("dir '" + dir + "' is outside the scratch roots");
+  auto root_fd = OpenRootDir(*best);
+  if (!root_fd.ok()) return Err("scratch root: " + root_fd.error());
+  auto parent = OpenDirBeneath(root_fd->get(), Beneath(dir, *best), /*create=*/true);
+  if (!parent.ok()) return Err("dir '" + dir + "': " + parent.error());
+  return CreateIn(std::move(parent.value()), dir);
+}
+
+Result<RunDir> RunDir::CreateIn(UniqueFd parent, const std::string& parent_path) {
   auto start = ProcessStartTime(getpid());
   if (!start.ok()) return Err("cannot read /proc/self/stat: " + start.error());
   RunDir run;
-  run.path_ = parent + "/" + RunDirName(getpid(), *start);
+  run.name_ = RunDirName(getpid(), *start);
+  run.path_ = parent_path + "/" + run.name_;
   // mkdir (not mkdir -p): the directory must be new, so nobody else's files or symlinks are in it.
-  if (mkdir(run.path_.c_str(), 0700) != 0) {
+  if (mkdirat(parent.get(), run.name_.c_str(), 0700) != 0) {
     return Err("cannot create run dir '" + run.path_ + "': " + Errno(errno));
   }
-  run.fd_ = open(run.path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  run.fd_ =
+      openat(parent.get(), run.name_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (run.fd_ < 0) {
     const int err = errno;
-    rmdir(run.path_.c_str());
+    unlinkat(parent.get(), run.name_.c_str(), AT_REMOVEDIR);
     return Err("cannot open run dir '" + run.path_ + "': " + Errno(err));
   }
+  run.parent_ = std::move(parent);
   return run;
 }
 
-RunDir::RunDir(RunDir&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+RunDir::RunDir(RunDir&& other) noexcept
+    : path_(std::move(other.path_)),
+      name_(std::move(other.name_)),
+      parent_(std::move(other.parent_)),
+      fd_(other.fd_) {
   other.fd_ = -1;
   other.path_.clear();
 }
@@ -264,6 +322,8 @@ RunDir& RunDir::operator=(RunDir&& other) noexcept {
   if (this != &other) {
     Remove();
     path_ = std::move(other.path_);
+    name_ = std::move(other.name_);
+    parent_ = std::move(other.parent_);
     fd_ = other.fd_;
     other.fd_ = -1;
     other.path_.clear();
@@ -278,7 +338,9 @@ void RunDir::Remove() {
   RemoveContentsOf(fd_);
   close(fd_);
   fd_ = -1;
-  rmdir(path_.c_str());
+  // By the parent's descriptor, not the name: the path may have been re-pointed meanwhile.
+  unlinkat(parent_.get(), name_.c_str(), AT_REMOVEDIR);
+  parent_.reset();
   path_.clear();
 }
 
@@ -288,7 +350,7 @@ Result<std::vector<std::string>> CleanupStale(const std::vector<std::string>& ro
     int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return Err("cannot read scratch root '" + root + "': " + Errno(errno));
     struct stat st;
-    if (fstat(fd, &st) == 0) ScanForStale(fd, root, st.st_dev, 2, &removed);
+    if (fstat(fd, &st) == 0) ScanForStale(fd, root, st.st_dev, kMaxCleanupDepth, &removed);
     close(fd);
   }
   return removed;

@@ -26,8 +26,9 @@ usage: codl-slurm-agents.sh --controller HOST:PORT [options] [-- extra codl-agen
   --listen ADDR         agent listen address (default: $CODL_AGENT_LISTEN, else 127.0.0.1:0
                         for a loopback controller, else 0.0.0.0:7701 advertised as the node's
                         hostname)
-  --scratch DIR         per-job scratch parent; each node uses DIR/<node> and removes it at the
-                        end (default: $CODL_SCRATCH, else ${TMPDIR:-/tmp}/codl-$SLURM_JOB_ID)
+  --scratch DIR         per-job scratch parent; each node makes a private directory
+                        DIR/codl-<job>-<node>.XXXXXX (mktemp -d) and removes it at the end
+                        (default: $CODL_SCRATCH, else the node's ${TMPDIR:-/tmp})
   --label KEY=VALUE     extra agent label (repeatable)
   --tls-ca/--tls-cert/--tls-key FILE
                         mTLS files for the agents and for codlctl (required off loopback)
@@ -79,7 +80,9 @@ if [[ -z "$listen" ]]; then
     *) listen=0.0.0.0:7701; advertise_port=7701 ;;
   esac
 fi
-scratch=${scratch:-${TMPDIR:-/tmp}/codl-$SLURM_JOB_ID}
+# Each node makes its own private directory (mktemp -d, mode 0700) under this base: a predictable
+# /tmp/codl-$SLURM_JOB_ID could be created (or symlinked) in advance by another user.
+scratch=${scratch:-}
 
 agent_args=(--controller "$controller" --listen "$listen" --label "slurm_job=$SLURM_JOB_ID"
             "${labels[@]}" "${tls[@]}")
@@ -91,8 +94,10 @@ agent_args+=("${extra[@]}")
 # and SIGTERM passed on to the agent (which stops its antagonists first).
 node_script='
   node=${SLURMD_NODENAME:-$(hostname -s)}
-  dir=$1/$node; port=$2; shift 2
-  mkdir -p "$dir/scratch" "$dir/state"
+  base=${1:-${TMPDIR:-/tmp}}; port=$2; shift 2
+  mkdir -p "$base" || exit 1
+  dir=$(mktemp -d "$base/codl-$SLURM_JOB_ID-$node.XXXXXX") || exit 1
+  mkdir -m 700 "$dir/scratch" "$dir/state" || exit 1
   adv=(); [[ -n $port ]] && adv=(--advertise "$(hostname -f):$port")
   "$@" --id "$node" --label "slurm_node=$node" --scratch-root "$dir/scratch" \
        --state-dir "$dir/state" "${adv[@]}" &

@@ -1,5 +1,7 @@
 #include "injectors/gpu/mps_daemon.h"
 
+#include "injectors/scratch.h"
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,6 +42,7 @@ std::vector<long> ParsePids(const std::string& text) {
 MpsDirs ResolveMpsDirs(const std::string& pipe_option, const std::string& log_option,
                        const std::vector<std::string>& scratch_roots) {
   MpsDirs d;
+  d.scratch_roots = scratch_roots;
   const std::string base =
       scratch_roots.empty() ? std::string("/tmp/codl-mps") : scratch_roots.front() + "/codl-mps";
   d.pipe_dir = pipe_option.empty() ? base + "/pipe" : pipe_option;
@@ -125,8 +128,14 @@ Result<std::unique_ptr<MpsControl>> MpsControl::Acquire(const MpsDirs& dirs, boo
     return Err("no MPS control daemon is listening on " + dirs.pipe_dir +
                "/control and start_daemon=false");
   }
+  // Created beneath a scratch root by descriptor (no symlink followed), owned by us and not
+  // writable by others: the daemon we start trusts what it finds there. 0755: victims running
+  // as another user still reach the pipe.
   for (const std::string* dir : {&dirs.pipe_dir, &dirs.log_dir}) {
-    if (std::string e = MakeDirs(*dir, 0755); !e.empty()) return Err("mps_cotenant: " + e);
+    if (Status s = MakePrivateDirBeneath(*dir, dirs.scratch_roots, 0755); !s.ok()) {
+      return Err("mps_cotenant: MPS directory " + s.error() +
+                 " (a daemon this injector starts keeps its directories under a scratch root)");
+    }
   }
   // Check-and-start under a lock (mps_start.h); held until the socket is up, so whoever waited
   // for it finds the daemon and joins it.

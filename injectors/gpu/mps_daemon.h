@@ -17,8 +17,9 @@
 namespace codl::injectors::gpu {
 
 struct MpsDirs {
-  std::string pipe_dir;  // CUDA_MPS_PIPE_DIRECTORY: the control socket lives here
-  std::string log_dir;   // CUDA_MPS_LOG_DIRECTORY: control.log, server.log
+  std::string pipe_dir;                    // CUDA_MPS_PIPE_DIRECTORY: the control socket lives here
+  std::string log_dir;                     // CUDA_MPS_LOG_DIRECTORY: control.log, server.log
+  std::vector<std::string> scratch_roots;  // where Acquire may create them (security item 6)
 };
 
 // Both empty: <first scratch root>/codl-mps/{pipe,log}, or /tmp/codl-mps/{pipe,log} without a

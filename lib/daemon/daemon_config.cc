@@ -57,6 +57,12 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
     c->heartbeat_interval_s =
         yaml::Duration(m.Value("heartbeat_interval"), "heartbeat_interval", /*positive=*/true);
   }
+  // Lower bounds (security issue, item 3): a lease shorter than a second stops antagonists on
+  // any hiccup; a heartbeat faster than 20 Hz per agent is load, not liveness.
+  if (c->lease_s && *c->lease_s < 1) Fail(m.Value("lease"), "lease", "must be at least 1s");
+  if (c->heartbeat_interval_s && *c->heartbeat_interval_s < 0.05) {
+    Fail(m.Value("heartbeat_interval"), "heartbeat_interval", "must be at least 50ms");
+  }
   CheckHeartbeatBelowLease(m, c->heartbeat_interval_s, c->lease_s);
   if (m.Has("tls")) c->tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
   if (m.Has("token_file"))

@@ -138,6 +138,9 @@ Result<StartedServer> StartServer(const Endpoint& listen,
   auto creds = MakeServerCredentials(listen);
   if (!creds.ok()) return Error{who + " --listen: " + creds.error(), creds.status().code()};
   grpc::ServerBuilder builder;
+  // Bounded requests (security issue, item 4): the largest legitimate one is a submitted YAML
+  // (itself capped by the YAML reader) or a victim spec; 16 MiB leaves ample room.
+  builder.SetMaxReceiveMessageSize(16 << 20);
   int port = 0;
   builder.AddListeningPort(listen.address, *creds, &port);
   for (grpc::Service* service : services) builder.RegisterService(service);

@@ -348,6 +348,8 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
     }
   }
   if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
+  // Agents refuse leases under 1 s (security issue, item 3): say so at submit, not per trial.
+  if (m.Has("lease") && spec.lease_s < 1) Fail(m.Value("lease"), "lease", "must be at least 1s");
 
   double trials = CountPlannedTrials(spec);
   if (trials > kMaxPlannedTrials) {

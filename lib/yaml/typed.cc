@@ -89,6 +89,9 @@ double Duration(const YAML::Node& n, const std::string& path, bool positive) {
   Result<double> d = ParseDuration(s);
   if (!d.ok()) Fail(n, path, d.error());
   if (positive && *d <= 0) Fail(n, path, "'" + s + "' must be greater than 0");
+  // Durations become int64 nanoseconds and deadlines downstream: bounded well before overflow.
+  constexpr double kMaxDurationS = 1e7;  // about 115 days
+  if (*d > kMaxDurationS) Fail(n, path, "'" + s + "' is longer than the limit of 1e7 s (115 days)");
   return *d;
 }
 

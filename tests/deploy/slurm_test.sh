@@ -149,7 +149,10 @@ grep -q '"test":"slurm"' <<<"$agents_json" || fail "the --label passed to the sc
 [[ $(grep -c "\"slurm_job\":\"$job\"" <<<"$agents_json") -eq 2 ]] || fail "agents disagree on slurm_job"
 timeout 30 bash -c "until grep -q 'registered' '$tmp/salloc.out'; do sleep 0.2; done" ||
   fail "codl-slurm-agents.sh did not report the registration"
-[[ -d "$tmp/scratch/node1/scratch" && -d "$tmp/scratch/node2/scratch" ]] || fail "per-node scratch dirs missing"
+# Private per-job, per-node directories (mktemp -d): codl-<job>-<node>.XXXXXX, mode 0700.
+n1=$(compgen -G "$tmp/scratch/codl-*-node1.*" || true); n2=$(compgen -G "$tmp/scratch/codl-*-node2.*" || true)
+[[ -d "$n1/scratch" && -d "$n2/scratch" ]] || fail "per-node scratch dirs missing"
+[[ $(stat -c %a "$n1") == 700 ]] || fail "per-node dir $n1 is not private (mode $(stat -c %a "$n1"))"
 echo "A: agents of job $job registered with slurm_job/slurm_node labels"
 
 # SIGTERM to the script (salloc's child): it stops the agent step and the allocation ends.
@@ -165,7 +168,7 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 ((gone)) || fail "agents of job $job still alive after the script stopped"
-[[ ! -e "$tmp/scratch/node1" && ! -e "$tmp/scratch/node2" ]] || fail "per-node scratch dirs not removed"
+[[ ! -e "$n1" && ! -e "$n2" ]] || fail "per-node scratch dirs not removed"
 echo "A: SIGTERM stopped both agents and removed their scratch dirs"
 
 # ---- B. sbatch example: agents + an experiment ---------------------------------------------------

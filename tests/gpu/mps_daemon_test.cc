@@ -174,7 +174,7 @@ class FakeMpsTest : public ::testing::Test {
     old_path_ = path != nullptr ? path : "";
     setenv("PATH", (bin + ":" + old_path_).c_str(), 1);
     setenv("FAKE_MPS_CLIENT", std::to_string(getpid()).c_str(), 1);
-    dirs_ = MpsDirs{dir_.path() + "/pipe", dir_.path() + "/log"};
+    dirs_ = MpsDirs{dir_.path() + "/pipe", dir_.path() + "/log", {dir_.path()}};
   }
   void TearDown() override {
     if (!old_path_.empty()) setenv("PATH", old_path_.c_str(), 1);
@@ -338,8 +338,8 @@ TEST(MpsControlTest, ExplainsAMissingControlProgram) {
   const char* path = std::getenv("PATH");
   const std::string old = path != nullptr ? path : "";
   setenv("PATH", empty.path().c_str(), 1);
-  auto control = MpsControl::Acquire(MpsDirs{empty.path() + "/pipe", empty.path() + "/log"}, true,
-                                     StopToken());
+  auto control = MpsControl::Acquire(MpsDirs{empty.path() + "/pipe", empty.path() + "/log", {}},
+                                     true, StopToken());
   setenv("PATH", old.c_str(), 1);
   ASSERT_FALSE(control.ok());
   EXPECT_EQ(control.error(), "nvidia-cuda-mps-control not found on PATH");

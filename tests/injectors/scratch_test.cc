@@ -122,7 +122,7 @@ TEST(ScratchTest, RunDirIsNamedAfterUsAndRemovedWithoutFollowingSymlinks) {
   EXPECT_TRUE(fs::exists(outside.path() + "/precious"));
 }
 
-TEST(ScratchTest, CleanupStaleRemovesOnlyDeadRunsAtDepthTwo) {
+TEST(ScratchTest, CleanupStaleRemovesOnlyDeadRunsAtAnyDepth) {
   TempDir root, outside;
   Touch(outside.path() + "/precious");
   const pid_t dead = DeadPid();
@@ -133,9 +133,9 @@ TEST(ScratchTest, CleanupStaleRemovesOnlyDeadRunsAtDepthTwo) {
   const std::string dead2 = r + "/sub/" + RunDirName(dead, 777);
   const std::string reused = r + "/" + RunDirName(getpid(), *my_start + 1);  // pid reused
   const std::string live = r + "/" + RunDirName(getpid(), *my_start);
-  const std::string too_deep = r + "/a/b/" + RunDirName(dead, 1);
+  const std::string deep = r + "/a/b/c/d/" + RunDirName(dead, 1);
   const std::string not_ours = r + "/codl-inject.12x.5";
-  for (const auto& d : {dead1, dead2, reused, live, too_deep, not_ours})
+  for (const auto& d : {dead1, dead2, reused, live, deep, not_ours})
     fs::create_directories(d + "/f");
   Touch(dead1 + "/f/file");
   fs::create_directory_symlink(outside.path(), dead1 + "/escape");
@@ -147,11 +147,11 @@ TEST(ScratchTest, CleanupStaleRemovesOnlyDeadRunsAtDepthTwo) {
   EXPECT_FALSE(fs::exists(dead2));
   EXPECT_FALSE(fs::exists(reused));
   EXPECT_TRUE(fs::exists(live));
-  EXPECT_TRUE(fs::exists(too_deep));
+  EXPECT_FALSE(fs::exists(deep)) << "cleanup looks at any depth";
   EXPECT_TRUE(fs::exists(not_ours));
   EXPECT_TRUE(fs::is_symlink(r + "/" + RunDirName(dead, 99)));
   EXPECT_TRUE(fs::exists(outside.path() + "/precious"));
-  EXPECT_EQ(removed->size(), 3u);
+  EXPECT_EQ(removed->size(), 4u);
 }
 
 TEST(ScratchTest, RunDirNames) {

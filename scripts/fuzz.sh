@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang and runs each for a while.
+# Usage: scripts/fuzz.sh [SECONDS]        every target SECONDS (default 30) in build-fuzz/
+#        scripts/fuzz.sh --run-one BINARY CORPUS SECONDS
+#                                          one target on a scratch copy of CORPUS (the ctest)
+# Environment: BUILD_DIR (default build-fuzz), JOBS (ninja -j, default 2).
+# New inputs go to a scratch corpus, never into the repository's seed corpus; a crash leaves its
+# input as build-fuzz/fuzz-out/<target>/crash-* and makes the script exit non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+run_one() {
+  local bin=$1 corpus=$2 seconds=$3 work
+  work=$(mktemp -d "${TMPDIR:-/tmp}/codl-fuzz.XXXXXX")
+  trap 'rm -rf "$work"' RETURN
+  cp -r "$corpus/." "$work/"
+  local out=${FUZZ_OUT:-$work}
+  mkdir -p "$out"
+  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -artifact_prefix="$out/" -print_final_stats=1 "$work"
+}
+
+if [[ "${1:-}" == --run-one ]]; then
+  shift
+  run_one "$@"
+  exit $?
+fi
+
+seconds=${1:-30}
+build=${BUILD_DIR:-build-fuzz}
+targets=(experiment daemon_config inject_args progress_parser phases_json)
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found" >&2; exit 2; }
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCODL_FUZZ=ON -DCODL_WITH_CUDA=OFF -DCODL_BUILD_TESTS=OFF >/dev/null
+ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}"
+status=0
+for t in "${targets[@]}"; do
+  echo "== fuzz_$t: ${seconds}s"
+  mkdir -p "$build/fuzz-out/$t"
+  FUZZ_OUT="$build/fuzz-out/$t" run_one "$build/bin/fuzz_$t" "tests/fuzz/$t/corpus" "$seconds" \
+    2>&1 | tee "$build/fuzz-out/$t/log.txt" | grep -E "^(stat::|==|#[0-9]+ +DONE)|ERROR|SUMMARY" ||
+    true
+  if ls "$build/fuzz-out/$t"/crash-* "$build/fuzz-out/$t"/timeout-* "$build/fuzz-out/$t"/oom-* \
+    >/dev/null 2>&1; then
+    echo "fuzz_$t: found a failing input in $build/fuzz-out/$t" >&2
+    status=1
+  fi
+done
+exit $status
