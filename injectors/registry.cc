@@ -23,6 +23,7 @@ namespace codl::injectors {
   X("nccl", MakeNcclInjector)                \
   X("mps_cotenant", MakeMpsCotenantInjector) \
   X("cpu", MakeCpuInjector)                  \
+  X("llc", MakeLlcInjector)                  \
   /* add new injectors above this line */
 
 #define CODL_DECLARE_FACTORY(name, factory) std::unique_ptr<Injector> factory();
