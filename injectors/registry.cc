@@ -24,6 +24,7 @@ namespace codl::injectors {
   X("mps_cotenant", MakeMpsCotenantInjector) \
   X("cpu", MakeCpuInjector)                  \
   X("llc", MakeLlcInjector)                  \
+  X("pagecache", MakePagecacheInjector)      \
   /* add new injectors above this line */
 
 #define CODL_DECLARE_FACTORY(name, factory) std::unique_ptr<Injector> factory();
