@@ -38,20 +38,19 @@ uint64_t FloatKernel(uint64_t n, uint64_t seed) {
 typedef float V8 __attribute__((vector_size(32)));
 
 // Same recurrence on 4 × 8 floats. The body is shared by the generic and AVX2 builds.
-#define CODL_VECTOR_BODY                                                          \
-  V8 a = {1, 2, 3, 4, 5, 6, 7, static_cast<float>(seed & 0xf)}, b = a + 1, c = a + 2, \
-     d = a + 3;                                                                   \
-  const V8 m = {0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f}; \
-  const V8 k = m * 0.01f;                                                         \
-  for (uint64_t i = 0; i < n; ++i) {                                              \
-    a = a * m + k;                                                                \
-    b = b * m + k;                                                                \
-    c = c * m + k;                                                                \
-    d = d * m + k;                                                                \
-  }                                                                               \
-  V8 s = a + b + c + d;                                                           \
-  uint32_t bits;                                                                  \
-  std::memcpy(&bits, &s, sizeof bits);                                            \
+#define CODL_VECTOR_BODY                                                                         \
+  V8 a = {1, 2, 3, 4, 5, 6, 7, static_cast<float>(seed & 0xf)}, b = a + 1, c = a + 2, d = a + 3; \
+  const V8 m = {0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f};         \
+  const V8 k = m * 0.01f;                                                                        \
+  for (uint64_t i = 0; i < n; ++i) {                                                             \
+    a = a * m + k;                                                                               \
+    b = b * m + k;                                                                               \
+    c = c * m + k;                                                                               \
+    d = d * m + k;                                                                               \
+  }                                                                                              \
+  V8 s = a + b + c + d;                                                                          \
+  uint32_t bits;                                                                                 \
+  std::memcpy(&bits, &s, sizeof bits);                                                           \
   return bits;
 
 uint64_t VectorKernelGeneric(uint64_t n, uint64_t seed) { CODL_VECTOR_BODY }

@@ -10,6 +10,7 @@ namespace codl::injectors {
 bool ParseCpuList(const std::string& text, std::vector<int>* cpus) {
   cpus->clear();
   if (text == "none") return true;
+  if (text.empty() || text.back() == ',') return false;  // getline drops a trailing empty field
   std::stringstream ss(text);
   std::string part;
   while (std::getline(ss, part, ',')) {

@@ -210,8 +210,8 @@ Status LlcInjector::Setup(const OptionValues& o, const HostInfo&, const StopToke
                FormatSize(static_cast<double>(pages) * page) + ")");
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return Err("llc: cannot allocate " + FormatSize(bytes) + ": " +
-                                  std::strerror(errno));
+  if (p == MAP_FAILED)
+    return Err("llc: cannot allocate " + FormatSize(bytes) + ": " + std::strerror(errno));
   memory_ = std::unique_ptr<char, Unmap>(static_cast<char*>(p), Unmap{bytes});
   // Huge pages: fewer TLB misses, so the walk's cost is cache misses, not page walks.
   madvise(p, bytes, MADV_HUGEPAGE);
@@ -229,12 +229,12 @@ Status LlcInjector::Setup(const OptionValues& o, const HostInfo&, const StopToke
   // and each jump past a page, beyond what the stride prefetchers follow.
   stride_ = CoprimeStride(lines_per_thread_, 4096 / line_ + 1);
   notes_ = {"working set " + FormatSize(static_cast<double>(bytes)) + " (" +
-                std::to_string(lines_per_thread_ * threads_) + " lines of " +
-                std::to_string(line_) + " B); LLC " +
-                (llc != nullptr ? FormatSize(static_cast<double>(llc->size)) + " (L" +
-                                      std::to_string(llc->level) + ", shared by CPUs " +
-                                      llc->shared_cpus + ")"
-                                : std::string("unknown (no sysfs cache topology)"))};
+            std::to_string(lines_per_thread_ * threads_) + " lines of " + std::to_string(line_) +
+            " B); LLC " +
+            (llc != nullptr
+                 ? FormatSize(static_cast<double>(llc->size)) + " (L" + std::to_string(llc->level) +
+                       ", shared by CPUs " + llc->shared_cpus + ")"
+                 : std::string("unknown (no sysfs cache topology)"))};
   return Status::Ok();
 }
 

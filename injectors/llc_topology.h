@@ -28,8 +28,8 @@ std::vector<CacheInfo> ReadCacheTopology(const std::string& cpu_dir);
 const CacheInfo* LastLevelCache(const std::vector<CacheInfo>& caches);
 
 // next[i] = the line visited after line i, forming ONE cycle through all `lines` lines in
-// random order (a shuffled order linked into a ring), so a chase visits every line before repeating and the
-// hardware prefetchers cannot guess the next address. Deterministic for a seed.
+// random order (a shuffled order linked into a ring), so a chase visits every line before repeating
+// and the hardware prefetchers cannot guess the next address. Deterministic for a seed.
 std::vector<uint32_t> RandomCycle(size_t lines, uint64_t seed);
 
 // A stride in lines, coprime with `lines`, near `target` (at least 1): a sweep i·stride mod

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "injectors/injector.h"
-#include "injectors/pagecache_memory.h"
 #include "injectors/paced_run.h"
+#include "injectors/pagecache_memory.h"
 #include "injectors/rate_controller.h"
 #include "injectors/scratch.h"
 #include "lib/common/units.h"
@@ -127,7 +127,8 @@ class FileHolding final : public Holding {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(fill_.size(), bytes - done));
       const ssize_t w = pwrite(fd_, fill_.data(), n, static_cast<off_t>(held_ + done));
       if (w <= 0) {
-        if (ftruncate(fd_, static_cast<off_t>(held_)) != 0) {}  // drop the partial growth
+        if (ftruncate(fd_, static_cast<off_t>(held_)) != 0) {
+        }  // drop the partial growth
         return Err("write " + dir_.path() + "/held: " + std::strerror(w < 0 ? errno : ENOSPC));
       }
       done += static_cast<uint64_t>(w);
@@ -137,7 +138,8 @@ class FileHolding final : public Holding {
   }
   void Release(uint64_t bytes) override {
     held_ -= std::min(bytes, held_);
-    if (ftruncate(fd_, static_cast<off_t>(held_)) != 0) {}  // truncation frees the pages
+    if (ftruncate(fd_, static_cast<off_t>(held_)) != 0) {
+    }  // truncation frees the pages
   }
   uint64_t Resident() override {
     if (held_ == 0) return 0;
@@ -147,9 +149,7 @@ class FileHolding final : public Holding {
     munmap(p, held_);
     return n;
   }
-  void Refresh() override {
-    posix_fadvise(fd_, 0, static_cast<off_t>(held_), POSIX_FADV_WILLNEED);
-  }
+  void Refresh() override { posix_fadvise(fd_, 0, static_cast<off_t>(held_), POSIX_FADV_WILLNEED); }
 
  private:
   RunDir dir_;
@@ -205,8 +205,9 @@ class PagecacheInjector final : public Injector {
   using Injector::ToInjectorUnit;
   Result<double> ToInjectorUnit(const Rate& rate) const override {
     if (rate.unit == RateUnit::kBytesPerSecond) return rate.value;
-    return Err("injector 'pagecache' holds bytes; a rate in IOPS does not apply (give bytes, "
-               "e.g. --rate 512Mi)");
+    return Err(
+        "injector 'pagecache' holds bytes; a rate in IOPS does not apply (give bytes, "
+        "e.g. --rate 512Mi)");
   }
 
   Status Setup(const OptionValues& o, const HostInfo& host, const StopToken&) override {
@@ -241,8 +242,8 @@ Result<std::unique_ptr<Holding>> PagecacheInjector::MakeHolding() const {
   auto run_dir = RunDir::Create(dir_);
   if (!run_dir.ok()) return Err("pagecache: " + run_dir.error());
   // openat on our own fresh run dir, O_EXCL|O_NOFOLLOW: never an existing file or a symlink.
-  const int fd = openat(run_dir->fd(), "held", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                        0600);
+  const int fd =
+      openat(run_dir->fd(), "held", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Err("pagecache: cannot create " + run_dir->path() + "/held: " + std::strerror(errno));
   }
@@ -345,16 +346,14 @@ Result<RunSummary> PagecacheInjector::Run(const Target& target, const StopToken&
   summary.saturated = !target.is_max() && summary.achieved_rate < 0.97 * target.rate;
   summary.extra["backoffs"] = backoffs;
   summary.extra["min_mem_available"] = static_cast<double>(min_available);
-  summary.notes.push_back("kind " + kind_ + ", floor " +
-                          FormatSize(static_cast<double>(policy_.floor)) +
-                          (limit_ > 0 ? ", limit " + FormatSize(static_cast<double>(limit_))
-                                      : std::string()));
+  summary.notes.push_back(
+      "kind " + kind_ + ", floor " + FormatSize(static_cast<double>(policy_.floor)) +
+      (limit_ > 0 ? ", limit " + FormatSize(static_cast<double>(limit_)) : std::string()));
   if (backoffs > 0) {
-    summary.notes.push_back("backed off " + std::to_string(backoffs) + " time(s) (" + reasons +
-                            "): released memory to keep MemAvailable above the floor" +
-                            (reasons.find("psi") != std::string::npos
-                                 ? " and PSI below psi_limit"
-                                 : ""));
+    summary.notes.push_back(
+        "backed off " + std::to_string(backoffs) + " time(s) (" + reasons +
+        "): released memory to keep MemAvailable above the floor" +
+        (reasons.find("psi") != std::string::npos ? " and PSI below psi_limit" : ""));
   }
   if (!target.is_max() && limit_ > 0 && target.rate > static_cast<double>(limit_)) {
     summary.notes.push_back("target above the limit option: held at most the limit");
@@ -365,8 +364,6 @@ Result<RunSummary> PagecacheInjector::Run(const Target& target, const StopToken&
 
 }  // namespace
 
-std::unique_ptr<Injector> MakePagecacheInjector() {
-  return std::make_unique<PagecacheInjector>();
-}
+std::unique_ptr<Injector> MakePagecacheInjector() { return std::make_unique<PagecacheInjector>(); }
 
 }  // namespace codl::injectors

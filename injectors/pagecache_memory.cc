@@ -37,9 +37,7 @@ double ParsePsiSomeAvg10(const std::string& text) {
   return -1;
 }
 
-uint64_t DefaultFloor(uint64_t mem_total) {
-  return std::max<uint64_t>(mem_total / 10, 1ULL << 30);
-}
+uint64_t DefaultFloor(uint64_t mem_total) { return std::max<uint64_t>(mem_total / 10, 1ULL << 30); }
 
 namespace {
 uint64_t RoundUp(uint64_t v, uint64_t g) { return (v + g - 1) / g * g; }

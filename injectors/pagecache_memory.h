@@ -32,10 +32,10 @@ struct MemoryPolicy {
 };
 
 struct MemoryState {
-  uint64_t held = 0;       // what we hold now
-  uint64_t desired = 0;    // the target (already capped by the `limit` option)
-  uint64_t available = 0;  // MemAvailable now
-  double psi = -1;         // PSI some avg10, -1 unknown
+  uint64_t held = 0;          // what we hold now
+  uint64_t desired = 0;       // the target (already capped by the `limit` option)
+  uint64_t available = 0;     // MemAvailable now
+  double psi = -1;            // PSI some avg10, -1 unknown
   bool psi_cooldown = false;  // released for PSI less than a second ago: do not release again
 };
 
