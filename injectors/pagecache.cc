@@ -62,7 +62,16 @@ uint64_t ResidentBytes(void* p, uint64_t bytes) {
 class Holding {
  public:
   virtual ~Holding() = default;
-  virtual Status Grow(uint64_t bytes) = 0;
+  // Grows by up to `bytes` in pieces, stopping early once `clock` passes `deadline`, so a
+  // slow disk or a loaded box never stalls the control loop (reports, stop) for long.
+  Status Grow(uint64_t bytes, const Clock& clock, double deadline) {
+    for (uint64_t done = 0; done < bytes && clock.Now() < deadline;) {
+      const uint64_t piece = std::min<uint64_t>(kPiece, bytes - done);
+      if (Status s = GrowPiece(piece); !s.ok()) return s;
+      done += piece;
+    }
+    return Status::Ok();
+  }
   virtual void Release(uint64_t bytes) = 0;
   virtual uint64_t Resident() = 0;
   virtual void Refresh() {}  // bring back what the kernel reclaimed
@@ -70,24 +79,14 @@ class Holding {
   void ReleaseAll() { Release(held_); }
 
  protected:
+  static constexpr uint64_t kPiece = 4 * kMiB;  // page multiple
+  virtual Status GrowPiece(uint64_t bytes) = 0;
   uint64_t held_ = 0;
 };
 
 class AnonHolding final : public Holding {
  public:
   ~AnonHolding() override { ReleaseAll(); }
-  Status Grow(uint64_t bytes) override {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return Err(std::string("mmap: ") + std::strerror(errno));
-    // A distinct word per page: the zero page and KSM cannot share what we hold.
-    const uint64_t page = PageSize();
-    for (uint64_t off = 0; off < bytes; off += page) {
-      *reinterpret_cast<uint64_t*>(static_cast<char*>(p) + off) = off ^ 0x5a5a5a5a5a5a5a5aULL;
-    }
-    chunks_.push_back({static_cast<char*>(p), bytes});
-    held_ += bytes;
-    return Status::Ok();
-  }
   void Release(uint64_t bytes) override {
     while (bytes > 0 && !chunks_.empty()) {
       auto& [p, size] = chunks_.back();
@@ -106,6 +105,19 @@ class AnonHolding final : public Holding {
   }
 
  private:
+  Status GrowPiece(uint64_t bytes) override {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Err(std::string("mmap: ") + std::strerror(errno));
+    // A distinct word per page: the zero page and KSM cannot share what we hold.
+    const uint64_t page = PageSize();
+    for (uint64_t off = 0; off < bytes; off += page) {
+      *reinterpret_cast<uint64_t*>(static_cast<char*>(p) + off) = off ^ 0x5a5a5a5a5a5a5a5aULL;
+    }
+    chunks_.push_back({static_cast<char*>(p), bytes});
+    held_ += bytes;
+    return Status::Ok();
+  }
+
   std::vector<std::pair<char*, uint64_t>> chunks_;
 };
 
@@ -122,7 +134,7 @@ class FileHolding final : public Holding {
     close(fd_);
     dir_.Remove();
   }
-  Status Grow(uint64_t bytes) override {
+  Status GrowPiece(uint64_t bytes) override {
     for (uint64_t done = 0; done < bytes;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(fill_.size(), bytes - done));
       const ssize_t w = pwrite(fd_, fill_.data(), n, static_cast<off_t>(held_ + done));
@@ -303,7 +315,10 @@ Result<RunSummary> PagecacheInjector::Run(const Target& target, const StopToken&
     if (d.delta < 0) h.Release(static_cast<uint64_t>(-d.delta));
     if (d.delta < 0 && d.reason == "psi") psi_release_t = clock.Now() - t0;
     if (d.delta > 0 && grow_error.empty()) {
-      if (Status s = h.Grow(static_cast<uint64_t>(d.delta)); !s.ok()) grow_error = s.error();
+      // At most 30 ms of growing per 50 ms step; the rest waits for the next step.
+      if (Status s = h.Grow(static_cast<uint64_t>(d.delta), clock, clock.Now() + 0.03); !s.ok()) {
+        grow_error = s.error();
+      }
     }
     if (d.backed_off && !was_backed) ++backoffs;
     if (d.backed_off && reasons.find(d.reason) == std::string::npos) {
