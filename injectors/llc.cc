@@ -48,16 +48,16 @@ uint64_t DefaultLlcBytes() {
 // A thread's LLC read-miss counter (user space only, this thread only). fd < 0: unavailable.
 class MissCounter {
  public:
+  // The LLC read-miss event where the PMU names it; else the generic "cache-misses" (on x86
+  // the last-level misses too); each attempt's errno is kept for the note.
   MissCounter() {
-    perf_event_attr attr;
-    std::memset(&attr, 0, sizeof attr);
-    attr.size = sizeof attr;
-    attr.type = PERF_TYPE_HW_CACHE;
-    attr.config = PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
-                  (PERF_COUNT_HW_CACHE_RESULT_MISS << 16);
-    attr.exclude_kernel = 1;
-    attr.exclude_hv = 1;
-    fd_ = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    fd_ = Open(PERF_TYPE_HW_CACHE, PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
+                                       (PERF_COUNT_HW_CACHE_RESULT_MISS << 16));
+    event_ = "LL read misses";
+    if (fd_ < 0 && (errno == ENOENT || errno == EOPNOTSUPP)) {
+      fd_ = Open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES);
+      event_ = "cache-misses";
+    }
     error_ = fd_ < 0 ? errno : 0;
   }
   ~MissCounter() {
@@ -67,14 +67,27 @@ class MissCounter {
   MissCounter& operator=(const MissCounter&) = delete;
   bool ok() const { return fd_ >= 0; }
   int error() const { return error_; }
+  const char* event() const { return event_; }
   uint64_t Read() const {
     uint64_t v = 0;
     return fd_ >= 0 && read(fd_, &v, sizeof v) == sizeof v ? v : 0;
   }
 
  private:
+  static int Open(uint32_t type, uint64_t config) {
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = type;
+    attr.config = config;
+    attr.exclude_kernel = 1;  // our own loads only; also what perf_event_paranoid=2 allows
+    attr.exclude_hv = 1;
+    return static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+  }
+
   int fd_ = -1;
   int error_ = 0;
+  const char* event_ = "";
 };
 
 std::string PerfParanoid() {
@@ -303,10 +316,13 @@ Result<RunSummary> LlcInjector::Run(const Target& target, const StopToken& stop,
     const double lines = summary->achieved_rate * summary->seconds;
     summary->extra["llc_misses"] = static_cast<double>(misses.load()) / summary->seconds;
     if (lines > 0) summary->extra["llc_miss_ratio"] = static_cast<double>(misses.load()) / lines;
+    summary->notes.push_back(std::string("LLC misses counted with perf event ") + probe.event() +
+                             " (user space, walking threads only)");
   } else {
     const int err = perf_ok ? perf_error : probe.error();
-    summary->notes.push_back("LLC misses not measured: perf_event_open(LL read misses) failed: " +
-                             std::string(std::strerror(err)) + " (" + PerfHint(err) + ")");
+    summary->notes.push_back("LLC misses not measured: perf_event_open(" +
+                             std::string(probe.event()) + ") failed: " + std::strerror(err) + " (" +
+                             PerfHint(err) + ")");
   }
   return summary;
 }
