@@ -25,6 +25,7 @@ namespace codl::injectors {
   X("cpu", MakeCpuInjector)                  \
   X("llc", MakeLlcInjector)                  \
   X("pagecache", MakePagecacheInjector)      \
+  X("net", MakeNetInjector)                  \
   /* add new injectors above this line */
 
 #define CODL_DECLARE_FACTORY(name, factory) std::unique_ptr<Injector> factory();

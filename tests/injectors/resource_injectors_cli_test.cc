@@ -1,10 +1,15 @@
-// The cpu, llc and pagecache injectors through the real codl-inject binary: levels and rates,
+// The cpu, llc, pagecache and net injectors through the real codl-inject binary: levels and rates,
 // the pagecache floor back-off and scratch confinement, SIGTERM/SIGKILL cleanup of its file.
-// Memory stays small (pagecache capped at 64 MiB, llc working sets of a few MiB). Accuracy
-// bounds are loose: the test machine is shared; docs/performance.md has the measured figures.
+// net runs on loopback only. Memory stays small (pagecache capped at 64 MiB, llc working sets of a
+// few MiB). Accuracy bounds are loose: the test machine is shared; docs/performance.md has the
+// measured figures.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -19,6 +24,22 @@ using ::testing::HasSubstr;
 std::vector<std::string> Cmd(std::vector<std::string> args) {
   args.insert(args.begin(), CodlInjectPath());
   return args;
+}
+
+// A TCP port free on 127.0.0.1 a moment ago (bound to port 0, read back, closed).
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 std::string Summary(const std::string& out) {
@@ -160,6 +181,34 @@ TEST(ResourceInjectorsTest, PagecacheFileIsRemovedOnSigtermAndCleanedAfterSigkil
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"removed\":\"" + dirs[0] + "\"}\n");
   EXPECT_TRUE(FindRunDirs(scratch.path()).empty());
+}
+
+TEST(ResourceInjectorsTest, NetSendsToLoopbackAndToAReceiver) {
+  // The in-process loopback sink: a rate far below what loopback carries.
+  ProcessResult r = RunProcess(Cmd({"net", "--rate", "20MiB/s", "--duration", "1.5s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 20.0 * 1024 * 1024);
+  // A receiver process on a port the kernel just handed out, and a sender to it: the sender's
+  // rate is what the receiver drains.
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  Child receiver(Cmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port),
+                      "--max", "--duration", "4s", "--json"}));
+  EXPECT_THAT(receiver.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
+  r = RunProcess(Cmd({"net", "--set", "peer=127.0.0.1:" + std::to_string(port), "--rate", "10MiB/s",
+                      "--duration", "1.5s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 10.0 * 1024 * 1024);
+  EXPECT_THAT(Summary(r.out), HasSubstr("peer: 127.0.0.1:" + std::to_string(port)));
+  EXPECT_EQ(receiver.Wait(10), 0);
+  const std::string rest = receiver.ReadRest();
+  EXPECT_GT(JsonNumber(Summary(rest), "achieved_rate"), 0) << rest;
+  r = RunProcess(Cmd({"net", "--set", "peer=127.0.0.1:1", "--max", "--duration", "1s"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("connect to 127.0.0.1:1"));
+  r = RunProcess(Cmd({"net", "--set", "peer=nohostport", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("not loopback or a resolvable host:port"));
 }
 
 }  // namespace
