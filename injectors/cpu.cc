@@ -101,11 +101,12 @@ class CpuInjector final : public Injector {
     ParseCpuList(o.String("cpus"), &cpus_);
     slice_ns_ = static_cast<uint64_t>(o.Duration("period") * kNsPerS);
     batch_ = MeasureBatch();
-    notes_ = {
-        "mix " + o.String("mix") +
-            (mix_ == CpuMix::kInt ? "" : std::string(", vector kernel ") + VectorKernelName()),
-        "slice " + o.Text("period") + ", " + std::to_string(batch_) +
-            " iterations between clock reads"};
+    notes_ = {"mix " + o.String("mix") +
+                  (mix_ == CpuMix::kVector || mix_ == CpuMix::kMixed
+                       ? std::string(", vector kernel ") + VectorKernelName()
+                       : std::string()),
+              "slice " + o.Text("period") + ", " + std::to_string(batch_) +
+                  " iterations between clock reads"};
     return Status::Ok();
   }
 
