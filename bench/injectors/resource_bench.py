@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""cpu / llc / pagecache injectors: peak against stress-ng, level accuracy, pagecache back-off.
+"""cpu / llc / pagecache / net injectors: peak against stress-ng, level accuracy, back-off.
 
 Not a test: prints a table and writes JSON (figures go to docs/performance.md). Memory stays
 at or below 512 MiB. Usage: see run_resource_bench.sh.
@@ -11,6 +11,7 @@ at or below 512 MiB. Usage: see run_resource_bench.sh.
   * level accuracy (goal |achieved/target - 1| <= 2 %, per-interval CoV <= 5 %) at levels of
     the calibrated peak, for cpu and llc; rate accuracy for pagecache (anon and file).
   * pagecache back-off: a floor just above MemAvailable must release and say so.
+  * net: peak to the in-process loopback sink and level accuracy (no iperf3 comparison).
 """
 import argparse
 import json
@@ -115,6 +116,11 @@ def main():
     res["pagecache"]["floor_backoff"] = {"achieved": s["achieved_rate"], "backoffs": s.get("backoffs"),
                                          "intervals_backed_off": sum(x.get("backed_off", 0) for x in iv),
                                          "intervals": len(iv), "notes": s.get("notes")}
+    # net to its in-process loopback sink: peak, then levels of it.
+    ours, _ = run_inject(a.codl, ["net", "--max", "--duration", f"{sec}s"], a.scratch)
+    res["net"] = {"codl_loopback_bytes_per_s": ours["achieved_rate"], "cov": ours["cov"]}
+    res["net"]["accuracy"] = [accuracy(a.codl, "net", [], ours["achieved_rate"], lv, sec,
+                                       a.scratch) for lv in (0.25, 0.5)]
     res["host"]["loadavg_end"] = os.getloadavg()
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
