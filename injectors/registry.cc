@@ -22,6 +22,10 @@ namespace codl::injectors {
   X("cuda_memcpy", MakeCudaMemcpyInjector)   \
   X("nccl", MakeNcclInjector)                \
   X("mps_cotenant", MakeMpsCotenantInjector) \
+  X("cpu", MakeCpuInjector)                  \
+  X("llc", MakeLlcInjector)                  \
+  X("pagecache", MakePagecacheInjector)      \
+  X("net", MakeNetInjector)                  \
   /* add new injectors above this line */
 
 #define CODL_DECLARE_FACTORY(name, factory) std::unique_ptr<Injector> factory();

@@ -1,0 +1,21 @@
+// CPU lists ("none" or "0-3,6") and thread pinning, shared by the compute-side injectors (cpu,
+// llc). Std-only plus sched.h: compiled into the CUDA-free catalog too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace codl::injectors {
+
+// Parses "none" (empty list, returns true) or a comma list of CPUs and ranges like "0-3,6".
+// False on anything else (negative, reversed range, CPU > 4095, stray characters).
+bool ParseCpuList(const std::string& text, std::vector<int>* cpus);
+
+// "" if every CPU of `text` parses and is in this process's affinity mask, else a message
+// naming `option` ("option 'cpus': CPU 9 is not available to this process").
+std::string CheckCpuListOption(const std::string& option, const std::string& text);
+
+// Pins the calling thread to one CPU; advisory (a refusal leaves the thread unpinned).
+void PinThisThread(int cpu);
+
+}  // namespace codl::injectors

@@ -1,0 +1,215 @@
+// The cpu, llc, pagecache and net injectors through the real codl-inject binary: levels and rates,
+// the pagecache floor back-off and scratch confinement, SIGTERM/SIGKILL cleanup of its file.
+// net runs on loopback only. Memory stays small (pagecache capped at 64 MiB, llc working sets of a
+// few MiB). Accuracy bounds are loose: the test machine is shared; docs/performance.md has the
+// measured figures.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "tests/injectors/test_util.h"
+
+namespace codl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::vector<std::string> Cmd(std::vector<std::string> args) {
+  args.insert(args.begin(), CodlInjectPath());
+  return args;
+}
+
+// A TCP port free on 127.0.0.1 a moment ago (bound to port 0, read back, closed).
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string Summary(const std::string& out) {
+  for (const auto& line : Lines(out)) {
+    if (JsonHas(line, "summary")) return line;
+  }
+  return "";
+}
+
+// Never above the target; below only when the tool says the target was not reachable.
+void ExpectNearTarget(const std::string& summary, double target) {
+  ASSERT_FALSE(summary.empty());
+  EXPECT_NEAR(JsonNumber(summary, "target_rate"), target, target * 1e-8);
+  const double ratio = JsonNumber(summary, "achieved_rate") / target;
+  EXPECT_LE(ratio, 1.1) << summary;
+  if (JsonNumber(summary, "saturated") == 0) {
+    EXPECT_GE(ratio, 0.85) << summary;
+  }
+}
+
+TEST(ResourceInjectorsTest, CpuRateIsCoreSecondsPerSecondWithOps) {
+  // 0.2 core-s/s on one thread: a fifth of a core, reachable even on a busy box.
+  ProcessResult r = RunProcess(Cmd({"cpu", "--set", "threads=1", "--set", "mix=int", "--rate",
+                                    "0.2", "--duration", "2s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string s = Summary(r.out);
+  EXPECT_THAT(s, HasSubstr("\"unit\":\"core-s/s\""));
+  ExpectNearTarget(s, 0.2);
+  EXPECT_GT(JsonNumber(s, "ops"), 0);
+  // A CPU share cannot be given in bytes/s.
+  r = RunProcess(Cmd({"cpu", "--rate", "1GiB/s"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("does not apply"));
+  r = RunProcess(Cmd({"cpu", "--set", "cpus=4095", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("CPU 4095 is not available"));
+  r = RunProcess(Cmd({"cpu", "--set", "period=100ms", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("out of range"));
+}
+
+TEST(ResourceInjectorsTest, LlcLevelAndMissReportingIsHonest) {
+  ProcessResult r = RunProcess(Cmd({"llc", "--set", "working_set=2MiB", "--level", "0.5", "--peak",
+                                    "400000", "--duration", "2s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string s = Summary(r.out);
+  ExpectNearTarget(s, 200000);
+  EXPECT_THAT(s, HasSubstr("working set 2.00 MiB (32768 lines"));
+  // Either measured miss figures or a note saying why there are none; never both, never
+  // neither.
+  const bool measured = JsonHas(s, "llc_misses");
+  EXPECT_NE(measured, s.find("LLC misses not measured") != std::string::npos) << s;
+  r = RunProcess(Cmd(
+      {"llc", "--set", "working_set=64KiB", "--set", "threads=128", "--max", "--duration", "1s"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("fewer than 16 lines per thread"));
+}
+
+TEST(ResourceInjectorsTest, PagecacheHoldsTheTargetResident) {
+  for (const char* kind : {"anon", "file"}) {
+    TempDir scratch;
+    ProcessResult r = RunProcess(
+        Cmd({"pagecache", "--set", std::string("kind=") + kind, "--set", "limit=64MiB", "--rate",
+             "16Mi", "--duration", "1.5s", "--json", "--scratch-root", scratch.path()}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string s = Summary(r.out);
+    EXPECT_THAT(s, HasSubstr("\"unit\":\"bytes\""));
+    ExpectNearTarget(s, 16.0 * 1024 * 1024);
+    EXPECT_EQ(JsonNumber(s, "backoffs"), 0) << s;
+    for (const auto& line : Lines(r.out)) {
+      if (!JsonHas(line, "summary")) {
+        EXPECT_TRUE(JsonHas(line, "backed_off")) << line;
+      }
+    }
+    EXPECT_TRUE(FindRunDirs(scratch.path()).empty()) << kind;
+  }
+}
+
+TEST(ResourceInjectorsTest, PagecacheBacksOffAtTheFloorAndSaysSo) {
+  // A floor far above this machine's memory: nothing may be held, and every interval says so.
+  ProcessResult r = RunProcess(Cmd({"pagecache", "--set", "floor=16TiB", "--set", "limit=64MiB",
+                                    "--rate", "16Mi", "--duration", "1s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string s = Summary(r.out);
+  EXPECT_EQ(JsonNumber(s, "achieved_rate"), 0) << s;
+  EXPECT_EQ(JsonNumber(s, "saturated"), 1) << s;
+  EXPECT_GE(JsonNumber(s, "backoffs"), 1) << s;
+  EXPECT_THAT(s, HasSubstr("backed off"));
+  for (const auto& line : Lines(r.out)) {
+    if (!JsonHas(line, "summary")) {
+      EXPECT_EQ(JsonNumber(line, "backed_off"), 1) << line;
+    }
+  }
+}
+
+TEST(ResourceInjectorsTest, PagecacheCalibratesToMemAvailable) {
+  ProcessResult r = RunProcess(Cmd({"pagecache", "--calibrate", "--duration", "0.5s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string s = Summary(r.out);
+  EXPECT_GT(JsonNumber(s, "peak_rate"), 64.0 * 1024 * 1024);
+  EXPECT_THAT(s, HasSubstr("MemAvailable at the start"));
+}
+
+TEST(ResourceInjectorsTest, PagecacheFileStaysInsideTheScratchRoots) {
+  TempDir scratch, outside;
+  ProcessResult r = RunProcess(
+      Cmd({"pagecache", "--set", "kind=file", "--set", "dir=" + outside.path(), "--set",
+           "limit=8MiB", "--max", "--duration", "1s", "--scratch-root", scratch.path()}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("outside the scratch roots"));
+  EXPECT_TRUE(fs::is_empty(outside.path()));
+}
+
+TEST(ResourceInjectorsTest, PagecacheFileIsRemovedOnSigtermAndCleanedAfterSigkill) {
+  TempDir scratch;
+  auto start = [&] {
+    auto child =
+        std::make_unique<Child>(Cmd({"pagecache", "--set", "kind=file", "--set", "limit=16MiB",
+                                     "--max", "--json", "--scratch-root", scratch.path()}));
+    EXPECT_THAT(child->ReadLine(10), HasSubstr("\"t_s\"")) << "pagecache did not start";
+    return child;
+  };
+  auto term = start();
+  auto dirs = FindRunDirs(scratch.path());
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_TRUE(fs::exists(dirs[0] + "/held"));
+  kill(term->pid(), SIGTERM);
+  EXPECT_EQ(term->Wait(5), 0);
+  EXPECT_THAT(term->ReadRest(), HasSubstr("\"stopped_by_signal\":true"));
+  EXPECT_TRUE(FindRunDirs(scratch.path()).empty());
+
+  auto killed = start();
+  dirs = FindRunDirs(scratch.path());
+  ASSERT_EQ(dirs.size(), 1u);
+  kill(killed->pid(), SIGKILL);
+  EXPECT_EQ(killed->Wait(5), -SIGKILL);
+  ProcessResult r =
+      RunProcess(Cmd({"--cleanup-stale", "--json", "--scratch-root", scratch.path()}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"removed\":\"" + dirs[0] + "\"}\n");
+  EXPECT_TRUE(FindRunDirs(scratch.path()).empty());
+}
+
+TEST(ResourceInjectorsTest, NetSendsToLoopbackAndToAReceiver) {
+  // The in-process loopback sink: a rate far below what loopback carries.
+  ProcessResult r = RunProcess(Cmd({"net", "--rate", "20MiB/s", "--duration", "1.5s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 20.0 * 1024 * 1024);
+  // A receiver process on a port the kernel just handed out, and a sender to it: the sender's
+  // rate is what the receiver drains.
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  Child receiver(Cmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port),
+                      "--max", "--duration", "4s", "--json"}));
+  EXPECT_THAT(receiver.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
+  r = RunProcess(Cmd({"net", "--set", "peer=127.0.0.1:" + std::to_string(port), "--rate", "10MiB/s",
+                      "--duration", "1.5s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 10.0 * 1024 * 1024);
+  EXPECT_THAT(Summary(r.out), HasSubstr("peer: 127.0.0.1:" + std::to_string(port)));
+  EXPECT_EQ(receiver.Wait(10), 0);
+  const std::string rest = receiver.ReadRest();
+  EXPECT_GT(JsonNumber(Summary(rest), "achieved_rate"), 0) << rest;
+  r = RunProcess(Cmd({"net", "--set", "peer=127.0.0.1:1", "--max", "--duration", "1s"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("connect to 127.0.0.1:1"));
+  r = RunProcess(Cmd({"net", "--set", "peer=nohostport", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("not loopback or a resolvable host:port"));
+}
+
+}  // namespace
+}  // namespace codl::testing
