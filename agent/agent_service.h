@@ -16,9 +16,12 @@
 
 namespace codl::agent {
 
+class Placer;
+
 struct AgentPolicy {
   bool allow_victim = true;
   double max_level = 1.0;
+  const Placer* placer = nullptr;  // victim.cpus / victim.numa (null: refused)
 };
 
 class AgentServiceImpl final : public v1::Agent::CallbackService {
