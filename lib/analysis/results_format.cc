@@ -50,6 +50,17 @@ std::string Achieved(const PairingSummary& p) {
   return s.empty() ? "-" : s;
 }
 
+// "victim 0.98, membw 0.42": mean CPU cores used, beside the achieved rates, so CPU contention
+// is not mistaken for the named resource. "-" where nothing was measured.
+std::string Cores(const PairingSummary& p) {
+  std::string s;
+  if (std::isfinite(p.victim_cores)) s = "victim " + Fmt("%.2f", p.victim_cores);
+  for (const auto& a : p.antagonists) {
+    if (std::isfinite(a.cores)) s += (s.empty() ? "" : ", ") + a.name + " " + Fmt("%.2f", a.cores);
+  }
+  return s.empty() ? "-" : s;
+}
+
 std::string SlowdownCell(const PairingSummary& p) {
   if (!std::isfinite(p.slowdown)) return "-";
   std::string s = Fmt("%.2fx", p.slowdown);
@@ -106,14 +117,14 @@ std::string FormatTable(const ExperimentResults& r) {
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
   const std::vector<std::string> header = {"pairing",       "levels", "n",       "median",
-                                           "slowdown [CI]", "p",      "achieved"};
+                                           "slowdown [CI]", "p",      "achieved", "cores"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const auto& p : r.pairings) {
     std::string median = std::isfinite(p.median_metric) ? FormatDuration(p.median_metric) : "-";
     std::string pv = std::isfinite(p.p_value) ? Fmt("%.3g", p.p_value) : "-";
     rows.push_back({p.pairing, Levels(p), std::to_string(p.n), median, SlowdownCell(p), pv,
-                    p.baseline ? "-" : Achieved(p)});
+                    p.baseline ? "-" : Achieved(p), Cores(p)});
     std::vector<std::string> lines;
     if (!p.phases.empty()) {
       std::string s = "phases:";
@@ -190,7 +201,11 @@ std::string FormatCsv(const ExperimentResults& r) {
                                    "achieved_rate",
                                    "achieved_cov",
                                    "unit",
-                                   "n_missed_target"};
+                                   "n_missed_target",
+                                   "cores",
+                                   "cpus",
+                                   "victim_cores",
+                                   "victim_cpus"};
   std::ostringstream out;
   for (size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
   out << "\n";
@@ -218,13 +233,14 @@ std::string FormatCsv(const ExperimentResults& r) {
       std::string line;
       for (const auto& f : common) line += (line.empty() ? "" : ",") + CsvField(f);
       for (const auto& f : tail) line += "," + CsvField(f);
+      line += "," + CsvField(CsvNum(p.victim_cores)) + "," + CsvField(CsvText(p.victim_cpus));
       out << line << "\n";
     };
-    if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""));
+    if (p.antagonists.empty()) emit(std::vector<std::string>(11, ""));
     for (const auto& a : p.antagonists) {
       emit({CsvText(a.name), CsvText(a.injector), CsvText(a.intensity), CsvNum(a.level),
             CsvNum(a.target_rate), CsvNum(a.achieved_rate), CsvNum(a.achieved_cov), CsvText(a.unit),
-            std::to_string(a.n_missed_target)});
+            std::to_string(a.n_missed_target), CsvNum(a.cores), CsvText(a.cpus)});
     }
   }
   return out.str();
@@ -251,6 +267,8 @@ std::string FormatJson(const ExperimentResults& r) {
     pj["n_not_run"] = p.n_not_run;
     pj["median_metric_s"] = Num(p.median_metric);
     pj["metric_cov"] = Num(p.cov);
+    pj["victim_cores"] = Num(p.victim_cores);
+    pj["victim_cpus"] = p.victim_cpus;
     pj["slowdown"] = Num(p.slowdown);
     pj["ci_low"] = Num(p.ci_low);
     pj["ci_high"] = Num(p.ci_high);
@@ -271,7 +289,9 @@ std::string FormatJson(const ExperimentResults& r) {
                                    {"achieved_rate", Num(a.achieved_rate)},
                                    {"achieved_cov", Num(a.achieved_cov)},
                                    {"unit", a.unit},
-                                   {"n_missed_target", a.n_missed_target}});
+                                   {"n_missed_target", a.n_missed_target},
+                                   {"cores", Num(a.cores)},
+                                   {"cpus", a.cpus}});
     }
     j["pairings"].push_back(std::move(pj));
   }
