@@ -25,7 +25,7 @@ struct InjectorRequest {
   bool max = false;
   double rate = 0;  // absolute target in the injector's unit (when !max)
   double max_duration_s = 3600;
-  int64_t start_at_unix_ns = 0;  // common start (agent clock); 0 = now
+  int64_t start_at_unix_ns = 0;         // common start (agent clock); 0 = now
   experiment::PlacementSpec placement;  // cpus / numa; empty: anywhere
 };
 

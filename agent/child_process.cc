@@ -152,9 +152,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   c->placement_ = placement;
   c->options_.placement.reset();  // one owner: placement_ (released last, in the destructor)
   const std::string cgroup_cpus = cgroup ? cgroup->EffectiveCpus() : std::string();
-  c->effective_cpus_ = !cgroup_cpus.empty()
-                           ? cgroup_cpus
-                           : experiment::FormatCpuList(AffinityOf(c->proc_.pid()));
+  c->effective_cpus_ =
+      !cgroup_cpus.empty() ? cgroup_cpus : experiment::FormatCpuList(AffinityOf(c->proc_.pid()));
   ChildProcess* raw = c.get();
   const int out = c->proc_.ReleaseStdout(), err = c->proc_.ReleaseStderr();
   c->reader_ = std::thread([raw, out, err] { raw->ReaderLoop(out, err); });

@@ -23,8 +23,8 @@ const char* PlacementModeName(PlacementMode mode);
 
 // The CPUs this agent may hand out and the CPUs of each NUMA node.
 struct NodeCpus {
-  std::set<int> cpus;                   // the agent's own affinity
-  std::map<int, std::set<int>> numa;    // node id -> /sys/devices/system/node/nodeN/cpulist
+  std::set<int> cpus;                 // the agent's own affinity
+  std::map<int, std::set<int>> numa;  // node id -> /sys/devices/system/node/nodeN/cpulist
   static NodeCpus Read(const std::string& node_sysfs = "/sys/devices/system/node");
 };
 

@@ -116,7 +116,7 @@ std::string FormatTable(const ExperimentResults& r) {
       << Fmt("%.0f", r.confidence * 100) << "% bootstrap CI; p: Mann-Whitney U vs baseline\n";
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
-  const std::vector<std::string> header = {"pairing",       "levels", "n",       "median",
+  const std::vector<std::string> header = {"pairing",       "levels", "n",        "median",
                                            "slowdown [CI]", "p",      "achieved", "cores"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};

@@ -35,8 +35,8 @@ struct ProgressSpec {
 // list, or a single CPU number) and `numa: N` (a node id). The syntax is checked here; whether
 // the node has those CPUs is checked by the agent, whose error quotes `where`.
 struct PlacementSpec {
-  std::string cpus;  // canonical CPU list ("0-3,6"); empty: any
-  int numa = -1;     // NUMA node id; -1: any
+  std::string cpus;   // canonical CPU list ("0-3,6"); empty: any
+  int numa = -1;      // NUMA node id; -1: any
   std::string where;  // "exp.yaml:12:5: victim" (the mapping holding cpus/numa), for errors
   bool empty() const { return cpus.empty() && numa < 0; }
 };

@@ -218,8 +218,7 @@ Intensity ParseRateIntensity(const YAML::Node& n, const std::string& path) {
 AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
                                const NodeSelector& nodes, const ParseHooks& hooks,
                                const std::string& source_path) {
-  MapReader m(n, path,
-              {"name", "injector", "options", "levels", "rates", "nodes", "cpus", "numa"});
+  MapReader m(n, path, {"name", "injector", "options", "levels", "rates", "nodes", "cpus", "numa"});
   AntagonistSpec a;
   a.nodes = nodes;
   a.name = NonEmptyString(m.Require("name"), m.PathOf("name"));

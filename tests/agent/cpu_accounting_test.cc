@@ -29,8 +29,8 @@ class CpuAccountingTest : public ::testing::Test {
 
   // Runs one antagonist (at --max, or at `rate`) for about `seconds` and stops it.
   AntagonistManager::Final RunAntagonist(const std::string& injector,
-                                         std::map<std::string, std::string> options,
-                                         double seconds, double rate = 0) {
+                                         std::map<std::string, std::string> options, double seconds,
+                                         double rate = 0) {
     AntagonistPolicy p;
     p.placer = &placer_;
     AntagonistManager m(p, &lease_, SystemClock::Get());

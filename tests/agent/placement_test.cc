@@ -61,7 +61,8 @@ TEST(ResolvePlacement, NumaRestrictsToTheNodesCpusAndCpusNarrowIt) {
 TEST(ResolvePlacement, UnknownNumaNodeListsTheNodesNodes) {
   auto r = ResolvePlacement(Spec("", 7), TwoNodeMachine(), "h");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error(), "e.yaml:4:3: victim: numa 7: no such NUMA node on node h (its NUMA nodes: 0,1)");
+  EXPECT_EQ(r.error(),
+            "e.yaml:4:3: victim: numa 7: no such NUMA node on node h (its NUMA nodes: 0,1)");
 }
 
 TEST(ResolvePlacement, EmptyPlacementIsUnrestricted) {
@@ -116,8 +117,7 @@ TEST(CgroupDetection, ParsesMountinfoAndProcSelfCgroup) {
   EXPECT_EQ(CgroupV2Mount(hybrid), "/sys/fs/cgroup/unified");
   EXPECT_EQ(CgroupV2Mount("25 1 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"),
             "/sys/fs/cgroup");
-  EXPECT_EQ(CgroupV2Mount("34 31 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n"),
-            "");
+  EXPECT_EQ(CgroupV2Mount("34 31 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n"), "");
   EXPECT_EQ(OwnCgroupV2Path("3:cpuset:/\n0::/system.slice/codl-agent.service\n"),
             "/system.slice/codl-agent.service");
   EXPECT_EQ(OwnCgroupV2Path("3:cpuset:/\n"), "");

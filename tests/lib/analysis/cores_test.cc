@@ -43,9 +43,9 @@ ExperimentRecord Record() {
 }
 
 TEST(CoresTest, MeanCoresAndCpusPerPairing) {
-  auto r = Summarize(Record(), {Trial(0, "baseline", 10, "0-1", 0),
-                                Trial(1, "membw@0.25", 10, "0-1", 6),
-                                Trial(2, "membw@0.25", 20, "0", 3)});
+  auto r =
+      Summarize(Record(), {Trial(0, "baseline", 10, "0-1", 0), Trial(1, "membw@0.25", 10, "0-1", 6),
+                           Trial(2, "membw@0.25", 20, "0", 3)});
   ASSERT_EQ(r.pairings.size(), 2u);
   const PairingSummary& p = r.pairings[1];
   EXPECT_DOUBLE_EQ(p.victim_cores, 1.5);  // (1.0 + 2.0) / 2

@@ -37,9 +37,10 @@ TEST(StoreMigrationTest, Version1DatabaseMigratesToLatestWithDataPreserved) {
   ASSERT_FALSE(HasColumn(path, "calibrations", "duration_s"));
   ASSERT_FALSE(HasColumn(path, "trials", "victim_cpu_s"));
   // A trial as a version-1 writer stored it (no CPU accounting columns yet).
-  testing::ExecRaw(path,
-                   "INSERT INTO trials (id, experiment_id, idx, state, victim_node, metric, wall_s) "
-                   "VALUES (1, 'e-v1', 0, 'done', 'n1', 0.25, 61)");
+  testing::ExecRaw(
+      path,
+      "INSERT INTO trials (id, experiment_id, idx, state, victim_node, metric, wall_s) "
+      "VALUES (1, 'e-v1', 0, 'done', 'n1', 0.25, 61)");
   testing::ExecRaw(path,
                    "INSERT INTO trial_antagonists (trial_id, seq, name, injector, achieved_rate) "
                    "VALUES (1, 0, 'membw', 'memcpy', 2e9)");
