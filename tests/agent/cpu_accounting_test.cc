@@ -5,7 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "agent/antagonist_manager.h"
+#include "agent/cpu_usage.h"
 #include "agent/lease_monitor.h"
 #include "agent/placement.h"
 #include "agent/victim_runner.h"
@@ -57,6 +63,40 @@ class CpuAccountingTest : public ::testing::Test {
 };
 
 // noop at a modest rate does nothing between its paced operations.
+// A /proc/PID/stat line: comm may hold spaces and parentheses; fields 14-17 are the CPU times.
+std::string StatLine(int pid, const std::string& comm, int pgrp, int utime, int stime, int cutime,
+                     int cstime) {
+  return std::to_string(pid) + " (" + comm + ") S 1 " + std::to_string(pgrp) + " 0 0 0 0 0 0 0 0 " +
+         std::to_string(utime) + " " + std::to_string(stime) + " " + std::to_string(cutime) + " " +
+         std::to_string(cstime) + " 20 0 1 0 100 0 0\n";
+}
+
+TEST(ProcStat, ParsesGroupAndCpuTicksPastAnOddCommand) {
+  ProcStat st = ParseProcStat(StatLine(7, "a) b (c", 42, 10, 20, 30, 40));
+  ASSERT_TRUE(st.ok);
+  EXPECT_EQ(st.pgrp, 42);
+  EXPECT_EQ(st.ticks, 100u);
+  EXPECT_FALSE(ParseProcStat("7 (x) S 1").ok);
+}
+
+TEST(ProcStat, GroupCpuSumsOnlyTheGroupsLiveMembers) {
+  char tmpl[] = "/tmp/codl-proc-test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  auto add = [&](int pid, int pgrp, int ticks) {
+    const std::string d = root + "/" + std::to_string(pid);
+    mkdir(d.c_str(), 0755);
+    std::ofstream(d + "/stat") << StatLine(pid, "w", pgrp, ticks, 0, 0, 0);
+  };
+  const long hz = sysconf(_SC_CLK_TCK);
+  add(100, 100, static_cast<int>(hz));      // the leader: 1 s
+  add(101, 100, static_cast<int>(hz / 2));  // a helper in its group: 0.5 s
+  add(200, 200, static_cast<int>(hz * 9));  // someone else
+  EXPECT_DOUBLE_EQ(ProcessGroupCpuSeconds(100, root), 1.5);
+  EXPECT_DOUBLE_EQ(ProcessGroupCpuSeconds(300, root), 0);
+  std::filesystem::remove_all(root);
+}
+
 TEST_F(CpuAccountingTest, NoopUsesAlmostNoCpu) {
   auto f = RunAntagonist("noop", {}, 2.0, /*rate=*/100);
   ASSERT_GT(f.run_s, 1.5);

@@ -89,7 +89,7 @@ TEST_F(PlacementIntegrationTest, CpusTheNodeLacksFailWithTheYamlLocationAndTheNo
   const auto [lo, hi] = OwnCpuRange();
   auto r = Run(Experiment("1000", std::to_string(lo)));
   const std::string all = r.out + r.err;
-  EXPECT_NE(all.find("e.yaml:2:3: victim: cpus 1000: CPU 1000 not available on node"),
+  EXPECT_NE(all.find("/e.yaml:3:3: victim: cpus 1000: CPU 1000 not available on node"),
             std::string::npos)
       << all;
   EXPECT_NE(all.find("(its CPUs: "), std::string::npos) << all;
