@@ -17,6 +17,7 @@
 #include "agent/controller_link.h"
 #include "agent/lease_monitor.h"
 #include "agent/leftovers.h"
+#include "agent/placement.h"
 #include "agent/telemetry_hub.h"
 
 namespace codl::agent {
@@ -52,7 +53,11 @@ int Agent::running_antagonists() const { return antagonists_ ? antagonists_->Run
 Status Agent::Start() {
   CleanLeftovers();
   lease_ = std::make_unique<LeaseMonitor>(SystemClock::Get());
+  placer_ = Placer::Detect(options_.agent_id);
+  spdlog::info("placement and CPU accounting: {}{}", PlacementModeName(placer_->mode()),
+               placer_->reason().empty() ? "" : " (" + placer_->reason() + ")");
   AntagonistPolicy ap;
+  ap.placer = placer_.get();
   ap.inject_binary = options_.inject_binary;
   ap.scratch_roots = options_.scratch_roots;
   ap.default_lease_s = options_.lease_s;
@@ -69,7 +74,7 @@ Status Agent::Start() {
   antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
   service_ = std::make_unique<AgentServiceImpl>(
       antagonists_.get(), SystemClock::Get(),
-      AgentPolicy{options_.allow_victim, options_.max_level}, telemetry_.get());
+      AgentPolicy{options_.allow_victim, options_.max_level, placer_.get()}, telemetry_.get());
 
   metrics_ = std::make_unique<AgentMetrics>();
   if (!options_.metrics_listen.empty()) {
@@ -89,6 +94,7 @@ Status Agent::Start() {
   lo.agent_id = options_.agent_id;
   lo.advertise = advertised_;
   lo.labels = DetectHostLabels(options_.inject_binary);
+  lo.labels["placement"] = PlacementModeName(placer_->mode());  // `codlctl agents` shows it
   for (const auto& [k, v] : options_.labels) lo.labels[k] = v;
   lo.heartbeat_interval_s = options_.heartbeat_interval_s;
   link_ = std::make_unique<ControllerLink>(lo, lease_.get(), SystemClock::Get(),

@@ -27,6 +27,7 @@ class AgentMetrics;
 class TelemetryHub;
 class ControllerLink;
 class LeaseMonitor;
+class Placer;
 
 struct AgentOptions {
   std::string controller = kDefaultControllerAddress;  // controller address
@@ -66,6 +67,7 @@ class Agent {
   AgentOptions options_;
   std::string advertised_;
   std::unique_ptr<LeaseMonitor> lease_;
+  std::unique_ptr<Placer> placer_;
   std::unique_ptr<TelemetryHub> telemetry_;
   std::unique_ptr<AntagonistManager> antagonists_;
   std::unique_ptr<AgentServiceImpl> service_;

@@ -40,6 +40,14 @@ experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
   return v;
 }
 
+experiment::PlacementSpec FromProto(const v1::Placement& p) {
+  experiment::PlacementSpec s;
+  s.cpus = p.cpus();
+  s.numa = p.numa();
+  s.where = p.where();
+  return s;
+}
+
 }  // namespace
 
 Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy,
@@ -86,7 +94,7 @@ AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* 
       clock_(clock),
       policy_(policy),
       telemetry_(telemetry),
-      victims_(clock) {}
+      victims_(clock, policy.placer) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
@@ -151,6 +159,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     ir.max = req->spec().target_case() == v1::InjectorSpec::kMax && req->spec().max();
     ir.rate = req->spec().rate();
     ir.max_duration_s = req->spec().max_duration_s();
+    // Absent: numa 0 would read as "node 0"; proto3 has no unset ints, so has_placement decides.
+    if (req->has_placement()) ir.placement = FromProto(req->placement());
     // Synchronized start: codl-inject is spawned now and begins its load at the common time.
     ir.start_at_unix_ns =
         std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL);
@@ -204,6 +214,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAntagonist(grpc::CallbackServerC
     reply->set_cov(f->cov);
     reply->set_exit_code(f->exit_code);
     reply->set_error(f->error);
+    reply->set_cpu_s(f->cpu_s);
+    reply->set_run_s(f->run_s);
+    reply->set_effective_cpus(f->effective_cpus);
     for (const auto& s : f->samples) {
       auto* p = reply->add_samples();
       p->set_t_s(s.t_s);
@@ -228,6 +241,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
   }
   bool launched = victim_threads_.Launch([this, r, req, reply] {
     experiment::VictimSpec spec = FromProto(req->victim());
+    if (req->has_placement()) spec.placement = FromProto(req->placement());
     // The victim joins what the antagonists set up (e.g. the MPS server); its own env wins.
     for (const auto& [k, v] : antagonists_->VictimEnvironment()) spec.env.emplace(k, v);
     const std::string trial_id = req->trial_id();
@@ -246,6 +260,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     reply->set_metric(o.progress.metric);
     reply->set_stderr_tail(o.stderr_tail);
     reply->set_started_unix_ns(o.started_unix_ns);
+    reply->set_cpu_s(o.cpu_s);
+    reply->set_effective_cpus(o.effective_cpus);
     for (const auto& [k, v] : o.progress.phase_medians) (*reply->mutable_phase_medians())[k] = v;
     for (const auto& s : o.progress.steps) *reply->add_steps() = rpc::ToProto(s);
     cache_.Store(req->idempotency_key(), *reply);

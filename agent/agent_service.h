@@ -17,9 +17,12 @@
 
 namespace codl::agent {
 
+class Placer;
+
 struct AgentPolicy {
   bool allow_victim = true;
   double max_level = 1.0;
+  const Placer* placer = nullptr;  // victim.cpus / victim.numa (null: refused)
 };
 
 // Range checks and the max_level policy for a StartAntagonist request, on the load that would

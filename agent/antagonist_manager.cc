@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/placement.h"
 #include "agent/telemetry_hub.h"
 #include "injectors/registry.h"
 #include "injectors/victim_env.h"
@@ -292,6 +293,13 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
 
   ChildProcess::Options o;
   o.argv = RunArgs(*a, deferred);
+  if (policy_.placer) {
+    auto placement = policy_.placer->Prepare(req.placement, id);
+    if (!placement.ok()) return Err("antagonist '" + id + "': " + placement.error());
+    o.placement = *placement;
+  } else if (!req.placement.empty()) {
+    return Err("antagonist '" + id + "': this agent cannot place children (cpus/numa)");
+  }
   a->clock = clock_;
   a->telemetry = policy_.telemetry;
   a->started_unix_ns = clock_->UnixNanos();
@@ -356,6 +364,9 @@ Result<AntagonistManager::Final> AntagonistManager::Stop(const std::string& id) 
   a->child->Terminate(/*grace_s=*/3.0);
   Final f;
   f.exit_code = a->child->exit_code();
+  f.cpu_s = a->child->cpu_seconds();
+  f.run_s = a->child->run_seconds();
+  f.effective_cpus = a->child->effective_cpus();
   std::lock_guard<std::mutex> l(a->mu);
   f.unit = a->unit;
   f.samples = a->samples;
@@ -378,7 +389,8 @@ Result<AntagonistManager::Final> AntagonistManager::Stop(const std::string& id) 
     f.cov = mean > 0 ? std::sqrt(sq / f.samples.size()) / mean : 0;
     f.target_rate = f.samples.back().target;
   }
-  spdlog::info("antagonist {} stopped: achieved {:.4g} {} (exit {})", id, f.achieved_rate, f.unit,
+  spdlog::info("antagonist {} stopped: achieved {:.4g} {}, {:.2f} cores on CPUs {} (exit {})", id,
+               f.achieved_rate, f.unit, f.run_s > 0 ? f.cpu_s / f.run_s : 0.0, f.effective_cpus,
                f.exit_code);
   return f;
 }

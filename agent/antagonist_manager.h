@@ -16,6 +16,7 @@
 #include "lib/common/clock.h"
 #include "lib/common/records.h"
 #include "lib/common/result.h"
+#include "lib/spec/spec.h"
 
 namespace codl::agent {
 
@@ -25,7 +26,8 @@ struct InjectorRequest {
   bool max = false;
   double rate = 0;  // absolute target in the injector's unit (when !max)
   double max_duration_s = 3600;
-  int64_t start_at_unix_ns = 0;  // common start (agent clock); 0 = now
+  int64_t start_at_unix_ns = 0;         // common start (agent clock); 0 = now
+  experiment::PlacementSpec placement;  // cpus / numa; empty: anywhere
 };
 
 // How the agent relays opaque rendezvous values (e.g. ncclUniqueId) through the controller.
@@ -35,6 +37,7 @@ struct RendezvousRelay {
 };
 
 class TelemetryHub;
+class Placer;
 
 struct AntagonistPolicy {
   std::string inject_binary = "codl-inject";
@@ -43,6 +46,7 @@ struct AntagonistPolicy {
   std::vector<std::string> scratch_roots;  // passed to codl-inject as --scratch-root
   double max_duration_s = 4 * 3600;        // cap on any request
   double default_lease_s = 10;             // when a start request carries no lease
+  const Placer* placer = nullptr;          // null: placement requests are refused
 };
 
 class AntagonistManager {
@@ -74,6 +78,9 @@ class AntagonistManager {
     std::vector<RateSample> samples;
     int exit_code = 0;
     std::string error;
+    double cpu_s = 0;  // CPU seconds of its process tree
+    double run_s = 0;  // spawn to exit
+    std::string effective_cpus;
   };
   // Stops (SIGTERM, then SIGKILL after a grace period) and forgets the antagonist.
   Result<Final> Stop(const std::string& id);

@@ -11,9 +11,13 @@
 #include <fstream>
 #include <future>
 #include <set>
+#include <optional>
 #include <sstream>
 
+#include "agent/cpu_usage.h"
+#include "lib/common/clock.h"
 #include "lib/common/utf8.h"
+#include "lib/spec/cpu_list.h"
 
 namespace codl::agent {
 namespace {
@@ -138,12 +142,29 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   spawn.in = Stdio::Null();
   spawn.out = Stdio::Pipe();
   spawn.err = Stdio::Pipe();
-  auto proc = Spawner::Get().Run([&] { return Subprocess::Spawn(spawn); });
+  const std::shared_ptr<ChildPlacement> placement = options.placement;
+  const Cgroup* cgroup = placement ? placement->cgroup.get() : nullptr;
+  if (cgroup) spawn.cgroup_procs_fd = cgroup->procs_fd();
+  auto proc = Spawner::Get().Run([&]() -> Result<Subprocess> {
+    // Affinity mode: the fork inherits the spawner thread's CPUs and memory policy.
+    std::optional<ScopedThreadPlacement> pin;
+    if (placement && !cgroup) {
+      pin.emplace(placement->resolved);
+      if (!pin->error().empty()) return Err(pin->error());
+    }
+    return Subprocess::Spawn(spawn);
+  });
   if (!proc.ok()) return Err(proc.error());
   std::unique_ptr<ChildProcess> c(new ChildProcess());
   c->options_ = std::move(options);
   c->proc_ = std::move(*proc);
+  c->spawned_s_ = SteadySeconds();
   c->start_ticks_ = ProcessStartTicks(c->proc_.pid());
+  c->placement_ = placement;
+  c->options_.placement.reset();  // one owner: placement_ (released last, in the destructor)
+  const std::string cgroup_cpus = cgroup ? cgroup->EffectiveCpus() : std::string();
+  c->effective_cpus_ =
+      !cgroup_cpus.empty() ? cgroup_cpus : experiment::FormatCpuList(AffinityOf(c->proc_.pid()));
   ChildProcess* raw = c.get();
   const int out = c->proc_.ReleaseStdout(), err = c->proc_.ReleaseStderr();
   c->reader_ = std::thread([raw, out, err] { raw->ReaderLoop(out, err); });
@@ -203,6 +224,8 @@ void ChildProcess::ReaderLoop(int out_fd, int err_fd) {
   if (!line_buf.empty() && options_.on_stdout) options_.on_stdout(line_buf);
   const ExitStatus status = proc_.Wait();  // the only thread that reaps
   std::lock_guard<std::mutex> l(mu_);
+  exited_s_ = SteadySeconds();
+  wait_cpu_s_ = status.user_cpu_s + status.system_cpu_s;
   exited_ = true;
   exit_code_ = status.CodeOrNegativeSignal();
   cv_.notify_all();
@@ -230,13 +253,43 @@ std::string ChildProcess::stderr_tail() const {
   return Utf8Tail(stderr_tail_, stderr_tail_.size());
 }
 
+double ChildProcess::cpu_seconds() const {
+  if (placement_ && placement_->cgroup) {
+    if (auto s = placement_->cgroup->CpuSeconds(); s.ok()) return *s;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  return std::max(wait_cpu_s_, live_cpu_s_);
+}
+
+double ChildProcess::run_seconds() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return (exited_ ? exited_s_ : SteadySeconds()) - spawned_s_;
+}
+
+void ChildProcess::SnapshotTreeCpu() {
+  if (placement_ && placement_->cgroup) return;  // cpu.stat keeps everything
+  // Descendants still running when the group is killed are reaped by init, not by the child,
+  // so wait4 never sees their time: take it now.
+  const double live = ProcessGroupCpuSeconds(proc_.pid());
+  std::lock_guard<std::mutex> l(mu_);
+  live_cpu_s_ = std::max(live_cpu_s_, live);
+}
+
 void ChildProcess::Terminate(double grace_s) {
-  if (!exited()) proc_.SignalGroup(SIGTERM);
+  if (!exited()) {
+    SnapshotTreeCpu();
+    proc_.SignalGroup(SIGTERM);
+  }
   if (!WaitFor(grace_s)) Kill();
 }
 
 void ChildProcess::Kill() {
-  if (!exited()) proc_.SignalGroup(SIGKILL);
+  if (!exited()) {
+    SnapshotTreeCpu();
+    proc_.SignalGroup(SIGKILL);
+    // Also what left the process group (setsid daemons): the cgroup holds the whole tree.
+    if (placement_ && placement_->cgroup) placement_->cgroup->Kill();
+  }
   WaitFor(10);
 }
 
@@ -249,6 +302,7 @@ ChildProcess::~ChildProcess() {
   if (reader_.joinable()) reader_.join();
   // The group may hold grandchildren that outlived the leader; make sure they go too.
   proc_.SignalGroup(SIGKILL);
+  placement_.reset();  // the cgroup, if any: kills what is left in it and removes it
 }
 
 }  // namespace codl::agent

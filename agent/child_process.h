@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/placement.h"
 #include "lib/common/result.h"
 #include "lib/common/subprocess.h"
 
@@ -32,6 +33,9 @@ class ChildProcess {
     std::string workdir;                     // empty: inherit
     std::function<void(std::string_view line)> on_stdout;  // called from the reader thread
     size_t stderr_tail_bytes = 4096;
+    // Where it runs (Placer::Prepare); null: wherever the agent runs. In cgroup-v2 mode the
+    // child joins the cgroup before exec; otherwise it inherits the spawner thread's affinity.
+    std::shared_ptr<ChildPlacement> placement;
   };
 
   static Result<std::unique_ptr<ChildProcess>> Spawn(Options options);
@@ -49,10 +53,19 @@ class ChildProcess {
   // Exit status, or -signal if killed by a signal. Valid once exited().
   int exit_code() const;
   std::string stderr_tail() const;
+  // User + system CPU seconds of the whole tree: cpu.stat of its cgroup, else the larger of
+  // wait4's rusage and the /proc snapshot taken just before a stop. Final once exited().
+  double cpu_seconds() const;
+  // Seconds from the spawn to the exit (so far, while it runs).
+  double run_seconds() const;
+  // The CPUs it may run on, as applied at spawn ("0-3,6").
+  const std::string& effective_cpus() const { return effective_cpus_; }
 
  private:
   ChildProcess() = default;
   void ReaderLoop(int out_fd, int err_fd);
+  // Records the live tree's CPU time before it is signalled (affinity mode's accounting).
+  void SnapshotTreeCpu();
 
   Options options_;
   Subprocess proc_;  // reaped only by the reader thread; others just signal its group
@@ -63,6 +76,12 @@ class ChildProcess {
   bool exited_ = false;
   int exit_code_ = 0;
   std::string stderr_tail_;
+  std::shared_ptr<ChildPlacement> placement_;  // keeps the child's cgroup until destruction
+  std::string effective_cpus_;
+  double spawned_s_ = 0;   // SteadySeconds at spawn
+  double exited_s_ = 0;    // SteadySeconds at the reap
+  double wait_cpu_s_ = 0;  // wait4's rusage at the reap
+  double live_cpu_s_ = 0;  // /proc snapshot of the group before a stop
 };
 
 // Every child spawned by this process that has not been destroyed and has not exited, as

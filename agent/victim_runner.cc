@@ -5,9 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/child_process.h"
+#include "agent/placement.h"
 
 namespace codl::agent {
-
 VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel,
                                 const std::function<void(const VictimStep&)>& on_step) {
   VictimOutcome out;
@@ -27,13 +27,21 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
     parser.OnStdoutLine(line, clock_->MonotonicSeconds() - t0);
     if (on_step && parser.steps().size() > before) on_step(parser.steps().back());
   };
-  auto child = ChildProcess::Spawn(std::move(o));
-  if (!child.ok()) {
+  auto NotStarted = [&out](const std::string& why) {
     out.exit_code = 127;
     out.progress.ok = false;
-    out.progress.error = "victim could not start: " + child.error();
+    out.progress.error = "victim could not start: " + why;
     return out;
+  };
+  if (placer_) {
+    auto placement = placer_->Prepare(spec.placement, "victim");
+    if (!placement.ok()) return NotStarted(placement.error());
+    o.placement = *placement;
+  } else if (!spec.placement.empty()) {
+    return NotStarted("this agent cannot place children (cpus/numa)");
   }
+  auto child = ChildProcess::Spawn(std::move(o));
+  if (!child.ok()) return NotStarted(child.error());
   const double timeout = spec.timeout_s > 0 ? spec.timeout_s : 600;
   bool cancelled = false;
   while (!(*child)->WaitFor(0.1)) {
@@ -51,14 +59,18 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   out.wall_s = clock_->MonotonicSeconds() - t0;
   out.exit_code = (*child)->exit_code();
   out.stderr_tail = (*child)->stderr_tail();
+  out.cpu_s = (*child)->cpu_seconds();
+  out.effective_cpus = (*child)->effective_cpus();
   child->reset();  // joins the reader: no more OnStdoutLine calls after this
   out.progress = parser.Finish(out.exit_code, out.timed_out, out.wall_s, out.stderr_tail);
   if (cancelled) {
     out.progress.ok = false;
     out.progress.error = "victim cancelled";
   }
-  spdlog::info("victim {} finished: exit {}, wall {:.2f} s, {}", spec.command.front(),
-               out.exit_code, out.wall_s, out.progress.ok ? "ok" : out.progress.error);
+  spdlog::info("victim {} finished: exit {}, wall {:.2f} s, {:.2f} cores on CPUs {}, {}",
+               spec.command.front(), out.exit_code, out.wall_s,
+               out.wall_s > 0 ? out.cpu_s / out.wall_s : 0.0, out.effective_cpus,
+               out.progress.ok ? "ok" : out.progress.error);
   return out;
 }
 

@@ -20,11 +20,17 @@ struct VictimOutcome {
   bool timed_out = false;
   std::string stderr_tail;
   int64_t started_unix_ns = 0;
+  double cpu_s = 0;            // CPU seconds of the victim's process tree
+  std::string effective_cpus;  // the CPUs it could run on
 };
+
+class Placer;
 
 class VictimRunner {
  public:
-  explicit VictimRunner(const Clock* clock) : clock_(clock) {}
+  // placer: applies victim.cpus / victim.numa (null: placement requests fail the run).
+  explicit VictimRunner(const Clock* clock, const Placer* placer = nullptr)
+      : clock_(clock), placer_(placer) {}
   // Blocks until the victim exits, times out, or `cancel` becomes true.
   // on_step (optional) is called for every step the victim reports, as it reports it.
   VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr,
@@ -32,6 +38,7 @@ class VictimRunner {
 
  private:
   const Clock* clock_;
+  const Placer* placer_;
 };
 
 }  // namespace codl::agent

@@ -122,6 +122,12 @@ int CmdAgents(const GlobalOptions& g, bool json) {
     fprintf(stderr, "codlctl agents: %s\n", agents.error().c_str());
     return ExitCodeFor(agents.status());
   }
+  // How the agent places children and accounts their CPU time (its `placement` label):
+  // cgroup-v2 (delegated subtree) or affinity; "-" for agents that predate it.
+  auto placement = [](const v1::AgentInfo& a) -> std::string {
+    auto it = a.labels().find("placement");
+    return it == a.labels().end() ? "-" : it->second;
+  };
   if (json) {
     for (const auto& a : *agents) {
       std::string labels;
@@ -130,18 +136,20 @@ int CmdAgents(const GlobalOptions& g, bool json) {
       }
       printf(
           "{\"agent_id\":\"%s\",\"address\":\"%s\",\"alive\":%s,\"clock_offset_s\":%.6f,"
-          "\"running_antagonists\":%d,\"labels\":{%s}}\n",
+          "\"running_antagonists\":%d,\"placement\":\"%s\",\"labels\":{%s}}\n",
           a.agent_id().c_str(), a.address().c_str(), a.alive() ? "true" : "false",
-          a.clock_offset_s(), a.running_antagonists(), labels.c_str());
+          a.clock_offset_s(), a.running_antagonists(), placement(a).c_str(), labels.c_str());
     }
     return kExitOk;
   }
-  printf("%-20s %-6s %-28s %10s %4s  %s\n", "AGENT", "ALIVE", "ADDRESS", "OFFSET", "ANT", "LABELS");
+  printf("%-20s %-6s %-28s %10s %4s %-9s  %s\n", "AGENT", "ALIVE", "ADDRESS", "OFFSET", "ANT",
+         "PLACEMENT", "LABELS");
   for (const auto& a : *agents) {
     std::string labels;
     for (const auto& [k, v] : a.labels()) labels += (labels.empty() ? "" : " ") + k + "=" + v;
-    printf("%-20s %-6s %-28s %8.2fms %4d  %s\n", a.agent_id().c_str(), a.alive() ? "yes" : "NO",
-           a.address().c_str(), a.clock_offset_s() * 1e3, a.running_antagonists(), labels.c_str());
+    printf("%-20s %-6s %-28s %8.2fms %4d %-9s  %s\n", a.agent_id().c_str(),
+           a.alive() ? "yes" : "NO", a.address().c_str(), a.clock_offset_s() * 1e3,
+           a.running_antagonists(), placement(a).c_str(), labels.c_str());
   }
   return kExitOk;
 }

@@ -40,9 +40,18 @@ v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
   return p;
 }
 
+// Only sent when the YAML placed the child: an absent message means "anywhere" to the agent.
+void SetPlacement(const experiment::PlacementSpec& s, v1::Placement* p) {
+  p->set_cpus(s.cpus);
+  p->set_numa(s.numa);
+  p->set_where(s.where);
+}
+
 void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   t->exit_code = victim.exit_code();
   t->wall_s = victim.wall_s();
+  t->victim_cpu_s = victim.cpu_s();
+  t->victim_effective_cpus = victim.effective_cpus();
   t->metric = victim.metric();
   t->stderr_tail = victim.stderr_tail();
   for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
@@ -373,6 +382,7 @@ class ExperimentRunner::TrialRun {
     req.set_lease_s(spec_.lease_s);
     req.set_level(r.result.level);
     req.set_start_at_unix_ns(start_at_ctrl_ns_ + Nanos(agents()->ClockOffset(r.node)));
+    if (!a.placement.empty()) SetPlacement(a.placement, req.mutable_placement());
     return req;
   }
 
@@ -463,6 +473,9 @@ class ExperimentRunner::TrialRun {
     req.set_idempotency_key(rpc::NewIdempotencyKey());
     req.set_trial_id(trial_id_);
     *req.mutable_victim() = ToProto(spec_.victim);
+    if (!spec_.victim.placement.empty()) {
+      SetPlacement(spec_.victim.placement, req.mutable_placement());
+    }
     RunListener* listener = listener_;
     auto live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
       if (ev.has_victim_step()) listener->OnVictimStep(rpc::FromProto(ev.victim_step()));
@@ -523,6 +536,9 @@ class ExperimentRunner::TrialRun {
       return;
     }
     if (!reply->unit().empty()) r->result.unit = reply->unit();
+    r->result.cpu_s = reply->cpu_s();
+    r->result.run_s = reply->run_s();
+    r->result.effective_cpus = reply->effective_cpus();
     AddSamples(*reply, window, r);
     if (!reply->error().empty()) Fail(r->result.name + ": " + reply->error());
     // Whether the antagonist held its target is judged on the victim's window, not on the

@@ -72,6 +72,26 @@ std::map<std::string, double> PhaseMedians(const std::vector<const TrialRecord*>
   return out;
 }
 
+// Distinct CPU lists in first-seen order, "0-3 | 4-7"; empty lists (not recorded) skipped.
+void AddCpus(const std::string& cpus, std::string* joined) {
+  if (cpus.empty()) return;
+  const std::string padded = " | " + *joined + " | ";
+  if (padded.find(" | " + cpus + " | ") != std::string::npos) return;
+  *joined += (joined->empty() ? "" : " | ") + cpus;
+}
+
+// Cores the victim used over the measured trials. A trial records its effective CPUs whenever
+// the agent measured CPU time: older records (no CPUs) are left out rather than read as 0.
+void SummarizeVictimCpu(const std::vector<const TrialRecord*>& measured, PairingSummary* p) {
+  std::vector<double> cores;
+  for (const auto* t : measured) {
+    if (t->victim_effective_cpus.empty()) continue;
+    cores.push_back(CoresUsed(t->victim_cpu_s, t->wall_s));
+    AddCpus(t->victim_effective_cpus, &p->victim_cpus);
+  }
+  p->victim_cores = Mean(cores);
+}
+
 std::vector<AntagonistSummary> SummarizeAntagonists(
     const std::string& key, const std::vector<const TrialRecord*>& all,
     const std::vector<const TrialRecord*>& measured,
@@ -81,7 +101,7 @@ std::vector<AntagonistSummary> SummarizeAntagonists(
   const auto& source = !measured.empty() ? measured : flagged;
   struct Acc {
     AntagonistSummary s;
-    std::vector<double> target, achieved, cov;
+    std::vector<double> target, achieved, cov, cores;
   };
   std::map<std::string, Acc> acc;
   for (const auto& [name, label] : ParseKey(key)) acc[name].s.intensity = label;
@@ -102,6 +122,8 @@ std::vector<AntagonistSummary> SummarizeAntagonists(
       a.target.push_back(r.target_rate);
       a.achieved.push_back(r.achieved_rate);
       a.cov.push_back(r.achieved_cov);
+      if (r.run_s > 0) a.cores.push_back(CoresUsed(r.cpu_s, r.run_s));
+      AddCpus(r.effective_cpus, &a.s.cpus);
     }
   }
   std::vector<AntagonistSummary> out;
@@ -110,6 +132,7 @@ std::vector<AntagonistSummary> SummarizeAntagonists(
     a.s.target_rate = Mean(a.target);
     a.s.achieved_rate = Mean(a.achieved);
     a.s.achieved_cov = Mean(a.cov);
+    a.s.cores = Mean(a.cores);
     if (a.s.intensity.empty()) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%g", a.s.level);
@@ -241,6 +264,7 @@ PairingSummary SummarizePairing(const std::string& key,
   p.metric_median = Median(m);
   if (metric.Unit() == "s") p.median_metric = p.metric_median;
   p.cov = CoefficientOfVariation(m);
+  SummarizeVictimCpu(s.measured, &p);
   if (p.baseline) {
     if (base.median > 0 && p.metric_median > 0) p.slowdown = p.slowdown_all = 1;
   } else {

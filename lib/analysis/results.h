@@ -26,6 +26,8 @@ struct AntagonistSummary {
   std::string unit;             // "bytes/s", "IOPS", ...
   int n_missed_target = 0;      // results with reached_target == false (all trials)
   bool max = false;  // intensity `max`: open loop, no target; achieved_rate is its outcome
+  double cores = kNaN;          // mean CPU cores used (cpu_s / run_s), where the agent measured it
+  std::string cpus;             // CPUs it could run on ("0-3"; "0-3 | 4-7" when trials differed)
 };
 
 struct PhaseSlowdown {
@@ -59,6 +61,8 @@ struct PairingSummary {
   double p_value = kNaN;  // two-sided Mann-Whitney U vs the baseline trials
   MannWhitneyMethod p_method = MannWhitneyMethod::kNone;
   std::vector<PhaseSlowdown> phases;  // sorted by phase name
+  double victim_cores = kNaN;         // mean CPU cores the victim's tree used (measured trials)
+  std::string victim_cpus;            // CPUs the victim could run on (as AntagonistSummary::cpus)
 };
 
 struct ExperimentResults {

@@ -52,6 +52,17 @@ std::string Achieved(const PairingSummary& p) {
   return s.empty() ? "-" : s;
 }
 
+// "victim 0.98, membw 0.42": mean CPU cores used, beside the achieved rates, so CPU contention
+// is not mistaken for the named resource. "-" where nothing was measured.
+std::string Cores(const PairingSummary& p) {
+  std::string s;
+  if (std::isfinite(p.victim_cores)) s = "victim " + Fmt("%.2f", p.victim_cores);
+  for (const auto& a : p.antagonists) {
+    if (std::isfinite(a.cores)) s += (s.empty() ? "" : ", ") + a.name + " " + Fmt("%.2f", a.cores);
+  }
+  return s.empty() ? "-" : s;
+}
+
 std::string SlowdownCell(double slowdown, double low, double high) {
   if (!std::isfinite(slowdown)) return "-";
   std::string s = Fmt("%.2fx", slowdown);
@@ -128,9 +139,9 @@ std::string FormatTable(const ExperimentResults& r) {
          "baseline\n";
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
-  const std::vector<std::string> header = {"pairing",         "levels",        "n",
-                                           r.metric,          "slowdown [CI]", "p",
-                                           "all trials [CI]", "flagged",       "achieved"};
+  const std::vector<std::string> header = {
+      "pairing", "levels",          "n",       r.metric, "slowdown [CI]",
+      "p",       "all trials [CI]", "flagged", "achieved", "cores"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const auto& p : r.pairings) {
@@ -138,7 +149,7 @@ std::string FormatTable(const ExperimentResults& r) {
     rows.push_back({p.pairing, Levels(p), std::to_string(p.n), MetricCell(r, p.metric_median),
                     SlowdownCell(p.slowdown, p.ci_low, p.ci_high), pv,
                     p.baseline ? "-" : SlowdownCell(p.slowdown_all, p.ci_all_low, p.ci_all_high),
-                    FlaggedCell(p), p.baseline ? "-" : Achieved(p)});
+                    FlaggedCell(p), p.baseline ? "-" : Achieved(p), Cores(p)});
     std::vector<std::string> lines;
     if (!p.phases.empty()) {
       std::string s = "phases:";
@@ -225,7 +236,11 @@ std::string FormatCsv(const ExperimentResults& r) {
                                    "slowdown_all",
                                    "ci_all_low",
                                    "ci_all_high",
-                                   "max"};
+                                   "max",
+                                   "cores",
+                                   "cpus",
+                                   "victim_cores",
+                                   "victim_cpus"};
   std::ostringstream out;
   for (size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
   out << "\n";
@@ -258,19 +273,23 @@ std::string FormatCsv(const ExperimentResults& r) {
                                             CsvNum(p.slowdown_all),
                                             CsvNum(p.ci_all_low),
                                             CsvNum(p.ci_all_high)};
-    auto emit = [&](const std::vector<std::string>& tail, const std::string& max) {
+    // After the pairing-level additions: the antagonist's max, cores and cpus.
+    auto emit = [&](const std::vector<std::string>& tail,
+                    const std::vector<std::string>& antagonist_added) {
       std::string line;
       for (const auto& f : common) line += (line.empty() ? "" : ",") + CsvField(f);
       for (const auto& f : tail) line += "," + CsvField(f);
       for (const auto& f : added) line += "," + CsvField(f);
-      out << line << "," << max << "\n";
+      for (const auto& f : antagonist_added) line += "," + CsvField(f);
+      line += "," + CsvField(CsvNum(p.victim_cores)) + "," + CsvField(CsvText(p.victim_cpus));
+      out << line << "\n";
     };
-    if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""), "");
+    if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""), {"", "", ""});
     for (const auto& a : p.antagonists) {
       emit({CsvText(a.name), CsvText(a.injector), CsvText(a.intensity), CsvNum(a.level),
             CsvNum(a.target_rate), CsvNum(a.achieved_rate), CsvNum(a.achieved_cov), CsvText(a.unit),
             std::to_string(a.n_missed_target)},
-           a.max ? "1" : "0");
+           {a.max ? "1" : "0", CsvNum(a.cores), CsvText(a.cpus)});
     }
   }
   return out.str();
@@ -299,6 +318,8 @@ std::string FormatJson(const ExperimentResults& r) {
     pj["n_not_run"] = p.n_not_run;
     pj["median_metric_s"] = Num(p.median_metric);
     pj["metric_cov"] = Num(p.cov);
+    pj["victim_cores"] = Num(p.victim_cores);
+    pj["victim_cpus"] = p.victim_cpus;
     pj["slowdown"] = Num(p.slowdown);
     pj["ci_low"] = Num(p.ci_low);
     pj["ci_high"] = Num(p.ci_high);
@@ -326,7 +347,9 @@ std::string FormatJson(const ExperimentResults& r) {
                                    {"achieved_cov", Num(a.achieved_cov)},
                                    {"unit", a.unit},
                                    {"n_missed_target", a.n_missed_target},
-                                   {"max", a.max}});
+                                   {"max", a.max},
+                                   {"cores", Num(a.cores)},
+                                   {"cpus", a.cpus}});
     }
     j["pairings"].push_back(std::move(pj));
   }

@@ -42,6 +42,9 @@ struct AntagonistResult {
   bool reached_target = true;
   double start_skew_s = 0;  // actual start minus the common start time (controller clock)
   std::vector<RateSample> samples;
+  double cpu_s = 0;            // CPU seconds (user + system) of its process tree
+  double run_s = 0;            // its run time, spawn to exit: cores used = cpu_s / run_s
+  std::string effective_cpus;  // the CPUs it could run on, e.g. "0-3"
 };
 
 // One step of the victim as it reported it.
@@ -71,7 +74,12 @@ struct TrialRecord {
   int64_t finished_unix_ms = 0;
   std::vector<VictimStep> steps;
   std::vector<AntagonistResult> antagonists;
+  double victim_cpu_s = 0;            // CPU seconds of the victim's tree: cores = / wall_s
+  std::string victim_effective_cpus;  // the CPUs the victim could run on, e.g. "0-3"
 };
+
+// Cores a child used on average: CPU seconds over wall seconds (0 when no time passed).
+inline double CoresUsed(double cpu_s, double wall_s) { return wall_s > 0 ? cpu_s / wall_s : 0; }
 
 struct ExperimentRecord {
   std::string id;

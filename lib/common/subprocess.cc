@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,6 +118,7 @@ struct ChildPlan {
   int death_signal = 0;
   pid_t parent = 0;
   bool stderr_to_stdout = false;
+  int cgroup_procs_fd = -1;
   sigset_t no_signals;
   StreamEnds streams[3];
 };
@@ -141,6 +143,7 @@ Result<std::unique_ptr<ChildPlan>> Prepare(const SpawnOptions& o) {
   plan->cwd = o.cwd.empty() ? nullptr : o.cwd.c_str();
   plan->group = o.group;
   plan->death_signal = o.death_signal;
+  plan->cgroup_procs_fd = o.cgroup_procs_fd;
   plan->parent = getpid();
   plan->stderr_to_stdout = o.err.kind == Stdio::Kind::kSameAsStdout;
   sigemptyset(&plan->no_signals);
@@ -176,6 +179,7 @@ bool SetUpChild(const ChildPlan& plan) {
   }
   signal(SIGPIPE, SIG_DFL);
   sigprocmask(SIG_SETMASK, &plan.no_signals, nullptr);
+  if (plan.cgroup_procs_fd >= 0 && write(plan.cgroup_procs_fd, "0", 1) != 1) return false;
   for (int slot = 0; slot < 3; ++slot) {
     const int fd = plan.streams[slot].child.get();
     if (fd >= 0 && dup2(fd, slot) < 0) return false;
@@ -259,11 +263,13 @@ void Subprocess::CloseStdin() {
 }
 
 namespace {
-ExitStatus Decode(int status) {
+ExitStatus Decode(int status, const rusage& usage) {
   ExitStatus s;
   s.exited = WIFEXITED(status);
   s.code = s.exited ? WEXITSTATUS(status) : 0;
   s.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  s.user_cpu_s = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
+  s.system_cpu_s = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
   return s;
 }
 }  // namespace
@@ -272,21 +278,23 @@ ExitStatus Subprocess::Wait() {
   if (reaped_ || pid_ <= 0) return status_;
   int status = 0;
   pid_t r;
-  while ((r = waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+  rusage usage{};
+  while ((r = wait4(pid_, &status, 0, &usage)) < 0 && errno == EINTR) {
   }
   reaped_ = true;
   // r < 0 (ECHILD): someone else reaped it; neither an exit code nor a signal is known.
-  status_ = r == pid_ ? Decode(status) : ExitStatus{};
+  status_ = r == pid_ ? Decode(status, usage) : ExitStatus{};
   return status_;
 }
 
 std::optional<ExitStatus> Subprocess::TryWait() {
   if (reaped_ || pid_ <= 0) return status_;
   int status = 0;
-  const pid_t r = waitpid(pid_, &status, WNOHANG);
+  rusage usage{};
+  const pid_t r = wait4(pid_, &status, WNOHANG, &usage);
   if (r == 0 || (r < 0 && errno == EINTR)) return std::nullopt;
   reaped_ = true;
-  status_ = r == pid_ ? Decode(status) : ExitStatus{};
+  status_ = r == pid_ ? Decode(status, usage) : ExitStatus{};
   return status_;
 }
 

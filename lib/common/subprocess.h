@@ -77,12 +77,19 @@ struct SpawnOptions {
   Stdio in = Stdio::Inherit();
   Stdio out = Stdio::Inherit();
   Stdio err = Stdio::Inherit();
+  // An open cgroup v2 `cgroup.procs` file (or -1): the child writes "0" to it before exec, so
+  // it and everything it starts are in that cgroup from the first instruction (race-free
+  // accounting and cleanup). Setup fails (exit 126) if the write fails. Still owned by the caller.
+  int cgroup_procs_fd = -1;
 };
 
 struct ExitStatus {
   bool exited = false;  // exited normally with `code`; otherwise killed by `signal`
   int code = 0;
   int signal = 0;
+  // CPU time (wait4's rusage) of the child and of the descendants it waited for.
+  double user_cpu_s = 0;
+  double system_cpu_s = 0;
   // The exit code, or -signal when a signal ended it.
   int CodeOrNegativeSignal() const { return exited ? code : -signal; }
 };

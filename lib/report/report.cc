@@ -4,6 +4,7 @@
 #include "lib/report/report.h"
 
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 
 #include "lib/report/charts.h"
@@ -172,6 +173,22 @@ std::string Achieved(const PairingSummary& p) {
   return s.empty() ? kMissing : s;
 }
 
+// Mean CPU cores used by the victim and each antagonist, beside the achieved rates.
+std::string CoresCell(const PairingSummary& p) {
+  std::string s;
+  char buf[32];
+  if (std::isfinite(p.victim_cores)) {
+    std::snprintf(buf, sizeof buf, "%.2f", p.victim_cores);
+    s = "victim " + std::string(buf);
+  }
+  for (const auto& a : p.antagonists) {
+    if (!std::isfinite(a.cores)) continue;
+    std::snprintf(buf, sizeof buf, "%.2f", a.cores);
+    s += (s.empty() ? "" : "<br>") + Escape(a.name) + " " + buf;
+  }
+  return s.empty() ? kMissing : s;
+}
+
 std::string Notes(const PairingSummary& p) {
   std::string s;
   auto add = [&](int n, const char* what) {
@@ -216,7 +233,8 @@ std::string PairingTable(const ExperimentResults& r) {
       "<th>" +
       Escape(r.metric) +
       "</th><th>CoV</th><th>slowdown [CI]</th><th>p</th><th>all trials [CI]</th>"
-      "<th>flagged</th><th>achieved rate</th><th>excluded</th></tr></thead>\n<tbody>\n";
+      "<th>flagged</th><th>achieved rate</th><th>cores</th><th>excluded</th></tr></thead>\n"
+      "<tbody>\n";
   for (const auto& p : r.pairings) {
     const std::string slowdown = SlowdownWithCi(p.slowdown, p.ci_low, p.ci_high);
     const std::string all =
@@ -228,7 +246,8 @@ std::string PairingTable(const ExperimentResults& r) {
          Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
          "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td class=\"num\">" + all +
          "</td><td class=\"num\">" + FlagRate(p) + "</td><td>" +
-         (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + Notes(p) + "</td></tr>\n";
+         (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + CoresCell(p) + "</td><td>" +
+         Notes(p) + "</td></tr>\n";
   }
   return t + "</tbody>\n</table>\n";
 }

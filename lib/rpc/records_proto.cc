@@ -66,6 +66,9 @@ v1::AntagonistResult ToProto(const AntagonistResult& a) {
   p.set_unit(a.unit);
   p.set_reached_target(a.reached_target);
   p.set_start_skew_s(a.start_skew_s);
+  p.set_cpu_s(a.cpu_s);
+  p.set_run_s(a.run_s);
+  p.set_effective_cpus(a.effective_cpus);
   for (const auto& s : a.samples) {
     auto* q = p.add_samples();
     q->set_t_s(s.t_s);
@@ -88,6 +91,9 @@ AntagonistResult FromProto(const v1::AntagonistResult& p) {
   a.unit = p.unit();
   a.reached_target = p.reached_target();
   a.start_skew_s = p.start_skew_s();
+  a.cpu_s = p.cpu_s();
+  a.run_s = p.run_s();
+  a.effective_cpus = p.effective_cpus();
   for (const auto& q : p.samples()) a.samples.push_back({q.t_s(), q.achieved(), q.target()});
   return a;
 }
@@ -165,6 +171,8 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   p.set_finished_unix_ms(t.finished_unix_ms);
   for (const auto& s : t.steps) *p.add_steps() = ToProto(s);
   for (const auto& a : t.antagonists) *p.add_antagonists() = ToProto(a);
+  p.set_victim_cpu_s(t.victim_cpu_s);
+  p.set_victim_effective_cpus(t.victim_effective_cpus);
   return p;
 }
 
@@ -191,6 +199,8 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   t.finished_unix_ms = p.finished_unix_ms();
   for (const auto& s : p.steps()) t.steps.push_back(FromProto(s));
   for (const auto& a : p.antagonists()) t.antagonists.push_back(FromProto(a));
+  t.victim_cpu_s = p.victim_cpu_s();
+  t.victim_effective_cpus = p.victim_effective_cpus();
   return t;
 }
 

@@ -31,6 +31,16 @@ struct ProgressSpec {
   std::string pattern;                // regex: first capture group is the metric (a number)
 };
 
+// Where a victim or an antagonist instance may run on its node. YAML: `cpus: "0-3,6"` (a CPU
+// list, or a single CPU number) and `numa: N` (a node id). The syntax is checked here; whether
+// the node has those CPUs is checked by the agent, whose error quotes `where`.
+struct PlacementSpec {
+  std::string cpus;   // canonical CPU list ("0-3,6"); empty: any
+  int numa = -1;      // NUMA node id; -1: any
+  std::string where;  // "exp.yaml:12:5: victim" (the mapping holding cpus/numa), for errors
+  bool empty() const { return cpus.empty() && numa < 0; }
+};
+
 struct VictimSpec {
   std::vector<std::string> command;  // argv; argv[0] looked up beside the agent binary, then PATH
   std::map<std::string, std::string> env;
@@ -41,6 +51,7 @@ struct VictimSpec {
   std::string metric =
       "elapsed";  // victim.metric: elapsed|throughput|mean|median|pNN (TrialMetric)
   NodeSelector nodes;
+  PlacementSpec placement;  // victim.cpus, victim.numa
 };
 
 // One intensity of one antagonist: a level (fraction of the calibrated peak), an absolute rate, or
@@ -59,6 +70,7 @@ struct AntagonistSpec {
   std::map<std::string, std::string> options;  // raw strings; validated against the injector
   std::vector<Intensity> intensities;          // YAML: levels: [...] and/or rates: [...]
   NodeSelector nodes;                          // default: the victim's nodes
+  PlacementSpec placement;                     // cpus, numa: per instance on its node
 };
 
 enum class Pairings { kSingles, kPairs, kAll, kExplicit };

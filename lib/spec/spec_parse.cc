@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "lib/common/units.h"
+#include "lib/spec/cpu_list.h"
 #include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
 #include "lib/spec/trial_metric.h"
@@ -133,10 +134,30 @@ ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
   return p;
 }
 
-VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes) {
-  MapReader m(
-      n, path,
-      {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes", "metric"});
+// cpus: and numa: of a victim or an antagonist (syntax only: the agent checks its node).
+PlacementSpec ParsePlacement(const MapReader& m, const YAML::Node& n, const std::string& path,
+                             const std::string& source_path) {
+  PlacementSpec p;
+  if (m.Has("cpus")) {
+    const YAML::Node& v = m.Value("cpus");
+    auto cpus = ParseCpuList(ScalarOf(v, m.PathOf("cpus"), "a CPU list such as \"0-3,6\""));
+    if (!cpus.ok()) Fail(v, m.PathOf("cpus"), cpus.error());
+    p.cpus = FormatCpuList(*cpus);
+  }
+  if (m.Has("numa")) {
+    p.numa = static_cast<int>(Integer(m.Value("numa"), m.PathOf("numa"), 0, kMaxCpu));
+  }
+  const YAML::Mark mark = n.Mark();
+  p.where = source_path + ":" + std::to_string(mark.line + 1) + ":" +
+            std::to_string(mark.column + 1) + ": " + path;
+  return p;
+}
+
+VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes,
+                       const std::string& source_path) {
+  MapReader m(n, path,
+              {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes", "metric",
+               "cpus", "numa"});
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");
@@ -162,6 +183,7 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
   }
   if (m.Has("timeout")) v.timeout_s = Duration(m.Value("timeout"), m.PathOf("timeout"), true);
   if (m.Has("nodes")) v.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
+  v.placement = ParsePlacement(m, n, path, source_path);
   return v;
 }
 
@@ -202,8 +224,9 @@ Intensity ParseRateIntensity(const YAML::Node& n, const std::string& path) {
 }
 
 AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
-                               const NodeSelector& nodes, const ParseHooks& hooks) {
-  MapReader m(n, path, {"name", "injector", "options", "levels", "rates", "nodes"});
+                               const NodeSelector& nodes, const ParseHooks& hooks,
+                               const std::string& source_path) {
+  MapReader m(n, path, {"name", "injector", "options", "levels", "rates", "nodes", "cpus", "numa"});
   AntagonistSpec a;
   a.nodes = nodes;
   a.name = NonEmptyString(m.Require("name"), m.PathOf("name"));
@@ -256,6 +279,7 @@ AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
     a.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
     a.nodes.specified = true;  // else the runner colocates it with the victim's node
   }
+  a.placement = ParsePlacement(m, n, path, source_path);
   return a;
 }
 
@@ -318,12 +342,12 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   spec.source_path = source_path;
   spec.name = NonEmptyString(m.Require("name"), "name");
   if (m.Has("nodes")) spec.nodes = ParseNodes(m.Value("nodes"), "nodes");
-  spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes);
+  spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes, source_path);
   if (m.Has("antagonists")) {
     const YAML::Node& list = yaml::List(m.Value("antagonists"), "antagonists");
     for (size_t i = 0; i < list.size(); ++i) {
       AntagonistSpec a =
-          ParseAntagonist(list[i], Index("antagonists", i), spec.victim.nodes, hooks);
+          ParseAntagonist(list[i], Index("antagonists", i), spec.victim.nodes, hooks, source_path);
       for (const auto& other : spec.antagonists) {
         if (other.name == a.name) {
           Fail(list[i]["name"], Index("antagonists", i) + ".name",

@@ -123,6 +123,16 @@ CREATE TABLE trial_metrics (
   PRIMARY KEY (trial_id, metric)
 ) WITHOUT ROWID;
 )sql"},
+    // 4: CPU accounting and placement (issue 11): CPU seconds of the victim's tree and of each
+    // antagonist instance, its run time, and the CPUs each could run on. Older rows read 0 / ''
+    // (not measured).
+    {"add CPU seconds and effective CPUs of the victim and antagonists", R"sql(
+ALTER TABLE trials ADD COLUMN victim_cpu_s REAL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN victim_effective_cpus TEXT NOT NULL DEFAULT '';
+ALTER TABLE trial_antagonists ADD COLUMN cpu_s REAL DEFAULT 0;
+ALTER TABLE trial_antagonists ADD COLUMN run_s REAL DEFAULT 0;
+ALTER TABLE trial_antagonists ADD COLUMN effective_cpus TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

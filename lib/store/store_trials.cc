@@ -78,8 +78,9 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
   auto antagonist = sql::Stmt::Prepare(
       db,
       "INSERT INTO trial_antagonists (trial_id, seq, name, injector, node, level, target_rate, "
-      "achieved_rate, achieved_cov, peak_rate, unit, reached_target, start_skew_s) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+      "achieved_rate, achieved_cov, peak_rate, unit, reached_target, start_skew_s, cpu_s, run_s, "
+      "effective_cpus) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   if (!antagonist) return Err(antagonist.error());
   auto sample = sql::Stmt::Prepare(
       db,
@@ -101,6 +102,9 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
     antagonist->BindText(11, a.unit);
     antagonist->BindBool(12, a.reached_target);
     antagonist->BindReal(13, a.start_skew_s);
+    antagonist->BindReal(14, a.cpu_s);
+    antagonist->BindReal(15, a.run_s);
+    antagonist->BindText(16, a.effective_cpus);
     if (Status s = antagonist->Run(what); !s) return s;
     const int64_t antagonist_id = sqlite3_last_insert_rowid(db.handle);
     for (size_t j = 0; j < a.samples.size(); ++j) {
@@ -147,6 +151,8 @@ TrialRecord TrialFromRow(const sql::Stmt& r) {
   t.wall_s = r.Real(11);
   t.started_unix_ms = r.Int(12);
   t.finished_unix_ms = r.Int(13);
+  t.victim_cpu_s = r.Real(14);
+  t.victim_effective_cpus = r.Text(15);
   return t;
 }
 
@@ -163,6 +169,9 @@ AntagonistResult AntagonistFromRow(const sql::Stmt& r) {
   a.unit = r.Text(10);
   a.reached_target = r.Bool(11);
   a.start_skew_s = r.Real(12);
+  a.cpu_s = r.Real(13);
+  a.run_s = r.Real(14);
+  a.effective_cpus = r.Text(15);
   return a;
 }
 
@@ -180,7 +189,8 @@ class TrialLoader {
     auto rows = sql::Stmt::Prepare(
         db_,
         "SELECT id, idx, repetition, baseline, pairing, state, error, exit_code, stderr_tail, "
-        "victim_node, metric, wall_s, started_unix_ms, finished_unix_ms "
+        "victim_node, metric, wall_s, started_unix_ms, finished_unix_ms, victim_cpu_s, "
+        "victim_effective_cpus "
         "FROM trials WHERE experiment_id = ?1 ORDER BY idx");
     return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
       TrialRecord t = TrialFromRow(r);
@@ -213,7 +223,8 @@ class TrialLoader {
     auto rows = sql::Stmt::Prepare(
         db_,
         "SELECT a.id, a.trial_id, a.name, a.injector, a.node, a.level, a.target_rate, "
-        "a.achieved_rate, a.achieved_cov, a.peak_rate, a.unit, a.reached_target, a.start_skew_s "
+        "a.achieved_rate, a.achieved_cov, a.peak_rate, a.unit, a.reached_target, a.start_skew_s, "
+        "a.cpu_s, a.run_s, a.effective_cpus "
         "FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id "
         "WHERE t.experiment_id = ?1 ORDER BY t.idx, a.seq");
     return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
@@ -314,8 +325,9 @@ Status Store::SaveTrial(const TrialRecord& t) {
   auto insert = sql::Stmt::Prepare(
       db,
       "INSERT INTO trials (experiment_id, idx, repetition, baseline, pairing, state, error, "
-      "exit_code, stderr_tail, victim_node, metric, wall_s, started_unix_ms, finished_unix_ms) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+      "exit_code, stderr_tail, victim_node, metric, wall_s, started_unix_ms, finished_unix_ms, "
+      "victim_cpu_s, victim_effective_cpus) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
   if (!insert) return Err(insert.error());
   insert->BindText(1, t.experiment_id);
   insert->BindInt(2, t.index);
@@ -331,6 +343,8 @@ Status Store::SaveTrial(const TrialRecord& t) {
   insert->BindReal(12, t.wall_s);
   insert->BindInt(13, t.started_unix_ms);
   insert->BindInt(14, t.finished_unix_ms);
+  insert->BindReal(15, t.victim_cpu_s);
+  insert->BindText(16, t.victim_effective_cpus);
   if (Status s = insert->Run(what); !s) return s;
   const int64_t trial_id = sqlite3_last_insert_rowid(db_);
 

@@ -21,7 +21,7 @@ const BadCase kBad[] = {
      "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease)"},
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
-     "command, env, workdir, progress, warmup_steps, timeout, nodes, metric)"},
+     "command, env, workdir, progress, warmup_steps, timeout, nodes, metric, cpus, numa)"},
     {"wrong type", "name: x\nvictim: {command: [a]}\nrepetitions: [1]\n",
      "e.yaml:3:14: repetitions: expected an integer, got a list"},
     {"integer garbage", "name: x\nvictim: {command: [a]}\nrepetitions: 2.5\n",
@@ -79,8 +79,7 @@ const BadCase kBad[] = {
     {"unknown antagonist key",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, level: [1]}\n",
      "e.yaml:4:33: antagonists[0]: unknown key 'level' (did you mean 'levels'?) (expected one of: "
-     "name, injector, options, "
-     "levels, rates, nodes)"},
+     "name, injector, options, levels, rates, nodes, cpus, numa)"},
     {"bad rate",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, rates: "
      "[2GiB]}\n",

@@ -28,16 +28,22 @@ TEST(StoreMigrationTest, Version1DatabaseMigratesToLatestWithDataPreserved) {
   testing::TempDir dir;
   const std::string path = dir.File("old.db");
   const ExperimentRecord e = MakeExperiment("e-v1", 1234, ExperimentState::kDone);
-  const TrialRecord t = MakeTrial("e-v1", 0, 20, 2, 30);
   {
     auto v1 = Store::OpenAtSchemaVersionForTesting(path, 1);
     ASSERT_TRUE(v1.ok()) << v1.error();
     EXPECT_EQ((*v1)->SchemaVersion(), 1);
     ASSERT_TRUE((*v1)->CreateExperiment(e).ok());
-    Status s = (*v1)->SaveTrial(t);
-    ASSERT_TRUE(s.ok()) << s.error();
   }
   ASSERT_FALSE(HasColumn(path, "calibrations", "duration_s"));
+  ASSERT_FALSE(HasColumn(path, "trials", "victim_cpu_s"));
+  // A trial as a version-1 writer stored it (no CPU accounting columns yet).
+  testing::ExecRaw(
+      path,
+      "INSERT INTO trials (id, experiment_id, idx, state, victim_node, metric, wall_s) "
+      "VALUES (1, 'e-v1', 0, 'done', 'n1', 0.25, 61)");
+  testing::ExecRaw(path,
+                   "INSERT INTO trial_antagonists (trial_id, seq, name, injector, achieved_rate) "
+                   "VALUES (1, 0, 'membw', 'memcpy', 2e9)");
   // A calibration as a version-1 writer stored it (no duration_s column yet).
   testing::ExecRaw(path,
                    "INSERT INTO calibrations (node, injector, options_key, peak_rate, unit, "
@@ -56,7 +62,22 @@ TEST(StoreMigrationTest, Version1DatabaseMigratesToLatestWithDataPreserved) {
   auto got_t = store.GetTrials("e-v1");
   ASSERT_TRUE(got_t.ok()) << got_t.error();
   ASSERT_EQ(got_t->size(), 1u);
-  ExpectSameTrial((*got_t)[0], t);
+  const TrialRecord& old = (*got_t)[0];
+  EXPECT_EQ(old.state, TrialState::kDone);
+  EXPECT_EQ(old.metric, 0.25);
+  EXPECT_EQ(old.wall_s, 61);
+  EXPECT_EQ(old.victim_cpu_s, 0);  // not measured before the column existed
+  EXPECT_EQ(old.victim_effective_cpus, "");
+  ASSERT_EQ(old.antagonists.size(), 1u);
+  EXPECT_EQ(old.antagonists[0].achieved_rate, 2e9);
+  EXPECT_EQ(old.antagonists[0].cpu_s, 0);
+  EXPECT_EQ(old.antagonists[0].effective_cpus, "");
+  // A trial saved now keeps every field, the CPU accounting included.
+  const TrialRecord t = MakeTrial("e-v1", 1, 20, 2, 30);
+  ASSERT_TRUE(store.SaveTrial(t).ok());
+  auto again = store.GetTrials("e-v1");
+  ASSERT_TRUE(again.ok() && again->size() == 2u);
+  ExpectSameTrial((*again)[1], t);
 
   auto cal = store.GetCalibration("n1", "memcpy", "threads=2");
   ASSERT_TRUE(cal.ok() && cal->has_value()) << cal.error();

@@ -80,6 +80,8 @@ inline void ExpectSameTrial(const TrialRecord& a, const TrialRecord& b, bool wit
   EXPECT_EQ(a.victim_node, b.victim_node);
   EXPECT_SAME_DOUBLE(a.metric, b.metric);
   EXPECT_SAME_DOUBLE(a.wall_s, b.wall_s);
+  EXPECT_SAME_DOUBLE(a.victim_cpu_s, b.victim_cpu_s);
+  EXPECT_EQ(a.victim_effective_cpus, b.victim_effective_cpus);
   ExpectSamePhases(a.phase_medians, b.phase_medians);
   EXPECT_EQ(a.started_unix_ms, b.started_unix_ms);
   EXPECT_EQ(a.finished_unix_ms, b.finished_unix_ms);
@@ -110,6 +112,9 @@ inline void ExpectSameTrial(const TrialRecord& a, const TrialRecord& b, bool wit
     EXPECT_EQ(x.unit, y.unit);
     EXPECT_EQ(x.reached_target, y.reached_target);
     EXPECT_SAME_DOUBLE(x.start_skew_s, y.start_skew_s);
+    EXPECT_SAME_DOUBLE(x.cpu_s, y.cpu_s);
+    EXPECT_SAME_DOUBLE(x.run_s, y.run_s);
+    EXPECT_EQ(x.effective_cpus, y.effective_cpus);
     if (with_series) {
       ASSERT_EQ(x.samples.size(), y.samples.size());
       for (size_t j = 0; j < x.samples.size(); ++j) {
@@ -155,6 +160,8 @@ inline TrialRecord MakeTrial(const std::string& experiment_id, int index, int st
   t.victim_node = "gpu-node-07";
   t.metric = 0.1 + index / 3.0;
   t.wall_s = 61.000000000000014;
+  t.victim_cpu_s = 122.5 + index;
+  t.victim_effective_cpus = "0-3,6";
   t.phase_medians = {{"read_s", 0.0123456789012345}, {"compute_s", 1.0 / 7}, {"h2d_s", 5e-324}};
   t.started_unix_ms = 1700000000123 + index;
   t.finished_unix_ms = std::numeric_limits<int64_t>::max() - index;
@@ -184,6 +191,9 @@ inline TrialRecord MakeTrial(const std::string& experiment_id, int index, int st
     r.unit = a == 0 ? "bytes/s" : "IOPS";
     r.reached_target = a % 2 == 1;
     r.start_skew_s = -0.000123;
+    r.cpu_s = 1.25 * (a + 1);
+    r.run_s = 63.5;
+    r.effective_cpus = std::to_string(a);
     for (int j = 0; j < samples; ++j) {
       r.samples.push_back(RateSample{j * 0.25, r.target_rate * (0.9 + 1e-7 * j), r.target_rate});
     }

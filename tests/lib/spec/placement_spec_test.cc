@@ -1,0 +1,67 @@
+// cpus: / numa: in the experiment YAML (syntax only; the agent checks the node) and the CPU list
+// format they share with the agent.
+#include <gtest/gtest.h>
+
+#include "lib/spec/cpu_list.h"
+#include "lib/spec/spec.h"
+
+namespace codl::experiment {
+namespace {
+
+TEST(CpuList, ParsesRangesAndFormatsCanonically) {
+  auto cpus = ParseCpuList(" 6, 0-3 ");
+  ASSERT_TRUE(cpus.ok()) << cpus.error();
+  EXPECT_EQ(*cpus, (std::set<int>{0, 1, 2, 3, 6}));
+  EXPECT_EQ(FormatCpuList(*cpus), "0-3,6");
+  EXPECT_EQ(FormatCpuList({0, 1, 4, 5, 6, 9}), "0,1,4-6,9");
+  EXPECT_EQ(FormatCpuList({}), "");
+}
+
+TEST(CpuList, RejectsMalformedLists) {
+  for (const char* bad : {"", "a", "1-", "-1", "3-1", "0,,1", "1,1", "0-2,2", "1024", "0x1"}) {
+    EXPECT_FALSE(ParseCpuList(bad).ok()) << "'" << bad << "'";
+  }
+  EXPECT_EQ(ParseCpuList("3-1").error(), "reversed range '3-1'");
+}
+
+TEST(PlacementSpec, VictimAndAntagonistCarryCpusNumaAndTheirLocation) {
+  auto spec = ParseExperiment(
+      "name: x\n"
+      "victim:\n"
+      "  command: [a]\n"
+      "  cpus: 2-3,0\n"
+      "antagonists:\n"
+      "  - name: m\n"
+      "    injector: memcpy\n"
+      "    levels: [1]\n"
+      "    numa: 0\n"
+      "    cpus: 1\n",
+      "e.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  EXPECT_EQ(spec->victim.placement.cpus, "0,2,3");
+  EXPECT_EQ(spec->victim.placement.numa, -1);
+  EXPECT_EQ(spec->victim.placement.where, "e.yaml:3:3: victim");
+  EXPECT_EQ(spec->antagonists[0].placement.cpus, "1");
+  EXPECT_EQ(spec->antagonists[0].placement.numa, 0);
+  EXPECT_EQ(spec->antagonists[0].placement.where, "e.yaml:6:5: antagonists[0]");
+}
+
+TEST(PlacementSpec, AbsentMeansAnywhere) {
+  auto spec = ParseExperiment("name: x\nvictim: {command: [a]}\n", "e.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  EXPECT_TRUE(spec->victim.placement.empty());
+}
+
+TEST(PlacementSpec, SyntaxErrorsNameTheYamlLocation) {
+  auto bad_cpus = ParseExperiment("name: x\nvictim:\n  command: [a]\n  cpus: 0-x\n", "e.yaml");
+  ASSERT_FALSE(bad_cpus.ok());
+  EXPECT_EQ(bad_cpus.error(),
+            "e.yaml:4:9: victim.cpus: '0-x' is not a CPU number or range (e.g. 0-3,6)");
+  auto bad_numa = ParseExperiment("name: x\nvictim:\n  command: [a]\n  numa: -1\n", "e.yaml");
+  ASSERT_FALSE(bad_numa.ok());
+  EXPECT_NE(bad_numa.error().find("e.yaml:4:9: victim.numa:"), std::string::npos)
+      << bad_numa.error();
+}
+
+}  // namespace
+}  // namespace codl::experiment
