@@ -10,6 +10,7 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
+#include "lib/common/version.h"
 
 using namespace codl::cli;
 
@@ -207,6 +208,7 @@ int main(int argc, char** argv) {
       "  codlctl results latest --db codl-results.db  slowdown table from a results file\n\n"
       "Exit codes: 0 ok, 1 experiment failed, 2 bad input."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("codlctl ") + codl::CodlVersion());
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {

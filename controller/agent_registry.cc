@@ -7,7 +7,7 @@ namespace codl::controller {
 AgentRegistry::AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s)
     : clock_(clock), factory_(std::move(factory)), dead_after_s_(dead_after_s) {}
 
-Status AgentRegistry::Register(const v1::AgentInfo& info) {
+Status AgentRegistry::Register(const v1::AgentInfo& info, const v1::NodeSnapshot& node) {
   if (info.agent_id().empty()) return Err("agent id is empty");
   if (info.address().empty()) return Err("agent " + info.agent_id() + " sent no address");
   auto client = factory_(info.agent_id(), info.address());
@@ -21,13 +21,15 @@ Status AgentRegistry::Register(const v1::AgentInfo& info) {
   e.client = std::move(client);
   e.last_heartbeat_s = clock_->MonotonicSeconds();
   e.samples.clear();
+  e.node = node;
+  e.load_avg_1m = -1;
   spdlog::info("agent {} {} at {}", info.agent_id(), known ? "re-registered" : "registered",
                info.address());
   return Status::Ok();
 }
 
 bool AgentRegistry::Heartbeat(const std::string& agent_id, double rtt_s, double offset_s,
-                              int running) {
+                              int running, double load_avg_1m) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = agents_.find(agent_id);
   if (it == agents_.end()) return false;
@@ -35,6 +37,7 @@ bool AgentRegistry::Heartbeat(const std::string& agent_id, double rtt_s, double 
   e.last_heartbeat_s = clock_->MonotonicSeconds();
   e.info.set_last_heartbeat_unix_ms(clock_->UnixNanos() / 1'000'000);
   e.info.set_running_antagonists(running);
+  if (load_avg_1m >= 0) e.load_avg_1m = load_avg_1m;
   if (rtt_s > 0) {
     e.samples.emplace_back(rtt_s, offset_s);
     if (e.samples.size() > 16) e.samples.pop_front();
@@ -83,6 +86,18 @@ double AgentRegistry::ClockOffset(const std::string& agent_id) const {
     if (rtt < best_rtt) best_rtt = rtt, offset = off;
   }
   return offset;
+}
+
+v1::NodeSnapshot AgentRegistry::Snapshot(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent_id);
+  return it == agents_.end() ? v1::NodeSnapshot() : it->second.node;
+}
+
+double AgentRegistry::LoadAverage1m(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent_id);
+  return it == agents_.end() ? -1 : it->second.load_avg_1m;
 }
 
 std::string DescribeSelector(const experiment::NodeSelector& sel) {

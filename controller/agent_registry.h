@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codl/v1/common.pb.h"
+#include "codl/v1/controller.pb.h"
 #include "controller/agent_client.h"
 #include "lib/common/clock.h"
 #include "lib/spec/spec.h"
@@ -21,9 +22,17 @@ class AgentRegistry {
   // dead_after_s: an agent without a heartbeat for this long is not alive.
   AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s);
 
-  Status Register(const v1::AgentInfo& info);
+  // `node`: the host as the agent found it (absent from agents older than NodeSnapshot).
+  Status Register(const v1::AgentInfo& info, const v1::NodeSnapshot& node = {});
   // False when the agent is unknown (the controller restarted): it must re-register.
-  bool Heartbeat(const std::string& agent_id, double rtt_s, double offset_s, int running);
+  // load_avg_1m < 0: the agent could not read it (the last known value stays).
+  bool Heartbeat(const std::string& agent_id, double rtt_s, double offset_s, int running,
+                 double load_avg_1m = -1);
+
+  // The snapshot the agent registered with (empty when unknown).
+  v1::NodeSnapshot Snapshot(const std::string& agent_id) const;
+  // The agent's 1-minute load average from its latest heartbeat; -1 when unknown.
+  double LoadAverage1m(const std::string& agent_id) const;
 
   std::vector<v1::AgentInfo> List() const;  // sorted by id, alive computed now
   std::shared_ptr<AgentClient> Client(const std::string& agent_id) const;
@@ -41,6 +50,8 @@ class AgentRegistry {
     std::shared_ptr<AgentClient> client;
     double last_heartbeat_s = 0;                    // monotonic
     std::deque<std::pair<double, double>> samples;  // (rtt, offset)
+    v1::NodeSnapshot node;
+    double load_avg_1m = -1;
   };
   bool AliveLocked(const Entry& e) const;
 

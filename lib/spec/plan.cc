@@ -160,6 +160,7 @@ double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<Pla
     for (const auto& in : a.intensities) needs_peak = needs_peak || !in.absolute;
     if (needs_peak) total += spec.calibration_s;
   }
+  total += spec.warmup_trials * victim_estimate_s;
   for (const auto& t : plan) {
     if (!t.baseline) total += spec.settle_s;
     total += victim_estimate_s + spec.cooldown_s;

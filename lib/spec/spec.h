@@ -69,11 +69,18 @@ struct ExperimentSpec {
   std::vector<std::vector<std::string>> explicit_pairings;  // antagonist names per combination
   int repetitions = 3;
   bool randomize = true;     // order.randomize
-  uint64_t seed = 42;        // order.seed
+  uint64_t seed = 42;        // order.seed; the parser draws one at random when it is absent
+  bool seed_explicit = false;  // order.seed was written (else the seed was drawn, and recorded)
   double settle_s = 2;       // settle
   double cooldown_s = 0;     // cooldown
   double calibration_s = 2;  // calibration.duration
   double lease_s = 10;       // lease
+  // calibration.max_age: a cached calibration older than this is measured again.
+  double calibration_max_age_s = 24 * 3600;
+  int warmup_trials = 1;  // warmup_trials: whole victim runs before trial 1, never analysed
+  // min_antagonist_samples: an interference trial whose victim window holds fewer samples of
+  // an antagonist is flagged "too short to judge".
+  int min_antagonist_samples = 5;
 };
 
 // Validates one injector option: returns "" when fine, else a message (no location; the parser

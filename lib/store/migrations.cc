@@ -112,6 +112,12 @@ CREATE TABLE calibrations (
     {"add calibrations.duration_s", R"sql(
 ALTER TABLE calibrations ADD COLUMN duration_s REAL DEFAULT 0;
 )sql"},
+    // 3: provenance (docs/validity.md): a JSON object per experiment (versions, node snapshots,
+    // warm-up runs, per-trial load), and the node snapshot each calibration was measured under.
+    {"add experiments.provenance and calibrations.node_fingerprint", R"sql(
+ALTER TABLE experiments ADD COLUMN provenance TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE calibrations ADD COLUMN node_fingerprint TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

@@ -203,15 +203,17 @@ TEST(PairingKeyTest, SortedNamesAndLabels) {
   EXPECT_EQ(PairingKey(s, {{0, max}}), "a@1");  // levels print with %g, not as written
 }
 
-TEST(EstimateDurationTest, CountsCalibrationSettleVictimAndCooldown) {
+TEST(EstimateDurationTest, CountsCalibrationWarmupSettleVictimAndCooldown) {
   auto s = ThreeAntagonists(Pairings::kSingles);
   s.repetitions = 1;
   s.calibration_s = 2;
   s.settle_s = 1;
   s.cooldown_s = 0.5;
+  s.warmup_trials = 2;
   auto plan = ExpandPlan(s);  // 6 interference + 2 baselines
-  // a and c use levels (2 calibrations); b is an absolute rate.
-  EXPECT_DOUBLE_EQ(EstimateDurationSeconds(s, plan, 10), 2 * 2 + 6 * 1 + 8 * (10 + 0.5));
+  // a and c use levels (2 calibrations); b is an absolute rate. Warm-ups are victim runs.
+  EXPECT_DOUBLE_EQ(EstimateDurationSeconds(s, plan, 10),
+                   2 * 2 + 2 * 10 + 6 * 1 + 8 * (10 + 0.5));
 }
 
 }  // namespace
