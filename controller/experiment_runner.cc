@@ -674,7 +674,8 @@ class ExperimentRunner::TrialRun {
       if (!r.empty()) reasons += (reasons.empty() ? "" : "; ") + r;
     };
     add(t->error);  // the missed targets, if any
-    for (size_t i = 0; i < instances_.size(); ++i) {  // r.result has moved into t->antagonists
+    // By index: each instance's result has moved into t->antagonists.
+    for (size_t i = 0; i < instances_.size(); ++i) {
       const Instance& r = instances_[i];
       if (!r.collected) continue;
       const std::string& name = t->antagonists[i].name;

@@ -321,10 +321,10 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   if (!root.IsMap()) {
     Fail(root, "", std::string("the document must be a mapping, got ") + KindName(root));
   }
-  MapReader m(root, "",
-              {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
-               "settle", "cooldown", "calibration", "lease", "warmup_trials",
-               "min_antagonist_samples"});
+  MapReader m(
+      root, "",
+      {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order", "settle",
+       "cooldown", "calibration", "lease", "warmup_trials", "min_antagonist_samples"});
   ExperimentSpec spec;
   spec.source_path = source_path;
   spec.name = NonEmptyString(m.Require("name"), "name");

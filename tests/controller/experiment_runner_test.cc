@@ -394,6 +394,13 @@ TEST_F(RunnerTest, ProvenanceRecordsVersionSeedNodesCalibrationsAndTrialLoad) {
   EXPECT_EQ(prov["calibrations"][0]["source"], "measured: none cached");
   ASSERT_EQ(static_cast<int>(prov["trials"].size()), rec.total_trials);
   EXPECT_DOUBLE_EQ(prov["trials"][0]["load_avg_1m"].get<double>(), 1.25);
+  // All of it reaches the results JSON (`codlctl results ID -o json`).
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  auto results =
+      nlohmann::json::parse(experiment::FormatJson(experiment::Summarize(*stored, *trials)));
+  EXPECT_EQ(results["provenance"], prov);
+  EXPECT_EQ(results["yaml"], stored->yaml);
 }
 
 TEST_F(RunnerTest, CalibrationIsRedoneWhenTooOldOrWhenTheNodeChanged) {
