@@ -1,8 +1,5 @@
 #include "controller/experiment_runner.h"
 
-#include "controller/provenance.h"
-#include "controller/settle.h"
-
 #include <cmath>
 #include <condition_variable>
 #include <future>
@@ -11,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controller/provenance.h"
+#include "controller/settle.h"
 #include "injectors/registry.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
