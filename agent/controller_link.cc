@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/node_snapshot.h"
 #include "codl/v1/controller.grpc.pb.h"
 
 namespace codl::agent {
@@ -47,6 +48,8 @@ bool ControllerLink::Register() {
   info->set_agent_id(options_.agent_id);
   info->set_address(options_.advertise);
   for (const auto& [k, v] : options_.labels) (*info->mutable_labels())[k] = v;
+  // Taken at every registration: a re-registering agent may have had its governor changed.
+  *req.mutable_node() = DetectNodeSnapshot(options_.labels);
   req.set_agent_time_unix_ns(clock_->UnixNanos());
   v1::RegisterAgentReply reply;
   auto ctx = rpc::MakeContext(3.0);
@@ -76,6 +79,7 @@ bool ControllerLink::Heartbeat() {
   req.set_running_antagonists(running_antagonists_ ? running_antagonists_() : 0);
   req.set_last_rtt_s(last_rtt_s_);
   req.set_last_offset_s(last_offset_s_);
+  req.set_load_avg_1m(LoadAverage1m());
   v1::HeartbeatReply reply;
   // The deadline is short: a heartbeat that takes longer than the interval is a lost one.
   auto ctx = rpc::MakeContext(std::max(0.5, options_.heartbeat_interval_s));

@@ -1,6 +1,8 @@
 #include <sys/sysinfo.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -9,6 +11,8 @@
 
 #include "agent/agent.h"
 #include "agent/child_process.h"
+#include "agent/node_snapshot.h"
+#include "lib/common/version.h"
 
 namespace codl::agent {
 namespace {
@@ -46,7 +50,61 @@ void DetectInjectors(const std::string& inject_binary, std::map<std::string, std
   }
 }
 
+// The first line of a small file (sysfs, procfs), "" when it cannot be read.
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+int64_t KhzAt(const std::string& path) {
+  const std::string s = FirstLine(path);
+  return s.empty() ? 0 : std::strtoll(s.c_str(), nullptr, 10);
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    auto begin = line.find_first_not_of(" \t", colon + 1);
+    return begin == std::string::npos ? "" : line.substr(begin);
+  }
+  return "";
+}
+
 }  // namespace
+
+v1::NodeSnapshot DetectNodeSnapshot(const std::map<std::string, std::string>& labels) {
+  v1::NodeSnapshot s;
+  struct utsname u {};
+  if (uname(&u) == 0) {
+    s.set_kernel(std::string(u.sysname) + " " + u.release + " " + u.version + " " + u.machine);
+  }
+  s.set_cpu_model(CpuModel());
+  s.set_cpu_count(static_cast<int32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+  const std::string cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/";
+  s.set_governor(FirstLine(cpufreq + "scaling_governor"));
+  s.set_cpu_min_khz(KhzAt(cpufreq + "scaling_min_freq"));
+  s.set_cpu_max_khz(KhzAt(cpufreq + "scaling_max_freq"));
+  struct sysinfo si {};
+  if (sysinfo(&si) == 0) s.set_memory_bytes(static_cast<int64_t>(si.totalram) * si.mem_unit);
+  for (const auto& [k, v] : labels) {
+    if (k.rfind("gpu", 0) == 0) (*s.mutable_gpu_labels())[k] = v;
+  }
+  s.set_codl_version(CodlVersion());
+  return s;
+}
+
+double LoadAverage1m() {
+  const std::string line = FirstLine("/proc/loadavg");
+  if (line.empty()) return -1;
+  char* end = nullptr;
+  const double v = std::strtod(line.c_str(), &end);
+  return end == line.c_str() ? -1 : v;
+}
 
 std::map<std::string, std::string> DetectHostLabels(const std::string& inject_binary) {
   std::map<std::string, std::string> labels;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "agent/agent.h"
+#include "lib/common/version.h"
 #include "lib/daemon/bootstrap.h"
 #include "lib/daemon/cli_flags.h"
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
       "is silent for longer than the lease, every antagonist is stopped (dead-man switch).",
       cfg::kDefaultAgentConfig);
   CLI::App& app = boot.app();
+  app.set_version_flag("--version", std::string("codl-agent ") + codl::CodlVersion());
   app.add_option("--controller", o.controller, "controller address (host:port or unix:/path)")
       ->capture_default_str();
   app.add_option("--listen", o.listen, "address of this agent's service; port 0 = ephemeral")

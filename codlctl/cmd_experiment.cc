@@ -12,6 +12,7 @@
 #include "codlctl/embedded.h"
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
+#include "codlctl/victim_estimate.h"
 #include "injectors/registry.h"
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
@@ -112,12 +113,19 @@ int CmdValidate(const std::string& file, bool plan) {
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
     for (const auto& t : trials)
       printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
-    double est = experiment::EstimateDurationSeconds(*spec, trials, 10);
+    const std::optional<double> previous = PreviousVictimSeconds("codl-results.db", spec->name);
+    const double victim_s = previous.value_or(10);
+    double est = experiment::EstimateDurationSeconds(*spec, trials, victim_s);
     printf(
-        "estimated duration: %s (assuming the victim runs ~10 s; settle %s, cooldown %s per "
+        "estimated duration: %s (assuming the victim runs ~%s%s; settle %s, cooldown %s per "
         "trial)\n",
-        FormatEta(est).c_str(), FormatDuration(spec->settle_s).c_str(),
-        FormatDuration(spec->cooldown_s).c_str());
+        FormatEta(est).c_str(), FormatDuration(victim_s).c_str(),
+        previous ? ", as in the last run in codl-results.db" : "",
+        FormatDuration(spec->settle_s).c_str(), FormatDuration(spec->cooldown_s).c_str());
+    if (std::string w = experiment::ShortVictimWarning(*spec, victim_s, previous.has_value());
+        !w.empty()) {
+      printf("warning: %s\n", w.c_str());
+    }
   }
   return kExitOk;
 }

@@ -12,6 +12,7 @@
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
 #include "lib/common/suggest.h"
+#include "lib/common/version.h"
 
 using namespace codl::cli;
 
@@ -242,6 +243,7 @@ int main(int argc, char** argv) {
   // Global options may follow the subcommand too (`codlctl submit e.yaml --controller H:P`):
   // a subcommand passes the options it does not know up to codlctl itself.
   app.fallthrough();
+  app.set_version_flag("--version", std::string("codlctl ") + codl::CodlVersion());
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {

@@ -28,7 +28,8 @@ void AgentRegistry::EvictLocked() {
   }
 }
 
-Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& who) {
+Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& who,
+                               const v1::NodeSnapshot& node) {
   if (info.agent_id().empty()) return InvalidArgument("agent id is empty");
   if (info.agent_id().size() > 256) return InvalidArgument("agent id is longer than 256 bytes");
   if (info.address().empty()) {
@@ -59,13 +60,15 @@ Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& wh
   e.client = std::move(client);
   e.last_heartbeat_s = clock_->MonotonicSeconds();
   e.samples.clear();
+  e.node = node;
+  e.load_avg_1m = -1;
   spdlog::info("agent {} {} at {}", info.agent_id(), known ? "re-registered" : "registered",
                info.address());
   return Status::Ok();
 }
 
 bool AgentRegistry::Heartbeat(const std::string& agent_id, double rtt_s, double offset_s,
-                              int running, const PeerIdentity& who) {
+                              int running, const PeerIdentity& who, double load_avg_1m) {
   std::lock_guard<std::mutex> l(mu_);
   EvictLocked();
   auto it = agents_.find(agent_id);
@@ -74,6 +77,7 @@ bool AgentRegistry::Heartbeat(const std::string& agent_id, double rtt_s, double 
   e.last_heartbeat_s = clock_->MonotonicSeconds();
   e.info.set_last_heartbeat_unix_ms(clock_->UnixNanos() / 1'000'000);
   e.info.set_running_antagonists(std::max(running, 0));
+  if (std::isfinite(load_avg_1m) && load_avg_1m >= 0) e.load_avg_1m = load_avg_1m;
   // Only plausible samples feed the clock filter: a NaN or huge value would win or poison it.
   if (std::isfinite(rtt_s) && std::isfinite(offset_s) && rtt_s > 0 && rtt_s < 60 &&
       std::fabs(offset_s) < 1e6) {
@@ -132,6 +136,18 @@ double AgentRegistry::ClockOffset(const std::string& agent_id) const {
     if (rtt < best_rtt) best_rtt = rtt, offset = off;
   }
   return offset;
+}
+
+v1::NodeSnapshot AgentRegistry::Snapshot(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent_id);
+  return it == agents_.end() ? v1::NodeSnapshot() : it->second.node;
+}
+
+double AgentRegistry::LoadAverage1m(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent_id);
+  return it == agents_.end() ? -1 : it->second.load_avg_1m;
 }
 
 std::string DescribeSelector(const experiment::NodeSelector& sel) {

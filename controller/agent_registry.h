@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codl/v1/common.pb.h"
+#include "codl/v1/controller.pb.h"
 #include "controller/agent_client.h"
 #include "controller/peer_identity.h"
 #include "lib/common/clock.h"
@@ -28,12 +29,20 @@ class AgentRegistry {
 
   // `who` is the caller (PeerIdentityOf); an in-process caller passes none. A live agent id
   // can only be re-registered by the same identity: anyone else would redirect the
-  // controller's calls (victims, antagonists) to their own address.
-  Status Register(const v1::AgentInfo& info, const PeerIdentity& who = {});
+  // controller's calls (victims, antagonists) to their own address. `node`: the host as the
+  // agent found it (absent from agents older than NodeSnapshot).
+  Status Register(const v1::AgentInfo& info, const PeerIdentity& who = {},
+                  const v1::NodeSnapshot& node = {});
   // False when the agent is unknown (the controller restarted, or it was evicted) or the caller
-  // is not the identity that registered it: it must (re-)register.
+  // is not the identity that registered it: it must (re-)register. load_avg_1m < 0: the agent
+  // could not read it (the last known value stays).
   bool Heartbeat(const std::string& agent_id, double rtt_s, double offset_s, int running,
-                 const PeerIdentity& who = {});
+                 const PeerIdentity& who = {}, double load_avg_1m = -1);
+
+  // The snapshot the agent registered with (empty when unknown).
+  v1::NodeSnapshot Snapshot(const std::string& agent_id) const;
+  // The agent's 1-minute load average from its latest heartbeat; -1 when unknown.
+  double LoadAverage1m(const std::string& agent_id) const;
 
   std::vector<v1::AgentInfo> List() const;  // sorted by id, alive computed now
   std::shared_ptr<AgentClient> Client(const std::string& agent_id) const;
@@ -54,6 +63,8 @@ class AgentRegistry {
     double last_heartbeat_s = 0;                    // monotonic
     std::deque<std::pair<double, double>> samples;  // (rtt, offset)
     PeerIdentity owner;                             // who registered it
+    v1::NodeSnapshot node;
+    double load_avg_1m = -1;
   };
   bool AliveLocked(const Entry& e) const;
   void EvictLocked();  // forgets agents silent for longer than evict_after_s_

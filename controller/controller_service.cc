@@ -42,7 +42,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::RegisterAgent(grpc::CallbackSer
                                                                v1::RegisterAgentReply* reply) {
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
-  Status s = agents_->Register(req->agent(), PeerIdentityOf(*ctx));
+  Status s = agents_->Register(req->agent(), PeerIdentityOf(*ctx), req->node());
   reply->set_heartbeat_interval_s(config_.heartbeat_interval_s);
   reply->set_lease_s(config_.lease_s);
   reply->set_controller_time_unix_ns(clock_->UnixNanos());
@@ -58,7 +58,8 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Heartbeat(grpc::CallbackServerC
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
   bool known = agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
-                                  req->running_antagonists(), PeerIdentityOf(*ctx));
+                                  req->running_antagonists(), PeerIdentityOf(*ctx),
+                                  req->load_avg_1m());
   reply->set_reregister(!known);
   reply->set_controller_send_unix_ns(clock_->UnixNanos());
   r->Finish(grpc::Status::OK);

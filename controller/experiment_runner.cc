@@ -9,6 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include "controller/rendezvous.h"
+#include "controller/provenance.h"
+#include "controller/settle.h"
 #include "injectors/registry.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
@@ -101,6 +103,8 @@ struct Instance {
   bool max = false;  // open loop (codl-inject --max): no target, never flagged
   int64_t started_agent_ns = 0;
   bool started = false;
+  bool collected = false;  // its samples came back with the stop
+  int window_samples = 0;  // of them, inside the victim's window
 };
 
 // The victim's run on the controller's clock: antagonist samples are timed from its start,
@@ -177,6 +181,7 @@ Result<CalibrationRecord> ExperimentRunner::Calibrate(
   if (!reply.ok()) return Err(reply.error());
   CalibrationRecord c;
   c.node = agent_id;
+  c.node_fingerprint = NodeFingerprint(agents_->Snapshot(agent_id));
   c.injector = injector;
   c.options_key = OptionsKey(options);
   c.peak_rate = reply->peak_rate();
@@ -187,8 +192,25 @@ Result<CalibrationRecord> ExperimentRunner::Calibrate(
   return c;
 }
 
+std::string ExperimentRunner::StaleReason(const experiment::ExperimentSpec& spec,
+                                          const CalibrationRecord& cached) const {
+  const double age_s = (NowMs(clock_) - cached.measured_unix_ms) / 1e3;
+  if (age_s > spec.calibration_max_age_s) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the cached one is %.0f s old (calibration.max_age %.0f s)",
+                  age_s, spec.calibration_max_age_s);
+    return buf;
+  }
+  if (cached.node_fingerprint != NodeFingerprint(agents_->Snapshot(cached.node))) {
+    return "the node changed since the cached one (kernel, CPU, governor, memory, GPU or CoDL "
+           "version)";
+  }
+  return "";
+}
+
 Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p,
-                                      const std::atomic<bool>& cancel, RunListener* listener) {
+                                      const std::atomic<bool>& cancel, RunListener* listener,
+                                      Provenance* prov) {
   for (size_t i = 0; i < spec.antagonists.size(); ++i) {
     const auto& a = spec.antagonists[i];
     bool needs_peak = false;
@@ -196,18 +218,24 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
     if (!needs_peak) continue;
     for (const auto& node : p->antagonist_nodes[i]) {
       auto cached = store_->GetCalibration(node, a.injector, OptionsKey(a.options));
+      std::string why = "none cached";
       if (cached.ok() && cached->has_value()) {
-        p->peaks[{static_cast<int>(i), node}] = **cached;
-        listener->OnMessage("calibration of " + a.name + " on " + node + " (cached): peak " +
-                            std::to_string((*cached)->peak_rate) + " " + (*cached)->unit);
-        continue;
+        why = StaleReason(spec, **cached);
+        if (why.empty()) {
+          p->peaks[{static_cast<int>(i), node}] = **cached;
+          prov->AddCalibration(a.name, **cached, "cached");
+          listener->OnMessage("calibration of " + a.name + " on " + node + " (cached): peak " +
+                              std::to_string((*cached)->peak_rate) + " " + (*cached)->unit);
+          continue;
+        }
       }
       if (cancel) return Err("cancelled");
       listener->OnMessage("calibrating " + a.name + " (" + a.injector + ") on " + node + " for " +
-                          std::to_string(spec.calibration_s) + " s");
+                          std::to_string(spec.calibration_s) + " s (" + why + ")");
       auto c = Calibrate(node, a.injector, a.options, spec.calibration_s);
       if (!c.ok()) return Err("antagonist '" + a.name + "': " + c.error());
       p->peaks[{static_cast<int>(i), node}] = *c;
+      prov->AddCalibration(a.name, *c, "measured: " + why);
     }
   }
   return Status::Ok();
@@ -216,11 +244,35 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
 Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                              const std::vector<experiment::PlannedTrial>& plan,
                              const std::atomic<bool>& cancel, RunListener* listener) {
+  Provenance prov(store_, exp.id);
+  prov.Started(NowMs(clock_), spec.seed, spec.seed_explicit);
+  prov.Save();
+  Status s = RunPlaced(exp, spec, plan, cancel, listener, &prov);
+  prov.Finished(NowMs(clock_));
+  prov.Save();
+  return s;
+}
+
+void ExperimentRunner::RecordNodes(const Placement& p, Provenance* prov) const {
+  prov->AddNode(p.victim_node, agents_->Snapshot(p.victim_node));
+  for (const auto& nodes : p.antagonist_nodes) {
+    for (const auto& n : nodes) prov->AddNode(n, agents_->Snapshot(n));
+  }
+}
+
+Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
+                                   const experiment::ExperimentSpec& spec,
+                                   const std::vector<experiment::PlannedTrial>& plan,
+                                   const std::atomic<bool>& cancel, RunListener* listener,
+                                   Provenance* prov) {
   Placement p;
   if (Status s = Place(spec, &p); !s.ok()) return s;
+  RecordNodes(p, prov);
   ConnectPlaced(exp, p, cancel);
   listener->OnMessage("victim on " + p.victim_node);
-  if (Status s = CalibrateAll(spec, &p, cancel, listener); !s.ok()) return s;
+  if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
+  prov->Save();
+  if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov); !s.ok()) return s;
   int failed_in_a_row = 0;
   for (const auto& trial : plan) {
     if (cancel) return Err("cancelled");
@@ -228,7 +280,9 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
       return Err("victim node " + p.victim_node + " stopped heartbeating");
     }
     listener->OnTrialStarted(trial);
+    prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
     TrialRecord t = RunTrial(exp, spec, trial, p, cancel, listener);
+    prov->Save();
     if (Status s = store_->SaveTrial(t); !s.ok()) return Err("saving trial: " + s.error());
     listener->OnTrialDone(t);
     if (t.state == TrialState::kCancelled) return Err("cancelled");
@@ -240,6 +294,36 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
     if (spec.cooldown_s > 0 && !clock_->SleepFor(spec.cooldown_s, cancel)) {
       return Err("cancelled");
     }
+  }
+  return Status::Ok();
+}
+
+Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
+                                    const experiment::ExperimentSpec& spec, const Placement& p,
+                                    const std::atomic<bool>& cancel, RunListener* listener,
+                                    Provenance* prov) {
+  // Dataset generation, page-cache fill, JIT and allocator warm-up happen in these runs, not in
+  // trial 1 (whose wall time they once multiplied by five).
+  for (int run = 1; run <= spec.warmup_trials; ++run) {
+    if (cancel) return Err("cancelled");
+    auto client = agents_->Client(p.victim_node);
+    if (!client) return Err("victim agent is gone");
+    listener->OnMessage("warm-up run " + std::to_string(run) + "/" +
+                        std::to_string(spec.warmup_trials) + " on " + p.victim_node +
+                        " (antagonists off; discarded)");
+    v1::RunVictimRequest req;
+    req.set_idempotency_key(rpc::NewIdempotencyKey());
+    req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
+    *req.mutable_victim() = ToProto(spec.victim);
+    auto reply = client->RunVictim(req, spec.victim.timeout_s + 30);
+    const bool ok = reply.ok() && reply->ok();
+    const std::string error = !reply.ok() ? reply.error() : reply->error();
+    prov->AddWarmup(run, reply.ok() ? reply->wall_s() : 0, ok, error);
+    prov->Save();
+    if (!ok) return Err("warm-up run " + std::to_string(run) + " failed: " + error);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f s", reply->wall_s());
+    listener->OnMessage("warm-up run " + std::to_string(run) + " done in " + buf);
   }
   return Status::Ok();
 }
@@ -425,14 +509,25 @@ class ExperimentRunner::TrialRun {
     r->result.start_skew_s = (started_ctrl_ns - start_at_ctrl_ns_) / 1e9;
   }
 
-  // 3. Settle: every instance at >= settle_fraction of its target before the victim starts,
-  // or settle_s (at least min_settle_s) gone by.
+  // 3. Settle: every instance at >= settle_fraction of its target at every poll of one whole
+  // settle window (controller/settle.h) before the victim starts. A trial whose antagonists
+  // never hold that long still runs its victim, but is flagged "did not settle".
   void AwaitSettled() {
     if (instances_.empty()) return;
     const double t0 = clock()->MonotonicSeconds();
-    const double limit = std::max(spec_.settle_s, options().min_settle_s);
-    while (!AllAtTarget() && error_.empty() && !cancel_) {
-      if (clock()->MonotonicSeconds() - t0 > limit) return;
+    SettleWindow window(spec_.settle_s, std::max(spec_.settle_s + options().settle_grace_s,
+                                                 options().min_settle_s));
+    while (error_.empty() && !cancel_) {
+      const bool all = AllAtTarget();
+      if (!error_.empty()) return;
+      const double now = clock()->MonotonicSeconds();
+      const SettleWindow::Verdict v = window.Observe(now, all);
+      if (v == SettleWindow::Verdict::kSettled) return;
+      if (v == SettleWindow::Verdict::kDidNotSettle) {
+        not_settled_ = DidNotSettleReason(window, now - t0);
+        listener_->OnMessage("trial " + std::to_string(trial_.index) + ": " + not_settled_);
+        return;
+      }
       if (!clock()->SleepFor(kSettlePollS, cancel_)) return;
     }
   }
@@ -539,6 +634,7 @@ class ExperimentRunner::TrialRun {
     r->result.cpu_s = reply->cpu_s();
     r->result.run_s = reply->run_s();
     r->result.effective_cpus = reply->effective_cpus();
+    r->collected = true;
     AddSamples(*reply, window, r);
     if (!reply->error().empty()) Fail(r->result.name + ": " + reply->error());
     // Whether the antagonist held its target is judged on the victim's window, not on the
@@ -552,6 +648,7 @@ class ExperimentRunner::TrialRun {
   // window (the agent's whole-run summary when no sample falls in it).
   void AddSamples(const v1::StopAntagonistReply& reply, const VictimWindow& window,
                   Instance* r) const {
+    r->window_samples = 0;
     const int64_t offset_ns = Nanos(agents()->ClockOffset(r->node));
     double sum = 0, sq = 0;
     int n = 0;
@@ -569,6 +666,7 @@ class ExperimentRunner::TrialRun {
         ++n;
       }
     }
+    r->window_samples = n;
     if (n == 0) {
       r->result.achieved_rate = reply.achieved_rate();
       r->result.achieved_cov = reply.cov();
@@ -585,7 +683,33 @@ class ExperimentRunner::TrialRun {
     t.finished_unix_ms = NowMs(clock());
     if (victim_) CopyVictim(*victim_, &t);
     Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
+    FlagUnjudgeable(&t);
     return t;
+  }
+
+  // A measured trial is also flagged when its antagonists did not settle or when its victim ran
+  // too briefly to judge whether they held their targets; every reason is kept, settle first.
+  void FlagUnjudgeable(TrialRecord* t) const {
+    if (t->state != TrialState::kDone && t->state != TrialState::kFlagged) return;
+    std::string reasons = not_settled_;
+    auto add = [&reasons](const std::string& r) {
+      if (!r.empty()) reasons += (reasons.empty() ? "" : "; ") + r;
+    };
+    add(t->error);  // the missed targets, if any
+    // By index: each instance's result has moved into t->antagonists.
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      const Instance& r = instances_[i];
+      if (!r.collected) continue;
+      const std::string& name = t->antagonists[i].name;
+      std::string s = TooShortReason(name, r.window_samples, spec_.min_antagonist_samples);
+      if (!s.empty()) {
+        add(s);
+        break;  // one instance says it; the others were sampled at the same rate
+      }
+    }
+    if (reasons.empty()) return;
+    t->state = TrialState::kFlagged;
+    t->error = reasons;
   }
 
   const ExperimentRunner& runner_;
@@ -600,7 +724,8 @@ class ExperimentRunner::TrialRun {
   std::vector<Instance> instances_;
   int64_t start_at_ctrl_ns_ = 0;
   std::optional<v1::RunVictimReply> victim_;
-  std::string error_;  // the first thing that went wrong
+  std::string error_;        // the first thing that went wrong
+  std::string not_settled_;  // the "did not settle" reason, when it did not
 };
 
 TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,

@@ -18,10 +18,15 @@
 
 namespace codl::controller {
 
+class Provenance;  // controller/provenance.h
+
 struct RunnerOptions {
   double start_delay_s = 0.25;   // common start = now + this (lets every agent get the call)
   double settle_fraction = 0.9;  // an antagonist has "reached" its target at this fraction
-  double min_settle_s = 1.0;     // settle never waits less than this for the first samples
+  double min_settle_s = 1.0;     // settle never gives up sooner than this
+  // How long past the settle window the antagonists get to complete one unbroken window
+  // before the trial is flagged "did not settle" (controller/settle.h).
+  double settle_grace_s = 10.0;
 };
 
 // What the runner tells the world while it works (the scheduler turns it into status/events).
@@ -59,11 +64,22 @@ class ExperimentRunner {
   };
   class TrialRun;  // one trial, step by step (experiment_runner.cc)
 
+  Status RunPlaced(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
+                   const std::vector<experiment::PlannedTrial>& plan,
+                   const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov);
   Status Place(const experiment::ExperimentSpec& spec, Placement* p);
+  void RecordNodes(const Placement& p, Provenance* prov) const;
   void ConnectPlaced(const ExperimentRecord& exp, const Placement& p,
                      const std::atomic<bool>& cancel);
   Status CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p,
-                      const std::atomic<bool>& cancel, RunListener* listener);
+                      const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov);
+  // Why a cached calibration cannot be used ("" when it can): too old, or its node changed.
+  std::string StaleReason(const experiment::ExperimentSpec& spec,
+                          const CalibrationRecord& cached) const;
+  // warmup_trials whole victim runs, antagonists off, results discarded (kept as provenance).
+  Status RunWarmups(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
+                    const Placement& p, const std::atomic<bool>& cancel, RunListener* listener,
+                    Provenance* prov);
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,
                        const std::atomic<bool>& cancel, RunListener* listener);

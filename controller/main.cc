@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "controller/controller.h"
+#include "lib/common/version.h"
 #include "lib/daemon/bootstrap.h"
 #include "lib/daemon/cli_flags.h"
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
       "starts, so a restarted controller still serves every completed trial.",
       cfg::kDefaultControllerConfig);
   CLI::App& app = boot.app();
+  app.set_version_flag("--version", std::string("codl-controller ") + codl::CodlVersion());
   app.add_option("--listen", o.listen, "gRPC address (host:port or unix:/path)")
       ->capture_default_str();
   app.add_option("--db", o.db_path, "SQLite database file")->capture_default_str();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/common/json_line.h"
+#include "lib/common/version.h"
 #include "victim/dataset.h"
 #include "victim/options.h"
 #include "victim/trainer.h"
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
     return kUsageError;
   }
   const std::string command = args[0];
+  if (command == "--version") {
+    std::printf("codl-victim %s\n", codl::CodlVersion());
+    return 0;
+  }
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(codl::victim::TopLevelHelp().c_str(), stdout);
     return 0;

@@ -17,6 +17,7 @@
 #include "injectors/scratch.h"
 #include "lib/common/json_line.h"
 #include "lib/common/units.h"
+#include "lib/common/version.h"
 
 namespace codl::inject {
 namespace {
@@ -254,6 +255,10 @@ int RunCommand(const CliArgs& args, const injectors::HostInfo& host) {
 
 int Main(int argc, char** argv) {
   std::vector<std::string> argv_vec(argv, argv + argc);
+  if (argc == 2 && argv_vec[1] == "--version") {
+    std::printf("codl-inject %s\n", CodlVersion());
+    return kExitOk;
+  }
   auto args = ParseArgs(argv_vec);
   if (!args.ok()) return Fail(kExitUsage, args.error());
   if (args->command == Command::kUsage) {

@@ -291,6 +291,10 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.experiment_id = experiment.id;
   res.name = experiment.name;
   res.seed = experiment.seed;
+  res.yaml = experiment.yaml;
+  res.created_unix_ms = experiment.created_unix_ms;
+  res.finished_unix_ms = experiment.finished_unix_ms;
+  res.provenance_json = experiment.provenance_json;
   res.bootstrap_resamples = kResamples;
   res.confidence = kConfidence;
   res.metric = options.metric.Name();

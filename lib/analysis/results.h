@@ -77,6 +77,12 @@ struct ExperimentResults {
   double baseline_cov = kNaN;
   bool noisy_baseline = false;           // baseline_cov > noisy_cov_threshold
   std::vector<PairingSummary> pairings;  // the baseline first, then in plan (trial index) order
+  // Reproducibility (docs/validity.md, "Provenance"): the YAML as submitted, start/end times,
+  // and the controller's provenance JSON object (versions, nodes, warm-ups, per-trial load).
+  std::string yaml;
+  int64_t created_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+  std::string provenance_json = "{}";
 };
 
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when

@@ -307,6 +307,12 @@ std::string FormatJson(const ExperimentResults& r) {
   j["noisy_cov_threshold"] = r.noisy_cov_threshold;
   j["baseline_cov"] = Num(r.baseline_cov);
   j["noisy_baseline"] = r.noisy_baseline;
+  j["created_unix_ms"] = r.created_unix_ms;
+  j["finished_unix_ms"] = r.finished_unix_ms;
+  j["yaml"] = r.yaml;
+  // Stored by the controller as JSON text; a damaged one is shown as null, not a failure.
+  Json prov = Json::parse(r.provenance_json, nullptr, false);
+  j["provenance"] = prov.is_discarded() ? Json() : prov;
   j["pairings"] = Json::array();
   for (const auto& p : r.pairings) {
     Json pj;

@@ -92,6 +92,9 @@ struct ExperimentRecord {
   int total_trials = 0;
   int64_t created_unix_ms = 0;
   int64_t finished_unix_ms = 0;
+  // Versions, node snapshots, warm-up runs, per-trial load: a JSON object written by the
+  // controller as the experiment runs (docs/results.md, "provenance").
+  std::string provenance_json = "{}";
 };
 
 // A cached calibration: the peak one injector with one option set reached alone on one node.
@@ -103,6 +106,7 @@ struct CalibrationRecord {
   std::string unit;
   double duration_s = 0;
   int64_t measured_unix_ms = 0;
+  std::string node_fingerprint;  // of the node snapshot it was measured under ("" unknown)
 };
 
 }  // namespace codl

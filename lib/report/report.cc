@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "lib/report/charts.h"
+#include "lib/report/provenance.h"
 #include "lib/report/svg.h"
 
 namespace codl::report {
@@ -312,6 +313,12 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
   page += Section("series", "Step time of one interference trial", "",
                   RenderStepSeries(results, trials));
   page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
+  if (std::string prov = RenderProvenance(experiment.provenance_json); !prov.empty()) {
+    page += Section("provenance", "Provenance",
+                    "What these figures depended on besides the YAML below: versions, the "
+                    "nodes as their agents found them, calibrations and warm-up runs.",
+                    prov);
+  }
   if (!experiment.yaml.empty()) {
     page += "<details><summary>Experiment YAML</summary>\n<pre>" + Escape(experiment.yaml) +
             "</pre>\n</details>\n";

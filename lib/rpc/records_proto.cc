@@ -132,6 +132,7 @@ v1::ExperimentRecord ToProto(const ExperimentRecord& e) {
   p.set_total_trials(e.total_trials);
   p.set_created_unix_ms(e.created_unix_ms);
   p.set_finished_unix_ms(e.finished_unix_ms);
+  p.set_provenance_json(e.provenance_json);
   return p;
 }
 
@@ -149,6 +150,8 @@ Result<ExperimentRecord> FromProto(const v1::ExperimentRecord& p) {
   e.total_trials = p.total_trials();
   e.created_unix_ms = p.created_unix_ms();
   e.finished_unix_ms = p.finished_unix_ms();
+  // An older controller sends none: keep the record's "no provenance" object.
+  if (!p.provenance_json().empty()) e.provenance_json = p.provenance_json();
   return e;
 }
 

@@ -160,11 +160,31 @@ double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<Pla
     for (const auto& in : a.intensities) needs_peak = needs_peak || !in.absolute;
     if (needs_peak) total += spec.calibration_s;
   }
+  total += spec.warmup_trials * victim_estimate_s;
   for (const auto& t : plan) {
     if (!t.baseline) total += spec.settle_s;
     total += victim_estimate_s + spec.cooldown_s;
   }
   return total;
+}
+
+std::string ShortVictimWarning(const ExperimentSpec& spec, double victim_s, bool measured) {
+  if (spec.antagonists.empty()) return "";
+  const double needed_s = spec.min_antagonist_samples * kAntagonistSampleIntervalS;
+  const bool capped = spec.victim.timeout_s < victim_s;
+  const double likely_s = capped ? spec.victim.timeout_s : victim_s;
+  if (likely_s >= needed_s) return "";
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "the victim likely runs %.3g s (%s), shorter than the %.3g s that %d antagonist "
+                "samples take (min_antagonist_samples, one per %.1f s): its interference trials "
+                "will be flagged \"too short to judge\"; give it more steps",
+                likely_s,
+                capped     ? "victim.timeout"
+                : measured ? "median of the last run"
+                           : "estimate",
+                needed_s, spec.min_antagonist_samples, kAntagonistSampleIntervalS);
+  return buf;
 }
 
 std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts) {

@@ -85,11 +85,19 @@ struct ExperimentSpec {
   std::vector<std::vector<std::string>> explicit_pairings;  // antagonist names per combination
   int repetitions = 3;
   bool randomize = true;     // order.randomize
-  uint64_t seed = 42;        // order.seed
+  uint64_t seed = 42;        // order.seed (the parser draws one at random when it is absent)
   double settle_s = 2;       // settle
   double cooldown_s = 0;     // cooldown
   double calibration_s = 2;  // calibration.duration
   double lease_s = 10;       // lease
+  // Whether order.seed was written; else the seed was drawn (and is recorded as provenance).
+  bool seed_explicit = false;
+  // calibration.max_age: a cached calibration older than this is measured again.
+  double calibration_max_age_s = 24 * 3600;
+  int warmup_trials = 1;  // warmup_trials: whole victim runs before trial 1, never analysed
+  // min_antagonist_samples: an interference trial whose victim window holds fewer samples of
+  // an antagonist is flagged "too short to judge".
+  int min_antagonist_samples = 5;
 };
 
 // Validates one injector option: returns "" when fine, else a message (no location; the parser
@@ -134,6 +142,15 @@ std::vector<PlannedTrial> ExpandPlan(const ExperimentSpec& spec);
 // victim's expected run time (victim_estimate_s), and cooldown.
 double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<PlannedTrial>& plan,
                                double victim_estimate_s);
+
+// Antagonists report one sample per this interval (codl-inject --json); a trial is judged on
+// the samples that fall in its victim's run.
+inline constexpr double kAntagonistSampleIntervalS = 0.2;
+
+// For `codlctl validate --plan`: "" when a victim of about `victim_s` (or the victim timeout,
+// if shorter) leaves every antagonist min_antagonist_samples samples, else why its trials will
+// be flagged "too short to judge". measured: the estimate comes from a previous run.
+std::string ShortVictimWarning(const ExperimentSpec& spec, double victim_s, bool measured);
 
 // The canonical pairing key for a set of parts.
 std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -324,7 +325,27 @@ void ParsePairings(const YAML::Node& n, ExperimentSpec* spec) {
 void ParseOrder(const YAML::Node& n, ExperimentSpec* spec) {
   MapReader m(n, "order", {"randomize", "seed"});
   if (m.Has("randomize")) spec->randomize = Bool(m.Value("randomize"), m.PathOf("randomize"));
-  if (m.Has("seed")) spec->seed = Unsigned64(m.Value("seed"), m.PathOf("seed"));
+  if (m.Has("seed")) {
+    spec->seed = Unsigned64(m.Value("seed"), m.PathOf("seed"));
+    spec->seed_explicit = true;
+  }
+}
+
+// No fixed default seed: every run of a file would otherwise share one order, and an effect of
+// that order would look like an effect of the interference. The drawn seed is recorded.
+uint64_t DrawSeed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+void ParseCalibration(const YAML::Node& n, ExperimentSpec* spec) {
+  MapReader c(n, "calibration", {"duration", "max_age"});
+  if (c.Has("duration")) {
+    spec->calibration_s = Duration(c.Value("duration"), "calibration.duration", true);
+  }
+  if (c.Has("max_age")) {
+    spec->calibration_max_age_s = Duration(c.Value("max_age"), "calibration.max_age", true);
+  }
 }
 
 ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
@@ -335,9 +356,10 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   if (!root.IsMap()) {
     Fail(root, "", std::string("the document must be a mapping, got ") + KindName(root));
   }
-  MapReader m(root, "",
-              {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
-               "settle", "cooldown", "calibration", "lease"});
+  MapReader m(
+      root, "",
+      {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order", "settle",
+       "cooldown", "calibration", "lease", "warmup_trials", "min_antagonist_samples"});
   ExperimentSpec spec;
   spec.source_path = source_path;
   spec.name = NonEmptyString(m.Require("name"), "name");
@@ -362,14 +384,18 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
     spec.repetitions =
         static_cast<int>(Integer(m.Value("repetitions"), "repetitions", 1, kMaxRepetitions));
   }
+  spec.seed = DrawSeed();
   if (m.Has("order")) ParseOrder(m.Value("order"), &spec);
   if (m.Has("settle")) spec.settle_s = Duration(m.Value("settle"), "settle", false);
   if (m.Has("cooldown")) spec.cooldown_s = Duration(m.Value("cooldown"), "cooldown", false);
-  if (m.Has("calibration")) {
-    MapReader c(m.Value("calibration"), "calibration", {"duration"});
-    if (c.Has("duration")) {
-      spec.calibration_s = Duration(c.Value("duration"), "calibration.duration", true);
-    }
+  if (m.Has("calibration")) ParseCalibration(m.Value("calibration"), &spec);
+  if (m.Has("warmup_trials")) {
+    spec.warmup_trials =
+        static_cast<int>(Integer(m.Value("warmup_trials"), "warmup_trials", 0, 100));
+  }
+  if (m.Has("min_antagonist_samples")) {
+    spec.min_antagonist_samples = static_cast<int>(
+        Integer(m.Value("min_antagonist_samples"), "min_antagonist_samples", 1, 10000));
   }
   if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
   // Agents refuse leases under 1 s (security issue, item 3): say so at submit, not per trial.

@@ -133,6 +133,12 @@ ALTER TABLE trial_antagonists ADD COLUMN cpu_s REAL DEFAULT 0;
 ALTER TABLE trial_antagonists ADD COLUMN run_s REAL DEFAULT 0;
 ALTER TABLE trial_antagonists ADD COLUMN effective_cpus TEXT NOT NULL DEFAULT '';
 )sql"},
+    // 5: provenance (docs/validity.md): a JSON object per experiment (versions, node snapshots,
+    // warm-up runs, per-trial load), and the node snapshot each calibration was measured under.
+    {"add experiments.provenance and calibrations.node_fingerprint", R"sql(
+ALTER TABLE experiments ADD COLUMN provenance TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE calibrations ADD COLUMN node_fingerprint TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

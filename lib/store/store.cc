@@ -20,7 +20,7 @@ constexpr int kBusyTimeoutMs = 10000;
 
 constexpr const char* kExperimentColumns =
     "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
-    "finished_unix_ms";
+    "finished_unix_ms, provenance";
 
 Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   ExperimentRecord e;
@@ -37,6 +37,7 @@ Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   e.total_trials = static_cast<int>(row.Int(7));
   e.created_unix_ms = row.Int(8);
   e.finished_unix_ms = row.Int(9);
+  e.provenance_json = row.Text(10);
   return e;
 }
 
@@ -49,11 +50,13 @@ CalibrationRecord ReadCalibration(const sql::Stmt& row) {
   c.unit = row.Text(4);
   c.duration_s = row.Real(5);
   c.measured_unix_ms = row.Int(6);
+  c.node_fingerprint = row.Text(7);
   return c;
 }
 
 constexpr const char* kCalibrationColumns =
-    "node, injector, options_key, peak_rate, unit, duration_s, measured_unix_ms";
+    "node, injector, options_key, peak_rate, unit, duration_s, measured_unix_ms, "
+    "node_fingerprint";
 
 }  // namespace
 
@@ -206,6 +209,18 @@ Status Store::UpdateExperiment(const std::string& id, ExperimentState state,
   return Status::Ok();
 }
 
+Status Store::SetProvenance(const std::string& id, const std::string& provenance_json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  auto stmt = sql::Stmt::Prepare(db, "UPDATE experiments SET provenance = ?2 WHERE id = ?1");
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, id);
+  stmt->BindText(2, provenance_json);
+  if (Status s = stmt->Run("saving the provenance of experiment '" + id + "'"); !s) return s;
+  if (sqlite3_changes(db_) == 0) return NoSuchExperiment(db, id);
+  return Status::Ok();
+}
+
 Result<ExperimentRecord> Store::GetExperiment(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
   sql::Db db{db_, &path_};
@@ -290,10 +305,11 @@ Status Store::PutCalibration(const CalibrationRecord& c) {
   auto stmt = sql::Stmt::Prepare(
       db,
       "INSERT INTO calibrations (node, injector, options_key, peak_rate, unit, duration_s, "
-      "measured_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+      "measured_unix_ms, node_fingerprint) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
       "ON CONFLICT (node, injector, options_key) DO UPDATE SET peak_rate = excluded.peak_rate, "
       "unit = excluded.unit, duration_s = excluded.duration_s, "
-      "measured_unix_ms = excluded.measured_unix_ms");
+      "measured_unix_ms = excluded.measured_unix_ms, "
+      "node_fingerprint = excluded.node_fingerprint");
   if (!stmt) return Err(stmt.error());
   stmt->BindText(1, c.node);
   stmt->BindText(2, c.injector);
@@ -302,6 +318,7 @@ Status Store::PutCalibration(const CalibrationRecord& c) {
   stmt->BindText(5, c.unit);
   stmt->BindReal(6, c.duration_s);
   stmt->BindInt(7, c.measured_unix_ms);
+  stmt->BindText(8, c.node_fingerprint);
   return stmt->Run("saving the calibration of " + c.injector + " on " + c.node);
 }
 

@@ -42,6 +42,8 @@ class Store {
   Status CreateExperiment(const ExperimentRecord& e);
   Status UpdateExperiment(const std::string& id, ExperimentState state, const std::string& error,
                           int64_t finished_unix_ms);
+  // Replaces the experiment's provenance (a JSON object, docs/results.md "provenance").
+  Status SetProvenance(const std::string& id, const std::string& provenance_json);
   Result<ExperimentRecord> GetExperiment(const std::string& id);  // id or "latest"
   Result<std::vector<ExperimentRecord>> ListExperiments();        // newest first
   // Experiments left queued/running by a controller that died: marked interrupted (error

@@ -1,4 +1,5 @@
 // The trial runner against fake agents (no processes, no sockets) and a real SQLite store.
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -6,10 +7,12 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "controller/agent_registry.h"
 #include "controller/experiment_runner.h"
 #include "lib/analysis/results.h"
+#include "lib/common/version.h"
 #include "lib/spec/spec.h"
 #include "lib/store/store.h"
 
@@ -31,6 +34,16 @@ class FakeAgent : public AgentClient {
   int victims = 0;
   double achieved_fraction = 1.0;  // of the target
   double peak = 1000;
+  double victim_wall_s = 2.0;  // 10 antagonist samples (one per 0.2 s) fall in the victim's run
+  // When set: the fraction of its target an antagonist reports at its poll-th settle poll.
+  std::function<double(int poll)> fraction_at_poll;
+  std::map<std::string, int> polls;  // id -> GetAntagonist calls
+  std::map<std::string, int64_t> started_ns;
+  int64_t victim_started_ns = 0;
+  const Clock* clock = nullptr;  // when set: victim_starts_s records its time
+  // Per victim run: when it started on `clock`, with how many antagonists running.
+  std::vector<std::pair<double, size_t>> victim_starts;
+  std::vector<size_t> started_before_victim;  // per victim run: antagonists ever started
 
   Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest&) override {
     std::lock_guard<std::mutex> l(mu);
@@ -48,6 +61,7 @@ class FakeAgent : public AgentClient {
     v1::StartAntagonistReply r;
     r.set_pid(1234);
     r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
+    started_ns[req.antagonist_id()] = r.started_unix_ns();
     return r;
   }
   Result<v1::GetAntagonistReply> GetAntagonist(const std::string& id) override {
@@ -57,7 +71,9 @@ class FakeAgent : public AgentClient {
     r.set_unit("bytes/s");
     r.set_samples(3);
     r.set_target(running[id]);
-    r.set_last_achieved(running[id] * achieved_fraction);
+    const int poll = polls[id]++;
+    const double fraction = fraction_at_poll ? fraction_at_poll(poll) : achieved_fraction;
+    r.set_last_achieved(running[id] * fraction);
     return r;
   }
   Result<v1::StopAntagonistReply> StopAntagonist(const v1::StopAntagonistRequest& req) override {
@@ -70,12 +86,24 @@ class FakeAgent : public AgentClient {
     r.set_unit("bytes/s");
     r.set_target_rate(target);
     r.set_achieved_rate(target * achieved_fraction);
+    // One sample per 0.2 s from the antagonist's start to the end of the victim's run.
+    const double until_s =
+        (victim_started_ns - started_ns[req.antagonist_id()]) / 1e9 + victim_wall_s;
+    for (double t = 0.2; t <= until_s + 1e-9; t += 0.2) {
+      auto* s = r.add_samples();
+      s->set_t_s(t);
+      s->set_achieved(target * achieved_fraction);
+      s->set_target(target);
+    }
     return r;
   }
   Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest&, double) override {
     std::lock_guard<std::mutex> l(mu);
     ++victims;
     v1::RunVictimReply r;
+    r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
+    victim_started_ns = r.started_unix_ns();
+    started_before_victim.push_back(ever_started.size());
     if (fail_victim) {
       r.set_ok(false);
       r.set_error("victim exited with status 3");
@@ -87,10 +115,10 @@ class FakeAgent : public AgentClient {
     for (const auto& [id, rate] : running) slow += rate / peak;
     r.set_ok(true);
     r.set_metric(0.1 * slow);
-    r.set_wall_s(0.5);
+    r.set_wall_s(victim_wall_s);
     (*r.mutable_phase_medians())["compute_s"] = 0.05;
     (*r.mutable_phase_medians())["read_s"] = 0.05 * slow;
-    r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
+    if (clock) victim_starts.emplace_back(clock->MonotonicSeconds(), running.size());
     return r;
   }
   Status StopAll(const std::string&) override { return Status::Ok(); }
@@ -111,8 +139,10 @@ class RunnerTest : public ::testing::Test {
         SystemClock::Get(),
         [this](const std::string& id, const std::string&) { return agents_by_id_.at(id); }, 60);
     AddNode("node-1", agent_);
+    // No settle grace on the real clock: antagonists that miss their target end the settle at
+    // once ("did not settle") instead of costing every trial 10 s of test time.
     runner_ = std::make_unique<ExperimentRunner>(registry_.get(), store_.get(), SystemClock::Get(),
-                                                 RunnerOptions{0.0, 0.9, 0.0});
+                                                 RunnerOptions{0.0, 0.9, 0.0, 0.0});
   }
   void AddNode(const std::string& id, std::shared_ptr<FakeAgent> agent) {
     agents_by_id_[id] = std::move(agent);
@@ -129,15 +159,17 @@ class RunnerTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  experiment::ExperimentSpec Spec(const std::string& extra = "", const std::string& settle = "0s") {
+  // warmup_trials: 0 unless a test asks, so that victim counts are the trials'.
+  experiment::ExperimentSpec Spec(const std::string& extra = "", const std::string& settle = "0s",
+                                  const std::string& warmup = "0") {
     std::string yaml =
         "name: fake\n"
         "victim: {command: [victim], warmup_steps: 0}\n"
         "antagonists:\n"
         "  - {name: membw, injector: memcpy, levels: [0.5, 1.0]}\n"
         "repetitions: 3\n"
-        "settle: " +
-        settle + "\n" + extra;
+        "warmup_trials: " +
+        warmup + "\nsettle: " + settle + "\n" + extra;
     auto s = experiment::ParseExperiment(yaml, "fake.yaml");
     EXPECT_TRUE(s.ok()) << s.error();
     return *s;
@@ -200,6 +232,200 @@ TEST_F(RunnerTest, EveryTrialStoredEveryAntagonistStoppedSlowdownMeasured) {
   ExperimentRecord rec2;
   ASSERT_TRUE(Run(spec, &rec2).ok());
   EXPECT_EQ(agent_->calibrations, 1);
+}
+
+// One interference trial (membw@1) and its baseline, on the fake clock; every settle poll's time
+// is recorded by the fake agent.
+class SettleTest : public RunnerTest {
+ protected:
+  void SetUp() override {
+    RunnerTest::SetUp();
+    UseFakeClock();
+    agent_->clock = &fake_clock_;
+    fake_clock_.OnWait([this](double) {
+      std::lock_guard<std::mutex> l(agent_->mu);
+      poll_ends_s_.push_back(fake_clock_.MonotonicSeconds());
+    });
+  }
+  experiment::ExperimentSpec OneTrial(const std::string& settle) {
+    auto spec = Spec("", settle);
+    spec.antagonists[0].intensities.resize(1);  // level 0.5 only
+    spec.repetitions = 1;
+    return spec;
+  }
+  // The interference trial (the only one with antagonists).
+  TrialRecord Interference(const std::string& id) {
+    auto trials = store_->GetTrials(id);
+    EXPECT_TRUE(trials.ok());
+    for (const auto& t : *trials) {
+      if (!t.baseline) return t;
+    }
+    ADD_FAILURE() << "no interference trial";
+    return {};
+  }
+  std::vector<double> poll_ends_s_;  // clock time at the start of each settle wait
+};
+
+TEST_F(SettleTest, VictimStartsOnlyAfterTheTargetsWereHeldForTheWholeWindow) {
+  // At target from the first poll, one dip at poll 5 (t = 0.5 s), then at target again: the
+  // window restarts at poll 6 (t = 0.6 s), so the victim may not start before t = 1.6 s. Before
+  // this rule, it started at the first poll at target (t = 0).
+  agent_->fraction_at_poll = [](int poll) { return poll == 5 ? 0.5 : 1.0; };
+  const double t0 = fake_clock_.MonotonicSeconds();
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(OneTrial("1s"), &rec).ok());
+  TrialRecord t = Interference(rec.id);
+  EXPECT_EQ(t.state, TrialState::kDone) << t.error;
+  ASSERT_EQ(agent_->victim_starts.size(), 2u);  // the interference trial and its baseline
+  double victim_s = -1;
+  for (const auto& [at, running] : agent_->victim_starts) {
+    if (running > 0) victim_s = at - t0;
+  }
+  EXPECT_GE(victim_s, 1.6 - 1e-6) << "the dip at 0.5 s did not restart the settle window";
+  EXPECT_LE(victim_s, 1.6 + 0.1 + 1e-6) << "settle waited longer than the window";
+  EXPECT_GE(agent_->polls.begin()->second, 17) << "a poll every 0.1 s through the window";
+  ExpectAllStopped(*agent_);
+}
+
+TEST_F(SettleTest, TargetsNeverHeldForAWholeWindowFlagTheTrialDidNotSettle) {
+  // At target 4 polls in 5: never 1 s without a gap. The runner gives up after settle + the
+  // grace (10 s), still runs the victim, and flags the trial with its own reason.
+  agent_->fraction_at_poll = [](int poll) { return poll % 5 == 4 ? 0.5 : 1.0; };
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(OneTrial("1s"), &rec).ok());
+  TrialRecord t = Interference(rec.id);
+  EXPECT_EQ(t.state, TrialState::kFlagged);
+  EXPECT_EQ(t.error.rfind("did not settle: ", 0), 0u) << t.error;
+  EXPECT_NE(t.error.find("of the 1 s settle window"), std::string::npos) << t.error;
+  EXPECT_EQ(agent_->victims, 2) << "the victim still runs (its figures are kept, flagged)";
+  ASSERT_FALSE(poll_ends_s_.empty());
+  EXPECT_GE(poll_ends_s_.back(), 11 - 0.2) << "gave up before settle + grace";
+  ExpectAllStopped(*agent_);
+}
+
+TEST_F(RunnerTest, AVictimShorterThanTheSampleMinimumIsTooShortToJudge) {
+  agent_->victim_wall_s = 0.5;  // ~3 antagonist samples (one per 0.2 s) in the victim's run
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(Spec(), &rec).ok());
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  for (const auto& t : *trials) {
+    if (t.baseline) {
+      EXPECT_EQ(t.state, TrialState::kDone) << "a baseline has no antagonist to judge";
+      continue;
+    }
+    EXPECT_EQ(t.state, TrialState::kFlagged);
+    EXPECT_EQ(t.error.rfind("too short to judge: membw had ", 0), 0u) << t.error;
+    EXPECT_NE(t.error.find("(fewer than 5)"), std::string::npos) << t.error;
+  }
+  // The minimum is a YAML knob.
+  ExperimentRecord rec2;
+  ASSERT_TRUE(Run(Spec("min_antagonist_samples: 2\n"), &rec2).ok());
+  auto trials2 = store_->GetTrials(rec2.id);
+  ASSERT_TRUE(trials2.ok());
+  for (const auto& t : *trials2) EXPECT_EQ(t.state, TrialState::kDone) << t.error;
+}
+
+TEST_F(RunnerTest, WarmupRunsComeFirstWithoutAntagonistsAndAreNeverTrials) {
+  ExperimentRecord rec;
+  auto spec = Spec("", "0s", "2");
+  ASSERT_EQ(spec.warmup_trials, 2);
+  ASSERT_TRUE(Run(spec, &rec).ok());
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  EXPECT_EQ(static_cast<int>(trials->size()), rec.total_trials) << "warm-ups are not trials";
+  EXPECT_EQ(agent_->victims, rec.total_trials + 2);
+  ASSERT_GE(agent_->started_before_victim.size(), 2u);
+  EXPECT_EQ(agent_->started_before_victim[0], 0u) << "a warm-up ran beside an antagonist";
+  EXPECT_EQ(agent_->started_before_victim[1], 0u) << "a warm-up ran after a trial";
+  // Recorded as provenance, with their wall times.
+  auto stored = store_->GetExperiment(rec.id);
+  ASSERT_TRUE(stored.ok());
+  auto prov = nlohmann::json::parse(stored->provenance_json);
+  ASSERT_EQ(prov["warmup"].size(), 2u);
+  EXPECT_EQ(prov["warmup"][0]["run"], 1);
+  EXPECT_TRUE(prov["warmup"][0]["ok"].get<bool>());
+  EXPECT_DOUBLE_EQ(prov["warmup"][1]["wall_s"].get<double>(), agent_->victim_wall_s);
+}
+
+TEST_F(RunnerTest, AFailedWarmupStopsTheExperimentBeforeTrialOne) {
+  agent_->fail_victim = true;
+  ExperimentRecord rec;
+  Status s = Run(Spec("", "0s", "1"), &rec);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error(), "warm-up run 1 failed: victim exited with status 3");
+  EXPECT_TRUE(store_->GetTrials(rec.id)->empty());
+  EXPECT_TRUE(agent_->ever_started.empty());
+}
+
+TEST_F(RunnerTest, ProvenanceRecordsVersionSeedNodesCalibrationsAndTrialLoad) {
+  v1::AgentInfo info;
+  info.set_agent_id("node-1");
+  info.set_address("fake");
+  v1::NodeSnapshot node;
+  node.set_kernel("Linux 6.8.0");
+  node.set_cpu_model("Test CPU");
+  node.set_cpu_count(8);
+  node.set_governor("performance");
+  node.set_cpu_max_khz(3000000);
+  (*node.mutable_gpu_labels())["gpu_count"] = "0";
+  ASSERT_TRUE(registry_->Register(info, node).ok());
+  ASSERT_TRUE(registry_->Heartbeat("node-1", 0.001, 0, 0, 1.25));
+  ExperimentRecord rec;
+  auto spec = Spec();
+  ASSERT_FALSE(spec.seed_explicit);
+  ASSERT_TRUE(Run(spec, &rec).ok());
+  auto stored = store_->GetExperiment(rec.id);
+  ASSERT_TRUE(stored.ok());
+  auto prov = nlohmann::json::parse(stored->provenance_json);
+  EXPECT_EQ(prov["codl_version"], CodlVersion());
+  EXPECT_EQ(prov["seed"].get<uint64_t>(), spec.seed);
+  EXPECT_EQ(prov["seed_source"], "drawn");
+  EXPECT_GT(prov["started_unix_ms"].get<int64_t>(), 0);
+  EXPECT_GE(prov["finished_unix_ms"].get<int64_t>(), prov["started_unix_ms"].get<int64_t>());
+  const auto& n = prov["nodes"]["node-1"];
+  EXPECT_EQ(n["kernel"], "Linux 6.8.0");
+  EXPECT_EQ(n["cpu_model"], "Test CPU");
+  EXPECT_EQ(n["cpu_count"], 8);
+  EXPECT_EQ(n["governor"], "performance");
+  EXPECT_EQ(n["cpu_max_khz"], 3000000);
+  EXPECT_EQ(n["gpu"]["gpu_count"], "0");
+  ASSERT_EQ(prov["calibrations"].size(), 1u);
+  EXPECT_EQ(prov["calibrations"][0]["source"], "measured: none cached");
+  ASSERT_EQ(static_cast<int>(prov["trials"].size()), rec.total_trials);
+  EXPECT_DOUBLE_EQ(prov["trials"][0]["load_avg_1m"].get<double>(), 1.25);
+  // All of it reaches the results JSON (`codlctl results ID -o json`).
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  auto results =
+      nlohmann::json::parse(experiment::FormatJson(experiment::Summarize(*stored, *trials)));
+  EXPECT_EQ(results["provenance"], prov);
+  EXPECT_EQ(results["yaml"], stored->yaml);
+}
+
+TEST_F(RunnerTest, CalibrationIsRedoneWhenTooOldOrWhenTheNodeChanged) {
+  UseFakeClock();
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(Spec(), &rec).ok());
+  EXPECT_EQ(agent_->calibrations, 1);
+  ASSERT_TRUE(Run(Spec(), &rec).ok());
+  EXPECT_EQ(agent_->calibrations, 1) << "fresh and same node: the cached peak is reused";
+  fake_clock_.Advance(25 * 3600);  // past the default max_age of 24 h
+  ASSERT_TRUE(Run(Spec(), &rec).ok());
+  EXPECT_EQ(agent_->calibrations, 2) << "a day-old calibration is measured again";
+  ASSERT_TRUE(Run(Spec("calibration: {max_age: 48h}\n"), &rec).ok());
+  EXPECT_EQ(agent_->calibrations, 2);
+  // The agent re-registers with another governor: the peak it measured no longer holds.
+  v1::AgentInfo info;
+  info.set_agent_id("node-1");
+  info.set_address("fake");
+  v1::NodeSnapshot node;
+  node.set_governor("powersave");
+  ASSERT_TRUE(registry_->Register(info, node).ok());
+  ASSERT_TRUE(Run(Spec(), &rec).ok());
+  EXPECT_EQ(agent_->calibrations, 3) << "the node's snapshot changed";
+  ASSERT_TRUE(Run(Spec(), &rec).ok());
+  EXPECT_EQ(agent_->calibrations, 3);
 }
 
 TEST_F(RunnerTest, AntagonistThatMissesTargetFlagsTheTrial) {

@@ -84,13 +84,15 @@ TEST(Metrics, ControllerAndAgentExposePromtoolCleanMetrics) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
 
   std::string cm, am;
-  // Gauges refresh once a second.
+  // Gauges refresh once a second: when the (randomly ordered) last trial had an antagonist,
+  // the running gauge reaches 0 up to a second after the experiment ends.
   ASSERT_TRUE(WaitUntil(
       [&] {
         cm = HttpGetMetrics(cport);
         am = HttpGetMetrics(aport);
         return Value(cm, "codl_agents{state=\"up\"}") == 1 &&
-               Value(am, "codl_agent_victim_runs_total{result=\"ok\"}") >= 4;
+               Value(am, "codl_agent_victim_runs_total{result=\"ok\"}") >= 4 &&
+               Value(am, "codl_agent_antagonists_running") == 0;
       },
       10))
       << cm << "\n----\n"

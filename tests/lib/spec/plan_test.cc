@@ -205,15 +205,29 @@ TEST(PairingKeyTest, SortedNamesAndLabels) {
   EXPECT_EQ(PairingKey(s, {{0, max}}), "a@max");
 }
 
-TEST(EstimateDurationTest, CountsCalibrationSettleVictimAndCooldown) {
+TEST(EstimateDurationTest, CountsCalibrationWarmupSettleVictimAndCooldown) {
   auto s = ThreeAntagonists(Pairings::kSingles);
   s.repetitions = 1;
   s.calibration_s = 2;
   s.settle_s = 1;
   s.cooldown_s = 0.5;
+  s.warmup_trials = 2;
   auto plan = ExpandPlan(s);  // 6 interference + 2 baselines
-  // a and c use levels (2 calibrations); b is an absolute rate.
-  EXPECT_DOUBLE_EQ(EstimateDurationSeconds(s, plan, 10), 2 * 2 + 6 * 1 + 8 * (10 + 0.5));
+  // a and c use levels (2 calibrations); b is an absolute rate. Warm-ups are victim runs.
+  EXPECT_DOUBLE_EQ(EstimateDurationSeconds(s, plan, 10), 2 * 2 + 2 * 10 + 6 * 1 + 8 * (10 + 0.5));
+}
+
+TEST(ShortVictimWarningTest, WarnsWhenTheVictimLeavesTooFewAntagonistSamples) {
+  auto s = ThreeAntagonists(Pairings::kSingles);
+  s.min_antagonist_samples = 5;  // 5 samples x 0.2 s = 1 s
+  EXPECT_EQ(ShortVictimWarning(s, 10, false), "");
+  const std::string w = ShortVictimWarning(s, 0.6, true);
+  EXPECT_NE(w.find("likely runs 0.6 s (median of the last run)"), std::string::npos) << w;
+  EXPECT_NE(w.find("too short to judge"), std::string::npos) << w;
+  s.victim.timeout_s = 0.5;  // a timeout shorter than the estimate caps it
+  EXPECT_NE(ShortVictimWarning(s, 10, false).find("(victim.timeout)"), std::string::npos);
+  s.antagonists.clear();  // nothing to judge: no warning
+  EXPECT_EQ(ShortVictimWarning(s, 0.1, false), "");
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ struct BadCase {
 const BadCase kBad[] = {
     {"unknown top-level key", "name: x\nvictim: {command: [a]}\ncolour: red\n",
      "e.yaml:3:1: unknown top-level key 'colour' (expected one of: name, nodes, victim, "
-     "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease)"},
+     "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease, "
+     "warmup_trials, min_antagonist_samples)"},
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
      "command, env, workdir, progress, warmup_steps, timeout, nodes, metric, cpus, numa)"},
@@ -142,7 +143,13 @@ const BadCase kBad[] = {
     {"negative seed", "name: x\nvictim: {command: [a]}\norder: {seed: -5}\n",
      "e.yaml:3:15: order.seed: expected an unsigned 64-bit integer, got '-5'"},
     {"calibration unknown key", "name: x\nvictim: {command: [a]}\ncalibration: {time: 2s}\n",
-     "e.yaml:3:15: calibration: unknown key 'time' (expected one of: duration)"},
+     "e.yaml:3:15: calibration: unknown key 'time' (expected one of: duration, max_age)"},
+    {"calibration max_age zero", "name: x\nvictim: {command: [a]}\ncalibration: {max_age: 0s}\n",
+     "e.yaml:3:24: calibration.max_age: '0s' must be greater than 0"},
+    {"negative warmup_trials", "name: x\nvictim: {command: [a]}\nwarmup_trials: -1\n",
+     "e.yaml:3:16: warmup_trials: -1 is out of range [0, 100]"},
+    {"min_antagonist_samples zero", "name: x\nvictim: {command: [a]}\nmin_antagonist_samples: 0\n",
+     "e.yaml:3:25: min_antagonist_samples: 0 is out of range [1, 10000]"},
     {"top level not a mapping", "- a\n- b\n",
      "e.yaml:1:1: the document must be a mapping, got a list"},
     {"empty document", "",
@@ -221,8 +228,11 @@ TEST(ParseExperimentTest, MinimalDocumentGetsDefaults) {
   EXPECT_EQ(s.pairings, Pairings::kSingles);
   EXPECT_EQ(s.repetitions, d.repetitions);
   EXPECT_EQ(s.randomize, d.randomize);
-  EXPECT_EQ(s.seed, d.seed);
+  EXPECT_FALSE(s.seed_explicit);
   EXPECT_EQ(s.settle_s, d.settle_s);
+  EXPECT_EQ(s.warmup_trials, 1);
+  EXPECT_EQ(s.min_antagonist_samples, 5);
+  EXPECT_DOUBLE_EQ(s.calibration_max_age_s, 24 * 3600);
   EXPECT_EQ(s.cooldown_s, d.cooldown_s);
   EXPECT_EQ(s.calibration_s, d.calibration_s);
   EXPECT_EQ(s.lease_s, d.lease_s);
@@ -256,6 +266,30 @@ cooldown: 1s
 calibration: {duration: 3s}
 lease: 15s
 )";
+
+TEST(ParseExperimentTest, AbsentSeedIsDrawnAtRandomAndAnExplicitOneHonoured) {
+  // Two parses of a file without a seed draw different seeds (a fixed default made every run
+  // share one order); 2^-64 is the chance this fails by luck.
+  const char* doc = "name: x\nvictim: {command: [a]}\n";
+  auto a = ParseExperiment(doc, "e.yaml"), b = ParseExperiment(doc, "e.yaml");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->seed, b->seed);
+  auto c = ParseExperiment("name: x\nvictim: {command: [a]}\norder: {seed: 42}\n", "e.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->seed, 42u);
+  EXPECT_TRUE(c->seed_explicit);
+}
+
+TEST(ParseExperimentTest, WarmupCalibrationAgeAndSampleMinimum) {
+  auto r = ParseExperiment(
+      "name: x\nvictim: {command: [a]}\nwarmup_trials: 0\ncalibration: {max_age: 2h}\n"
+      "min_antagonist_samples: 8\n",
+      "e.yaml");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->warmup_trials, 0);
+  EXPECT_DOUBLE_EQ(r->calibration_max_age_s, 7200);
+  EXPECT_EQ(r->min_antagonist_samples, 8);
+}
 
 TEST(ParseExperimentTest, FullDocument) {
   auto r = ParseExperiment(kFull, "full.yaml");

@@ -90,6 +90,37 @@ TEST(StoreMigrationTest, Version1DatabaseMigratesToLatestWithDataPreserved) {
   EXPECT_EQ((*store.GetCalibration("n1", "memcpy", "threads=2"))->duration_s, 4.5);
 }
 
+TEST(StoreMigrationTest, Version2DatabaseGainsProvenanceAndCalibrationFingerprints) {
+  testing::TempDir dir;
+  const std::string path = dir.File("v2.db");
+  {
+    auto v2 = Store::OpenAtSchemaVersionForTesting(path, 2);
+    ASSERT_TRUE(v2.ok()) << v2.error();
+    ASSERT_TRUE((*v2)->CreateExperiment(MakeExperiment("e-v2", 9, ExperimentState::kDone)).ok());
+  }
+  ASSERT_FALSE(HasColumn(path, "experiments", "provenance"));
+  testing::ExecRaw(
+      path,
+      "INSERT INTO calibrations (node, injector, options_key, peak_rate, unit, "
+      "measured_unix_ms, duration_s) VALUES ('n1', 'memcpy', '', 1e9, 'bytes/s', 5, 2)");
+  auto latest = Store::Open(path);
+  ASSERT_TRUE(latest.ok()) << latest.error();
+  Store& store = **latest;
+  auto e = store.GetExperiment("e-v2");
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->provenance_json, "{}");  // an old run has no provenance: an empty object
+  auto cal = store.GetCalibration("n1", "memcpy", "");
+  ASSERT_TRUE(cal.ok() && cal->has_value()) << cal.error();
+  EXPECT_EQ((*cal)->node_fingerprint, "");  // unknown: any snapshot of the node differs
+  CalibrationRecord c = **cal;
+  c.node_fingerprint = "0123abcd";
+  ASSERT_TRUE(store.PutCalibration(c).ok());
+  EXPECT_EQ((*store.GetCalibration("n1", "memcpy", ""))->node_fingerprint, "0123abcd");
+  ASSERT_TRUE(store.SetProvenance("e-v2", R"({"codl_version":"x"})").ok());
+  EXPECT_EQ(store.GetExperiment("e-v2")->provenance_json, R"({"codl_version":"x"})");
+  EXPECT_FALSE(store.SetProvenance("nope", "{}").ok()) << "an unknown experiment is an error";
+}
+
 TEST(StoreMigrationTest, NewerDatabaseIsRefusedNamingBothVersions) {
   testing::TempDir dir;
   const std::string path = dir.File("future.db");

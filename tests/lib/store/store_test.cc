@@ -263,10 +263,10 @@ TEST_F(StoreTest, CalibrationRoundTripsAndIsReplacedByKey) {
   ASSERT_TRUE(missing.ok()) << missing.error();
   EXPECT_FALSE(missing->has_value());
 
-  CalibrationRecord c{"n1",      "memcpy", "threads=2",  2.3456789012345678e10,
-                      "bytes/s", 3.25,     1700000000001};
+  CalibrationRecord c{"n1",      "memcpy", "threads=2",   2.3456789012345678e10,
+                      "bytes/s", 3.25,     1700000000001, "5be1c0d3a9e47f21"};
   ASSERT_TRUE(store_->PutCalibration(c).ok());
-  CalibrationRecord other{"n1", "io_uring", "bs=1MiB,mode=randread,qd=32", 1.1e5, "IOPS", 5, 9};
+  CalibrationRecord other{"n1", "io_uring", "bs=1MiB,mode=randread,qd=32", 1.1e5, "IOPS", 5, 9, ""};
   ASSERT_TRUE(store_->PutCalibration(other).ok());
   c.peak_rate = 2.5e10;
   c.duration_s = 6.5;
@@ -283,6 +283,7 @@ TEST_F(StoreTest, CalibrationRoundTripsAndIsReplacedByKey) {
   EXPECT_EQ(g.unit, c.unit);
   EXPECT_SAME_DOUBLE(g.duration_s, c.duration_s);
   EXPECT_EQ(g.measured_unix_ms, c.measured_unix_ms);
+  EXPECT_EQ(g.node_fingerprint, c.node_fingerprint);
 
   auto list = store_->ListCalibrations();
   ASSERT_TRUE(list.ok());

@@ -1,0 +1,49 @@
+// Settle and judgement rules of one trial (docs/validity.md, "Settle"):
+// - the victim starts only once every antagonist has held >= settle_fraction of its target for
+//   the whole `settle` window, polled without a gap; a poll below the line restarts the window.
+//   When no window completes within settle + the grace, the trial is "did not settle".
+// - a trial whose victim window holds fewer than `min_antagonist_samples` samples of some
+//   antagonist is "too short to judge": its "held its target" verdict would rest on noise.
+// Both verdicts flag the trial; the reasons below start its error text, so they are stored and
+// shown wherever the error is.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace codl::controller {
+
+inline constexpr const char* kDidNotSettle = "did not settle";
+inline constexpr const char* kTooShortToJudge = "too short to judge";
+
+class SettleWindow {
+ public:
+  enum class Verdict { kWaiting, kSettled, kDidNotSettle };
+
+  // window_s: how long the targets must be held; give_up_s: how long after the first poll to
+  // keep trying for a complete window.
+  SettleWindow(double window_s, double give_up_s) : window_s_(window_s), give_up_s_(give_up_s) {}
+
+  // One poll at monotonic time `now_s`: whether every antagonist was at its target then.
+  Verdict Observe(double now_s, bool all_at_target);
+
+  // The longest unbroken hold seen so far, for the "did not settle" message.
+  double longest_hold_s() const { return longest_hold_s_; }
+  double window_s() const { return window_s_; }
+
+ private:
+  double window_s_;
+  double give_up_s_;
+  std::optional<double> first_poll_s_;
+  std::optional<double> held_since_s_;  // start of the current unbroken hold
+  double longest_hold_s_ = 0;
+};
+
+// "did not settle: targets held for at most 1.2 s of the 3 s window within 13 s".
+std::string DidNotSettleReason(const SettleWindow& w, double waited_s);
+
+// "" when every antagonist left at least `min_samples` samples in the victim's window, else
+// "too short to judge: membw had 3 samples in the victim's run (fewer than 5)".
+std::string TooShortReason(const std::string& antagonist, int samples, int min_samples);
+
+}  // namespace codl::controller
