@@ -19,6 +19,7 @@ namespace codl::agent {
 struct AgentPolicy {
   bool allow_victim = true;
   double max_level = 1.0;
+  std::optional<RunAs> victim_run_as;  // nullopt: victims run as the agent
 };
 
 class AgentServiceImpl final : public v1::Agent::CallbackService {

@@ -9,6 +9,7 @@
 
 #include "agent/progress_parser.h"
 #include "lib/common/clock.h"
+#include "lib/common/subprocess.h"
 #include "lib/spec/spec.h"
 
 namespace codl::agent {
@@ -24,7 +25,9 @@ struct VictimOutcome {
 
 class VictimRunner {
  public:
-  explicit VictimRunner(const Clock* clock) : clock_(clock) {}
+  // Victims run as `run_as` when set (the agent's victim_user), else as the agent.
+  explicit VictimRunner(const Clock* clock, std::optional<RunAs> run_as = std::nullopt)
+      : clock_(clock), run_as_(std::move(run_as)) {}
   // Blocks until the victim exits, times out, or `cancel` becomes true.
   // on_step (optional) is called for every step the victim reports, as it reports it.
   VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr,
@@ -32,6 +35,7 @@ class VictimRunner {
 
  private:
   const Clock* clock_;
+  std::optional<RunAs> run_as_;
 };
 
 }  // namespace codl::agent
