@@ -275,11 +275,13 @@ Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
     if (!role) return Unauthenticated("unknown role recorded for the call");
     return Identity{*role, ids.empty() ? "" : ToString(ids.front())};
   }
-  // Only unix-socket connections run without the authorizer, and unix_listener admitted them
-  // by uid (root or the daemon's own) before handing them to the server.
-  for (const auto& v : auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
-    if (v == "insecure") return Identity{Role::kAdmin, ""};
-  }
+  // Only unix-socket connections run without the authorizer: UnixListener admitted them by uid
+  // (root or the daemon's own) and handed them over as "fd:N" channels, which carry no
+  // transport security properties at all.
+  const bool from_unix_listener =
+      ctx.peer().rfind("fd:", 0) == 0 &&
+      auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME).empty();
+  if (from_unix_listener) return Identity{Role::kAdmin, ""};
   return Unauthenticated("the call was not authorized");
 }
 

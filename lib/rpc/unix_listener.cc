@@ -94,7 +94,7 @@ void UnixListener::AcceptLoop(grpc::Server* server) {
       return;
     }
     if (fds[1].revents != 0) return;
-    const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (conn < 0) continue;
     ucred peer{};
     socklen_t len = sizeof peer;
