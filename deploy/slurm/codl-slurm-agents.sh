@@ -73,16 +73,19 @@ fi
 [[ -x "$bin_dir/codl-agent" && -x "$bin_dir/codlctl" ]] || die "no codl-agent/codlctl in $bin_dir"
 nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
 advertise_port=""
+insecure=()
 if [[ -z "$listen" ]]; then
   case "$controller" in
-    127.*|localhost:*|\[::1\]:*|unix:*) listen=127.0.0.1:0 ;;
+    # A single-node test setup: plaintext loopback needs the explicit --insecure
+    # (docs/security.md); real clusters give --tls-* and listen on 0.0.0.0.
+    127.*|localhost:*|\[::1\]:*|unix:*) listen=127.0.0.1:0; insecure=(--insecure) ;;
     *) listen=0.0.0.0:7701; advertise_port=7701 ;;
   esac
 fi
 scratch=${scratch:-${TMPDIR:-/tmp}/codl-$SLURM_JOB_ID}
 
 agent_args=(--controller "$controller" --listen "$listen" --label "slurm_job=$SLURM_JOB_ID"
-            "${labels[@]}" "${tls[@]}")
+            "${labels[@]}" "${tls[@]}" "${insecure[@]}")
 [[ -n "${SLURM_CLUSTER_NAME:-}" ]] && agent_args+=(--label "slurm_cluster=$SLURM_CLUSTER_NAME")
 [[ -n "$config" ]] && agent_args+=(--config "$config")
 agent_args+=("${extra[@]}")

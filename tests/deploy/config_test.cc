@@ -221,21 +221,20 @@ TEST(ConfigPath, ExplicitMustExistDefaultMayBeMissing) {
   std::system(("rm -rf " + dir).c_str());
 }
 
-TEST(Token, FileIsTrimmedAndFlagsWin) {
+TEST(Token, FileIsTrimmedAndNeverFromTheEnvironment) {
   std::string dir = TempDir();
   Write(dir + "/token", "  s3cret\n");
+  Write(dir + "/other", "flagged\n");
   Write(dir + "/blank", "\n \n");
-  unsetenv("CODL_TOKEN");
   EXPECT_EQ(*ReadTokenFile(dir + "/token"), "s3cret");
   EXPECT_FALSE(ReadTokenFile(dir + "/blank").ok());
   EXPECT_FALSE(ReadTokenFile(dir + "/absent").ok());
-  EXPECT_EQ(*ResolveToken("flag", dir + "/token", std::nullopt), "flag");
-  EXPECT_EQ(*ResolveToken("", dir + "/token", std::nullopt), "s3cret");
-  EXPECT_EQ(*ResolveToken("", "", dir + "/token"), "s3cret");
-  setenv("CODL_TOKEN", "env", 1);
-  EXPECT_EQ(*ResolveToken("", "", dir + "/token"), "env");  // the environment beats the file
+  EXPECT_EQ(*ResolveToken(dir + "/other", dir + "/token"), "flagged");  // the flag beats the file
+  EXPECT_EQ(*ResolveToken("", dir + "/token"), "s3cret");
+  setenv("CODL_TOKEN", "env", 1);  // daemons do not read it (children could see it)
+  EXPECT_EQ(*ResolveToken("", dir + "/token"), "s3cret");
+  EXPECT_EQ(*ResolveToken("", std::nullopt), "");
   unsetenv("CODL_TOKEN");
-  EXPECT_EQ(*ResolveToken("", "", std::nullopt), "");
   std::system(("rm -rf " + dir).c_str());
 }
 
