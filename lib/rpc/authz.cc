@@ -68,7 +68,8 @@ std::optional<Identity> IdentityFromUri(std::string_view uri) {
   auto role = ParseRole(rest.substr(0, slash));
   if (!role) return std::nullopt;
   std::string_view id = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
-  if (slash != std::string_view::npos && !ValidId(id)) return std::nullopt;
+  const bool any_agent = *role == Role::kAgent && id == kAnyAgent;
+  if (slash != std::string_view::npos && !any_agent && !ValidId(id)) return std::nullopt;
   if (NeedsId(*role) && id.empty()) return std::nullopt;
   if (*role == Role::kController && !id.empty()) return std::nullopt;
   return Identity{*role, std::string(id)};
@@ -293,7 +294,7 @@ grpc::Status CheckCaller(const grpc::ServerContextBase* ctx) {
 grpc::Status CheckAgentIdentity(const grpc::ServerContextBase& ctx, const std::string& agent_id) {
   auto who = CallerOf(ctx);
   if (!who.ok()) return ToGrpc(who.status());
-  if (who->role == Role::kAgent && who->id != agent_id) {
+  if (who->role == Role::kAgent && who->id != kAnyAgent && who->id != agent_id) {
     return ToGrpc(
         PermissionDenied(who->ToString() + " may not act for agent '" + agent_id + "'"));
   }

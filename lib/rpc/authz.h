@@ -41,7 +41,9 @@ struct Identity {
 
 // "codl://controller", "codl://agent/<id>", "codl://user-read/<name>",
 // "codl://user-submit/<name>", "codl://admin/<name>". Agents and users need an id; the id is
-// [A-Za-z0-9._-]+. nullopt for anything else.
+// [A-Za-z0-9._-]+, or kAnyAgent for an agent certificate shared by a node pool (weaker: it may
+// act for any agent id; docs/security.md). nullopt for anything else.
+inline constexpr const char* kAnyAgent = "*";
 std::optional<Identity> IdentityFromUri(std::string_view uri);
 
 // Full method name ("/codl.v1.Agent/RunVictim") -> the roles it serves.

@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "codl/v1/agent.grpc.pb.h"
@@ -84,9 +85,10 @@ TEST(Identity, UriSansParseStrictly) {
   EXPECT_EQ(IdentityFromUri("codl://controller")->role, Role::kController);
   EXPECT_EQ(IdentityFromUri("codl://user-submit/alice")->role, Role::kUserSubmit);
   EXPECT_EQ(IdentityFromUri("codl://admin")->role, Role::kAdmin);
+  EXPECT_EQ(IdentityFromUri("codl://agent/*")->id, kAnyAgent);  // a shared node-pool cert
   for (const char* bad : {"codl://agent", "codl://agent/", "codl://agent/a/b", "codl://root/x",
                           "https://agent/x", "codl://controller/x", "codl://user-read/a b",
-                          "codl://user-read"}) {
+                          "codl://user-read", "codl://user-read/*"}) {
     EXPECT_FALSE(IdentityFromUri(bad)) << bad;
   }
 }
@@ -217,6 +219,54 @@ TEST_F(ControllerAuthz, UsersGetTheirRoleAndStrangersNothing) {
   EXPECT_EQ(List(""), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(List("guess"), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Register("", "a1"), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// mTLS with certificates from scripts/issue-certs.sh: identities come from the URI SANs.
+TEST(CertificateAuthz, AgentCertificateIsBoundToItsRoleAndId) {
+  std::string dir = std::filesystem::temp_directory_path() / "codl-certs-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string script = std::string(CODL_TEST_SOURCE_DIR) + "/scripts/issue-certs.sh";
+  for (const std::string args : {"ca", "controller 127.0.0.1", "agent n1 127.0.0.1",
+                                  "user-submit alice"}) {
+    ASSERT_EQ(std::system((script + " " + dir + " " + args + " >/dev/null").c_str()), 0) << args;
+  }
+  controller::ControllerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = dir + "/c.db";
+  o.tls = TlsFiles{dir + "/ca.pem", dir + "/controller.pem", dir + "/controller.key"};
+  controller::Controller c(o);
+  ASSERT_TRUE(c.Start().ok());
+  auto stub_for = [&](const std::string& who) {
+    auto ch = MakeChannel(Endpoint{c.address(), {dir + "/ca.pem", dir + "/" + who + ".pem",
+                                                  dir + "/" + who + ".key"}});
+    return v1::Controller::NewStub(*ch);
+  };
+  auto ctx = [] {
+    auto x = std::make_unique<grpc::ClientContext>();
+    x->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return x;
+  };
+  auto agent = stub_for("agent-n1");
+  auto user = stub_for("user-submit-alice");
+  v1::RegisterAgentRequest reg;
+  reg.mutable_agent()->set_address("127.0.0.1:1");
+  v1::RegisterAgentReply reg_reply;
+  reg.mutable_agent()->set_agent_id("n2");
+  EXPECT_EQ(agent->RegisterAgent(ctx().get(), reg, &reg_reply).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  reg.mutable_agent()->set_agent_id("n1");
+  EXPECT_EQ(agent->RegisterAgent(ctx().get(), reg, &reg_reply).error_code(), grpc::StatusCode::OK);
+  v1::SubmitExperimentRequest submit;
+  submit.set_yaml("x: 1\n");
+  v1::SubmitExperimentReply submit_reply;
+  EXPECT_EQ(agent->SubmitExperiment(ctx().get(), submit, &submit_reply).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(user->SubmitExperiment(ctx().get(), submit, &submit_reply).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // authorized; the YAML is not an experiment
+  EXPECT_EQ(user->RegisterAgent(ctx().get(), reg, &reg_reply).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  c.Shutdown();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
