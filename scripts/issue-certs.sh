@@ -87,7 +87,9 @@ case $kind in
     [[ $# -eq 2 ]] || die "token needs ROLE ID (ID '-' for the controller)"
     role=$1 id=$2
     case $role in controller | agent | user-read | user-submit | admin) ;; *) die "unknown role $role" ;; esac
-    file="$dir/token-$role-${id/-/none}"
+    [[ $id == "-" ]] && name=none || name=$id
+    [[ $id == "-" ]] || valid_id "$id" || die "bad id '$id'"
+    file="$dir/token-$role-$name"
     openssl rand -hex 32 | tr -d '\n' >"$file"
     echo "# $file: give it to the $role as --token-file; add this line to the server's tokens file:" >&2
     echo "$role $id $(openssl dgst -sha256 -r "$file" | cut -d' ' -f1)"

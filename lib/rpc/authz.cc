@@ -245,7 +245,7 @@ Result<Identity> CallAuthorizer::Identify(const InputMetadata& metadata,
     if (auto who = policy_.tokens->Find(*token)) return *who;
     return Unauthenticated("unknown bearer token");
   }
-  if (policy_.tokens) return Unauthenticated("a bearer token is required (--token-file)");
+  if (policy_.tokens) return Unauthenticated("this server requires a bearer token (docs/security.md)");
   if (policy_.trust_anonymous) return Identity{Role::kAdmin, ""};
   return Unauthenticated("no credentials: use mTLS, a token, or the daemon's unix socket");
 }

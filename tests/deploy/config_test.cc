@@ -16,6 +16,7 @@
 
 #include "lib/daemon/cli_flags.h"
 #include "lib/daemon/daemon_config.h"
+#include "lib/daemon/victim_user.h"
 #include "lib/daemon/service_notifier.h"
 
 namespace codl::daemon {
@@ -46,6 +47,30 @@ TEST(AgentConfig, ShippedExampleParses) {
   EXPECT_TRUE(c->controller.has_value());
   EXPECT_TRUE(c->scratch_roots.has_value());
   EXPECT_TRUE(c->lease_s.has_value());
+  EXPECT_EQ(c->victim_user.value_or(""), "nobody");
+}
+
+TEST(AgentConfig, SecurityKeys) {
+  auto c = ParseAgentConfig("victim_user: root\ntokens_file: tokens\ntoken_file: /t\n",
+                            "/etc/codl/agent.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(*c->victim_user, "root");
+  EXPECT_EQ(*c->tokens_file, "/etc/codl/tokens");  // relative to the file
+  EXPECT_FALSE(ParseAgentConfig("victim_user: \"\"\n", "a.yaml").ok());
+}
+
+TEST(VictimUser, RootAgentsRunVictimsUnprivilegedUnlessToldOtherwise) {
+  // A non-root agent runs victims as itself, whatever is configured.
+  EXPECT_FALSE(ResolveVictimUser("", 1000)->has_value());
+  EXPECT_FALSE(ResolveVictimUser("nobody", 1000)->has_value());
+  // A root agent: nobody by default, root only when configured.
+  auto by_default = ResolveVictimUser("", 0);
+  ASSERT_TRUE(by_default.ok()) << by_default.error();
+  ASSERT_TRUE(by_default->has_value());
+  EXPECT_NE((*by_default)->uid, 0u);
+  EXPECT_EQ((*by_default)->user, "nobody");
+  EXPECT_FALSE(ResolveVictimUser("root", 0)->has_value());
+  EXPECT_FALSE(ResolveVictimUser("no-such-user-codl", 0).ok());
 }
 
 TEST(ControllerConfig, ShippedExampleParses) {
