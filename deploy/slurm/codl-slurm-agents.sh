@@ -76,11 +76,14 @@ advertise_port=""
 insecure=()
 if [[ -z "$listen" ]]; then
   case "$controller" in
-    # A single-node test setup: plaintext loopback needs the explicit --insecure
-    # (docs/security.md); real clusters give --tls-* and listen on 0.0.0.0.
-    127.*|localhost:*|\[::1\]:*|unix:*) listen=127.0.0.1:0; insecure=(--insecure) ;;
+    127.*|localhost:*|\[::1\]:*|unix:*) listen=127.0.0.1:0 ;;
     *) listen=0.0.0.0:7701; advertise_port=7701 ;;
   esac
+fi
+# A single-node test setup without TLS: plaintext loopback needs the explicit --insecure
+# (docs/security.md); real clusters give --tls-* and listen on 0.0.0.0.
+if ((${#tls[@]} == 0)); then
+  case "$listen" in 127.*|localhost:*|\[::1\]:*) insecure=(--insecure) ;; esac
 fi
 scratch=${scratch:-${TMPDIR:-/tmp}/codl-$SLURM_JOB_ID}
 
