@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +32,7 @@ class LeaseMonitor;
 
 struct AgentOptions {
   std::string controller = kDefaultControllerAddress;  // controller address
-  std::string listen = "127.0.0.1:0";  // this agent's service; TCP needs TLS or `insecure`
+  std::string listen = "127.0.0.1:0";         // this agent's service; TCP needs TLS or `insecure`
   std::string advertise;                      // address the controller dials; default: listen
   std::string agent_id;                       // default: hostname
   std::map<std::string, std::string> labels;  // user labels, added to the detected ones
@@ -47,7 +47,7 @@ struct AgentOptions {
   bool insecure = false;                          // plaintext TCP listen allowed (--insecure)
   std::shared_ptr<const rpc::TokenTable> tokens;  // callers' token hashes; null: none
   std::optional<RunAs> victim_run_as;             // victims' uid/gid; nullopt: the agent's own
-  std::string metrics_listen;  // Prometheus /metrics "host:port"; empty = off
+  std::string metrics_listen;                     // Prometheus /metrics "host:port"; empty = off
 };
 
 class Agent {

@@ -71,8 +71,7 @@ int main(int argc, char** argv) {
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
   boot.AddTokenFlags("file holding the token this agent presents to the controller",
-                     "tokens file (ROLE ID SHA256) of the callers this agent accepts",
-                     &o.insecure);
+                     "tokens file (ROLE ID SHA256) of the callers this agent accepts", &o.insecure);
   std::string victim_user;
   app.add_option("--victim-user", victim_user,
                  "user victims run as when the agent is root (default: nobody; 'root' only when "

@@ -46,9 +46,8 @@ Status Controller::Start() {
       agents_.get(), scheduler_.get(), runner_.get(), store_.get(), SystemClock::Get(),
       ServiceConfig{options_.heartbeat_interval_s, options_.lease_s});
 
-  auto started =
-      rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls, options_.insecure},
-                       {service_.get()}, "controller", options_.tokens);
+  auto started = rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls, options_.insecure},
+                                  {service_.get()}, "controller", options_.tokens);
   if (!started.ok()) return started.status();
   server_ = std::move(started->server);
   unix_listener_ = std::move(started->unix_listener);

@@ -75,12 +75,12 @@ struct RunAs {
 bool IsSecretEnv(const std::string& name);
 
 struct SpawnOptions {
-  std::vector<std::string> argv;           // argv[0] is what the child sees as its name
-  std::string executable;                  // path to exec; empty: argv[0]. No PATH search.
+  std::vector<std::string> argv;  // argv[0] is what the child sees as its name
+  std::string executable;         // path to exec; empty: argv[0]. No PATH search.
   // Added to (overriding) this process's environment, less its secrets (IsSecretEnv).
   std::map<std::string, std::string> env;
-  std::string cwd;                         // empty: inherit
-  std::optional<RunAs> run_as;             // nullopt: our own uid/gid
+  std::string cwd;              // empty: inherit
+  std::optional<RunAs> run_as;  // nullopt: our own uid/gid
   // kOwnGroup: the child leads a new process group, so KillGroup reaches its helpers too.
   // kOwnSession: setsid(), also detached from our terminal and from our group (a daemon it
   // starts must not die when someone kills our group).

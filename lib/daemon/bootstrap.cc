@@ -76,8 +76,9 @@ std::optional<int> DaemonBootstrap::AfterLoad(const std::string& path,
     *tls_[2] = tls->key;
   }
   if (Given("--token")) {
-    return Fail("--token is removed (other users see it in ps): put the token in a file of mode "
-                "0600 and pass --token-file");
+    return Fail(
+        "--token is removed (other users see it in ps): put the token in a file of mode "
+        "0600 and pass --token-file");
   }
   auto token = ResolveToken(token_file_flag_, token_file);
   if (!token.ok()) return Fail(token.error());

@@ -35,8 +35,7 @@ class DaemonBootstrap {
   // (hashes of the tokens its callers present; `tokens_help` says who they are), --insecure
   // (plaintext TCP listen) and the removed --token, which now fails with a pointer to
   // --token-file.
-  void AddTokenFlags(const std::string& token_help, const std::string& tokens_help,
-                     bool* insecure);
+  void AddTokenFlags(const std::string& token_help, const std::string& tokens_help, bool* insecure);
   // --metrics-listen: Prometheus /metrics host:port, off by default.
   void AddMetricsFlag(std::string* listen);
   // A duration flag in seconds ("10s", "500ms", "2m"; > 0); --help shows `default_text`.

@@ -21,9 +21,8 @@ struct RoleNameEntry {
   const char* name;
 };
 constexpr RoleNameEntry kRoleNames[] = {
-    {Role::kController, "controller"}, {Role::kAgent, "agent"},
-    {Role::kUserRead, "user-read"},    {Role::kUserSubmit, "user-submit"},
-    {Role::kAdmin, "admin"},
+    {Role::kController, "controller"},  {Role::kAgent, "agent"}, {Role::kUserRead, "user-read"},
+    {Role::kUserSubmit, "user-submit"}, {Role::kAdmin, "admin"},
 };
 
 bool ValidId(std::string_view id) {
@@ -213,8 +212,9 @@ Result<Identity> IdentityFromCertificate(const grpc::AuthContext& context) {
       if (auto who = IdentityFromUri(ToString(value))) return *who;
     }
   }
-  return Unauthenticated("the client certificate carries no codl:// URI SAN identity "
-                         "(scripts/issue-certs.sh)");
+  return Unauthenticated(
+      "the client certificate carries no codl:// URI SAN identity "
+      "(scripts/issue-certs.sh)");
 }
 
 std::optional<std::string> BearerToken(const grpc::AuthMetadataProcessor::InputMetadata& md) {
@@ -245,7 +245,8 @@ Result<Identity> CallAuthorizer::Identify(const InputMetadata& metadata,
     if (auto who = policy_.tokens->Find(*token)) return *who;
     return Unauthenticated("unknown bearer token");
   }
-  if (policy_.tokens) return Unauthenticated("this server requires a bearer token (docs/security.md)");
+  if (policy_.tokens)
+    return Unauthenticated("this server requires a bearer token (docs/security.md)");
   if (policy_.trust_anonymous) return Identity{Role::kAdmin, ""};
   return Unauthenticated("no credentials: use mTLS, a token, or the daemon's unix socket");
 }
@@ -295,8 +296,7 @@ grpc::Status CheckAgentIdentity(const grpc::ServerContextBase& ctx, const std::s
   auto who = CallerOf(ctx);
   if (!who.ok()) return ToGrpc(who.status());
   if (who->role == Role::kAgent && who->id != kAnyAgent && who->id != agent_id) {
-    return ToGrpc(
-        PermissionDenied(who->ToString() + " may not act for agent '" + agent_id + "'"));
+    return ToGrpc(PermissionDenied(who->ToString() + " may not act for agent '" + agent_id + "'"));
   }
   return grpc::Status::OK;
 }

@@ -16,8 +16,8 @@
 
 #include "lib/daemon/cli_flags.h"
 #include "lib/daemon/daemon_config.h"
-#include "lib/daemon/victim_user.h"
 #include "lib/daemon/service_notifier.h"
+#include "lib/daemon/victim_user.h"
 
 namespace codl::daemon {
 namespace {

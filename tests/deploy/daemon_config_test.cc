@@ -172,10 +172,10 @@ TEST_F(DaemonConfigTest, NotifiesReadyWatchdogAndStopping) {
                                            {"WATCHDOG_USEC", "400000"}};
     std::vector<std::string> argv =
         daemon == "codl-controller"
-            ? std::vector<std::string>{Bin(daemon), "--listen", address_, "--db", dir_ + "/n.db",
-                                       "--insecure"}
-            : std::vector<std::string>{Bin(daemon),    "--controller",   address_, "--listen",
-                                       "127.0.0.1:0",  "--scratch-root", dir_,     "--insecure"};
+            ? std::vector<std::string>{Bin(daemon), "--listen",     address_,
+                                       "--db",      dir_ + "/n.db", "--insecure"}
+            : std::vector<std::string>{Bin(daemon),   "--controller",   address_, "--listen",
+                                       "127.0.0.1:0", "--scratch-root", dir_,     "--insecure"};
     Process p(argv, dir_ + "/" + daemon + ".log", "", env);
     ASSERT_TRUE(sock.WaitFor("READY=1", 20)) << ReadFile(dir_ + "/" + daemon + ".log");
     if (daemon == "codl-controller") {

@@ -86,9 +86,9 @@ TEST(Identity, UriSansParseStrictly) {
   EXPECT_EQ(IdentityFromUri("codl://user-submit/alice")->role, Role::kUserSubmit);
   EXPECT_EQ(IdentityFromUri("codl://admin")->role, Role::kAdmin);
   EXPECT_EQ(IdentityFromUri("codl://agent/*")->id, kAnyAgent);  // a shared node-pool cert
-  for (const char* bad : {"codl://agent", "codl://agent/", "codl://agent/a/b", "codl://root/x",
-                          "https://agent/x", "codl://controller/x", "codl://user-read/a b",
-                          "codl://user-read", "codl://user-read/*"}) {
+  for (const char* bad :
+       {"codl://agent", "codl://agent/", "codl://agent/a/b", "codl://root/x", "https://agent/x",
+        "codl://controller/x", "codl://user-read/a b", "codl://user-read", "codl://user-read/*"}) {
     EXPECT_FALSE(IdentityFromUri(bad)) << bad;
   }
 }
@@ -112,7 +112,8 @@ TEST(Tokens, MatchedByHashOnly) {
   EXPECT_THAT(TokenTable::Parse("agent n1\n", "f").error(), HasSubstr("f:1: expected"));
   EXPECT_THAT(TokenTable::Parse("boss x " + Sha256Hex("x"), "f").error(),
               HasSubstr("unknown role 'boss'"));
-  EXPECT_THAT(TokenTable::Parse("agent - " + Sha256Hex("x"), "f").error(), HasSubstr("needs an id"));
+  EXPECT_THAT(TokenTable::Parse("agent - " + Sha256Hex("x"), "f").error(),
+              HasSubstr("needs an id"));
   EXPECT_THAT(TokenTable::Parse("agent n1 abc", "f").error(), HasSubstr("64 hex digits"));
 }
 
@@ -226,8 +227,8 @@ TEST(CertificateAuthz, AgentCertificateIsBoundToItsRoleAndId) {
   std::string dir = std::filesystem::temp_directory_path() / "codl-certs-XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   const std::string script = std::string(CODL_TEST_SOURCE_DIR) + "/scripts/issue-certs.sh";
-  for (const std::string args : {"ca", "controller 127.0.0.1", "agent n1 127.0.0.1",
-                                  "user-submit alice"}) {
+  for (const std::string args :
+       {"ca", "controller 127.0.0.1", "agent n1 127.0.0.1", "user-submit alice"}) {
     ASSERT_EQ(std::system((script + " " + dir + " " + args + " >/dev/null").c_str()), 0) << args;
   }
   controller::ControllerOptions o;
@@ -237,8 +238,8 @@ TEST(CertificateAuthz, AgentCertificateIsBoundToItsRoleAndId) {
   controller::Controller c(o);
   ASSERT_TRUE(c.Start().ok());
   auto stub_for = [&](const std::string& who) {
-    auto ch = MakeChannel(Endpoint{c.address(), {dir + "/ca.pem", dir + "/" + who + ".pem",
-                                                  dir + "/" + who + ".key"}});
+    auto ch = MakeChannel(Endpoint{
+        c.address(), {dir + "/ca.pem", dir + "/" + who + ".pem", dir + "/" + who + ".key"}});
     return v1::Controller::NewStub(*ch);
   };
   auto ctx = [] {

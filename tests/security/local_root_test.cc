@@ -101,8 +101,8 @@ TEST_F(AgentSocket, NobodyCannotRunACommandThroughIt) {
   EXPECT_NE(access(pwned.c_str(), F_OK), 0);
   EXPECT_TRUE(WaitUntil(
       [&] {
-        return ReadFile(dir_ + "/agent.log").find("refused a connection from uid " +
-                                                  std::to_string(Nobody().uid)) !=
+        return ReadFile(dir_ + "/agent.log")
+                   .find("refused a connection from uid " + std::to_string(Nobody().uid)) !=
                std::string::npos;
       },
       5))
@@ -123,8 +123,8 @@ TEST_F(AgentSocket, RootGetsInAndTheVictimRunsAsNobodyWithoutTheToken) {
 
 TEST(PlaintextTcp, AgentRefusedWithoutInsecureAndWarnedWithIt) {
   const std::string dir = MakeTempDir("codl-plaintext");
-  auto r = RunCommand({Bin("codl-agent"), "--listen", "127.0.0.1:0", "--controller",
-                       "127.0.0.1:1", "--scratch-root", dir},
+  auto r = RunCommand({Bin("codl-agent"), "--listen", "127.0.0.1:0", "--controller", "127.0.0.1:1",
+                       "--scratch-root", dir},
                       20);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("refusing plaintext TCP on '127.0.0.1:0'"));
@@ -133,8 +133,7 @@ TEST(PlaintextTcp, AgentRefusedWithoutInsecureAndWarnedWithIt) {
                    "--scratch-root", dir, "--insecure"},
                   dir + "/agent.log");
     EXPECT_TRUE(WaitUntil(
-        [&] { return ReadFile(dir + "/agent.log").find("listening on") != std::string::npos; },
-        20))
+        [&] { return ReadFile(dir + "/agent.log").find("listening on") != std::string::npos; }, 20))
         << ReadFile(dir + "/agent.log");
     EXPECT_THAT(ReadFile(dir + "/agent.log"), HasSubstr("--insecure: plaintext gRPC"));
   }
