@@ -121,6 +121,24 @@ TEST_F(AgentSocket, RootGetsInAndTheVictimRunsAsNobodyWithoutTheToken) {
   EXPECT_THAT(env, Not(HasSubstr("CODL_TOKEN")));
 }
 
+// Without root too: no child started through lib/common/subprocess inherits CODL_TOKEN.
+TEST(Secrets, ChildrenNeverInheritTheToken) {
+  setenv("CODL_TOKEN", "topsecret-parent", 1);
+  SpawnOptions o;
+  o.argv = {"/usr/bin/env"};
+  auto inherited = RunAndCapture(o, 10);
+  o.env["CODL_TOKEN"] = "set-by-the-experiment";  // an explicit value is the caller's choice
+  auto explicit_env = RunAndCapture(o, 10);
+  unsetenv("CODL_TOKEN");
+  ASSERT_TRUE(inherited.ok() && explicit_env.ok());
+  EXPECT_THAT(inherited->out, HasSubstr("PATH="));
+  EXPECT_THAT(inherited->out, Not(HasSubstr("CODL_TOKEN")));
+  EXPECT_THAT(explicit_env->out, HasSubstr("CODL_TOKEN=set-by-the-experiment"));
+  EXPECT_THAT(explicit_env->out, Not(HasSubstr("topsecret")));
+  EXPECT_TRUE(IsSecretEnv("CODL_TOKEN"));
+  EXPECT_FALSE(IsSecretEnv("CODL_SCRATCH_ROOTS"));
+}
+
 TEST(PlaintextTcp, AgentRefusedWithoutInsecureAndWarnedWithIt) {
   const std::string dir = MakeTempDir("codl-plaintext");
   auto r = RunCommand({Bin("codl-agent"), "--listen", "127.0.0.1:0", "--controller", "127.0.0.1:1",
