@@ -95,7 +95,11 @@ void UnixListener::AcceptLoop(grpc::Server* server) {
     }
     if (fds[1].revents != 0) return;
     const int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (conn < 0) continue;
+    if (conn < 0) {
+      // Out of descriptors (EMFILE...): the socket stays readable; do not spin on it.
+      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) usleep(100 * 1000);
+      continue;
+    }
     ucred peer{};
     socklen_t len = sizeof peer;
     if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
