@@ -74,7 +74,8 @@ Status Agent::Start() {
   antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
   service_ = std::make_unique<AgentServiceImpl>(
       antagonists_.get(), SystemClock::Get(),
-      AgentPolicy{options_.allow_victim, options_.max_level, placer_.get()}, telemetry_.get());
+      AgentPolicy{options_.allow_victim, options_.max_level, placer_.get(), options_.victim_run_as},
+      telemetry_.get());
 
   metrics_ = std::make_unique<AgentMetrics>();
   if (!options_.metrics_listen.empty()) {
@@ -82,10 +83,11 @@ Status Agent::Start() {
     spdlog::info("agent metrics on http://{}/metrics", options_.metrics_listen);
   }
 
-  auto started =
-      rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()}, "agent");
+  auto started = rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls, options_.insecure},
+                                  {service_.get()}, "agent", options_.tokens);
   if (!started.ok()) return started.status();
   server_ = std::move(started->server);
+  unix_listener_ = std::move(started->unix_listener);
   advertised_ = options_.advertise.empty() ? started->address : options_.advertise;
   spdlog::info("agent {} listening on {}", options_.agent_id, advertised_);
 
@@ -109,6 +111,7 @@ void Agent::Shutdown() {
   if (link_) link_->Stop();
   if (antagonists_) antagonists_->StopAll("agent shutting down");
   if (watchdog_.joinable()) watchdog_.join();
+  if (unix_listener_) unix_listener_->Stop();  // it hands connections to the server: first
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (service_) service_->Shutdown();
   if (server_) server_->Wait();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "lib/common/clock.h"
 #include "lib/common/defaults.h"
 #include "lib/common/result.h"
+#include "lib/common/subprocess.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace grpc {
@@ -31,7 +33,7 @@ class Placer;
 
 struct AgentOptions {
   std::string controller = kDefaultControllerAddress;  // controller address
-  std::string listen = "127.0.0.1:0";                  // this agent's service; port 0 = ephemeral
+  std::string listen = "127.0.0.1:0";         // this agent's service; TCP needs TLS or `insecure`
   std::string advertise;                      // address the controller dials; default: listen
   std::string agent_id;                       // default: hostname
   std::map<std::string, std::string> labels;  // user labels, added to the detected ones
@@ -43,7 +45,10 @@ struct AgentOptions {
   std::string state_dir;  // leftovers file; empty: none
   std::string inject_binary = "codl-inject";
   rpc::TlsFiles tls;
-  std::string metrics_listen;  // Prometheus /metrics "host:port"; empty = off
+  bool insecure = false;                          // plaintext TCP listen allowed (--insecure)
+  std::shared_ptr<const rpc::TokenTable> tokens;  // callers' token hashes; null: none
+  std::optional<RunAs> victim_run_as;             // victims' uid/gid; nullopt: the agent's own
+  std::string metrics_listen;                     // Prometheus /metrics "host:port"; empty = off
 };
 
 class Agent {
@@ -72,6 +77,7 @@ class Agent {
   std::unique_ptr<AntagonistManager> antagonists_;
   std::unique_ptr<AgentServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::UnixListener> unix_listener_;
   std::unique_ptr<ControllerLink> link_;
   std::unique_ptr<AgentMetrics> metrics_;
   std::thread watchdog_;

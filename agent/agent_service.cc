@@ -94,7 +94,7 @@ AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* 
       clock_(clock),
       policy_(policy),
       telemetry_(telemetry),
-      victims_(clock, policy.placer) {}
+      victims_(clock, policy.placer, policy_.victim_run_as) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
@@ -107,7 +107,7 @@ void AgentServiceImpl::Shutdown() {
 grpc::ServerUnaryReactor* AgentServiceImpl::Prologue(grpc::CallbackServerContext* ctx,
                                                      const std::string& key,
                                                      google::protobuf::Message* reply) {
-  grpc::Status auth = rpc::CheckBearer(ctx);
+  grpc::Status auth = rpc::CheckCaller(ctx);
   if (!auth.ok()) {
     auto* r = ctx->DefaultReactor();
     r->Finish(auth);
@@ -305,7 +305,7 @@ class TelemetryReactor : public rpc::QueuedWriteReactor<v1::TelemetryEvent> {
 
 grpc::ServerWriteReactor<v1::TelemetryEvent>* AgentServiceImpl::StreamTelemetry(
     grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) {
-  grpc::Status auth = rpc::CheckBearer(ctx);
+  grpc::Status auth = rpc::CheckCaller(ctx);
   if (!auth.ok()) return rpc::RefuseStream<v1::TelemetryEvent>(auth);
   if (req->trial_id().empty()) {
     return rpc::RefuseStream<v1::TelemetryEvent>(rpc::ToGrpc(InvalidArgument("trial_id is empty")));

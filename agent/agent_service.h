@@ -23,6 +23,7 @@ struct AgentPolicy {
   bool allow_victim = true;
   double max_level = 1.0;
   const Placer* placer = nullptr;  // victim.cpus / victim.numa (null: refused)
+  std::optional<RunAs> victim_run_as;  // nullopt: victims run as the agent
 };
 
 // Range checks and the max_level policy for a StartAntagonist request, on the load that would

@@ -137,6 +137,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   spawn.executable = exe;
   spawn.env = options.env;
   spawn.cwd = options.workdir;
+  spawn.run_as = options.run_as;
   spawn.group = SpawnOptions::Group::kOwnGroup;  // Terminate/Kill reach its helpers too
   spawn.death_signal = SIGKILL;
   spawn.in = Stdio::Null();

@@ -31,6 +31,7 @@ class ChildProcess {
     std::vector<std::string> argv;           // argv[0] resolved with ResolveExecutable first
     std::map<std::string, std::string> env;  // added to (overriding) the agent's environment
     std::string workdir;                     // empty: inherit
+    std::optional<RunAs> run_as;             // nullopt: the agent's own uid/gid
     std::function<void(std::string_view line)> on_stdout;  // called from the reader thread
     size_t stderr_tail_bytes = 4096;
     // Where it runs (Placer::Prepare); null: wherever the agent runs. In cgroup-v2 mode the

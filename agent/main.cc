@@ -1,12 +1,17 @@
 // codl-agent: the per-node daemon. See docs/configuration.md and `codl-agent --help`.
 // Settings come from /etc/codl/agent.yaml (or --config FILE) first; flags given on the command
 // line override the file key by key. The shared daemon plumbing is lib/daemon/bootstrap.h.
+#include <unistd.h>
+
 #include <memory>
+
+#include <spdlog/spdlog.h>
 
 #include "agent/agent.h"
 #include "lib/common/version.h"
 #include "lib/daemon/bootstrap.h"
 #include "lib/daemon/cli_flags.h"
+#include "lib/daemon/victim_user.h"
 
 namespace cfg = codl::daemon;
 
@@ -68,7 +73,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
-  boot.AddTokenFlags("bearer token the controller must present (also CODL_TOKEN)");
+  boot.AddTokenFlags("file holding the token this agent presents to the controller",
+                     "tokens file (ROLE ID SHA256) of the callers this agent accepts", &o.insecure);
+  std::string victim_user;
+  app.add_option("--victim-user", victim_user,
+                 "user victims run as when the agent is root (default: nobody; 'root' only when "
+                 "set explicitly)");
 
   cfg::AgentConfig file;
   if (auto exit = boot.Load(argc, argv, cfg::LoadAgentConfig, &file)) return *exit;
@@ -77,6 +87,14 @@ int main(int argc, char** argv) {
   if (!merged.ok()) return boot.Fail(merged.error());
   o.labels = *merged;
   codl::rpc::SetBearerToken(boot.token());
+  o.tokens = boot.tokens();
+  cfg::FromFileUnlessFlag(app, "--victim-user", file.victim_user, victim_user);
+  auto run_as = cfg::ResolveVictimUser(victim_user, geteuid());
+  if (!run_as.ok()) return boot.Fail(run_as.error());
+  o.victim_run_as = *run_as;
+  if (geteuid() == 0 && !o.victim_run_as) {
+    spdlog::warn("victim_user: root: victim commands run as root");
+  }
 
   std::unique_ptr<codl::agent::Agent> agent;
   return boot.Serve({

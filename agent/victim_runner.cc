@@ -20,6 +20,7 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   o.argv = spec.command;
   o.env = spec.env;
   o.workdir = spec.workdir;
+  o.run_as = run_as_;
   o.stderr_tail_bytes = 4096;
   o.on_stdout = [&](std::string_view line) {
     std::lock_guard<std::mutex> l(parser_mu);

@@ -9,6 +9,7 @@
 
 #include "agent/progress_parser.h"
 #include "lib/common/clock.h"
+#include "lib/common/subprocess.h"
 #include "lib/spec/spec.h"
 
 namespace codl::agent {
@@ -28,9 +29,11 @@ class Placer;
 
 class VictimRunner {
  public:
-  // placer: applies victim.cpus / victim.numa (null: placement requests fail the run).
-  explicit VictimRunner(const Clock* clock, const Placer* placer = nullptr)
-      : clock_(clock), placer_(placer) {}
+  // placer: applies victim.cpus / victim.numa (null: placement requests fail the run). Victims
+  // run as `run_as` when set (the agent's victim_user), else as the agent.
+  VictimRunner(const Clock* clock, const Placer* placer = nullptr,
+               std::optional<RunAs> run_as = std::nullopt)
+      : clock_(clock), placer_(placer), run_as_(std::move(run_as)) {}
   // Blocks until the victim exits, times out, or `cancel` becomes true.
   // on_step (optional) is called for every step the victim reports, as it reports it.
   VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr,
@@ -39,6 +42,7 @@ class VictimRunner {
  private:
   const Clock* clock_;
   const Placer* placer_;
+  std::optional<RunAs> run_as_;
 };
 
 }  // namespace codl::agent

@@ -18,6 +18,8 @@ EmbeddedCluster::~EmbeddedCluster() { Shutdown(); }
 
 Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
                               const std::vector<std::string>& scratch_roots) {
+  // Unix sockets in a fresh 0700 directory (mkdtemp): no other local user can reach the
+  // embedded agent, which runs whatever the experiment says (docs/security.md).
   std::string tmpl = (std::filesystem::temp_directory_path() / "codl-run-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) return Err("cannot create a private directory for the sockets");
   dir_ = tmpl;

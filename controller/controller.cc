@@ -46,10 +46,11 @@ Status Controller::Start() {
       agents_.get(), scheduler_.get(), runner_.get(), store_.get(), SystemClock::Get(),
       ServiceConfig{options_.heartbeat_interval_s, options_.lease_s});
 
-  auto started = rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls}, {service_.get()},
-                                  "controller");
+  auto started = rpc::StartServer(rpc::Endpoint{options_.listen, options_.tls, options_.insecure},
+                                  {service_.get()}, "controller", options_.tokens);
   if (!started.ok()) return started.status();
   server_ = std::move(started->server);
+  unix_listener_ = std::move(started->unix_listener);
   address_ = started->address;
   scheduler_->Start();
   started_ = true;
@@ -76,6 +77,7 @@ void Controller::Shutdown() {
   // Order matters: the scheduler first (it stops the running trial's antagonists through the
   // agents), then the server.
   scheduler_->Shutdown();
+  if (unix_listener_) unix_listener_->Stop();  // it hands connections to the server: first
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   service_->Shutdown();
   server_->Wait();

@@ -34,6 +34,8 @@ struct ControllerOptions {
   double agent_dead_after_s = 5;  // no heartbeat for this long: the agent is down
   double lease_s = 10;
   rpc::TlsFiles tls;
+  bool insecure = false;                          // plaintext TCP listen allowed (--insecure)
+  std::shared_ptr<const rpc::TokenTable> tokens;  // callers' token hashes; null: none
   std::string metrics_listen;  // Prometheus /metrics, e.g. "127.0.0.1:9464"; empty = off
 };
 
@@ -57,6 +59,7 @@ class Controller {
   std::unique_ptr<ExperimentScheduler> scheduler_;
   std::unique_ptr<ControllerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::UnixListener> unix_listener_;
   std::unique_ptr<ControllerMetrics> metrics_;
   std::thread metrics_refresher_;
   std::atomic<bool> stopping_{false};

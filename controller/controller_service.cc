@@ -29,8 +29,9 @@ void ControllerServiceImpl::Shutdown() {
   executor_.Shutdown();
 }
 
-grpc::ServerUnaryReactor* ControllerServiceImpl::Refuse(grpc::CallbackServerContext* ctx) {
-  grpc::Status auth = rpc::CheckBearer(ctx);
+grpc::ServerUnaryReactor* ControllerServiceImpl::Refuse(grpc::CallbackServerContext* ctx,
+                                                        const std::string* agent_id) {
+  grpc::Status auth = agent_id ? rpc::CheckAgentIdentity(*ctx, *agent_id) : rpc::CheckCaller(ctx);
   if (auth.ok()) return nullptr;
   auto* r = ctx->DefaultReactor();
   r->Finish(auth);
@@ -40,7 +41,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Refuse(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* ControllerServiceImpl::RegisterAgent(grpc::CallbackServerContext* ctx,
                                                                const v1::RegisterAgentRequest* req,
                                                                v1::RegisterAgentReply* reply) {
-  if (auto* r = Refuse(ctx)) return r;
+  if (auto* r = Refuse(ctx, &req->agent().agent_id())) return r;
   auto* r = ctx->DefaultReactor();
   Status s = agents_->Register(req->agent(), PeerIdentityOf(*ctx), req->node());
   reply->set_heartbeat_interval_s(config_.heartbeat_interval_s);
@@ -55,7 +56,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Heartbeat(grpc::CallbackServerC
                                                            const v1::HeartbeatRequest* req,
                                                            v1::HeartbeatReply* reply) {
   reply->set_controller_recv_unix_ns(clock_->UnixNanos());
-  if (auto* r = Refuse(ctx)) return r;
+  if (auto* r = Refuse(ctx, &req->agent_id())) return r;
   auto* r = ctx->DefaultReactor();
   bool known = agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
                                   req->running_antagonists(), PeerIdentityOf(*ctx),
@@ -170,7 +171,7 @@ class ControllerServiceImpl::WatchReactor : public rpc::QueuedWriteReactor<v1::E
 
 grpc::ServerWriteReactor<v1::ExperimentEvent>* ControllerServiceImpl::WatchExperiment(
     grpc::CallbackServerContext* ctx, const v1::WatchExperimentRequest* req) {
-  grpc::Status auth = rpc::CheckBearer(ctx);
+  grpc::Status auth = rpc::CheckCaller(ctx);
   if (!auth.ok()) return rpc::RefuseStream<v1::ExperimentEvent>(auth);
   return new WatchReactor(scheduler_,
                           req->experiment_id().empty() ? "latest" : req->experiment_id());

@@ -58,7 +58,10 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
 
  private:
   class WatchReactor;
-  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx);
+  // A finished reactor when the caller lacks an identity (or, given `agent_id`, is an agent
+  // acting for another id); nullptr to go on.
+  grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx,
+                                   const std::string* agent_id = nullptr);
   Status CheckRendezvousCaller(grpc::CallbackServerContext* ctx) const;
 
   AgentRegistry* agents_;

@@ -48,12 +48,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.05, 1e7));
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
-  boot.AddTokenFlags("bearer token clients and agents must present (also CODL_TOKEN)");
+  boot.AddTokenFlags("file holding the token the controller presents to agents",
+                     "tokens file (ROLE ID SHA256) of the agents and users the controller accepts",
+                     &o.insecure);
 
   cfg::ControllerConfig file;
   if (auto exit = boot.Load(argc, argv, cfg::LoadControllerConfig, &file)) return *exit;
   ApplyFile(file, app, o);
   codl::rpc::SetBearerToken(boot.token());
+  o.tokens = boot.tokens();
   // Agents heartbeat every interval: three missed ones (at least 2 s) mean the agent is down.
   o.agent_dead_after_s = std::max(3 * o.heartbeat_interval_s, 2.0);
 

@@ -74,18 +74,24 @@ fi
 [[ -x "$bin_dir/codl-agent" && -x "$bin_dir/codlctl" ]] || die "no codl-agent/codlctl in $bin_dir"
 nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
 advertise_port=""
+insecure=()
 if [[ -z "$listen" ]]; then
   case "$controller" in
     127.*|localhost:*|\[::1\]:*|unix:*) listen=127.0.0.1:0 ;;
     *) listen=0.0.0.0:7701; advertise_port=7701 ;;
   esac
 fi
+# A single-node test setup without TLS: plaintext loopback needs the explicit --insecure
+# (docs/security.md); real clusters give --tls-* and listen on 0.0.0.0.
+if ((${#tls[@]} == 0)); then
+  case "$listen" in 127.*|localhost:*|\[::1\]:*) insecure=(--insecure) ;; esac
+fi
 # Each node makes its own private directory (mktemp -d, mode 0700) under this base: a predictable
 # /tmp/codl-$SLURM_JOB_ID could be created (or symlinked) in advance by another user.
 scratch=${scratch:-}
 
 agent_args=(--controller "$controller" --listen "$listen" --label "slurm_job=$SLURM_JOB_ID"
-            "${labels[@]}" "${tls[@]}")
+            "${labels[@]}" "${tls[@]}" "${insecure[@]}")
 [[ -n "${SLURM_CLUSTER_NAME:-}" ]] && agent_args+=(--label "slurm_cluster=$SLURM_CLUSTER_NAME")
 [[ -n "$config" ]] && agent_args+=(--config "$config")
 agent_args+=("${extra[@]}")

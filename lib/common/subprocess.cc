@@ -108,8 +108,15 @@ Result<StreamEnds> OpenStream(const Stdio& s, int slot) {
   return Err("unknown Stdio kind");
 }
 
+}  // namespace
+
+bool IsSecretEnv(const std::string& name) { return name.rfind("CODL_TOKEN", 0) == 0; }
+
+namespace {
+
 // Everything the child needs, built before fork.
 struct ChildPlan {
+  std::optional<RunAs> run_as;
   std::vector<std::string> argv_storage, env_storage;
   std::vector<char*> argv, envp;
   std::string executable;
@@ -130,7 +137,8 @@ void BuildArgvEnv(const SpawnOptions& o, ChildPlan& plan) {
   plan.executable = o.executable.empty() && !o.argv.empty() ? o.argv[0] : o.executable;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string kv = *e;
-    if (o.env.count(kv.substr(0, kv.find('='))) == 0) plan.env_storage.push_back(kv);
+    const std::string name = kv.substr(0, kv.find('='));
+    if (o.env.count(name) == 0 && !IsSecretEnv(name)) plan.env_storage.push_back(kv);
   }
   for (const auto& [k, v] : o.env) plan.env_storage.push_back(k + "=" + v);
   for (auto& kv : plan.env_storage) plan.envp.push_back(kv.data());
@@ -142,6 +150,7 @@ Result<std::unique_ptr<ChildPlan>> Prepare(const SpawnOptions& o) {
   BuildArgvEnv(o, *plan);
   plan->cwd = o.cwd.empty() ? nullptr : o.cwd.c_str();
   plan->group = o.group;
+  plan->run_as = o.run_as;
   plan->death_signal = o.death_signal;
   plan->cgroup_procs_fd = o.cgroup_procs_fd;
   plan->parent = getpid();
@@ -173,6 +182,16 @@ void CloseFrom(int lowest) {
 bool SetUpChild(const ChildPlan& plan) {
   if (plan.group == SpawnOptions::Group::kOwnSession) setsid();
   if (plan.group == SpawnOptions::Group::kOwnGroup) setpgid(0, 0);
+  // Before PR_SET_PDEATHSIG: the kernel clears it when the credentials change. Raw syscalls:
+  // glibc's wrappers would try to signal our (nonexistent, after fork) other threads.
+  if (plan.run_as) {
+    const RunAs& r = *plan.run_as;
+    if (syscall(SYS_setgroups, r.groups.size(), r.groups.data()) != 0 ||
+        syscall(SYS_setresgid, r.gid, r.gid, r.gid) != 0 ||
+        syscall(SYS_setresuid, r.uid, r.uid, r.uid) != 0) {
+      return false;
+    }
+  }
   if (plan.death_signal != 0) {
     prctl(PR_SET_PDEATHSIG, plan.death_signal);
     if (getppid() != plan.parent) _exit(127);  // the parent died between fork and prctl

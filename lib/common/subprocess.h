@@ -7,7 +7,10 @@
 // - the child never inherits our descriptors beyond 0/1/2 (a daemon holding the agent's stdout
 //   pipe would keep a telemetry stream open forever), nor our blocked-signal mask (daemons block
 //   SIGINT/SIGTERM for sigwait) or an ignored SIGPIPE;
-// - exec failures exit 127, setup failures (chdir, dup2) 126, like a shell.
+// - secrets in our environment (CODL_TOKEN, IsSecretEnv) are never inherited; a child gets one
+//   only when its options set it explicitly;
+// - a child may run as another user (RunAs: the agent runs victims unprivileged);
+// - exec failures exit 127, setup failures (chdir, dup2, credentials) 126, like a shell.
 // Std + POSIX only: codl-inject links it on bare GPU boxes.
 #pragma once
 
@@ -60,11 +63,24 @@ struct Stdio {
   }
 };
 
+// Credentials for a child: set (groups, then gid, then uid) in the child before exec.
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups; empty: none
+  std::string user;           // for messages
+};
+
+// True for variables of ours that hold secrets (CODL_TOKEN...), which children never inherit.
+bool IsSecretEnv(const std::string& name);
+
 struct SpawnOptions {
-  std::vector<std::string> argv;           // argv[0] is what the child sees as its name
-  std::string executable;                  // path to exec; empty: argv[0]. No PATH search.
-  std::map<std::string, std::string> env;  // added to (overriding) this process's environment
-  std::string cwd;                         // empty: inherit
+  std::vector<std::string> argv;  // argv[0] is what the child sees as its name
+  std::string executable;         // path to exec; empty: argv[0]. No PATH search.
+  // Added to (overriding) this process's environment, less its secrets (IsSecretEnv).
+  std::map<std::string, std::string> env;
+  std::string cwd;              // empty: inherit
+  std::optional<RunAs> run_as;  // nullopt: our own uid/gid
   // kOwnGroup: the child leads a new process group, so KillGroup reaches its helpers too.
   // kOwnSession: setsid(), also detached from our terminal and from our group (a daemon it
   // starts must not die when someone kills our group).

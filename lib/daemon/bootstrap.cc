@@ -26,9 +26,15 @@ void DaemonBootstrap::AddTlsFlags(std::string* ca, std::string* cert, std::strin
   tls_[2] = key;
 }
 
-void DaemonBootstrap::AddTokenFlags(const std::string& token_help) {
-  app_.add_option("--token", token_flag_, token_help);
-  app_.add_option("--token-file", token_file_flag_, "file holding the bearer token");
+void DaemonBootstrap::AddTokenFlags(const std::string& token_help, const std::string& tokens_help,
+                                    bool* insecure) {
+  app_.add_option("--token", token_flag_, "removed: a token on the command line is visible in ps")
+      ->group("");
+  app_.add_option("--token-file", token_file_flag_, token_help);
+  app_.add_option("--tokens-file", tokens_file_flag_, tokens_help);
+  app_.add_flag("--insecure", *insecure,
+                "allow plaintext gRPC on a loopback TCP --listen address (default: unix sockets "
+                "or TLS only; without --tokens-file every local user becomes admin)");
 }
 
 void DaemonBootstrap::AddMetricsFlag(std::string* listen) {
@@ -60,7 +66,8 @@ std::optional<int> DaemonBootstrap::Parse(int argc, char** argv) {
 
 std::optional<int> DaemonBootstrap::AfterLoad(const std::string& path,
                                               const std::optional<TlsPaths>& tls,
-                                              const std::optional<std::string>& token_file) {
+                                              const std::optional<std::string>& token_file,
+                                              const std::optional<std::string>& tokens_file) {
   // The file's tls block is all or nothing: one --tls-* flag replaces the whole of it.
   const bool tls_flag_given = Given("--tls-ca") || Given("--tls-cert") || Given("--tls-key");
   if (tls && tls_[0] != nullptr && !tls_flag_given) {
@@ -68,9 +75,20 @@ std::optional<int> DaemonBootstrap::AfterLoad(const std::string& path,
     *tls_[1] = tls->cert;
     *tls_[2] = tls->key;
   }
-  auto token = ResolveToken(token_flag_, token_file_flag_, token_file);
+  if (Given("--token")) {
+    return Fail(
+        "--token is removed (other users see it in ps): put the token in a file of mode "
+        "0600 and pass --token-file");
+  }
+  auto token = ResolveToken(token_file_flag_, token_file);
   if (!token.ok()) return Fail(token.error());
   token_ = *token;
+  const std::string table = Given("--tokens-file") ? tokens_file_flag_ : tokens_file.value_or("");
+  if (!table.empty()) {
+    auto loaded = rpc::TokenTable::Load(table);
+    if (!loaded.ok()) return Fail(loaded.error());
+    tokens_ = std::make_shared<const rpc::TokenTable>(std::move(*loaded));
+  }
   if (!path.empty()) spdlog::info("{}: config {}", name_, path);
   return std::nullopt;
 }

@@ -1,8 +1,10 @@
 // DaemonBootstrap: everything codl-agent and codl-controller do alike around their own options,
 // so each main.cc only declares its flags and file keys:
-// - the CLI11 app with --config, the mTLS / token / metrics flags and duration flags;
+// - the CLI11 app with --config, the mTLS / token / --insecure / metrics flags and duration
+//   flags;
 // - parsing, loading the config file (--config, else the default path when it exists), the
-//   file's tls block unless a --tls-* flag was given, and the bearer token;
+//   file's tls block unless a --tls-* flag was given, the bearer token this daemon presents and
+//   the tokens file its callers are checked against (docs/security.md);
 // - serving: SIGINT/SIGTERM blocked before any thread starts, sd_notify READY with a status
 //   line, sigwait, STOPPING, stop.
 // Errors are printed as "NAME: message"; exit codes: 2 for bad flags or files, 1 when the
@@ -10,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,6 +20,7 @@
 
 #include "lib/common/result.h"
 #include "lib/daemon/daemon_config.h"
+#include "lib/rpc/authz.h"
 
 namespace codl::daemon {
 
@@ -27,8 +31,11 @@ class DaemonBootstrap {
 
   // --tls-ca, --tls-cert, --tls-key (PEM files for mTLS).
   void AddTlsFlags(std::string* ca, std::string* cert, std::string* key);
-  // --token and --token-file; `token_help` says who must present it.
-  void AddTokenFlags(const std::string& token_help);
+  // --token-file (the token this daemon presents; `token_help` says to whom), --tokens-file
+  // (hashes of the tokens its callers present; `tokens_help` says who they are), --insecure
+  // (plaintext TCP listen) and the removed --token, which now fails with a pointer to
+  // --token-file.
+  void AddTokenFlags(const std::string& token_help, const std::string& tokens_help, bool* insecure);
   // --metrics-listen: Prometheus /metrics host:port, off by default.
   void AddMetricsFlag(std::string* listen);
   // A duration flag in seconds ("10s", "500ms", "2m"; > 0); --help shows `default_text`.
@@ -46,6 +53,8 @@ class DaemonBootstrap {
   bool Given(const char* flag) const { return app_.count(flag) > 0; }
   // The bearer token resolved by Load ("" when none is configured).
   const std::string& token() const { return token_; }
+  // The tokens file loaded by Load (null when none is configured).
+  std::shared_ptr<const rpc::TokenTable> tokens() const { return tokens_; }
 
   struct Service {
     std::function<Status()> start;       // builds and starts the daemon; threads may start here
@@ -63,7 +72,8 @@ class DaemonBootstrap {
  private:
   std::optional<int> Parse(int argc, char** argv);
   std::optional<int> AfterLoad(const std::string& path, const std::optional<TlsPaths>& tls,
-                               const std::optional<std::string>& token_file);
+                               const std::optional<std::string>& token_file,
+                               const std::optional<std::string>& tokens_file);
 
   std::string name_;
   std::string default_config_;
@@ -71,7 +81,8 @@ class DaemonBootstrap {
   std::string config_path_;
   CLI::Option* config_flag_ = nullptr;
   std::string* tls_[3] = {nullptr, nullptr, nullptr};  // ca, cert, key
-  std::string token_flag_, token_file_flag_, token_;
+  std::string token_flag_, token_file_flag_, tokens_file_flag_, token_;
+  std::shared_ptr<const rpc::TokenTable> tokens_;
 };
 
 template <class Config>
@@ -83,7 +94,7 @@ std::optional<int> DaemonBootstrap::Load(int argc, char** argv,
   auto loaded = load(*path);
   if (!loaded.ok()) return Fail(loaded.error());
   *file = std::move(*loaded);
-  return AfterLoad(*path, file->tls, file->token_file);
+  return AfterLoad(*path, file->tls, file->token_file, file->tokens_file);
 }
 
 }  // namespace codl::daemon

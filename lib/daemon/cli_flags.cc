@@ -1,7 +1,5 @@
 #include "lib/daemon/cli_flags.h"
 
-#include <cstdlib>
-
 #include "lib/common/units.h"
 #include "lib/daemon/daemon_config.h"
 
@@ -35,11 +33,9 @@ Result<std::map<std::string, std::string>> MergeLabels(std::map<std::string, std
   return labels;
 }
 
-Result<std::string> ResolveToken(const std::string& token_flag, const std::string& token_file_flag,
+Result<std::string> ResolveToken(const std::string& token_file_flag,
                                  const std::optional<std::string>& config_token_file) {
-  if (!token_flag.empty()) return token_flag;
   if (!token_file_flag.empty()) return ReadTokenFile(token_file_flag);
-  if (const char* env = getenv("CODL_TOKEN"); env && *env) return std::string(env);
   if (config_token_file) return ReadTokenFile(*config_token_file);
   return std::string();
 }

@@ -31,9 +31,10 @@ void FromFileUnlessFlag(const CLI::App& app, const char* flag, const std::option
 Result<std::map<std::string, std::string>> MergeLabels(
     std::map<std::string, std::string> file_labels, const std::vector<std::string>& flags);
 
-// The bearer token, first found wins: --token, --token-file, $CODL_TOKEN, the file's token_file.
-// "" when none is configured.
-Result<std::string> ResolveToken(const std::string& token_flag, const std::string& token_file_flag,
+// The bearer token a daemon presents as a client: --token-file, else the config file's
+// token_file; "" when none is configured. Never from the command line or the environment (both
+// are readable by other local users: ps, /proc/PID/environ of children).
+Result<std::string> ResolveToken(const std::string& token_file_flag,
                                  const std::optional<std::string>& config_token_file);
 
 }  // namespace codl::daemon

@@ -48,7 +48,8 @@ Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
   return ss.str();
 }
 
-// Keys both daemons have (lease, heartbeat_interval, tls, token_file, metrics_listen): one
+// Keys both daemons have (lease, heartbeat_interval, tls, token_file, tokens_file,
+// metrics_listen): one
 // reader, so the two config files cannot drift apart.
 template <class Config>
 void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) {
@@ -67,6 +68,8 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
   if (m.Has("tls")) c->tls = AnchorTls(internal::Tls(m.Value("tls"), "tls"), filename);
   if (m.Has("token_file"))
     c->token_file = Anchor(internal::FilePath(m.Value("token_file"), "token_file"), filename);
+  if (m.Has("tokens_file"))
+    c->tokens_file = Anchor(internal::FilePath(m.Value("tokens_file"), "tokens_file"), filename);
   if (m.Has("metrics_listen")) {
     c->metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
   }
@@ -80,7 +83,7 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     MapReader m(root, "",
                 {"controller", "listen", "advertise", "id", "labels", "scratch_roots",
                  "allow_victim", "max_level", "lease", "heartbeat_interval", "state_dir", "tls",
-                 "token_file", "metrics_listen"});
+                 "token_file", "tokens_file", "victim_user", "metrics_listen"});
     if (m.Has("controller"))
       c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
@@ -90,6 +93,8 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     if (m.Has("scratch_roots")) {
       c.scratch_roots = internal::AbsolutePathList(m.Value("scratch_roots"), "scratch_roots");
     }
+    if (m.Has("victim_user"))
+      c.victim_user = yaml::NonEmptyString(m.Value("victim_user"), "victim_user");
     if (m.Has("allow_victim")) c.allow_victim = yaml::Bool(m.Value("allow_victim"), "allow_victim");
     if (m.Has("max_level")) {
       double v = yaml::Number(m.Value("max_level"), "max_level");
@@ -110,7 +115,7 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
     MapReader m(root, "",
                 {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
-                 "metrics_listen"});
+                 "tokens_file", "metrics_listen"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("database"))
       c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);

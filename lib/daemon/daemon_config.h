@@ -38,7 +38,9 @@ struct AgentConfig {
   std::optional<double> heartbeat_interval_s;
   std::optional<std::string> state_dir;
   std::optional<TlsPaths> tls;
-  std::optional<std::string> token_file;
+  std::optional<std::string> token_file;      // the token this agent presents to the controller
+  std::optional<std::string> tokens_file;     // hashes of the tokens callers present (controller)
+  std::optional<std::string> victim_user;     // user victims run as when the agent is root
   std::optional<std::string> metrics_listen;  // Prometheus /metrics address
 };
 
@@ -48,7 +50,8 @@ struct ControllerConfig {
   std::optional<double> lease_s;
   std::optional<double> heartbeat_interval_s;
   std::optional<TlsPaths> tls;
-  std::optional<std::string> token_file;
+  std::optional<std::string> token_file;      // the token the controller presents to agents
+  std::optional<std::string> tokens_file;     // hashes of the tokens callers present
   std::optional<std::string> metrics_listen;  // Prometheus /metrics address
 };
 

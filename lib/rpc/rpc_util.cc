@@ -8,6 +8,9 @@
 #include <random>
 #include <sstream>
 
+#include <grpcpp/security/server_credentials.h>
+#include <spdlog/spdlog.h>
+
 namespace codl::rpc {
 
 namespace {
@@ -26,16 +29,6 @@ std::unique_ptr<grpc::ClientContext> MakeContext(double deadline_s) {
                     std::chrono::microseconds(static_cast<int64_t>(deadline_s * 1e6)));
   if (!BearerToken().empty()) ctx->AddMetadata("authorization", "Bearer " + BearerToken());
   return ctx;
-}
-
-grpc::Status CheckBearer(const grpc::CallbackServerContext* ctx) {
-  if (BearerToken().empty()) return grpc::Status::OK;
-  auto it = ctx->client_metadata().find("authorization");
-  if (it == ctx->client_metadata().end() ||
-      std::string(it->second.data(), it->second.size()) != "Bearer " + BearerToken()) {
-    return ToGrpc(Unauthenticated("missing or wrong bearer token"));
-  }
-  return grpc::Status::OK;
 }
 
 bool IsLocalAddress(const std::string& address) {
@@ -132,23 +125,67 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const End
   return grpc::SslServerCredentials(o);
 }
 
+namespace {
+// Credentials for a TCP port, every call going through the CallAuthorizer.
+Result<std::shared_ptr<grpc::ServerCredentials>> TcpServerCredentials(
+    const Endpoint& e, std::shared_ptr<const TokenTable> tokens) {
+  if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  CallerPolicy policy{tokens, false};
+  if (e.tls.enabled()) {
+    auto tls = MakeServerCredentials(e);
+    if (!tls.ok()) return tls.status();
+    creds = *tls;
+  } else {
+    if (!e.insecure) {
+      return InvalidArgument("refusing plaintext TCP on '" + e.address +
+                             "': any local user could call it. Listen on unix:/PATH, configure "
+                             "TLS (--tls-*), or pass --insecure");
+    }
+    // "Local" credentials: plaintext on the wire (clients dial it as insecure), but unlike
+    // InsecureServerCredentials they take an AuthMetadataProcessor, and only on loopback.
+    creds = grpc::experimental::LocalServerCredentials(LOCAL_TCP);
+    policy.trust_anonymous = tokens == nullptr;
+    spdlog::warn("--insecure: plaintext gRPC on {}{}", e.address,
+                 tokens ? " (bearer tokens required)"
+                        : ": every local user may call every method, as admin");
+  }
+  creds->SetAuthMetadataProcessor(std::make_shared<CallAuthorizer>(policy));
+  return creds;
+}
+}  // namespace
+
+void StartedServer::Stop() {
+  if (unix_listener) unix_listener->Stop();
+}
+
 Result<StartedServer> StartServer(const Endpoint& listen,
                                   const std::vector<grpc::Service*>& services,
-                                  const std::string& who) {
-  auto creds = MakeServerCredentials(listen);
-  if (!creds.ok()) return Error{who + " --listen: " + creds.error(), creds.status().code()};
+                                  const std::string& who,
+                                  std::shared_ptr<const TokenTable> tokens) {
+  StartedServer started;
+  started.address = listen.address;
   grpc::ServerBuilder builder;
   // Bounded requests (security issue, item 4): the largest legitimate one is a submitted YAML
   // (itself capped by the YAML reader) or a victim spec; 16 MiB leaves ample room.
   builder.SetMaxReceiveMessageSize(16 << 20);
   int port = 0;
-  builder.AddListeningPort(listen.address, *creds, &port);
+  const bool unix_socket = listen.address.rfind("unix:", 0) == 0;
+  if (unix_socket) {
+    auto l = UnixListener::Open(listen.address.substr(5));
+    if (!l.ok()) return Error{who + " --listen: " + l.error(), l.status().code()};
+    started.unix_listener = std::move(*l);
+  } else {
+    auto creds = TcpServerCredentials(listen, tokens);
+    if (!creds.ok()) return Error{who + " --listen: " + creds.error(), creds.status().code()};
+    builder.AddListeningPort(listen.address, *creds, &port);
+  }
   for (grpc::Service* service : services) builder.RegisterService(service);
-  StartedServer started;
   started.server = builder.BuildAndStart();
   if (!started.server) return Unavailable(who + ": cannot listen on '" + listen.address + "'");
-  started.address = listen.address;
-  if (started.address.rfind("unix:", 0) != 0) {
+  if (unix_socket) {
+    started.unix_listener->Start(started.server.get());
+  } else {
     started.address =
         started.address.substr(0, started.address.rfind(':')) + ":" + std::to_string(port);
   }

@@ -11,7 +11,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "lib/common/result.h"
+#include "lib/rpc/authz.h"
 #include "lib/rpc/status.h"
+#include "lib/rpc/unix_listener.h"
 
 namespace codl::rpc {
 
@@ -29,7 +31,9 @@ struct TlsFiles {
 struct Endpoint {
   std::string address;  // "unix:/run/codl.sock", "127.0.0.1:7700", "[::1]:7700", "host:7700"
   TlsFiles tls;
-  bool insecure = false;  // plaintext; refused on non-loopback addresses
+  // Servers: plaintext TCP (loopback only) is allowed. Without it a server listens on TLS or
+  // a unix socket only, since any local user can reach a loopback port.
+  bool insecure = false;
 };
 
 // True for unix sockets and loopback addresses (127.0.0.0/8, ::1, localhost).
@@ -45,24 +49,29 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const T
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e);
 
 // A started server and the address it is reachable at: the listen address with the port the
-// kernel bound (":0" asks for an ephemeral one); unix sockets as given.
+// kernel bound (":0" asks for an ephemeral one); unix sockets as given. Stop() before shutting
+// the server down (it ends the unix socket's accept thread, which hands connections to it).
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;
   std::string address;
+  std::unique_ptr<UnixListener> unix_listener;  // unix: addresses only
+  void Stop();
 };
 
-// The one way both daemons start their gRPC server: credentials for `listen` (plaintext only on
-// loopback/unix), the services registered, the bound port read back. `who` prefixes errors.
+// The one way both daemons start their gRPC server, and where every call is authorized
+// (authz.h): "unix:PATH" through UnixListener (peer uid checked, private directory), TLS with
+// the CallAuthorizer on the port, plaintext loopback TCP only when listen.insecure (with the
+// CallAuthorizer too: tokens when a tokens file is given, else everyone is admin). `tokens`
+// may be null. `who` prefixes errors.
 Result<StartedServer> StartServer(const Endpoint& listen,
                                   const std::vector<grpc::Service*>& services,
-                                  const std::string& who);
+                                  const std::string& who,
+                                  std::shared_ptr<const TokenTable> tokens = nullptr);
 
-// Bearer token: when set (process-wide), clients send it and servers require it.
+// The bearer token this process presents as a client (process-wide: a daemon has one
+// identity); "" sends none.
 void SetBearerToken(const std::string& token);
 const std::string& BearerToken();
-// Returns OK when the call carries the configured token (or none is configured), else
-// UNAUTHENTICATED.
-grpc::Status CheckBearer(const grpc::CallbackServerContext* ctx);
 
 std::string NewIdempotencyKey();
 int64_t UnixNanosNow();

@@ -17,6 +17,7 @@
 #include "lib/daemon/cli_flags.h"
 #include "lib/daemon/daemon_config.h"
 #include "lib/daemon/service_notifier.h"
+#include "lib/daemon/victim_user.h"
 
 namespace codl::daemon {
 namespace {
@@ -46,6 +47,30 @@ TEST(AgentConfig, ShippedExampleParses) {
   EXPECT_TRUE(c->controller.has_value());
   EXPECT_TRUE(c->scratch_roots.has_value());
   EXPECT_TRUE(c->lease_s.has_value());
+  EXPECT_EQ(c->victim_user.value_or(""), "nobody");
+}
+
+TEST(AgentConfig, SecurityKeys) {
+  auto c = ParseAgentConfig("victim_user: root\ntokens_file: tokens\ntoken_file: /t\n",
+                            "/etc/codl/agent.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(*c->victim_user, "root");
+  EXPECT_EQ(*c->tokens_file, "/etc/codl/tokens");  // relative to the file
+  EXPECT_FALSE(ParseAgentConfig("victim_user: \"\"\n", "a.yaml").ok());
+}
+
+TEST(VictimUser, RootAgentsRunVictimsUnprivilegedUnlessToldOtherwise) {
+  // A non-root agent runs victims as itself, whatever is configured.
+  EXPECT_FALSE(ResolveVictimUser("", 1000)->has_value());
+  EXPECT_FALSE(ResolveVictimUser("nobody", 1000)->has_value());
+  // A root agent: nobody by default, root only when configured.
+  auto by_default = ResolveVictimUser("", 0);
+  ASSERT_TRUE(by_default.ok()) << by_default.error();
+  ASSERT_TRUE(by_default->has_value());
+  EXPECT_NE((*by_default)->uid, 0u);
+  EXPECT_EQ((*by_default)->user, "nobody");
+  EXPECT_FALSE(ResolveVictimUser("root", 0)->has_value());
+  EXPECT_FALSE(ResolveVictimUser("no-such-user-codl", 0).ok());
 }
 
 TEST(ControllerConfig, ShippedExampleParses) {
@@ -221,21 +246,20 @@ TEST(ConfigPath, ExplicitMustExistDefaultMayBeMissing) {
   std::system(("rm -rf " + dir).c_str());
 }
 
-TEST(Token, FileIsTrimmedAndFlagsWin) {
+TEST(Token, FileIsTrimmedAndNeverFromTheEnvironment) {
   std::string dir = TempDir();
   Write(dir + "/token", "  s3cret\n");
+  Write(dir + "/other", "flagged\n");
   Write(dir + "/blank", "\n \n");
-  unsetenv("CODL_TOKEN");
   EXPECT_EQ(*ReadTokenFile(dir + "/token"), "s3cret");
   EXPECT_FALSE(ReadTokenFile(dir + "/blank").ok());
   EXPECT_FALSE(ReadTokenFile(dir + "/absent").ok());
-  EXPECT_EQ(*ResolveToken("flag", dir + "/token", std::nullopt), "flag");
-  EXPECT_EQ(*ResolveToken("", dir + "/token", std::nullopt), "s3cret");
-  EXPECT_EQ(*ResolveToken("", "", dir + "/token"), "s3cret");
-  setenv("CODL_TOKEN", "env", 1);
-  EXPECT_EQ(*ResolveToken("", "", dir + "/token"), "env");  // the environment beats the file
+  EXPECT_EQ(*ResolveToken(dir + "/other", dir + "/token"), "flagged");  // the flag beats the file
+  EXPECT_EQ(*ResolveToken("", dir + "/token"), "s3cret");
+  setenv("CODL_TOKEN", "env", 1);  // daemons do not read it (children could see it)
+  EXPECT_EQ(*ResolveToken("", dir + "/token"), "s3cret");
+  EXPECT_EQ(*ResolveToken("", std::nullopt), "");
   unsetenv("CODL_TOKEN");
-  EXPECT_EQ(*ResolveToken("", "", std::nullopt), "");
   std::system(("rm -rf " + dir).c_str());
 }
 

@@ -70,10 +70,10 @@ TEST_F(DaemonConfigTest, FileValuesThenFlagsOverride) {
                                       "state_dir: state\nmax_level: 0.5\n"
                                       "metrics_listen: 127.0.0.1:" +
                                       std::to_string(metrics_port) + "\n");
-  Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml"},
+  Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml", "--insecure"},
                      dir_ + "/controller.log");
   Process agent({Bin("codl-agent"), "--config", dir_ + "/agent.yaml", "--id", "from-flag",
-                 "--label", "over=flag"},
+                 "--label", "over=flag", "--insecure"},
                 dir_ + "/agent.log");
   std::string json;
   ASSERT_TRUE(
@@ -111,12 +111,15 @@ TEST_F(DaemonConfigTest, BadFilesAreRejectedWithPosition) {
   EXPECT_EQ(r.exit_code, 2) << "flags are validated too";
 }
 
-TEST_F(DaemonConfigTest, TokenFileFromConfig) {
-  WriteFile(dir_ + "/token", "s3cret\n");
+TEST_F(DaemonConfigTest, TokensFileFromConfig) {
+  // sha256("s3cret"): the file holds hashes only.
+  WriteFile(dir_ + "/tokens",
+            "# role id sha256\nuser-read alice "
+            "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0\n");
   WriteFile(
       dir_ + "/controller.yaml",
-      "listen: " + address_ + "\ndatabase: c.db\ntoken_file: token\nheartbeat_interval: 200ms\n");
-  Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml"},
+      "listen: " + address_ + "\ndatabase: c.db\ntokens_file: tokens\nheartbeat_interval: 200ms\n");
+  Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml", "--insecure"},
                      dir_ + "/controller.log", "", {{"CODL_TOKEN", ""}});
   auto ctl = [&](const std::string& token) {
     return RunCommand({Bin("codlctl"), "--controller", address_, "--token", token, "agents"}, 10);
@@ -169,9 +172,10 @@ TEST_F(DaemonConfigTest, NotifiesReadyWatchdogAndStopping) {
                                            {"WATCHDOG_USEC", "400000"}};
     std::vector<std::string> argv =
         daemon == "codl-controller"
-            ? std::vector<std::string>{Bin(daemon), "--listen", address_, "--db", dir_ + "/n.db"}
+            ? std::vector<std::string>{Bin(daemon), "--listen",     address_,
+                                       "--db",      dir_ + "/n.db", "--insecure"}
             : std::vector<std::string>{Bin(daemon),   "--controller",   address_, "--listen",
-                                       "127.0.0.1:0", "--scratch-root", dir_};
+                                       "127.0.0.1:0", "--scratch-root", dir_,     "--insecure"};
     Process p(argv, dir_ + "/" + daemon + ".log", "", env);
     ASSERT_TRUE(sock.WaitFor("READY=1", 20)) << ReadFile(dir_ + "/" + daemon + ".log");
     if (daemon == "codl-controller") {

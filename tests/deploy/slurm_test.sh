@@ -119,7 +119,7 @@ echo "local Slurm up: srun ran on $(echo $out | tr '\n' ' ')"
 
 # ---- a real controller ---------------------------------------------------------------------------
 controller=127.0.0.1:$(free_port)
-"$bin/codl-controller" --listen "$controller" --db "$tmp/controller.db" --heartbeat-interval 500ms \
+"$bin/codl-controller" --listen "$controller" --db "$tmp/controller.db" --heartbeat-interval 500ms --insecure \
   >"$tmp/controller.log" 2>&1 &
 pids_to_stop+=($!)
 ctl() { timeout 20 "$bin/codlctl" --controller "$controller" "$@"; }

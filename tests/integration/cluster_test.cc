@@ -52,14 +52,22 @@ class Cluster {
   }
   void StartController() {
     controller_ = Process({Bin("codl-controller"), "--listen", address_, "--db", dir_ + "/c.db",
-                           "--heartbeat-interval", "200ms"},
+                           "--heartbeat-interval", "200ms", "--insecure"},
                           dir_ + "/controller.log");
   }
   void StartAgent(const std::string& id, std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {
-        Bin("codl-agent"),    "--controller", address_,         "--id", id,
-        "--listen",           "127.0.0.1:0",  "--scratch-root", dir_,   "--state-dir",
-        dir_ + "/state-" + id};
+    std::vector<std::string> argv = {Bin("codl-agent"),
+                                     "--controller",
+                                     address_,
+                                     "--id",
+                                     id,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--scratch-root",
+                                     dir_,
+                                     "--state-dir",
+                                     dir_ + "/state-" + id,
+                                     "--insecure"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     agents_.emplace_back(Process(argv, dir_ + "/agent-" + id + ".log"));
   }

@@ -59,12 +59,12 @@ TEST(Metrics, ControllerAndAgentExposePromtoolCleanMetrics) {
   int port = FreeLoopbackPort(), cport = FreeLoopbackPort(), aport = FreeLoopbackPort();
   std::string address = "127.0.0.1:" + std::to_string(port);
   Process controller({Bin("codl-controller"), "--listen", address, "--db", dir + "/c.db",
-                      "--metrics-listen", "127.0.0.1:" + std::to_string(cport)},
+                      "--metrics-listen", "127.0.0.1:" + std::to_string(cport), "--insecure"},
                      dir + "/controller.log");
-  Process agent(
-      {Bin("codl-agent"), "--controller", address, "--id", "m1", "--listen", "127.0.0.1:0",
-       "--scratch-root", dir, "--metrics-listen", "127.0.0.1:" + std::to_string(aport)},
-      dir + "/agent.log");
+  Process agent({Bin("codl-agent"), "--controller", address, "--id", "m1", "--listen",
+                 "127.0.0.1:0", "--scratch-root", dir, "--metrics-listen",
+                 "127.0.0.1:" + std::to_string(aport), "--insecure"},
+                dir + "/agent.log");
   WriteFile(dir + "/exp.yaml",
             "name: metrics\n"
             "victim: {command: [sh, -c, 'echo {\\\"step_time_s\\\": 0.01}; echo "

@@ -150,7 +150,8 @@ class Topology {
 };
 
 // A throwaway CA and one certificate per party (controller, h1..h3, codlctl), each valid for
-// both server and client auth, with the party's IP as subjectAltName. Empty on success.
+// both server and client auth, with the party's IP and its codl:// identity (docs/security.md)
+// as subjectAltName. Empty on success.
 std::string MakeCertificates(const std::string& openssl, const std::string& dir,
                              const std::map<std::string, std::string>& ip_by_name) {
   auto run = [&](std::vector<std::string> argv) -> std::string {
@@ -167,12 +168,15 @@ std::string MakeCertificates(const std::string& openssl, const std::string& dir,
     return e;
   }
   for (const auto& [name, ip] : ip_by_name) {
+    const std::string identity = name == "controller" ? "codl://controller"
+                                 : name == "codlctl"  ? "codl://user-submit/codlctl"
+                                                      : "codl://agent/" + name;
     WriteFile(dir + "/" + name + ".ext",
               "basicConstraints=CA:FALSE\n"
               "keyUsage=critical,digitalSignature,keyEncipherment\n"
               "extendedKeyUsage=serverAuth,clientAuth\n"
               "subjectAltName=IP:" +
-                  ip + ",DNS:" + name + "\n");
+                  ip + ",DNS:" + name + ",URI:" + identity + "\n");
     if (auto e = run({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                       "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name});
         !e.empty()) {

@@ -1,0 +1,23 @@
+// The user victims run as. An agent started as root would otherwise run every submitted
+// command as root; it runs them as `victim_user` (default "nobody") instead, and as root only
+// when the configuration says `victim_user: root`. An agent that is not root runs victims as
+// itself (it could not switch users anyway).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "lib/common/result.h"
+#include "lib/common/subprocess.h"
+
+namespace codl::daemon {
+
+inline constexpr const char* kDefaultVictimUser = "nobody";
+
+// `configured`: the victim_user key / --victim-user flag ("" = not set). `agent_uid`: the
+// agent's effective uid. nullopt: victims run as the agent. An unknown user is an error.
+Result<std::optional<RunAs>> ResolveVictimUser(const std::string& configured, uid_t agent_uid);
+
+}  // namespace codl::daemon

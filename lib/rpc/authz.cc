@@ -1,0 +1,304 @@
+#include "lib/rpc/authz.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "lib/rpc/status.h"
+
+namespace codl::rpc {
+
+namespace {
+
+constexpr const char* kRoleProperty = "codl_role";
+constexpr const char* kIdProperty = "codl_id";
+constexpr std::string_view kUriScheme = "codl://";
+
+struct RoleNameEntry {
+  Role role;
+  const char* name;
+};
+constexpr RoleNameEntry kRoleNames[] = {
+    {Role::kController, "controller"},  {Role::kAgent, "agent"}, {Role::kUserRead, "user-read"},
+    {Role::kUserSubmit, "user-submit"}, {Role::kAdmin, "admin"},
+};
+
+bool ValidId(std::string_view id) {
+  if (id.empty() || id.size() > 253) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Agents and users are named; the controller is one per deployment; an admin may be either.
+bool NeedsId(Role r) { return r == Role::kAgent || r == Role::kUserRead || r == Role::kUserSubmit; }
+
+std::string ToString(grpc::string_ref s) { return std::string(s.data(), s.size()); }
+
+}  // namespace
+
+const char* RoleName(Role role) {
+  for (const auto& e : kRoleNames) {
+    if (e.role == role) return e.name;
+  }
+  return "?";
+}
+
+std::optional<Role> ParseRole(std::string_view name) {
+  for (const auto& e : kRoleNames) {
+    if (name == e.name) return e.role;
+  }
+  return std::nullopt;
+}
+
+std::string Identity::ToString() const {
+  return id.empty() ? RoleName(role) : std::string(RoleName(role)) + "/" + id;
+}
+
+std::optional<Identity> IdentityFromUri(std::string_view uri) {
+  if (uri.substr(0, kUriScheme.size()) != kUriScheme) return std::nullopt;
+  std::string_view rest = uri.substr(kUriScheme.size());
+  const size_t slash = rest.find('/');
+  auto role = ParseRole(rest.substr(0, slash));
+  if (!role) return std::nullopt;
+  std::string_view id = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+  const bool any_agent = *role == Role::kAgent && id == kAnyAgent;
+  if (slash != std::string_view::npos && !any_agent && !ValidId(id)) return std::nullopt;
+  if (NeedsId(*role) && id.empty()) return std::nullopt;
+  if (*role == Role::kController && !id.empty()) return std::nullopt;
+  return Identity{*role, std::string(id)};
+}
+
+const std::map<std::string, std::set<Role>>& MethodTable() {
+  // Reads are open to every user role; mutations to the one role whose job they are. Admin
+  // (local root, or an admin certificate/token) may call everything.
+  static const auto* table = [] {
+    const std::set<Role> controller = {Role::kController, Role::kAdmin};
+    const std::set<Role> agent = {Role::kAgent, Role::kAdmin};
+    const std::set<Role> submit = {Role::kUserSubmit, Role::kAdmin};
+    const std::set<Role> read = {Role::kUserRead, Role::kUserSubmit, Role::kAdmin};
+    return new std::map<std::string, std::set<Role>>{
+        // The agent: everything it does runs processes on its node, for the controller only.
+        {"/codl.v1.Agent/Calibrate", controller},
+        {"/codl.v1.Agent/StartAntagonist", controller},
+        {"/codl.v1.Agent/GetAntagonist", controller},
+        {"/codl.v1.Agent/StopAntagonist", controller},
+        {"/codl.v1.Agent/RunVictim", controller},
+        {"/codl.v1.Agent/StopAll", controller},
+        {"/codl.v1.Agent/StreamTelemetry", controller},
+        // The controller: agents report in (each for its own id: CheckAgentIdentity).
+        {"/codl.v1.Controller/RegisterAgent", agent},
+        {"/codl.v1.Controller/Heartbeat", agent},
+        {"/codl.v1.Controller/PublishRendezvous", agent},
+        {"/codl.v1.Controller/FetchRendezvous", agent},
+        // Users: submitters start work on nodes, readers look.
+        {"/codl.v1.Controller/SubmitExperiment", submit},
+        {"/codl.v1.Controller/CancelExperiment", submit},
+        {"/codl.v1.Controller/CalibrateNode", submit},
+        {"/codl.v1.Controller/GetExperiment", read},
+        {"/codl.v1.Controller/WatchExperiment", read},
+        {"/codl.v1.Controller/GetResults", read},
+        {"/codl.v1.Controller/ListAgents", read},
+    };
+  }();
+  return *table;
+}
+
+Status Authorize(const std::string& method, const Identity& who) {
+  const auto& table = MethodTable();
+  auto it = table.find(method);
+  if (it == table.end()) return PermissionDenied("no authorization rule for " + method);
+  if (it->second.count(who.role) == 0) {
+    return PermissionDenied(who.ToString() + " may not call " + method);
+  }
+  return Status::Ok();
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+namespace {
+std::optional<std::vector<unsigned char>> ParseHash(const std::string& hex) {
+  if (hex.size() != 2 * SHA256_DIGEST_LENGTH) return std::nullopt;
+  std::vector<unsigned char> out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned v = 0;
+    for (size_t j = i; j < i + 2; ++j) {
+      const char c = hex[j];
+      v <<= 4;
+      if (c >= '0' && c <= '9') {
+        v |= c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        v |= c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        v |= c - 'A' + 10;
+      } else {
+        return std::nullopt;
+      }
+    }
+    out.push_back(static_cast<unsigned char>(v));
+  }
+  return out;
+}
+}  // namespace
+
+Result<TokenTable> TokenTable::Parse(const std::string& text, const std::string& filename) {
+  TokenTable t;
+  std::istringstream lines(text);
+  std::string line;
+  for (int n = 1; std::getline(lines, line); ++n) {
+    std::istringstream fields(line);
+    std::string role_name, id, hex, extra;
+    if (!(fields >> role_name) || role_name[0] == '#') continue;
+    const std::string where = filename + ":" + std::to_string(n) + ": ";
+    if (!(fields >> id >> hex) || (fields >> extra)) {
+      return InvalidArgument(where + "expected 'ROLE ID SHA256-HEX'");
+    }
+    auto role = ParseRole(role_name);
+    if (!role) return InvalidArgument(where + "unknown role '" + role_name + "'");
+    if (id == "-") id.clear();
+    if ((NeedsId(*role) || !id.empty()) && !ValidId(id)) {
+      return InvalidArgument(where + "role " + role_name + " needs an id of [A-Za-z0-9._-]");
+    }
+    if (*role == Role::kController && !id.empty()) {
+      return InvalidArgument(where + "the controller has no id: write '-'");
+    }
+    auto hash = ParseHash(hex);
+    if (!hash) return InvalidArgument(where + "the hash must be 64 hex digits (sha256sum)");
+    t.entries_.push_back({Identity{*role, id}, std::move(*hash)});
+  }
+  return t;
+}
+
+Result<TokenTable> TokenTable::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("cannot read tokens file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return Parse(ss.str(), path);
+}
+
+std::optional<Identity> TokenTable::Find(std::string_view token) const {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  const Entry* found = nullptr;
+  for (const Entry& e : entries_) {  // no early exit: the time does not depend on the match
+    if (CRYPTO_memcmp(e.hash.data(), digest, sizeof digest) == 0) found = &e;
+  }
+  if (found == nullptr) return std::nullopt;
+  return found->who;
+}
+
+namespace {
+
+// The codl:// identity in a peer certificate's subject alternative names.
+Result<Identity> IdentityFromCertificate(const grpc::AuthContext& context) {
+  for (const char* property : {"x509_subject_alternative_name", "peer_uri", "x509_uri"}) {
+    for (const auto& value : context.FindPropertyValues(property)) {
+      if (auto who = IdentityFromUri(ToString(value))) return *who;
+    }
+  }
+  return Unauthenticated(
+      "the client certificate carries no codl:// URI SAN identity "
+      "(scripts/issue-certs.sh)");
+}
+
+std::optional<std::string> BearerToken(const grpc::AuthMetadataProcessor::InputMetadata& md) {
+  auto it = md.find("authorization");
+  if (it == md.end()) return std::nullopt;
+  const std::string value = ToString(it->second);
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.compare(0, kBearer.size(), kBearer) != 0) return std::nullopt;
+  return value.substr(kBearer.size());
+}
+
+bool IsTls(const grpc::AuthContext& context) {
+  for (const auto& v : context.FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
+    if (v == GRPC_SSL_TRANSPORT_SECURITY_TYPE || v == GRPC_TLS_TRANSPORT_SECURITY_TYPE) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<Identity> CallAuthorizer::Identify(const InputMetadata& metadata,
+                                          const grpc::AuthContext& context) const {
+  if (IsTls(context)) return IdentityFromCertificate(context);
+  if (auto token = BearerToken(metadata)) {
+    if (!policy_.tokens) return Unauthenticated("this server has no tokens file");
+    if (auto who = policy_.tokens->Find(*token)) return *who;
+    return Unauthenticated("unknown bearer token");
+  }
+  if (policy_.tokens)
+    return Unauthenticated("this server requires a bearer token (docs/security.md)");
+  if (policy_.trust_anonymous) return Identity{Role::kAdmin, ""};
+  return Unauthenticated("no credentials: use mTLS, a token, or the daemon's unix socket");
+}
+
+grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthContext* context,
+                                     OutputMetadata* consumed, OutputMetadata* /*response*/) {
+  auto path = metadata.find(":path");
+  if (path == metadata.end()) return ToGrpc(PermissionDenied("call without a method path"));
+  auto who = Identify(metadata, *context);
+  if (!who.ok()) return ToGrpc(who.status());
+  if (Status s = Authorize(ToString(path->second), *who); !s.ok()) return ToGrpc(s);
+  context->AddProperty(kRoleProperty, RoleName(who->role));
+  context->AddProperty(kIdProperty, who->id);
+  // Handlers never see the token.
+  if (auto auth = metadata.find("authorization"); auth != metadata.end()) {
+    consumed->insert({"authorization", ToString(auth->second)});
+  }
+  return grpc::Status::OK;
+}
+
+Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
+  auto auth = ctx.auth_context();
+  if (!auth) return Unauthenticated("call without an auth context");
+  auto roles = auth->FindPropertyValues(kRoleProperty);
+  if (!roles.empty()) {
+    auto role = ParseRole(ToString(roles.front()));
+    auto ids = auth->FindPropertyValues(kIdProperty);
+    if (!role) return Unauthenticated("unknown role recorded for the call");
+    return Identity{*role, ids.empty() ? "" : ToString(ids.front())};
+  }
+  // Only unix-socket connections run without the authorizer: UnixListener admitted them by uid
+  // (root or the daemon's own) and handed them over as "fd:N" channels, which carry no
+  // transport security properties at all.
+  const bool from_unix_listener =
+      ctx.peer().rfind("fd:", 0) == 0 &&
+      auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME).empty();
+  if (from_unix_listener) return Identity{Role::kAdmin, ""};
+  return Unauthenticated("the call was not authorized");
+}
+
+grpc::Status CheckCaller(const grpc::ServerContextBase* ctx) {
+  auto who = CallerOf(*ctx);
+  return who.ok() ? grpc::Status::OK : ToGrpc(who.status());
+}
+
+grpc::Status CheckAgentIdentity(const grpc::ServerContextBase& ctx, const std::string& agent_id) {
+  auto who = CallerOf(ctx);
+  if (!who.ok()) return ToGrpc(who.status());
+  if (who->role == Role::kAgent && who->id != kAnyAgent && who->id != agent_id) {
+    return ToGrpc(PermissionDenied(who->ToString() + " may not act for agent '" + agent_id + "'"));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace codl::rpc
