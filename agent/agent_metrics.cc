@@ -4,6 +4,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "lib/common/version.h"
 #include "lib/daemon/metrics_endpoint.h"
 
 namespace codl::agent {
@@ -14,7 +15,24 @@ struct AgentMetrics::Families {
   prometheus::Counter* started;
   prometheus::Counter* lease_expirations;
   prometheus::Family<prometheus::Counter>* victims;
-  prometheus::Family<prometheus::Gauge>* achieved;
+  // One family per unit: codl_agent_antagonist_<base unit>, e.g. ..._bytes_per_second.
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*> achieved_by_suffix;
+
+  prometheus::Family<prometheus::Gauge>& Achieved(prometheus::Registry& registry,
+                                                  const std::string& unit) {
+    const std::string suffix = daemon::RateMetricSuffix(unit);
+    auto& family = achieved_by_suffix[suffix];
+    if (family == nullptr) {
+      family = &prometheus::BuildGauge()
+                    .Name("codl_agent_antagonist_" + suffix)
+                    .Help(
+                        "Latest achieved rate of the antagonists running on this agent, summed "
+                        "per injector (" +
+                        unit + ").")
+                    .Register(registry);
+    }
+    return *family;
+  }
 };
 
 AgentMetrics::AgentMetrics()
@@ -46,14 +64,9 @@ AgentMetrics::AgentMetrics()
                      .Name("codl_agent_victim_runs_total")
                      .Help("Victim runs, by result (ok, failed).")
                      .Register(*registry_);
-  f_->achieved = &BuildGauge()
-                      .Name("codl_agent_antagonist_achieved_rate")
-                      .Help(
-                          "Latest achieved rate per injector on this agent, in the injector's "
-                          "unit (label unit).")
-                      .Register(*registry_);
   f_->victims->Add({{"result", "ok"}});
   f_->victims->Add({{"result", "failed"}});
+  daemon::RegisterBuildInfo(*registry_, "agent", CodlVersion());
 }
 
 AgentMetrics::~AgentMetrics() = default;
@@ -76,15 +89,24 @@ void AgentMetrics::Update(const Snapshot& s) {
       .Increment(static_cast<double>(s.victims_ok - last_.victims_ok));
   f_->victims->Add({{"result", "failed"}})
       .Increment(static_cast<double>(s.victims_failed - last_.victims_failed));
-  for (const auto& [injector, rate] : last_.achieved_by_injector) {
-    if (!s.achieved_by_injector.count(injector)) {
-      f_->achieved->Add({{"injector", injector}, {"unit", rate.second}}).Set(0);
+  // A stopped injector's series goes away rather than lingering at 0 (or at its last value).
+  for (auto it = achieved_unit_.begin(); it != achieved_unit_.end();) {
+    auto now = s.achieved_by_injector.find(it->first);
+    if (now != s.achieved_by_injector.end() && now->second.second == it->second) {
+      ++it;
+      continue;
     }
+    auto& family = f_->Achieved(*registry_, it->second);
+    family.Remove(&family.Add({{"injector", it->first}}));
+    it = achieved_unit_.erase(it);
   }
   for (const auto& [injector, rate] : s.achieved_by_injector) {
-    f_->achieved->Add({{"injector", injector}, {"unit", rate.second}}).Set(rate.first);
+    f_->Achieved(*registry_, rate.second).Add({{"injector", injector}}).Set(rate.first);
+    achieved_unit_[injector] = rate.second;
   }
   last_ = s;
 }
+
+std::string AgentMetrics::Exposition() const { return daemon::ExpositionText(*registry_); }
 
 }  // namespace codl::agent

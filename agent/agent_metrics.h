@@ -1,5 +1,6 @@
 // AgentMetrics: the agent's Prometheus metrics on --metrics-listen (prefix codl_agent_, base
-// units, _total counters). Refreshed by the agent's watchdog once a second.
+// units in the names, _total counters; every metric is listed in docs/metrics.md). Refreshed by
+// the agent's watchdog once a second.
 #pragma once
 
 #include <map>
@@ -32,12 +33,16 @@ class AgentMetrics {
   };
   void Update(const Snapshot& s);
 
+  // What /metrics serves right now (tests).
+  std::string Exposition() const;
+
  private:
   struct Families;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Families> f_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   Snapshot last_;
+  std::map<std::string, std::string> achieved_unit_;  // injector -> unit of its live series
 };
 
 }  // namespace codl::agent

@@ -57,13 +57,18 @@ class ExperimentScheduler::Listener : public RunListener {
     if (publish) s_->Publish(live_, "", false);
   }
   void OnTrialDone(const TrialRecord& t) override {
+    int completed;
     {
       std::lock_guard<std::mutex> l(s_->mu_);
-      ++live_->completed;
+      completed = ++live_->completed;
       live_->eta->OnTrialDone(t.index, s_->clock_->MonotonicSeconds() - live_->trial_started_s);
       if (t.state == TrialState::kFailed) ++live_->failed;
     }
-    if (s_->metrics_) s_->metrics_->OnTrialDone(t);
+    if (s_->metrics_) {
+      s_->metrics_->OnTrialDone(t);
+      s_->metrics_->OnTrialProgress(t.experiment_id, completed,
+                                    static_cast<int>(live_->plan.size()));
+    }
     char buf[512];
     snprintf(buf, sizeof buf, "trial %d/%zu %s: %s, metric %.4g s%s%s", t.index + 1,
              live_->plan.size(), t.pairing.c_str(), ToString(t.state), t.metric,
@@ -341,7 +346,7 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
     live->current_pairing.clear();
   }
   (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms);
-  if (metrics_) metrics_->OnExperimentFinished(state);
+  if (metrics_) metrics_->OnExperimentFinished(live->record.id, state);
   Publish(live, std::string("experiment ") + ToString(state) + (error.empty() ? "" : ": " + error),
           true);
   std::lock_guard<std::mutex> l(mu_);

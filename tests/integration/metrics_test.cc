@@ -104,6 +104,13 @@ TEST(Metrics, ControllerAndAgentExposePromtoolCleanMetrics) {
   EXPECT_EQ(Value(cm, "codl_victim_step_time_seconds_count{baseline=\"true\"}"), 4) << cm;
   EXPECT_EQ(Value(am, "codl_agent_antagonists_started_total"), 2) << am;
   EXPECT_EQ(Value(am, "codl_agent_antagonists_running"), 0) << am;
+  // Units live in metric names, the experiment's series went away with it, builds are labelled.
+  for (const std::string& text : {cm, am}) {
+    EXPECT_EQ(text.find("unit=\""), std::string::npos) << text;
+    EXPECT_NE(text.find("codl_build_info{daemon="), std::string::npos) << text;
+  }
+  EXPECT_EQ(cm.find("experiment=\""), std::string::npos) << cm;
+  EXPECT_EQ(am.find("codl_agent_antagonist_units_per_second{"), std::string::npos) << am;
 
   for (const auto& [name, text] : {std::pair{"controller", cm}, std::pair{"agent", am}}) {
     WriteFile(dir + "/" + name + ".prom", text);
