@@ -33,6 +33,11 @@ usage: codl-slurm-agents.sh --controller HOST:PORT [options] [-- extra codl-agen
   --tls-ca/--tls-cert/--tls-key FILE
                         mTLS files for the agents and for codlctl (required off loopback)
   --wait SECONDS        how long to wait for every agent to register (default 120)
+  --gpus-per-node N     GPUs of each node the agents may use (their step gets --gres=gpu:N;
+                        the allocation must hold them: sbatch/salloc --gres=gpu:N)
+  --allow-shared        do not warn when the allocation shares its nodes with other jobs
+Signals: SIGTERM or SIGINT cancels a running --experiment, then stops the agents (each stops
+its antagonists and removes its scratch dir). The exit status is then 143.
 USAGE
 }
 
@@ -43,6 +48,8 @@ config=""
 listen=${CODL_AGENT_LISTEN:-}
 scratch=${CODL_SCRATCH:-}
 wait_s=120
+gpus_per_node=""
+allow_shared=0
 labels=()
 tls=()
 extra=()
@@ -57,6 +64,8 @@ while (($#)); do
     --label) labels+=(--label "$2"); shift 2 ;;
     --tls-ca|--tls-cert|--tls-key) tls+=("$1" "$2"); shift 2 ;;
     --wait) wait_s=$2; shift 2 ;;
+    --gpus-per-node) gpus_per_node=$2; shift 2 ;;
+    --allow-shared) allow_shared=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "codl-slurm-agents: unknown option '$1'" >&2; usage >&2; exit 2 ;;
@@ -72,6 +81,16 @@ if [[ -z "$bin_dir" ]]; then
   bin_dir=$(dirname "$agent_path")
 fi
 [[ -x "$bin_dir/codl-agent" && -x "$bin_dir/codlctl" ]] || die "no codl-agent/codlctl in $bin_dir"
+[[ -z "$gpus_per_node" || "$gpus_per_node" =~ ^[1-9][0-9]*$ ]] ||
+  die "--gpus-per-node '$gpus_per_node': expected a whole number >= 1"
+# A node shared with another job makes baselines meaningless: say so (sbatch --exclusive).
+if ((!allow_shared)); then
+  shared=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | grep -o 'OverSubscribe=[A-Z]*' | head -1)
+  if [[ -n "$shared" && "$shared" != OverSubscribe=NO ]]; then
+    echo "codl-slurm-agents: warning: job $SLURM_JOB_ID does not hold its nodes exclusively" \
+         "($shared): other jobs' load lands in the baselines; use --exclusive" >&2
+  fi
+fi
 nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
 advertise_port=""
 insecure=()
@@ -115,8 +134,10 @@ node_script='
   exit $rc'
 
 echo "codl-slurm-agents: job $SLURM_JOB_ID: starting $nodes agent(s) for controller $controller"
+step_gres=()
+[[ -n "$gpus_per_node" ]] && step_gres=(--gres="gpu:$gpus_per_node")
 srun --overlap --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1 --kill-on-bad-exit=0 \
-     --job-name=codl-agents \
+     --job-name=codl-agents "${step_gres[@]}" \
      bash -c "$node_script" codl-node "$scratch" "$advertise_port" "$bin_dir/codl-agent" \
      "${agent_args[@]}" &
 srun_pid=$!
@@ -136,7 +157,19 @@ stop_agents() {
   kill -KILL "$srun_pid" 2>/dev/null || true
   wait "$srun_pid" 2>/dev/null || true
 }
-trap 'stop_agents; exit 143' TERM INT
+# A running experiment is cancelled first, so the controller records it as cancelled and stops
+# its antagonists in order, rather than seeing its agents vanish mid-trial.
+experiment_id=""
+on_signal() {
+  if [[ -n "$experiment_id" ]]; then
+    echo "codl-slurm-agents: cancelling experiment $experiment_id"
+    "${ctl[@]}" cancel "$experiment_id" >/dev/null 2>&1 || true
+    [[ -n "${watch_pid:-}" ]] && wait "$watch_pid" 2>/dev/null
+  fi
+  stop_agents
+  exit 143
+}
+trap on_signal TERM INT
 trap stop_agents EXIT
 
 ctl=("$bin_dir/codlctl" --controller "$controller" "${tls[@]}")
@@ -159,9 +192,15 @@ if [[ -z "$experiment" ]]; then
 fi
 exp_copy=$(mktemp "${TMPDIR:-/tmp}/codl-exp-$SLURM_JOB_ID.XXXXXX.yaml")
 sed -e "s/\${SLURM_JOB_ID}/$SLURM_JOB_ID/g" "$experiment" >"$exp_copy"
+experiment_id=$("${ctl[@]}" submit "$exp_copy") || die "codlctl submit $experiment failed"
+rm -f "$exp_copy"
+experiment_id=$(printf '%s\n' "$experiment_id" | tail -1 | awk '{print $NF}')
+echo "codl-slurm-agents: experiment $experiment_id submitted"
+# Watched in the background: bash runs the TERM trap only between commands.
 set +e
-"${ctl[@]}" submit --watch "$exp_copy"
+"${ctl[@]}" watch "$experiment_id" &
+watch_pid=$!
+wait "$watch_pid"
 rc=$?
 set -e
-rm -f "$exp_copy"
 exit $rc

@@ -98,11 +98,15 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
-NodeName=node1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$node1_port CPUs=2 RealMemory=1000 State=UNKNOWN
-NodeName=node2 NodeHostname=$host NodeAddr=127.0.0.1 Port=$node2_port CPUs=2 RealMemory=1000 State=UNKNOWN
+GresTypes=gpu
+NodeName=node1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$node1_port CPUs=2 RealMemory=1000 Gres=gpu:1 State=UNKNOWN
+NodeName=node2 NodeHostname=$host NodeAddr=127.0.0.1 Port=$node2_port CPUs=2 RealMemory=1000 Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes=node1,node2 Default=YES MaxTime=10 State=UP OverSubscribe=YES
 CONF
 
+# One fake GPU per node (/dev/null as its device file): enough to check that the agents' step
+# asks for it.
+printf 'Name=gpu File=/dev/null\n' >"$tmp/gres.conf"
 timeout 30 slurmctld -f "$SLURM_CONF" -i || { show_logs; skip "slurmctld cannot start in this environment"; }
 for n in node1 node2; do
   timeout 30 slurmd -f "$SLURM_CONF" -N "$n" || { show_logs; skip "slurmd -N $n cannot start in this environment"; }
@@ -153,7 +157,9 @@ timeout 30 bash -c "until grep -q 'registered' '$tmp/salloc.out'; do sleep 0.2; 
 n1=$(compgen -G "$tmp/scratch/codl-*-node1.*" || true); n2=$(compgen -G "$tmp/scratch/codl-*-node2.*" || true)
 [[ -d "$n1/scratch" && -d "$n2/scratch" ]] || fail "per-node scratch dirs missing"
 [[ $(stat -c %a "$n1") == 700 ]] || fail "per-node dir $n1 is not private (mode $(stat -c %a "$n1"))"
-echo "A: agents of job $job registered with slurm_job/slurm_node labels"
+grep -q "does not hold its nodes exclusively" "$tmp/salloc.out" ||
+  fail "no warning for an allocation that shares its nodes (salloc without --exclusive)"
+echo "A: agents of job $job registered with slurm_job/slurm_node labels (and a shared-node warning)"
 
 # SIGTERM to the script (salloc's child): it stops the agent step and the allocation ends.
 script_pid=$(pgrep -P "$salloc_pid" -f codl-slurm-agents.sh | head -1)
@@ -203,5 +209,63 @@ cat "$tmp"/sbatch-*.out 2>/dev/null
 grep -q "experiment finished with status 0" "$tmp"/sbatch-*.out || fail "the experiment did not finish with status 0"
 results=$(ctl results latest -o csv 2>&1) || fail "codlctl results: $results"
 grep -q "membw" <<<"$results" || fail "results lack the membw pairing: $results"
-echo "B: sbatch example ran the experiment on both nodes"
+! grep -q "does not hold its nodes exclusively" "$tmp"/sbatch-*.out ||
+  fail "the sbatch example (#SBATCH --exclusive) still shares its nodes"
+echo "B: sbatch example ran the experiment on both nodes, holding them exclusively"
+
+# C: Slurm's time-limit signal (#SBATCH --signal=B:TERM@120) reaches the batch shell; here
+# `scancel --batch --signal=TERM` delivers the same signal at once. The running experiment must
+# end cancelled, the agents must stop, and the job must end well before Slurm's own kill. The
+# agents' step asks for the GPUs given by CODL_GPUS_PER_NODE.
+cat >"$tmp/long.yaml" <<'EXP'
+name: slurm-signal
+nodes: {labels: {slurm_job: "${SLURM_JOB_ID}"}}
+victim:
+  command: [sh, -c, 'for i in $(seq 1 150); do echo "{\"step\": $i, \"step_time_s\": 0.1}"; sleep 0.1; done']
+  progress: {format: jsonl, field: step_time_s}
+  timeout: 300s
+antagonists:
+  - name: ticks
+    injector: noop
+    rates: ['1000']
+pairings: singles
+repetitions: 2
+settle: 1s
+lease: 5s
+EXP
+rm -f "$tmp"/sbatch-*.out
+submitted=$(cd "$tmp" && timeout 30 sbatch --parsable -N2 --time=5 --gres=gpu:1 --output="$tmp/sbatch-%j.out" \
+  --export="ALL,CODL_CONTROLLER=$controller,CODL_BIN_DIR=$bin,EXPERIMENT=$tmp/long.yaml,CODL_SLURM_AGENTS=$src/deploy/slurm/codl-slurm-agents.sh,CODL_AGENT_LISTEN=127.0.0.1:0,CODL_SCRATCH=$tmp/scratch-c,CODL_GPUS_PER_NODE=1" \
+  "$src/deploy/slurm/codl-experiment.sbatch" 2>&1) || fail "sbatch: $submitted"
+cjob=${submitted%%;*}
+running=0
+for _ in $(seq 1 120); do
+  ctl status latest 2>/dev/null | grep -q "slurm-signal.*running" && { running=1; break; }
+  sleep 0.5
+done
+((running)) || fail "the long experiment of job $cjob did not start"
+steps=$(timeout 10 scontrol show step "$cjob" 2>/dev/null)
+# The agents' step (job name codl-agents) asks for one GPU per node (TresPerNode=gres:gpu:1).
+grep -A12 "Name=codl-agents" <<<"$steps" | grep -q "TresPerNode=gres:gpu:1" ||
+  fail "the agents' step of job $cjob did not request GPUs: $steps"
+timeout 10 scancel --batch --signal=TERM "$cjob" || fail "scancel --batch --signal=TERM $cjob failed"
+ended=0
+for _ in $(seq 1 120); do
+  [[ -z $(timeout 10 squeue -h -j "$cjob" -o %i 2>/dev/null) ]] && { ended=1; break; }
+  sleep 0.5
+done
+cat "$tmp"/sbatch-*.out 2>/dev/null
+((ended)) || fail "job $cjob still running 60 s after SIGTERM to its batch shell"
+ctl status latest 2>/dev/null | grep -q "slurm-signal.*cancelled" ||
+  fail "the experiment was not recorded as cancelled: $(ctl status latest 2>&1)"
+grep -q "cancelling experiment" "$tmp"/sbatch-*.out || fail "the script did not cancel the experiment"
+gone=0
+for _ in $(seq 1 60); do
+  [[ $(ctl agents --json 2>/dev/null | grep "\"slurm_job\":\"$cjob\"" | grep -c '"alive":true') -eq 0 ]] &&
+    { gone=1; break; }
+  sleep 0.5
+done
+((gone)) || fail "agents of job $cjob still alive 30 s after the job ended"
+[[ -z $(compgen -G "$tmp/scratch-c/codl-*" || true) ]] || fail "per-node scratch dirs of job $cjob not removed"
+echo "C: SIGTERM to the batch shell cancelled the experiment and stopped the agents; the agents' step asked for gres:gpu:1"
 echo "Slurm deployment verified"
