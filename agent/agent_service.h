@@ -22,7 +22,7 @@ class Placer;
 struct AgentPolicy {
   bool allow_victim = true;
   double max_level = 1.0;
-  const Placer* placer = nullptr;  // victim.cpus / victim.numa (null: refused)
+  const Placer* placer = nullptr;      // victim.cpus / victim.numa (null: refused)
   std::optional<RunAs> victim_run_as;  // nullopt: victims run as the agent
 };
 

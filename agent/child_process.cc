@@ -10,8 +10,8 @@
 #include <deque>
 #include <fstream>
 #include <future>
-#include <set>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "agent/cpu_usage.h"

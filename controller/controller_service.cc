@@ -58,9 +58,9 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Heartbeat(grpc::CallbackServerC
   reply->set_controller_recv_unix_ns(clock_->UnixNanos());
   if (auto* r = Refuse(ctx, &req->agent_id())) return r;
   auto* r = ctx->DefaultReactor();
-  bool known = agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
-                                  req->running_antagonists(), PeerIdentityOf(*ctx),
-                                  req->load_avg_1m());
+  bool known =
+      agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
+                         req->running_antagonists(), PeerIdentityOf(*ctx), req->load_avg_1m());
   reply->set_reregister(!known);
   reply->set_controller_send_unix_ns(clock_->UnixNanos());
   r->Finish(grpc::Status::OK);

@@ -8,8 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "controller/rendezvous.h"
 #include "controller/provenance.h"
+#include "controller/rendezvous.h"
 #include "controller/settle.h"
 #include "injectors/registry.h"
 #include "lib/rpc/records_proto.h"

@@ -25,9 +25,9 @@ struct AntagonistSummary {
   double achieved_cov = kNaN;   // mean of AntagonistResult::achieved_cov
   std::string unit;             // "bytes/s", "IOPS", ...
   int n_missed_target = 0;      // results with reached_target == false (all trials)
-  bool max = false;  // intensity `max`: open loop, no target; achieved_rate is its outcome
-  double cores = kNaN;          // mean CPU cores used (cpu_s / run_s), where the agent measured it
-  std::string cpus;             // CPUs it could run on ("0-3"; "0-3 | 4-7" when trials differed)
+  bool max = false;     // intensity `max`: open loop, no target; achieved_rate is its outcome
+  double cores = kNaN;  // mean CPU cores used (cpu_s / run_s), where the agent measured it
+  std::string cpus;     // CPUs it could run on ("0-3"; "0-3 | 4-7" when trials differed)
 };
 
 struct PhaseSlowdown {

@@ -140,7 +140,7 @@ std::string FormatTable(const ExperimentResults& r) {
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
   const std::vector<std::string> header = {
-      "pairing", "levels",          "n",       r.metric, "slowdown [CI]",
+      "pairing", "levels",          "n",       r.metric,   "slowdown [CI]",
       "p",       "all trials [CI]", "flagged", "achieved", "cores"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};

@@ -157,8 +157,8 @@ PlacementSpec ParsePlacement(const MapReader& m, const YAML::Node& n, const std:
 VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes,
                        const std::string& source_path) {
   MapReader m(n, path,
-              {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes", "metric",
-               "cpus", "numa"});
+              {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes",
+               "metric", "cpus", "numa"});
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");

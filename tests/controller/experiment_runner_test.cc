@@ -369,8 +369,8 @@ TEST_F(RunnerTest, ProvenanceRecordsVersionSeedNodesCalibrationsAndTrialLoad) {
   node.set_governor("performance");
   node.set_cpu_max_khz(3000000);
   (*node.mutable_gpu_labels())["gpu_count"] = "0";
-  ASSERT_TRUE(registry_->Register(info, node).ok());
-  ASSERT_TRUE(registry_->Heartbeat("node-1", 0.001, 0, 0, 1.25));
+  ASSERT_TRUE(registry_->Register(info, {}, node).ok());
+  ASSERT_TRUE(registry_->Heartbeat("node-1", 0.001, 0, 0, {}, 1.25));
   ExperimentRecord rec;
   auto spec = Spec();
   ASSERT_FALSE(spec.seed_explicit);
@@ -421,7 +421,7 @@ TEST_F(RunnerTest, CalibrationIsRedoneWhenTooOldOrWhenTheNodeChanged) {
   info.set_address("fake");
   v1::NodeSnapshot node;
   node.set_governor("powersave");
-  ASSERT_TRUE(registry_->Register(info, node).ok());
+  ASSERT_TRUE(registry_->Register(info, {}, node).ok());
   ASSERT_TRUE(Run(Spec(), &rec).ok());
   EXPECT_EQ(agent_->calibrations, 3) << "the node's snapshot changed";
   ASSERT_TRUE(Run(Spec(), &rec).ok());

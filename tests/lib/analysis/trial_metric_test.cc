@@ -152,7 +152,7 @@ TEST(TrialMetricTest, FlaggedTrialsAreVisibleNotSilent) {
   EXPECT_TRUE(j["pairings"][1]["slowdown_all"].is_number());
   const std::string csv = FormatCsv(r);
   EXPECT_NE(csv.find(",metric,metric_unit,metric_median,n_all,flag_rate,slowdown_all,ci_all_low,"
-                     "ci_all_high,max\n"),
+                     "ci_all_high,max,"),
             std::string::npos)
       << csv;
 }
