@@ -699,7 +699,8 @@ class ExperimentRunner::TrialRun {
     // By index: each instance's result has moved into t->antagonists.
     for (size_t i = 0; i < instances_.size(); ++i) {
       const Instance& r = instances_[i];
-      if (!r.collected) continue;
+      // `max` has no target to hold, so there is nothing to judge (and it is never flagged).
+      if (!r.collected || r.max) continue;
       const std::string& name = t->antagonists[i].name;
       std::string s = TooShortReason(name, r.window_samples, spec_.min_antagonist_samples);
       if (!s.empty()) {

@@ -395,7 +395,7 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   }
   if (m.Has("min_antagonist_samples")) {
     spec.min_antagonist_samples = static_cast<int>(
-        Integer(m.Value("min_antagonist_samples"), "min_antagonist_samples", 1, 10000));
+        Integer(m.Value("min_antagonist_samples"), "min_antagonist_samples", 0, 10000));
   }
   if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
   // Agents refuse leases under 1 s (security issue, item 3): say so at submit, not per trial.

@@ -168,7 +168,11 @@ TEST_F(ClusterTest, ControllerKilledAntagonistsStopWithinLease) {
       "[200MiB/s]}\n"
       "repetitions: 1\n"
       "settle: 1s\n"
-      "lease: 2s\n";
+      "lease: 2s\n"
+      // No warm-up run and a fixed order: the victim with its antagonist must start within
+      // the wait below, not after a 30 s warm-up and a 30 s baseline.
+      "warmup_trials: 0\n"
+      "order: {seed: 1}\n";
   WriteFile(dir_ + "/exp.yaml", yaml);
   auto sub = c.Ctl({"submit", dir_ + "/exp.yaml"});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
@@ -204,7 +208,7 @@ TEST_F(ClusterTest, AgentKilledItsChildrenDie) {
             "antagonists:\n"
             "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: "
             "[200MiB/s]}\n"
-            "repetitions: 1\nsettle: 1s\nlease: 30s\n");
+            "repetitions: 1\nsettle: 1s\nlease: 30s\nwarmup_trials: 0\n");
   ASSERT_EQ(c.Ctl({"submit", dir_ + "/exp.yaml"}).exit_code, 0);
   pid_t agent = c.agent(0).pid();
   ASSERT_TRUE(WaitUntil(

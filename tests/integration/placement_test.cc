@@ -46,7 +46,8 @@ std::string Experiment(const std::string& victim_cpus, const std::string& antago
          "repetitions: 1\n"
          "settle: 0.5s\n"
          "calibration: {duration: 0.5s}\n"
-         "lease: 5s\n";
+         "lease: 5s\n"
+         "min_antagonist_samples: 1\n";  // a short victim: the test is about placement
 }
 
 class PlacementIntegrationTest : public ::testing::Test {
@@ -99,10 +100,10 @@ TEST_F(PlacementIntegrationTest, CpusTheNodeLacksFailWithTheYamlLocationAndTheNo
 TEST_F(PlacementIntegrationTest, AgentsListTheirPlacementMode) {
   const std::string address = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
   Process controller({Bin("codl-controller"), "--listen", address, "--db", dir_ + "/c.db",
-                      "--heartbeat-interval", "200ms"},
+                      "--heartbeat-interval", "200ms", "--insecure"},
                      dir_ + "/controller.log");
   Process agent({Bin("codl-agent"), "--controller", address, "--id", "a", "--listen", "127.0.0.1:0",
-                 "--scratch-root", dir_},
+                 "--scratch-root", dir_, "--insecure"},
                 dir_ + "/agent.log");
   std::string json;
   ASSERT_TRUE(WaitUntil(
