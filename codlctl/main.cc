@@ -13,6 +13,7 @@
 #include "codlctl/results_output.h"
 #include "lib/common/suggest.h"
 #include "lib/common/version.h"
+#include "lib/daemon/daemon_config.h"
 
 using namespace codl::cli;
 
@@ -28,7 +29,8 @@ struct Subcommand {
 // Options shared by every subcommand; the token and log level are applied before any runs.
 struct Globals {
   GlobalOptions options;
-  std::string token;
+  std::string token;  // refused: a secret on the command line is visible in ps
+  std::string token_file;
   std::string log_level = "warn";
 };
 
@@ -39,7 +41,9 @@ void AddGlobalOptions(CLI::App& app, Globals* g) {
   app.add_option("--tls-ca", g->options.tls.ca, "PEM CA bundle (mTLS)");
   app.add_option("--tls-cert", g->options.tls.cert, "PEM client certificate (mTLS)");
   app.add_option("--tls-key", g->options.tls.key, "PEM client key (mTLS)");
-  app.add_option("--token", g->token, "bearer token (also $CODL_TOKEN)");
+  app.add_option("--token-file", g->token_file,
+                 "file holding the bearer token (else $CODL_TOKEN); docs/security.md");
+  app.add_option("--token", g->token, "refused: use --token-file (a token in argv shows in ps)");
   app.add_option("--log-level", g->log_level, "log level of the embedded controller/agent")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -237,7 +241,7 @@ int main(int argc, char** argv) {
       "  codlctl submit exp.yaml --controller H:P     send to a cluster controller\n"
       "  codlctl results latest --db codl-results.db  slowdown table from a results file\n\n"
       "Exit codes: 0 ok, 1 experiment failed, 2 bad input, 3 controller or agent unreachable.\n"
-      "Global options (--controller, --tls-*, --token, --log-level) may come before or after\n"
+      "Global options (--controller, --tls-*, --token-file, --log-level) may come before or after\n"
       "the command."};
   app.require_subcommand(1);
   // Global options may follow the subcommand too (`codlctl submit e.yaml --controller H:P`):
@@ -260,8 +264,24 @@ int main(int argc, char** argv) {
   // quoted in the docs can be checked without a controller.
   if (getenv("CODLCTL_PARSE_ONLY") != nullptr) return kExitOk;
   spdlog::set_level(spdlog::level::from_str(g.log_level));
-  if (g.token.empty() && getenv("CODL_TOKEN")) g.token = getenv("CODL_TOKEN");
-  codl::rpc::SetBearerToken(g.token);
+  if (!g.token.empty()) {
+    fprintf(stderr,
+            "codlctl: --token puts the secret on the command line, where every local user sees "
+            "it (ps, /proc); use --token-file FILE or $CODL_TOKEN\n");
+    return kExitBadInput;
+  }
+  std::string token;
+  if (!g.token_file.empty()) {
+    auto text = codl::daemon::ReadTokenFile(g.token_file);
+    if (!text.ok()) {
+      fprintf(stderr, "codlctl: --token-file: %s\n", text.error().c_str());
+      return kExitBadInput;
+    }
+    token = *text;
+  } else if (const char* env = getenv("CODL_TOKEN"); env != nullptr) {
+    token = env;
+  }
+  codl::rpc::SetBearerToken(token);
   for (const auto& s : subcommands) {
     if (*s.app) return s.action(g.options);
   }

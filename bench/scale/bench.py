@@ -113,8 +113,9 @@ class Run:
 
     def go(self, fanout):
         res = {"agents": self.n}
+        # Plaintext loopback needs the explicit --insecure (docs/security.md).
         ctl = self.spawn([f"{self.bin}/codl-controller", "--listen", self.addr, "--db", self.db,
-                          *self.tls("controller")], f"controller-{self.n}.log")
+                          *(self.tls("controller") or ["--insecure"])], f"controller-{self.n}.log")
         time.sleep(0.5)
         load_out = os.path.join(self.work, f"load-{self.n}.json")
         load = self.spawn([f"{self.bin}/codl-load-agents", "--controller", self.addr, "--agents", str(self.n),

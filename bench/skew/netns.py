@@ -90,8 +90,21 @@ def probe_netns(prefix):
     return None
 
 
+def role_uri(name):
+    """The URI SAN that gives a bench certificate its CoDL role (docs/security.md): the
+    controller, codlctl as admin, the load tool's many agents as any agent, a host as that agent."""
+    if name == "controller":
+        return "codl://controller"
+    if name == "codlctl":
+        return "codl://admin/codlctl"
+    if name == "agents":
+        return "codl://agent/*"
+    return f"codl://agent/{name}"
+
+
 def make_certs(openssl, d, ips_by_name):
-    """A throwaway CA and one cert per name (server+client auth, SAN = its IP or IPs)."""
+    """A throwaway CA and one cert per name (server+client auth, SAN = its IP or IPs and its
+    role URI)."""
     def ossl(*args):
         run([openssl, *args], cwd=d)
 
@@ -105,7 +118,7 @@ def make_certs(openssl, d, ips_by_name):
             f.write("basicConstraints=CA:FALSE\n"
                     "keyUsage=critical,digitalSignature,keyEncipherment\n"
                     "extendedKeyUsage=serverAuth,clientAuth\n"
-                    f"subjectAltName={sans},DNS:{name}\n")
+                    f"subjectAltName={sans},DNS:{name},URI:{role_uri(name)}\n")
         ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
              "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
         ossl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",

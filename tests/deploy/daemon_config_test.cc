@@ -122,11 +122,18 @@ TEST_F(DaemonConfigTest, TokensFileFromConfig) {
   Process controller({Bin("codl-controller"), "--config", dir_ + "/controller.yaml", "--insecure"},
                      dir_ + "/controller.log", "", {{"CODL_TOKEN", ""}});
   auto ctl = [&](const std::string& token) {
-    return RunCommand({Bin("codlctl"), "--controller", address_, "--token", token, "agents"}, 10);
+    WriteFile(dir_ + "/token", token + "\n");
+    return RunCommand(
+        {Bin("codlctl"), "--controller", address_, "--token-file", dir_ + "/token", "agents"}, 10);
   };
   ASSERT_TRUE(WaitUntil([&] { return ctl("s3cret").exit_code == 0; }, 20))
       << ReadFile(dir_ + "/controller.log");
   EXPECT_NE(ctl("wrong").exit_code, 0);
+  // A token on the command line is refused outright (ps shows it to every local user).
+  auto argv_token =
+      RunCommand({Bin("codlctl"), "--controller", address_, "--token", "s3cret", "agents"}, 10);
+  EXPECT_EQ(argv_token.exit_code, 2);
+  EXPECT_NE(argv_token.err.find("--token-file"), std::string::npos) << argv_token.err;
 }
 
 #ifdef CODL_HAVE_SYSTEMD
