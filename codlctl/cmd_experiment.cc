@@ -14,6 +14,7 @@
 #include "codlctl/results_output.h"
 #include "codlctl/victim_estimate.h"
 #include "injectors/registry.h"
+#include "lib/analysis/stats.h"
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
 
@@ -98,6 +99,25 @@ class InterruptHandler {
 
 }  // namespace
 
+// What the planned repetitions can show at all: below 3 trials a side no CI is reported, and
+// the exact rank test has a smallest possible p that may already exceed 5%.
+static void PrintPowerWarnings(int repetitions, int baselines) {
+  if (repetitions < 3 || baselines < 3) {
+    printf(
+        "warning: %d repetitions and %d baselines: fewer than 3 trials on a side, so no "
+        "confidence interval will be reported (n/a)\n",
+        repetitions, baselines);
+  }
+  const double p_min = experiment::MannWhitneyMinP(static_cast<size_t>(std::max(repetitions, 0)),
+                                                   static_cast<size_t>(std::max(baselines, 0)));
+  if (p_min > 0.05) {
+    printf(
+        "warning: with %d trials per pairing against %d baselines the rank test's p cannot "
+        "fall below %.3g: no slowdown can be significant at 5%%; raise repetitions\n",
+        repetitions, baselines, p_min);
+  }
+}
+
 int CmdValidate(const std::string& file, bool plan) {
   auto spec = experiment::LoadExperimentFile(file, InjectorHooks());
   if (!spec.ok()) {
@@ -109,6 +129,7 @@ int CmdValidate(const std::string& file, bool plan) {
   for (const auto& t : trials) baselines += t.baseline;
   printf("%s: ok — experiment '%s', %zu antagonists, %zu trials (%d baselines)\n", file.c_str(),
          spec->name.c_str(), spec->antagonists.size(), trials.size(), baselines);
+  PrintPowerWarnings(spec->repetitions, baselines);
   if (plan) {
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
     for (const auto& t : trials)

@@ -59,6 +59,17 @@ struct PairingSummary {
   double ci_all_low = kNaN;
   double ci_all_high = kNaN;
   double p_value = kNaN;  // two-sided Mann-Whitney U vs the baseline trials
+  // The smallest p the exact test can give for these sample sizes (2 / C(n + n_base, n)): above
+  // alpha, no outcome could have been significant.
+  double p_min = kNaN;
+  // p adjusted across the experiment's pairings: Holm (family-wise error) and
+  // Benjamini-Hochberg (false discovery rate). Significance marks use p_holm.
+  double p_holm = kNaN;
+  double q_bh = kNaN;
+  // With fewer than 3 trials on either side a bootstrap interval is (nearly) a point: it is not
+  // reported (ci_low/ci_high NaN) and the table says "n/a (n < 3)".
+  bool ci_small_n = false;
+  bool ci_exact = false;  // the interval enumerated every resample (small n)
   MannWhitneyMethod p_method = MannWhitneyMethod::kNone;
   std::vector<PhaseSlowdown> phases;  // sorted by phase name
   double victim_cores = kNaN;         // mean CPU cores the victim's tree used (measured trials)

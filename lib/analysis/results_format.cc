@@ -128,6 +128,15 @@ std::string CsvNum(double v) {
 
 }  // namespace
 
+// "0.0159 [0.0476]*": the raw p, the Holm-adjusted one, and * when that is below 5%.
+std::string PCell(const PairingSummary& p) {
+  if (!std::isfinite(p.p_value)) return "-";
+  std::string s = Fmt("%.3g", p.p_value);
+  if (std::isfinite(p.p_holm))
+    s += " [" + Fmt("%.3g", p.p_holm) + "]" + (p.p_holm < 0.05 ? "*" : "");
+  return s;
+}
+
 std::string FormatTable(const ExperimentResults& r) {
   std::ostringstream out;
   out << "experiment " << TerminalSafe(r.name) << " (id " << r.experiment_id << ", seed " << r.seed
@@ -136,18 +145,19 @@ std::string FormatTable(const ExperimentResults& r) {
       << " per trial; slowdown: median over trials vs the baseline's, "
       << Fmt("%.0f", r.confidence * 100)
       << "% bootstrap CI, held-target trials; all trials: flagged included; p: Mann-Whitney U vs "
-         "baseline\n";
+         "baseline [Holm-adjusted over the pairings], * significant at 5% after adjustment\n";
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
   const std::vector<std::string> header = {
-      "pairing", "levels",          "n",       r.metric,   "slowdown [CI]",
-      "p",       "all trials [CI]", "flagged", "achieved", "cores"};
+      "pairing",  "levels",          "n",       r.metric,   "slowdown [CI]",
+      "p [Holm]", "all trials [CI]", "flagged", "achieved", "cores"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const auto& p : r.pairings) {
-    std::string pv = std::isfinite(p.p_value) ? Fmt("%.3g", p.p_value) : "-";
     rows.push_back({p.pairing, Levels(p), std::to_string(p.n), MetricCell(r, p.metric_median),
-                    SlowdownCell(p.slowdown, p.ci_low, p.ci_high), pv,
+                    p.ci_small_n ? SlowdownCell(p.slowdown, kNaN, kNaN) + " [n/a: n < 3]"
+                                 : SlowdownCell(p.slowdown, p.ci_low, p.ci_high),
+                    PCell(p),
                     p.baseline ? "-" : SlowdownCell(p.slowdown_all, p.ci_all_low, p.ci_all_high),
                     FlaggedCell(p), p.baseline ? "-" : Achieved(p), Cores(p)});
     std::vector<std::string> lines;
@@ -163,12 +173,19 @@ std::string FormatTable(const ExperimentResults& r) {
       }
       lines.push_back(s);
     }
+    if (!p.baseline && std::isfinite(p.p_min) && p.p_min > 0.05) {
+      lines.push_back("note: with " + std::to_string(p.n) +
+                      " trials against the baseline's, p "
+                      "cannot fall below " +
+                      Fmt("%.3g", p.p_min) +
+                      ": no outcome could be significant at 5% (raise repetitions)");
+    }
     if (p.n_failed || p.n_flagged || p.n_not_run) {
       std::string s = "warning:";
       if (p.n_failed) s += " " + std::to_string(p.n_failed) + " failed";
       if (p.n_flagged) {
         s += std::string(p.n_failed ? "," : "") + " " + std::to_string(p.n_flagged) +
-             " flagged (antagonist missed its target)";
+             " flagged (target missed, did not settle, or too short to judge)";
       }
       if (p.n_not_run) {
         s += std::string(p.n_failed || p.n_flagged ? "," : "") + " " + std::to_string(p.n_not_run) +
@@ -240,7 +257,11 @@ std::string FormatCsv(const ExperimentResults& r) {
                                    "cores",
                                    "cpus",
                                    "victim_cores",
-                                   "victim_cpus"};
+                                   "victim_cpus",
+                                   "p_holm",
+                                   "q_bh",
+                                   "p_min",
+                                   "ci_exact"};
   std::ostringstream out;
   for (size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
   out << "\n";
@@ -282,6 +303,8 @@ std::string FormatCsv(const ExperimentResults& r) {
       for (const auto& f : added) line += "," + CsvField(f);
       for (const auto& f : antagonist_added) line += "," + CsvField(f);
       line += "," + CsvField(CsvNum(p.victim_cores)) + "," + CsvField(CsvText(p.victim_cpus));
+      line += "," + CsvNum(p.p_holm) + "," + CsvNum(p.q_bh) + "," + CsvNum(p.p_min) + "," +
+              (p.ci_exact ? "1" : "0");
       out << line << "\n";
     };
     if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""), {"", "", ""});
@@ -325,6 +348,11 @@ std::string FormatJson(const ExperimentResults& r) {
     pj["median_metric_s"] = Num(p.median_metric);
     pj["metric_cov"] = Num(p.cov);
     pj["victim_cores"] = Num(p.victim_cores);
+    pj["p_holm"] = Num(p.p_holm);
+    pj["q_bh"] = Num(p.q_bh);
+    pj["p_min"] = Num(p.p_min);
+    pj["ci_small_n"] = p.ci_small_n;
+    pj["ci_exact"] = p.ci_exact;
     pj["victim_cpus"] = p.victim_cpus;
     pj["slowdown"] = Num(p.slowdown);
     pj["ci_low"] = Num(p.ci_low);

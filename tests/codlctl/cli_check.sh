@@ -41,5 +41,13 @@ grep -qF "3 controller or agent unreachable" "$tmp/out" || {
   fails=$((fails + 1))
 }
 
-echo "$((8 - fails)) passed, $fails failed"
+# Small-n honesty: a plan that cannot reach significance says so before anything runs.
+sed 's/^repetitions: .*/repetitions: 1/' "$exp" >"$tmp/one.yaml"
+expect validate-warns-small-n 0 "" -- validate "$tmp/one.yaml"
+grep -qF "p cannot fall below 1: no slowdown can be significant" "$tmp/out" || {
+  echo "FAIL validate-warns-small-n: no significance warning for repetitions: 1"
+  fails=$((fails + 1))
+}
+
+echo "$((9 - fails)) passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/multiple_comparisons.h"
 #include "lib/analysis/results.h"
 
 namespace codl::experiment {
@@ -161,7 +162,8 @@ TEST(FormatTest, Table) {
   for (const char* s : {"pairing", "levels", "median", "slowdown [CI]", "achieved", "baseline",
                         "storage@0.5", "storage=0.5", "2.00x [", "1000.00 MiB/s (98% of target)",
                         "phases: compute 1.00x, read 3.00x",
-                        "warning: 1 failed, 1 flagged (antagonist missed its target); excluded",
+                        "warning: 1 failed, 1 flagged (target missed, did not settle, or too short "
+                        "to judge); excluded",
                         "membw=1 storage=2GiB/s"}) {
     EXPECT_NE(t.find(s), std::string::npos) << "missing '" << s << "' in\n" << t;
   }
@@ -174,7 +176,7 @@ TEST(FormatTest, Csv) {
       "slowdown,ci_low,ci_high,p_value,p_method,phase_slowdowns,antagonist,injector,intensity,"
       "level,target_rate,achieved_rate,achieved_cov,unit,n_missed_target,metric,metric_unit,"
       "metric_median,n_all,flag_rate,slowdown_all,ci_all_low,ci_all_high,max,cores,cpus,"
-      "victim_cores,victim_cpus\n";
+      "victim_cores,victim_cpus,p_holm,q_bh,p_min,ci_exact\n";
   ASSERT_EQ(csv.rfind(header, 0), 0u) << csv;
   // baseline, storage@0.5, and the pair's two antagonists: 4 rows.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
@@ -187,7 +189,7 @@ TEST(FormatTest, Json) {
   auto j = nlohmann::json::parse(FormatJson(Summarize(Record(), Synthetic())));
   EXPECT_EQ(j["experiment_id"], "e1");
   EXPECT_EQ(j["seed"], 42);
-  EXPECT_EQ(j["bootstrap_resamples"], 2000);
+  EXPECT_EQ(j["bootstrap_resamples"], 10000);
   ASSERT_EQ(j["pairings"].size(), 3u);
   const auto& b = j["pairings"][0];
   EXPECT_TRUE(b["ci_low"].is_null());
@@ -209,6 +211,46 @@ TEST(FormatTest, Json) {
     EXPECT_TRUE(a.contains(k)) << k;
   }
   EXPECT_EQ(a["n_missed_target"], 1);
+}
+
+}  // namespace
+}  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+TEST(SmallSampleHonesty, NoIntervalBelowThreeTrialsAndTheSmallestPIsSaid) {
+  std::vector<TrialRecord> trials = {Trial(0, "baseline", 1.0), Trial(1, "storage@0.5", 1.54)};
+  trials[1].antagonists = {Storage(1000.0 * 1024 * 1024)};
+  ExperimentResults r = Summarize(Record(), trials);
+  const PairingSummary& p = r.pairings[1];
+  EXPECT_TRUE(p.ci_small_n);
+  EXPECT_TRUE(std::isnan(p.ci_low)) << "a zero-width interval from one trial is not reported";
+  EXPECT_DOUBLE_EQ(p.p_min, 1.0);
+  const std::string t = FormatTable(r);
+  EXPECT_NE(t.find("1.54x [n/a: n < 3]"), std::string::npos) << t;
+  EXPECT_NE(t.find("p cannot fall below 1: no outcome could be significant at 5%"),
+            std::string::npos)
+      << t;
+}
+
+TEST(MultipleComparisonsInResults, HolmAndBhAcrossThePairings) {
+  ExperimentResults r = Summarize(Record(), Synthetic());
+  std::vector<double> raw;
+  for (const auto& p : r.pairings) raw.push_back(p.p_value);
+  const std::vector<double> holm = HolmAdjust(raw);
+  for (size_t i = 0; i < r.pairings.size(); ++i) {
+    const auto& p = r.pairings[i];
+    if (p.baseline) {
+      EXPECT_TRUE(std::isnan(p.p_holm));
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(p.p_holm, holm[i]);
+    EXPECT_GE(p.p_holm, p.p_value);
+    EXPECT_GE(p.p_holm, p.q_bh);
+  }
+  // 5 slow trials against 6 baselines: exact p 2/462, Holm over 2 pairings doubles it at most.
+  EXPECT_NE(FormatTable(r).find("p [Holm]"), std::string::npos);
 }
 
 }  // namespace
