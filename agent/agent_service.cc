@@ -98,8 +98,15 @@ AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* 
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
+int AgentServiceImpl::StopRunningVictims() {
+  std::lock_guard<std::mutex> l(running_mu_);
+  for (auto* flag : running_victims_) *flag = true;
+  return static_cast<int>(running_victims_.size());
+}
+
 void AgentServiceImpl::Shutdown() {
   cancel_victims_ = true;
+  StopRunningVictims();
   victim_threads_.JoinAll();
   executor_.Shutdown();
 }
@@ -245,13 +252,23 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     // The victim joins what the antagonists set up (e.g. the MPS server); its own env wins.
     for (const auto& [k, v] : antagonists_->VictimEnvironment()) spec.env.emplace(k, v);
     const std::string trial_id = req->trial_id();
-    VictimOutcome o = victims_.Run(spec, &cancel_victims_, [this, trial_id](const VictimStep& st) {
+    std::atomic<bool> cancel{false};
+    {
+      std::lock_guard<std::mutex> l(running_mu_);
+      cancel = cancel_victims_.load();
+      running_victims_.insert(&cancel);
+    }
+    VictimOutcome o = victims_.Run(spec, &cancel, [this, trial_id](const VictimStep& st) {
       if (trial_id.empty()) return;
       v1::TelemetryEvent ev;
       ev.set_agent_unix_ns(clock_->UnixNanos());
       *ev.mutable_victim_step() = rpc::ToProto(st);
       telemetry_->Publish(trial_id, ev);
     });
+    {
+      std::lock_guard<std::mutex> l(running_mu_);
+      running_victims_.erase(&cancel);
+    }
     (o.progress.ok ? victims_ok_ : victims_failed_) += 1;
     reply->set_ok(o.progress.ok);
     reply->set_error(o.progress.error);
@@ -279,8 +296,10 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAll(grpc::CallbackServerContext*
   if (auto* r = Prologue(ctx, "", reply)) return r;
   auto* r = ctx->DefaultReactor();
   executor_.Post([this, r, req, reply] {
+    const int victims = StopRunningVictims();
     reply->set_stopped(
-        antagonists_->StopAll(req->reason().empty() ? "controller asked" : req->reason()));
+        antagonists_->StopAll(req->reason().empty() ? "controller asked" : req->reason()) +
+        victims);
     r->Finish(grpc::Status::OK);
   });
   return r;

@@ -75,7 +75,12 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   TelemetryHub* telemetry_;
   VictimRunner victims_;
   rpc::IdempotencyCache cache_;
-  std::atomic<bool> cancel_victims_{false};
+  std::atomic<bool> cancel_victims_{false};  // shutting down: every victim, now and later
+  // The cancel flag of each running victim: StopAll (an experiment cancelled, the controller
+  // stopping everything) sets them, so a victim is stopped without waiting for it to end.
+  std::mutex running_mu_;
+  std::set<std::atomic<bool>*> running_victims_;
+  int StopRunningVictims();
   std::atomic<int64_t> victims_ok_{0};
   std::atomic<int64_t> victims_failed_{0};
   Executor executor_{16};

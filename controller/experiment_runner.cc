@@ -260,6 +260,25 @@ void ExperimentRunner::RecordNodes(const Placement& p, Provenance* prov) const {
   }
 }
 
+void ExperimentRunner::SetPlaced(std::set<std::string> nodes) {
+  std::lock_guard<std::mutex> l(placed_mu_);
+  placed_ = std::move(nodes);
+}
+
+void ExperimentRunner::StopPlaced(const std::string& reason) {
+  std::set<std::string> nodes;
+  {
+    std::lock_guard<std::mutex> l(placed_mu_);
+    nodes = placed_;
+  }
+  for (const auto& node : nodes) {
+    auto client = agents_->Client(node);
+    if (!client) continue;
+    if (Status s = client->StopAll(reason); !s.ok())
+      spdlog::warn("stopping agent {} for '{}': {}", node, reason, s.error());
+  }
+}
+
 Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    const experiment::ExperimentSpec& spec,
                                    const std::vector<experiment::PlannedTrial>& plan,
@@ -267,6 +286,13 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    Provenance* prov) {
   Placement p;
   if (Status s = Place(spec, &p); !s.ok()) return s;
+  std::set<std::string> nodes = {p.victim_node};
+  for (const auto& n : p.antagonist_nodes) nodes.insert(n.begin(), n.end());
+  SetPlaced(std::move(nodes));
+  struct Unplace {
+    ExperimentRunner* r;
+    ~Unplace() { r->SetPlaced({}); }
+  } unplace{this};
   RecordNodes(p, prov);
   ConnectPlaced(exp, p, cancel);
   listener->OnMessage("victim on " + p.victim_node);

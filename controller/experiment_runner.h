@@ -7,6 +7,8 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,12 +53,22 @@ class ExperimentRunner {
              const std::vector<experiment::PlannedTrial>& plan, const std::atomic<bool>& cancel,
              RunListener* listener);
 
+  // Cancelling an experiment must not wait for its victim to finish on its own: tells every
+  // agent the running experiment is placed on to stop its antagonists and victims now (StopAll).
+  // Safe from any thread; a no-op when nothing runs.
+  void StopPlaced(const std::string& reason);
+
   // Calibrates one injector + options on one agent (bypassing the cache) and stores the result.
   Result<CalibrationRecord> Calibrate(const std::string& agent_id, const std::string& injector,
                                       const std::map<std::string, std::string>& options,
                                       double duration_s);
 
  private:
+  void SetPlaced(std::set<std::string> nodes);
+
+  std::mutex placed_mu_;
+  std::set<std::string> placed_;  // agents of the running experiment
+
   struct Placement {
     std::string victim_node;
     std::vector<std::vector<std::string>> antagonist_nodes;          // per antagonist

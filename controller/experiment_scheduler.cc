@@ -216,6 +216,7 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
   auto rec = store_->GetExperiment(id);
   if (!rec.ok()) return rec.status();
   std::shared_ptr<Live> live;
+  bool cancelling = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = live_.find(rec->id);
@@ -234,8 +235,13 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
       live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
       live_.erase(it);
     } else {
-      return std::string("cancelling");
+      cancelling = true;
     }
+  }
+  if (cancelling) {
+    // The runner notices the flag between steps; a victim mid-run is stopped by its agent.
+    runner_->StopPlaced("experiment " + live->record.id + " cancelled");
+    return std::string("cancelling");
   }
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled,
                                  "cancelled before it started", live->record.finished_unix_ms);

@@ -197,6 +197,41 @@ TEST_F(ClusterTest, ControllerKilledAntagonistsStopWithinLease) {
   EXPECT_TRUE(c.agent(0).Running()) << "the agent itself keeps running";
 }
 
+// Cancel must not wait for the victim to end by itself: the victim (a 60 s sleep) and the
+// antagonist are stopped, and the experiment is over, within seconds.
+TEST_F(ClusterTest, CancelStopsARunningVictimPromptly) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml",
+            "name: cancelme\n"
+            "victim: {command: [sleep, '61'], progress: {format: wall}, timeout: 120s}\n"
+            "antagonists:\n"
+            "  - {name: membw, injector: memcpy, options: {threads: 1, buffer_size: 8MiB}, rates: "
+            "[200MiB/s]}\n"
+            "repetitions: 1\nsettle: 1s\nwarmup_trials: 0\n");
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  pid_t agent = c.agent(0).pid();
+  ASSERT_TRUE(WaitUntil([&] { return !DescendantsMatching(agent, "sleep 61").empty(); }, 60))
+      << c.Logs();
+  auto t0 = std::chrono::steady_clock::now();
+  auto cancel = c.Ctl({"cancel", "latest"}, 30);
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  bool over = WaitUntil(
+      [&] {
+        return c.Ctl({"status", "latest"}, 10).out.find("cancelled") != std::string::npos &&
+               DescendantsMatching(agent, "sleep 61").empty() &&
+               DescendantsMatching(agent, "codl-inject").empty();
+      },
+      15);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(over) << "after " << took << " s:\n" << c.Ctl({"status", "latest"}).out << c.Logs();
+  EXPECT_LT(took, 10.0) << "cancel waited for the victim";
+  EXPECT_TRUE(c.agent(0).Running());
+}
+
 TEST_F(ClusterTest, AgentKilledItsChildrenDie) {
   Cluster c(dir_);
   c.StartController();
