@@ -34,6 +34,22 @@ if ! (cd "$work" && timeout 120 node validate_k8s.mjs "$src/deploy/k8s"); then
   fail=1
 fi
 
+# The overlays (deploy/k8s-overlays: CPU-only, GPU runtimeClass, MPS root), each rendered with
+# kubectl kustomize and validated like the base.
+if command -v kubectl >/dev/null; then
+  for overlay in "$src"/deploy/k8s-overlays/*/; do
+    name=$(basename "$overlay")
+    echo "== deploy/k8s-overlays/$name"
+    if ! kubectl kustomize "$overlay" >"$work/overlay-$name.yaml" 2>"$work/overlay-$name.err"; then
+      echo "FAIL: kubectl kustomize deploy/k8s-overlays/$name:"; cat "$work/overlay-$name.err"; fail=1
+    elif ! (cd "$work" && timeout 120 node validate_k8s.mjs "$work/overlay-$name.yaml"); then
+      echo "FAIL: deploy/k8s-overlays/$name does not validate"; fail=1
+    fi
+  done
+else
+  echo "note: kubectl not found: the overlays in deploy/k8s-overlays are not rendered"
+fi
+
 for bad in "$here"/k8s_bad/*.yaml; do
   name=$(basename "$bad")
   out=$(cd "$work" && timeout 120 node validate_k8s.mjs "$bad" 2>&1)
