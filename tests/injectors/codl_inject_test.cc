@@ -20,10 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::vector<std::string> Cmd(std::vector<std::string> args) {
-  args.insert(args.begin(), CodlInjectPath());
-  return args;
-}
+std::vector<std::string> Cmd(std::vector<std::string> args) { return CodlInjectCmd(args); }
 
 // Each injector's own smoke options (Descriptor::smoke_options): small, fast settings so a 1 s
 // run spends its time running, not preparing.

@@ -21,10 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::vector<std::string> Cmd(std::vector<std::string> args) {
-  args.insert(args.begin(), CodlInjectPath());
-  return args;
-}
+std::vector<std::string> Cmd(std::vector<std::string> args) { return CodlInjectCmd(args); }
 
 // A TCP port free on 127.0.0.1 a moment ago (bound to port 0, read back, closed).
 int FreeLoopbackPort() {

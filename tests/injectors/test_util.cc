@@ -42,6 +42,11 @@ std::string CodlInjectPath() {
   return std::string(bin ? bin : "bin") + "/codl-inject";
 }
 
+std::vector<std::string> CodlInjectCmd(std::vector<std::string> args) {
+  args.insert(args.begin(), CodlInjectPath());
+  return args;
+}
+
 ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_s) {
   SpawnOptions o;
   o.argv = argv;

@@ -23,6 +23,8 @@ class TempDir {
 };
 
 std::string CodlInjectPath();  // $CODL_BIN_DIR/codl-inject
+// {codl-inject, args...}
+std::vector<std::string> CodlInjectCmd(std::vector<std::string> args);
 
 struct ProcessResult {
   int exit_code = -1;  // -1 if killed by a signal
