@@ -10,8 +10,8 @@ namespace codl::experiment {
 
 struct SimulationOptions {
   int experiments = 200;
-  int repetitions = 3;         // trials per pairing (the spec's default repetitions)
-  int baselines = 3;           // baseline trials (one per repetition block for <= 4 combinations)
+  int repetitions = 5;         // trials per pairing (the spec's default repetitions)
+  int baselines = 5;           // baseline trials (one per repetition block for <= 4 combinations)
   int steps = 20;              // measured steps per trial
   double step_s = 0.02;        // baseline step time
   double true_slowdown = 1.0;  // 1: A/A, no effect

@@ -83,7 +83,7 @@ struct ExperimentSpec {
   std::vector<AntagonistSpec> antagonists;
   Pairings pairings = Pairings::kSingles;
   std::vector<std::vector<std::string>> explicit_pairings;  // antagonist names per combination
-  int repetitions = 3;
+  int repetitions = 5;
   bool randomize = true;     // order.randomize
   uint64_t seed = 42;        // order.seed (the parser draws one at random when it is absent)
   double settle_s = 2;       // settle

@@ -8,7 +8,7 @@ namespace codl::experiment {
 namespace {
 
 TEST(ValidityTest, AaExperimentsRarelyReportASlowdown) {
-  SimulationOptions o;  // default repetitions (3), no effect
+  SimulationOptions o;  // default repetitions (5), no effect
   o.experiments = 200;
   const SimulationFigures f = SimulateExperiments(o);
   EXPECT_EQ(f.experiments, 200);
@@ -21,11 +21,12 @@ TEST(ValidityTest, CoverageOfTheNinetyFivePercentInterval) {
   SimulationOptions o;
   o.experiments = 200;
   o.true_slowdown = 1.2;
-  // At the default 3 repetitions the percentile bootstrap of a median ratio under-covers (about
-  // 91%, docs/validity.md): a guard against it getting worse, not the 93% the issue asks for.
-  EXPECT_GE(SimulateExperiments(o).coverage, 0.88);
-  o.repetitions = o.baselines = 5;
+  // The default (5 repetitions) must cover the truth at least 93% of the time.
   EXPECT_GE(SimulateExperiments(o).coverage, 0.93);
+  // At 3 the percentile bootstrap of a median ratio under-covers (about 91%, docs/validity.md):
+  // the reason the default is 5; a guard against it getting worse.
+  o.repetitions = o.baselines = 3;
+  EXPECT_GE(SimulateExperiments(o).coverage, 0.88);
 }
 
 TEST(ValidityTest, SimulationIsDeterministic) {
