@@ -1,0 +1,40 @@
+// Helpers the experiment runner and its trial steps share: times and the victim's wire form.
+#pragma once
+
+#include <cstdint>
+
+#include "codl/v1/agent.pb.h"
+#include "lib/common/clock.h"
+#include "lib/spec/spec.h"
+
+namespace codl::controller::runner {
+
+inline int64_t NowMs(const Clock* c) { return c->UnixNanos() / 1'000'000; }
+inline int64_t Nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
+
+inline v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
+  v1::VictimSpec p;
+  for (const auto& a : v.command) p.add_command(a);
+  for (const auto& [k, val] : v.env) (*p.mutable_env())[k] = val;
+  p.set_workdir(v.workdir);
+  p.set_warmup_steps(v.warmup_steps);
+  p.set_timeout_s(v.timeout_s);
+  auto* pr = p.mutable_progress();
+  switch (v.progress.format) {
+    case experiment::ProgressSpec::Format::kRegex: pr->set_format(v1::VictimProgress::REGEX); break;
+    case experiment::ProgressSpec::Format::kWall: pr->set_format(v1::VictimProgress::WALL); break;
+    default: pr->set_format(v1::VictimProgress::JSONL);
+  }
+  pr->set_field(v.progress.field);
+  pr->set_pattern(v.progress.pattern);
+  return p;
+}
+
+// Only sent when the YAML placed the child: an absent message means "anywhere" to the agent.
+inline void SetPlacement(const experiment::PlacementSpec& s, v1::Placement* p) {
+  p->set_cpus(s.cpus);
+  p->set_numa(s.numa);
+  p->set_where(s.where);
+}
+
+}  // namespace codl::controller::runner

@@ -1,0 +1,472 @@
+// One trial, step by step (ExperimentRunner::TrialRun): start the antagonists at a common
+// time, wait until they hold their targets for the settle window, run the victim, stop and
+// collect, classify. Split from experiment_runner.cc, which runs the experiment around it.
+#include <cmath>
+#include <future>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "controller/experiment_runner.h"
+#include "controller/rendezvous.h"
+#include "controller/runner_wire.h"
+#include "controller/settle.h"
+#include "lib/rpc/records_proto.h"
+#include "lib/rpc/rpc_util.h"
+
+namespace codl::controller {
+// Named (not anonymous): TrialRun, a member of an exported class, holds these.
+namespace trial_detail {
+
+// How often the settle step asks the agents how close their antagonists are to target.
+constexpr double kSettlePollS = 0.1;
+
+void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
+  t->exit_code = victim.exit_code();
+  t->wall_s = victim.wall_s();
+  t->victim_cpu_s = victim.cpu_s();
+  t->victim_effective_cpus = victim.effective_cpus();
+  t->metric = victim.metric();
+  t->stderr_tail = victim.stderr_tail();
+  for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
+  for (const auto& s : victim.steps()) t->steps.push_back(rpc::FromProto(s));
+}
+
+// "membw reached 412 of target 1e+03 bytes/s; ..." for every antagonist below its target.
+std::string MissedTargets(const std::vector<AntagonistResult>& antagonists) {
+  std::string missed;
+  for (const auto& a : antagonists) {
+    if (a.reached_target) continue;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(), a.achieved_rate,
+             a.target_rate, a.unit.c_str());
+    missed += (missed.empty() ? "" : "; ") + std::string(buf);
+  }
+  return missed;
+}
+
+// The trial's state, in order of precedence: cancelled, failed (a step's error, then the
+// victim's own), flagged (an antagonist missed its target), done. victim: null if it did not run.
+void Classify(bool cancelled, const std::string& error, const v1::RunVictimReply* victim,
+              TrialRecord* t) {
+  if (cancelled) {
+    t->state = TrialState::kCancelled;
+    t->error = "cancelled";
+  } else if (!error.empty()) {
+    t->state = TrialState::kFailed;
+    t->error = error;
+  } else if (!victim || !victim->ok()) {
+    t->state = TrialState::kFailed;
+    t->error = victim ? victim->error() : "";
+  } else {
+    t->error = MissedTargets(t->antagonists);
+    t->state = t->error.empty() ? TrialState::kDone : TrialState::kFlagged;
+  }
+}
+
+// One antagonist on one node in one trial.
+struct Instance {
+  int antagonist = 0;
+  std::string node;
+  std::map<std::string, std::string> options;  // as sent: ranks/rendezvous filled in
+  std::string id;
+  std::shared_ptr<AgentClient> client;
+  AntagonistResult result;
+  bool max = false;  // open loop (codl-inject --max): no target, never flagged
+  int64_t started_agent_ns = 0;
+  bool started = false;
+  bool collected = false;  // its samples came back with the stop
+  int window_samples = 0;  // of them, inside the victim's window
+};
+
+// The victim's run on the controller's clock: antagonist samples are timed from its start,
+// and their statistics cover its window only.
+struct VictimWindow {
+  bool ran = false;
+  int64_t start_ctrl_ns = 0;
+  double wall_s = 0;
+};
+
+}  // namespace trial_detail
+
+using namespace runner;
+using namespace trial_detail;
+
+class ExperimentRunner::TrialRun {
+ public:
+  TrialRun(const ExperimentRunner& runner, const ExperimentRecord& exp,
+           const experiment::ExperimentSpec& spec, const experiment::PlannedTrial& trial,
+           const Placement& p, const std::atomic<bool>& cancel, RunListener* listener)
+      : runner_(runner),
+        exp_(exp),
+        spec_(spec),
+        trial_(trial),
+        p_(p),
+        cancel_(cancel),
+        listener_(listener),
+        trial_id_(exp.id + "-t" + std::to_string(trial.index)),
+        rendezvous_scope_(NewRendezvousScope(trial_id_)) {}
+
+  TrialRecord Run() {
+    TrialRecord t = NewRecord();
+    MakeInstances();
+    StartAll();
+    if (error_.empty()) AwaitSettled();
+    if (error_.empty() && !cancel_) RunVictim();
+    StopAndCollect();
+    return Finish(std::move(t));
+  }
+
+ private:
+  const Clock* clock() const { return runner_.clock_; }
+  AgentRegistry* agents() const { return runner_.agents_; }
+  const RunnerOptions& options() const { return runner_.options_; }
+  void Fail(const std::string& error) {
+    if (error_.empty()) error_ = error;
+  }
+
+  TrialRecord NewRecord() const {
+    TrialRecord t;
+    t.experiment_id = exp_.id;
+    t.index = trial_.index;
+    t.repetition = trial_.repetition;
+    t.baseline = trial_.baseline;
+    t.pairing = trial_.pairing;
+    t.victim_node = p_.victim_node;
+    t.started_unix_ms = NowMs(clock());
+    t.state = TrialState::kRunning;
+    return t;
+  }
+
+  // 1. One instance per antagonist of the pairing and node it is placed on.
+  void MakeInstances() {
+    for (const auto& part : trial_.parts) {
+      const auto& nodes = p_.antagonist_nodes[part.antagonist];
+      for (size_t ni = 0; ni < nodes.size(); ++ni) instances_.push_back(MakeInstance(part, ni));
+    }
+  }
+
+  Instance MakeInstance(const experiment::PlannedPart& part, size_t node_index) const {
+    const auto& a = spec_.antagonists[part.antagonist];
+    const auto& nodes = p_.antagonist_nodes[part.antagonist];
+    Instance r;
+    r.antagonist = part.antagonist;
+    r.node = nodes[node_index];
+    r.options = CollectiveOptions(a, nodes.size(), node_index, rendezvous_scope_);
+    r.id = trial_id_ + "-" + a.name + "-" + r.node;
+    r.client = agents()->Client(r.node);
+    r.result.name = a.name;
+    r.result.injector = a.injector;
+    r.result.node = r.node;
+    if (part.intensity.absolute) {
+      r.result.target_rate = part.intensity.rate;
+    } else {
+      const auto& peak = p_.peaks.at({part.antagonist, r.node});
+      r.result.level = part.intensity.level;
+      r.result.peak_rate = peak.peak_rate;
+      r.result.unit = peak.unit;
+      // max has no target: target_rate 0 makes the settle and held-target checks pass once it
+      // runs, and its achieved rate is the outcome.
+      r.max = part.intensity.max;
+      r.result.target_rate = r.max ? 0 : part.intensity.level * peak.peak_rate;
+    }
+    return r;
+  }
+
+  // 2. Every instance started at one common time, converted to each agent's clock.
+  void StartAll() {
+    start_at_ctrl_ns_ = clock()->UnixNanos() + Nanos(options().start_delay_s);
+    // The requests are built first, then issued back to back from this thread with the
+    // callback API (no thread per antagonist): with hundreds of nodes the last agent has its
+    // command a few ms after the first, well inside start_delay_s (bench/run_scale_bench.sh).
+    std::vector<v1::StartAntagonistRequest> requests;
+    for (const Instance& r : instances_) requests.push_back(StartRequest(r));
+    auto replies = IssueStarts(requests);
+    for (size_t i = 0; i < instances_.size(); ++i) RecordStart(replies[i], &instances_[i]);
+  }
+
+  v1::StartAntagonistRequest StartRequest(const Instance& r) const {
+    v1::StartAntagonistRequest req;
+    req.set_idempotency_key(rpc::NewIdempotencyKey());
+    req.set_antagonist_id(r.id);
+    const auto& a = spec_.antagonists[r.antagonist];
+    auto* is = req.mutable_spec();
+    is->set_injector(a.injector);
+    for (const auto& [k, v] : r.options) (*is->mutable_options())[k] = v;
+    if (r.max) is->set_max(true);
+    else is->set_rate(r.result.target_rate);
+    is->set_max_duration_s(spec_.victim.timeout_s + spec_.settle_s + 120);
+    req.set_lease_s(spec_.lease_s);
+    req.set_level(r.result.level);
+    req.set_start_at_unix_ns(start_at_ctrl_ns_ + Nanos(agents()->ClockOffset(r.node)));
+    if (!a.placement.empty()) SetPlacement(a.placement, req.mutable_placement());
+    return req;
+  }
+
+  // Issues every start and waits for every reply. Not cancellable on purpose: every call has a
+  // deadline (so every `done` runs), and the stops need to know which instances started.
+  std::vector<Result<v1::StartAntagonistReply>> IssueStarts(
+      const std::vector<v1::StartAntagonistRequest>& requests) {
+    std::mutex mu;
+    std::condition_variable all_done;
+    size_t pending = requests.size();
+    std::vector<std::optional<Result<v1::StartAntagonistReply>>> replies(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      auto done = [&, i](Result<v1::StartAntagonistReply> reply) {
+        std::lock_guard<std::mutex> l(mu);
+        replies[i].emplace(std::move(reply));
+        if (--pending == 0) all_done.notify_all();  // under the lock: the waiter owns these
+      };
+      if (instances_[i].client) {
+        instances_[i].client->StartAntagonistAsync(requests[i], done);
+      } else {
+        done(Err("agent is gone"));
+      }
+    }
+    std::unique_lock<std::mutex> l(mu);
+    all_done.wait(l, [&] { return pending == 0; });
+    std::vector<Result<v1::StartAntagonistReply>> out;
+    for (auto& r : replies) out.push_back(std::move(*r));
+    return out;
+  }
+
+  void RecordStart(const Result<v1::StartAntagonistReply>& reply, Instance* r) {
+    if (!reply.ok()) {
+      Fail("starting " + r->result.name + ": " + reply.error());
+      return;
+    }
+    r->started = true;
+    r->started_agent_ns = reply->started_unix_ns();
+    const int64_t started_ctrl_ns =
+        reply->started_unix_ns() - Nanos(agents()->ClockOffset(r->node));
+    r->result.start_skew_s = (started_ctrl_ns - start_at_ctrl_ns_) / 1e9;
+  }
+
+  // 3. Settle: every instance at >= settle_fraction of its target at every poll of one whole
+  // settle window (controller/settle.h) before the victim starts. A trial whose antagonists
+  // never hold that long still runs its victim, but is flagged "did not settle".
+  void AwaitSettled() {
+    if (instances_.empty()) return;
+    const double t0 = clock()->MonotonicSeconds();
+    SettleWindow window(spec_.settle_s, std::max(spec_.settle_s + options().settle_grace_s,
+                                                 options().min_settle_s));
+    while (error_.empty() && !cancel_) {
+      const bool all = AllAtTarget();
+      if (!error_.empty()) return;
+      const double now = clock()->MonotonicSeconds();
+      const SettleWindow::Verdict v = window.Observe(now, all);
+      if (v == SettleWindow::Verdict::kSettled) return;
+      if (v == SettleWindow::Verdict::kDidNotSettle) {
+        not_settled_ = DidNotSettleReason(window, now - t0);
+        listener_->OnMessage("trial " + std::to_string(trial_.index) + ": " + not_settled_);
+        return;
+      }
+      if (!clock()->SleepFor(kSettlePollS, cancel_)) return;
+    }
+  }
+
+  // Polls every instance once; false (with the error recorded) at the first that failed.
+  bool AllAtTarget() {
+    bool all = true;
+    for (auto& r : instances_) {
+      auto g = r.client->GetAntagonist(r.id);
+      if (std::string problem = SettleProblem(g); !problem.empty()) {
+        Fail(r.result.name + ": " + problem);
+        return false;
+      }
+      if (!g->unit().empty()) r.result.unit = g->unit();
+      const double at_target = options().settle_fraction * r.result.target_rate;
+      r.result.reached_target = g->samples() > 0 && g->last_achieved() >= at_target;
+      all &= r.result.reached_target;
+    }
+    return all;
+  }
+
+  static std::string SettleProblem(const Result<v1::GetAntagonistReply>& g) {
+    if (!g.ok()) return g.error();
+    if (!g->error().empty()) return g->error();
+    if (!g->running()) return "antagonist exited early";
+    return "";
+  }
+
+  // 4. The victim, its progress streamed to the listener as it happens (for `codlctl watch`);
+  // the full record comes with the reply.
+  void RunVictim() {
+    auto client = agents()->Client(p_.victim_node);
+    if (!client) {
+      Fail("victim agent is gone");
+      return;
+    }
+    v1::RunVictimRequest req;
+    req.set_idempotency_key(rpc::NewIdempotencyKey());
+    req.set_trial_id(trial_id_);
+    *req.mutable_victim() = ToProto(spec_.victim);
+    if (!spec_.victim.placement.empty()) {
+      SetPlacement(spec_.victim.placement, req.mutable_placement());
+    }
+    RunListener* listener = listener_;
+    auto live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
+      if (ev.has_victim_step()) listener->OnVictimStep(rpc::FromProto(ev.victim_step()));
+    });
+    auto reply = client->RunVictim(req, spec_.victim.timeout_s + 30);
+    if (!reply.ok()) {
+      Fail(reply.error());
+      return;
+    }
+    victim_ = std::move(*reply);
+  }
+
+  // 5. Stop every instance that started, whatever happened above, and collect its samples.
+  void StopAndCollect() {
+    auto replies = StopStarted();
+    const VictimWindow window = VictimWindowOnControllerClock();
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      if (instances_[i].started) Collect(*replies[i], window, &instances_[i]);
+    }
+  }
+
+  // One call per started instance, all at once: a slow or dead agent must not hold the others'
+  // antagonists running while its call waits out its deadline. nullopt: never started.
+  std::vector<std::optional<Result<v1::StopAntagonistReply>>> StopStarted() const {
+    std::vector<std::future<Result<v1::StopAntagonistReply>>> calls;
+    for (const Instance& r : instances_) {
+      if (!r.started) {
+        calls.emplace_back();
+        continue;
+      }
+      v1::StopAntagonistRequest req;
+      req.set_idempotency_key(rpc::NewIdempotencyKey());
+      req.set_antagonist_id(r.id);
+      calls.push_back(std::async(std::launch::async,
+                                 [client = r.client, req] { return client->StopAntagonist(req); }));
+    }
+    std::vector<std::optional<Result<v1::StopAntagonistReply>>> replies(calls.size());
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i].valid()) replies[i].emplace(calls[i].get());
+    }
+    return replies;
+  }
+
+  VictimWindow VictimWindowOnControllerClock() const {
+    VictimWindow w;
+    w.ran = victim_.has_value();
+    w.start_ctrl_ns =
+        w.ran ? victim_->started_unix_ns() - Nanos(agents()->ClockOffset(p_.victim_node))
+              : start_at_ctrl_ns_;
+    w.wall_s = w.ran ? victim_->wall_s() : 0;
+    return w;
+  }
+
+  void Collect(const Result<v1::StopAntagonistReply>& reply, const VictimWindow& window,
+               Instance* r) {
+    if (!reply.ok()) {
+      spdlog::error("stopping {}: {} (the agent's lease will stop it)", r->id, reply.error());
+      return;
+    }
+    if (!reply->unit().empty()) r->result.unit = reply->unit();
+    r->result.cpu_s = reply->cpu_s();
+    r->result.run_s = reply->run_s();
+    r->result.effective_cpus = reply->effective_cpus();
+    r->collected = true;
+    AddSamples(*reply, window, r);
+    if (!reply->error().empty()) Fail(r->result.name + ": " + reply->error());
+    // Whether the antagonist held its target is judged on the victim's window, not on the
+    // settle phase: that is the interference the victim actually saw.
+    r->result.reached_target =
+        !(r->result.target_rate > 0) ||
+        r->result.achieved_rate >= options().settle_fraction * r->result.target_rate;
+  }
+
+  // The samples, timed from the victim's start; the achieved rate and its CoV over the victim's
+  // window (the agent's whole-run summary when no sample falls in it).
+  void AddSamples(const v1::StopAntagonistReply& reply, const VictimWindow& window,
+                  Instance* r) const {
+    r->window_samples = 0;
+    const int64_t offset_ns = Nanos(agents()->ClockOffset(r->node));
+    double sum = 0, sq = 0;
+    int n = 0;
+    for (const auto& s : reply.samples()) {
+      RateSample rs;
+      const int64_t abs_ctrl = r->started_agent_ns + Nanos(s.t_s()) - offset_ns;
+      rs.t_s = (abs_ctrl - window.start_ctrl_ns) / 1e9;
+      rs.achieved = s.achieved();
+      rs.target = s.target();
+      r->result.samples.push_back(rs);
+      // Each sample covers the interval that ends at its time stamp.
+      if (window.ran && rs.t_s > 0 && rs.t_s <= window.wall_s + 0.25) {
+        sum += rs.achieved;
+        sq += rs.achieved * rs.achieved;
+        ++n;
+      }
+    }
+    r->window_samples = n;
+    if (n == 0) {
+      r->result.achieved_rate = reply.achieved_rate();
+      r->result.achieved_cov = reply.cov();
+      return;
+    }
+    const double mean = sum / n;
+    r->result.achieved_rate = mean;
+    r->result.achieved_cov = mean > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean : 0;
+  }
+
+  // 6. The record.
+  TrialRecord Finish(TrialRecord t) {
+    for (auto& r : instances_) t.antagonists.push_back(std::move(r.result));
+    t.finished_unix_ms = NowMs(clock());
+    if (victim_) CopyVictim(*victim_, &t);
+    Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
+    FlagUnjudgeable(&t);
+    return t;
+  }
+
+  // A measured trial is also flagged when its antagonists did not settle or when its victim ran
+  // too briefly to judge whether they held their targets; every reason is kept, settle first.
+  void FlagUnjudgeable(TrialRecord* t) const {
+    if (t->state != TrialState::kDone && t->state != TrialState::kFlagged) return;
+    std::string reasons = not_settled_;
+    auto add = [&reasons](const std::string& r) {
+      if (!r.empty()) reasons += (reasons.empty() ? "" : "; ") + r;
+    };
+    add(t->error);  // the missed targets, if any
+    // By index: each instance's result has moved into t->antagonists.
+    for (size_t i = 0; i < instances_.size(); ++i) {
+      const Instance& r = instances_[i];
+      // `max` has no target to hold, so there is nothing to judge (and it is never flagged).
+      if (!r.collected || r.max) continue;
+      const std::string& name = t->antagonists[i].name;
+      std::string s = TooShortReason(name, r.window_samples, spec_.min_antagonist_samples);
+      if (!s.empty()) {
+        add(s);
+        break;  // one instance says it; the others were sampled at the same rate
+      }
+    }
+    if (reasons.empty()) return;
+    t->state = TrialState::kFlagged;
+    t->error = reasons;
+  }
+
+  const ExperimentRunner& runner_;
+  const ExperimentRecord& exp_;
+  const experiment::ExperimentSpec& spec_;
+  const experiment::PlannedTrial& trial_;
+  const Placement& p_;
+  const std::atomic<bool>& cancel_;
+  RunListener* listener_;
+  const std::string trial_id_;
+  const std::string rendezvous_scope_;  // unguessable key prefix (controller/rendezvous.h)
+  std::vector<Instance> instances_;
+  int64_t start_at_ctrl_ns_ = 0;
+  std::optional<v1::RunVictimReply> victim_;
+  std::string error_;        // the first thing that went wrong
+  std::string not_settled_;  // the "did not settle" reason, when it did not
+};
+
+TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
+                                       const experiment::ExperimentSpec& spec,
+                                       const experiment::PlannedTrial& trial, const Placement& p,
+                                       const std::atomic<bool>& cancel, RunListener* listener) {
+  return TrialRun(*this, exp, spec, trial, p, cancel, listener).Run();
+}
+
+}  // namespace codl::controller
