@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,6 +122,25 @@ TEST_F(CpuAccountingTest, MemcpyMaxWithTwoThreadsUsesAboutTwoCores) {
                  << load << " on " << cpus << " CPUs)";
   }
   EXPECT_GT(cores, 1.2) << f.cpu_s << " s of CPU in " << f.run_s << " s";
+}
+
+double ChildrenCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec / 1e6;
+}
+
+// Load-independent: whatever share of the CPUs two memcpy threads get on a busy host, the CPU
+// seconds the agent records are what the kernel charged that child and all its threads (this
+// test process reaps it, so its RUSAGE_CHILDREN grows by exactly that).
+TEST_F(CpuAccountingTest, RecordedCpuIsWhatTheKernelChargedTheWholeChild) {
+  const double before = ChildrenCpuSeconds();
+  auto f = RunAntagonist("memcpy", {{"threads", "2"}, {"buffer_size", "16MiB"}}, 2.0);
+  const double charged = ChildrenCpuSeconds() - before;
+  ASSERT_GT(charged, 0.05) << "the child used no CPU at all";
+  EXPECT_NEAR(f.cpu_s, charged, 0.1 * charged + 0.05)
+      << "recorded " << f.cpu_s << " s, the kernel charged " << charged << " s";
 }
 
 experiment::VictimSpec Victim(const std::string& script, double timeout_s) {
