@@ -7,8 +7,11 @@
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
 #include "injectors/registry.h"
+#include "lib/common/csv.h"
 #include "lib/common/defaults.h"
+#include "lib/common/json_line.h"
 #include "lib/common/units.h"
+#include "lib/common/utf8.h"
 #include "lib/spec/trial_metric.h"
 #include "lib/store/store.h"
 
@@ -111,7 +114,66 @@ int CmdResults(const GlobalOptions& g, const std::string& id, const std::string&
   return PrintResults(client.get(), db, id, output, stdout, metric);
 }
 
-int CmdAgents(const GlobalOptions& g, bool json) {
+namespace {
+
+// How the agent places children and accounts their CPU time (its `placement` label):
+// cgroup-v2 (delegated subtree) or affinity; "-" for agents that predate it.
+std::string Placement(const v1::AgentInfo& a) {
+  auto it = a.labels().find("placement");
+  return it == a.labels().end() ? "-" : it->second;
+}
+
+std::map<std::string, std::string> Labels(const v1::AgentInfo& a) {
+  return {a.labels().begin(), a.labels().end()};
+}
+
+// Labels come from the agents: escaped for JSON, neutralized for spreadsheets, made safe for
+// terminals.
+void PrintAgentsJson(const std::vector<v1::AgentInfo>& agents) {
+  for (const auto& a : agents) {
+    JsonLine j;
+    j.Add("agent_id", a.agent_id())
+        .Add("address", a.address())
+        .Add("alive", a.alive())
+        .Add("clock_offset_s", a.clock_offset_s())
+        .Add("running_antagonists", a.running_antagonists())
+        .Add("placement", Placement(a))
+        .AddObject("labels", Labels(a));
+    printf("%s\n", j.str().c_str());
+  }
+}
+
+void PrintAgentsCsv(const std::vector<v1::AgentInfo>& agents) {
+  printf("agent_id,alive,address,clock_offset_s,running_antagonists,placement,labels\n");
+  for (const auto& a : agents) {
+    std::string labels;
+    for (const auto& [k, v] : Labels(a)) labels += (labels.empty() ? "" : ";") + k + "=" + v;
+    printf("%s,%d,%s,%.6f,%d,%s,%s\n", CsvField(CsvText(a.agent_id())).c_str(), a.alive() ? 1 : 0,
+           CsvField(CsvText(a.address())).c_str(), a.clock_offset_s(), a.running_antagonists(),
+           CsvField(CsvText(Placement(a))).c_str(), CsvField(CsvText(labels)).c_str());
+  }
+}
+
+void PrintAgentsTable(const std::vector<v1::AgentInfo>& agents) {
+  printf("%-20s %-6s %-28s %10s %4s %-9s  %s\n", "AGENT", "ALIVE", "ADDRESS", "OFFSET", "ANT",
+         "PLACEMENT", "LABELS");
+  for (const auto& a : agents) {
+    std::string labels;
+    for (const auto& [k, v] : Labels(a)) labels += (labels.empty() ? "" : " ") + k + "=" + v;
+    printf("%-20s %-6s %-28s %8.2fms %4d %-9s  %s\n", TerminalSafe(a.agent_id()).c_str(),
+           a.alive() ? "yes" : "NO", TerminalSafe(a.address()).c_str(), a.clock_offset_s() * 1e3,
+           a.running_antagonists(), TerminalSafe(Placement(a)).c_str(),
+           TerminalSafe(labels).c_str());
+  }
+}
+
+}  // namespace
+
+int CmdAgents(const GlobalOptions& g, const std::string& output) {
+  if (output != "table" && output != "json" && output != "csv") {
+    fprintf(stderr, "codlctl agents: -o '%s': expected table, json or csv\n", output.c_str());
+    return kExitBadInput;
+  }
   auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl agents: %s\n", client.error().c_str());
@@ -122,35 +184,10 @@ int CmdAgents(const GlobalOptions& g, bool json) {
     fprintf(stderr, "codlctl agents: %s\n", agents.error().c_str());
     return ExitCodeFor(agents.status());
   }
-  // How the agent places children and accounts their CPU time (its `placement` label):
-  // cgroup-v2 (delegated subtree) or affinity; "-" for agents that predate it.
-  auto placement = [](const v1::AgentInfo& a) -> std::string {
-    auto it = a.labels().find("placement");
-    return it == a.labels().end() ? "-" : it->second;
-  };
-  if (json) {
-    for (const auto& a : *agents) {
-      std::string labels;
-      for (const auto& [k, v] : a.labels()) {
-        labels += std::string(labels.empty() ? "" : ",") + "\"" + k + "\":\"" + v + "\"";
-      }
-      printf(
-          "{\"agent_id\":\"%s\",\"address\":\"%s\",\"alive\":%s,\"clock_offset_s\":%.6f,"
-          "\"running_antagonists\":%d,\"placement\":\"%s\",\"labels\":{%s}}\n",
-          a.agent_id().c_str(), a.address().c_str(), a.alive() ? "true" : "false",
-          a.clock_offset_s(), a.running_antagonists(), placement(a).c_str(), labels.c_str());
-    }
-    return kExitOk;
-  }
-  printf("%-20s %-6s %-28s %10s %4s %-9s  %s\n", "AGENT", "ALIVE", "ADDRESS", "OFFSET", "ANT",
-         "PLACEMENT", "LABELS");
-  for (const auto& a : *agents) {
-    std::string labels;
-    for (const auto& [k, v] : a.labels()) labels += (labels.empty() ? "" : " ") + k + "=" + v;
-    printf("%-20s %-6s %-28s %8.2fms %4d %-9s  %s\n", a.agent_id().c_str(),
-           a.alive() ? "yes" : "NO", a.address().c_str(), a.clock_offset_s() * 1e3,
-           a.running_antagonists(), placement(a).c_str(), labels.c_str());
-  }
+  const std::vector<v1::AgentInfo> list(agents->begin(), agents->end());
+  if (output == "json") PrintAgentsJson(list);
+  else if (output == "csv") PrintAgentsCsv(list);
+  else PrintAgentsTable(list);
   return kExitOk;
 }
 

@@ -47,7 +47,8 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
 int CmdWatch(const GlobalOptions& g, const std::string& id);
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
                const std::string& output, const std::string& metric = "");
-int CmdAgents(const GlobalOptions& g, bool json);
+// output: table | json (one object per agent per line) | csv
+int CmdAgents(const GlobalOptions& g, const std::string& output);
 int CmdCancel(const GlobalOptions& g, const std::string& id);
 int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
                  const std::map<std::string, std::string>& options, const std::string& agent,

@@ -162,10 +162,16 @@ Subcommand AddReport(CLI::App& app) {
 }
 
 Subcommand AddAgents(CLI::App& app) {
-  auto json = std::make_shared<bool>(false);
+  struct Options {
+    std::string output = "table";
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("agents", "agents known to the controller");
-  cmd->add_flag("--json", *json, "one JSON object per agent");
-  return {cmd, [json](const GlobalOptions& g) { return CmdAgents(g, *json); }};
+  cmd->add_option("-o,--output", o->output, "table | json (one object per agent) | csv")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "same as -o json");
+  return {cmd, [o](const GlobalOptions& g) { return CmdAgents(g, o->json ? "json" : o->output); }};
 }
 
 Subcommand AddCancel(CLI::App& app) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "lib/analysis/results.h"
+#include "lib/common/csv.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 
@@ -87,31 +88,6 @@ std::string MetricDescription(const ExperimentResults& r) {
   if (r.metric == "throughput") return "throughput (measured steps/s; slowdown = baseline / it)";
   if (r.metric == "mean" || r.metric == "median") return r.metric + " step time";
   return r.metric + " of the step times";
-}
-
-// A text cell that a spreadsheet would run as a formula (=, +, @, a tab or CR first, or '-'
-// before a non-number) gets a leading apostrophe (the OWASP CSV-injection rule); numbers are
-// written by CsvNum and never pass through here.
-std::string CsvText(const std::string& s) {
-  if (s.empty()) return s;
-  const char c = s[0];
-  const bool number_after_minus =
-      c == '-' && s.size() > 1 && (std::isdigit(static_cast<unsigned char>(s[1])) || s[1] == '.');
-  if (c == '=' || c == '+' || c == '@' || c == '\t' || c == '\r' ||
-      (c == '-' && !number_after_minus && s.size() > 1)) {
-    return "'" + s;
-  }
-  return s;
-}
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 using Json = nlohmann::ordered_json;  // keeps fields in the documented order
