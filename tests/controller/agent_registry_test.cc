@@ -1,0 +1,71 @@
+// AgentRegistry: registration, liveness, node selection and clock offsets, on a fake clock.
+#include "controller/agent_registry.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/controller/fake_agent.h"
+
+namespace codl::controller {
+namespace {
+
+TEST(AgentRegistry, RegisterRefusesAnAgentItCannotDial) {
+  FakeClock clock;
+  AgentRegistry r(
+      &clock,
+      [](const std::string&, const std::string&) { return std::shared_ptr<AgentClient>(nullptr); },
+      5);
+  v1::AgentInfo info;
+  info.set_agent_id("a");
+  info.set_address("x");
+  // A factory returning null is refused with a clear message.
+  EXPECT_FALSE(r.Register(info).ok());
+}
+
+TEST(AgentRegistry, LivenessSelectionAndOffsets) {
+  FakeClock clock;
+  auto fake = std::make_shared<FakeAgent>();
+  AgentRegistry r(
+      &clock, [&](const std::string&, const std::string&) { return fake; }, 5);
+  for (const char* id : {"b", "a"}) {
+    v1::AgentInfo info;
+    info.set_agent_id(id);
+    info.set_address(std::string("addr-") + id);
+    (*info.mutable_labels())["role"] = id == std::string("a") ? "gpu" : "storage";
+    ASSERT_TRUE(r.Register(info).ok());
+  }
+  EXPECT_TRUE(r.Heartbeat("a", 0.010, 0.004, 0));
+  EXPECT_TRUE(r.Heartbeat("a", 0.001, 0.002, 0));
+  EXPECT_TRUE(r.Heartbeat("a", 0.020, -0.01, 0));
+  EXPECT_DOUBLE_EQ(r.ClockOffset("a"), 0.002);
+  EXPECT_FALSE(r.Heartbeat("zzz", 0.001, 0, 0)) << "unknown agents are told to re-register";
+
+  experiment::NodeSelector gpu;
+  gpu.kind = experiment::NodeSelector::Kind::kLabels;
+  gpu.labels = {{"role", "gpu"}};
+  auto sel = r.Select(gpu);
+  ASSERT_TRUE(sel.ok());
+  EXPECT_EQ(*sel, std::vector<std::string>{"a"});
+
+  experiment::NodeSelector all;
+  EXPECT_EQ(*r.Select(all), (std::vector<std::string>{"a", "b"}));
+
+  experiment::NodeSelector three;
+  three.kind = experiment::NodeSelector::Kind::kCount;
+  three.count = 3;
+  ASSERT_FALSE(r.Select(three).ok());
+  EXPECT_NE(r.Select(three).error().find("needs 3 live agents, 2 are up"), std::string::npos);
+
+  clock.Advance(4);
+  EXPECT_TRUE(r.Heartbeat("b", 0.001, 0, 0));
+  clock.Advance(2);  // a: 6 s silent (> 5), b: 2 s
+  EXPECT_FALSE(r.Alive("a"));
+  EXPECT_TRUE(r.Alive("b"));
+  EXPECT_EQ(*r.Select(all), std::vector<std::string>{"b"});
+  auto none = r.Select(gpu);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error(),
+            "node selector 'labels: {role: gpu}' matched no live agent (2 registered)");
+}
+
+}  // namespace
+}  // namespace codl::controller

@@ -1,0 +1,120 @@
+// FakeAgent: an AgentClient with no process and no socket, for the runner and registry tests.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "controller/agent_client.h"
+#include "lib/common/clock.h"
+
+namespace codl::controller {
+
+// A fake agent whose "victim" slows down by (1 + level of every running antagonist), so the
+// runner's bookkeeping can be checked against a known slowdown.
+class FakeAgent : public AgentClient {
+ public:
+  std::mutex mu;
+  int calibrations = 0;
+  std::map<std::string, double> running;  // id -> target rate
+  std::set<std::string> ever_started;
+  int stops = 0;
+  bool fail_start = false;
+  bool fail_victim = false;
+  bool fail_stop = false;  // as an unreachable agent: the antagonist keeps running
+  int victims = 0;
+  double achieved_fraction = 1.0;  // of the target
+  double peak = 1000;
+  double victim_wall_s = 2.0;  // 10 antagonist samples (one per 0.2 s) fall in the victim's run
+  // When set: the fraction of its target an antagonist reports at its poll-th settle poll.
+  std::function<double(int poll)> fraction_at_poll;
+  std::map<std::string, int> polls;  // id -> GetAntagonist calls
+  std::map<std::string, int64_t> started_ns;
+  int64_t victim_started_ns = 0;
+  const Clock* clock = nullptr;  // when set: victim_starts_s records its time
+  // Per victim run: when it started on `clock`, with how many antagonists running.
+  std::vector<std::pair<double, size_t>> victim_starts;
+  std::vector<size_t> started_before_victim;  // per victim run: antagonists ever started
+
+  Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest&) override {
+    std::lock_guard<std::mutex> l(mu);
+    ++calibrations;
+    v1::CalibrateReply r;
+    r.set_peak_rate(peak);
+    r.set_unit("bytes/s");
+    return r;
+  }
+  Result<v1::StartAntagonistReply> StartAntagonist(const v1::StartAntagonistRequest& req) override {
+    std::lock_guard<std::mutex> l(mu);
+    if (fail_start) return Err("codl-inject: option 'threads': 0 is out of range [1, 256]");
+    running[req.antagonist_id()] = req.spec().rate();
+    ever_started.insert(req.antagonist_id());
+    v1::StartAntagonistReply r;
+    r.set_pid(1234);
+    r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
+    started_ns[req.antagonist_id()] = r.started_unix_ns();
+    return r;
+  }
+  Result<v1::GetAntagonistReply> GetAntagonist(const std::string& id) override {
+    std::lock_guard<std::mutex> l(mu);
+    v1::GetAntagonistReply r;
+    r.set_running(running.count(id) > 0);
+    r.set_unit("bytes/s");
+    r.set_samples(3);
+    r.set_target(running[id]);
+    const int poll = polls[id]++;
+    const double fraction = fraction_at_poll ? fraction_at_poll(poll) : achieved_fraction;
+    r.set_last_achieved(running[id] * fraction);
+    return r;
+  }
+  Result<v1::StopAntagonistReply> StopAntagonist(const v1::StopAntagonistRequest& req) override {
+    std::lock_guard<std::mutex> l(mu);
+    ++stops;
+    if (fail_stop) return Err("agent unavailable");
+    double target = running[req.antagonist_id()];
+    running.erase(req.antagonist_id());
+    v1::StopAntagonistReply r;
+    r.set_unit("bytes/s");
+    r.set_target_rate(target);
+    r.set_achieved_rate(target * achieved_fraction);
+    // One sample per 0.2 s from the antagonist's start to the end of the victim's run.
+    const double until_s =
+        (victim_started_ns - started_ns[req.antagonist_id()]) / 1e9 + victim_wall_s;
+    for (double t = 0.2; t <= until_s + 1e-9; t += 0.2) {
+      auto* s = r.add_samples();
+      s->set_t_s(t);
+      s->set_achieved(target * achieved_fraction);
+      s->set_target(target);
+    }
+    return r;
+  }
+  Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest&, double) override {
+    std::lock_guard<std::mutex> l(mu);
+    ++victims;
+    v1::RunVictimReply r;
+    r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
+    victim_started_ns = r.started_unix_ns();
+    started_before_victim.push_back(ever_started.size());
+    if (fail_victim) {
+      r.set_ok(false);
+      r.set_error("victim exited with status 3");
+      r.set_exit_code(3);
+      r.set_stderr_tail("boom");
+      return r;
+    }
+    double slow = 1;
+    for (const auto& [id, rate] : running) slow += rate / peak;
+    r.set_ok(true);
+    r.set_metric(0.1 * slow);
+    r.set_wall_s(victim_wall_s);
+    (*r.mutable_phase_medians())["compute_s"] = 0.05;
+    (*r.mutable_phase_medians())["read_s"] = 0.05 * slow;
+    if (clock) victim_starts.emplace_back(clock->MonotonicSeconds(), running.size());
+    return r;
+  }
+  Status StopAll(const std::string&) override { return Status::Ok(); }
+};
+
+}  // namespace codl::controller
