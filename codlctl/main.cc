@@ -136,7 +136,7 @@ Subcommand AddResults(CLI::App& app) {
 // `report` reads the database when given one, else asks the controller (default address
 // kDefaultControllerAddress when none is configured).
 int RunReport(const GlobalOptions& g, const std::string& id, const std::string& db,
-              const std::string& path) {
+              const std::string& path, const std::string& figures) {
   std::unique_ptr<ControllerClient> client;
   if (db.empty()) {
     auto c = ConnectController(g);
@@ -146,19 +146,27 @@ int RunReport(const GlobalOptions& g, const std::string& id, const std::string& 
     }
     client = std::move(c.value());
   }
-  return WriteReport(client.get(), db, id, path);
+  return WriteReport(client.get(), db, id, path, figures);
 }
 
 Subcommand AddReport(CLI::App& app) {
   struct Options {
-    std::string id, db, path = "report.html";
+    std::string id, db, path = "report.html", figures;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("report", "write the self-contained HTML report");
   cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
   cmd->add_option("--db", o->db, "read this results database, no controller");
-  cmd->add_option("-o,--output", o->path, "HTML file to write")->capture_default_str();
-  return {cmd, [o](const GlobalOptions& g) { return RunReport(g, o->id, o->db, o->path); }};
+  auto* output = cmd->add_option("-o,--output", o->path, "HTML file to write");
+  output->capture_default_str();
+  cmd->add_option("--figures", o->figures,
+                  "also write every figure as standalone SVG + CSV into this directory "
+                  "(created when missing); with --figures the HTML is written only when -o is given");
+  return {cmd, [o, output](const GlobalOptions& g) {
+            // --figures alone asks for the figures, not for a report.html in the current directory.
+            const bool html = o->figures.empty() || output->count() > 0;
+            return RunReport(g, o->id, o->db, html ? o->path : "", o->figures);
+          }};
 }
 
 Subcommand AddAgents(CLI::App& app) {

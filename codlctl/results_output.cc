@@ -65,18 +65,28 @@ int PrintResults(ControllerClient* client, const std::string& db, const std::str
 
 #include <fstream>
 
+#include "lib/report/figures.h"
 #include "lib/report/report.h"
 
 namespace codl::cli {
 
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
-                const std::string& path) {
+                const std::string& path, const std::string& figures) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
     fprintf(stderr, "codlctl report: %s\n", rec.error().c_str());
     return ExitCodeFor(rec.status());
   }
   auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, ""));
+  if (!figures.empty()) {
+    auto written = report::WriteFigures(figures, report::RenderFigures(results, rec->second));
+    if (!written.ok()) {
+      fprintf(stderr, "codlctl report: %s\n", written.error().c_str());
+      return ExitCodeFor(written.status());
+    }
+    fprintf(stderr, "%zu figure files written to %s\n", written->size(), figures.c_str());
+    if (path.empty()) return kExitOk;
+  }
   std::string html = report::RenderHtmlReport(rec->first, rec->second, results);
   std::ofstream out(path);
   if (!out || !(out << html)) {

@@ -22,7 +22,8 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
 // its stored YAML; elapsed when that cannot be read).
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
                  const std::string& output, FILE* out, const std::string& metric = "");
+// `path` "" writes no HTML; `figures` non-empty also writes every figure there as SVG + CSV.
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
-                const std::string& path);
+                const std::string& path, const std::string& figures = "");
 
 }  // namespace codl::cli

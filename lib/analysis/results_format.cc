@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "lib/analysis/results.h"
+#include "lib/analysis/pairing_order.h"
 #include "lib/common/csv.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
@@ -129,7 +130,8 @@ std::string FormatTable(const ExperimentResults& r) {
       "p [Holm]", "all trials [CI]", "flagged", "achieved", "cores"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
-  for (const auto& p : r.pairings) {
+  for (const PairingSummary* sorted : SortedPairings(r)) {
+    const PairingSummary& p = *sorted;
     rows.push_back({p.pairing, Levels(p), std::to_string(p.n), MetricCell(r, p.metric_median),
                     p.ci_small_n ? SlowdownCell(p.slowdown, kNaN, kNaN) + " [n/a: n < 3]"
                                  : SlowdownCell(p.slowdown, p.ci_low, p.ci_high),

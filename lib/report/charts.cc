@@ -2,10 +2,14 @@
 #include "lib/report/charts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
+#include "lib/analysis/pairing_order.h"
+#include "lib/common/csv.h"
 #include "lib/common/units.h"
 #include "lib/report/svg.h"
 
@@ -71,19 +75,41 @@ std::string CellTitle(const PairingSummary& p, const ExperimentResults& r) {
   if (p.p_method != experiment::MannWhitneyMethod::kNone) {
     t += std::string(" (Mann-Whitney U, ") + ToString(p.p_method) + ")";
   }
+  t += "; Holm-adjusted " + PValue(p.p_holm) +
+       (Significant(p) ? ": significant" : ": not significant") + " at " + Fixed(kAlpha, 2);
   for (const auto& a : p.antagonists) {
     t += "\n" + a.name + " (" + a.injector + "): achieved " + RateLabel(a.achieved_rate, a.unit);
     if (std::isfinite(a.target_rate) && a.target_rate > 0 && std::isfinite(a.achieved_rate)) {
       t += " = " + Percent(a.achieved_rate / a.target_rate) + " of target";
     }
+    if (std::isfinite(a.cores)) t += ", " + Fixed(a.cores, 2) + " cores";
   }
   return t;
 }
 
+// The colour scale's top: a round number at or above the largest cell, and its ticks, the
+// last of which is that top (so the bar's label covers every cell).
+struct ColourScale {
+  double max = 1.25;
+  std::vector<double> ticks;
+};
+
+ColourScale MakeColourScale(double largest) {
+  ColourScale c;
+  double lo = 1, hi = std::max(largest, 1.25);  // a 1.02x slowdown must not paint dark red
+  NiceDomain(&lo, &hi, 4);
+  c.max = hi;
+  c.ticks = NiceTicks(1, hi, 4);
+  if (c.ticks.empty() || c.ticks.back() < hi - 1e-9) c.ticks.push_back(hi);
+  return c;
+}
+
 // A vertical colour bar for the slowdown scale, its top at (x, y).
-void ColourLegend(Svg& svg, double x, double y, double height, double max) {
+void ColourLegend(Svg& svg, double x, double y, double height, const ColourScale& c) {
   constexpr int kSteps = 48;
+  const double max = c.max;
   const Scale s{1, max, y + height, y};
+  svg.Open("g", "class=\"colour-bar\" data-max=\"" + Tick(max) + "\"");
   for (int i = 0; i < kSteps; ++i) {
     const double v0 = 1 + (max - 1) * i / kSteps, v1 = 1 + (max - 1) * (i + 1) / kSteps;
     svg.Rect(x, s(v1), 14, s(v0) - s(v1) + 0.5,
@@ -91,22 +117,97 @@ void ColourLegend(Svg& svg, double x, double y, double height, double max) {
   }
   svg.Rect(x, y, 14, height, "fill=\"none\" stroke=\"#999\"");
   svg.Open("g", "class=\"axis\"");
-  for (double t : NiceTicks(1, max, 4)) {
+  for (double t : c.ticks) {
     svg.Line(x + 14, s(t), x + 18, s(t), "class=\"tick\"");
     svg.Text(x + 21, s(t) + 4, Slowdown(t));
   }
   svg.Close("g");
+  svg.Close("g");
   svg.Text(x - 2, y - 10, "slowdown", "class=\"axis-title\"");
+}
+
+// Diagonal hatching over a rectangle, drawn as clipped lines (no <pattern>: the page holds no
+// url() references, and the figure stays one flat file).
+void Hatch(Svg& svg, double x, double y, double w, double h) {
+  constexpr double kSpacing = 7;
+  for (double d = kSpacing; d < w + h; d += kSpacing) {
+    svg.Line(x + std::max(0.0, d - h), y + std::min(d, h), x + std::min(d, w),
+             y + std::max(0.0, d - w), "stroke=\"#c4c4c4\" stroke-width=\"1.2\"");
+  }
+}
+
+// The hatched swatch and its meaning, below the colour bar.
+void NotSignificantLegend(Svg& svg, double x, double y) {
+  svg.Open("g", "class=\"ns-legend\"");
+  svg.Rect(x, y, 14, 14, "fill=\"#efefef\"");
+  Hatch(svg, x, y, 14, 14);
+  svg.Rect(x, y, 14, 14, "fill=\"none\" stroke=\"#999\"");
+  svg.Text(x + 20, y + 11, "not significant", "class=\"legend\"");
+  svg.Text(x + 20, y + 27, "(Holm p \u2265 " + Fixed(kAlpha, 2) + " or n < 3)",
+           "class=\"legend\" font-size=\"11\"");
+  svg.Close("g");
+}
+
+constexpr const char* kNotSignificantFill = "#efefef";
+
+void DrawCell(Svg& svg, const PairingSummary& p, const ExperimentResults& results, double x,
+              double y, double w, double h, double max) {
+  const bool sig = Significant(p);
+  const std::string ink = !sig || DarkTextOn(p.slowdown, max) ? "#1f1f1f" : "#ffffff";
+  svg.Open("g", "class=\"cell\" data-pairing=\"" + Escape(p.pairing) + "\" data-significant=\"" +
+                    (sig ? "true" : "false") + "\"");
+  svg.Title(CellTitle(p, results));
+  svg.Rect(x, y, w, h,
+           "rx=\"3\" fill=\"" + (sig ? SlowdownColour(p.slowdown, max) : kNotSignificantFill) +
+               "\"");
+  if (!sig) Hatch(svg, x, y, w, h);
+  const double cx = x + w / 2;
+  svg.Text(cx, y + 30, Slowdown(p.slowdown),
+           "class=\"cell-value\" text-anchor=\"middle\" fill=\"" + ink + "\"");
+  const std::string ci = CiLabel(p.ci_low, p.ci_high);
+  svg.Text(cx, y + 48, ci.empty() ? "no CI" : ci,
+           "class=\"cell-ci\" text-anchor=\"middle\" fill=\"" + ink + "\"");
+  svg.Text(cx, y + 64, "n=" + std::to_string(p.n) + " \u00b7 adj. p=" + PValue(p.p_holm),
+           "class=\"cell-np\" text-anchor=\"middle\" fill=\"" + ink + "\"");
+  if (p.n_failed || p.n_flagged) {  // excluded trials: a corner mark, details on hover
+    svg.Text(x + w - 6, y + 14, "\u26a0",
+             "class=\"cell-warn\" text-anchor=\"end\" fill=\"" + ink + "\"");
+  }
+  svg.Close("g");
+}
+
+std::string HeatmapCsvRow(const PairingSummary& p, const std::string& row,
+                          const std::string& col) {
+  return CsvField(CsvText(p.pairing)) + "," + CsvField(CsvText(row)) + "," +
+         CsvField(CsvText(col)) + "," + CsvNumber(p.slowdown) + "," + CsvNumber(p.ci_low) + "," +
+         CsvNumber(p.ci_high) + "," + std::to_string(p.n) + "," + CsvNumber(p.p_value) + "," +
+         CsvNumber(p.p_holm) + "," + (Significant(p) ? "true" : "false") + "\n";
 }
 
 }  // namespace
 
-std::string RenderHeatmap(const ExperimentResults& results) {
+bool Significant(const PairingSummary& p) {
+  return !p.baseline && p.n >= 3 && !p.ci_small_n && std::isfinite(p.p_holm) &&
+         p.p_holm < kAlpha;
+}
+
+std::string CsvNumber(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+Figure HeatmapFigure(const ExperimentResults& results) {
+  Figure f;
+  f.name = "heatmap";
+  f.csv = "pairing,antagonists,intensity,slowdown,ci_low,ci_high,n,p_value,p_holm,significant\n";
   std::vector<std::string> rows;
   std::vector<std::pair<ColumnOrder, std::string>> columns;
   std::map<std::pair<std::string, std::string>, const PairingSummary*> cells;
-  double max = 1.25;  // a 1.02x slowdown must not paint dark red
-  for (const auto& p : results.pairings) {
+  double largest = 1;
+  for (const PairingSummary* sorted : experiment::SortedPairings(results)) {
+    const PairingSummary& p = *sorted;
     if (p.baseline) continue;
     std::string row = RowLabel(p), col = ColumnLabel(p);
     if (cells.count({row, col})) col = p.pairing;  // cannot happen for distinct keys; be safe
@@ -115,25 +216,29 @@ std::string RenderHeatmap(const ExperimentResults& results) {
       columns.push_back({OrderOf(col, columns.size()), col});
     }
     cells[{row, col}] = &p;
-    if (std::isfinite(p.slowdown)) max = std::max(max, p.slowdown);
+    if (std::isfinite(p.slowdown)) largest = std::max(largest, p.slowdown);
+    f.csv += HeatmapCsvRow(p, row, col);
   }
   if (cells.empty()) {
-    return "<p class=\"empty\">No interference pairings in this experiment yet.</p>\n";
+    f.empty = "<p class=\"empty\">No interference pairings in this experiment yet.</p>\n";
+    return f;
   }
   std::sort(columns.begin(), columns.end());
+  const ColourScale colours = MakeColourScale(largest);
 
-  size_t longest = 0;
-  for (const auto& r : rows) longest = std::max(longest, r.size());
-  constexpr double kCellW = 148, kCellH = 74, kGap = 4, kTop = 58, kLegendW = 110;
-  const double left = std::clamp(30.0 + 8.5 * longest, 110.0, 300.0);
+  double longest = 0;
+  for (const auto& r : rows) longest = std::max(longest, TextWidth(r, 13));
+  constexpr double kCellW = 148, kCellH = 74, kGap = 4, kTop = 58, kLegendW = 200;
+  const double left = std::clamp(30.0 + longest, 110.0, 300.0);
   const double grid_w = columns.size() * (kCellW + kGap);
   const double grid_h = rows.size() * (kCellH + kGap);
   const double width = left + grid_w + kLegendW;
-  const double height = kTop + std::max(grid_h, 170.0) + 10;
+  const double height = kTop + std::max(grid_h, 215.0) + 10;
 
   Svg svg(width, height, "heatmap", "slowdown heatmap: antagonists by intensity");
-  svg.Text(left + grid_w / 2, 16, "intensity (level = fraction of calibrated peak, or rate)",
-           "class=\"axis-title\" text-anchor=\"middle\"");
+  const std::string title = "intensity (fraction of peak, or rate)";
+  const double title_x = std::max(left + grid_w / 2, TextWidth(title, 12) / 2 + 4);
+  svg.Text(title_x, 16, title, "class=\"axis-title\" text-anchor=\"middle\"");
   for (size_t c = 0; c < columns.size(); ++c) {
     svg.Text(left + c * (kCellW + kGap) + kCellW / 2, kTop - 12, columns[c].second,
              "class=\"col-label\" text-anchor=\"middle\"");
@@ -148,28 +253,13 @@ std::string RenderHeatmap(const ExperimentResults& results) {
         svg.Rect(x + 0.5, y + 0.5, kCellW - 1, kCellH - 1, "class=\"slot\" rx=\"3\"");
         continue;
       }
-      const PairingSummary& p = *it->second;
-      const std::string ink = DarkTextOn(p.slowdown, max) ? "#1f1f1f" : "#ffffff";
-      svg.Open("g", "class=\"cell\" data-pairing=\"" + Escape(p.pairing) + "\"");
-      svg.Title(CellTitle(p, results));
-      svg.Rect(x, y, kCellW, kCellH, "rx=\"3\" fill=\"" + SlowdownColour(p.slowdown, max) + "\"");
-      const double cx = x + kCellW / 2;
-      svg.Text(cx, y + 30, Slowdown(p.slowdown),
-               "class=\"cell-value\" text-anchor=\"middle\" fill=\"" + ink + "\"");
-      const std::string ci = CiLabel(p.ci_low, p.ci_high);
-      svg.Text(cx, y + 48, ci.empty() ? "no CI" : ci,
-               "class=\"cell-ci\" text-anchor=\"middle\" fill=\"" + ink + "\"");
-      svg.Text(cx, y + 64, "n=" + std::to_string(p.n) + " \u00b7 p=" + PValue(p.p_value),
-               "class=\"cell-np\" text-anchor=\"middle\" fill=\"" + ink + "\"");
-      if (p.n_failed || p.n_flagged) {  // excluded trials: a corner mark, details on hover
-        svg.Text(x + kCellW - 6, y + 14, "\u26a0",
-                 "class=\"cell-warn\" text-anchor=\"end\" fill=\"" + ink + "\"");
-      }
-      svg.Close("g");
+      DrawCell(svg, *it->second, results, x, y, kCellW, kCellH, colours.max);
     }
   }
-  ColourLegend(svg, left + grid_w + 22, kTop + 8, 150, max);
-  return svg.Finish();
+  ColourLegend(svg, left + grid_w + 22, kTop + 8, 150, colours);
+  NotSignificantLegend(svg, left + grid_w + 22, kTop + 178);
+  f.svg = svg.Finish();
+  return f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -181,6 +271,7 @@ struct CurvePoint {
   double x = 0;
   const PairingSummary* pairing = nullptr;
   const AntagonistSummary* antagonist = nullptr;
+  double peak = experiment::kNaN;  // calibrated peak of its trials; NaN when unknown
 };
 
 struct Curve {
@@ -190,8 +281,47 @@ struct Curve {
   bool fraction_of_peak = true;  // x as a fraction of peak for every point, else in `unit`
   std::string x_unit;            // the x axis' rate unit when not a fraction, e.g. "GiB/s"
   std::vector<CurvePoint> points;
-  std::vector<double> peak;  // per point; NaN when unknown
 };
+
+// "peak 18.6 GiB/s · 1.02 cores": what the curve's x axis is relative to, and what the
+// antagonist cost in CPU (an antagonist that eats cores interferes through them too).
+std::string CurveSubtitle(const Curve& c) {
+  double peak = 0, cores = 0;
+  int n_peak = 0, n_cores = 0;
+  for (const CurvePoint& p : c.points) {
+    if (std::isfinite(p.peak) && p.peak > 0) peak += p.peak, ++n_peak;
+    if (std::isfinite(p.antagonist->cores)) cores += p.antagonist->cores, ++n_cores;
+  }
+  std::string s = n_peak ? "calibrated peak " + RateLabel(peak / n_peak, c.unit) : "no calibration";
+  s += " \u00b7 " + (n_cores ? Fixed(cores / n_cores, 2) + " CPU cores" : "CPU not measured");
+  return s;
+}
+
+// File-name-safe: letters, digits, '-', '_' and '.' kept, anything else '_'.
+std::string FileSafe(const std::string& name) {
+  std::string s;
+  for (char ch : name) s += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ||
+                                    ch == '_' || ch == '.' ? ch : '_';
+  return s.empty() || s[0] == '.' ? "_" + s : s;
+}
+
+std::string CurveCsv(const Curve& c) {
+  std::string csv =
+      "antagonist,injector,pairing,intensity,achieved_rate,unit,peak_rate,cores,x,x_unit,"
+      "slowdown,ci_low,ci_high,n,p_holm,significant\n";
+  const std::string x_unit = c.fraction_of_peak ? "fraction of peak" : c.x_unit;
+  for (const CurvePoint& p : c.points) {
+    const PairingSummary& s = *p.pairing;
+    csv += CsvField(CsvText(c.name)) + "," + CsvField(CsvText(c.injector)) + "," +
+           CsvField(CsvText(s.pairing)) + "," + CsvField(CsvText(p.antagonist->intensity)) + "," +
+           CsvNumber(p.antagonist->achieved_rate) + "," + CsvField(CsvText(c.unit)) + "," +
+           CsvNumber(p.peak) + "," + CsvNumber(p.antagonist->cores) + "," + CsvNumber(p.x) +
+           "," + CsvField(CsvText(x_unit)) + "," + CsvNumber(s.slowdown) + "," +
+           CsvNumber(s.ci_low) + "," + CsvNumber(s.ci_high) + "," + std::to_string(s.n) + "," +
+           CsvNumber(s.p_holm) + "," + (Significant(s) ? "true" : "false") + "\n";
+  }
+  return csv;
+}
 
 // Mean calibrated peak of `name` over the trials of `pairing`; NaN when none recorded it.
 double PeakOf(const std::string& pairing, const AntagonistSummary& a,
@@ -216,7 +346,7 @@ double PeakOf(const std::string& pairing, const AntagonistSummary& a,
 
 std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
                        const PairingSummary* baseline) {
-  constexpr double kW = 430, kH = 290, kLeft = 66, kRight = 18, kTop = 34, kBottom = 54;
+  constexpr double kW = 430, kH = 300, kLeft = 66, kRight = 18, kTop = 48, kBottom = 54;
   double x_hi = 0;
   for (const auto& p : c.points) x_hi = std::max(x_hi, p.x);
   if (c.fraction_of_peak) x_hi = std::max(x_hi, 1.0);
@@ -229,6 +359,7 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
   Svg svg(kW, kH, "curve", "sensitivity of the victim to " + c.name);
   svg.Text(kLeft, 18, c.name + (c.injector.empty() ? "" : " (" + c.injector + ")"),
            "class=\"chart-title\"");
+  svg.Text(kLeft, 34, CurveSubtitle(c), "class=\"chart-sub\"");
   const std::string unit = c.unit.empty() ? "bytes/s" : c.unit;
   TickFormat x_label = [&](double v) { return c.fraction_of_peak ? Percent(v) : Tick(v); };
   BottomAxis(svg, x, y, NiceTicks(x_lo, x_hi, 4), x_label,
@@ -236,7 +367,7 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
                                 : "achieved rate (" + c.x_unit + ")");
   LeftAxis(
       svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
-      "slowdown (median step time \u00f7 baseline)");
+      "slowdown (\u00d7 baseline)");
   if (y_lo <= 1 && 1 <= y_hi) svg.Line(x.r0, y(1), x.r1, y(1), "class=\"ref\"");
 
   std::vector<std::pair<double, double>> line;
@@ -261,7 +392,8 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
                         CiLabel(s.ci_low, s.ci_high) + "\nachieved " +
                         RateLabel(p.antagonist->achieved_rate, unit);
     if (c.fraction_of_peak) title += " (" + Percent(p.x, 1) + " of peak)";
-    title += "\nn=" + std::to_string(s.n) + ", p=" + PValue(s.p_value);
+    title += "\nn=" + std::to_string(s.n) + ", p=" + PValue(s.p_value) + ", Holm-adjusted " +
+             PValue(s.p_holm) + (Significant(s) ? " (significant)" : " (not significant)");
     svg.Title(title);
     if (std::isfinite(s.ci_low) && std::isfinite(s.ci_high)) {
       const std::string bar = "stroke=\"" + colour + "\" stroke-width=\"1.5\"";
@@ -269,7 +401,10 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
       svg.Line(px - 5, y(s.ci_low), px + 5, y(s.ci_low), bar);
       svg.Line(px - 5, y(s.ci_high), px + 5, y(s.ci_high), bar);
     }
-    svg.Circle(px, y(s.slowdown), 4.5, "fill=\"" + colour + "\" stroke=\"#fff\"");
+    // Faded when not significant after the Holm adjustment (the caption says so).
+    svg.Circle(px, y(s.slowdown), 4.5,
+               "fill=\"" + colour + "\" stroke=\"#fff\"" +
+                   (Significant(s) ? "" : " fill-opacity=\"0.35\" class=\"ns\""));
     svg.Close("g");
   }
   return svg.Finish();
@@ -277,12 +412,13 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
 
 }  // namespace
 
-std::string RenderSensitivityCurves(const ExperimentResults& results,
-                                    const std::vector<TrialRecord>& trials) {
+SensitivitySet SensitivityFigures(const ExperimentResults& results,
+                                  const std::vector<TrialRecord>& trials) {
   std::vector<Curve> curves;
   std::vector<std::string> combined, skipped;
   const PairingSummary* baseline = nullptr;
-  for (const auto& p : results.pairings) {
+  for (const PairingSummary* sorted : experiment::SortedPairings(results)) {
+    const PairingSummary& p = *sorted;
     if (p.baseline) {
       if (p.n > 0 && std::isfinite(p.slowdown)) baseline = &p;
       continue;
@@ -298,16 +434,15 @@ std::string RenderSensitivityCurves(const ExperimentResults& results,
     }
     auto it = std::find_if(curves.begin(), curves.end(), [&](auto& c) { return c.name == a.name; });
     if (it == curves.end()) {
-      curves.push_back({a.name, a.injector, a.unit, true, "", {}, {}});
+      curves.push_back({a.name, a.injector, a.unit, true, "", {}});
       it = curves.end() - 1;
     }
-    it->points.push_back({a.achieved_rate, &p, &a});
-    it->peak.push_back(PeakOf(p.pairing, a, trials));
+    it->points.push_back({a.achieved_rate, &p, &a, PeakOf(p.pairing, a, trials)});
   }
 
-  std::string html;
+  SensitivitySet set;
   if (curves.empty()) {
-    html +=
+    set.notes +=
         "<p class=\"empty\">No pairing with a single antagonist has a measured slowdown "
         "and achieved rate yet.</p>\n";
   } else {
@@ -320,23 +455,25 @@ std::string RenderSensitivityCurves(const ExperimentResults& results,
       }
     }
     NiceDomain(&y_lo, &y_hi, 5);
-    html += "<div class=\"charts\">\n";
     for (size_t i = 0; i < curves.size(); ++i) {
       Curve& c = curves[i];
-      c.fraction_of_peak = std::all_of(c.peak.begin(), c.peak.end(),
-                                       [](double v) { return std::isfinite(v) && v > 0; });
+      c.fraction_of_peak = std::all_of(c.points.begin(), c.points.end(), [](const CurvePoint& p) {
+        return std::isfinite(p.peak) && p.peak > 0;
+      });
       double x_max = 0;
       for (const auto& p : c.points) x_max = std::max(x_max, p.x);
       const DisplayUnit unit = RateDisplayUnit(x_max, c.unit);
       c.x_unit = unit.label;
-      for (size_t k = 0; k < c.points.size(); ++k) {
-        c.points[k].x /= c.fraction_of_peak ? c.peak[k] : unit.divisor;
-      }
+      for (auto& p : c.points) p.x /= c.fraction_of_peak ? p.peak : unit.divisor;
       std::sort(c.points.begin(), c.points.end(),
                 [](const CurvePoint& a, const CurvePoint& b) { return a.x < b.x; });
-      html += CurveChart(c, i, y_lo, y_hi, baseline);
+      Figure f;
+      f.name = "sensitivity-" + FileSafe(c.name);
+      f.svg = CurveChart(c, i, y_lo, y_hi, baseline);
+      f.csv = CurveCsv(c);
+      f.caption = Escape(c.name) + ": " + Escape(CurveSubtitle(c)) + ".";
+      set.charts.push_back(std::move(f));
     }
-    html += "</div>\n";
   }
   auto list = [](const std::vector<std::string>& keys) {
     std::string s;
@@ -344,14 +481,14 @@ std::string RenderSensitivityCurves(const ExperimentResults& results,
     return s;
   };
   if (!combined.empty()) {
-    html += "<p class=\"note\">Pairings with several antagonists at once (" + list(combined) +
-            ") are in the heatmap and the table: a curve varies one antagonist.</p>\n";
+    set.notes += "<p class=\"note\">Pairings with several antagonists at once (" + list(combined) +
+                 ") are in the heatmap and the table: a curve varies one antagonist.</p>\n";
   }
   if (!skipped.empty()) {
-    html += "<p class=\"note\">Without a measured slowdown or achieved rate, so not drawn: " +
-            list(skipped) + ".</p>\n";
+    set.notes += "<p class=\"note\">Without a measured slowdown or achieved rate, so not drawn: " +
+                 list(skipped) + ".</p>\n";
   }
-  return html;
+  return set;
 }
 
 }  // namespace codl::report

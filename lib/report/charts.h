@@ -1,6 +1,6 @@
-// The report's four charts, each an HTML fragment of inline SVG plus short notes. Internal to
-// codl_report: report.cc places them in sections. A chart with nothing to draw says why in a
-// <p class="empty">, except the phase breakdown, which is "" when no pairing reports phases.
+// The report's charts. Each is a Figure: the bare <svg> (placed inline in the page, or made a
+// standalone file by `codlctl report --figures`), the CSV of exactly the data it draws, and
+// the notes the page prints beside it. Internal to codl_report.
 #pragma once
 
 #include <string>
@@ -11,21 +11,49 @@
 
 namespace codl::report {
 
+// Significance level of the marks: a pairing is significant when its Holm-adjusted p is below
+// this (and it has the trials to show it, n >= 3 a side).
+inline constexpr double kAlpha = 0.05;
+bool Significant(const experiment::PairingSummary& p);
+
+struct Figure {
+  std::string name;  // file stem, stable: "heatmap", "sensitivity-membw", "phases", ...
+  std::string svg;   // "" when there is nothing to draw (`empty` says why)
+  std::string csv;   // header and one row per drawn mark
+  std::string caption;  // HTML: what is drawn, calibrated peaks, CPU use
+  std::string empty;    // HTML <p class="empty">/<p class="note"> lines to print instead/beside
+};
+
 // Antagonist set (rows) x intensity (columns). One <g class="cell" data-pairing="KEY"> per
-// non-baseline pairing, annotated with slowdown and CI; n and p in its <title>.
-std::string RenderHeatmap(const experiment::ExperimentResults& results);
+// non-baseline pairing, annotated with slowdown and CI; n and p in its <title>. Cells that are
+// not significant (Significant() false) are hatched grey; every cell has data-significant.
+Figure HeatmapFigure(const experiment::ExperimentResults& results);
 
 // One small chart per antagonist that ran alone: slowdown vs achieved intensity (fraction of
 // the calibrated peak when known, else its rate unit), with CI bars and the baseline at (0, 1).
-std::string RenderSensitivityCurves(const experiment::ExperimentResults& results,
-                                    const std::vector<TrialRecord>& trials);
+// The title names the calibrated peak and the antagonist's mean CPU cores.
+struct SensitivitySet {
+  std::vector<Figure> charts;  // "sensitivity-NAME", NAME the antagonist's, made file-safe
+  std::string notes;           // HTML: pairings not drawn, and why
+};
+SensitivitySet SensitivityFigures(const experiment::ExperimentResults& results,
+                                  const std::vector<TrialRecord>& trials);
 
-// Grouped bars: per pairing, the slowdown of each victim phase. "" when there are no phases.
-std::string RenderPhaseBreakdown(const experiment::ExperimentResults& results);
+// Grouped bars with bootstrap CIs: per pairing, the slowdown of each victim phase, phases in
+// pipeline order, those under 1 % of the step grouped. svg "" when no pairing reports phases.
+Figure PhaseFigure(const experiment::ExperimentResults& results,
+                   const std::vector<TrialRecord>& trials);
 
 // Step time vs time of the first measured trial of the most-slowed pairing, with each
-// antagonist's active span shaded and its achieved rate on a secondary axis.
-std::string RenderStepSeries(const experiment::ExperimentResults& results,
-                             const std::vector<TrialRecord>& trials);
+// antagonist's active span shaded and its achieved rate in a panel below.
+Figure StepSeriesFigure(const experiment::ExperimentResults& results,
+                        const std::vector<TrialRecord>& trials);
+
+// Every figure above, in report order (the sensitivity charts one per antagonist).
+std::vector<Figure> AllFigures(const experiment::ExperimentResults& results,
+                               const std::vector<TrialRecord>& trials);
+
+// A CSV number cell: "%.6g", "" for non-finite values.
+std::string CsvNumber(double v);
 
 }  // namespace codl::report

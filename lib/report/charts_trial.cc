@@ -1,8 +1,8 @@
-// The per-phase breakdown and the step-time series of one trial: where the victim loses time.
+// The step-time series of one trial: when the victim lost time, against when each antagonist ran.
 #include <algorithm>
 #include <cmath>
-#include <set>
 
+#include "lib/common/csv.h"
 #include "lib/report/charts.h"
 #include "lib/report/svg.h"
 
@@ -18,102 +18,6 @@ const PairingSummary* Baseline(const ExperimentResults& r) {
   }
   return nullptr;
 }
-
-double BaselinePhase(const PairingSummary* baseline, const std::string& phase) {
-  if (!baseline) return experiment::kNaN;
-  for (const auto& ph : baseline->phases) {
-    if (ph.phase == phase) return ph.median_s;
-  }
-  return experiment::kNaN;
-}
-
-// Splits a pairing key at '+' so long keys fit under a bar group, one antagonist a line.
-std::vector<std::string> KeyLines(const PairingSummary& p) {
-  if (p.antagonists.empty()) return {p.pairing};
-  std::vector<std::string> lines;
-  for (const auto& a : p.antagonists) lines.push_back(a.name + "@" + a.intensity);
-  return lines;
-}
-
-}  // namespace
-
-std::string RenderPhaseBreakdown(const ExperimentResults& results) {
-  std::vector<const PairingSummary*> groups;
-  std::set<std::string> phase_set;
-  double y_hi = 1.1;
-  for (const auto& p : results.pairings) {
-    if (p.baseline) continue;
-    bool any = false;
-    for (const auto& ph : p.phases) {
-      phase_set.insert(ph.phase);
-      if (std::isfinite(ph.slowdown)) any = true, y_hi = std::max(y_hi, ph.slowdown);
-    }
-    if (any) groups.push_back(&p);
-  }
-  if (groups.empty()) return "";
-  const std::vector<std::string> phases(phase_set.begin(), phase_set.end());
-  const PairingSummary* baseline = Baseline(results);
-
-  constexpr double kBar = 34, kLeft = 70, kRight = 20, kTop = 44, kPlotH = 230;
-  const double group_w = std::max(phases.size() * kBar + 30, 130.0);
-  const double width = std::max(kLeft + groups.size() * group_w + kRight, 520.0);
-  const double height = kTop + kPlotH + 70;
-  double y_lo = 0;
-  NiceDomain(&y_lo, &y_hi, 5);
-  const Scale x{0, 1, kLeft, width - kRight};
-  const Scale y{y_lo, y_hi, kTop + kPlotH, kTop};
-
-  Svg svg(width, height, "phases", "per-phase slowdown of each pairing");
-  double lx = kLeft;  // legend: one swatch per phase
-  for (size_t i = 0; i < phases.size(); ++i) {
-    svg.Rect(lx, 12, 12, 12, "fill=\"" + SeriesColour(i) + "\"");
-    svg.Text(lx + 17, 22, PhaseLabel(phases[i]), "class=\"legend\"");
-    lx += 34 + 7.5 * PhaseLabel(phases[i]).size();
-  }
-  LeftAxis(
-      svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
-      "phase slowdown (median \u00f7 baseline)");
-  svg.Line(x.r0, y.r0, x.r1, y.r0, "class=\"domain\"");
-  svg.Line(x.r0, y(1), x.r1, y(1), "class=\"ref\"");
-
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const PairingSummary& p = *groups[g];
-    const double gx = kLeft + g * group_w + (group_w - phases.size() * kBar) / 2;
-    for (size_t i = 0; i < phases.size(); ++i) {
-      const double bx = gx + i * kBar;
-      auto it = std::find_if(p.phases.begin(), p.phases.end(),
-                             [&](const auto& ph) { return ph.phase == phases[i]; });
-      const double s = it == p.phases.end() ? experiment::kNaN : it->slowdown;
-      svg.Open("g", "class=\"bar\" data-pairing=\"" + Escape(p.pairing) + "\" data-phase=\"" +
-                        Escape(phases[i]) + "\"");
-      std::string title = p.pairing + "\n" + PhaseLabel(phases[i]) + ": " + Slowdown(s);
-      if (it != p.phases.end()) {
-        title += "\nmedian " + Duration(it->median_s) + " vs baseline " +
-                 Duration(BaselinePhase(baseline, phases[i]));
-      }
-      svg.Title(title);
-      if (std::isfinite(s)) {
-        const double top = y(std::min(s, y_hi));
-        svg.Rect(bx + 3, top, kBar - 6, y.r0 - top, "fill=\"" + SeriesColour(i) + "\"");
-        svg.Text(bx + kBar / 2, top - 5, Slowdown(s), "class=\"bar-label\" text-anchor=\"middle\"");
-      } else {
-        svg.Text(bx + kBar / 2, y.r0 - 5, kMissing, "class=\"bar-label\" text-anchor=\"middle\"");
-      }
-      svg.Close("g");
-    }
-    const auto lines = KeyLines(p);
-    for (size_t l = 0; l < lines.size(); ++l) {
-      svg.Text(kLeft + g * group_w + group_w / 2, y.r0 + 18 + 14 * l, lines[l],
-               "class=\"group-label\" text-anchor=\"middle\"");
-    }
-  }
-  return "<div class=\"scroll\">" + svg.Finish() + "</div>\n";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Step-time series
-
-namespace {
 
 // The first measured trial (lowest index) of the pairing with the highest slowdown.
 const TrialRecord* PickTrial(const ExperimentResults& results,
@@ -268,10 +172,9 @@ class StepSeriesChart {
         svg, x_, y_, NiceTicks(y_lo_, y_hi_, 5),
         [](double v) { return v == 0 ? std::string("0") : Duration(v); }, "step time");
     svg.Line(x_.r0, step_bottom_, x_.r1, step_bottom_, "class=\"domain\"");
+    // Labelled in the legend, not on the line, where it would sit on top of the data.
     if (std::isfinite(base_median_)) {
       svg.Line(x_.r0, y_(base_median_), x_.r1, y_(base_median_), "class=\"ref\"");
-      svg.Text(x_.r1 - 4, y_(base_median_) - 5, "baseline median " + Duration(base_median_),
-               "class=\"legend\" text-anchor=\"end\"");
     }
     std::vector<std::pair<double, double>> line;
     for (const auto& s : trial_.steps) {
@@ -331,7 +234,7 @@ class StepSeriesChart {
     auto legend = [&](const std::string& swatch, const std::string& text) {
       svg.Raw(swatch);
       svg.Text(lx + 26, 20, text, "class=\"legend\"");
-      lx += 44 + 7.2 * text.size();
+      lx += 44 + TextWidth(text, 12);
     };
     auto stroke = [&](const std::string& attrs) {
       return "<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" " +
@@ -340,7 +243,9 @@ class StepSeriesChart {
     legend(stroke("class=\"steps\""), "step time");
     legend("<circle cx=\"" + Num(lx + 10) + "\" cy=\"16\" r=\"3\" class=\"warmup\"/>",
            "warm-up step");
-    if (std::isfinite(base_median_)) legend(stroke("class=\"ref\""), "baseline median");
+    if (std::isfinite(base_median_)) {
+      legend(stroke("class=\"ref\""), "baseline median " + Duration(base_median_));
+    }
     if (!rates_.span.any) return;
     for (size_t i = 0; i < n_ant_; ++i) {
       legend(stroke("stroke=\"" + SeriesColour(i) + "\" stroke-width=\"2\""),
@@ -373,23 +278,47 @@ std::string StepSeriesCaption(const TrialRecord& trial, const PairingSummary& pa
   return caption;
 }
 
+// The data drawn: every step, then every antagonist rate sample (t_s relative to the start).
+std::string SeriesCsv(const TrialRecord& trial) {
+  std::string csv = "trial,series,t_s,value,target,unit,warmup\n";
+  const std::string index = std::to_string(trial.index);
+  for (const auto& s : trial.steps) {
+    csv += index + ",step_time_s," + CsvNumber(s.t_s) + "," + CsvNumber(s.step_time_s) + ",,s," +
+           (s.warmup ? "true" : "false") + "\n";
+  }
+  for (const auto& a : trial.antagonists) {
+    const std::string name = CsvField(CsvText(a.name + " achieved"));
+    const std::string unit = CsvField(CsvText(a.unit));
+    for (const auto& r : a.samples) {
+      csv += index + "," + name + "," + CsvNumber(r.t_s) + "," + CsvNumber(r.achieved) + "," +
+             CsvNumber(r.target) + "," + unit + ",false\n";
+    }
+  }
+  return csv;
+}
+
 }  // namespace
 
-std::string RenderStepSeries(const ExperimentResults& results,
-                             const std::vector<TrialRecord>& trials) {
+Figure StepSeriesFigure(const ExperimentResults& results, const std::vector<TrialRecord>& trials) {
+  Figure f;
+  f.name = "step-series";
   const PairingSummary* pairing = nullptr;
   const TrialRecord* trial = PickTrial(results, trials, &pairing);
   if (!pairing) {
-    return "<p class=\"empty\">No interference pairing has a measured slowdown yet.</p>\n";
+    f.empty = "<p class=\"empty\">No interference pairing has a measured slowdown yet.</p>\n";
+    return f;
   }
   if (!trial || trial->steps.empty()) {
-    return "<p class=\"empty\">The most-slowed pairing, <code>" + Escape(pairing->pairing) +
-           "</code>, has no measured trial with reported steps.</p>\n";
+    f.empty = "<p class=\"empty\">The most-slowed pairing, <code>" + Escape(pairing->pairing) +
+              "</code>, has no measured trial with reported steps.</p>\n";
+    return f;
   }
   const PairingSummary* baseline = Baseline(results);
   StepSeriesChart chart(*trial, baseline ? baseline->median_metric : experiment::kNaN);
-  return "<p class=\"caption\">" + StepSeriesCaption(*trial, *pairing) +
-         "</p>\n<div class=\"scroll\">" + chart.Draw() + "</div>\n";
+  f.caption = StepSeriesCaption(*trial, *pairing);
+  f.svg = chart.Draw();
+  f.csv = SeriesCsv(*trial);
+  return f;
 }
 
 }  // namespace codl::report

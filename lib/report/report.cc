@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "lib/analysis/pairing_order.h"
 #include "lib/report/charts.h"
 #include "lib/report/provenance.h"
 #include "lib/report/svg.h"
@@ -43,29 +44,6 @@ code { font: 12.5px ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace
 .empty { font-style: italic; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px 28px; }
 .scroll { overflow-x: auto; }
-svg { display: block; font-size: 12px; }
-.axis text { fill: #555; font-size: 11px; }
-.axis .axis-title, .axis-title { fill: #444; font-size: 12px; }
-.grid { stroke: #eee; }
-.tick, .domain { stroke: #999; }
-.ref { stroke: #888; stroke-dasharray: 4 4; }
-.chart-title { font-weight: 600; font-size: 13px; }
-.legend { font-size: 12px; }
-.row-label { font-size: 13px; font-weight: 600; }
-.col-label { font-size: 13px; }
-.slot { fill: none; stroke: #ddd; stroke-dasharray: 3 3; }
-.cell rect { stroke: #fff; }
-.cell:hover rect { stroke: #222; stroke-width: 2; }
-.cell-value { font-size: 18px; font-weight: 700; font-variant-numeric: tabular-nums; }
-.cell-ci { font-size: 11.5px; font-variant-numeric: tabular-nums; }
-.cell-np { font-size: 10.5px; opacity: .8; }
-.cell-warn { font-size: 13px; }
-.bar-label { font-size: 10.5px; fill: #333; }
-.group-label { font-size: 11.5px; fill: #333; }
-.steps { fill: none; stroke: #333; stroke-width: 1.2; }
-.step { fill: #333; }
-.warmup { fill: #fff; stroke: #999; stroke-width: 1.2; }
-.point:hover circle, .step-point:hover circle { stroke: #222; stroke-width: 2; }
 table { border-collapse: collapse; margin-top: 8px; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 12px; border-bottom: 1px solid var(--rule); text-align: left;
   vertical-align: top; }
@@ -164,6 +142,10 @@ std::string Achieved(const PairingSummary& p) {
     if (!std::isfinite(a.achieved_rate)) continue;
     s += s.empty() ? "" : "<br>";
     s += Escape(a.name + " " + RateLabel(a.achieved_rate, a.unit));
+    if (std::isfinite(a.target_rate) && a.target_rate > 0 && a.level > 0) {
+      s += " <span class=\"sub\">&middot; calibrated peak " +
+           Escape(RateLabel(a.target_rate / a.level, a.unit)) + "</span>";
+    }
     if (a.max) {
       s += " <span class=\"sub\">(max, open loop)</span>";
     } else if (std::isfinite(a.target_rate) && a.target_rate > 0) {
@@ -207,6 +189,16 @@ std::string Notes(const PairingSummary& p) {
   return s;
 }
 
+// "0.008 <span>[0.024]</span> *": the raw p, the Holm-adjusted one, and the significance mark,
+// which follows the adjusted value (as in `codlctl results`).
+std::string PCell(const PairingSummary& p) {
+  if (p.baseline || !std::isfinite(p.p_value)) return Escape(PValue(p.p_value));
+  std::string s = Escape(PValue(p.p_value));
+  if (std::isfinite(p.p_holm)) s += " <span class=\"sub\">[" + Escape(PValue(p.p_holm)) + "]</span>";
+  if (Significant(p)) s += " <b class=\"sig\" title=\"significant after the Holm adjustment\">*</b>";
+  return s;
+}
+
 std::string SlowdownWithCi(double slowdown, double low, double high) {
   std::string s = Escape(Slowdown(slowdown));
   const std::string ci = CiLabel(low, high);
@@ -233,10 +225,11 @@ std::string PairingTable(const ExperimentResults& r) {
       "<table class=\"pairings\">\n<thead><tr><th>pairing</th><th>levels</th><th>n</th>"
       "<th>" +
       Escape(r.metric) +
-      "</th><th>CoV</th><th>slowdown [CI]</th><th>p</th><th>all trials [CI]</th>"
+      "</th><th>CoV</th><th>slowdown [CI]</th><th>p [Holm]</th><th>all trials [CI]</th>"
       "<th>flagged</th><th>achieved rate</th><th>cores</th><th>excluded</th></tr></thead>\n"
       "<tbody>\n";
-  for (const auto& p : r.pairings) {
+  for (const PairingSummary* sorted : experiment::SortedPairings(r)) {
+    const PairingSummary& p = *sorted;
     const std::string slowdown = SlowdownWithCi(p.slowdown, p.ci_low, p.ci_high);
     const std::string all =
         p.baseline ? kMissing : SlowdownWithCi(p.slowdown_all, p.ci_all_low, p.ci_all_high);
@@ -245,7 +238,7 @@ std::string PairingTable(const ExperimentResults& r) {
          Escape(Levels(p)) + "</td><td class=\"num\">" + std::to_string(p.n) +
          "</td><td class=\"num\">" + MetricValue(r, p) + "</td><td class=\"num\">" +
          Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
-         "</td><td class=\"num\">" + Escape(PValue(p.p_value)) + "</td><td class=\"num\">" + all +
+         "</td><td class=\"num\">" + PCell(p) + "</td><td class=\"num\">" + all +
          "</td><td class=\"num\">" + FlagRate(p) + "</td><td>" +
          (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + CoresCell(p) + "</td><td>" +
          Notes(p) + "</td></tr>\n";
@@ -290,28 +283,45 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<meta name=\"generator\" content=\"CoDL\">\n<title>CoDL report: " +
       Escape(experiment.name) + " (" + Escape(experiment.id) + ")</title>\n<style>" + kStyle +
-      "</style>\n</head>\n<body>\n" + kErrorHook;
+      kChartStyle + "</style>\n</head>\n<body>\n" + kErrorHook;
   page += Header(experiment, trials, results);
 
+  const Figure heatmap = HeatmapFigure(results);
   page += Section("heatmap", "Slowdown by antagonist and intensity",
                   "Each cell: median slowdown of the victim, its confidence interval, the "
-                  "number of measured trials and the p-value. &#9888; marks pairings with "
-                  "excluded trials; hover a cell for details.",
-                  RenderHeatmap(results));
+                  "number of measured trials and the Holm-adjusted p-value. Hatched grey cells "
+                  "are not significant (adjusted p &ge; 0.05, or fewer than 3 trials a side); "
+                  "&#9888; marks pairings with excluded trials; hover a cell for details.",
+                  heatmap.svg + heatmap.empty);
+  const SensitivitySet curves = SensitivityFigures(results, trials);
+  std::string curve_html;
+  if (!curves.charts.empty()) {
+    curve_html = "<div class=\"charts\">\n";
+    for (const auto& f : curves.charts) {
+      curve_html += "<figure>" + f.svg + "<figcaption class=\"caption\">" + f.caption +
+                    "</figcaption></figure>\n";
+    }
+    curve_html += "</div>\n";
+  }
   page += Section("sensitivity", "Sensitivity curves",
                   "Slowdown against the intensity each antagonist actually achieved (not the "
                   "one requested), with confidence-interval bars; the open circle is the "
-                  "baseline.",
-                  RenderSensitivityCurves(results, trials));
-  const std::string phases = RenderPhaseBreakdown(results);
-  if (!phases.empty()) {
+                  "baseline, faded points are not significant after the Holm adjustment.",
+                  curve_html + curves.notes);
+  if (const Figure phases = PhaseFigure(results, trials); !phases.svg.empty()) {
     page += Section("phases", "Per-phase breakdown",
                     "Which part of a training step the interference slows: each phase's median "
-                    "time under interference &divide; its baseline median.",
-                    phases);
+                    "time under interference &divide; its baseline median, with bootstrap "
+                    "confidence intervals over the trials. Phases in pipeline order; those under "
+                    "1 % of the step in every pairing are summed into one bar.",
+                    "<div class=\"scroll\">" + phases.svg + "</div>\n");
   }
+  const Figure series = StepSeriesFigure(results, trials);
   page += Section("series", "Step time of one interference trial", "",
-                  RenderStepSeries(results, trials));
+                  series.svg.empty() ? series.empty
+                                     : "<p class=\"caption\">" + series.caption +
+                                           "</p>\n<div class=\"scroll\">" + series.svg +
+                                           "</div>\n");
   page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
   if (std::string prov = RenderProvenance(experiment.provenance_json); !prov.empty()) {
     page += Section("provenance", "Provenance",

@@ -101,6 +101,52 @@ std::string PhaseLabel(const std::string& phase) {
   return phase;
 }
 
+double TextWidth(std::string_view text, double font_px) {
+  size_t chars = 0;
+  for (unsigned char c : text) chars += (c & 0xc0) != 0x80;  // UTF-8 code points
+  return 0.62 * font_px * static_cast<double>(chars);
+}
+
+const char* const kChartStyle = R"css(
+svg { display: block; font-size: 12px; font-family: sans-serif; }
+svg text { font-family: sans-serif; }
+.axis text { fill: #555; font-size: 11px; }
+.axis .axis-title, .axis-title { fill: #444; font-size: 12px; }
+.grid { stroke: #eee; }
+.tick, .domain { stroke: #999; }
+.ref { stroke: #888; stroke-dasharray: 4 4; }
+.chart-title { font-weight: 600; font-size: 13px; }
+.chart-sub { fill: #555; font-size: 11px; }
+.legend { font-size: 12px; }
+.row-label { font-size: 13px; font-weight: 600; }
+.col-label { font-size: 13px; }
+.slot { fill: none; stroke: #ddd; stroke-dasharray: 3 3; }
+.cell rect { stroke: #fff; }
+.cell:hover rect { stroke: #222; stroke-width: 2; }
+.cell-value { font-size: 18px; font-weight: 700; font-variant-numeric: tabular-nums; }
+.cell-ci { font-size: 11.5px; font-variant-numeric: tabular-nums; }
+.cell-np { font-size: 10.5px; opacity: .8; }
+.cell-warn { font-size: 13px; }
+[data-significant="false"] .cell-value { font-weight: 400; }
+.bar-label { font-size: 10.5px; fill: #333; }
+.group-label { font-size: 11.5px; fill: #333; }
+.steps { fill: none; stroke: #333; stroke-width: 1.2; }
+.step { fill: #333; }
+.warmup { fill: #fff; stroke: #999; stroke-width: 1.2; }
+.point:hover circle, .step-point:hover circle { stroke: #222; stroke-width: 2; }
+)css";
+
+std::string StandaloneSvg(const std::string& inline_svg) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  const size_t open_end = inline_svg.find('>');
+  if (inline_svg.rfind("<svg", 0) != 0 || open_end == std::string::npos) return inline_svg;
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\"" + inline_svg.substr(4, open_end - 4 + 1);
+  // A white ground: a transparent figure turns unreadable on a dark slide or viewer.
+  out += "\n<style>" + std::string(kChartStyle) + "</style>\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
+  return out + inline_svg.substr(open_end + 2);
+}
+
 double Scale::operator()(double v) const {
   if (d1 == d0) return (r0 + r1) / 2;
   return r0 + (v - d0) / (d1 - d0) * (r1 - r0);
@@ -236,7 +282,10 @@ void LeftAxis(Svg& svg, const Scale& x, const Scale& y, const std::vector<double
     svg.Text(x.r0 - 8, py + 4, label(t), "text-anchor=\"end\"");
   }
   svg.Line(x.r0, y.r0, x.r0, y.r1, "class=\"domain\"");
-  const double cx = x.r0 - 48, cy = (y.r0 + y.r1) / 2;
+  // Clear of the widest tick label (11 px), so the title never runs into one.
+  double widest = 0;
+  for (double t : ticks) widest = std::max(widest, TextWidth(label(t), 11));
+  const double cx = x.r0 - 8 - widest - 12, cy = (y.r0 + y.r1) / 2;
   svg.Text(cx, cy, title,
            "class=\"axis-title\" text-anchor=\"middle\" transform=\"rotate(-90 " + Num(cx) + " " +
                Num(cy) + ")\"");

@@ -41,6 +41,18 @@ DisplayUnit RateDisplayUnit(double max, std::string_view unit);
 // "read_s" -> "read": the report speaks of phases, not of their JSON field names.
 std::string PhaseLabel(const std::string& phase);
 
+// About how wide `text` is in the report's sans-serif at `font_px` (0.62 em a character; an
+// estimate that errs wide, for laying out labels before a browser measures them).
+double TextWidth(std::string_view text, double font_px);
+
+// The CSS of every chart (classes used by the SVG written here), shared by the HTML page and
+// the standalone figures: generic font families only, no URLs.
+extern const char* const kChartStyle;
+
+// One chart's <svg> made a standalone file: the SVG namespace, an XML declaration and
+// kChartStyle inside it, so it renders alike in a browser, an editor or a LaTeX pipeline.
+std::string StandaloneSvg(const std::string& inline_svg);
+
 // Linear map of the domain [d0, d1] onto the range [r0, r1].
 struct Scale {
   double d0 = 0, d1 = 1, r0 = 0, r1 = 1;
