@@ -278,6 +278,23 @@ std::string StepSeriesCaption(const TrialRecord& trial, const PairingSummary& pa
   return caption;
 }
 
+// The baseline's typical step: the median over its measured trials of each trial's median
+// measured step time. Not the pairing's metric, which may be the whole run's elapsed time.
+double BaselineStepMedian(const ExperimentResults& results, const std::vector<TrialRecord>& trials) {
+  const PairingSummary* baseline = Baseline(results);
+  if (!baseline) return experiment::kNaN;
+  std::vector<double> medians;
+  for (const auto& t : trials) {
+    if (t.pairing != baseline->pairing || t.state != TrialState::kDone) continue;
+    std::vector<double> steps;
+    for (const auto& s : t.steps) {
+      if (!s.warmup && std::isfinite(s.step_time_s)) steps.push_back(s.step_time_s);
+    }
+    if (!steps.empty()) medians.push_back(experiment::Median(steps));
+  }
+  return experiment::Median(medians);
+}
+
 // The data drawn: every step, then every antagonist rate sample (t_s relative to the start).
 std::string SeriesCsv(const TrialRecord& trial) {
   std::string csv = "trial,series,t_s,value,target,unit,warmup\n";
@@ -313,8 +330,7 @@ Figure StepSeriesFigure(const ExperimentResults& results, const std::vector<Tria
               "</code>, has no measured trial with reported steps.</p>\n";
     return f;
   }
-  const PairingSummary* baseline = Baseline(results);
-  StepSeriesChart chart(*trial, baseline ? baseline->median_metric : experiment::kNaN);
+  StepSeriesChart chart(*trial, BaselineStepMedian(results, trials));
   f.caption = StepSeriesCaption(*trial, *pairing);
   f.svg = chart.Draw();
   f.csv = SeriesCsv(*trial);

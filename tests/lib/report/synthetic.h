@@ -20,6 +20,9 @@ struct SyntheticOptions {
   bool steps = true;
   bool excluded = false;  // add one failed and one flagged storage@1 trial
   bool combined = false;  // add a membw@1+storage@1 pairing
+  // codl-victim's full pipeline: data_wait_s (30 % of the step), h2d_s and comm_s under 1 %
+  // of it, beside read_s and compute_s; and antagonist CPU time (0.5 cores).
+  bool pipeline = false;
 };
 
 struct Synthetic {
@@ -110,6 +113,11 @@ inline Synthetic MakeSynthetic(const SyntheticOptions& o = {}) {
     t.metric = kBase * p.slowdown * noise;
     const double read = kRead * p.read_factor * noise;
     if (o.phases) t.phase_medians = {{"read_s", read}, {"compute_s", t.metric - read}};
+    if (o.phases && o.pipeline) {
+      t.phase_medians["data_wait_s"] = 0.3 * t.metric;
+      t.phase_medians["h2d_s"] = 0.002 * kBase * noise;
+      t.phase_medians["comm_s"] = 0.003 * kBase * p.slowdown;
+    }
     t.started_unix_ms = s.experiment.created_unix_ms + t.index * 60000;
     t.finished_unix_ms = t.started_unix_ms + 50000;
     double clock = 0;
@@ -131,6 +139,7 @@ inline Synthetic MakeSynthetic(const SyntheticOptions& o = {}) {
     t.wall_s = clock > 0 ? clock : t.metric * 45;
     for (const auto& n : names) {
       t.antagonists.push_back(detail::Antagonist(n, p.level, t.wall_s, o.jitter, &rng));
+      if (o.pipeline) t.antagonists.back().cpu_s = 0.5 * t.wall_s, t.antagonists.back().run_s = t.wall_s;
     }
     return t;
   };

@@ -1,0 +1,316 @@
+// The figures (issue 14 item 3): pipeline-ordered phase bars with CIs and the small phases
+// grouped, pairings sorted, significance from the Holm-adjusted p, a colour scale covering the
+// data, calibrated peak and CPU shown, and the standalone SVG + CSV files of --figures.
+#include "lib/report/figures.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/results.h"
+#include "lib/report/charts.h"
+#include "lib/report/report.h"
+#include "lib/report/svg.h"
+#include "tests/lib/report/synthetic.h"
+
+namespace codl::report {
+namespace {
+
+namespace fs = std::filesystem;
+using experiment::ExperimentResults;
+using testing::MakeSynthetic;
+using testing::SyntheticOptions;
+
+testing::Synthetic Pipeline() {
+  SyntheticOptions o;
+  o.jitter = 0.04;
+  o.pipeline = true;
+  o.combined = true;
+  return MakeSynthetic(o);
+}
+
+ExperimentResults Summary(const testing::Synthetic& s) {
+  return experiment::Summarize(s.experiment, s.trials);
+}
+
+std::vector<std::vector<std::string>> CsvRows(const std::string& csv) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(csv);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream cs(line);
+    while (std::getline(cs, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+size_t Column(const std::vector<std::string>& header, const std::string& name) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == name) return i;
+  }
+  ADD_FAILURE() << "no column " << name;
+  return 0;
+}
+
+TEST(FiguresTest, PhasesInPipelineOrderWithTheSmallOnesGroupedAndCIs) {
+  const auto s = Pipeline();
+  const Figure f = PhaseFigure(Summary(s), s.trials);
+  ASSERT_FALSE(f.svg.empty());
+  const auto rows = CsvRows(f.csv);
+  const auto& h = rows.front();
+  // The first pairing's bars, in order: the victim's pipeline, not the alphabet
+  // (compute < data_wait < read), and h2d + comm (under 1 % of the step) as one bar.
+  std::vector<std::string> phases;
+  for (size_t r = 1; r < rows.size() && rows[r][0] == rows[1][0]; ++r) {
+    phases.push_back(rows[r][Column(h, "phase")]);
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"data_wait", "read", "compute", "other (< 1 %)"}));
+  EXPECT_EQ(rows[4][Column(h, "phases")], "h2d_s;comm_s");
+  EXPECT_LT(f.svg.find(">data_wait</text>"), f.svg.find(">read</text>"));
+  EXPECT_LT(f.svg.find(">read</text>"), f.svg.find(">compute</text>"));
+  EXPECT_NE(f.svg.find(">other (&lt; 1 %)</text>"), std::string::npos);
+  // Every bar has a bootstrap CI around its value (5 trials a side).
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const double v = std::stod(rows[r][Column(h, "slowdown")]);
+    ASSERT_FALSE(rows[r][Column(h, "ci_low")].empty()) << rows[r][0];
+    EXPECT_LE(std::stod(rows[r][Column(h, "ci_low")]), v + 1e-9);
+    EXPECT_GE(std::stod(rows[r][Column(h, "ci_high")]), v - 1e-9);
+    EXPECT_EQ(rows[r][Column(h, "n")], "5");
+  }
+  // storage@1's read phase: 4.5x, as the synthetic experiment is built.
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r][0] == "storage@1" && rows[r][1] == "read") {
+      EXPECT_NEAR(std::stod(rows[r][Column(h, "slowdown")]), 4.5, 0.4);
+    }
+  }
+}
+
+TEST(FiguresTest, PhaseBarsWithoutEnoughTrialsHaveNoCI) {
+  SyntheticOptions o;
+  o.repetitions = 2;
+  const auto s = MakeSynthetic(o);
+  const auto rows = CsvRows(PhaseFigure(Summary(s), s.trials).csv);
+  ASSERT_GT(rows.size(), 1u);
+  for (size_t r = 1; r < rows.size(); ++r) EXPECT_EQ(rows[r][6], "") << rows[r][0];
+}
+
+// Trials run 0.5 before 0.25, storage before membw; every figure and table lists them sorted.
+TEST(FiguresTest, PairingsSortedByAntagonistThenIntensityCombinationsLast) {
+  auto s = Pipeline();
+  for (auto& t : s.trials) {
+    if (t.pairing == "membw@1") t.pairing = "membw@0.25";
+  }
+  std::stable_sort(s.trials.begin(), s.trials.end(), [](const auto& a, const auto& b) {
+    return a.pairing > b.pairing;  // reverse: storage, membw@1+..., membw@0.5, membw@0.25
+  });
+  const auto results = Summary(s);
+  const std::vector<std::string> want = {"membw@0.25", "membw@0.5", "storage@0.5", "storage@1",
+                                         "membw@1+storage@1"};
+  auto order = [&](const std::string& text, const std::string& prefix) {
+    std::vector<size_t> at;
+    for (const auto& k : want) at.push_back(text.find(prefix + k + "\""));
+    for (size_t i = 0; i < at.size(); ++i) {
+      EXPECT_NE(at[i], std::string::npos) << want[i];
+      if (i) {
+        EXPECT_LT(at[i - 1], at[i]) << want[i - 1] << " before " << want[i];
+      }
+    }
+  };
+  const std::string html = RenderHtmlReport(s.experiment, s.trials, results);
+  order(html.substr(html.find("<table class=\"pairings\"")), "<tr data-pairing=\"");
+  order(HeatmapFigure(results).svg, "data-pairing=\"");
+  order(PhaseFigure(results, s.trials).svg, "class=\"bar\" data-pairing=\"");
+  const std::string table = experiment::FormatTable(results);
+  std::vector<size_t> at;
+  for (const auto& k : want) at.push_back(table.find("\n" + k + " "));
+  for (size_t i = 1; i < at.size(); ++i) EXPECT_LT(at[i - 1], at[i]) << want[i];
+}
+
+// p below 0.05 but the Holm-adjusted p not: not significant, hatched, no star.
+TEST(FiguresTest, SignificanceFollowsTheAdjustedPValue) {
+  const auto s = Pipeline();
+  auto results = Summary(s);
+  for (auto& p : results.pairings) {
+    if (p.pairing == "membw@0.5") p.p_value = 0.01, p.p_holm = 0.06;
+    if (p.pairing == "storage@1") p.p_value = 0.004, p.p_holm = 0.02;
+  }
+  const Figure heat = HeatmapFigure(results);
+  EXPECT_NE(heat.svg.find("data-pairing=\"membw@0.5\" data-significant=\"false\""),
+            std::string::npos);
+  EXPECT_NE(heat.svg.find("data-pairing=\"storage@1\" data-significant=\"true\""),
+            std::string::npos);
+  EXPECT_NE(heat.svg.find("class=\"ns-legend\""), std::string::npos);
+  EXPECT_NE(heat.svg.find(">not significant</text>"), std::string::npos);
+  // The hatched cell is grey whatever its slowdown; the significant one is coloured.
+  const size_t ns = heat.svg.find("data-pairing=\"membw@0.5\"");
+  EXPECT_NE(heat.svg.find("fill=\"#efefef\"", ns), std::string::npos);
+  EXPECT_LT(heat.svg.find("fill=\"#efefef\"", ns), heat.svg.find("</g>", ns));
+  EXPECT_NE(heat.csv.find("membw@0.5,membw,0.5,"), std::string::npos);
+  EXPECT_NE(heat.csv.find(",0.01,0.06,false\n"), std::string::npos);
+  EXPECT_NE(heat.csv.find(",0.004,0.02,true\n"), std::string::npos);
+
+  const std::string html = RenderHtmlReport(s.experiment, s.trials, results);
+  const size_t ns_row = html.find("<tr data-pairing=\"membw@0.5\"");
+  const size_t sig_row = html.find("<tr data-pairing=\"storage@1\"");
+  EXPECT_EQ(html.substr(ns_row, html.find("</tr>", ns_row) - ns_row).find("class=\"sig\""),
+            std::string::npos);
+  EXPECT_NE(html.substr(sig_row, html.find("</tr>", sig_row) - sig_row).find("class=\"sig\""),
+            std::string::npos);
+}
+
+TEST(FiguresTest, SmallSamplesAreNeverSignificant) {
+  experiment::PairingSummary p;
+  p.n = 2;
+  p.p_holm = 0.001;
+  p.ci_small_n = true;
+  EXPECT_FALSE(Significant(p));
+  p.n = 5;
+  p.ci_small_n = false;
+  EXPECT_TRUE(Significant(p));
+  p.p_holm = std::nan("");
+  EXPECT_FALSE(Significant(p));
+}
+
+TEST(FiguresTest, ColourBarCoversTheLargestCell) {
+  const auto s = Pipeline();
+  auto results = Summary(s);
+  double largest = 0;
+  for (auto& p : results.pairings) {
+    if (p.pairing == "storage@1") p.slowdown = 3.37;
+    if (!p.baseline) largest = std::max(largest, p.slowdown);
+  }
+  const std::string svg = HeatmapFigure(results).svg;
+  const std::string attr = "class=\"colour-bar\" data-max=\"";
+  const size_t at = svg.find(attr);
+  ASSERT_NE(at, std::string::npos);
+  const double max = std::stod(svg.substr(at + attr.size()));
+  EXPECT_GE(max, largest);
+  EXPECT_LT(max, largest * 1.5);  // and not so far above that the colours wash out
+  // Its top is labelled: the last tick of the bar is the maximum.
+  const std::string bar = svg.substr(at, svg.find("class=\"axis-title\"", at) - at);
+  EXPECT_NE(bar.find(">" + Slowdown(max) + "</text>"), std::string::npos) << bar;
+}
+
+TEST(FiguresTest, CalibratedPeakAndAntagonistCpuAreShown) {
+  const auto s = Pipeline();
+  const auto results = Summary(s);
+  const SensitivitySet curves = SensitivityFigures(results, s.trials);
+  ASSERT_EQ(curves.charts.size(), 2u);
+  EXPECT_EQ(curves.charts[0].name, "sensitivity-membw");
+  EXPECT_NE(curves.charts[0].svg.find("calibrated peak 18.63 GiB/s \u00b7 0.50 CPU cores"),
+            std::string::npos)
+      << curves.charts[0].svg.substr(0, 1200);
+  EXPECT_NE(curves.charts[0].caption.find("calibrated peak"), std::string::npos);
+  const auto rows = CsvRows(curves.charts[0].csv);
+  EXPECT_EQ(rows[1][Column(rows[0], "peak_rate")], "2e+10");
+  EXPECT_EQ(rows[1][Column(rows[0], "cores")], "0.5");
+  const std::string html = RenderHtmlReport(s.experiment, s.trials, results);
+  EXPECT_NE(html.find("&middot; calibrated peak 18.63 GiB/s"), std::string::npos);
+}
+
+// The baseline line is the baseline's step time (1 s here), not its metric (the elapsed time of
+// 40 steps), and its label sits in the legend.
+TEST(FiguresTest, StepSeriesLabelsTheBaselineInTheLegendNotOnTheData) {
+  SyntheticOptions o;
+  o.pipeline = true;
+  const auto s = MakeSynthetic(o);
+  const Figure f = StepSeriesFigure(Summary(s), s.trials);
+  ASSERT_FALSE(f.svg.empty());
+  EXPECT_NE(f.svg.find("class=\"legend\">baseline median 1.00 s</text>"), std::string::npos)
+      << f.svg.substr(0, 3000);
+  EXPECT_EQ(f.svg.find("text-anchor=\"end\">baseline median"), std::string::npos);
+  EXPECT_NE(f.csv.find("trial,series,t_s,value,target,unit,warmup\n"), std::string::npos);
+  EXPECT_NE(f.csv.find(",storage achieved,"), std::string::npos);
+}
+
+TEST(FiguresTest, StandaloneFilesWithTheirData) {
+  const auto s = Pipeline();
+  const auto files = RenderFigures(Summary(s), s.trials);
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"heatmap", "sensitivity-membw",
+                                             "sensitivity-storage", "phases", "step-series"}));
+  for (const auto& f : files) {
+    EXPECT_EQ(f.svg.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"", 0),
+              0u)
+        << f.name;
+    EXPECT_NE(f.svg.find("<style>"), std::string::npos) << f.name;
+    EXPECT_NE(f.svg.find("font-family: sans-serif"), std::string::npos) << f.name;
+    EXPECT_EQ(f.svg.find("url("), std::string::npos) << f.name;
+    EXPECT_EQ(f.svg.find("href"), std::string::npos) << f.name;
+    EXPECT_EQ(f.svg.find("nan"), std::string::npos) << f.name;
+    EXPECT_GT(CsvRows(f.csv).size(), 1u) << f.name;
+  }
+  EXPECT_EQ(CsvRows(files[0].csv).size(), 6u);  // header + 5 interference pairings
+}
+
+class WriteFiguresTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "codl_figures_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+};
+
+TEST_F(WriteFiguresTest, CreatesTheDirectoryAndWritesStableNames) {
+  const auto s = Pipeline();
+  const fs::path out = dir_ / "a" / "figures";
+  auto written = WriteFigures(out.string(), RenderFigures(Summary(s), s.trials));
+  ASSERT_TRUE(written.ok()) << written.error();
+  EXPECT_EQ(written->size(), 10u);
+  for (const char* name : {"heatmap", "sensitivity-membw", "sensitivity-storage", "phases",
+                           "step-series"}) {
+    EXPECT_TRUE(fs::is_regular_file(out / (std::string(name) + ".svg"))) << name;
+    EXPECT_TRUE(fs::is_regular_file(out / (std::string(name) + ".csv"))) << name;
+  }
+  std::ifstream in(out / "heatmap.csv");
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "pairing,antagonists,intensity,slowdown,ci_low,ci_high,n,p_value,p_holm,"
+                    "significant");
+  // Again into the same directory: overwritten, not refused.
+  EXPECT_TRUE(WriteFigures(out.string(), RenderFigures(Summary(s), s.trials)).ok());
+}
+
+TEST_F(WriteFiguresTest, RefusesAFile) {
+  const fs::path file = dir_ / "not-a-dir";
+  std::ofstream(file) << "x";
+  auto written = WriteFigures(file.string(), {{"heatmap", "<svg/>", "a\n"}});
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(written.error().find("not a directory"), std::string::npos);
+}
+
+TEST(FiguresTest, SameFileNameForTwoAntagonistsIsMadeUnique) {
+  auto s = MakeSynthetic();
+  for (auto& t : s.trials) {
+    for (auto& a : t.antagonists) {
+      if (a.name == "membw") a.name = "a/b";
+      if (a.name == "storage") a.name = "a:b";
+    }
+    if (t.pairing.rfind("membw", 0) == 0) t.pairing.replace(0, 5, "a/b");
+    if (t.pairing.rfind("storage", 0) == 0) t.pairing.replace(0, 7, "a:b");
+  }
+  std::vector<std::string> names;
+  for (const auto& f : RenderFigures(Summary(s), s.trials)) names.push_back(f.name);
+  EXPECT_NE(std::find(names.begin(), names.end(), "sensitivity-a_b"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "sensitivity-a_b-2"), names.end());
+}
+
+}  // namespace
+}  // namespace codl::report
