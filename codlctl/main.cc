@@ -159,9 +159,10 @@ Subcommand AddReport(CLI::App& app) {
   cmd->add_option("--db", o->db, "read this results database, no controller");
   auto* output = cmd->add_option("-o,--output", o->path, "HTML file to write");
   output->capture_default_str();
-  cmd->add_option("--figures", o->figures,
-                  "also write every figure as standalone SVG + CSV into this directory "
-                  "(created when missing); with --figures the HTML is written only when -o is given");
+  cmd->add_option(
+      "--figures", o->figures,
+      "also write every figure as standalone SVG + CSV into this directory "
+      "(created when missing); with --figures the HTML is written only when -o is given");
   return {cmd, [o, output](const GlobalOptions& g) {
             // --figures alone asks for the figures, not for a report.html in the current directory.
             const bool html = o->figures.empty() || output->count() > 0;

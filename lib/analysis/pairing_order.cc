@@ -52,10 +52,9 @@ bool PairingBefore(const PairingSummary& a, const PairingSummary& b) {
 std::vector<const PairingSummary*> SortedPairings(const ExperimentResults& results) {
   std::vector<const PairingSummary*> sorted;
   for (const auto& p : results.pairings) sorted.push_back(&p);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const PairingSummary* a, const PairingSummary* b) {
-                     return PairingBefore(*a, *b);
-                   });
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const PairingSummary* a, const PairingSummary* b) { return PairingBefore(*a, *b); });
   return sorted;
 }
 

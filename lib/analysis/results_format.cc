@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "lib/analysis/results.h"
 #include "lib/analysis/pairing_order.h"
+#include "lib/analysis/results.h"
 #include "lib/common/csv.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"

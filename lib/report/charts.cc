@@ -157,9 +157,9 @@ void DrawCell(Svg& svg, const PairingSummary& p, const ExperimentResults& result
   svg.Open("g", "class=\"cell\" data-pairing=\"" + Escape(p.pairing) + "\" data-significant=\"" +
                     (sig ? "true" : "false") + "\"");
   svg.Title(CellTitle(p, results));
-  svg.Rect(x, y, w, h,
-           "rx=\"3\" fill=\"" + (sig ? SlowdownColour(p.slowdown, max) : kNotSignificantFill) +
-               "\"");
+  svg.Rect(
+      x, y, w, h,
+      "rx=\"3\" fill=\"" + (sig ? SlowdownColour(p.slowdown, max) : kNotSignificantFill) + "\"");
   if (!sig) Hatch(svg, x, y, w, h);
   const double cx = x + w / 2;
   svg.Text(cx, y + 30, Slowdown(p.slowdown),
@@ -176,8 +176,7 @@ void DrawCell(Svg& svg, const PairingSummary& p, const ExperimentResults& result
   svg.Close("g");
 }
 
-std::string HeatmapCsvRow(const PairingSummary& p, const std::string& row,
-                          const std::string& col) {
+std::string HeatmapCsvRow(const PairingSummary& p, const std::string& row, const std::string& col) {
   return CsvField(CsvText(p.pairing)) + "," + CsvField(CsvText(row)) + "," +
          CsvField(CsvText(col)) + "," + CsvNumber(p.slowdown) + "," + CsvNumber(p.ci_low) + "," +
          CsvNumber(p.ci_high) + "," + std::to_string(p.n) + "," + CsvNumber(p.p_value) + "," +
@@ -187,8 +186,7 @@ std::string HeatmapCsvRow(const PairingSummary& p, const std::string& row,
 }  // namespace
 
 bool Significant(const PairingSummary& p) {
-  return !p.baseline && p.n >= 3 && !p.ci_small_n && std::isfinite(p.p_holm) &&
-         p.p_holm < kAlpha;
+  return !p.baseline && p.n >= 3 && !p.ci_small_n && std::isfinite(p.p_holm) && p.p_holm < kAlpha;
 }
 
 std::string CsvNumber(double v) {
@@ -227,9 +225,9 @@ Figure HeatmapFigure(const ExperimentResults& results) {
   const ColourScale colours = MakeColourScale(largest);
 
   double longest = 0;
-  for (const auto& r : rows) longest = std::max(longest, TextWidth(r, 13));
+  for (const auto& r : rows) longest = std::max(longest, TextWidth(r, 14));  // 13 px bold
   constexpr double kCellW = 148, kCellH = 74, kGap = 4, kTop = 58, kLegendW = 200;
-  const double left = std::clamp(30.0 + longest, 110.0, 300.0);
+  const double left = std::max(30.0 + longest, 110.0);
   const double grid_w = columns.size() * (kCellW + kGap);
   const double grid_h = rows.size() * (kCellH + kGap);
   const double width = left + grid_w + kLegendW;
@@ -300,8 +298,9 @@ std::string CurveSubtitle(const Curve& c) {
 // File-name-safe: letters, digits, '-', '_' and '.' kept, anything else '_'.
 std::string FileSafe(const std::string& name) {
   std::string s;
-  for (char ch : name) s += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ||
-                                    ch == '_' || ch == '.' ? ch : '_';
+  for (char ch : name)
+    s += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' ? ch
+                                                                                             : '_';
   return s.empty() || s[0] == '.' ? "_" + s : s;
 }
 
@@ -315,10 +314,10 @@ std::string CurveCsv(const Curve& c) {
     csv += CsvField(CsvText(c.name)) + "," + CsvField(CsvText(c.injector)) + "," +
            CsvField(CsvText(s.pairing)) + "," + CsvField(CsvText(p.antagonist->intensity)) + "," +
            CsvNumber(p.antagonist->achieved_rate) + "," + CsvField(CsvText(c.unit)) + "," +
-           CsvNumber(p.peak) + "," + CsvNumber(p.antagonist->cores) + "," + CsvNumber(p.x) +
-           "," + CsvField(CsvText(x_unit)) + "," + CsvNumber(s.slowdown) + "," +
-           CsvNumber(s.ci_low) + "," + CsvNumber(s.ci_high) + "," + std::to_string(s.n) + "," +
-           CsvNumber(s.p_holm) + "," + (Significant(s) ? "true" : "false") + "\n";
+           CsvNumber(p.peak) + "," + CsvNumber(p.antagonist->cores) + "," + CsvNumber(p.x) + "," +
+           CsvField(CsvText(x_unit)) + "," + CsvNumber(s.slowdown) + "," + CsvNumber(s.ci_low) +
+           "," + CsvNumber(s.ci_high) + "," + std::to_string(s.n) + "," + CsvNumber(s.p_holm) +
+           "," + (Significant(s) ? "true" : "false") + "\n";
   }
   return csv;
 }

@@ -17,9 +17,9 @@ inline constexpr double kAlpha = 0.05;
 bool Significant(const experiment::PairingSummary& p);
 
 struct Figure {
-  std::string name;  // file stem, stable: "heatmap", "sensitivity-membw", "phases", ...
-  std::string svg;   // "" when there is nothing to draw (`empty` says why)
-  std::string csv;   // header and one row per drawn mark
+  std::string name;     // file stem, stable: "heatmap", "sensitivity-membw", "phases", ...
+  std::string svg;      // "" when there is nothing to draw (`empty` says why)
+  std::string csv;      // header and one row per drawn mark
   std::string caption;  // HTML: what is drawn, calibrated peaks, CPU use
   std::string empty;    // HTML <p class="empty">/<p class="note"> lines to print instead/beside
 };

@@ -110,13 +110,12 @@ class StepSeriesChart {
     // The time axis's labels only: its grid lines are drawn with each panel.
     BottomAxis(svg, x_, Scale{0, 1, rate_bottom_, rate_bottom_}, x_ticks_, Tick,
                "time since the victim started (s)");
-    DrawLegend(svg);
+    DrawLegend(&svg);
     return svg.Finish();
   }
 
  private:
-  static constexpr double kW = 1120, kLeft = 150, kRight = 30, kStripH = 16, kStepH = 220,
-                          kRateH = 110, kStripsTop = 38;
+  static constexpr double kW = 1120, kRight = 30, kStripH = 16, kStepH = 220, kRateH = 110;
 
   // The time span of the steps and of each antagonist's samples (when it ran), and the range
   // of step times including the baseline's median.
@@ -132,7 +131,11 @@ class StepSeriesChart {
   }
 
   void LayOut() {
-    step_top_ = kStripsTop + n_ant_ * kStripH + (n_ant_ ? 12 : 0);
+    // Room on the left for the longest antagonist name beside its on/off strip.
+    left_ = 150;
+    for (const auto& a : trial_.antagonists) left_ = std::max(left_, TextWidth(a.name, 12) + 24);
+    strips_top_ = 38 + 20 * (DrawLegend(nullptr) - 1);
+    step_top_ = strips_top_ + n_ant_ * kStripH + (n_ant_ ? 12 : 0);
     step_bottom_ = step_top_ + kStepH;
     rate_top_ = step_bottom_ + 22;
     rate_bottom_ = rates_.span.any ? rate_top_ + kRateH : step_bottom_;
@@ -142,7 +145,7 @@ class StepSeriesChart {
     y_lo_ = 0;
     y_hi_ = step_span_.hi * 1.05;
     NiceDomain(&y_lo_, &y_hi_, 5);
-    x_ = Scale{x_lo, x_hi, kLeft, kW - kRight};
+    x_ = Scale{x_lo, x_hi, left_, kW - kRight};
     y_ = Scale{y_lo_, y_hi_, step_bottom_, step_top_};
     x_ticks_ = NiceTicks(x_lo, x_hi, 10);
   }
@@ -153,10 +156,10 @@ class StepSeriesChart {
     if (!on.any) return;
     const auto& a = trial_.antagonists[i];
     const std::string c = SeriesColour(i);
-    const double sy = kStripsTop + i * kStripH;
+    const double sy = strips_top_ + i * kStripH;
     const double w = std::max(1.0, x_(on.hi) - x_(on.lo));
-    svg.Text(kLeft - 10, sy + 11, a.name, "class=\"legend\" text-anchor=\"end\"");
-    svg.Rect(kLeft, sy + 3, x_.r1 - kLeft, kStripH - 6, "fill=\"#f2f2f2\"");
+    svg.Text(left_ - 10, sy + 11, a.name, "class=\"legend\" text-anchor=\"end\"");
+    svg.Rect(left_, sy + 3, x_.r1 - left_, kStripH - 6, "fill=\"#f2f2f2\"");
     svg.Open("g", "class=\"on-span\"");
     svg.Title(a.name + " on from " + Fixed(on.lo, 1) + " s to " + Fixed(on.hi, 1) +
               " s (victim start = 0; negative: settling before the victim started)");
@@ -228,30 +231,36 @@ class StepSeriesChart {
     }
   }
 
-  // Across the top, left to right, each entry as wide as its text.
-  void DrawLegend(Svg& svg) {
-    double lx = kLeft;
-    auto legend = [&](const std::string& swatch, const std::string& text) {
-      svg.Raw(swatch);
-      svg.Text(lx + 26, 20, text, "class=\"legend\"");
-      lx += 44 + TextWidth(text, 12);
+  // Across the top, left to right, each entry as wide as its text, wrapping into a new row
+  // where the chart ends. With no `svg`, only counts the rows (for the layout).
+  int DrawLegend(Svg* svg) const {
+    double lx = left_, ly = 16;
+    int rows = 1;
+    // kind: "line" with stroke attributes, or "dot" for the warm-up marker.
+    auto legend = [&](const std::string& kind, const std::string& attrs, const std::string& text) {
+      const double w = 44 + TextWidth(text, 12);
+      if (lx > left_ && lx + w - 18 > kW - kRight) lx = left_, ly += 20, ++rows;
+      if (svg) {
+        svg->Raw(kind == "dot" ? "<circle cx=\"" + Num(lx + 10) + "\" cy=\"" + Num(ly) +
+                                     "\" r=\"3\" " + attrs + "/>"
+                               : "<line x1=\"" + Num(lx) + "\" y1=\"" + Num(ly) + "\" x2=\"" +
+                                     Num(lx + 20) + "\" y2=\"" + Num(ly) + "\" " + attrs + "/>");
+        svg->Text(lx + 26, ly + 4, text, "class=\"legend\"");
+      }
+      lx += w;
     };
-    auto stroke = [&](const std::string& attrs) {
-      return "<line x1=\"" + Num(lx) + "\" y1=\"16\" x2=\"" + Num(lx + 20) + "\" y2=\"16\" " +
-             attrs + "/>";
-    };
-    legend(stroke("class=\"steps\""), "step time");
-    legend("<circle cx=\"" + Num(lx + 10) + "\" cy=\"16\" r=\"3\" class=\"warmup\"/>",
-           "warm-up step");
+    legend("line", "class=\"steps\"", "step time");
+    legend("dot", "class=\"warmup\"", "warm-up step");
     if (std::isfinite(base_median_)) {
-      legend(stroke("class=\"ref\""), "baseline median " + Duration(base_median_));
+      legend("line", "class=\"ref\"", "baseline median " + Duration(base_median_));
     }
-    if (!rates_.span.any) return;
+    if (!rates_.span.any) return rows;
     for (size_t i = 0; i < n_ant_; ++i) {
-      legend(stroke("stroke=\"" + SeriesColour(i) + "\" stroke-width=\"2\""),
+      legend("line", "stroke=\"" + SeriesColour(i) + "\" stroke-width=\"2\"",
              trial_.antagonists[i].name + " achieved");
     }
-    legend(stroke("stroke=\"#777\" stroke-dasharray=\"5 4\""), "target");
+    legend("line", "stroke=\"#777\" stroke-dasharray=\"5 4\"", "target");
+    return rows;
   }
 
   const TrialRecord& trial_;
@@ -260,6 +269,7 @@ class StepSeriesChart {
   const double base_median_;
   Span t_span_, step_span_;
   std::vector<Span> on_;  // when each antagonist ran
+  double left_ = 150, strips_top_ = 38;
   double step_top_ = 0, step_bottom_ = 0, rate_top_ = 0, rate_bottom_ = 0, height_ = 0;
   double y_lo_ = 0, y_hi_ = 1;
   Scale x_, y_;
@@ -280,7 +290,8 @@ std::string StepSeriesCaption(const TrialRecord& trial, const PairingSummary& pa
 
 // The baseline's typical step: the median over its measured trials of each trial's median
 // measured step time. Not the pairing's metric, which may be the whole run's elapsed time.
-double BaselineStepMedian(const ExperimentResults& results, const std::vector<TrialRecord>& trials) {
+double BaselineStepMedian(const ExperimentResults& results,
+                          const std::vector<TrialRecord>& trials) {
   const PairingSummary* baseline = Baseline(results);
   if (!baseline) return experiment::kNaN;
   std::vector<double> medians;

@@ -280,9 +280,9 @@ std::string PhaseCsv(const std::vector<Group>& groups, const std::vector<Series>
       const Bar& b = bars[g][i];
       csv += CsvField(CsvText(groups[g].pairing->pairing)) + "," +
              CsvField(CsvText(series[i].label)) + "," + CsvField(CsvText(Joined(series[i].keys))) +
-             "," + CsvNumber(b.median_s) + "," + CsvNumber(b.base_s) + "," +
-             CsvNumber(b.slowdown) + "," + CsvNumber(b.ci_low) + "," + CsvNumber(b.ci_high) + "," +
-             std::to_string(b.n) + "," + std::to_string(b.n_base) + "\n";
+             "," + CsvNumber(b.median_s) + "," + CsvNumber(b.base_s) + "," + CsvNumber(b.slowdown) +
+             "," + CsvNumber(b.ci_low) + "," + CsvNumber(b.ci_high) + "," + std::to_string(b.n) +
+             "," + std::to_string(b.n_base) + "\n";
     }
   }
   return csv;

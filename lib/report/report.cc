@@ -194,8 +194,10 @@ std::string Notes(const PairingSummary& p) {
 std::string PCell(const PairingSummary& p) {
   if (p.baseline || !std::isfinite(p.p_value)) return Escape(PValue(p.p_value));
   std::string s = Escape(PValue(p.p_value));
-  if (std::isfinite(p.p_holm)) s += " <span class=\"sub\">[" + Escape(PValue(p.p_holm)) + "]</span>";
-  if (Significant(p)) s += " <b class=\"sig\" title=\"significant after the Holm adjustment\">*</b>";
+  if (std::isfinite(p.p_holm))
+    s += " <span class=\"sub\">[" + Escape(PValue(p.p_holm)) + "]</span>";
+  if (Significant(p))
+    s += " <b class=\"sig\" title=\"significant after the Holm adjustment\">*</b>";
   return s;
 }
 
@@ -317,11 +319,11 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                     "<div class=\"scroll\">" + phases.svg + "</div>\n");
   }
   const Figure series = StepSeriesFigure(results, trials);
-  page += Section("series", "Step time of one interference trial", "",
-                  series.svg.empty() ? series.empty
-                                     : "<p class=\"caption\">" + series.caption +
-                                           "</p>\n<div class=\"scroll\">" + series.svg +
-                                           "</div>\n");
+  page +=
+      Section("series", "Step time of one interference trial", "",
+              series.svg.empty() ? series.empty
+                                 : "<p class=\"caption\">" + series.caption +
+                                       "</p>\n<div class=\"scroll\">" + series.svg + "</div>\n");
   page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
   if (std::string prov = RenderProvenance(experiment.provenance_json); !prov.empty()) {
     page += Section("provenance", "Provenance",

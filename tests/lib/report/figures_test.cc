@@ -237,11 +237,14 @@ TEST(FiguresTest, StandaloneFilesWithTheirData) {
   const auto files = RenderFigures(Summary(s), s.trials);
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(f.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"heatmap", "sensitivity-membw",
-                                             "sensitivity-storage", "phases", "step-series"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"heatmap", "sensitivity-membw", "sensitivity-storage",
+                                             "phases", "step-series"}));
   for (const auto& f : files) {
-    EXPECT_EQ(f.svg.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"", 0),
-              0u)
+    EXPECT_EQ(
+        f.svg.rfind(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"",
+            0),
+        0u)
         << f.name;
     EXPECT_NE(f.svg.find("<style>"), std::string::npos) << f.name;
     EXPECT_NE(f.svg.find("font-family: sans-serif"), std::string::npos) << f.name;
@@ -273,16 +276,17 @@ TEST_F(WriteFiguresTest, CreatesTheDirectoryAndWritesStableNames) {
   auto written = WriteFigures(out.string(), RenderFigures(Summary(s), s.trials));
   ASSERT_TRUE(written.ok()) << written.error();
   EXPECT_EQ(written->size(), 10u);
-  for (const char* name : {"heatmap", "sensitivity-membw", "sensitivity-storage", "phases",
-                           "step-series"}) {
+  for (const char* name :
+       {"heatmap", "sensitivity-membw", "sensitivity-storage", "phases", "step-series"}) {
     EXPECT_TRUE(fs::is_regular_file(out / (std::string(name) + ".svg"))) << name;
     EXPECT_TRUE(fs::is_regular_file(out / (std::string(name) + ".csv"))) << name;
   }
   std::ifstream in(out / "heatmap.csv");
   std::string header;
   std::getline(in, header);
-  EXPECT_EQ(header, "pairing,antagonists,intensity,slowdown,ci_low,ci_high,n,p_value,p_holm,"
-                    "significant");
+  EXPECT_EQ(header,
+            "pairing,antagonists,intensity,slowdown,ci_low,ci_high,n,p_value,p_holm,"
+            "significant");
   // Again into the same directory: overwritten, not refused.
   EXPECT_TRUE(WriteFigures(out.string(), RenderFigures(Summary(s), s.trials)).ok());
 }

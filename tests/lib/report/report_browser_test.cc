@@ -14,6 +14,7 @@
 
 #include "lib/analysis/results.h"
 #include "lib/report/report.h"
+#include "tests/lib/report/chromium.h"
 #include "tests/lib/report/synthetic.h"
 
 namespace codl::report {
@@ -21,26 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string FindChromium() {
-  if (const char* env = std::getenv("CODL_CHROMIUM"); env && access(env, X_OK) == 0) return env;
-  for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
-    if (access(path, X_OK) == 0) return path;
-  }
-  return "";
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::FindChromium;
+using testing::ReadWholeFile;
 
 // Console messages the page caused. Chromium logs them as
 //   [pid:tid:time:INFO:CONSOLE:3] "Uncaught ReferenceError: ...", source: file:///...html (3)
@@ -70,30 +53,11 @@ class ReportBrowserTest : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
 
-  struct Run {
-    int rc = -1;
-    std::string out;
-    std::string err;
-  };
+  using Run = testing::ChromiumRun;
 
   // One bounded Chromium run with a fresh profile; `mode` is --screenshot=... or --dump-dom.
   Run Chromium(const std::string& mode, const fs::path& page, const std::string& tag) {
-    const fs::path profile = dir_ / ("profile-" + tag);
-    const fs::path out = dir_ / (tag + ".out"), err = dir_ / (tag + ".err");
-    const std::string cmd =
-        "timeout 120 " + Quote(chromium_) +
-        " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-        " --disable-background-networking --disable-component-update --disable-sync"
-        " --hide-scrollbars --user-data-dir=" +
-        Quote(profile.string()) + " --enable-logging=stderr --v=0 --window-size=1400,2400 " + mode +
-        " " + Quote("file://" + page.string()) + " > " + Quote(out.string()) + " 2> " +
-        Quote(err.string()) + " < /dev/null";
-    Run r;
-    const int status = std::system(cmd.c_str());
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadFile(out);
-    r.err = ReadFile(err);
-    return r;
+    return testing::RunChromium(chromium_, mode, page, dir_, tag);
   }
 
   fs::path WritePage(const std::string& html, const std::string& name) {
@@ -118,11 +82,11 @@ std::string RealisticReport() {
 TEST_F(ReportBrowserTest, ScreenshotIsANonTrivialPng) {
   const fs::path page = WritePage(RealisticReport(), "report.html");
   const fs::path shot = dir_ / "shot.png";
-  const Run r = Chromium("--screenshot=" + Quote(shot.string()), page, "shot");
+  const Run r = Chromium("--screenshot=" + testing::ShellQuote(shot.string()), page, "shot");
   ASSERT_EQ(r.rc, 0) << r.err;
   ASSERT_TRUE(fs::exists(shot)) << r.err;
   EXPECT_GT(fs::file_size(shot), 10u * 1024);
-  EXPECT_EQ(ReadFile(shot).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(ReadWholeFile(shot).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_TRUE(PageConsoleLines(r.err).empty()) << PageConsoleLines(r.err).front();
 
   // Leave it where people (and the reviewers) look for it.

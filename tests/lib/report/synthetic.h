@@ -139,7 +139,8 @@ inline Synthetic MakeSynthetic(const SyntheticOptions& o = {}) {
     t.wall_s = clock > 0 ? clock : t.metric * 45;
     for (const auto& n : names) {
       t.antagonists.push_back(detail::Antagonist(n, p.level, t.wall_s, o.jitter, &rng));
-      if (o.pipeline) t.antagonists.back().cpu_s = 0.5 * t.wall_s, t.antagonists.back().run_s = t.wall_s;
+      if (o.pipeline)
+        t.antagonists.back().cpu_s = 0.5 * t.wall_s, t.antagonists.back().run_s = t.wall_s;
     }
     return t;
   };
