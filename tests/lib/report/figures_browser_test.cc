@@ -147,6 +147,22 @@ TEST_F(FiguresBrowserTest, LongNamesAndRatesStayClear) {
   ExpectCleanFigures(s, 5);
 }
 
+// Figures exported from a real run: CODL_FIGURES_DIR=DIR (what `codlctl report --figures DIR`
+// wrote) checks every SVG in it the same way. Skipped when unset.
+TEST_F(FiguresBrowserTest, FiguresInCodlFiguresDir) {
+  const char* dir = std::getenv("CODL_FIGURES_DIR");
+  if (!dir || !*dir) GTEST_SKIP() << "CODL_FIGURES_DIR not set";
+  size_t svgs = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".svg") continue;
+    ++svgs;
+    const TextCheck c = Check(entry.path());
+    EXPECT_GT(c.texts, 3) << entry.path();
+    EXPECT_EQ(c.problems, "none") << entry.path();
+  }
+  EXPECT_GT(svgs, 0u) << dir;
+}
+
 // The check itself: text drawn on other text, and text past the edge, are caught.
 TEST_F(FiguresBrowserTest, DetectsOverlappingAndEscapingText) {
   const fs::path svg = dir_ / "bad.svg";
