@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/pairing_order.h"
 #include "lib/analysis/results.h"
 #include "lib/report/charts.h"
 #include "lib/report/report.h"
@@ -133,6 +134,32 @@ TEST(FiguresTest, PairingsSortedByAntagonistThenIntensityCombinationsLast) {
   std::vector<size_t> at;
   for (const auto& k : want) at.push_back(table.find("\n" + k + " "));
   for (size_t i = 1; i < at.size(); ++i) EXPECT_LT(at[i - 1], at[i]) << want[i];
+}
+
+experiment::PairingSummary Single(const std::string& name, const std::string& intensity) {
+  experiment::PairingSummary p;
+  p.pairing = name + "@" + intensity;
+  experiment::AntagonistSummary a;
+  a.name = name;
+  a.intensity = intensity;
+  a.max = intensity == "max";
+  p.antagonists.push_back(a);
+  return p;
+}
+
+TEST(FiguresTest, IntensitiesSortNumericallyLevelsThenRatesThenMax) {
+  experiment::ExperimentResults r;
+  for (const char* i : {"max", "2GiB/s", "1", "512MiB/s", "0.5", "0.25"}) {
+    r.pairings.push_back(Single("io", i));
+  }
+  experiment::PairingSummary base;
+  base.pairing = "baseline";
+  base.baseline = true;
+  r.pairings.push_back(base);
+  std::vector<std::string> keys;
+  for (const auto* p : experiment::SortedPairings(r)) keys.push_back(p->pairing);
+  EXPECT_EQ(keys, (std::vector<std::string>{"baseline", "io@0.25", "io@0.5", "io@1", "io@512MiB/s",
+                                            "io@2GiB/s", "io@max"}));
 }
 
 // p below 0.05 but the Holm-adjusted p not: not significant, hatched, no star.
