@@ -52,6 +52,7 @@ td.num { text-align: right; white-space: nowrap; }
 tr.baseline td { background: #fafafa; }
 td .sub { color: var(--muted); font-size: 12px; }
 details { margin-top: 8px; }
+figure { margin: 0; }
 pre { background: #f7f7f7; padding: 10px 12px; overflow-x: auto; max-width: 1100px;
   font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
 )css";
