@@ -7,6 +7,13 @@
 // host's TCP stack and is what the tests use. Across nodes, run role=receive on the peer
 // (bind=<its address>, port=P) and role=send with peer=<host>:P here. The receiver binds only
 // the address given (default 127.0.0.1), never all interfaces unless bind=0.0.0.0 is asked for.
+//
+// A pair across agents (ranks=2, filled in by the controller for an antagonist placed on two
+// nodes: `nodes: {hosts: [receiver, sender]}`) uses the collective contract of injector.h like
+// nccl: rank 0 receives on bind (port 0 = any), and prints a rendezvous_publish line with the
+// addresses it can be reached at and a random token (net_endpoint.h); the agent of rank 1 fetches
+// that through the controller and starts it with --set endpoint=<hex>, and rank 1 streams to the
+// first address that answers with the token. role and peer do not apply to a pair.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -17,6 +24,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,7 +32,10 @@
 #include <thread>
 #include <vector>
 
+#include "injectors/gpu/gpu_host.h"
 #include "injectors/injector.h"
+#include "injectors/net_endpoint.h"
+#include "injectors/net_rdma.h"
 #include "injectors/paced_run.h"
 #include "lib/common/units.h"
 
@@ -56,6 +67,48 @@ bool Resolve(const std::string& hostport, sockaddr_storage* addr, socklen_t* len
 bool WaitFd(int fd, short events) {
   pollfd p{fd, events, 0};
   return poll(&p, 1, 50) > 0;
+}
+
+// Connects to `addr` within 2 s (non-blocking connect), then reads exactly token.size() bytes
+// within 2 s and compares. The socket on success, else -1 with *why set.
+int ConnectVerified(const std::string& addr, const std::string& token, std::string* why) {
+  sockaddr_storage sa;
+  socklen_t len;
+  if (!Resolve(addr, &sa, &len)) {
+    *why = addr + ": cannot resolve";
+    return -1;
+  }
+  const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *why = "socket: " + Errno();
+    return -1;
+  }
+  pollfd p{fd, POLLOUT, 0};
+  int err = 0;
+  socklen_t elen = sizeof err;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 &&
+      (errno != EINPROGRESS || poll(&p, 1, 2000) <= 0 ||
+       getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) {
+    *why = addr + ": connect: " + (err != 0 ? std::strerror(err) : "timed out");
+    close(fd);
+    return -1;
+  }
+  std::string got;
+  char buf[64];
+  while (got.size() < token.size()) {
+    pollfd r{fd, POLLIN, 0};
+    const ssize_t n = poll(&r, 1, 2000) > 0 ? recv(fd, buf, token.size() - got.size(), 0) : 0;
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  if (got != token) {
+    *why = addr + ": connected, but it did not answer with the receiver's token (another "
+                  "service, or the receiver's address seen from elsewhere)";
+    close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
 }
 
 // A listening socket plus drain threads for what connects: the loopback peer of role=send.
@@ -108,7 +161,7 @@ class NetInjector final : public Injector {
   const Descriptor& descriptor() const override {
     static const Descriptor d{
         "net",
-        "network bandwidth (TCP)",
+        "network bandwidth (TCP; " + RdmaStatus() + ")",
         "bytes/s",
         "network hog: TCP streams to a peer (or an in-process loopback sink), or a receiver",
         "payload bytes per second handed to send() (role=send) or read by recv() "
@@ -125,8 +178,17 @@ class NetInjector final : public Injector {
             IntOption("connections", "1", 1, 256, "parallel TCP connections (one thread each)"),
             SizeOption("message_size", "128KiB", 1024, 64.0 * kMiB,
                        "bytes per send()/recv() pacing step"),
+            IntOption("ranks", "1", 1, 65536,
+                      "2 = a pair across agents: rank 0 receives, rank 1 sends to it (the "
+                      "controller sets this for an antagonist on two nodes)"),
+            IntOption("rank", "0", 0, 65535, "ranks=2: 0 = the receiver, 1 = the sender"),
+            StringOption("rendezvous_key", "",
+                         "ranks=2: name under which rank 0 publishes its endpoint"),
+            StringOption("endpoint", "",
+                         "ranks=2, rank 1: value_hex of rank 0's rendezvous_publish line (the "
+                         "agent fills it in)"),
         },
-        Capabilities{},
+        Capabilities{.collective = true, .rendezvous_option = "endpoint"},
         {{"connections", "1"}},
     };
     return d;
@@ -135,6 +197,17 @@ class NetInjector final : public Injector {
   std::string Unsupported(const HostInfo&) const override { return ""; }
 
   std::string CheckOptions(const OptionValues& o) const override {
+    const int64_t ranks = o.Int("ranks");
+    if (ranks > 2) {
+      return "net: ranks " + std::to_string(ranks) +
+             ": a net antagonist is one receiver/sender pair (2 nodes, the receiver first); "
+             "give each further pair an antagonist of its own";
+    }
+    if (o.Int("rank") >= ranks) {
+      return "option 'rank': " + std::to_string(o.Int("rank")) + " must be less than ranks (" +
+             std::to_string(ranks) + ")";
+    }
+    if (ranks == 2) return CheckPair(o);
     sockaddr_storage a;
     socklen_t len;
     if (o.String("role") == "send" && o.String("peer") != "loopback" &&
@@ -149,6 +222,7 @@ class NetInjector final : public Injector {
     connections_ = static_cast<int>(o.Int("connections"));
     message_ = o.Size("message_size");
     buffer_.assign(message_, 0x5a);
+    if (o.Int("ranks") == 2) return SetupPair(o, stop);
     if (send_) return Connect(o.String("peer"), stop);
     return Listen(o.String("bind"), static_cast<int>(o.Int("port")));
   }
@@ -166,7 +240,7 @@ class NetInjector final : public Injector {
           if (!WaitFd(fd, send_ ? POLLOUT : POLLIN)) continue;
           const ssize_t n = send_ ? send(fd, buffer_.data() + done, message_ - done, MSG_NOSIGNAL)
                                   : recv(fd, rbuf.data(), message_ - done, 0);
-          if (n <= 0 && send_) return Err("net: send to " + peer_ + ": " + Errno());
+          if (n <= 0 && send_) return SendFailed(ctx.stop);
           if (n <= 0) {  // the sender went away: wait for the next one
             CloseAccepted(ctx.index);
             break;
@@ -183,6 +257,87 @@ class NetInjector final : public Injector {
   }
 
  private:
+  std::string CheckPair(const OptionValues& o) const {
+    if (o.String("peer") != "loopback") {
+      return "option 'peer' does not apply to a pair (ranks=2): rank 1 sends to what rank 0 "
+             "publishes";
+    }
+    if (o.Int("rank") == 0 && o.String("rendezvous_key").empty()) {
+      return "net: rank 0 of 2 publishes its endpoint for rank 1: set rendezvous_key (the agent "
+             "relays it; the controller sets it for an antagonist on two nodes)";
+    }
+    if (o.Int("rank") == 1) {
+      const std::string hex = o.String("endpoint");
+      if (hex.empty()) {
+        return "net: rank 1 of 2 needs endpoint: the value_hex of rank 0's rendezvous_publish "
+               "line (the agent fetches it through the controller)";
+      }
+      auto bytes = gpu::HexDecode(hex, hex.size() / 2);
+      if (!bytes.ok()) return "option 'endpoint': " + bytes.error();
+      auto e = DecodeNetEndpoint(std::string(bytes->begin(), bytes->end()));
+      if (!e.ok()) return "option 'endpoint': " + e.error();
+    }
+    return "";
+  }
+
+  // ranks=2: rank 0 listens and publishes where; rank 1 connects to what it published.
+  Status SetupPair(const OptionValues& o, const StopToken& stop) {
+    pair_ = true;
+    if (o.Int("rank") == 0) {
+      send_ = false;
+      token_ = NewNetToken();
+      if (Status s = Listen(o.String("bind"), static_cast<int>(o.Int("port"))); !s.ok()) return s;
+      const NetEndpoint e{token_, ReachableAddresses(o.String("bind"), bound_port_)};
+      const std::string value = EncodeNetEndpoint(e);
+      const std::string line = gpu::RendezvousPublishLine(
+          o.String("rendezvous_key"),
+          gpu::HexEncode(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+      return Status::Ok();
+    }
+    send_ = true;
+    const std::string hex = o.String("endpoint");
+    auto bytes = gpu::HexDecode(hex, hex.size() / 2);
+    if (!bytes.ok()) return Err("option 'endpoint': " + bytes.error());
+    auto e = DecodeNetEndpoint(std::string(bytes->begin(), bytes->end()));
+    if (!e.ok()) return Err("option 'endpoint': " + e.error());
+    std::string tried;
+    for (const auto& addr : e->addresses) {
+      std::string why;
+      const int fd = ConnectVerified(addr, e->token, &why);
+      if (fd < 0) {
+        tried += (tried.empty() ? "" : "; ") + why;
+        continue;
+      }
+      fds_.push_back(fd);
+      peer_ = addr;
+      break;
+    }
+    if (fds_.empty()) return Err("net: no address of the receiver answered: " + tried);
+    while (static_cast<int>(fds_.size()) < connections_) {
+      if (stop.stop_requested()) return Err("stopped during setup");
+      std::string why;
+      const int fd = ConnectVerified(peer_, e->token, &why);
+      if (fd < 0) return Err("net: " + why);
+      fds_.push_back(fd);
+    }
+    notes_ = {"pair: sending to the receiver at " + peer_};
+    return Status::Ok();
+  }
+
+  // A send failed. In a pair the receiver is stopped at the same moment as this sender, by
+  // another agent, so a peer that goes away just before our own stop arrives is the normal end
+  // of a trial: wait up to 2 s for it. Anything else is a failure.
+  Status SendFailed(const StopToken& stop) {
+    const std::string why = Errno();
+    for (int i = 0; pair_ && i < 40 && !stop.stop_requested(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (pair_ && stop.stop_requested()) return Status::Ok();
+    return Err("net: send to " + peer_ + ": " + why);
+  }
+
   Status Connect(const std::string& peer, const StopToken& stop) {
     if (peer == "loopback") {
       sink_ = std::make_unique<LoopbackSink>();
@@ -222,17 +377,27 @@ class NetInjector final : public Injector {
         getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       return Err("net: listen on " + bind_addr + ":" + std::to_string(port) + ": " + Errno());
     }
+    // sin_port and sin6_port sit at the same offset.
     const int bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    bound_port_ = bound;
     notes_ = {"listening on " + bind_addr + ":" + std::to_string(bound)};
     std::fprintf(stderr, "codl-inject net: listening on %s:%d\n", bind_addr.c_str(), bound);
     fds_.assign(connections_, -1);
     return Status::Ok();
   }
 
-  // role=receive: this worker's connection, accepting one when it has none (-1 on stop).
+  // role=receive: this worker's connection, accepting one when it has none (-1 on stop). A
+  // pair's receiver first writes its token, which the sender checks before it streams
+  // (net_endpoint.h); a fresh socket's send buffer takes those 32 bytes at once.
   int Accepted(int i, const StopToken& stop) {
     while (fds_[i] < 0 && !stop.stop_requested()) {
-      if (WaitFd(listen_fd_, POLLIN)) fds_[i] = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (!WaitFd(listen_fd_, POLLIN)) continue;
+      fds_[i] = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fds_[i] >= 0 && !token_.empty() &&
+          send(fds_[i], token_.data(), token_.size(), MSG_NOSIGNAL) !=
+              static_cast<ssize_t>(token_.size())) {
+        CloseAccepted(i);
+      }
     }
     return fds_[i];
   }
@@ -251,8 +416,9 @@ class NetInjector final : public Injector {
     sink_.reset();
   }
 
-  bool send_ = true;
-  int connections_ = 1, listen_fd_ = -1;
+  bool send_ = true, pair_ = false;
+  int connections_ = 1, listen_fd_ = -1, bound_port_ = 0;
+  std::string token_;  // a pair's receiver: written first on every accepted connection
   size_t message_ = 128 * 1024;
   std::string peer_;
   std::vector<int> fds_;
