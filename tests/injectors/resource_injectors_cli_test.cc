@@ -208,5 +208,64 @@ TEST(ResourceInjectorsTest, NetSendsToLoopbackAndToAReceiver) {
   EXPECT_THAT(r.err, HasSubstr("not loopback or a resolvable host:port"));
 }
 
+// A pair across agents without the agents: rank 0 publishes its endpoint as the agent would
+// relay it, rank 1 gets it as --set endpoint=<hex> and streams to it at the rate.
+TEST(ResourceInjectorsTest, NetPairSenderStreamsToWhatTheReceiverPublished) {
+  Child receiver(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=t/k",
+                      "--set", "bind=127.0.0.2", "--set", "connections=2", "--rate", "16MiB/s",
+                      "--duration", "5s", "--json"}));
+  const std::string publish = receiver.ReadLine(10);
+  ASSERT_THAT(publish, HasSubstr("{\"rendezvous_publish\":{\"key\":\"t/k\",\"value_hex\":\""));
+  const size_t at = publish.find("value_hex\":\"") + 12;
+  const std::string hex = publish.substr(at, publish.find('"', at) - at);
+  ProcessResult r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
+                                    "endpoint=" + hex, "--set", "connections=2", "--rate",
+                                    "16MiB/s", "--duration", "2s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 16.0 * 1024 * 1024);
+  EXPECT_THAT(Summary(r.out), HasSubstr("pair: sending to the receiver at 127.0.0.2:"));
+  EXPECT_EQ(receiver.Wait(10), 0);
+  EXPECT_GT(JsonNumber(Summary(receiver.ReadRest()), "achieved_rate"), 0);
+}
+
+// A listener that does not answer with the token (not the receiver) gets no flood.
+TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
+  const int port = FreeLoopbackPort();
+  Child plain(Cmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port), "--max",
+                   "--duration", "6s", "--json"}));
+  EXPECT_THAT(plain.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
+  std::string hex;
+  const std::string text =
+      "codl-net1 0123456789abcdef0123456789abcdef 127.0.0.1:" + std::to_string(port);
+  for (unsigned char c : text) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", c);
+    hex += b;
+  }
+  ProcessResult r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--max"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("did not answer with the receiver's token"));
+  EXPECT_EQ(plain.Wait(10), 0);
+  EXPECT_EQ(JsonNumber(Summary(plain.ReadRest()), "achieved_rate"), 0);
+}
+
+TEST(ResourceInjectorsTest, NetPairOptionsAreChecked) {
+  ProcessResult r = RunProcess(Cmd({"net", "--set", "ranks=3", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("a net antagonist is one receiver/sender pair"));
+  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("rank 1 of 2 needs endpoint"));
+  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=6162",
+                      "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("option 'endpoint': not a net endpoint"));
+  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rendezvous_key=k", "--set",
+                      "peer=127.0.0.1:9", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("option 'peer' does not apply to a pair"));
+}
+
 }  // namespace
 }  // namespace codl::testing
