@@ -9,11 +9,13 @@
 // the address given (default 127.0.0.1), never all interfaces unless bind=0.0.0.0 is asked for.
 //
 // A pair across agents (ranks=2, filled in by the controller for an antagonist placed on two
-// nodes: `nodes: {hosts: [receiver, sender]}`) uses the collective contract of injector.h like
-// nccl: rank 0 receives on bind (port 0 = any), and prints a rendezvous_publish line with the
-// addresses it can be reached at and a random token (net_endpoint.h); the agent of rank 1 fetches
-// that through the controller and starts it with --set endpoint=<hex>, and rank 1 streams to the
-// first address that answers with the token. role and peer do not apply to a pair.
+// nodes: `nodes: {hosts: [a, b]}`) uses the collective contract of injector.h like nccl: rank 0
+// (the first node in the controller's order: agent ids sorted) listens on bind (port 0 = any)
+// and prints a rendezvous_publish line with the addresses it can be reached at and a random
+// token (net_endpoint.h); the agent of rank 1 fetches that through the controller and starts it
+// with --set endpoint=<hex>, and rank 1 connects to the first address that answers with the
+// token. The data then flows towards the node `receiver` names (first = rank 0, the default).
+// role and peer do not apply to a pair.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -184,6 +186,9 @@ class NetInjector final : public Injector {
             IntOption("rank", "0", 0, 65535, "ranks=2: 0 = the receiver, 1 = the sender"),
             StringOption("rendezvous_key", "",
                          "ranks=2: name under which rank 0 publishes its endpoint"),
+            EnumOption("receiver", "first", {"first", "second"},
+                       "ranks=2: which node receives, in the controller's node order (agents "
+                       "sorted by id, as `codlctl agents` lists them); the other sends"),
             StringOption("endpoint", "",
                          "ranks=2, rank 1: value_hex of rank 0's rendezvous_publish line (the "
                          "agent fills it in)"),
@@ -219,6 +224,7 @@ class NetInjector final : public Injector {
 
   Status Setup(const OptionValues& o, const HostInfo&, const StopToken& stop) override {
     send_ = o.String("role") == "send";
+    listening_ = !send_;
     connections_ = static_cast<int>(o.Int("connections"));
     message_ = o.Size("message_size");
     buffer_.assign(message_, 0x5a);
@@ -233,15 +239,15 @@ class NetInjector final : public Injector {
     auto worker = [this](WorkerContext& ctx) -> Status {
       std::vector<char> rbuf(send_ ? 0 : message_);
       while (ctx.Acquire(message_)) {
-        int fd = send_ ? fds_[ctx.index] : Accepted(ctx.index, ctx.stop);
+        const int fd = listening_ ? Accepted(ctx.index, ctx.stop) : fds_[ctx.index];
         if (fd < 0) break;
         size_t done = 0;
         while (done < message_ && !ctx.stop.stop_requested()) {
           if (!WaitFd(fd, send_ ? POLLOUT : POLLIN)) continue;
           const ssize_t n = send_ ? send(fd, buffer_.data() + done, message_ - done, MSG_NOSIGNAL)
                                   : recv(fd, rbuf.data(), message_ - done, 0);
-          if (n <= 0 && send_) return SendFailed(ctx.stop);
-          if (n <= 0) {  // the sender went away: wait for the next one
+          if (n <= 0 && !listening_) return PeerGone(n, ctx.stop);
+          if (n <= 0) {  // the peer went away: wait for the next one
             CloseAccepted(ctx.index);
             break;
           }
@@ -283,8 +289,11 @@ class NetInjector final : public Injector {
   // ranks=2: rank 0 listens and publishes where; rank 1 connects to what it published.
   Status SetupPair(const OptionValues& o, const StopToken& stop) {
     pair_ = true;
+    // Rank 0 always listens (it is the one that can publish); the data flows towards `receiver`.
+    const bool first_receives = o.String("receiver") == "first";
     if (o.Int("rank") == 0) {
-      send_ = false;
+      listening_ = true;
+      send_ = !first_receives;
       token_ = NewNetToken();
       if (Status s = Listen(o.String("bind"), static_cast<int>(o.Int("port"))); !s.ok()) return s;
       const NetEndpoint e{token_, ReachableAddresses(o.String("bind"), bound_port_)};
@@ -296,7 +305,8 @@ class NetInjector final : public Injector {
       std::fflush(stdout);
       return Status::Ok();
     }
-    send_ = true;
+    listening_ = false;
+    send_ = first_receives;
     const std::string hex = o.String("endpoint");
     auto bytes = gpu::HexDecode(hex, hex.size() / 2);
     if (!bytes.ok()) return Err("option 'endpoint': " + bytes.error());
@@ -322,20 +332,22 @@ class NetInjector final : public Injector {
       if (fd < 0) return Err("net: " + why);
       fds_.push_back(fd);
     }
-    notes_ = {"pair: sending to the receiver at " + peer_};
+    notes_ = {send_ ? "pair: sending to the receiver at " + peer_
+                    : "pair: receiving from the sender at " + peer_};
     return Status::Ok();
   }
 
-  // A send failed. In a pair the receiver is stopped at the same moment as this sender, by
-  // another agent, so a peer that goes away just before our own stop arrives is the normal end
-  // of a trial: wait up to 2 s for it. Anything else is a failure.
-  Status SendFailed(const StopToken& stop) {
-    const std::string why = Errno();
+  // The connection this side opened broke (n < 0) or was closed (n == 0). In a pair the peer
+  // is stopped at the same moment as this rank, by another agent, so a peer that goes away
+  // just before our own stop arrives is the normal end of a trial: wait up to 2 s for it.
+  // Anything else is a failure.
+  Status PeerGone(ssize_t n, const StopToken& stop) {
+    const std::string why = n == 0 ? "the peer closed the connection" : Errno();
     for (int i = 0; pair_ && i < 40 && !stop.stop_requested(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (pair_ && stop.stop_requested()) return Status::Ok();
-    return Err("net: send to " + peer_ + ": " + why);
+    return Err(std::string("net: ") + (send_ ? "send to " : "receive from ") + peer_ + ": " + why);
   }
 
   Status Connect(const std::string& peer, const StopToken& stop) {
@@ -417,6 +429,7 @@ class NetInjector final : public Injector {
   }
 
   bool send_ = true, pair_ = false;
+  bool listening_ = false;  // accepts its connections (role=receive, a pair's rank 0)
   int connections_ = 1, listen_fd_ = -1, bound_port_ = 0;
   std::string token_;  // a pair's receiver: written first on every accepted connection
   size_t message_ = 128 * 1024;

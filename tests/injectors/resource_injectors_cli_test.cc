@@ -228,6 +228,25 @@ TEST(ResourceInjectorsTest, NetPairSenderStreamsToWhatTheReceiverPublished) {
   EXPECT_GT(JsonNumber(Summary(receiver.ReadRest()), "achieved_rate"), 0);
 }
 
+// receiver=second: rank 0 still listens and publishes, but it sends and rank 1 receives.
+TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
+  Child first(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k",
+                   "--set", "receiver=second", "--rate", "8MiB/s", "--duration", "2.5s",
+                   "--json"}));
+  const std::string publish = first.ReadLine(10);
+  const size_t at = publish.find("value_hex\":\"") + 12;
+  ASSERT_NE(at, std::string::npos + 12) << publish;
+  const std::string hex = publish.substr(at, publish.find('"', at) - at);
+  ProcessResult r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
+                                    "receiver=second", "--set", "endpoint=" + hex, "--rate",
+                                    "8MiB/s", "--duration", "2s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 8.0 * 1024 * 1024);
+  EXPECT_THAT(Summary(r.out), HasSubstr("pair: receiving from the sender at 127.0.0.1:"));
+  EXPECT_EQ(first.Wait(10), 0);
+  EXPECT_GT(JsonNumber(Summary(first.ReadRest()), "achieved_rate"), 0);
+}
+
 // A listener that does not answer with the token (not the receiver) gets no flood.
 TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
   const int port = FreeLoopbackPort();
