@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -104,8 +104,9 @@ int ConnectVerified(const std::string& addr, const std::string& token, std::stri
     got.append(buf, static_cast<size_t>(n));
   }
   if (got != token) {
-    *why = addr + ": connected, but it did not answer with the receiver's token (another "
-                  "service, or the receiver's address seen from elsewhere)";
+    *why = addr +
+           ": connected, but it did not answer with the receiver's token (another "
+           "service, or the receiver's address seen from elsewhere)";
     close(fd);
     return -1;
   }

@@ -86,7 +86,7 @@ std::vector<std::string> ReachableAddresses(const std::string& bind, int port) {
       if (bind == "0.0.0.0" && i->ifa_addr->sa_family != AF_INET) continue;
       const std::string a = Format(i->ifa_addr, port);
       if (a.empty()) continue;
-      auto& to = (i->ifa_flags & IFF_LOOPBACK) ? loopback
+      auto& to = (i->ifa_flags & IFF_LOOPBACK)       ? loopback
                  : i->ifa_addr->sa_family == AF_INET ? v4
                                                      : v6;
       to.push_back(a);

@@ -11,7 +11,14 @@ at or below 512 MiB. Usage: see run_resource_bench.sh.
   * level accuracy (goal |achieved/target - 1| <= 2 %, per-interval CoV <= 5 %) at levels of
     the calibrated peak, for cpu and llc; rate accuracy for pagecache (anon and file).
   * pagecache back-off: a floor just above MemAvailable must release and say so.
-  * net: peak to the in-process loopback sink and level accuracy (no iperf3 comparison).
+  * net: peak to the in-process loopback sink and level accuracy (the iperf3 comparison over
+    veth is net_bench.py).
+  * llc vs memory bandwidth (--only llc-membw runs just this): two probes on CPU A, each alone
+    and next to an antagonist on CPU B: a cache-resident probe (an `llc` chase over 64 MiB,
+    read-only: its lines/s is how fast cached data comes back) and a bandwidth probe (`memcpy`
+    over 2 x 128 MiB). Antagonists: `llc --max` (one thread), `memcpy` rate-held at the DRAM
+    bytes/s that llc run moved (lines x 64 B x 2 with write-back), `memcpy --max`, and
+    `stress-ng --cache 1`. Each cell is the median of `rounds` probe/alone ratios.
 """
 import argparse
 import json
@@ -57,6 +64,68 @@ def accuracy(codl, name, opts, peak, level, seconds, scratch):
             "saturated": s["saturated"]}
 
 
+def background(argv):
+    """An antagonist running until terminated (stdout kept: its summary comes at the end)."""
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def stop(proc):
+    proc.terminate()
+    out, _ = proc.communicate(timeout=20)
+    lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    return ([l for l in lines if l.get("summary")] or [{}])[-1]
+
+
+def llc_vs_membw(codl, scratch, seconds, cpu_a, cpu_b, rounds):
+    """How the llc thrasher differs from a bandwidth hog: see the module docstring."""
+    probes = {
+        "cache_resident_chase": ["llc", "--set", "threads=1", "--set", "working_set=64MiB",
+                                 "--set", "write=false", "--set", f"cpus={cpu_a}"],
+        "dram_copy": ["memcpy", "--set", "threads=1", "--set", "buffer_size=128MiB",
+                      "--set", f"pin={cpu_a}"],
+    }
+
+    def probe(name):
+        s, _ = run_inject(codl, probes[name] + ["--max", "--duration", f"{seconds}s"], scratch)
+        return s["achieved_rate"]
+
+    llc_args = ["llc", "--set", "threads=1", "--set", f"cpus={cpu_b}", "--max"]
+    llc_ant = [codl] + llc_args + ["--duration", "600s", "--json", "--scratch-root", scratch]
+    # The DRAM traffic of llc --max alone, to hold memcpy at the same bytes/s.
+    s, _ = run_inject(codl, llc_args + ["--duration", f"{seconds}s"], scratch)
+    llc_dram = s["achieved_rate"] * 64 * 2
+    memcpy_ant = [codl, "memcpy", "--set", "threads=1", "--set", "buffer_size=128MiB",
+                  "--set", f"pin={cpu_b}", "--duration", "600s", "--json"]
+    antagonists = {
+        "llc --max": llc_ant,
+        "memcpy at llc's DRAM bytes/s": memcpy_ant + ["--rate", str(int(llc_dram))],
+        "memcpy --max": memcpy_ant + ["--max"],
+        "stress-ng --cache 1": ["taskset", "-c", str(cpu_b), "stress-ng", "--cache", "1",
+                                "--timeout", "600s"],
+    }
+    res = {"llc_alone_lines_per_s": s["achieved_rate"], "llc_dram_bytes_per_s": llc_dram,
+           "probes": {}}
+    for name in probes:
+        cells = {}
+        for ant, argv in antagonists.items():
+            ratios, achieved = [], []
+            for _ in range(rounds):
+                alone = probe(name)
+                bg = background(argv)
+                time.sleep(1)  # the antagonist's setup (buffers, working set) is not the probe's
+                with_ant = probe(name)
+                summary = stop(bg)
+                ratios.append(with_ant / alone)
+                achieved.append(summary.get("achieved_rate"))
+            ratios.sort()
+            cells[ant] = {"ratios": ratios, "median_ratio": ratios[len(ratios) // 2],
+                          "antagonist_achieved": achieved}
+            print(f"{name:22s} next to {ant:30s}: {ratios[len(ratios) // 2]:.3f} of alone "
+                  f"({', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+        res["probes"][name] = cells
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--codl", required=True)
@@ -64,7 +133,17 @@ def main():
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--seconds", type=float, default=4)
     ap.add_argument("--cpus", default="0-%d" % (os.cpu_count() - 1))
+    ap.add_argument("--only", choices=["llc-membw"], help="run just this part")
+    ap.add_argument("--rounds", type=int, default=3, help="llc-membw: rounds per cell")
     a = ap.parse_args()
+    if a.only == "llc-membw":
+        res = {"host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}}
+        res["llc_vs_membw"] = llc_vs_membw(a.codl, a.scratch, a.seconds, 0,
+                                           1 % os.cpu_count(), a.rounds)
+        res["host"]["loadavg_end"] = os.getloadavg()
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+        return
     ncpus = sum((int(r.split("-")[-1]) - int(r.split("-")[0]) + 1) for r in a.cpus.split(","))
     sec = a.seconds
     res = {"host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}}

@@ -218,9 +218,9 @@ TEST(ResourceInjectorsTest, NetPairSenderStreamsToWhatTheReceiverPublished) {
   ASSERT_THAT(publish, HasSubstr("{\"rendezvous_publish\":{\"key\":\"t/k\",\"value_hex\":\""));
   const size_t at = publish.find("value_hex\":\"") + 12;
   const std::string hex = publish.substr(at, publish.find('"', at) - at);
-  ProcessResult r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
-                                    "endpoint=" + hex, "--set", "connections=2", "--rate",
-                                    "16MiB/s", "--duration", "2s", "--json"}));
+  ProcessResult r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--set",
+           "connections=2", "--rate", "16MiB/s", "--duration", "2s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectNearTarget(Summary(r.out), 16.0 * 1024 * 1024);
   EXPECT_THAT(Summary(r.out), HasSubstr("pair: sending to the receiver at 127.0.0.2:"));
@@ -230,16 +230,16 @@ TEST(ResourceInjectorsTest, NetPairSenderStreamsToWhatTheReceiverPublished) {
 
 // receiver=second: rank 0 still listens and publishes, but it sends and rank 1 receives.
 TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
-  Child first(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k",
-                   "--set", "receiver=second", "--rate", "8MiB/s", "--duration", "2.5s",
-                   "--json"}));
+  Child first(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k", "--set",
+           "receiver=second", "--rate", "8MiB/s", "--duration", "2.5s", "--json"}));
   const std::string publish = first.ReadLine(10);
   const size_t at = publish.find("value_hex\":\"") + 12;
   ASSERT_NE(at, std::string::npos + 12) << publish;
   const std::string hex = publish.substr(at, publish.find('"', at) - at);
-  ProcessResult r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
-                                    "receiver=second", "--set", "endpoint=" + hex, "--rate",
-                                    "8MiB/s", "--duration", "2s", "--json"}));
+  ProcessResult r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "receiver=second", "--set",
+           "endpoint=" + hex, "--rate", "8MiB/s", "--duration", "2s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectNearTarget(Summary(r.out), 8.0 * 1024 * 1024);
   EXPECT_THAT(Summary(r.out), HasSubstr("pair: receiving from the sender at 127.0.0.1:"));
@@ -276,8 +276,8 @@ TEST(ResourceInjectorsTest, NetPairOptionsAreChecked) {
   r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("rank 1 of 2 needs endpoint"));
-  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=6162",
-                      "--max"}));
+  r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=6162", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("option 'endpoint': not a net endpoint"));
   r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rendezvous_key=k", "--set",
