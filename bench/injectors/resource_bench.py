@@ -65,13 +65,25 @@ def accuracy(codl, name, opts, peak, level, seconds, scratch):
 
 
 def background(argv):
-    """An antagonist running until terminated (stdout kept: its summary comes at the end)."""
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    """An antagonist running until terminated (stdout kept: its summary comes at the end). A
+    codl-inject one is returned once it reports its first interval: its Setup (llc writes its
+    whole working set, a streaming write) must not overlap the probe. stress-ng gets 1 s."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc.early = []
+    if "stress-ng" in argv:
+        time.sleep(1)
+        return proc
+    for line in proc.stdout:
+        proc.early.append(line)
+        if '"t_s"' in line:
+            break
+    return proc
 
 
 def stop(proc):
     proc.terminate()
     out, _ = proc.communicate(timeout=20)
+    out = "".join(proc.early) + out
     lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
     return ([l for l in lines if l.get("summary")] or [{}])[-1]
 
@@ -112,7 +124,6 @@ def llc_vs_membw(codl, scratch, seconds, cpu_a, cpu_b, rounds):
             for _ in range(rounds):
                 alone = probe(name)
                 bg = background(argv)
-                time.sleep(1)  # the antagonist's setup (buffers, working set) is not the probe's
                 with_ant = probe(name)
                 summary = stop(bg)
                 ratios.append(with_ant / alone)
