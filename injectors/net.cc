@@ -105,8 +105,8 @@ int ConnectVerified(const std::string& addr, const std::string& token, std::stri
   }
   if (got != token) {
     *why = addr +
-           ": connected, but it did not answer with the receiver's token (another "
-           "service, or the receiver's address seen from elsewhere)";
+           ": connected, but it did not answer with rank 0's token (another service, or "
+           "rank 0's address seen from elsewhere)";
     close(fd);
     return -1;
   }
@@ -206,8 +206,8 @@ class NetInjector final : public Injector {
     const int64_t ranks = o.Int("ranks");
     if (ranks > 2) {
       return "net: ranks " + std::to_string(ranks) +
-             ": a net antagonist is one receiver/sender pair (2 nodes, the receiver first); "
-             "give each further pair an antagonist of its own";
+             ": a net antagonist is one receiver/sender pair (2 nodes; option receiver says "
+             "which receives); give each further pair an antagonist of its own";
     }
     if (o.Int("rank") >= ranks) {
       return "option 'rank': " + std::to_string(o.Int("rank")) + " must be less than ranks (" +
@@ -325,7 +325,7 @@ class NetInjector final : public Injector {
       peer_ = addr;
       break;
     }
-    if (fds_.empty()) return Err("net: no address of the receiver answered: " + tried);
+    if (fds_.empty()) return Err("net: no address of rank 0 answered: " + tried);
     while (static_cast<int>(fds_.size()) < connections_) {
       if (stop.stop_requested()) return Err("stopped during setup");
       std::string why;

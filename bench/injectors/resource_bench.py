@@ -18,7 +18,8 @@ at or below 512 MiB. Usage: see run_resource_bench.sh.
     read-only: its lines/s is how fast cached data comes back) and a bandwidth probe (`memcpy`
     over 2 x 128 MiB). Antagonists: `llc --max` (one thread), `memcpy` rate-held at the DRAM
     bytes/s that llc run moved (lines x 64 B x 2 with write-back), `memcpy --max`, and
-    `stress-ng --cache 1`. Each cell is the median of `rounds` probe/alone ratios.
+    `stress-ng --cache 1`. Each cell: `rounds` ABBA rounds of alone / next to, the median
+    ratio with its 95 % bootstrap CI (bench.py).
 """
 import argparse
 import json
@@ -28,6 +29,9 @@ import resource
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench as BENCH  # noqa: E402  (abba, compare: the ABBA rounds and bootstrap CI)
 
 
 def run_inject(codl, args, scratch):
@@ -120,19 +124,22 @@ def llc_vs_membw(codl, scratch, seconds, cpu_a, cpu_b, rounds):
     for name in probes:
         cells = {}
         for ant, argv in antagonists.items():
-            ratios, achieved = [], []
-            for _ in range(rounds):
-                alone = probe(name)
+            achieved = []
+
+            def next_to():
                 bg = background(argv)
-                with_ant = probe(name)
-                summary = stop(bg)
-                ratios.append(with_ant / alone)
-                achieved.append(summary.get("achieved_rate"))
-            ratios.sort()
-            cells[ant] = {"ratios": ratios, "median_ratio": ratios[len(ratios) // 2],
-                          "antagonist_achieved": achieved}
-            print(f"{name:22s} next to {ant:30s}: {ratios[len(ratios) // 2]:.3f} of alone "
-                  f"({', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+                rate = probe(name)
+                achieved.append(stop(bg).get("achieved_rate"))
+                return rate
+
+            # ABBA rounds (alone, next to; next to, alone; ...): load drift hits both alike.
+            alone, beside = BENCH.abba(rounds, lambda: probe(name), next_to)
+            cell = BENCH.compare(beside, alone)
+            cell.update({"alone": alone, "next_to": beside, "antagonist_achieved": achieved})
+            cells[ant] = cell
+            print(f"{name:22s} next to {ant:30s}: {cell['ratio']:.3f} of alone "
+                  f"[{cell['ratio_ci95'][0]:.2f}, {cell['ratio_ci95'][1]:.2f}] "
+                  f"({', '.join(f'{r:.2f}' for r in cell['round_ratios'])})", flush=True)
         res["probes"][name] = cells
     return res
 
@@ -145,7 +152,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=4)
     ap.add_argument("--cpus", default="0-%d" % (os.cpu_count() - 1))
     ap.add_argument("--only", choices=["llc-membw"], help="run just this part")
-    ap.add_argument("--rounds", type=int, default=3, help="llc-membw: rounds per cell")
+    ap.add_argument("--rounds", type=int, default=5, help="llc-membw: ABBA rounds per cell")
     a = ap.parse_args()
     if a.only == "llc-membw":
         res = {"host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}}

@@ -264,7 +264,8 @@ TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
   ProcessResult r = RunProcess(
       Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--max"}));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("did not answer with the receiver's token"));
+  EXPECT_THAT(r.err, HasSubstr("no address of rank 0 answered: 127.0.0.1:" + std::to_string(port) +
+                               ": connected, but it did not answer with rank 0's token"));
   EXPECT_EQ(plain.Wait(10), 0);
   EXPECT_EQ(JsonNumber(Summary(plain.ReadRest()), "achieved_rate"), 0);
 }
