@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -71,8 +72,25 @@ bool WaitFd(int fd, short events) {
   return poll(&p, 1, 50) > 0;
 }
 
-// Connects to `addr` within 2 s (non-blocking connect), then reads exactly token.size() bytes
-// within 2 s and compares. The socket on success, else -1 with *why set.
+// Exactly n bytes from fd within timeout_ms, polled in 50 ms slices so a stop (when given) cuts
+// it short; "" on timeout, EOF, error or stop.
+std::string ReadExactly(int fd, size_t n, int timeout_ms, const StopToken* stop) {
+  std::string got;
+  char buf[64];
+  for (int waited = 0; got.size() < n && waited < timeout_ms; waited += 50) {
+    if (stop != nullptr && stop->stop_requested()) return "";
+    if (!WaitFd(fd, POLLIN)) continue;
+    const ssize_t r = recv(fd, buf, std::min(sizeof buf, n - got.size()), 0);
+    if (r <= 0) return "";
+    got.append(buf, static_cast<size_t>(r));
+  }
+  return got.size() == n ? got : "";
+}
+
+// A pair's handshake, connecting side: connect to `addr` within 2 s, write the token, and read
+// it back within 2 s. Rank 0 answers only a connection that presented the token, so neither
+// side streams to a stranger (the token travels only through the controller's rendezvous).
+// The socket on success, else -1 with *why set.
 int ConnectVerified(const std::string& addr, const std::string& token, std::string* why) {
   sockaddr_storage sa;
   socklen_t len;
@@ -95,15 +113,9 @@ int ConnectVerified(const std::string& addr, const std::string& token, std::stri
     close(fd);
     return -1;
   }
-  std::string got;
-  char buf[64];
-  while (got.size() < token.size()) {
-    pollfd r{fd, POLLIN, 0};
-    const ssize_t n = poll(&r, 1, 2000) > 0 ? recv(fd, buf, token.size() - got.size(), 0) : 0;
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  if (got != token) {
+  // A fresh socket's send buffer takes the 32 bytes at once.
+  if (send(fd, token.data(), token.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(token.size()) ||
+      ReadExactly(fd, token.size(), 2000, nullptr) != token) {
     *why = addr +
            ": connected, but it did not answer with rank 0's token (another service, or "
            "rank 0's address seen from elsewhere)";
@@ -399,16 +411,18 @@ class NetInjector final : public Injector {
     return Status::Ok();
   }
 
-  // role=receive: this worker's connection, accepting one when it has none (-1 on stop). A
-  // pair's receiver first writes its token, which the sender checks before it streams
-  // (net_endpoint.h); a fresh socket's send buffer takes those 32 bytes at once.
+  // The listening side's connection for worker i, accepting one when it has none (-1 on
+  // stop). In a pair, a connection is used only once it presented rank 0's token (within 2 s);
+  // rank 0 then writes the token back, which rank 1 checks (ConnectVerified). Anything else
+  // that connects is closed without a byte.
   int Accepted(int i, const StopToken& stop) {
     while (fds_[i] < 0 && !stop.stop_requested()) {
       if (!WaitFd(listen_fd_, POLLIN)) continue;
       fds_[i] = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fds_[i] >= 0 && !token_.empty() &&
-          send(fds_[i], token_.data(), token_.size(), MSG_NOSIGNAL) !=
-              static_cast<ssize_t>(token_.size())) {
+          (ReadExactly(fds_[i], token_.size(), 2000, &stop) != token_ ||
+           send(fds_[i], token_.data(), token_.size(), MSG_NOSIGNAL) !=
+               static_cast<ssize_t>(token_.size()))) {
         CloseAccepted(i);
       }
     }

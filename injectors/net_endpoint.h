@@ -1,10 +1,12 @@
 // What the receiver of a net pair (rank 0, ranks=2) publishes through the controller's
 // rendezvous, and how the sender (rank 1) finds it. The value is text:
 //   codl-net1 <token: 32 hex chars> <host:port> [<host:port> ...]
-// The token is random per receiver and is the first thing it writes on every accepted
-// connection; the sender streams only after reading it back. A bind address that is not
-// reachable from the sender (127.0.0.1 across hosts, a private address that is another host's
-// on the sender's network) thus fails with a clear error instead of flooding whoever answers.
+// The token is random per rank 0 and travels only through the controller's rendezvous. Rank 1
+// writes it first on every connection; rank 0 uses a connection only once it has read it, and
+// writes it back; rank 1 uses the connection only once it has read that. So a stranger that
+// connects to rank 0's port gets no data, and an address that leads elsewhere from rank 1's
+// side (127.0.0.1 across hosts, a private address that is another host's there) fails with a
+// clear error instead of flooding whoever answers.
 #pragma once
 
 #include <string>
