@@ -266,6 +266,23 @@ TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
   EXPECT_GT(JsonNumber(Summary(first.ReadRest()), "achieved_rate"), 0);
 }
 
+// kill -9 of one rank: the other does not hang on a dead peer, it fails (exit 1) within the
+// 2 s it grants a peer that is merely being stopped at the same moment.
+TEST(ResourceInjectorsTest, NetPairSenderFailsPromptlyWhenTheReceiverIsKilled) {
+  Child receiver(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k",
+                      "--max", "--duration", "30s", "--json"}));
+  const std::string publish = receiver.ReadLine(10);
+  const size_t at = publish.find("value_hex\":\"") + 12;
+  ASSERT_NE(at, std::string::npos + 12) << publish;
+  Child sender(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
+                    "endpoint=" + publish.substr(at, publish.find('"', at) - at), "--max",
+                    "--duration", "30s", "--json"}));
+  ASSERT_THAT(sender.ReadLine(10), HasSubstr("\"t_s\"")) << "sender did not start";
+  kill(receiver.pid(), SIGKILL);
+  EXPECT_EQ(receiver.Wait(5), -SIGKILL);
+  EXPECT_EQ(sender.Wait(10), 1);
+}
+
 // A listener that does not answer with the token (not the receiver) gets no flood.
 TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
   const int port = FreeLoopbackPort();
