@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Removes what the multi-host test (codl-t-*) and the control-plane benchmarks (codl-b-*) create,
-# should a run be killed before its own teardown: their network namespaces (deleting one removes
+# Removes what the multi-host test (codl-t-*) and the control-plane and net benchmarks (codl-b-*)
+# create, should a run be killed before its own teardown: their network namespaces (deleting one removes
 # the bridge and veth ends inside it) and any interface of those names in the root namespace
 # (they create none there; this is belt and braces). Processes still running inside a namespace
 # are listed (it lives on until they exit) and killed only with --kill.

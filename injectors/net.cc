@@ -7,6 +7,15 @@
 // host's TCP stack and is what the tests use. Across nodes, run role=receive on the peer
 // (bind=<its address>, port=P) and role=send with peer=<host>:P here. The receiver binds only
 // the address given (default 127.0.0.1), never all interfaces unless bind=0.0.0.0 is asked for.
+//
+// A pair across agents (ranks=2, filled in by the controller for an antagonist placed on two
+// nodes: `nodes: {hosts: [a, b]}`) uses the collective contract of injector.h like nccl: rank 0
+// (the first node in the controller's order: agent ids sorted) listens on bind (port 0 = any)
+// and prints a rendezvous_publish line with the addresses it can be reached at and a random
+// token (net_endpoint.h); the agent of rank 1 fetches that through the controller and starts it
+// with --set endpoint=<hex>, and rank 1 connects to the first address that answers with the
+// token. The data then flows towards the node `receiver` names (first = rank 0, the default).
+// role and peer do not apply to a pair.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,15 +25,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "injectors/gpu/gpu_host.h"
 #include "injectors/injector.h"
+#include "injectors/net_endpoint.h"
+#include "injectors/net_rdma.h"
 #include "injectors/paced_run.h"
 #include "lib/common/units.h"
 
@@ -56,6 +70,60 @@ bool Resolve(const std::string& hostport, sockaddr_storage* addr, socklen_t* len
 bool WaitFd(int fd, short events) {
   pollfd p{fd, events, 0};
   return poll(&p, 1, 50) > 0;
+}
+
+// Exactly n bytes from fd within timeout_ms, polled in 50 ms slices so a stop (when given) cuts
+// it short; "" on timeout, EOF, error or stop.
+std::string ReadExactly(int fd, size_t n, int timeout_ms, const StopToken* stop) {
+  std::string got;
+  char buf[64];
+  for (int waited = 0; got.size() < n && waited < timeout_ms; waited += 50) {
+    if (stop != nullptr && stop->stop_requested()) return "";
+    if (!WaitFd(fd, POLLIN)) continue;
+    const ssize_t r = recv(fd, buf, std::min(sizeof buf, n - got.size()), 0);
+    if (r <= 0) return "";
+    got.append(buf, static_cast<size_t>(r));
+  }
+  return got.size() == n ? got : "";
+}
+
+// A pair's handshake, connecting side: connect to `addr` within 2 s, write the token, and read
+// it back within 2 s. Rank 0 answers only a connection that presented the token, so neither
+// side streams to a stranger (the token travels only through the controller's rendezvous).
+// The socket on success, else -1 with *why set.
+int ConnectVerified(const std::string& addr, const std::string& token, std::string* why) {
+  sockaddr_storage sa;
+  socklen_t len;
+  if (!Resolve(addr, &sa, &len)) {
+    *why = addr + ": cannot resolve";
+    return -1;
+  }
+  const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *why = "socket: " + Errno();
+    return -1;
+  }
+  pollfd p{fd, POLLOUT, 0};
+  int err = 0;
+  socklen_t elen = sizeof err;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 &&
+      (errno != EINPROGRESS || poll(&p, 1, 2000) <= 0 ||
+       getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) {
+    *why = addr + ": connect: " + (err != 0 ? std::strerror(err) : "timed out");
+    close(fd);
+    return -1;
+  }
+  // A fresh socket's send buffer takes the 32 bytes at once.
+  if (send(fd, token.data(), token.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(token.size()) ||
+      ReadExactly(fd, token.size(), 2000, nullptr) != token) {
+    *why = addr +
+           ": connected, but it did not answer with rank 0's token (another service, or "
+           "rank 0's address seen from elsewhere)";
+    close(fd);
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
 }
 
 // A listening socket plus drain threads for what connects: the loopback peer of role=send.
@@ -108,7 +176,7 @@ class NetInjector final : public Injector {
   const Descriptor& descriptor() const override {
     static const Descriptor d{
         "net",
-        "network bandwidth (TCP)",
+        "network bandwidth (TCP; " + RdmaStatus() + ")",
         "bytes/s",
         "network hog: TCP streams to a peer (or an in-process loopback sink), or a receiver",
         "payload bytes per second handed to send() (role=send) or read by recv() "
@@ -125,8 +193,20 @@ class NetInjector final : public Injector {
             IntOption("connections", "1", 1, 256, "parallel TCP connections (one thread each)"),
             SizeOption("message_size", "128KiB", 1024, 64.0 * kMiB,
                        "bytes per send()/recv() pacing step"),
+            IntOption("ranks", "1", 1, 65536,
+                      "2 = a pair across agents: rank 0 receives, rank 1 sends to it (the "
+                      "controller sets this for an antagonist on two nodes)"),
+            IntOption("rank", "0", 0, 65535, "ranks=2: 0 = the receiver, 1 = the sender"),
+            StringOption("rendezvous_key", "",
+                         "ranks=2: name under which rank 0 publishes its endpoint"),
+            EnumOption("receiver", "first", {"first", "second"},
+                       "ranks=2: which node receives, in the controller's node order (agents "
+                       "sorted by id, as `codlctl agents` lists them); the other sends"),
+            StringOption("endpoint", "",
+                         "ranks=2, rank 1: value_hex of rank 0's rendezvous_publish line (the "
+                         "agent fills it in)"),
         },
-        Capabilities{},
+        Capabilities{.collective = true, .rendezvous_option = "endpoint"},
         {{"connections", "1"}},
     };
     return d;
@@ -135,6 +215,17 @@ class NetInjector final : public Injector {
   std::string Unsupported(const HostInfo&) const override { return ""; }
 
   std::string CheckOptions(const OptionValues& o) const override {
+    const int64_t ranks = o.Int("ranks");
+    if (ranks > 2) {
+      return "net: ranks " + std::to_string(ranks) +
+             ": a net antagonist is one receiver/sender pair (2 nodes; option receiver says "
+             "which receives); give each further pair an antagonist of its own";
+    }
+    if (o.Int("rank") >= ranks) {
+      return "option 'rank': " + std::to_string(o.Int("rank")) + " must be less than ranks (" +
+             std::to_string(ranks) + ")";
+    }
+    if (ranks == 2) return CheckPair(o);
     sockaddr_storage a;
     socklen_t len;
     if (o.String("role") == "send" && o.String("peer") != "loopback" &&
@@ -146,9 +237,11 @@ class NetInjector final : public Injector {
 
   Status Setup(const OptionValues& o, const HostInfo&, const StopToken& stop) override {
     send_ = o.String("role") == "send";
+    listening_ = !send_;
     connections_ = static_cast<int>(o.Int("connections"));
     message_ = o.Size("message_size");
     buffer_.assign(message_, 0x5a);
+    if (o.Int("ranks") == 2) return SetupPair(o, stop);
     if (send_) return Connect(o.String("peer"), stop);
     return Listen(o.String("bind"), static_cast<int>(o.Int("port")));
   }
@@ -159,15 +252,15 @@ class NetInjector final : public Injector {
     auto worker = [this](WorkerContext& ctx) -> Status {
       std::vector<char> rbuf(send_ ? 0 : message_);
       while (ctx.Acquire(message_)) {
-        int fd = send_ ? fds_[ctx.index] : Accepted(ctx.index, ctx.stop);
+        const int fd = listening_ ? Accepted(ctx.index, ctx.stop) : fds_[ctx.index];
         if (fd < 0) break;
         size_t done = 0;
         while (done < message_ && !ctx.stop.stop_requested()) {
           if (!WaitFd(fd, send_ ? POLLOUT : POLLIN)) continue;
           const ssize_t n = send_ ? send(fd, buffer_.data() + done, message_ - done, MSG_NOSIGNAL)
                                   : recv(fd, rbuf.data(), message_ - done, 0);
-          if (n <= 0 && send_) return Err("net: send to " + peer_ + ": " + Errno());
-          if (n <= 0) {  // the sender went away: wait for the next one
+          if (n <= 0 && !listening_) return PeerGone(n, ctx.stop);
+          if (n <= 0) {  // the peer went away: wait for the next one
             CloseAccepted(ctx.index);
             break;
           }
@@ -183,6 +276,93 @@ class NetInjector final : public Injector {
   }
 
  private:
+  std::string CheckPair(const OptionValues& o) const {
+    if (o.String("peer") != "loopback") {
+      return "option 'peer' does not apply to a pair (ranks=2): rank 1 sends to what rank 0 "
+             "publishes";
+    }
+    if (o.Int("rank") == 0 && o.String("rendezvous_key").empty()) {
+      return "net: rank 0 of 2 publishes its endpoint for rank 1: set rendezvous_key (the agent "
+             "relays it; the controller sets it for an antagonist on two nodes)";
+    }
+    if (o.Int("rank") == 1) {
+      const std::string hex = o.String("endpoint");
+      if (hex.empty()) {
+        return "net: rank 1 of 2 needs endpoint: the value_hex of rank 0's rendezvous_publish "
+               "line (the agent fetches it through the controller)";
+      }
+      auto bytes = gpu::HexDecode(hex, hex.size() / 2);
+      if (!bytes.ok()) return "option 'endpoint': " + bytes.error();
+      auto e = DecodeNetEndpoint(std::string(bytes->begin(), bytes->end()));
+      if (!e.ok()) return "option 'endpoint': " + e.error();
+    }
+    return "";
+  }
+
+  // ranks=2: rank 0 listens and publishes where; rank 1 connects to what it published.
+  Status SetupPair(const OptionValues& o, const StopToken& stop) {
+    pair_ = true;
+    // Rank 0 always listens (it is the one that can publish); the data flows towards `receiver`.
+    const bool first_receives = o.String("receiver") == "first";
+    if (o.Int("rank") == 0) {
+      listening_ = true;
+      send_ = !first_receives;
+      token_ = NewNetToken();
+      if (Status s = Listen(o.String("bind"), static_cast<int>(o.Int("port"))); !s.ok()) return s;
+      const NetEndpoint e{token_, ReachableAddresses(o.String("bind"), bound_port_)};
+      const std::string value = EncodeNetEndpoint(e);
+      const std::string line = gpu::RendezvousPublishLine(
+          o.String("rendezvous_key"),
+          gpu::HexEncode(reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+      return Status::Ok();
+    }
+    listening_ = false;
+    send_ = first_receives;
+    const std::string hex = o.String("endpoint");
+    auto bytes = gpu::HexDecode(hex, hex.size() / 2);
+    if (!bytes.ok()) return Err("option 'endpoint': " + bytes.error());
+    auto e = DecodeNetEndpoint(std::string(bytes->begin(), bytes->end()));
+    if (!e.ok()) return Err("option 'endpoint': " + e.error());
+    std::string tried;
+    for (const auto& addr : e->addresses) {
+      std::string why;
+      const int fd = ConnectVerified(addr, e->token, &why);
+      if (fd < 0) {
+        tried += (tried.empty() ? "" : "; ") + why;
+        continue;
+      }
+      fds_.push_back(fd);
+      peer_ = addr;
+      break;
+    }
+    if (fds_.empty()) return Err("net: no address of rank 0 answered: " + tried);
+    while (static_cast<int>(fds_.size()) < connections_) {
+      if (stop.stop_requested()) return Err("stopped during setup");
+      std::string why;
+      const int fd = ConnectVerified(peer_, e->token, &why);
+      if (fd < 0) return Err("net: " + why);
+      fds_.push_back(fd);
+    }
+    notes_ = {send_ ? "pair: sending to the receiver at " + peer_
+                    : "pair: receiving from the sender at " + peer_};
+    return Status::Ok();
+  }
+
+  // The connection this side opened broke (n < 0) or was closed (n == 0). In a pair the peer
+  // is stopped at the same moment as this rank, by another agent, so a peer that goes away
+  // just before our own stop arrives is the normal end of a trial: wait up to 2 s for it.
+  // Anything else is a failure.
+  Status PeerGone(ssize_t n, const StopToken& stop) {
+    const std::string why = n == 0 ? "the peer closed the connection" : Errno();
+    for (int i = 0; pair_ && i < 40 && !stop.stop_requested(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (pair_ && stop.stop_requested()) return Status::Ok();
+    return Err(std::string("net: ") + (send_ ? "send to " : "receive from ") + peer_ + ": " + why);
+  }
+
   Status Connect(const std::string& peer, const StopToken& stop) {
     if (peer == "loopback") {
       sink_ = std::make_unique<LoopbackSink>();
@@ -222,17 +402,29 @@ class NetInjector final : public Injector {
         getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       return Err("net: listen on " + bind_addr + ":" + std::to_string(port) + ": " + Errno());
     }
+    // sin_port and sin6_port sit at the same offset.
     const int bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    bound_port_ = bound;
     notes_ = {"listening on " + bind_addr + ":" + std::to_string(bound)};
     std::fprintf(stderr, "codl-inject net: listening on %s:%d\n", bind_addr.c_str(), bound);
     fds_.assign(connections_, -1);
     return Status::Ok();
   }
 
-  // role=receive: this worker's connection, accepting one when it has none (-1 on stop).
+  // The listening side's connection for worker i, accepting one when it has none (-1 on
+  // stop). In a pair, a connection is used only once it presented rank 0's token (within 2 s);
+  // rank 0 then writes the token back, which rank 1 checks (ConnectVerified). Anything else
+  // that connects is closed without a byte.
   int Accepted(int i, const StopToken& stop) {
     while (fds_[i] < 0 && !stop.stop_requested()) {
-      if (WaitFd(listen_fd_, POLLIN)) fds_[i] = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (!WaitFd(listen_fd_, POLLIN)) continue;
+      fds_[i] = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fds_[i] >= 0 && !token_.empty() &&
+          (ReadExactly(fds_[i], token_.size(), 2000, &stop) != token_ ||
+           send(fds_[i], token_.data(), token_.size(), MSG_NOSIGNAL) !=
+               static_cast<ssize_t>(token_.size()))) {
+        CloseAccepted(i);
+      }
     }
     return fds_[i];
   }
@@ -251,8 +443,10 @@ class NetInjector final : public Injector {
     sink_.reset();
   }
 
-  bool send_ = true;
-  int connections_ = 1, listen_fd_ = -1;
+  bool send_ = true, pair_ = false;
+  bool listening_ = false;  // accepts its connections (role=receive, a pair's rank 0)
+  int connections_ = 1, listen_fd_ = -1, bound_port_ = 0;
+  std::string token_;  // a pair's receiver: written first on every accepted connection
   size_t message_ = 128 * 1024;
   std::string peer_;
   std::vector<int> fds_;

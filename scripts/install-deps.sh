@@ -15,7 +15,7 @@ build_pkgs=(build-essential cmake ninja-build pkg-config ccache
             liburing-dev libyaml-cpp-dev libre2-dev libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
             nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev)
 dev_pkgs=(libgtest-dev libgmock-dev)
-test_pkgs=(sqlite3 fio iproute2 procps python3
+test_pkgs=(sqlite3 fio iproute2 procps python3 iperf3 stress-ng
            systemd munge slurmctld slurmd slurm-client
            chromium prometheus python3-torch python3-scipy python3-statsmodels)
 case "$set_name" in

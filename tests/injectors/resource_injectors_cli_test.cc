@@ -13,6 +13,8 @@
 
 #include <filesystem>
 
+#include "injectors/gpu/gpu_host.h"
+#include "injectors/net_endpoint.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::testing {
@@ -206,6 +208,120 @@ TEST(ResourceInjectorsTest, NetSendsToLoopbackAndToAReceiver) {
   r = RunProcess(Cmd({"net", "--set", "peer=nohostport", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("not loopback or a resolvable host:port"));
+}
+
+// A pair across agents without the agents: rank 0 publishes its endpoint as the agent would
+// relay it, rank 1 gets it as --set endpoint=<hex> and streams to it at the rate.
+TEST(ResourceInjectorsTest, NetPairSenderStreamsToWhatTheReceiverPublished) {
+  Child receiver(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=t/k",
+                      "--set", "bind=127.0.0.2", "--set", "connections=2", "--rate", "16MiB/s",
+                      "--duration", "5s", "--json"}));
+  const std::string publish = receiver.ReadLine(10);
+  ASSERT_THAT(publish, HasSubstr("{\"rendezvous_publish\":{\"key\":\"t/k\",\"value_hex\":\""));
+  const size_t at = publish.find("value_hex\":\"") + 12;
+  const std::string hex = publish.substr(at, publish.find('"', at) - at);
+  ProcessResult r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--set",
+           "connections=2", "--rate", "16MiB/s", "--duration", "2s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 16.0 * 1024 * 1024);
+  EXPECT_THAT(Summary(r.out), HasSubstr("pair: sending to the receiver at 127.0.0.2:"));
+  EXPECT_EQ(receiver.Wait(10), 0);
+  EXPECT_GT(JsonNumber(Summary(receiver.ReadRest()), "achieved_rate"), 0);
+}
+
+// receiver=second: rank 0 still listens and publishes, but it sends and rank 1 receives.
+TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
+  Child first(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k", "--set",
+           "receiver=second", "--rate", "8MiB/s", "--duration", "2.5s", "--json"}));
+  const std::string publish = first.ReadLine(10);
+  const size_t at = publish.find("value_hex\":\"") + 12;
+  ASSERT_NE(at, std::string::npos + 12) << publish;
+  const std::string hex = publish.substr(at, publish.find('"', at) - at);
+  // A stranger on rank 0's port (its address is in the published value) gets no data.
+  auto bytes = injectors::gpu::HexDecode(hex, hex.size() / 2);
+  ASSERT_TRUE(bytes.ok());
+  auto endpoint = injectors::DecodeNetEndpoint(std::string(bytes->begin(), bytes->end()));
+  ASSERT_TRUE(endpoint.ok()) << endpoint.error();
+  const std::string& addr = endpoint->addresses.at(0);
+  const int stranger = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(stranger, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::string wrong(32, 'f');
+  ASSERT_EQ(send(stranger, wrong.data(), wrong.size(), 0), 32);
+  char buf[64];
+  EXPECT_EQ(recv(stranger, buf, sizeof buf, 0), 0) << "closed without a byte";
+  close(stranger);
+  ProcessResult r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "receiver=second", "--set",
+           "endpoint=" + hex, "--rate", "8MiB/s", "--duration", "2s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectNearTarget(Summary(r.out), 8.0 * 1024 * 1024);
+  EXPECT_THAT(Summary(r.out), HasSubstr("pair: receiving from the sender at 127.0.0.1:"));
+  EXPECT_EQ(first.Wait(10), 0);
+  EXPECT_GT(JsonNumber(Summary(first.ReadRest()), "achieved_rate"), 0);
+}
+
+// kill -9 of one rank: the other does not hang on a dead peer, it fails (exit 1) within the
+// 2 s it grants a peer that is merely being stopped at the same moment.
+TEST(ResourceInjectorsTest, NetPairSenderFailsPromptlyWhenTheReceiverIsKilled) {
+  Child receiver(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k",
+                      "--max", "--duration", "30s", "--json"}));
+  const std::string publish = receiver.ReadLine(10);
+  const size_t at = publish.find("value_hex\":\"") + 12;
+  ASSERT_NE(at, std::string::npos + 12) << publish;
+  Child sender(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
+                    "endpoint=" + publish.substr(at, publish.find('"', at) - at), "--max",
+                    "--duration", "30s", "--json"}));
+  ASSERT_THAT(sender.ReadLine(10), HasSubstr("\"t_s\"")) << "sender did not start";
+  kill(receiver.pid(), SIGKILL);
+  EXPECT_EQ(receiver.Wait(5), -SIGKILL);
+  EXPECT_EQ(sender.Wait(10), 1);
+}
+
+// A listener that does not answer with the token (not the receiver) gets no flood.
+TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
+  const int port = FreeLoopbackPort();
+  Child plain(Cmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port), "--max",
+                   "--duration", "6s", "--json"}));
+  EXPECT_THAT(plain.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
+  std::string hex;
+  const std::string text =
+      "codl-net1 0123456789abcdef0123456789abcdef 127.0.0.1:" + std::to_string(port);
+  for (unsigned char c : text) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", c);
+    hex += b;
+  }
+  ProcessResult r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--max"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no address of rank 0 answered: 127.0.0.1:" + std::to_string(port) +
+                               ": connected, but it did not answer with rank 0's token"));
+  EXPECT_EQ(plain.Wait(10), 0);
+  // It drained the 32-byte token rank 1 presented, and nothing more.
+  EXPECT_LT(JsonNumber(Summary(plain.ReadRest()), "achieved_rate"), 32);
+}
+
+TEST(ResourceInjectorsTest, NetPairOptionsAreChecked) {
+  ProcessResult r = RunProcess(Cmd({"net", "--set", "ranks=3", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("a net antagonist is one receiver/sender pair"));
+  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("rank 1 of 2 needs endpoint"));
+  r = RunProcess(
+      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=6162", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("option 'endpoint': not a net endpoint"));
+  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rendezvous_key=k", "--set",
+                      "peer=127.0.0.1:9", "--max"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("option 'peer' does not apply to a pair"));
 }
 
 }  // namespace

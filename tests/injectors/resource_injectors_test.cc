@@ -1,5 +1,6 @@
-// Pure logic of the cpu, llc and pagecache injectors: CPU lists, compute kernels, cache
-// topology from a fake sysfs, walk orders, /proc parsing and the memory back-off decisions.
+// Pure logic of the cpu, llc, pagecache and net injectors: CPU lists, compute kernels, cache
+// topology from a fake sysfs, walk orders, /proc parsing, the memory back-off decisions, and
+// the endpoint a net pair's receiver publishes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,8 @@
 #include "injectors/cpu_kernels.h"
 #include "injectors/cpu_list.h"
 #include "injectors/llc_topology.h"
+#include "injectors/net_endpoint.h"
+#include "injectors/net_rdma.h"
 #include "injectors/pagecache_memory.h"
 #include "tests/injectors/test_util.h"
 
@@ -185,6 +188,50 @@ TEST(PagecacheMemoryTest, PressureReleasesOneStepPerCooldownAndBlocksGrowth) {
   MemoryPolicy ignore = Policy();
   ignore.psi_limit = 0;
   EXPECT_GT(DecideMemoryStep(s, ignore).delta, 0);
+}
+
+TEST(NetEndpointTest, RoundTripsAndRefusesJunk) {
+  const NetEndpoint e{"0123456789abcdef0123456789abcdef", {"10.0.0.2:5001", "[fd00::2]:5001"}};
+  const std::string text = EncodeNetEndpoint(e);
+  EXPECT_EQ(text, "codl-net1 0123456789abcdef0123456789abcdef 10.0.0.2:5001 [fd00::2]:5001");
+  auto back = DecodeNetEndpoint(text);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->token, e.token);
+  EXPECT_EQ(back->addresses, e.addresses);
+  const std::string shape = "not a net endpoint (expected 'codl-net1 <token> <host:port>...')";
+  EXPECT_EQ(DecodeNetEndpoint("").error(), shape);
+  EXPECT_EQ(DecodeNetEndpoint("codl-net2 0123456789abcdef0123456789abcdef a:1").error(), shape);
+  EXPECT_EQ(DecodeNetEndpoint("codl-net1 0123456789abcdef0123456789abcdef").error(), shape);
+  EXPECT_EQ(DecodeNetEndpoint("codl-net1 0123 a:1").error(),
+            "net endpoint token must be 32 hex characters");
+  EXPECT_EQ(DecodeNetEndpoint("codl-net1 0123456789abcdef0123456789abcdeX a:1").error(),
+            "net endpoint token must be 32 hex characters");
+}
+
+TEST(NetEndpointTest, TokensAreFreshHex) {
+  const std::string a = NewNetToken(), b = NewNetToken();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(DecodeNetEndpoint("codl-net1 " + a + " h:1").ok());
+}
+
+TEST(NetEndpointTest, ASpecificBindIsTheOnlyAddressAWildcardListsTheInterfaces) {
+  EXPECT_EQ(ReachableAddresses("127.0.0.2", 80), std::vector<std::string>{"127.0.0.2:80"});
+  EXPECT_EQ(ReachableAddresses("fd00::1", 80), std::vector<std::string>{"[fd00::1]:80"});
+  // Every host has lo: it is listed, and last (an address the sender may share).
+  const auto all = ReachableAddresses("0.0.0.0", 80);
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.back(), "127.0.0.1:80");
+  for (const auto& a : all) EXPECT_EQ(a.find('['), std::string::npos) << "0.0.0.0 is IPv4 only";
+}
+
+TEST(NetRdmaTest, SaysWhyInOneLine) {
+  const std::string s = RdmaStatus();
+  EXPECT_EQ(s.rfind("RDMA: ", 0), 0u) << s;
+  EXPECT_EQ(s.find('\n'), std::string::npos) << s;
+  if (!std::filesystem::exists("/sys/class/infiniband")) {
+    EXPECT_THAT(s, HasSubstr("no device"));
+  }
 }
 
 }  // namespace

@@ -460,6 +460,80 @@ TEST_F(ClusterTest, NcclUniqueIdIsRelayedThroughTheController) {
   for (const auto& p : results["pairings"]) EXPECT_EQ(p["n_failed"].get<int>(), 0) << res.out;
 }
 
+// The cpu, llc, pagecache and net injectors under the agent, at small absolute rates: each ran
+// and achieved something, and pagecache's file is gone afterwards.
+TEST_F(ClusterTest, ResourceInjectorsRunThroughTheAgent) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml",
+            "name: resource-injectors\n"
+            "victim: {command: [sleep, '1'], progress: {format: wall}, timeout: 30s}\n"
+            "antagonists:\n"
+            "  - {name: cores, injector: cpu, options: {threads: 1}, rates: ['0.2']}\n"
+            "  - {name: cache, injector: llc, options: {working_set: 4MiB}, rates: ['200000']}\n"
+            "  - {name: memory, injector: pagecache, options: {kind: file, limit: 16MiB, dir: " +
+                dir_ +
+                "}, rates: ['8388608']}\n"
+                "  - {name: tcp, injector: net, rates: [10MiB/s]}\n"
+                "repetitions: 1\nsettle: 1s\nwarmup_trials: 0\n");
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err << c.Logs();
+  auto res = c.Ctl({"results", "latest", "-o", "json"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  std::set<std::string> seen;
+  const auto results = nlohmann::json::parse(res.out);
+  for (const auto& p : results["pairings"]) {
+    EXPECT_EQ(p["n_failed"].get<int>(), 0) << res.out;
+    for (const auto& a : p["antagonists"]) {
+      seen.insert(a["name"].get<std::string>());
+      EXPECT_GT(a["achieved_rate"].get<double>(), 0) << a.dump();
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"cores", "cache", "memory", "tcp"})) << res.out;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().rfind("codl-inject.", 0), std::string::npos) << e.path();
+  }
+}
+
+// A net pair across two agents: agent a's codl-inject (rank 0) receives on 127.0.0.2 and
+// publishes where, agent b's (rank 1) fetches that through the controller and streams to it at
+// the rate; both hold it (the receiver drains what the sender sends).
+TEST_F(ClusterTest, NetPairStreamsFromOneAgentToTheOther) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  c.StartAgent("b");
+  ASSERT_TRUE(c.WaitForAgents(2)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml",
+            "name: net-pair\n"
+            "victim: {command: [sleep, '2'], progress: {format: wall}, timeout: 30s}\n"
+            "antagonists:\n"
+            "  - {name: flood, injector: net, options: {bind: 127.0.0.2, connections: 2},\n"
+            "     rates: [20MiB/s], nodes: {hosts: [a, b]}}\n"
+            "repetitions: 1\nsettle: 1s\nwarmup_trials: 0\n");
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err << c.Logs();
+  EXPECT_NE(c.Logs().find("relayed rendezvous"), std::string::npos) << c.Logs();
+  auto res = c.Ctl({"results", "latest", "-o", "json"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  const auto results = nlohmann::json::parse(res.out);
+  bool seen = false;
+  for (const auto& p : results["pairings"]) {
+    EXPECT_EQ(p["n_failed"].get<int>(), 0) << res.out;
+    for (const auto& a : p["antagonists"]) {
+      seen = true;
+      const double target = 20.0 * 1024 * 1024;
+      EXPECT_NEAR(a["target_rate"].get<double>(), target, 1) << a.dump();
+      EXPECT_NEAR(a["achieved_rate"].get<double>() / target, 1.0, 0.15) << a.dump();
+      EXPECT_EQ(a["n_missed_target"].get<int>(), 0) << a.dump() << c.Logs();
+    }
+  }
+  EXPECT_TRUE(seen) << res.out;
+  EXPECT_TRUE(ProcessesMatching(dir_ + " --json").empty()) << "a net rank outlived the run";
+}
+
 // The built-in proxy under the agent: phases come through to the results, and one run writes
 // the table, CSV, JSON and the HTML report.
 TEST_F(ClusterTest, CodlVictimUnderTheAgentReportsPhases) {
