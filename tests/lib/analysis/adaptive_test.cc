@@ -2,6 +2,8 @@
 // minimal detectable effect, and the blocks estimate from a previous run.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -100,6 +102,66 @@ TEST(EstimateBlocks, ScalesTheWidestPairingByOneOverRootN) {
   auto tight = Results({Pairing("a@1", 2.0, 1.99, 2.01, 5)});
   EXPECT_EQ(EstimateBlocks(tight, a)->blocks, 3);
   EXPECT_FALSE(EstimateBlocks(Results({Pairing("a@1", 2.0, kNaN, kNaN)}), a).has_value());
+}
+
+}  // namespace
+}  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+// Baselines {9, 11, 10, 9, 11} (relative robust spread 0.14826) against 5 slowed trials.
+std::vector<TrialRecord> FiveAgainstFive() {
+  std::vector<TrialRecord> trials;
+  const double base[] = {9, 11, 10, 9, 11};
+  for (int i = 0; i < 5; ++i) {
+    TrialRecord b;
+    b.index = 2 * i;
+    b.pairing = "baseline";
+    b.baseline = true;
+    b.state = TrialState::kDone;
+    b.metric = b.wall_s = base[i];
+    TrialRecord t = b;
+    t.index = 2 * i + 1;
+    t.pairing = "membw@1";
+    t.baseline = false;
+    t.metric = t.wall_s = 2 * base[i];
+    trials.push_back(b);
+    trials.push_back(t);
+  }
+  return trials;
+}
+
+TEST(AdaptiveOutput, MdeAndStopReasonInTableCsvAndJson) {
+  ExperimentRecord e;
+  e.id = "e1";
+  e.stop_reason = "target reached after 5 blocks";
+  const ExperimentResults r = Summarize(e, FiveAgainstFive());
+  const PairingSummary& p = r.pairings.at(1);
+  // 5 against 5: sqrt(1/5 + 1/5) = 0.632456.
+  EXPECT_NEAR(p.mde, 1 + 2.801585 * 0.14826 * 0.632456, 1e-5);
+  EXPECT_TRUE(std::isnan(r.pairings.at(0).mde)) << "the baseline is not compared to itself";
+  const std::string table = FormatTable(r);
+  EXPECT_NE(table.find("adaptive repetitions: target reached after 5 blocks"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("1.26x"), std::string::npos) << table;  // the mde cell
+  const std::string csv = FormatCsv(r);
+  EXPECT_NE(csv.find(",mde,stop_reason\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",target reached after 5 blocks\n"), std::string::npos) << csv;
+  auto j = nlohmann::json::parse(FormatJson(r));
+  EXPECT_EQ(j["stop_reason"], "target reached after 5 blocks");
+  EXPECT_NEAR(j["pairings"][1]["mde"].get<double>(), p.mde, 1e-12);
+  EXPECT_TRUE(j["pairings"][0]["mde"].is_null());
+}
+
+TEST(AdaptiveOutput, NoMdeWhenNoOutcomeCouldBeSignificant) {
+  // 2 against 2: the exact test's smallest p is 1/3, so nothing is detectable at 5 %.
+  auto trials = FiveAgainstFive();
+  trials.resize(4);
+  ExperimentRecord e;
+  const ExperimentResults r = Summarize(e, trials);
+  EXPECT_TRUE(std::isnan(r.pairings.at(1).mde));
+  EXPECT_EQ(FormatJson(r).find("\"stop_reason\": \"\""), FormatJson(r).find("\"stop_reason\""));
 }
 
 }  // namespace
