@@ -66,8 +66,10 @@ std::string AdaptiveRepetitionsEstimate(const experiment::ExperimentSpec& spec,
                 a.max, a.ci_halfwidth * 100);
   const auto previous = FindPrevious(spec, db);
   if (!previous) {
-    return head + std::string("no estimate of the blocks needed (no finished experiment with "
-                              "the same victim command on the same nodes in ") +
+    return head +
+           std::string(
+               "no estimate of the blocks needed (no finished experiment with "
+               "the same victim command on the same nodes in ") +
            db + ")";
   }
   const auto& e = previous->estimate;

@@ -51,10 +51,10 @@ double MinimumDetectableSlowdown(double relative_spread, size_t n, size_t n_base
 // `validate --plan`: blocks a previous experiment's precision suggests for `a.ci_halfwidth`,
 // assuming the half-width shrinks as 1/sqrt(n). nullopt when no pairing of it had a CI.
 struct BlocksEstimate {
-  int blocks = 0;              // needed (at least a.min); may exceed a.max
-  double half_width = kNaN;    // the deciding pairing's relative half-width back then
-  int n = 0;                   // at its n
-  std::string pairing;         // the deciding (slowest to converge) pairing
+  int blocks = 0;            // needed (at least a.min); may exceed a.max
+  double half_width = kNaN;  // the deciding pairing's relative half-width back then
+  int n = 0;                 // at its n
+  std::string pairing;       // the deciding (slowest to converge) pairing
 };
 std::optional<BlocksEstimate> EstimateBlocks(const ExperimentResults& previous,
                                              const AdaptiveRepetitions& a);

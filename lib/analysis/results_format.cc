@@ -130,8 +130,8 @@ std::string FormatTable(const ExperimentResults& r) {
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
   const std::vector<std::string> header = {
-      "pairing",  "levels",          "n",       r.metric,   "slowdown [CI]",
-      "p [Holm]", "all trials [CI]", "flagged", "achieved", "cores",   "mde"};
+      "pairing", "levels",   "n",     r.metric, "slowdown [CI]", "p [Holm]", "all trials [CI]",
+      "flagged", "achieved", "cores", "mde"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const auto& p : r.pairings) {

@@ -109,7 +109,8 @@ std::string AdaptiveLine(const ExperimentResults& r) {
   }
   if (r.stop_reason.empty() && mde.empty()) return "";
   std::string line = "<p class=\"adaptive\">";
-  if (!r.stop_reason.empty()) line += "Adaptive repetitions: <b>" + Escape(r.stop_reason) + "</b>. ";
+  if (!r.stop_reason.empty())
+    line += "Adaptive repetitions: <b>" + Escape(r.stop_reason) + "</b>. ";
   if (!mde.empty()) line += "Minimal detectable slowdown (5 %, power 80 %): " + mde + ".";
   return line + "</p>\n";
 }

@@ -352,8 +352,7 @@ double HalfWidthFraction(const YAML::Node& n, const std::string& path) {
 // max blocks, the controller stops early once the CIs are narrow enough).
 void ParseRepetitions(const YAML::Node& n, ExperimentSpec* spec) {
   if (!n.IsMap()) {
-    spec->repetitions =
-        static_cast<int>(Integer(n, "repetitions", 1, kMaxRepetitions));
+    spec->repetitions = static_cast<int>(Integer(n, "repetitions", 1, kMaxRepetitions));
     return;
   }
   MapReader m(n, "repetitions", {"min", "max", "ci_halfwidth"});

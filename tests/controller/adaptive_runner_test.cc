@@ -55,8 +55,7 @@ class AdaptiveRunnerTest : public ::testing::Test {
     agent_ = std::make_shared<NoisyAgent>();
     agent_->clock = &clock_;
     registry_ = std::make_unique<AgentRegistry>(
-        SystemClock::Get(), [this](const std::string&, const std::string&) { return agent_; },
-        60);
+        SystemClock::Get(), [this](const std::string&, const std::string&) { return agent_; }, 60);
     v1::AgentInfo info;
     info.set_agent_id("node-1");
     info.set_address("fake");

@@ -23,10 +23,10 @@ TEST(AdaptiveRepetitionsSpec, PlainIntegerStaysFixed) {
 }
 
 TEST(AdaptiveRepetitionsSpec, MapFormPlansMaxBlocks) {
-  auto spec = ParseExperiment(
-      kHead + "antagonists: [{name: m, injector: membw, levels: [0.5]}]\n"
-              "repetitions: {min: 5, max: 40, ci_halfwidth: 2%}\n",
-      "e.yaml");
+  auto spec = ParseExperiment(kHead +
+                                  "antagonists: [{name: m, injector: membw, levels: [0.5]}]\n"
+                                  "repetitions: {min: 5, max: 40, ci_halfwidth: 2%}\n",
+                              "e.yaml");
   ASSERT_TRUE(spec.ok()) << spec.error();
   EXPECT_TRUE(spec->adaptive.enabled);
   EXPECT_EQ(spec->adaptive.min, 5);
@@ -34,8 +34,9 @@ TEST(AdaptiveRepetitionsSpec, MapFormPlansMaxBlocks) {
   EXPECT_DOUBLE_EQ(spec->adaptive.ci_halfwidth, 0.02);
   EXPECT_EQ(spec->repetitions, 40);
   // The plan is the max-block plan; its first min blocks are those of `repetitions: 5`.
-  auto fixed = ParseExperiment(kHead + "antagonists: [{name: m, injector: membw, levels: [0.5]}]\n"
-                                       "repetitions: 5\norder: {seed: 9}\n",
+  auto fixed = ParseExperiment(kHead +
+                                   "antagonists: [{name: m, injector: membw, levels: [0.5]}]\n"
+                                   "repetitions: 5\norder: {seed: 9}\n",
                                "e.yaml");
   ASSERT_TRUE(fixed.ok());
   spec->seed = fixed->seed;
@@ -49,8 +50,8 @@ TEST(AdaptiveRepetitionsSpec, MapFormPlansMaxBlocks) {
 }
 
 TEST(AdaptiveRepetitionsSpec, HalfWidthAsFraction) {
-  auto spec = ParseExperiment(kHead + "repetitions: {min: 3, max: 3, ci_halfwidth: 0.05}\n",
-                              "e.yaml");
+  auto spec =
+      ParseExperiment(kHead + "repetitions: {min: 3, max: 3, ci_halfwidth: 0.05}\n", "e.yaml");
   ASSERT_TRUE(spec.ok()) << spec.error();
   EXPECT_DOUBLE_EQ(spec->adaptive.ci_halfwidth, 0.05);
 }
