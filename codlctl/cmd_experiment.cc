@@ -11,6 +11,7 @@
 #include "codlctl/controller_client.h"
 #include "codlctl/embedded.h"
 #include "codlctl/progress_view.h"
+#include "codlctl/repetitions_estimate.h"
 #include "codlctl/results_output.h"
 #include "codlctl/victim_estimate.h"
 #include "injectors/registry.h"
@@ -146,6 +147,10 @@ int CmdValidate(const std::string& file, bool plan) {
     if (std::string w = experiment::ShortVictimWarning(*spec, victim_s, previous.has_value());
         !w.empty()) {
       printf("warning: %s\n", w.c_str());
+    }
+    // Adaptive: the plan above is the max-block plan; how far it will likely go.
+    if (std::string a = AdaptiveRepetitionsEstimate(*spec, "codl-results.db"); !a.empty()) {
+      printf("%s\n", a.c_str());
     }
   }
   return kExitOk;

@@ -67,9 +67,10 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
     int failed = 0;
     if (trials.ok())
       for (const auto& t : *trials) failed += t.state == TrialState::kFailed;
-    printf("experiment %s (%s): %s, %zu/%d trials, %d failed%s%s\n", e->id.c_str(), e->name.c_str(),
-           ToString(e->state), trials.ok() ? trials->size() : 0, e->total_trials, failed,
-           e->error.empty() ? "" : " — ", e->error.c_str());
+    printf("experiment %s (%s): %s, %zu/%d trials, %d failed%s%s%s%s\n", e->id.c_str(),
+           e->name.c_str(), ToString(e->state), trials.ok() ? trials->size() : 0, e->total_trials,
+           failed, e->error.empty() ? "" : " — ", e->error.c_str(),
+           e->stop_reason.empty() ? "" : "; stopped: ", e->stop_reason.c_str());
     return kExitOk;
   }
   auto client = ConnectController(g);
@@ -88,7 +89,7 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
   if (!s->current_pairing().empty())
     printf(", now %s, ETA %s", s->current_pairing().c_str(), FormatEta(s->eta_s()).c_str());
   if (!s->error().empty()) printf(" — %s", s->error().c_str());
-  printf("\n");
+  printf("%s\n", AdaptiveNote(*s).c_str());
   return kExitOk;
 }
 

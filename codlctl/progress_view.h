@@ -28,5 +28,7 @@ class ProgressView {
 };
 
 std::string FormatEta(double seconds);
+// Adaptive repetitions: "  stopped: <reason>", else "  <precision of the last block>", else "".
+std::string AdaptiveNote(const v1::ExperimentStatus& status);
 
 }  // namespace codl::cli

@@ -8,11 +8,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controller/block_stopper.h"
 #include "controller/provenance.h"
 #include "controller/rendezvous.h"
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
 #include "injectors/registry.h"
+#include "lib/analysis/adaptive.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
@@ -152,6 +154,10 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
   prov.Started(NowMs(clock_), spec.seed, spec.seed_explicit);
   prov.Save();
   Status s = RunPlaced(exp, spec, plan, cancel, listener, &prov);
+  // A cancel ends adaptive blocks too: said where the other stop reasons are.
+  if (spec.adaptive.enabled && !s.ok() && cancel) {
+    RecordStop(exp.id, experiment::kCancelledReason, listener);
+  }
   prov.Finished(NowMs(clock_));
   prov.Save();
   return s;
@@ -203,8 +209,11 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
   prov->Save();
   if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov); !s.ok()) return s;
+  std::optional<BlockStopper> stopper;
+  if (spec.adaptive.enabled) stopper.emplace(exp, spec);
   int failed_in_a_row = 0;
-  for (const auto& trial : plan) {
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const auto& trial = plan[i];
     if (cancel) return Err("cancelled");
     if (!agents_->Alive(p.victim_node)) {
       return Err("victim node " + p.victim_node + " stopped heartbeating");
@@ -215,17 +224,39 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     prov->Save();
     if (Status s = store_->SaveTrial(t); !s.ok()) return Err("saving trial: " + s.error());
     listener->OnTrialDone(t);
+    if (stopper) stopper->Add(t);
     if (t.state == TrialState::kCancelled) return Err("cancelled");
     // A victim that cannot run at all (bad command) fails every trial: stop early and say so.
     failed_in_a_row = t.state == TrialState::kFailed ? failed_in_a_row + 1 : 0;
     if (failed_in_a_row >= 3 && trial.index + 1 == failed_in_a_row) {
       return Err("the first 3 trials failed; last error: " + t.error);
     }
+    if (stopper && BlockStopper::ClosesBlock(plan, i) &&
+        StopAfterBlock(exp, *stopper, trial.repetition + 1, listener)) {
+      return Status::Ok();
+    }
     if (spec.cooldown_s > 0 && !clock_->SleepFor(spec.cooldown_s, cancel)) {
       return Err("cancelled");
     }
   }
   return Status::Ok();
+}
+
+bool ExperimentRunner::StopAfterBlock(const ExperimentRecord& exp, const BlockStopper& stopper,
+                                      int blocks, RunListener* listener) {
+  const BlockStopper::Verdict v = stopper.AfterBlock(blocks);
+  if (v.checked) listener->OnPrecision(v.precision);
+  if (v.stop) RecordStop(exp.id, v.reason, listener);
+  return v.stop;
+}
+
+void ExperimentRunner::RecordStop(const std::string& experiment_id, const std::string& reason,
+                                  RunListener* listener) {
+  // The trials are stored already; a reason that cannot be saved is still shown live.
+  if (Status s = store_->SetStopReason(experiment_id, reason); !s.ok()) {
+    spdlog::warn("[{}] saving the stop reason '{}': {}", experiment_id, reason, s.error());
+  }
+  listener->OnStopped(reason);
 }
 
 Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,

@@ -20,7 +20,8 @@
 
 namespace codl::controller {
 
-class Provenance;  // controller/provenance.h
+class BlockStopper;  // controller/block_stopper.h
+class Provenance;    // controller/provenance.h
 
 struct RunnerOptions {
   double start_delay_s = 0.25;   // common start = now + this (lets every agent get the call)
@@ -40,6 +41,10 @@ class RunListener {
   virtual void OnTrialDone(const TrialRecord& trial) = 0;
   // Live, from the victim node's telemetry stream while the victim runs.
   virtual void OnVictimStep(const VictimStep& step) {}
+  // Adaptive repetitions: the precision after each checked block ("block 7 (min 5, max 40):
+  // widest half-width 3.1% at membw@0.5, target 2%"), and why the blocks stopped (also stored).
+  virtual void OnPrecision(const std::string& line) {}
+  virtual void OnStopped(const std::string& reason) {}
 };
 
 class ExperimentRunner {
@@ -92,6 +97,11 @@ class ExperimentRunner {
   Status RunWarmups(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                     const Placement& p, const std::atomic<bool>& cancel, RunListener* listener,
                     Provenance* prov);
+  // Adaptive repetitions, after the trial that closed block `blocks`: whether to stop here.
+  bool StopAfterBlock(const ExperimentRecord& exp, const BlockStopper& stopper, int blocks,
+                      RunListener* listener);
+  void RecordStop(const std::string& experiment_id, const std::string& reason,
+                  RunListener* listener);
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,
                        const std::atomic<bool>& cancel, RunListener* listener);

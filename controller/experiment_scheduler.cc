@@ -17,6 +17,7 @@ struct ExperimentScheduler::Live {
   int completed = 0;
   int failed = 0;
   std::string current_pairing;
+  std::string precision;  // adaptive repetitions: after the last checked block
   int64_t victim_step = 0;
   double victim_step_time_s = 0;
   double last_step_publish_s = 0;
@@ -75,11 +76,40 @@ class ExperimentScheduler::Listener : public RunListener {
              t.error.empty() ? "" : " — ", t.error.c_str());
     s_->Publish(live_, buf, false);
   }
+  void OnPrecision(const std::string& line) override {
+    {
+      std::lock_guard<std::mutex> l(s_->mu_);
+      live_->precision = line;
+    }
+    s_->Publish(live_, line, false);
+  }
+  void OnStopped(const std::string& reason) override {
+    {
+      std::lock_guard<std::mutex> l(s_->mu_);
+      live_->record.stop_reason = reason;
+    }
+    s_->Publish(live_, "stopped: " + reason, false);
+  }
 
  private:
   ExperimentScheduler* s_;
   std::shared_ptr<Live> live_;
 };
+
+namespace {
+
+// "12 trials", or for adaptive repetitions "up to 80 trials (adaptive: 5..40 blocks until every
+// CI half-width <= 2%)".
+std::string StartedLine(const experiment::ExperimentSpec& spec, size_t trials) {
+  if (!spec.adaptive.enabled) return std::to_string(trials) + " trials";
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "up to %zu trials (adaptive: %d..%d blocks until every CI half-width <= %.3g%%)",
+                trials, spec.adaptive.min, spec.adaptive.max, spec.adaptive.ci_halfwidth * 100);
+  return buf;
+}
+
+}  // namespace
 
 ExperimentScheduler::ExperimentScheduler(store::Store* store, ExperimentRunner* runner,
                                          const Clock* clock, experiment::ParseHooks hooks,
@@ -182,6 +212,8 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   s.set_current_pairing(live.current_pairing);
   s.set_victim_step(live.victim_step);
   s.set_victim_step_time_s(live.victim_step_time_s);
+  s.set_precision(live.precision);
+  s.set_stop_reason(live.record.stop_reason);
   s.set_created_unix_ms(live.record.created_unix_ms);
   s.set_finished_unix_ms(live.record.finished_unix_ms);
   if (live.record.state == ExperimentState::kRunning) {
@@ -324,7 +356,7 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
     live->started_s = clock_->MonotonicSeconds();
   }
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kRunning, "", 0);
-  Publish(live, "experiment started: " + std::to_string(live->plan.size()) + " trials", false);
+  Publish(live, "experiment started: " + StartedLine(live->spec, live->plan.size()), false);
   Listener listener(this, live);
   Status s = runner_->Run(live->record, live->spec, live->plan, live->cancel, &listener);
   ExperimentState state = ExperimentState::kDone;

@@ -8,6 +8,7 @@
 
 #include "lib/analysis/results.h"
 
+#include "lib/analysis/adaptive.h"
 #include "lib/analysis/multiple_comparisons.h"
 #include "lib/common/units.h"
 
@@ -275,6 +276,10 @@ void CompareToBaseline(const Split& s, const Baseline& base, const TrialMetric& 
   p->p_value = mw.p_value;
   p->p_method = mw.method;
   p->p_min = MannWhitneyMinP(m.size(), base.metrics.size());
+  if (!(p->p_min > 0.05)) {
+    p->mde = MinimumDetectableSlowdown(RobustRelativeSpread(base.metrics), m.size(),
+                                       base.metrics.size());
+  }
 }
 
 PairingSummary SummarizePairing(const std::string& key,
@@ -319,6 +324,7 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.created_unix_ms = experiment.created_unix_ms;
   res.finished_unix_ms = experiment.finished_unix_ms;
   res.provenance_json = experiment.provenance_json;
+  res.stop_reason = experiment.stop_reason;
   res.bootstrap_resamples = kResamples;
   res.confidence = kConfidence;
   res.metric = options.metric.Name();

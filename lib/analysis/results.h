@@ -66,6 +66,10 @@ struct PairingSummary {
   // Benjamini-Hochberg (false discovery rate). Significance marks use p_holm.
   double p_holm = kNaN;
   double q_bh = kNaN;
+  // Minimal detectable effect: the smallest slowdown these n trials against the baselines could
+  // detect (alpha 0.05, power 80 %, the baseline's robust spread; lib/analysis/adaptive.h). NaN
+  // when no outcome could be significant (p_min > 0.05) or a side has fewer than 2 trials.
+  double mde = kNaN;
   // With fewer than 3 trials on either side a bootstrap interval is (nearly) a point: it is not
   // reported (ci_low/ci_high NaN) and the table says "n/a (n < 3)".
   bool ci_small_n = false;
@@ -94,6 +98,7 @@ struct ExperimentResults {
   int64_t created_unix_ms = 0;
   int64_t finished_unix_ms = 0;
   std::string provenance_json = "{}";
+  std::string stop_reason;  // adaptive repetitions: why the runs stopped ("" for fixed ones)
 };
 
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when

@@ -91,6 +91,11 @@ std::string MetricDescription(const ExperimentResults& r) {
   return r.metric + " of the step times";
 }
 
+// "1.12x": the smallest slowdown these n could detect (alpha 5 %, power 80 %); "-" without one.
+std::string MdeCell(const PairingSummary& p) {
+  return std::isfinite(p.mde) ? Fmt("%.3gx", p.mde) : "-";
+}
+
 using Json = nlohmann::ordered_json;  // keeps fields in the documented order
 
 Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(); }
@@ -126,8 +131,8 @@ std::string FormatTable(const ExperimentResults& r) {
 
   // Each pairing is one aligned row plus optional indented detail lines below it.
   const std::vector<std::string> header = {
-      "pairing",  "levels",          "n",       r.metric,   "slowdown [CI]",
-      "p [Holm]", "all trials [CI]", "flagged", "achieved", "cores"};
+      "pairing", "levels",   "n",     r.metric, "slowdown [CI]", "p [Holm]", "all trials [CI]",
+      "flagged", "achieved", "cores", "mde"};
   std::vector<std::vector<std::string>> rows{header};
   std::vector<std::vector<std::string>> details{{}};
   for (const PairingSummary* sorted : SortedPairings(r)) {
@@ -137,7 +142,7 @@ std::string FormatTable(const ExperimentResults& r) {
                                  : SlowdownCell(p.slowdown, p.ci_low, p.ci_high),
                     PCell(p),
                     p.baseline ? "-" : SlowdownCell(p.slowdown_all, p.ci_all_low, p.ci_all_high),
-                    FlaggedCell(p), p.baseline ? "-" : Achieved(p), Cores(p)});
+                    FlaggedCell(p), p.baseline ? "-" : Achieved(p), Cores(p), MdeCell(p)});
     std::vector<std::string> lines;
     if (!p.phases.empty()) {
       std::string s = "phases:";
@@ -190,6 +195,7 @@ std::string FormatTable(const ExperimentResults& r) {
   }
   bool has_baseline =
       !r.pairings.empty() && r.pairings.front().baseline && r.pairings.front().n > 0;
+  if (!r.stop_reason.empty()) out << "adaptive repetitions: " << r.stop_reason << "\n";
   if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
   if (r.noisy_baseline) {
     out << "warning: noisy baseline: CoV " << Fmt("%.1f", r.baseline_cov * 100) << "% > "
@@ -239,7 +245,9 @@ std::string FormatCsv(const ExperimentResults& r) {
                                    "p_holm",
                                    "q_bh",
                                    "p_min",
-                                   "ci_exact"};
+                                   "ci_exact",
+                                   "mde",
+                                   "stop_reason"};
   std::ostringstream out;
   for (size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
   out << "\n";
@@ -283,6 +291,7 @@ std::string FormatCsv(const ExperimentResults& r) {
       line += "," + CsvField(CsvNum(p.victim_cores)) + "," + CsvField(CsvText(p.victim_cpus));
       line += "," + CsvNum(p.p_holm) + "," + CsvNum(p.q_bh) + "," + CsvNum(p.p_min) + "," +
               (p.ci_exact ? "1" : "0");
+      line += "," + CsvNum(p.mde) + "," + CsvField(CsvText(r.stop_reason));
       out << line << "\n";
     };
     if (p.antagonists.empty()) emit(std::vector<std::string>(9, ""), {"", "", ""});
@@ -314,6 +323,7 @@ std::string FormatJson(const ExperimentResults& r) {
   // Stored by the controller as JSON text; a damaged one is shown as null, not a failure.
   Json prov = Json::parse(r.provenance_json, nullptr, false);
   j["provenance"] = prov.is_discarded() ? Json() : prov;
+  j["stop_reason"] = r.stop_reason;
   j["pairings"] = Json::array();
   for (const auto& p : r.pairings) {
     Json pj;
@@ -343,6 +353,7 @@ std::string FormatJson(const ExperimentResults& r) {
     pj["slowdown_all"] = Num(p.slowdown_all);
     pj["ci_all_low"] = Num(p.ci_all_low);
     pj["ci_all_high"] = Num(p.ci_all_high);
+    pj["mde"] = Num(p.mde);
     pj["phases"] = Json::array();
     for (const auto& ph : p.phases) {
       pj["phases"].push_back(

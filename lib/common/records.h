@@ -95,6 +95,9 @@ struct ExperimentRecord {
   // Versions, node snapshots, warm-up runs, per-trial load: a JSON object written by the
   // controller as the experiment runs (docs/results.md, "provenance").
   std::string provenance_json = "{}";
+  // Adaptive repetitions: why the controller stopped running blocks (docs/validity.md,
+  // "Adaptive repetitions"); "" for a fixed `repetitions: N` or an older record.
+  std::string stop_reason;
 };
 
 // A cached calibration: the peak one injector with one option set reached alone on one node.

@@ -76,6 +76,24 @@ std::string UtcTime(int64_t unix_ms) {
   return buf;
 }
 
+// Adaptive repetitions' stop reason and each pairing's minimal detectable effect (the smallest
+// slowdown its n could detect at 5 %, power 80 %): one summary line.
+std::string AdaptiveLine(const ExperimentResults& r) {
+  std::string mde;
+  for (const auto& p : r.pairings) {
+    if (p.baseline || !std::isfinite(p.mde)) continue;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3gx", p.mde);
+    mde += (mde.empty() ? "" : ", ") + Escape(p.pairing) + " " + buf;
+  }
+  if (r.stop_reason.empty() && mde.empty()) return "";
+  std::string line = "<p class=\"adaptive\">";
+  if (!r.stop_reason.empty())
+    line += "Adaptive repetitions: <b>" + Escape(r.stop_reason) + "</b>. ";
+  if (!mde.empty()) line += "Minimal detectable slowdown (5 %, power 80 %): " + mde + ".";
+  return line + "</p>\n";
+}
+
 std::string Header(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
                    const ExperimentResults& r) {
   int done = 0, failed = 0, flagged = 0, other = 0;
@@ -101,7 +119,7 @@ std::string Header(const ExperimentRecord& e, const std::vector<TrialRecord>& tr
        std::to_string(failed) + "</b></span><span>flagged <b>" + std::to_string(flagged) +
        "</b></span>";
   if (other) h += "<span>pending/running/cancelled <b>" + std::to_string(other) + "</b></span>";
-  h += "</p>\n";
+  h += "</p>\n" + AdaptiveLine(r);
   h += "<p class=\"lede\">Per-trial metric: <b>" + Escape(r.metric) +
        "</b> (victim.metric; elapsed = time of the measured steps). Slowdown = the median over "
        "trials of that metric under interference &divide; the baseline's (for throughput, "

@@ -133,6 +133,7 @@ v1::ExperimentRecord ToProto(const ExperimentRecord& e) {
   p.set_created_unix_ms(e.created_unix_ms);
   p.set_finished_unix_ms(e.finished_unix_ms);
   p.set_provenance_json(e.provenance_json);
+  p.set_stop_reason(e.stop_reason);
   return p;
 }
 
@@ -152,6 +153,7 @@ Result<ExperimentRecord> FromProto(const v1::ExperimentRecord& p) {
   e.finished_unix_ms = p.finished_unix_ms();
   // An older controller sends none: keep the record's "no provenance" object.
   if (!p.provenance_json().empty()) e.provenance_json = p.provenance_json();
+  e.stop_reason = p.stop_reason();
   return e;
 }
 

@@ -75,6 +75,16 @@ struct AntagonistSpec {
 
 enum class Pairings { kSingles, kPairs, kAll, kExplicit };
 
+// `repetitions: {min: 5, max: 40, ci_halfwidth: 2%}`: whole blocks (every pairing and the
+// baselines once) until every pairing's relative CI half-width is at most ci_halfwidth, or max
+// blocks ran (docs/experiment-format.md, "repetitions"). A plain integer leaves it disabled.
+struct AdaptiveRepetitions {
+  bool enabled = false;
+  int min = 0;              // blocks always run before the first check
+  int max = 0;              // blocks at most (ExperimentSpec::repetitions is set to this)
+  double ci_halfwidth = 0;  // target: (ci_high - ci_low) / 2 / slowdown, as a fraction (0.02)
+};
+
 struct ExperimentSpec {
   std::string name;
   std::string source_path;
@@ -83,7 +93,8 @@ struct ExperimentSpec {
   std::vector<AntagonistSpec> antagonists;
   Pairings pairings = Pairings::kSingles;
   std::vector<std::vector<std::string>> explicit_pairings;  // antagonist names per combination
-  int repetitions = 5;
+  int repetitions = 5;  // blocks in the plan; adaptive: the most that may run (adaptive.max)
+  AdaptiveRepetitions adaptive;
   bool randomize = true;     // order.randomize
   uint64_t seed = 42;        // order.seed (the parser draws one at random when it is absent)
   double settle_s = 2;       // settle

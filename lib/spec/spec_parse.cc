@@ -331,6 +331,43 @@ void ParseOrder(const YAML::Node& n, ExperimentSpec* spec) {
   }
 }
 
+// "2%" -> 0.02; a bare number is already a fraction (0.02). Either must lie in (0, 1).
+double HalfWidthFraction(const YAML::Node& n, const std::string& path) {
+  const std::string text = ScalarOf(n, path, "a percentage such as 2%");
+  const bool percent = !text.empty() && text.back() == '%';
+  auto number = ParseNumber(percent ? text.substr(0, text.size() - 1) : text);
+  if (!number.ok() || !std::isfinite(*number)) {
+    Fail(n, path, "expected a percentage such as 2%, got '" + text + "'");
+  }
+  const double fraction = percent ? *number / 100 : *number;
+  if (!(fraction > 0 && fraction < 1)) {
+    Fail(n, path,
+         "'" + text + "' is out of range (0, 100%)" +
+             (percent ? "" : "; a bare number is a fraction: write 2% or 0.02 for two percent"));
+  }
+  return fraction;
+}
+
+// `repetitions: 5` (fixed) or `repetitions: {min, max, ci_halfwidth}` (adaptive: the plan holds
+// max blocks, the controller stops early once the CIs are narrow enough).
+void ParseRepetitions(const YAML::Node& n, ExperimentSpec* spec) {
+  if (!n.IsMap()) {
+    spec->repetitions = static_cast<int>(Integer(n, "repetitions", 1, kMaxRepetitions));
+    return;
+  }
+  MapReader m(n, "repetitions", {"min", "max", "ci_halfwidth"});
+  AdaptiveRepetitions& a = spec->adaptive;
+  a.enabled = true;
+  a.min = static_cast<int>(Integer(m.Require("min"), m.PathOf("min"), 1, kMaxRepetitions));
+  a.max = static_cast<int>(Integer(m.Require("max"), m.PathOf("max"), 1, kMaxRepetitions));
+  if (a.min > a.max) {
+    Fail(m.Value("max"), m.PathOf("max"),
+         std::to_string(a.max) + " is less than min " + std::to_string(a.min));
+  }
+  a.ci_halfwidth = HalfWidthFraction(m.Require("ci_halfwidth"), m.PathOf("ci_halfwidth"));
+  spec->repetitions = a.max;
+}
+
 // No fixed default seed: every run of a file would otherwise share one order, and an effect of
 // that order would look like an effect of the interference. The drawn seed is recorded.
 uint64_t DrawSeed() {
@@ -380,10 +417,7 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
     }
   }
   if (m.Has("pairings")) ParsePairings(m.Value("pairings"), &spec);
-  if (m.Has("repetitions")) {
-    spec.repetitions =
-        static_cast<int>(Integer(m.Value("repetitions"), "repetitions", 1, kMaxRepetitions));
-  }
+  if (m.Has("repetitions")) ParseRepetitions(m.Value("repetitions"), &spec);
   spec.seed = DrawSeed();
   if (m.Has("order")) ParseOrder(m.Value("order"), &spec);
   if (m.Has("settle")) spec.settle_s = Duration(m.Value("settle"), "settle", false);

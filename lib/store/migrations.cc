@@ -139,6 +139,12 @@ ALTER TABLE trial_antagonists ADD COLUMN effective_cpus TEXT NOT NULL DEFAULT ''
 ALTER TABLE experiments ADD COLUMN provenance TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE calibrations ADD COLUMN node_fingerprint TEXT NOT NULL DEFAULT '';
 )sql"},
+    // 6: adaptive repetitions (issue 13): why the controller stopped running blocks ("target
+    // reached after 12 blocks", "max reached (40) ...", "cancelled"); '' for fixed repetitions
+    // and for experiments stored before this step.
+    {"add experiments.stop_reason", R"sql(
+ALTER TABLE experiments ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

@@ -20,7 +20,7 @@ constexpr int kBusyTimeoutMs = 10000;
 
 constexpr const char* kExperimentColumns =
     "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
-    "finished_unix_ms, provenance";
+    "finished_unix_ms, provenance, stop_reason";
 
 Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   ExperimentRecord e;
@@ -38,6 +38,7 @@ Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   e.created_unix_ms = row.Int(8);
   e.finished_unix_ms = row.Int(9);
   e.provenance_json = row.Text(10);
+  e.stop_reason = row.Text(11);
   return e;
 }
 
@@ -217,6 +218,18 @@ Status Store::SetProvenance(const std::string& id, const std::string& provenance
   stmt->BindText(1, id);
   stmt->BindText(2, provenance_json);
   if (Status s = stmt->Run("saving the provenance of experiment '" + id + "'"); !s) return s;
+  if (sqlite3_changes(db_) == 0) return NoSuchExperiment(db, id);
+  return Status::Ok();
+}
+
+Status Store::SetStopReason(const std::string& id, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  auto stmt = sql::Stmt::Prepare(db, "UPDATE experiments SET stop_reason = ?2 WHERE id = ?1");
+  if (!stmt) return Err(stmt.error());
+  stmt->BindText(1, id);
+  stmt->BindText(2, reason);
+  if (Status s = stmt->Run("saving the stop reason of experiment '" + id + "'"); !s) return s;
   if (sqlite3_changes(db_) == 0) return NoSuchExperiment(db, id);
   return Status::Ok();
 }

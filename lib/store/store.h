@@ -44,6 +44,9 @@ class Store {
                           int64_t finished_unix_ms);
   // Replaces the experiment's provenance (a JSON object, docs/results.md "provenance").
   Status SetProvenance(const std::string& id, const std::string& provenance_json);
+  // Adaptive repetitions: why the controller stopped running blocks (ExperimentRecord::
+  // stop_reason).
+  Status SetStopReason(const std::string& id, const std::string& reason);
   Result<ExperimentRecord> GetExperiment(const std::string& id);  // id or "latest"
   Result<std::vector<ExperimentRecord>> ListExperiments();        // newest first
   // Experiments left queued/running by a controller that died: marked interrupted (error

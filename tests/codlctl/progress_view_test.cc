@@ -107,6 +107,22 @@ TEST(ProgressView, PipesGetOneLinePerEvent) {
             "[0/2] experiment started: 2 trials\n[1/2] trial 1/2 baseline: done, metric 0.01 s\n");
 }
 
+TEST(ProgressView, AdaptiveRepetitionsShowPrecisionThenTheStopReason) {
+  auto block = Event(9, 30, "membw@1",
+                     "block 3 (min 3, max 10): widest half-width 4.1% at "
+                     "membw@1, target 2%");
+  block.mutable_status()->set_precision(block.message());
+  auto stopped = Event(15, 30, "", "stopped: target reached after 5 blocks");
+  stopped.mutable_status()->set_stop_reason("target reached after 5 blocks");
+  const std::string out = OnTerminal({block, stopped});
+  EXPECT_NE(out.find("\033[Kblock 3 (min 3, max 10): widest half-width 4.1%"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ETA 1m15s  widest half-width 4.1% at membw@1, target 2%"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ETA 1m15s  stopped: target reached after 5 blocks"), std::string::npos)
+      << out;
+}
+
 TEST(ProgressView, EtaFormatting) {
   EXPECT_EQ(FormatEta(0), "--");
   EXPECT_EQ(FormatEta(42), "42s");

@@ -176,7 +176,7 @@ TEST(FormatTest, Csv) {
       "slowdown,ci_low,ci_high,p_value,p_method,phase_slowdowns,antagonist,injector,intensity,"
       "level,target_rate,achieved_rate,achieved_cov,unit,n_missed_target,metric,metric_unit,"
       "metric_median,n_all,flag_rate,slowdown_all,ci_all_low,ci_all_high,max,cores,cpus,"
-      "victim_cores,victim_cpus,p_holm,q_bh,p_min,ci_exact\n";
+      "victim_cores,victim_cpus,p_holm,q_bh,p_min,ci_exact,mde,stop_reason\n";
   ASSERT_EQ(csv.rfind(header, 0), 0u) << csv;
   // baseline, storage@0.5, and the pair's two antagonists: 4 rows.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
