@@ -66,8 +66,7 @@ int StatusFromDb(const std::string& id, const std::string& db, const std::string
   std::vector<v1::ExperimentStatus> statuses;
   for (const auto& e : experiments) {
     auto trials = (*store)->GetTrials(e.id, false);
-    statuses.push_back(
-        StatusFromRecords(e, trials.ok() ? *trials : std::vector<TrialRecord>{}));
+    statuses.push_back(StatusFromRecords(e, trials.ok() ? *trials : std::vector<TrialRecord>{}));
   }
   if (output != "table") {
     fputs(RenderRecords(StatusTable(statuses), output, true).c_str(), stdout);

@@ -122,7 +122,6 @@ int PrintComparison(ControllerClient* client, const std::string& db,
 
 }  // namespace codl::cli
 
-
 namespace codl::cli {
 
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,

@@ -32,7 +32,7 @@ std::string MatchKey(const std::string& pairing) {
 
 // One experiment, analysed: per pairing its summary and its measured per-trial values.
 struct Analysed {
-  std::map<std::string, PairingSummary> summaries;  // by MatchKey
+  std::map<std::string, PairingSummary> summaries;    // by MatchKey
   std::map<std::string, std::vector<double>> values;  // by MatchKey; "baseline" for the baseline
   std::vector<std::string> order;                     // non-baseline keys, first-seen order
 };
@@ -164,11 +164,11 @@ Comparison Compare(const std::vector<CompareInput>& inputs, const TrialMetric& m
     }
     p.matched = present >= 2;
     for (size_t k = 1; k < analysed.size(); ++k) {
-      p.ratios.push_back(p.matched ? RatioOf(analysed[0], analysed[k], keys[i], p.cells[0],
-                                             p.cells[k], metric.HigherIsFaster(),
-                                             SeedFor(inputs[0].experiment.seed,
-                                                     inputs[k].experiment.seed, i))
-                                   : SlowdownRatio{});
+      p.ratios.push_back(
+          p.matched ? RatioOf(analysed[0], analysed[k], keys[i], p.cells[0], p.cells[k],
+                              metric.HigherIsFaster(),
+                              SeedFor(inputs[0].experiment.seed, inputs[k].experiment.seed, i))
+                    : SlowdownRatio{});
     }
     c.pairings.push_back(std::move(p));
   }

@@ -36,7 +36,8 @@ TidyTable ComparisonTable(const Comparison& c) {
   TidyTable t;
   t.columns = {"pairing", "matched"};
   for (size_t i = 0; i < c.experiments.size(); ++i)
-    for (const char* name : {"n", "slowdown", "ci_low", "ci_high"}) t.columns.push_back(name + Suffix(i));
+    for (const char* name : {"n", "slowdown", "ci_low", "ci_high"})
+      t.columns.push_back(name + Suffix(i));
   for (size_t i = 1; i < c.experiments.size(); ++i)
     for (const char* name : {"ratio", "ratio_ci_low", "ratio_ci_high"})
       t.columns.push_back(name + Suffix(i));
@@ -66,14 +67,16 @@ std::string FormatComparison(const Comparison& c) {
            c.experiments[i].second + ")\n";
   TidyTable t;
   t.columns = {"pairing"};
-  for (size_t i = 0; i < c.experiments.size(); ++i) t.columns.push_back("#" + std::to_string(i + 1));
+  for (size_t i = 0; i < c.experiments.size(); ++i)
+    t.columns.push_back("#" + std::to_string(i + 1));
   for (size_t i = 1; i < c.experiments.size(); ++i)
     t.columns.push_back("#" + std::to_string(i + 1) + "/#1");
   std::string unmatched;
   for (const auto& p : c.pairings) {
     if (!p.matched) {
       for (size_t i = 0; i < p.cells.size(); ++i)
-        if (p.cells[i].present) unmatched += "  " + p.pairing + " (only in #" + std::to_string(i + 1) + ")\n";
+        if (p.cells[i].present)
+          unmatched += "  " + p.pairing + " (only in #" + std::to_string(i + 1) + ")\n";
       continue;
     }
     std::vector<Cell> row = {Cell::Text(p.pairing)};
@@ -97,7 +100,8 @@ std::string FormatComparisonJson(const Comparison& c) {
   j["confidence"] = c.confidence;
   j["bootstrap_resamples"] = c.resamples;
   j["experiments"] = Json::array();
-  for (const auto& [id, name] : c.experiments) j["experiments"].push_back({{"experiment_id", id}, {"name", name}});
+  for (const auto& [id, name] : c.experiments)
+    j["experiments"].push_back({{"experiment_id", id}, {"name", name}});
   j["pairings"] = Json::array();
   j["unmatched"] = Json::array();
   for (const auto& p : c.pairings) {
@@ -114,7 +118,8 @@ std::string FormatComparisonJson(const Comparison& c) {
                                    {"ci_low", Num(cell.ci_low)},
                                    {"ci_high", Num(cell.ci_high)}});
       if (!p.matched && cell.present)
-        j["unmatched"].push_back({{"experiment_id", c.experiments[i].first}, {"pairing", p.pairing}});
+        j["unmatched"].push_back(
+            {{"experiment_id", c.experiments[i].first}, {"pairing", p.pairing}});
     }
     pj["ratios"] = Json::array();
     for (size_t k = 0; k < p.ratios.size(); ++k) {

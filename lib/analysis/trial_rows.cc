@@ -20,9 +20,9 @@ std::vector<const TrialRecord*> ByIndex(const std::vector<TrialRecord>& trials) 
 bool IsBaseline(const TrialRecord& t) { return t.baseline || t.pairing == "baseline"; }
 
 // The columns every row of both exports starts with: which trial, under which interference.
-const std::vector<std::string> kTrialColumns = {
-    "experiment_id", "experiment", "trial", "repetition", "pairing", "role",
-    "antagonists",   "intensities"};
+const std::vector<std::string> kTrialColumns = {"experiment_id", "experiment", "trial",
+                                                "repetition",    "pairing",    "role",
+                                                "antagonists",   "intensities"};
 
 std::vector<Cell> TrialCells(const ExperimentRecord& e, const TrialRecord& t) {
   std::string names, intensities;
@@ -61,7 +61,9 @@ void Append(std::vector<Cell>* row, std::initializer_list<Cell> cells) {
 }  // namespace
 
 std::string ExclusionReason(const TrialRecord& t, double metric_value) {
-  auto with = [&t](const std::string& what) { return t.error.empty() ? what : what + ": " + t.error; };
+  auto with = [&t](const std::string& what) {
+    return t.error.empty() ? what : what + ": " + t.error;
+  };
   switch (t.state) {
     case TrialState::kDone:
       return std::isfinite(metric_value) ? "" : "no measurement (no steps or metric recorded)";
@@ -76,23 +78,22 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
   TidyTable table;
   table.columns = kTrialColumns;
   for (const char* c : {"state", "metric", "metric_unit", "value", "flagged", "excluded",
-                        "exclude_reason", "wall_s", "victim_cores", "antagonist_cores", "victim_cpus",
-                        "victim_node", "started_unix_ms", "finished_unix_ms"})
+                        "exclude_reason", "wall_s", "victim_cores", "antagonist_cores",
+                        "victim_cpus", "victim_node", "started_unix_ms", "finished_unix_ms"})
     table.columns.push_back(c);
   for (const TrialRecord* t : ByIndex(trials)) {
     const double value = TrialMetricValue(*t, metric);
     const std::string reason = ExclusionReason(*t, value);
     std::vector<Cell> row = TrialCells(e, *t);
     const bool cpu_measured = !t->victim_effective_cpus.empty();
-    Append(&row, {Cell::Text(ToString(t->state)), Cell::Text(metric.Name()),
-                  Cell::Text(metric.Unit()), Cell::Number(value),
-                  Cell::Bool(t->state == TrialState::kFlagged), Cell::Bool(!reason.empty()),
-                  Cell::Text(reason), Cell::Number(t->wall_s),
-                  cpu_measured ? Cell::Number(CoresUsed(t->victim_cpu_s, t->wall_s))
-                               : Cell::Missing(),
-                  Cell::Number(AntagonistCores(*t)), Cell::Text(t->victim_effective_cpus),
-                  Cell::Text(t->victim_node), Cell::Int(t->started_unix_ms),
-                  Cell::Int(t->finished_unix_ms)});
+    Append(&row,
+           {Cell::Text(ToString(t->state)), Cell::Text(metric.Name()), Cell::Text(metric.Unit()),
+            Cell::Number(value), Cell::Bool(t->state == TrialState::kFlagged),
+            Cell::Bool(!reason.empty()), Cell::Text(reason), Cell::Number(t->wall_s),
+            cpu_measured ? Cell::Number(CoresUsed(t->victim_cpu_s, t->wall_s)) : Cell::Missing(),
+            Cell::Number(AntagonistCores(*t)), Cell::Text(t->victim_effective_cpus),
+            Cell::Text(t->victim_node), Cell::Int(t->started_unix_ms),
+            Cell::Int(t->finished_unix_ms)});
     table.rows.push_back(std::move(row));
   }
   return table;

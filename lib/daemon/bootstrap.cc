@@ -8,8 +8,8 @@
 
 #include "lib/daemon/cli_flags.h"
 #include "lib/daemon/logging.h"
-#include "lib/rpc/health.h"
 #include "lib/daemon/service_notifier.h"
+#include "lib/rpc/health.h"
 
 namespace codl::daemon {
 

@@ -43,9 +43,8 @@ class JsonFormatter final : public spdlog::formatter {
  public:
   explicit JsonFormatter(std::string component) : component_(std::move(component)) {}
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           msg.time.time_since_epoch())
-                           .count();
+    const int64_t ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count();
     const std::string line =
         JsonLogLine(ms, LevelName(msg.level),
                     std::string_view(msg.payload.data(), msg.payload.size()), component_) +

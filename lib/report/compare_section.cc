@@ -23,8 +23,8 @@ std::vector<Point> Points(const Comparison& c) {
     for (size_t k = 0; k < p.ratios.size(); ++k) {
       const auto& r = p.ratios[k];
       if (!std::isfinite(r.ratio)) continue;
-      points.push_back({p.pairing + ": #" + std::to_string(k + 2) + "/#1", r.ratio, r.ci_low,
-                        r.ci_high});
+      points.push_back(
+          {p.pairing + ": #" + std::to_string(k + 2) + "/#1", r.ratio, r.ci_low, r.ci_high});
     }
   }
   return points;
@@ -59,8 +59,8 @@ std::string RatioChart(const std::vector<Point>& points) {
 
 std::string Cell(double v, double low, double high, bool present) {
   if (!present) return "<td>" + std::string(kMissing) + "</td>";
-  return "<td>" + Slowdown(v) + " " + (std::isfinite(low) ? CiLabel(low, high) : "[n/a: n &lt; 3]") +
-         "</td>";
+  return "<td>" + Slowdown(v) + " " +
+         (std::isfinite(low) ? CiLabel(low, high) : "[n/a: n &lt; 3]") + "</td>";
 }
 
 std::string Table(const Comparison& c) {
@@ -77,14 +77,16 @@ std::string Table(const Comparison& c) {
       continue;
     }
     h += "<tr><td><code>" + Escape(p.pairing) + "</code></td>";
-    for (const auto& cell : p.cells) h += Cell(cell.slowdown, cell.ci_low, cell.ci_high, cell.present);
+    for (const auto& cell : p.cells)
+      h += Cell(cell.slowdown, cell.ci_low, cell.ci_high, cell.present);
     for (size_t k = 0; k < p.ratios.size(); ++k)
       h += Cell(p.ratios[k].ratio, p.ratios[k].ci_low, p.ratios[k].ci_high, p.cells[k + 1].present);
     h += "</tr>\n";
   }
   h += "</table></div>\n";
   if (!unmatched.empty())
-    h += "<p class=\"note\">Run by only one experiment, not compared:</p><ul>" + unmatched + "</ul>\n";
+    h += "<p class=\"note\">Run by only one experiment, not compared:</p><ul>" + unmatched +
+         "</ul>\n";
   return h;
 }
 

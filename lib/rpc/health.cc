@@ -15,7 +15,7 @@ void EnableHealthService() { grpc::EnableDefaultHealthCheckService(true); }
 
 void SetServing(grpc::Server* server, const std::string& service, bool serving) {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  if (health == nullptr) return;  // built before EnableHealthService
+  if (health == nullptr) return;      // built before EnableHealthService
   health->SetServingStatus(serving);  // "" and every name set so far
   health->SetServingStatus(service, serving);
 }

@@ -1,5 +1,5 @@
-#include "lib/rpc/health.h"
 #include "lib/rpc/rpc_util.h"
+#include "lib/rpc/health.h"
 
 #include <arpa/inet.h>
 #include <sys/stat.h>

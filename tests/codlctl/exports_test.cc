@@ -72,8 +72,7 @@ class ExportsTest : public ::testing::Test {
       ASSERT_TRUE(s->SaveTrial(Trial(id, index++, rep, "membw@0.5", interfered + jitter)).ok());
     }
     if (!extra) return;
-    ASSERT_TRUE(
-        s->SaveTrial(Trial(id, index++, 5, "membw@0.5", 1.9, TrialState::kFlagged)).ok());
+    ASSERT_TRUE(s->SaveTrial(Trial(id, index++, 5, "membw@0.5", 1.9, TrialState::kFlagged)).ok());
     ASSERT_TRUE(s->SaveTrial(Trial(id, index++, 6, "membw@0.5", 0, TrialState::kFailed)).ok());
     for (int rep = 0; rep < 5; ++rep)
       ASSERT_TRUE(s->SaveTrial(Trial(id, index++, rep, "storage@1", 1.2 + 0.01 * rep)).ok());
@@ -88,8 +87,8 @@ class ExportsTest : public ::testing::Test {
   void ExpectReadableCsv(const std::string& text, const std::string& kind, int rows) {
     const std::string path = dir_ + "/" + kind + ".csv";
     testing::WriteFile(path, text);
-    auto r = RunCommand({"/usr/bin/python3", testing::SourceDir() + "/tests/codlctl/read_tidy.py", path,
-                         kind, std::to_string(rows)});
+    auto r = RunCommand({"/usr/bin/python3", testing::SourceDir() + "/tests/codlctl/read_tidy.py",
+                         path, kind, std::to_string(rows)});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   }
 
@@ -204,8 +203,8 @@ TEST(SlowdownRatioCI, SameDataGivesARatioAroundOneAndIsReproducible) {
   for (double x : hit) worse.push_back(2 * x - 1);  // twice the extra time
   auto c = experiment::BootstrapSlowdownRatioCI(hit, base, worse, base, false, opt);
   EXPECT_GT(c.low, 1.2);  // (2.0 / 1.0) / (1.5 / 1.0) = 1.33
-  EXPECT_TRUE(std::isnan(
-      experiment::BootstrapSlowdownRatioCI({}, base, hit, base, false, opt).low));
+  EXPECT_TRUE(
+      std::isnan(experiment::BootstrapSlowdownRatioCI({}, base, hit, base, false, opt).low));
 }
 
 }  // namespace

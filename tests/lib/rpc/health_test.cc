@@ -2,11 +2,11 @@
 // --log-format json and --health-listen answers grpc.health.v1.Health/Check SERVING on both its
 // main port (without credentials, where every other method needs a token) and the health-only
 // port, NOT_SERVING (or closed) once SIGTERM starts the drain; every stderr line is a JSON object.
-#include <gtest/gtest.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <nlohmann/json.hpp>
 
 #include <regex>
 #include <sstream>
@@ -97,11 +97,10 @@ TEST_F(DaemonHealthTest, ServingUntilSigtermThenNotServingAndLogsAreJson) {
   const std::string main = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   const std::string health = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   const std::string log = dir_ + "/controller.log";
-  testing::Process controller(
-      {Bin("codl-controller"), "--listen", main, "--db", dir_ + "/c.db", "--insecure",
-       "--tokens-file", dir_ + "/tokens", "--health-listen", health, "--log-format", "json",
-       "--log-level", "debug"},
-      log);
+  testing::Process controller({Bin("codl-controller"), "--listen", main, "--db", dir_ + "/c.db",
+                               "--insecure", "--tokens-file", dir_ + "/tokens", "--health-listen",
+                               health, "--log-format", "json", "--log-level", "debug"},
+                              log);
   ASSERT_TRUE(testing::WaitUntil([&] { return Check(health, "") == Serving::kServing; }, 20))
       << testing::ReadFile(log);
   EXPECT_EQ(Check(health, "codl.v1.Controller"), Serving::kServing);
