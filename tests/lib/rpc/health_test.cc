@@ -128,5 +128,33 @@ TEST_F(DaemonHealthTest, ServingUntilSigtermThenNotServingAndLogsAreJson) {
   EXPECT_GE(n, 2) << text;  // at least "listening" and the signal line
 }
 
+// The agent likewise, registered with no controller (it keeps retrying): health says whether it
+// serves, not whether the controller is reachable.
+TEST_F(DaemonHealthTest, AgentServesHealthWithoutAControllerAndDrainsOnSigterm) {
+  testing::WriteFile(dir_ + "/tokens", "controller - " + rpc::Sha256Hex("secret") + "\n");
+  const std::string main = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  const std::string health = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  const std::string log = dir_ + "/agent.log";
+  testing::Process agent(
+      {Bin("codl-agent"), "--controller", "127.0.0.1:1", "--listen", main, "--insecure",
+       "--tokens-file", dir_ + "/tokens", "--id", "h1", "--health-listen", health, "--log-format",
+       "json", "--scratch-root", dir_},
+      log);
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return Check(main, "codl.v1.Agent") == Serving::kServing; }, 20))
+      << testing::ReadFile(log);
+  EXPECT_EQ(Check(health, "codl.v1.Agent"), Serving::kServing);
+  EXPECT_EQ(Check(health, ""), Serving::kServing);
+  agent.Signal(SIGTERM);
+  EXPECT_TRUE(testing::WaitUntil([&] { return Check(main, "") != Serving::kServing; }, 10));
+  EXPECT_EQ(agent.Wait(10), 0);
+  std::istringstream lines(testing::ReadFile(log));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "not JSON: " << line;
+    EXPECT_EQ(j.value("component", ""), "codl-agent") << line;
+  }
+}
+
 }  // namespace
 }  // namespace codl
