@@ -19,6 +19,7 @@
 #include "agent/leftovers.h"
 #include "agent/placement.h"
 #include "agent/telemetry_hub.h"
+#include "lib/rpc/health.h"
 
 namespace codl::agent {
 
@@ -89,6 +90,7 @@ Status Agent::Start() {
   server_ = std::move(started->server);
   unix_listener_ = std::move(started->unix_listener);
   advertised_ = options_.advertise.empty() ? started->address : options_.advertise;
+  rpc::SetServing(server_.get(), "codl.v1.Agent", true);
   spdlog::info("agent {} listening on {}", options_.agent_id, advertised_);
 
   ControllerLink::Options lo;
@@ -108,6 +110,7 @@ Status Agent::Start() {
 
 void Agent::Shutdown() {
   if (stopping_.exchange(true)) return;
+  rpc::MarkDraining(server_.get());  // health: NOT_SERVING while antagonists are stopped
   if (link_) link_->Stop();
   if (antagonists_) antagonists_->StopAll("agent shutting down");
   if (watchdog_.joinable()) watchdog_.join();

@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
                  "codl-inject to run (default: beside codl-agent)")
       ->capture_default_str();
   boot.AddMetricsFlag(&o.metrics_listen);
+  boot.AddHealthFlag("codl.v1.Agent");
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
   boot.AddTokenFlags("file holding the token this agent presents to the controller",
                      "tokens file (ROLE ID SHA256) of the callers this agent accepts", &o.insecure);

@@ -268,7 +268,8 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   return ExitFor(*final);
 }
 
-int CmdWatch(const GlobalOptions& g, const std::string& id) {
+int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output) {
+  if (output != "table") return WatchRecords(g, id, output);
   auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());

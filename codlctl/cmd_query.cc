@@ -1,4 +1,5 @@
 // status, results, agents, calibrate: commands that read (or refresh) what the controller knows.
+#include <chrono>
 #include <cmath>
 #include <ctime>
 
@@ -6,6 +7,7 @@
 #include "codlctl/controller_client.h"
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
+#include "codlctl/status_output.h"
 #include "injectors/registry.h"
 #include "lib/common/csv.h"
 #include "lib/common/defaults.h"
@@ -36,43 +38,74 @@ std::string FormatTimeMs(int64_t ms) {
 }
 }  // namespace
 
-int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db) {
-  if (!db.empty()) {
-    auto store = store::Store::Open(db);
-    if (!store.ok()) {
-      fprintf(stderr, "codlctl status: %s\n", store.error().c_str());
-      return kExitBadInput;
+namespace {
+
+// Status from a database file: every experiment (no id) or one.
+int StatusFromDb(const std::string& id, const std::string& db, const std::string& output) {
+  auto store = store::Store::Open(db);
+  if (!store.ok()) {
+    fprintf(stderr, "codlctl status: %s\n", store.error().c_str());
+    return kExitBadInput;
+  }
+  std::vector<ExperimentRecord> experiments;
+  if (id.empty()) {
+    auto all = (*store)->ListExperiments();
+    if (!all.ok()) {
+      fprintf(stderr, "codlctl status: %s\n", all.error().c_str());
+      return kExitFailed;
     }
-    if (id.empty()) {  // all experiments in the file
-      auto all = (*store)->ListExperiments();
-      if (!all.ok()) {
-        fprintf(stderr, "codlctl status: %s\n", all.error().c_str());
-        return kExitFailed;
-      }
-      printf("%-24s %-24s %-12s %7s  %s\n", "ID", "NAME", "STATE", "TRIALS", "CREATED");
-      for (const auto& e : *all) {
-        auto trials = (*store)->GetTrials(e.id, false);
-        printf("%-24s %-24s %-12s %3zu/%-3d  %s\n", e.id.c_str(), e.name.c_str(), ToString(e.state),
-               trials.ok() ? trials->size() : 0, e.total_trials,
-               FormatTimeMs(e.created_unix_ms).c_str());
-      }
-      return kExitOk;
-    }
+    experiments = std::move(*all);
+  } else {
     auto e = (*store)->GetExperiment(id);
     if (!e.ok()) {
       fprintf(stderr, "codlctl status: %s\n", e.error().c_str());
       return kExitBadInput;
     }
-    auto trials = (*store)->GetTrials(e->id, false);
-    int failed = 0;
-    if (trials.ok())
-      for (const auto& t : *trials) failed += t.state == TrialState::kFailed;
-    printf("experiment %s (%s): %s, %zu/%d trials, %d failed%s%s%s%s\n", e->id.c_str(),
-           e->name.c_str(), ToString(e->state), trials.ok() ? trials->size() : 0, e->total_trials,
-           failed, e->error.empty() ? "" : " — ", e->error.c_str(),
-           e->stop_reason.empty() ? "" : "; stopped: ", e->stop_reason.c_str());
+    experiments.push_back(std::move(*e));
+  }
+  std::vector<v1::ExperimentStatus> statuses;
+  for (const auto& e : experiments) {
+    auto trials = (*store)->GetTrials(e.id, false);
+    statuses.push_back(StatusFromRecords(e, trials.ok() ? *trials : std::vector<TrialRecord>{}));
+  }
+  if (output != "table") {
+    fputs(RenderRecords(StatusTable(statuses), output, true).c_str(), stdout);
     return kExitOk;
   }
+  if (id.empty()) {
+    printf("%-24s %-24s %-12s %7s  %s\n", "ID", "NAME", "STATE", "TRIALS", "CREATED");
+    for (const auto& s : statuses)
+      printf("%-24s %-24s %-12s %3d/%-3d  %s\n", s.experiment_id().c_str(), s.name().c_str(),
+             s.state().c_str(), s.completed_trials(), s.total_trials(),
+             FormatTimeMs(s.created_unix_ms()).c_str());
+    return kExitOk;
+  }
+  const auto& s = statuses.front();
+  printf("experiment %s (%s): %s, %d/%d trials, %d failed%s%s", s.experiment_id().c_str(),
+         s.name().c_str(), s.state().c_str(), s.completed_trials(), s.total_trials(),
+         s.failed_trials(), s.error().empty() ? "" : " — ", s.error().c_str());
+  printf("%s\n", AdaptiveNote(s).c_str());
+  return kExitOk;
+}
+
+bool ValidOutput(const char* command, const std::string& output) {
+  if (output == "table" || output == "json" || output == "csv") return true;
+  fprintf(stderr, "codlctl %s: -o '%s': expected table, json or csv\n", command, output.c_str());
+  return false;
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db,
+              const std::string& output) {
+  if (!ValidOutput("status", output)) return kExitBadInput;
+  if (!db.empty()) return StatusFromDb(id, db, output);
   auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl status: %s\n", client.error().c_str());
@@ -82,6 +115,10 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
   if (!s.ok()) {
     fprintf(stderr, "codlctl status: %s\n", s.error().c_str());
     return ExitCodeFor(s.status());
+  }
+  if (output != "table") {
+    fputs(RenderRecords(StatusTable({*s}), output, true).c_str(), stdout);
+    return kExitOk;
   }
   printf("experiment %s (%s): %s, %d/%d trials, %d failed", s->experiment_id().c_str(),
          s->name().c_str(), s->state().c_str(), s->completed_trials(), s->total_trials(),
@@ -93,12 +130,32 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
   return kExitOk;
 }
 
-int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
-               const std::string& output, const std::string& metric) {
-  if (output != "table" && output != "csv" && output != "json") {
-    fprintf(stderr, "codlctl results: -o '%s': expected table, csv or json\n", output.c_str());
+int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output) {
+  if (!ValidOutput("watch", output)) return kExitBadInput;
+  auto client = ConnectController(g);
+  if (!client.ok()) {
+    fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());
     return kExitBadInput;
   }
+  bool header = true;
+  std::string state;
+  // One record per progress update, flushed at once so that a pipe reader sees it live.
+  Status s = (*client)->Watch(id, [&](const v1::ExperimentEvent& ev) {
+    fputs(RenderRecords(WatchTable(ev, NowUnixMs()), output, header).c_str(), stdout);
+    fflush(stdout);
+    header = false;
+    state = ev.status().state();
+  });
+  if (!s.ok()) {
+    fprintf(stderr, "codlctl watch: %s\n", s.error().c_str());
+    return ExitCodeFor(s);
+  }
+  return state == "done" ? kExitOk : kExitFailed;
+}
+
+int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
+               const std::string& output, const std::string& metric, const std::string& tidy) {
+  if (!ValidOutput("results", output)) return kExitBadInput;
   if (auto m = experiment::ParseTrialMetric(metric); !metric.empty() && !m.ok()) {
     fprintf(stderr, "codlctl results: --metric: %s\n", m.error().c_str());
     return kExitBadInput;
@@ -112,6 +169,7 @@ int CmdResults(const GlobalOptions& g, const std::string& id, const std::string&
     }
     client = std::move(c.value());
   }
+  if (!tidy.empty()) return PrintTidy(client.get(), db, id, tidy, output, stdout, metric);
   return PrintResults(client.get(), db, id, output, stdout, metric);
 }
 

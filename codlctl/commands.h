@@ -43,10 +43,19 @@ struct RunOptions {
 int CmdValidate(const std::string& file, bool plan);
 int CmdRun(const GlobalOptions& g, const RunOptions& o);
 int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch);
-int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db);
-int CmdWatch(const GlobalOptions& g, const std::string& id);
+// output (status, watch, results, agents, compare): table | json | csv.
+int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db,
+              const std::string& output = "table");
+int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output = "table");
+// watch -o json|csv: one record per progress update (status_output.h).
+int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output);
+// tidy: "" (per-pairing summary), "trials" or "phases" (long format, results_output.h).
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
-               const std::string& output, const std::string& metric = "");
+               const std::string& output, const std::string& metric = "",
+               const std::string& tidy = "");
+// Experiments compared pairing by pairing (lib/analysis/compare.h); report: HTML file or "".
+int CmdCompare(const GlobalOptions& g, const std::vector<std::string>& ids, const std::string& db,
+               const std::string& output, const std::string& metric, const std::string& report);
 // output: table | json (one object per agent per line) | csv
 int CmdAgents(const GlobalOptions& g, const std::string& output);
 int CmdCancel(const GlobalOptions& g, const std::string& id);

@@ -49,6 +49,13 @@ void AddGlobalOptions(CLI::App& app, Globals* g) {
       ->capture_default_str();
 }
 
+// -o/--output, the same on every query verb.
+void AddOutputOption(CLI::App* cmd, std::string* output) {
+  cmd->add_option("-o,--output", *output, "table | json | csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+}
+
 Subcommand AddValidate(CLI::App& app) {
   struct Options {
     std::string file;
@@ -97,39 +104,58 @@ Subcommand AddSubmit(CLI::App& app) {
 Subcommand AddStatus(CLI::App& app) {
   struct Options {
     std::string id;  // no default: with --db and no id, status lists every experiment
-    std::string db;
+    std::string db, output = "table";
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("status", "state of an experiment (ID or latest)");
   cmd->add_option("id", o->id, "experiment id or 'latest' (with --db and no id: list all)");
   cmd->add_option("--db", o->db, "read this results database instead of asking a controller");
+  AddOutputOption(cmd, &o->output);
   return {cmd, [o](const GlobalOptions& g) {
-            return CmdStatus(g, o->id.empty() && o->db.empty() ? "latest" : o->id, o->db);
+            return CmdStatus(g, o->id.empty() && o->db.empty() ? "latest" : o->id, o->db,
+                             o->output);
           }};
 }
 
 Subcommand AddWatch(CLI::App& app) {
-  auto id = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("watch", "follow an experiment's progress until it ends");
-  cmd->add_option("id", *id, "experiment id or 'latest'")->default_val("latest");
-  return {cmd, [id](const GlobalOptions& g) { return CmdWatch(g, *id); }};
+  struct Options {
+    std::string id, output = "table";
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "watch", "follow an experiment's progress until it ends (json/csv: one record per update)");
+  cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
+  AddOutputOption(cmd, &o->output);
+  return {cmd, [o](const GlobalOptions& g) { return CmdWatch(g, o->id, o->output); }};
 }
 
 Subcommand AddResults(CLI::App& app) {
   struct Options {
     std::string id, db, output = "table", metric;
+    bool trials = false, phases = false, json = false, csv = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
   cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
   cmd->add_option("--db", o->db,
                   "read this results database (e.g. codl-results.db), no controller");
-  cmd->add_option("-o,--output", o->output, "table | csv | json")->capture_default_str();
+  AddOutputOption(cmd, &o->output);
+  cmd->add_flag("--json", o->json, "same as -o json");
+  cmd->add_flag("--csv", o->csv, "same as -o csv");
   cmd->add_option("--metric", o->metric,
                   "re-analyse under this per-trial metric: elapsed | throughput | mean | median | "
                   "pNN (default: the experiment's victim.metric)");
-  return {cmd, [o](const GlobalOptions& g) {
-            return CmdResults(g, o->id, o->db, o->output, o->metric);
+  auto* trials = cmd->add_flag("--trials", o->trials,
+                               "long format: one row per trial (CSV unless -o is given)");
+  cmd->add_flag("--phases", o->phases,
+                "long format: one row per trial and phase (CSV unless -o is given)")
+      ->excludes(trials);
+  return {cmd, [o, cmd](const GlobalOptions& g) {
+            std::string output = o->json ? "json" : o->csv ? "csv" : o->output;
+            const std::string tidy = o->trials ? "trials" : o->phases ? "phases" : "";
+            // The long formats are for pandas/R: CSV unless an output was asked for.
+            if (!tidy.empty() && cmd->count("-o") == 0 && !o->json && !o->csv) output = "csv";
+            return CmdResults(g, o->id, o->db, output, o->metric, tidy);
           }};
 }
 
@@ -177,10 +203,33 @@ Subcommand AddAgents(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("agents", "agents known to the controller");
-  cmd->add_option("-o,--output", o->output, "table | json (one object per agent) | csv")
-      ->capture_default_str();
+  AddOutputOption(cmd, &o->output);
   cmd->add_flag("--json", o->json, "same as -o json");
   return {cmd, [o](const GlobalOptions& g) { return CmdAgents(g, o->json ? "json" : o->output); }};
+}
+
+Subcommand AddCompare(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> ids;
+    std::string db, output = "table", metric, report;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "the pairings several experiments share, side by side: slowdowns and their ratio to the "
+      "first experiment's, with bootstrap CIs");
+  cmd->add_option("ids", o->ids, "two or more experiment ids ('latest' allowed)")
+      ->required()
+      ->expected(2, -1);
+  cmd->add_option("--db", o->db, "read this results database, no controller");
+  AddOutputOption(cmd, &o->output);
+  cmd->add_option("--metric", o->metric,
+                  "per-trial metric for every experiment (default: the first one's "
+                  "victim.metric)");
+  cmd->add_option("--report", o->report, "also write the comparison as an HTML section here");
+  return {cmd, [o](const GlobalOptions& g) {
+            return CmdCompare(g, o->ids, o->db, o->output, o->metric, o->report);
+          }};
 }
 
 Subcommand AddCancel(CLI::App& app) {
@@ -265,9 +314,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("codlctl ") + codl::CodlVersion());
   Globals g;
   AddGlobalOptions(app, &g);
-  const std::vector<Subcommand> subcommands = {
-      AddValidate(app), AddRun(app),    AddSubmit(app), AddStatus(app), AddWatch(app),
-      AddResults(app),  AddReport(app), AddAgents(app), AddCancel(app), AddCalibrate(app)};
+  const std::vector<Subcommand> subcommands = {AddValidate(app), AddRun(app),      AddSubmit(app),
+                                               AddStatus(app),   AddWatch(app),    AddResults(app),
+                                               AddCompare(app),  AddReport(app),   AddAgents(app),
+                                               AddCancel(app),   AddCalibrate(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

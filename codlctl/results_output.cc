@@ -2,9 +2,15 @@
 
 #include <sys/stat.h>
 
+#include <fstream>
+
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
+#include "lib/analysis/compare.h"
 #include "lib/analysis/results.h"
+#include "lib/analysis/trial_rows.h"
+#include "lib/report/compare_section.h"
+#include "lib/report/report.h"
 #include "lib/spec/spec.h"
 #include "lib/store/store.h"
 
@@ -22,6 +28,23 @@ experiment::SummarizeOptions OptionsFor(const ExperimentRecord& e, const std::st
   }
   if (auto m = experiment::ParseTrialMetric(name); !name.empty() && m.ok()) o.metric = *m;
   return o;
+}
+
+// Writes `text` whole, ending in a newline.
+void Emit(const std::string& text, FILE* out) {
+  fputs(text.c_str(), out);
+  if (!text.empty() && text.back() != '\n') fputc('\n', out);
+  fflush(out);
+}
+
+int WriteComparisonReport(const experiment::Comparison& c, const std::string& path) {
+  std::ofstream file(path);
+  if (!file || !(file << report::RenderComparePage(c))) {
+    fprintf(stderr, "codlctl compare: cannot write '%s'\n", path.c_str());
+    return kExitFailed;
+  }
+  fprintf(stderr, "comparison written to %s\n", path.c_str());
+  return kExitOk;
 }
 
 }  // namespace
@@ -55,9 +78,45 @@ int PrintResults(ControllerClient* client, const std::string& db, const std::str
   if (output == "csv") text = experiment::FormatCsv(results);
   else if (output == "json") text = experiment::FormatJson(results);
   else text = experiment::FormatTable(results);
-  fputs(text.c_str(), out);
-  if (!text.empty() && text.back() != '\n') fputc('\n', out);
-  fflush(out);
+  Emit(text, out);
+  return kExitOk;
+}
+
+int PrintTidy(ControllerClient* client, const std::string& db, const std::string& id,
+              const std::string& kind, const std::string& output, FILE* out,
+              const std::string& metric) {
+  auto rec = LoadRecords(client, db, id);
+  if (!rec.ok()) {
+    fprintf(stderr, "codlctl results: %s\n", rec.error().c_str());
+    return ExitCodeFor(rec.status());
+  }
+  const auto& [e, trials] = *rec;
+  const experiment::TidyTable table =
+      kind == "phases" ? experiment::PhasesTable(e, trials)
+                       : experiment::TrialsTable(e, trials, OptionsFor(e, metric).metric);
+  Emit(experiment::Render(table, output), out);
+  return kExitOk;
+}
+
+int PrintComparison(ControllerClient* client, const std::string& db,
+                    const std::vector<std::string>& ids, const std::string& output,
+                    const std::string& metric, const std::string& report, FILE* out) {
+  std::vector<experiment::CompareInput> inputs;
+  for (const auto& id : ids) {
+    auto rec = LoadRecords(client, db, id);
+    if (!rec.ok()) {
+      fprintf(stderr, "codlctl compare: %s: %s\n", id.c_str(), rec.error().c_str());
+      return ExitCodeFor(rec.status());
+    }
+    inputs.push_back({std::move(rec->first), std::move(rec->second)});
+  }
+  // One metric for all: --metric, else the first experiment's victim.metric.
+  const experiment::Comparison c =
+      experiment::Compare(inputs, OptionsFor(inputs.front().experiment, metric).metric);
+  if (output == "json") Emit(experiment::FormatComparisonJson(c), out);
+  else if (output == "csv") Emit(experiment::RenderCsv(experiment::ComparisonTable(c)), out);
+  else Emit(experiment::FormatComparison(c), out);
+  if (!report.empty()) return WriteComparisonReport(c, report);
   return kExitOk;
 }
 

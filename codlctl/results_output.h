@@ -22,6 +22,15 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
 // its stored YAML; elapsed when that cannot be read).
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
                  const std::string& output, FILE* out, const std::string& metric = "");
+// The long (tidy) exports: `kind` "trials" (one row per trial) or "phases" (per trial x phase);
+// `output` csv | json (JSON lines) | table.
+int PrintTidy(ControllerClient* client, const std::string& db, const std::string& id,
+              const std::string& kind, const std::string& output, FILE* out,
+              const std::string& metric = "");
+// `codlctl compare`: `output` table | csv | json; `report` non-empty: also write the HTML section.
+int PrintComparison(ControllerClient* client, const std::string& db,
+                    const std::vector<std::string>& ids, const std::string& output,
+                    const std::string& metric, const std::string& report, FILE* out);
 // `path` "" writes no HTML; `figures` non-empty also writes every figure there as SVG + CSV.
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
                 const std::string& path, const std::string& figures = "");

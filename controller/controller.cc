@@ -9,6 +9,7 @@
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
 #include "injectors/registry.h"
+#include "lib/rpc/health.h"
 #include "lib/store/store.h"
 
 namespace codl::controller {
@@ -52,6 +53,7 @@ Status Controller::Start() {
   server_ = std::move(started->server);
   unix_listener_ = std::move(started->unix_listener);
   address_ = started->address;
+  rpc::SetServing(server_.get(), "codl.v1.Controller", true);
   scheduler_->Start();
   started_ = true;
   metrics_refresher_ = std::thread([this] {
@@ -73,6 +75,7 @@ void Controller::Shutdown() {
   if (!started_) return;
   started_ = false;
   stopping_ = true;
+  rpc::MarkDraining(server_.get());  // health: NOT_SERVING while the scheduler winds down
   if (metrics_refresher_.joinable()) metrics_refresher_.join();
   // Order matters: the scheduler first (it stops the running trial's antagonists through the
   // agents), then the server.

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
                        "how often agents heartbeat", "1s")
       ->check(CLI::Range(0.05, 1e7));
   boot.AddMetricsFlag(&o.metrics_listen);
+  boot.AddHealthFlag("codl.v1.Controller");
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
   boot.AddTokenFlags("file holding the token the controller presents to agents",
                      "tokens file (ROLE ID SHA256) of the agents and users the controller accepts",

@@ -313,6 +313,10 @@ PairingSummary SummarizePairing(const std::string& key,
 
 }  // namespace
 
+std::map<std::string, std::string> PairingIntensities(const std::string& key) {
+  return ParseKey(key);
+}
+
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             const SummarizeOptions& options) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,10 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             double noisy_cov_threshold = 0.10);
+
+// A pairing key's antagonists and their intensity labels: "membw@0.5+storage@2GiB/s" ->
+// {membw: "0.5", storage: "2GiB/s"}; empty for "baseline".
+std::map<std::string, std::string> PairingIntensities(const std::string& key);
 
 std::string FormatTable(const ExperimentResults& results);  // aligned, for terminals
 std::string FormatCsv(const ExperimentResults& results);    // one row per pairing x antagonist

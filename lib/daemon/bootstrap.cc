@@ -7,7 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/daemon/cli_flags.h"
+#include "lib/daemon/logging.h"
 #include "lib/daemon/service_notifier.h"
+#include "lib/rpc/health.h"
 
 namespace codl::daemon {
 
@@ -15,6 +17,32 @@ DaemonBootstrap::DaemonBootstrap(std::string name, const std::string& descriptio
                                  std::string default_config)
     : name_(std::move(name)), default_config_(std::move(default_config)), app_{description} {
   config_flag_ = AddConfigFlag(app_, &config_path_, default_config_);
+  app_.add_option("--log-level", log_level_, "debug | info | warn | error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  app_.add_option("--log-format", log_format_,
+                  "text | json (one object per line: ts, level, msg, component)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
+void DaemonBootstrap::AddHealthFlag(const std::string& service) {
+  health_service_ = service;
+  app_.add_option("--health-listen", health_listen_,
+                  "serve only the gRPC health service, plaintext, on this host:port (for "
+                  "Kubernetes grpc probes; default: off)");
+}
+
+std::optional<int> DaemonBootstrap::ApplyLoggingAndHealth(
+    const std::optional<std::string>& log_level, const std::optional<std::string>& log_format,
+    const std::optional<std::string>& health_listen) {
+  if (log_level && !Given("--log-level")) log_level_ = *log_level;
+  if (log_format && !Given("--log-format")) log_format_ = *log_format;
+  if (health_listen && !health_service_.empty() && !Given("--health-listen"))
+    health_listen_ = *health_listen;
+  if (Status s = ConfigureLogging(name_, log_level_, log_format_); !s.ok()) return Fail(s.error());
+  logging_configured_ = true;
+  return std::nullopt;
 }
 
 void DaemonBootstrap::AddTlsFlags(std::string* ca, std::string* cert, std::string* key) {
@@ -51,6 +79,11 @@ CLI::Option* DaemonBootstrap::AddDurationFlag(const std::string& name, double* s
 }
 
 int DaemonBootstrap::Fail(const std::string& message, int code) const {
+  // Once JSON logging is on, stderr stays JSON lines.
+  if (logging_configured_ && log_format_ == "json") {
+    spdlog::error("{}", message);
+    return code;
+  }
   fprintf(stderr, "%s: %s\n", name_.c_str(), message.c_str());
   return code;
 }
@@ -102,10 +135,22 @@ int DaemonBootstrap::Serve(const Service& service) {
 
   ServiceNotifier notifier;
   if (Status s = service.start(); !s.ok()) return Fail(s.error(), 1);
+  std::unique_ptr<rpc::HealthOnlyServer> health;
+  if (!health_listen_.empty()) {
+    auto h = rpc::HealthOnlyServer::Start(health_listen_, health_service_);
+    if (!h.ok()) {
+      service.stop();
+      return Fail(h.error(), 1);
+    }
+    health = std::move(*h);
+    spdlog::info("{}: gRPC health on {} (plaintext, health service only)", name_,
+                 health->address());
+  }
   notifier.Ready(service.ready());
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("{}: signal {}, {}", name_, sig, service.on_signal);
+  if (health) health->Drain();  // probes see NOT_SERVING while the daemon drains
   notifier.Stopping();
   service.stop();
   return 0;

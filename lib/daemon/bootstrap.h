@@ -1,12 +1,12 @@
 // DaemonBootstrap: everything codl-agent and codl-controller do alike around their own options,
 // so each main.cc only declares its flags and file keys:
-// - the CLI11 app with --config, the mTLS / token / --insecure / metrics flags and duration
-//   flags;
+// - the CLI11 app with --config, --log-level/--log-format (logging.h), the mTLS / token /
+//   --insecure / metrics / health flags and duration flags;
 // - parsing, loading the config file (--config, else the default path when it exists), the
 //   file's tls block unless a --tls-* flag was given, the bearer token this daemon presents and
 //   the tokens file its callers are checked against (docs/security.md);
 // - serving: SIGINT/SIGTERM blocked before any thread starts, sd_notify READY with a status
-//   line, sigwait, STOPPING, stop.
+//   line, the health-only port (--health-listen), sigwait, NOT_SERVING + STOPPING, stop.
 // Errors are printed as "NAME: message"; exit codes: 2 for bad flags or files, 1 when the
 // daemon cannot start, 0 after a clean stop (and for --help).
 #pragma once
@@ -38,6 +38,9 @@ class DaemonBootstrap {
   void AddTokenFlags(const std::string& token_help, const std::string& tokens_help, bool* insecure);
   // --metrics-listen: Prometheus /metrics host:port, off by default.
   void AddMetricsFlag(std::string* listen);
+  // --health-listen: a plaintext host:port carrying only grpc.health.v1.Health, reporting ""
+  // and `service` ("codl.v1.Agent"), for probes without the mTLS certificate (rpc/health.h).
+  void AddHealthFlag(const std::string& service);
   // A duration flag in seconds ("10s", "500ms", "2m"; > 0); --help shows `default_text`.
   CLI::Option* AddDurationFlag(const std::string& name, double* seconds, const std::string& help,
                                const std::string& default_text);
@@ -74,6 +77,11 @@ class DaemonBootstrap {
   std::optional<int> AfterLoad(const std::string& path, const std::optional<TlsPaths>& tls,
                                const std::optional<std::string>& token_file,
                                const std::optional<std::string>& tokens_file);
+  // --log-level/--log-format over the file's log_level/log_format; --health-listen over
+  // health_listen.
+  std::optional<int> ApplyLoggingAndHealth(const std::optional<std::string>& log_level,
+                                           const std::optional<std::string>& log_format,
+                                           const std::optional<std::string>& health_listen);
 
   std::string name_;
   std::string default_config_;
@@ -83,6 +91,9 @@ class DaemonBootstrap {
   std::string* tls_[3] = {nullptr, nullptr, nullptr};  // ca, cert, key
   std::string token_flag_, token_file_flag_, tokens_file_flag_, token_;
   std::shared_ptr<const rpc::TokenTable> tokens_;
+  std::string log_level_ = "info", log_format_ = "text";
+  std::string health_listen_, health_service_;
+  bool logging_configured_ = false;
 };
 
 template <class Config>
@@ -94,6 +105,8 @@ std::optional<int> DaemonBootstrap::Load(int argc, char** argv,
   auto loaded = load(*path);
   if (!loaded.ok()) return Fail(loaded.error());
   *file = std::move(*loaded);
+  if (auto exit = ApplyLoggingAndHealth(file->log_level, file->log_format, file->health_listen))
+    return exit;
   return AfterLoad(*path, file->tls, file->token_file, file->tokens_file);
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "lib/daemon/logging.h"
 #include "lib/daemon/yaml_reader.h"
 
 namespace codl::daemon {
@@ -49,8 +50,8 @@ Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
 }
 
 // Keys both daemons have (lease, heartbeat_interval, tls, token_file, tokens_file,
-// metrics_listen): one
-// reader, so the two config files cannot drift apart.
+// metrics_listen, health_listen, log_level, log_format): one reader, so the two config files
+// cannot drift apart.
 template <class Config>
 void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) {
   if (m.Has("lease")) c->lease_s = yaml::Duration(m.Value("lease"), "lease", /*positive=*/true);
@@ -73,6 +74,18 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
   if (m.Has("metrics_listen")) {
     c->metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
   }
+  if (m.Has("health_listen"))
+    c->health_listen = internal::Address(m.Value("health_listen"), "health_listen", 0);
+  if (m.Has("log_level")) {
+    c->log_level = yaml::NonEmptyString(m.Value("log_level"), "log_level");
+    if (!ValidLogLevel(*c->log_level))
+      Fail(m.Value("log_level"), "log_level", "expected debug, info, warn or error");
+  }
+  if (m.Has("log_format")) {
+    c->log_format = yaml::NonEmptyString(m.Value("log_format"), "log_format");
+    if (!ValidLogFormat(*c->log_format))
+      Fail(m.Value("log_format"), "log_format", "expected text or json");
+  }
 }
 
 }  // namespace
@@ -83,7 +96,8 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     MapReader m(root, "",
                 {"controller", "listen", "advertise", "id", "labels", "scratch_roots",
                  "allow_victim", "max_level", "lease", "heartbeat_interval", "state_dir", "tls",
-                 "token_file", "tokens_file", "victim_user", "metrics_listen"});
+                 "token_file", "tokens_file", "victim_user", "metrics_listen", "health_listen",
+                 "log_level", "log_format"});
     if (m.Has("controller"))
       c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
@@ -115,7 +129,7 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
     MapReader m(root, "",
                 {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
-                 "tokens_file", "metrics_listen"});
+                 "tokens_file", "metrics_listen", "health_listen", "log_level", "log_format"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("database"))
       c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);

@@ -42,6 +42,9 @@ struct AgentConfig {
   std::optional<std::string> tokens_file;     // hashes of the tokens callers present (controller)
   std::optional<std::string> victim_user;     // user victims run as when the agent is root
   std::optional<std::string> metrics_listen;  // Prometheus /metrics address
+  std::optional<std::string> health_listen;   // plaintext port with only grpc.health.v1
+  std::optional<std::string> log_level;       // debug | info | warn | error
+  std::optional<std::string> log_format;      // text | json
 };
 
 struct ControllerConfig {
@@ -53,6 +56,9 @@ struct ControllerConfig {
   std::optional<std::string> token_file;      // the token the controller presents to agents
   std::optional<std::string> tokens_file;     // hashes of the tokens callers present
   std::optional<std::string> metrics_listen;  // Prometheus /metrics address
+  std::optional<std::string> health_listen;   // plaintext port with only grpc.health.v1
+  std::optional<std::string> log_level;       // debug | info | warn | error
+  std::optional<std::string> log_format;      // text | json
 };
 
 // `filename` is used in messages and to resolve relative paths.

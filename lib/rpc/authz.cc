@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "lib/rpc/health.h"
 #include "lib/rpc/status.h"
 
 namespace codl::rpc {
@@ -255,6 +256,8 @@ grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthCo
                                      OutputMetadata* consumed, OutputMetadata* /*response*/) {
   auto path = metadata.find(":path");
   if (path == metadata.end()) return ToGrpc(PermissionDenied("call without a method path"));
+  // Probes carry no credentials; health says nothing but SERVING (docs/security.md).
+  if (IsHealthMethod(ToString(path->second))) return grpc::Status::OK;
   auto who = Identify(metadata, *context);
   if (!who.ok()) return ToGrpc(who.status());
   if (Status s = Authorize(ToString(path->second), *who); !s.ok()) return ToGrpc(s);

@@ -1,4 +1,5 @@
 #include "lib/rpc/rpc_util.h"
+#include "lib/rpc/health.h"
 
 #include <arpa/inet.h>
 #include <sys/stat.h>
@@ -165,6 +166,7 @@ Result<StartedServer> StartServer(const Endpoint& listen,
                                   std::shared_ptr<const TokenTable> tokens) {
   StartedServer started;
   started.address = listen.address;
+  EnableHealthService();  // grpc.health.v1 on every daemon port (health.h)
   grpc::ServerBuilder builder;
   // Bounded requests (security issue, item 4): the largest legitimate one is a submitted YAML
   // (itself capped by the YAML reader) or a victim spec; 16 MiB leaves ample room.

@@ -225,6 +225,21 @@ TEST(ControllerConfig, EveryKeyAndErrors) {
   EXPECT_THAT(bad.error(), StartsWith("c.yaml:1:21: heartbeat_interval: 'soon' is not a duration"));
 }
 
+TEST(DaemonConfig, LoggingAndHealthKeys) {
+  auto c = ParseAgentConfig("log_level: debug\nlog_format: json\nhealth_listen: 0.0.0.0:7711\n",
+                            "a.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(*c->log_level, "debug");
+  EXPECT_EQ(*c->log_format, "json");
+  EXPECT_EQ(*c->health_listen, "0.0.0.0:7711");
+  auto bad = ParseControllerConfig("log_level: loud\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error(), StartsWith("c.yaml:1:12: log_level: expected debug, info, warn or"));
+  bad = ParseControllerConfig("log_format: xml\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error(), StartsWith("c.yaml:1:13: log_format: expected text or json"));
+}
+
 TEST(ConfigPath, ExplicitMustExistDefaultMayBeMissing) {
   std::string dir = TempDir();
   auto missing_default = ResolveConfigPath("", false, dir + "/nope.yaml");

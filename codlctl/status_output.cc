@@ -1,0 +1,90 @@
+#include "codlctl/status_output.h"
+
+namespace codl::cli {
+namespace {
+
+using experiment::Cell;
+
+const std::vector<std::string> kStatusColumns = {"experiment_id",
+                                                 "name",
+                                                 "state",
+                                                 "completed_trials",
+                                                 "total_trials",
+                                                 "failed_trials",
+                                                 "current_pairing",
+                                                 "eta_s",
+                                                 "victim_step",
+                                                 "victim_step_time_s",
+                                                 "created_unix_ms",
+                                                 "finished_unix_ms",
+                                                 "error",
+                                                 "precision",
+                                                 "stop_reason"};
+
+std::vector<Cell> StatusCells(const v1::ExperimentStatus& s) {
+  // The controller sends 0 for "not known" in the live fields: missing, not zero.
+  auto known = [](double v) { return v > 0 ? Cell::Number(v) : Cell::Missing(); };
+  return {Cell::Text(s.experiment_id()),
+          Cell::Text(s.name()),
+          Cell::Text(s.state()),
+          Cell::Int(s.completed_trials()),
+          Cell::Int(s.total_trials()),
+          Cell::Int(s.failed_trials()),
+          Cell::Text(s.current_pairing()),
+          known(s.eta_s()),
+          known(static_cast<double>(s.victim_step())),
+          known(s.victim_step_time_s()),
+          known(static_cast<double>(s.created_unix_ms())),
+          known(static_cast<double>(s.finished_unix_ms())),
+          Cell::Text(s.error()),
+          Cell::Text(s.precision()),
+          Cell::Text(s.stop_reason())};
+}
+
+}  // namespace
+
+v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
+                                       const std::vector<TrialRecord>& trials) {
+  v1::ExperimentStatus s;
+  s.set_experiment_id(e.id);
+  s.set_name(e.name);
+  s.set_state(ToString(e.state));
+  s.set_error(e.error);
+  s.set_total_trials(e.total_trials);
+  s.set_completed_trials(static_cast<int>(trials.size()));
+  int failed = 0;
+  for (const auto& t : trials) failed += t.state == TrialState::kFailed;
+  s.set_failed_trials(failed);
+  s.set_created_unix_ms(e.created_unix_ms);
+  s.set_finished_unix_ms(e.finished_unix_ms);
+  s.set_stop_reason(e.stop_reason);
+  return s;
+}
+
+experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses) {
+  experiment::TidyTable t;
+  t.columns = kStatusColumns;
+  for (const auto& s : statuses) t.rows.push_back(StatusCells(s));
+  return t;
+}
+
+experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_unix_ms) {
+  experiment::TidyTable t;
+  t.columns = kStatusColumns;
+  t.columns.insert(t.columns.begin(), "ts_unix_ms");
+  t.columns.push_back("message");
+  std::vector<Cell> row = StatusCells(event.status());
+  row.insert(row.begin(), Cell::Int(ts_unix_ms));
+  row.push_back(Cell::Text(event.message()));
+  t.rows.push_back(std::move(row));
+  return t;
+}
+
+std::string RenderRecords(const experiment::TidyTable& table, const std::string& output,
+                          bool header) {
+  if (output == "json") return experiment::RenderJsonLines(table);
+  std::string csv = experiment::RenderCsv(table);
+  return header ? csv : csv.substr(csv.find('\n') + 1);
+}
+
+}  // namespace codl::cli

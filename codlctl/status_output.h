@@ -1,0 +1,30 @@
+// `codlctl status` and `codlctl watch` as records: `-o json` (one JSON object per line) and
+// `-o csv` (a header, then one row per experiment or, for watch, per progress update). The
+// columns are a public interface (docs/results.md, "Status and watch records").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codl/v1/controller.pb.h"
+#include "lib/analysis/tidy.h"
+#include "lib/common/records.h"
+
+namespace codl::cli {
+
+// An experiment's state as the controller reports it; from a database, the recorded trials
+// stand in for the completed ones.
+v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
+                                       const std::vector<TrialRecord>& trials);
+
+// Columns: experiment_id, name, state, completed_trials, total_trials, failed_trials,
+// current_pairing, eta_s, victim_step, victim_step_time_s, created_unix_ms, finished_unix_ms,
+// error; watch rows add ts_unix_ms (when the update arrived) and message.
+experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses);
+experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_unix_ms);
+
+// "json" or "csv" records of `table`; the CSV header only when `header`.
+std::string RenderRecords(const experiment::TidyTable& table, const std::string& output,
+                          bool header);
+
+}  // namespace codl::cli

@@ -1,0 +1,119 @@
+#include "lib/analysis/trial_rows.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/analysis/results.h"
+#include "lib/analysis/trial_metric.h"
+
+namespace codl::experiment {
+namespace {
+
+std::vector<const TrialRecord*> ByIndex(const std::vector<TrialRecord>& trials) {
+  std::vector<const TrialRecord*> sorted;
+  for (const auto& t : trials) sorted.push_back(&t);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto* a, const auto* b) { return a->index < b->index; });
+  return sorted;
+}
+
+bool IsBaseline(const TrialRecord& t) { return t.baseline || t.pairing == "baseline"; }
+
+// The columns every row of both exports starts with: which trial, under which interference.
+const std::vector<std::string> kTrialColumns = {"experiment_id", "experiment", "trial",
+                                                "repetition",    "pairing",    "role",
+                                                "antagonists",   "intensities"};
+
+std::vector<Cell> TrialCells(const ExperimentRecord& e, const TrialRecord& t) {
+  std::string names, intensities;
+  // Joined with ';' (a '+' may occur inside a rate label such as "1e+9/s").
+  for (const auto& [name, intensity] : PairingIntensities(IsBaseline(t) ? "" : t.pairing)) {
+    names += (names.empty() ? "" : ";") + name;
+    intensities += (intensities.empty() ? "" : ";") + intensity;
+  }
+  return {Cell::Text(e.id),
+          Cell::Text(e.name),
+          Cell::Int(t.index),
+          Cell::Int(t.repetition),
+          Cell::Text(IsBaseline(t) ? "baseline" : t.pairing),
+          Cell::Text(IsBaseline(t) ? "baseline" : "interfered"),
+          Cell::Text(names),
+          Cell::Text(intensities)};
+}
+
+// Mean cores over the antagonist instances that measured CPU time, summed per trial: what the
+// interference cost in CPU beside the resource it targets. NaN when none measured.
+double AntagonistCores(const TrialRecord& t) {
+  double sum = 0;
+  bool any = false;
+  for (const auto& a : t.antagonists) {
+    if (a.run_s <= 0) continue;
+    sum += CoresUsed(a.cpu_s, a.run_s);
+    any = true;
+  }
+  return any ? sum : std::nan("");
+}
+
+void Append(std::vector<Cell>* row, std::initializer_list<Cell> cells) {
+  row->insert(row->end(), cells.begin(), cells.end());
+}
+
+}  // namespace
+
+std::string ExclusionReason(const TrialRecord& t, double metric_value) {
+  auto with = [&t](const std::string& what) {
+    return t.error.empty() ? what : what + ": " + t.error;
+  };
+  switch (t.state) {
+    case TrialState::kDone:
+      return std::isfinite(metric_value) ? "" : "no measurement (no steps or metric recorded)";
+    case TrialState::kFlagged: return with("flagged (an antagonist missed its target)");
+    case TrialState::kFailed: return with("failed (the victim failed)");
+    default: return std::string("not run (") + ToString(t.state) + ")";
+  }
+}
+
+TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
+                      const TrialMetric& metric) {
+  TidyTable table;
+  table.columns = kTrialColumns;
+  for (const char* c : {"state", "metric", "metric_unit", "value", "flagged", "excluded",
+                        "exclude_reason", "wall_s", "victim_cores", "antagonist_cores",
+                        "victim_cpus", "victim_node", "started_unix_ms", "finished_unix_ms"})
+    table.columns.push_back(c);
+  for (const TrialRecord* t : ByIndex(trials)) {
+    const double value = TrialMetricValue(*t, metric);
+    const std::string reason = ExclusionReason(*t, value);
+    std::vector<Cell> row = TrialCells(e, *t);
+    const bool cpu_measured = !t->victim_effective_cpus.empty();
+    Append(&row,
+           {Cell::Text(ToString(t->state)), Cell::Text(metric.Name()), Cell::Text(metric.Unit()),
+            Cell::Number(value), Cell::Bool(t->state == TrialState::kFlagged),
+            Cell::Bool(!reason.empty()), Cell::Text(reason), Cell::Number(t->wall_s),
+            cpu_measured ? Cell::Number(CoresUsed(t->victim_cpu_s, t->wall_s)) : Cell::Missing(),
+            Cell::Number(AntagonistCores(*t)), Cell::Text(t->victim_effective_cpus),
+            Cell::Text(t->victim_node), Cell::Int(t->started_unix_ms),
+            Cell::Int(t->finished_unix_ms)});
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials) {
+  TidyTable table;
+  table.columns = kTrialColumns;
+  for (const char* c : {"state", "excluded", "phase", "seconds"}) table.columns.push_back(c);
+  for (const TrialRecord* t : ByIndex(trials)) {
+    // A phase median exists only for trials with steps: the metric's value does not matter.
+    const bool excluded = t->state != TrialState::kDone;
+    for (const auto& [phase, seconds] : t->phase_medians) {
+      std::vector<Cell> row = TrialCells(e, *t);
+      Append(&row, {Cell::Text(ToString(t->state)), Cell::Bool(excluded), Cell::Text(phase),
+                    Cell::Number(seconds)});
+      table.rows.push_back(std::move(row));
+    }
+  }
+  return table;
+}
+
+}  // namespace codl::experiment

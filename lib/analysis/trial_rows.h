@@ -1,0 +1,24 @@
+// The long (tidy) exports of one experiment: `codlctl results ID --trials` (one row per trial)
+// and `--phases` (one row per trial x phase). Column names are a public interface, documented in
+// docs/results.md ("Long format").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/analysis/tidy.h"
+#include "lib/common/records.h"
+#include "lib/spec/trial_metric.h"
+
+namespace codl::experiment {
+
+// Why a trial is left out of the held-target figures (Summarize); "" when it counts.
+std::string ExclusionReason(const TrialRecord& t, double metric_value);
+
+// Trials in index order; `value` is the trial's `metric` (TrialMetricValue).
+TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
+                      const TrialMetric& metric);
+// One row per trial and phase the victim reported (its per-trial median of that phase).
+TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials);
+
+}  // namespace codl::experiment

@@ -1,0 +1,211 @@
+// The long-format exports, records of status, and `compare`, through the real codlctl binary
+// on a database written here: what pandas/R, jq and a browser would read.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "lib/analysis/compare.h"
+#include "lib/store/store.h"
+#include "tests/integration/test_util.h"
+
+namespace codl {
+namespace {
+
+using testing::Bin;
+using testing::RunCommand;
+using Json = nlohmann::json;
+
+TrialRecord Trial(const std::string& exp, int index, int rep, const std::string& pairing,
+                  double metric, TrialState state = TrialState::kDone) {
+  TrialRecord t;
+  t.experiment_id = exp;
+  t.index = index;
+  t.repetition = rep;
+  t.baseline = pairing == "baseline";
+  t.pairing = pairing;
+  t.state = state;
+  t.metric = metric;
+  t.wall_s = metric;
+  t.phase_medians = {{"compute_s", 0.1}, {"read_s", metric / 10}};
+  if (state == TrialState::kFlagged) t.error = "membw reached 80% of its target";
+  if (state == TrialState::kFailed) t.error = "victim exited with 1";
+  if (!t.baseline) {
+    AntagonistResult a;
+    a.name = pairing.substr(0, pairing.find('@'));
+    a.injector = "memcpy";
+    a.level = 0.5;
+    a.cpu_s = 1;
+    a.run_s = 2;
+    t.antagonists.push_back(a);
+  }
+  return t;
+}
+
+// exp-a: baseline ~1 s, membw@0.5 ~1.5 s (one more trial flagged, one failed), storage@1 (only
+// here); exp-b: baseline ~1 s, membw@0.5 ~2 s.
+class ExportsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("codl-exports");
+    db_ = dir_ + "/r.db";
+    auto store = store::Store::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.error();
+    Write(store->get(), "exp-a", 1.5, true);
+    Write(store->get(), "exp-b", 2.0, false);
+  }
+  void TearDown() override { testing::RemoveTree(dir_); }
+
+  void Write(store::Store* s, const std::string& id, double interfered, bool extra) {
+    ExperimentRecord e;
+    e.id = id;
+    e.name = id + "-name";
+    e.seed = 7;
+    e.state = ExperimentState::kDone;
+    e.total_trials = extra ? 17 : 10;
+    ASSERT_TRUE(s->CreateExperiment(e).ok());
+    int index = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      const double jitter = 0.01 * rep;
+      ASSERT_TRUE(s->SaveTrial(Trial(id, index++, rep, "baseline", 1 + jitter)).ok());
+      ASSERT_TRUE(s->SaveTrial(Trial(id, index++, rep, "membw@0.5", interfered + jitter)).ok());
+    }
+    if (!extra) return;
+    ASSERT_TRUE(s->SaveTrial(Trial(id, index++, 5, "membw@0.5", 1.9, TrialState::kFlagged)).ok());
+    ASSERT_TRUE(s->SaveTrial(Trial(id, index++, 6, "membw@0.5", 0, TrialState::kFailed)).ok());
+    for (int rep = 0; rep < 5; ++rep)
+      ASSERT_TRUE(s->SaveTrial(Trial(id, index++, rep, "storage@1", 1.2 + 0.01 * rep)).ok());
+  }
+
+  testing::CommandResult Codlctl(std::vector<std::string> args) {
+    args.insert(args.begin(), Bin("codlctl"));
+    return RunCommand(args, 120);
+  }
+
+  // Writes `text` to a file and has read_tidy.py read it as pandas/R users would.
+  void ExpectReadableCsv(const std::string& text, const std::string& kind, int rows) {
+    const std::string path = dir_ + "/" + kind + ".csv";
+    testing::WriteFile(path, text);
+    auto r = RunCommand({"/usr/bin/python3", testing::SourceDir() + "/tests/codlctl/read_tidy.py",
+                         path, kind, std::to_string(rows)});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+
+  std::string dir_, db_;
+};
+
+std::vector<Json> JsonLines(const std::string& text) {
+  std::vector<Json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(Json::parse(line));
+  return out;
+}
+
+TEST_F(ExportsTest, TrialsAreCsvByDefaultOneRowPerTrial) {
+  auto r = Codlctl({"results", "exp-a", "--db", db_, "--trials"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectReadableCsv(r.out, "trials", 17);
+  EXPECT_NE(r.out.find("flagged (an antagonist missed its target): membw reached 80%"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("failed (the victim failed): victim exited with 1"), std::string::npos);
+}
+
+TEST_F(ExportsTest, PhasesAreOneRowPerTrialAndPhase) {
+  auto r = Codlctl({"results", "exp-a", "--db", db_, "--phases"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ExpectReadableCsv(r.out, "phases", 17 * 2);
+}
+
+TEST_F(ExportsTest, TrialsAsJsonLinesKeepTypes) {
+  auto r = Codlctl({"results", "exp-b", "--db", db_, "--trials", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = JsonLines(r.out);
+  ASSERT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows[1]["role"], "interfered");
+  EXPECT_EQ(rows[1]["antagonists"], "membw");
+  EXPECT_EQ(rows[1]["intensities"], "0.5");
+  EXPECT_DOUBLE_EQ(rows[1]["value"].get<double>(), 2.0);
+  EXPECT_EQ(rows[1]["excluded"], false);
+  EXPECT_DOUBLE_EQ(rows[1]["antagonist_cores"].get<double>(), 0.5);
+}
+
+TEST_F(ExportsTest, ResultsJsonCarriesProvenance) {
+  auto r = Codlctl({"results", "exp-a", "--db", db_, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = Json::parse(r.out);
+  EXPECT_TRUE(j.contains("provenance"));
+  EXPECT_EQ(j["seed"], 7);
+}
+
+TEST_F(ExportsTest, StatusRecordsAsJsonAndCsv) {
+  auto json = Codlctl({"status", "--db", db_, "-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto rows = JsonLines(json.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) EXPECT_EQ(row["state"], "done");
+  auto csv = Codlctl({"status", "exp-a", "--db", db_, "-o", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("experiment_id,name,state,completed_trials,total_trials", 0), 0u);
+  EXPECT_NE(csv.out.find("\nexp-a,exp-a-name,done,17,17,1,"), std::string::npos) << csv.out;
+}
+
+TEST_F(ExportsTest, CompareMatchesPairingsAndRatiosTheirSlowdowns) {
+  auto r = Codlctl({"compare", "exp-a", "exp-b", "--db", db_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = Json::parse(r.out);
+  ASSERT_EQ(j["pairings"].size(), 2u);
+  const auto& membw = j["pairings"][0];
+  EXPECT_EQ(membw["pairing"], "membw@0.5");
+  EXPECT_TRUE(membw["matched"].get<bool>());
+  const auto& ratio = membw["ratios"][0];
+  EXPECT_NEAR(ratio["ratio"].get<double>(), 2.0 / 1.5, 0.02);
+  EXPECT_LE(ratio["ci_low"].get<double>(), ratio["ratio"].get<double>());
+  EXPECT_GE(ratio["ci_high"].get<double>(), ratio["ratio"].get<double>());
+  ASSERT_EQ(j["unmatched"].size(), 1u);
+  EXPECT_EQ(j["unmatched"][0]["pairing"], "storage@1");
+  EXPECT_EQ(j["unmatched"][0]["experiment_id"], "exp-a");
+}
+
+TEST_F(ExportsTest, CompareTableCsvAndReport) {
+  const std::string html = dir_ + "/compare.html";
+  auto table = Codlctl({"compare", "exp-a", "exp-b", "--db", db_, "--report", html});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("#2/#1"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("storage@1 (only in #1)"), std::string::npos) << table.out;
+  const std::string page = testing::ReadFile(html);
+  EXPECT_NE(page.find("<section id=\"compare\">"), std::string::npos);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  auto csv = Codlctl({"compare", "exp-a", "exp-b", "--db", db_, "-o", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("pairing,matched,n_1,slowdown_1,ci_low_1,ci_high_1,n_2,", 0), 0u);
+  EXPECT_NE(csv.out.find("ratio_ci_high_2"), std::string::npos);
+}
+
+TEST_F(ExportsTest, CompareNeedsTwoExperiments) {
+  auto r = Codlctl({"compare", "exp-a", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(SlowdownRatioCI, SameDataGivesARatioAroundOneAndIsReproducible) {
+  const std::vector<double> base = {1.0, 1.02, 0.98, 1.01, 0.99};
+  const std::vector<double> hit = {1.5, 1.53, 1.47, 1.52, 1.49};
+  experiment::BootstrapOptions opt;
+  opt.resamples = 2000;
+  opt.seed = 3;
+  auto a = experiment::BootstrapSlowdownRatioCI(hit, base, hit, base, false, opt);
+  auto b = experiment::BootstrapSlowdownRatioCI(hit, base, hit, base, false, opt);
+  EXPECT_LT(a.low, 1.0);
+  EXPECT_GT(a.high, 1.0);
+  EXPECT_EQ(a.low, b.low);
+  EXPECT_EQ(a.high, b.high);
+  std::vector<double> worse;
+  for (double x : hit) worse.push_back(2 * x - 1);  // twice the extra time
+  auto c = experiment::BootstrapSlowdownRatioCI(hit, base, worse, base, false, opt);
+  EXPECT_GT(c.low, 1.2);  // (2.0 / 1.0) / (1.5 / 1.0) = 1.33
+  EXPECT_TRUE(
+      std::isnan(experiment::BootstrapSlowdownRatioCI({}, base, hit, base, false, opt).low));
+}
+
+}  // namespace
+}  // namespace codl
