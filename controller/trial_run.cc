@@ -26,11 +26,12 @@ namespace trial_detail {
 // some agent cannot stream its telemetry (fakes in tests, an agent without StreamTelemetry).
 constexpr double kSettlePollS = 0.1;
 // Settling on the stream: a sample older than this no longer counts as "at target" (injectors
-// report at least 4x/s), and an antagonist silent that long is asked why (GetAntagonist) at
-// most once per kSilentCheckS. The waiting thread also wakes every kSettleWakeS for a cancel
-// and the give-up time.
+// report at least 4x/s). An antagonist not at target is asked why (GetAntagonist: failed,
+// exited, or an agent that does not stream) at most once per kSilentCheckS, well inside the
+// stale time so that its answers alone can hold a window. The waiting thread also wakes every
+// kSettleWakeS for a cancel and the give-up time.
 constexpr double kSampleStaleS = 1.0;
-constexpr double kSilentCheckS = 1.0;
+constexpr double kSilentCheckS = 0.4;
 constexpr double kSettleWakeS = 0.1;
 
 void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
@@ -113,11 +114,12 @@ struct StreamSettle {
     if (verdict != SettleWindow::Verdict::kWaiting) changed.notify_all();
   }
   void OnEvent(const v1::TelemetryEvent& ev) {
-    if (!ev.has_antagonist()) return;
+    if (ev.has_antagonist()) OnSample(ev.antagonist().antagonist_id(), ev.antagonist().sample().achieved());
+  }
+  void OnSample(const std::string& id, double achieved) {
     std::lock_guard<std::mutex> l(mu);
     const double now = clock->MonotonicSeconds();
-    const auto& a = ev.antagonist();
-    if (board.OnSample(a.antagonist_id(), a.sample().achieved(), now)) Judge(now);
+    if (board.OnSample(id, achieved, now)) Judge(now);
   }
 
   const Clock* clock;
@@ -399,6 +401,9 @@ class ExperimentRunner::TrialRun {
         return;
       }
       if (!g->unit().empty()) r.result.unit = g->unit();
+      // Its answer is a sample too: an agent whose stream carries nothing (one without
+      // StreamTelemetry) still settles, on these polls.
+      if (g->samples() > 0) stream_->OnSample(r.id, g->last_achieved());
     }
   }
 

@@ -200,6 +200,51 @@ class Run:
         return out
 
 
+def agent_footprint(a, work):
+    """One real codl-agent, registered and heartbeating (1 s) to a real controller, nothing to
+    run: its RSS (VmRSS at the end, VmHWM) and CPU (utime+stime) over the window, sampled every
+    second. Goal: < 30 MiB and < 1 % of a core."""
+    r = Run(a, 1, work)
+    try:
+        ctl = r.spawn([f"{r.bin}/codl-controller", "--listen", r.addr, "--db", os.path.join(work, "idle.db"),
+                       *(r.tls("controller") or ["--insecure"])], "controller-idle.log")
+        time.sleep(0.5)
+        agent = r.spawn([f"{r.bin}/codl-agent", "--controller", r.addr, "--id", "idle-agent",
+                         "--listen", f"127.0.0.1:{free_port()}", "--scratch-root", work,
+                         "--state-dir", os.path.join(work, "idle-state"),
+                         *(r.tls("agents") or ["--insecure"])], "agent-idle.log")
+        t0 = time.monotonic()
+        while r.alive() < 1:
+            if time.monotonic() - t0 > 30:
+                return {"error": "the agent did not register within 30 s"}
+            time.sleep(0.5)
+        time.sleep(a.warmup)
+        rss = []
+        c0, w0 = proc_cpu_s(agent.pid), time.monotonic()
+        while time.monotonic() - w0 < a.agent_footprint:
+            time.sleep(1)
+            rss.append(proc_status(agent.pid)["VmRSS"])
+        cpu = (proc_cpu_s(agent.pid) - c0) / (time.monotonic() - w0)
+        st = proc_status(agent.pid)
+        out = {"window_s": a.agent_footprint, "cpu_cores": round(cpu, 5),
+               "rss_mib": {"min": round(min(rss) / 1024, 1), "max": round(max(rss) / 1024, 1)},
+               "hwm_mib": round(st["VmHWM"] / 1024, 1), "threads": st["Threads"], "fds": st["fds"],
+               "controller_cpu_cores_total": round(proc_cpu_s(ctl.pid) / (time.monotonic() - t0), 5)}
+        print(f"idle codl-agent over {a.agent_footprint:.0f} s: CPU {cpu * 100:.3f} % of a core, RSS "
+              f"{out['rss_mib']['min']}-{out['rss_mib']['max']} MiB (HWM {out['hwm_mib']} MiB), "
+              f"{st['Threads']} threads", file=sys.stderr, flush=True)
+        return out
+    finally:
+        for p in r.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+
 def ms(v):
     return None if v is None else round(v * 1e3, 3)
 
@@ -273,8 +318,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--tls", action="store_true", help="mTLS everywhere (throwaway CA, SAN 127.0.0.1)")
-    ap.add_argument("--min-connect-timeout-ms", type=int, default=100,
-                    help="the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (100 as in rpc::MakeChannel; 0: gRPC default)")
+    ap.add_argument("--min-connect-timeout-ms", type=int, default=2000,
+                    help="the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (2000 as in rpc::MakeChannel; 0: gRPC default)")
+    ap.add_argument("--agent-footprint", type=float, default=0, metavar="S",
+                    help="also sample one real, idle codl-agent's RSS and CPU over S seconds (0: skip)")
     a = ap.parse_args()
     ns = [int(x) for x in a.agents.split(",") if x]
     work = tempfile.mkdtemp(prefix="codl-scale-")
@@ -285,6 +332,8 @@ def main():
               "heartbeat_interval_s": 1.0, "register_spread_s": a.register_spread,
               "agents_min_connect_timeout_ms": a.min_connect_timeout_ms, "runs": []}
     try:
+        if a.agent_footprint > 0:
+            result["agent_idle"] = agent_footprint(a, work)
         for n in ns:
             r = Run(a, n, work)
             print(f"N = {n} ...", file=sys.stderr, flush=True)
@@ -318,6 +367,14 @@ def main():
         print(f"{r['agents']:>7}{r['controller_cpu_cores']:>17.4f}{r['controller_rss_mib']:>8.1f}MiB"
               f"{r['controller_threads']:>9}{r['controller_fds']:>7}{r['load_tool_cpu_cores']:>10.3f}"
               f"{hb['heartbeats_ok']:>9}/{hb['heartbeats_failed']}")
+    for r in result["runs"]:
+        if "all_registered_after_s" in r:
+            print(f"{r['agents']} agents all registered after {r['all_registered_after_s']} s "
+                  f"(spread {a.register_spread} s; {r['heartbeats']['register_failures']} failed attempts)")
+    ai = result.get("agent_idle")
+    if ai and "cpu_cores" in ai:
+        print(f"idle codl-agent: CPU {ai['cpu_cores'] * 100:.3f} % of a core, RSS {ai['rss_mib']['max']} MiB "
+              f"(goal < 1 %, < 30 MiB)")
     for r in result["runs"]:
         f = r.get("fanout")
         if not f or "latency_ms" not in f:
