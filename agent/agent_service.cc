@@ -172,9 +172,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     // at most 5 s past this node's own setup estimate (the controller waits for the slowest).
     const auto estimate = antagonists_->EstimateSetupS(ir.injector, ir.options);
     const double setup_s = estimate.ok() ? *estimate : 0;
-    ir.start_at_unix_ns = std::min<int64_t>(
-        req->start_at_unix_ns(),
-        clock_->UnixNanos() + 5'000'000'000LL + static_cast<int64_t>(setup_s * 1e9));
+    ir.start_at_unix_ns =
+        std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL +
+                                                       static_cast<int64_t>(setup_s * 1e9));
     auto started = antagonists_->Start(req->antagonist_id(), ir, req->lease_s());
     if (!started.ok()) {
       r->Finish(rpc::ToGrpc(started.status(), StatusCode::kFailedPrecondition));

@@ -114,7 +114,8 @@ struct StreamSettle {
     if (verdict != SettleWindow::Verdict::kWaiting) changed.notify_all();
   }
   void OnEvent(const v1::TelemetryEvent& ev) {
-    if (ev.has_antagonist()) OnSample(ev.antagonist().antagonist_id(), ev.antagonist().sample().achieved());
+    if (ev.has_antagonist())
+      OnSample(ev.antagonist().antagonist_id(), ev.antagonist().sample().achieved());
   }
   void OnSample(const std::string& id, double achieved) {
     std::lock_guard<std::mutex> l(mu);
@@ -226,8 +227,7 @@ class ExperimentRunner::TrialRun {
   void StartAll() {
     OpenSettleStreams();
     setup_estimate_s_ = SlowestSetupEstimate();
-    start_at_ctrl_ns_ =
-        clock()->UnixNanos() + Nanos(options().start_delay_s + setup_estimate_s_);
+    start_at_ctrl_ns_ = clock()->UnixNanos() + Nanos(options().start_delay_s + setup_estimate_s_);
     if (setup_estimate_s_ > 0) {
       spdlog::info("trial {}: common start in {:.3f} s (slowest setup estimate {:.3f} s)",
                    trial_.index, options().start_delay_s + setup_estimate_s_, setup_estimate_s_);
@@ -364,7 +364,7 @@ class ExperimentRunner::TrialRun {
     std::unique_lock<std::mutex> l(s.mu);
     const double t0 = clock()->MonotonicSeconds();
     s.window.emplace(spec_.settle_s, GiveUpS());
-    s.Judge(t0);  // samples that arrived before the wait count from now
+    s.Judge(t0);                            // samples that arrived before the wait count from now
     std::map<std::string, double> asked_s;  // instance id -> when last asked why it is not there
     while (error_.empty() && !cancel_) {
       if (s.verdict == SettleWindow::Verdict::kSettled) {
@@ -636,7 +636,7 @@ class ExperimentRunner::TrialRun {
   const std::string rendezvous_scope_;  // unguessable key prefix (controller/rendezvous.h)
   std::vector<Instance> instances_;
   int64_t start_at_ctrl_ns_ = 0;
-  double setup_estimate_s_ = 0;  // the slowest instance's, before the common start
+  double setup_estimate_s_ = 0;           // the slowest instance's, before the common start
   std::unique_ptr<StreamSettle> stream_;  // null: settle by polling
   int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;

@@ -231,8 +231,8 @@ double IoUringInjector::SetupEstimateS(const OptionValues& o, const HostInfo&) c
   constexpr double kFillBytesPerS = 256.0 * kMiB;
   constexpr double kPerFileS = 0.05;  // create + fallocate + fdatasync of an empty file
   const double files = static_cast<double>(o.Int("nr_files"));
-  const double fill = ModeReads(o.String("mode")) ? files * static_cast<double>(o.Size("file_size"))
-                                                  : 0;
+  const double fill =
+      ModeReads(o.String("mode")) ? files * static_cast<double>(o.Size("file_size")) : 0;
   return files * kPerFileS + fill / kFillBytesPerS;
 }
 

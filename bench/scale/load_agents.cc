@@ -250,8 +250,7 @@ class Load {
     // --min-connect-timeout-ms 0 leaves gRPC's 20 s default: what-if for rpc::MakeChannel.
     if (o_.min_connect_timeout_ms > 0)
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, o_.min_connect_timeout_ms);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-                std::max(4000, o_.min_connect_timeout_ms));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, std::max(4000, o_.min_connect_timeout_ms));
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return grpc::CreateCustomChannel(o_.controller, creds, args);

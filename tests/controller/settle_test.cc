@@ -92,7 +92,7 @@ TEST(TargetBoard, SamplesDriveTheSettleWindow) {
   };
   EXPECT_EQ(feed(100), V::kWaiting);  // held from 0.25 s
   EXPECT_EQ(feed(100), V::kWaiting);
-  EXPECT_EQ(feed(50), V::kWaiting);  // dip at 0.75 s: restart
+  EXPECT_EQ(feed(50), V::kWaiting);                                    // dip at 0.75 s: restart
   for (int i = 0; i < 4; ++i) EXPECT_EQ(feed(100), V::kWaiting) << i;  // 1.0 .. 1.75 s
   EXPECT_EQ(feed(100), V::kSettled) << "1 s after the first sample past the dip (1.0 s)";
 }
