@@ -141,6 +141,10 @@ class Run:
                 return res
             time.sleep(1)
         res["all_registered_after_s"] = round(time.monotonic() - t0, 1)
+        # What registering cost, and how busy the machine was meanwhile: on a shared box a slow
+        # storm is often CPU starvation (other processes' load), not the protocol.
+        res["register_cpu_s"] = {"controller": round(proc_cpu_s(ctl.pid), 2), "load_tool": round(proc_cpu_s(load.pid), 2)}
+        res["loadavg_1m_at_registered"] = os.getloadavg()[0]
         time.sleep(self.a.warmup)
         cpu, dt = self.window(self.a.window, {"controller": ctl.pid, "load": load.pid})
         st = proc_status(ctl.pid)
@@ -370,7 +374,9 @@ def main():
     for r in result["runs"]:
         if "all_registered_after_s" in r:
             print(f"{r['agents']} agents all registered after {r['all_registered_after_s']} s "
-                  f"(spread {a.register_spread} s; {r['heartbeats']['register_failures']} failed attempts)")
+                  f"(spread {a.register_spread} s; {r['heartbeats']['register_failures']} failed attempts; "
+                  f"CPU until then: controller {r['register_cpu_s']['controller']} s, load tool "
+                  f"{r['register_cpu_s']['load_tool']} s; load average {r['loadavg_1m_at_registered']:.1f})")
     ai = result.get("agent_idle")
     if ai and "cpu_cores" in ai:
         print(f"idle codl-agent: CPU {ai['cpu_cores'] * 100:.3f} % of a core, RSS {ai['rss_mib']['max']} MiB "
