@@ -17,6 +17,7 @@
 #   --fanout-trials  trials of the fan-out experiment (default 20)
 #   --tls            mTLS everywhere (throwaway CA made with openssl; default plaintext on loopback)
 #   --register-spread  seconds over which the N agents register (default 2)
+#   --register-timeout seconds for all N to register before the run is recorded as failed (default 90)
 #   --min-connect-timeout-ms  the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (default 2000, as
 #                    rpc::MakeChannel; 0 = gRPC's 20 s). See docs/performance.md on TLS storms.
 #   --agent-footprint S  also run one real, idle codl-agent against a real controller and report
@@ -32,10 +33,10 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--min-connect-timeout-ms|--agent-footprint)
+    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--register-timeout|--min-connect-timeout-ms|--agent-footprint)
       extra+=("$1" "$2"); shift 2 ;;
     --keep|--tls) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
