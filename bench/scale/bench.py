@@ -148,13 +148,20 @@ class Run:
                                 f"{self.a.register_timeout:.0f} s")
                 load.send_signal(signal.SIGTERM)
                 load.wait(timeout=30)
+                if not os.path.exists(load_out):
+                    ctl.send_signal(signal.SIGTERM)
+                    ctl.wait(timeout=30)
+                    return res
                 with open(load_out) as f:
                     rep = json.load(f)
                 res["heartbeats_ok"], res["heartbeats_failed"] = rep["heartbeats_ok"], rep["heartbeats_failed"]
                 res["registrations"] = rep["registrations"]
                 res["register_failures"] = rep["register_failures"]
                 res["controller_cpu_s_total"] = round(proc_cpu_s(ctl.pid), 1)
-                res["load_tool_cpu_s_total"] = round(proc_cpu_s(load.pid), 1)
+                if load.poll() is None:
+                    res["load_tool_cpu_s_total"] = round(proc_cpu_s(load.pid), 1)
+                else:  # it died (see its log): say so instead of losing the run
+                    res["load_tool_exit"] = load.returncode
                 res["elapsed_s"] = round(time.monotonic() - t0, 1)
                 res["loadavg_1m"] = os.getloadavg()[0]
                 ctl.send_signal(signal.SIGTERM)
