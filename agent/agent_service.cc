@@ -168,9 +168,13 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     ir.max_duration_s = req->spec().max_duration_s();
     // Absent: numa 0 would read as "node 0"; proto3 has no unset ints, so has_placement decides.
     if (req->has_placement()) ir.placement = FromProto(req->placement());
-    // Synchronized start: codl-inject is spawned now and begins its load at the common time.
+    // Synchronized start: codl-inject is spawned now and begins its load at the common time,
+    // at most 5 s past this node's own setup estimate (the controller waits for the slowest).
+    const auto estimate = antagonists_->EstimateSetupS(ir.injector, ir.options);
+    const double setup_s = estimate.ok() ? *estimate : 0;
     ir.start_at_unix_ns =
-        std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL);
+        std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL +
+                                                       static_cast<int64_t>(setup_s * 1e9));
     auto started = antagonists_->Start(req->antagonist_id(), ir, req->lease_s());
     if (!started.ok()) {
       r->Finish(rpc::ToGrpc(started.status(), StatusCode::kFailedPrecondition));
@@ -181,6 +185,20 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);
   });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::EstimateSetup(grpc::CallbackServerContext* ctx,
+                                                          const v1::EstimateSetupRequest* req,
+                                                          v1::EstimateSetupReply* reply) {
+  if (auto* r = Prologue(ctx, "", reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  std::map<std::string, std::string> options(req->spec().options().begin(),
+                                             req->spec().options().end());
+  // Pure arithmetic on the options: answered inline. A refusal is left to the start.
+  const auto estimate = antagonists_->EstimateSetupS(req->spec().injector(), options);
+  reply->set_setup_estimate_s(estimate.ok() ? *estimate : 0);
+  r->Finish(grpc::Status::OK);
   return r;
 }
 

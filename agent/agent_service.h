@@ -60,6 +60,9 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
                                       v1::RunVictimReply* reply) override;
   grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx, const v1::StopAllRequest* req,
                                     v1::StopAllReply* reply) override;
+  grpc::ServerUnaryReactor* EstimateSetup(grpc::CallbackServerContext* ctx,
+                                          const v1::EstimateSetupRequest* req,
+                                          v1::EstimateSetupReply* reply) override;
   grpc::ServerWriteReactor<v1::TelemetryEvent>* StreamTelemetry(
       grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;
 

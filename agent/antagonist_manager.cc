@@ -440,6 +440,15 @@ int AntagonistManager::EnforceLeases() {
   return static_cast<int>(expired.size());
 }
 
+Result<double> AntagonistManager::EstimateSetupS(
+    const std::string& injector, const std::map<std::string, std::string>& options) const {
+  auto inj = injectors::CreateInjector(injector);
+  if (!inj) return Err(injectors::ValidateInjectorName(injector));
+  auto parsed = injectors::ParseInjectorOptions(*inj, options);
+  if (!parsed.ok()) return parsed.status();
+  return inj->SetupEstimateS(*parsed, injectors::DetectHost(policy_.scratch_roots));
+}
+
 // A calibration is a full-intensity load like any antagonist: it is registered (so StopAll, the
 // lease and the agent's leftovers file reach it) under a reserved id, and its length is capped.
 Result<AntagonistManager::Calibration> AntagonistManager::Calibrate(

@@ -100,6 +100,11 @@ class AntagonistManager {
                                 const std::map<std::string, std::string>& options,
                                 double duration_s);
   static constexpr double kMaxCalibrationS = 600;
+  // The injector's own estimate of its setup time with these options on this node
+  // (Injector::SetupEstimateS), for the controller's common start; an error for an unknown
+  // injector or invalid options (the start would refuse them too).
+  Result<double> EstimateSetupS(const std::string& injector,
+                                const std::map<std::string, std::string>& options) const;
   // The peak the last successful calibration of `injector` on this agent measured: what the
   // agent's max_level policy compares absolute rates against.
   std::optional<double> CalibratedPeak(const std::string& injector) const;

@@ -3,7 +3,7 @@
 # accuracy. Not a test: it prints a table and writes JSON (figures go to docs/performance.md).
 #
 # usage: bench/run_injector_bench.sh [--build-dir DIR] [--out FILE] [--scratch DIR]
-#                                    [--rounds N] [--seconds S]
+#                                    [--rounds N] [--seconds S] [--only CONFIG]...
 #   --build-dir  CMake build tree holding bin/codl-inject (default: ./build); built with
 #                `cmake --build DIR --target codl-inject` when missing or stale
 #   --out        JSON results (default: bench/results/injectors.json)
@@ -11,6 +11,8 @@
 #   --rounds     A/B rounds per pair in ABBA order; verdict from the median ratio's
 #                bootstrap CI (default 7)
 #   --seconds    measured seconds per run, after 1 s of warm-up (default 5)
+#   --only       only this io_uring configuration, e.g. --only 'read 1MiB qd16' (repeatable;
+#                skips memcpy and the level accuracy)
 #   (a memory-backed comparison also runs on /dev/shm when it accepts O_DIRECT)
 # Needs fio and python3. Takes about 15 minutes with the defaults.
 set -euo pipefail
@@ -24,8 +26,8 @@ while (($#)); do
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --scratch) scratch="$2"; shift 2 ;;
-    --rounds|--seconds) extra+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --rounds|--seconds|--only) extra+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -8,6 +8,7 @@
 # usage: bench/run_scale_bench.sh [--build-dir DIR] [--out FILE] [--agents 100,1000]
 #                                 [--window S] [--fanout N] [--fanout-trials N] [--tls] [--keep]
 #                                 [--register-spread S] [--min-connect-timeout-ms MS]
+#                                 [--agent-footprint S]
 #   --build-dir      CMake build tree (default: ./build); the binaries are built when stale
 #   --out            JSON results (default: bench/results/scale.json)
 #   --agents         comma-separated agent counts (default 100,1000); the fan-out runs at the largest
@@ -16,8 +17,11 @@
 #   --fanout-trials  trials of the fan-out experiment (default 20)
 #   --tls            mTLS everywhere (throwaway CA made with openssl; default plaintext on loopback)
 #   --register-spread  seconds over which the N agents register (default 2)
-#   --min-connect-timeout-ms  the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (default 100, as
+#   --register-timeout seconds for all N to register before the run is recorded as failed (default 90)
+#   --min-connect-timeout-ms  the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (default 2000, as
 #                    rpc::MakeChannel; 0 = gRPC's 20 s). See docs/performance.md on TLS storms.
+#   --agent-footprint S  also run one real, idle codl-agent against a real controller and report
+#                    its RSS and CPU over S seconds (goal < 30 MiB, < 1 % of a core)
 #   --keep           keep the work dir (logs, databases, the load tool's JSON)
 # Loopback only (plaintext is allowed there). About 2 minutes with the defaults.
 set -euo pipefail
@@ -29,17 +33,17 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--min-connect-timeout-ms)
+    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--register-timeout|--min-connect-timeout-ms|--agent-footprint)
       extra+=("$1" "$2"); shift 2 ;;
     --keep|--tls) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S "$repo" -B "$build" -G Ninja >/dev/null
 fi
-cmake --build "$build" --target codl-controller codlctl codl-load-agents >/dev/null
+cmake --build "$build" --target codl-controller codl-agent codlctl codl-load-agents >/dev/null
 # N agents need ~4N descriptors in the load tool and ~2N in the controller.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 exec python3 "$repo/bench/scale/bench.py" --build-dir "$build" --out "$out" "${extra[@]}"

@@ -6,7 +6,8 @@
 #
 # usage: bench/run_skew_bench.sh [--build-dir DIR] [--out FILE] [--agents N] [--trials N]
 #                                [--netem DELAY] [--delay MS] [--netem-trials N] [--keep]
-#                                [--stub-injector]
+#                                [--stub-injector] [--io-uring] [--io-rate R] [--io-file-size S]
+#                                [--settle S]
 #   --build-dir   CMake build tree (default: ./build); the binaries are built when stale
 #   --out         JSON results (default: bench/results/skew.json)
 #   --agents      agent namespaces (default 4)
@@ -19,6 +20,11 @@
 #   --keep        keep the work dir (logs, results database)
 #   --stub-injector  ablation: agents run bench/skew/stub_inject.c (starts in ~0.3 ms) instead of
 #                 codl-inject (~4.5 ms of CPU to start), to separate CPU contention from the protocol
+#   --io-uring    a real io_uring read flood on every agent instead of noop: each agent writes
+#                 its file set (2 x --io-file-size, default 32MiB) at setup, which the common start
+#                 waits for (setup estimates), then reads at --io-rate (default 20MiB/s)
+#   --settle      settle window of the trials (default 0s); with one, the table adds the time
+#                 from "all antagonists at target" to the victim's start (p50/p99)
 # Needs root (ip netns, veth, bridge, tc), openssl and python3. Names: codl-b-<pid>-*; a killed
 # run's leftovers are removed by bench/netns_cleanup.sh. About 4 minutes with --delay 1.
 set -euo pipefail
@@ -30,9 +36,10 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--trials|--netem|--netem-trials|--delay) extra+=("$1" "$2"); shift 2 ;;
-    --keep|--stub-injector) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --agents|--trials|--netem|--netem-trials|--delay|--io-rate|--io-file-size|--settle)
+      extra+=("$1" "$2"); shift 2 ;;
+    --keep|--stub-injector|--io-uring) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -41,6 +41,13 @@ class AgentClient {
   using StartDone = std::function<void(Result<v1::StartAntagonistReply>)>;
   virtual void StartAntagonistAsync(const v1::StartAntagonistRequest& req, StartDone done);
 
+  // The agent's estimate of how long this antagonist's setup takes there (EstimateSetup; e.g.
+  // an io_uring file set's preparation): the runner sets the common start after the slowest.
+  // `done` runs once, possibly on another thread, with 0 when the agent cannot tell (an older
+  // agent, a fake, a failed call). The default answers 0 at once.
+  using EstimateDone = std::function<void(double setup_s)>;
+  virtual void EstimateSetupAsync(const v1::InjectorSpec& spec, EstimateDone done) { done(0); }
+
   // Live telemetry of one trial until the returned handle is destroyed (which cancels the
   // stream and joins its reader). nullptr when the agent cannot stream (fakes in tests).
   class TelemetryStream {

@@ -23,9 +23,10 @@ class AgentRegistry {
   // dead_after_s: an agent without a heartbeat for this long is not alive.
   // evict_after_s: ... and is forgotten after this long (the registry never grows without
   // bound); at least dead_after_s.
-  // max_agents: registrations beyond this many known agents are refused.
+  // max_agents: registrations beyond this many known agents are refused (16,384: the 10,000-agent
+  // scale goal with room; ~100 KiB of controller memory each with mTLS, docs/performance.md).
   AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s,
-                double evict_after_s = 600, size_t max_agents = 4096);
+                double evict_after_s = 600, size_t max_agents = 16384);
 
   // `who` is the caller (PeerIdentityOf); an in-process caller passes none. A live agent id
   // can only be re-registered by the same identity: anyone else would redirect the

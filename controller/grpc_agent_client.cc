@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <mutex>
 #include <thread>
 
 #include "codl/v1/agent.grpc.pb.h"
@@ -11,6 +12,9 @@ namespace {
 // A start replies once the antagonist's load has begun, after its setup (an io_uring file set
 // is preallocated first; the agent gives up after 120 s), hence the long deadline.
 constexpr double kStartDeadlineS = 150;
+// An estimate is arithmetic on the agent: a slow answer means a sick agent, and its start will
+// tell.
+constexpr double kEstimateDeadlineS = 5;
 
 // Reads a StreamTelemetry stream on its own thread; destroying it cancels and joins.
 class GrpcTelemetryStream : public AgentClient::TelemetryStream {
@@ -87,6 +91,27 @@ class GrpcAgentClient : public AgentClient {
     });
   }
 
+  // A failed estimate (an agent without EstimateSetup, a timeout) is 0: the start then falls
+  // back to the runner's plain start delay, as before estimates existed.
+  void EstimateSetupAsync(const v1::InjectorSpec& spec, EstimateDone done) override {
+    struct Pending {
+      std::unique_ptr<grpc::ClientContext> ctx;
+      v1::EstimateSetupRequest req;
+      v1::EstimateSetupReply reply;
+      EstimateDone done;
+    };
+    auto p = std::make_shared<Pending>();
+    p->ctx = rpc::MakeContext(kEstimateDeadlineS);
+    *p->req.mutable_spec() = spec;
+    p->done = std::move(done);
+    stub_->async()->EstimateSetup(p->ctx.get(), &p->req, &p->reply, [this, p](grpc::Status s) {
+      if (!s.ok() && s.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+        spdlog::warn("agent {} EstimateSetup: {}", agent_id_, s.error_message());
+      }
+      p->done(s.ok() ? p->reply.setup_estimate_s() : 0);
+    });
+  }
+
   Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest& req) override {
     return Call<v1::CalibrateReply>(
         "Calibrate", req.duration_s() + 180,
@@ -153,9 +178,21 @@ class GrpcAgentClient : public AgentClient {
 }  // namespace
 
 AgentClientFactory GrpcAgentClientFactory(rpc::TlsFiles tls) {
-  return [tls](const std::string& agent_id,
-               const std::string& address) -> std::shared_ptr<AgentClient> {
-    auto ch = rpc::MakeChannel(rpc::Endpoint{address, tls});
+  // One credentials object for every agent's channel, built on first use (not per channel:
+  // 1,000 agents registering at once would parse the key and build a TLS context 1,000 times).
+  struct Shared {
+    std::once_flag once;
+    Result<std::shared_ptr<grpc::ChannelCredentials>> creds = Err("not built");
+  };
+  auto shared = std::make_shared<Shared>();
+  return [tls, shared](const std::string& agent_id,
+                       const std::string& address) -> std::shared_ptr<AgentClient> {
+    std::call_once(shared->once, [&] { shared->creds = rpc::MakeChannelCredentials(tls); });
+    if (!shared->creds.ok()) {
+      spdlog::error("agent {}: {}", agent_id, shared->creds.error());
+      return nullptr;
+    }
+    auto ch = rpc::MakeChannel(rpc::Endpoint{address, tls}, *shared->creds);
     if (!ch.ok()) {
       spdlog::error("agent {}: {}", agent_id, ch.error());
       return nullptr;

@@ -19,6 +19,33 @@ SettleWindow::Verdict SettleWindow::Observe(double now_s, bool all_at_target) {
   return Verdict::kWaiting;
 }
 
+bool TargetBoard::OnSample(const std::string& id, double achieved, double now_s) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return false;
+  it->second.achieved = achieved;
+  it->second.at_s = now_s;
+  return true;
+}
+
+bool TargetBoard::AtTarget(const std::string& id, double now_s) const {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.achieved) return false;
+  const Entry& e = it->second;
+  return now_s - e.at_s <= stale_s_ && *e.achieved >= e.line;
+}
+
+bool TargetBoard::AllAtTarget(double now_s) const {
+  for (const auto& [id, e] : entries_) {
+    if (!AtTarget(id, now_s)) return false;
+  }
+  return !entries_.empty();
+}
+
+double TargetBoard::Latest(const std::string& id) const {
+  auto it = entries_.find(id);
+  return it == entries_.end() || !it->second.achieved ? 0 : *it->second.achieved;
+}
+
 std::string DidNotSettleReason(const SettleWindow& w, double waited_s) {
   char buf[160];
   std::snprintf(buf, sizeof buf,

@@ -8,6 +8,7 @@
 // shown wherever the error is.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,33 @@ class SettleWindow {
   std::optional<double> first_poll_s_;
   std::optional<double> held_since_s_;  // start of the current unbroken hold
   double longest_hold_s_ = 0;
+};
+
+// The latest telemetry sample of each antagonist of a trial, fed from the agents' streams (the
+// settle step waits on it instead of polling). An antagonist is at target when its latest
+// sample is at or above its line and fresh: a stream that went quiet (a dead antagonist, a lost
+// stream) must not keep an old sample counting as "held". Not thread-safe: the caller locks.
+class TargetBoard {
+ public:
+  // stale_s: how old a sample may be and still count (antagonists report at least 4x/s).
+  explicit TargetBoard(double stale_s) : stale_s_(stale_s) {}
+  // line: the rate at or above which `id` is at its target (0: any sample counts).
+  void Expect(const std::string& id, double line) { entries_[id].line = line; }
+  // False (and ignored) for an id that was not expected.
+  bool OnSample(const std::string& id, double achieved, double now_s);
+  bool AllAtTarget(double now_s) const;
+  bool AtTarget(const std::string& id, double now_s) const;
+  // The latest achieved rate of `id`, 0 before its first sample.
+  double Latest(const std::string& id) const;
+
+ private:
+  struct Entry {
+    double line = 0;
+    std::optional<double> achieved;
+    double at_s = 0;
+  };
+  double stale_s_;
+  std::map<std::string, Entry> entries_;
 };
 
 // "did not settle: targets held for at most 1.2 s of the 3 s window within 13 s".

@@ -1,9 +1,13 @@
 // One trial, step by step (ExperimentRunner::TrialRun): start the antagonists at a common
 // time, wait until they hold their targets for the settle window, run the victim, stop and
 // collect, classify. Split from experiment_runner.cc, which runs the experiment around it.
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <optional>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -18,8 +22,17 @@ namespace codl::controller {
 // Named (not anonymous): TrialRun, a member of an exported class, holds these.
 namespace trial_detail {
 
-// How often the settle step asks the agents how close their antagonists are to target.
+// How often the settle step asks the agents how close their antagonists are to target, when
+// some agent cannot stream its telemetry (fakes in tests, an agent without StreamTelemetry).
 constexpr double kSettlePollS = 0.1;
+// Settling on the stream: a sample older than this no longer counts as "at target" (injectors
+// report at least 4x/s). An antagonist not at target is asked why (GetAntagonist: failed,
+// exited, or an agent that does not stream) at most once per kSilentCheckS, well inside the
+// stale time so that its answers alone can hold a window. The waiting thread also wakes every
+// kSettleWakeS for a cancel and the give-up time.
+constexpr double kSampleStaleS = 1.0;
+constexpr double kSilentCheckS = 0.4;
+constexpr double kSettleWakeS = 0.1;
 
 void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   t->exit_code = victim.exit_code();
@@ -85,6 +98,40 @@ struct VictimWindow {
   bool ran = false;
   int64_t start_ctrl_ns = 0;
   double wall_s = 0;
+};
+
+// The settle step's state when every agent streams its telemetry: samples are judged on the
+// streams' reader threads as they arrive, one SettleWindow::Observe per sample, so a dip is
+// never lost between two wake-ups of the waiting thread and the verdict is known the moment
+// the sample that completes the window arrives.
+struct StreamSettle {
+  explicit StreamSettle(const Clock* c) : clock(c) {}
+  // Under mu.
+  void Judge(double now_s) {
+    if (!window || verdict != SettleWindow::Verdict::kWaiting) return;
+    verdict = window->Observe(now_s, board.AllAtTarget(now_s));
+    if (verdict == SettleWindow::Verdict::kSettled) settled_ctrl_ns = clock->UnixNanos();
+    if (verdict != SettleWindow::Verdict::kWaiting) changed.notify_all();
+  }
+  void OnEvent(const v1::TelemetryEvent& ev) {
+    if (ev.has_antagonist())
+      OnSample(ev.antagonist().antagonist_id(), ev.antagonist().sample().achieved());
+  }
+  void OnSample(const std::string& id, double achieved) {
+    std::lock_guard<std::mutex> l(mu);
+    const double now = clock->MonotonicSeconds();
+    if (board.OnSample(id, achieved, now)) Judge(now);
+  }
+
+  const Clock* clock;
+  std::mutex mu;
+  std::condition_variable changed;
+  TargetBoard board{kSampleStaleS};
+  std::optional<SettleWindow> window;  // from the start of the wait
+  SettleWindow::Verdict verdict = SettleWindow::Verdict::kWaiting;
+  int64_t settled_ctrl_ns = 0;
+  // Last: destroyed first (cancelled and joined) while the rest is still alive.
+  std::vector<std::unique_ptr<AgentClient::TelemetryStream>> streams;
 };
 
 }  // namespace trial_detail
@@ -173,9 +220,18 @@ class ExperimentRunner::TrialRun {
     return r;
   }
 
-  // 2. Every instance started at one common time, converted to each agent's clock.
+  // 2. Every instance started at one common time, converted to each agent's clock: after the
+  // slowest setup the agents estimate (an io_uring file set being written), so that no
+  // antagonist starts late, plus start_delay_s for the fan-out. The settle streams are opened
+  // first, so that no sample is missed.
   void StartAll() {
-    start_at_ctrl_ns_ = clock()->UnixNanos() + Nanos(options().start_delay_s);
+    OpenSettleStreams();
+    setup_estimate_s_ = SlowestSetupEstimate();
+    start_at_ctrl_ns_ = clock()->UnixNanos() + Nanos(options().start_delay_s + setup_estimate_s_);
+    if (setup_estimate_s_ > 0) {
+      spdlog::info("trial {}: common start in {:.3f} s (slowest setup estimate {:.3f} s)",
+                   trial_.index, options().start_delay_s + setup_estimate_s_, setup_estimate_s_);
+    }
     // The requests are built first, then issued back to back from this thread with the
     // callback API (no thread per antagonist): with hundreds of nodes the last agent has its
     // command a few ms after the first, well inside start_delay_s (bench/run_scale_bench.sh).
@@ -185,17 +241,43 @@ class ExperimentRunner::TrialRun {
     for (size_t i = 0; i < instances_.size(); ++i) RecordStart(replies[i], &instances_[i]);
   }
 
+  // The largest setup estimate over every instance's agent, asked all at once (callback API).
+  double SlowestSetupEstimate() {
+    std::mutex mu;
+    std::condition_variable all_done;
+    size_t pending = instances_.size();
+    double slowest = 0;
+    for (const Instance& r : instances_) {
+      auto done = [&](double setup_s) {
+        std::lock_guard<std::mutex> l(mu);
+        if (std::isfinite(setup_s)) slowest = std::max(slowest, setup_s);
+        if (--pending == 0) all_done.notify_all();
+      };
+      if (r.client) r.client->EstimateSetupAsync(Spec(r), done);
+      else done(0);
+    }
+    std::unique_lock<std::mutex> l(mu);
+    all_done.wait(l, [&] { return pending == 0; });
+    return slowest;
+  }
+
+  v1::InjectorSpec Spec(const Instance& r) const {
+    const auto& a = spec_.antagonists[r.antagonist];
+    v1::InjectorSpec is;
+    is.set_injector(a.injector);
+    for (const auto& [k, v] : r.options) (*is.mutable_options())[k] = v;
+    if (r.max) is.set_max(true);
+    else is.set_rate(r.result.target_rate);
+    is.set_max_duration_s(spec_.victim.timeout_s + spec_.settle_s + 120 + setup_estimate_s_);
+    return is;
+  }
+
   v1::StartAntagonistRequest StartRequest(const Instance& r) const {
     v1::StartAntagonistRequest req;
     req.set_idempotency_key(rpc::NewIdempotencyKey());
     req.set_antagonist_id(r.id);
     const auto& a = spec_.antagonists[r.antagonist];
-    auto* is = req.mutable_spec();
-    is->set_injector(a.injector);
-    for (const auto& [k, v] : r.options) (*is->mutable_options())[k] = v;
-    if (r.max) is->set_max(true);
-    else is->set_rate(r.result.target_rate);
-    is->set_max_duration_s(spec_.victim.timeout_s + spec_.settle_s + 120);
+    *req.mutable_spec() = Spec(r);
     req.set_lease_s(spec_.lease_s);
     req.set_level(r.result.level);
     req.set_start_at_unix_ns(start_at_ctrl_ns_ + Nanos(agents()->ClockOffset(r.node)));
@@ -242,23 +324,108 @@ class ExperimentRunner::TrialRun {
     r->result.start_skew_s = (started_ctrl_ns - start_at_ctrl_ns_) / 1e9;
   }
 
-  // 3. Settle: every instance at >= settle_fraction of its target at every poll of one whole
-  // settle window (controller/settle.h) before the victim starts. A trial whose antagonists
-  // never hold that long still runs its victim, but is flagged "did not settle".
+  // 3. Settle: every instance at >= settle_fraction of its target through one whole settle
+  // window (controller/settle.h) before the victim starts: judged on the agents' telemetry
+  // streams as samples arrive, or by polling when some agent cannot stream. A trial whose
+  // antagonists never hold that long still runs its victim, but is flagged "did not settle".
   void AwaitSettled() {
     if (instances_.empty()) return;
+    if (stream_) AwaitSettledOnStream();
+    else AwaitSettledByPolling();
+  }
+
+  // One telemetry stream per agent, subscribed to the whole trial; none (polling) when any
+  // agent cannot stream.
+  void OpenSettleStreams() {
+    auto s = std::make_unique<StreamSettle>(clock());
+    std::set<AgentClient*> opened;
+    for (const Instance& r : instances_) {
+      s->board.Expect(r.id, AtTargetLine(r));
+      if (!r.client || !opened.insert(r.client.get()).second) continue;
+      StreamSettle* raw = s.get();
+      auto h = r.client->OpenTelemetry(trial_id_,
+                                       [raw](const v1::TelemetryEvent& ev) { raw->OnEvent(ev); });
+      if (!h) return;  // polling: `s` (and the streams opened so far) go now
+      s->streams.push_back(std::move(h));
+    }
+    stream_ = std::move(s);
+  }
+
+  double AtTargetLine(const Instance& r) const {
+    return options().settle_fraction * r.result.target_rate;
+  }
+
+  double GiveUpS() const {
+    return std::max(spec_.settle_s + options().settle_grace_s, options().min_settle_s);
+  }
+
+  void AwaitSettledOnStream() {
+    StreamSettle& s = *stream_;
+    std::unique_lock<std::mutex> l(s.mu);
     const double t0 = clock()->MonotonicSeconds();
-    SettleWindow window(spec_.settle_s, std::max(spec_.settle_s + options().settle_grace_s,
-                                                 options().min_settle_s));
+    s.window.emplace(spec_.settle_s, GiveUpS());
+    s.Judge(t0);                            // samples that arrived before the wait count from now
+    std::map<std::string, double> asked_s;  // instance id -> when last asked why it is not there
+    while (error_.empty() && !cancel_) {
+      if (s.verdict == SettleWindow::Verdict::kSettled) {
+        settled_ctrl_ns_ = s.settled_ctrl_ns;
+        return;
+      }
+      if (s.verdict == SettleWindow::Verdict::kDidNotSettle) {
+        NotSettled(*s.window, clock()->MonotonicSeconds() - t0);
+        return;
+      }
+      s.changed.wait_for(l, std::chrono::duration<double>(kSettleWakeS));
+      const double now = clock()->MonotonicSeconds();
+      s.Judge(now);  // the give-up time, and samples going stale
+      l.unlock();
+      AskWhyNotAtTarget(now, &asked_s);
+      l.lock();
+    }
+  }
+
+  // An instance below its line or silent is asked (at most once per kSilentCheckS) whether it
+  // failed or exited: the stream carries samples, not deaths.
+  void AskWhyNotAtTarget(double now_s, std::map<std::string, double>* asked_s) {
+    for (auto& r : instances_) {
+      {
+        std::lock_guard<std::mutex> l(stream_->mu);
+        if (stream_->board.AtTarget(r.id, now_s)) continue;
+      }
+      auto it = asked_s->find(r.id);
+      if (it != asked_s->end() && now_s - it->second < kSilentCheckS) continue;
+      (*asked_s)[r.id] = now_s;
+      auto g = r.client->GetAntagonist(r.id);
+      if (std::string problem = SettleProblem(g); !problem.empty()) {
+        Fail(r.result.name + ": " + problem);
+        return;
+      }
+      if (!g->unit().empty()) r.result.unit = g->unit();
+      // Its answer is a sample too: an agent whose stream carries nothing (one without
+      // StreamTelemetry) still settles, on these polls.
+      if (g->samples() > 0) stream_->OnSample(r.id, g->last_achieved());
+    }
+  }
+
+  void NotSettled(const SettleWindow& window, double waited_s) {
+    not_settled_ = DidNotSettleReason(window, waited_s);
+    listener_->OnMessage("trial " + std::to_string(trial_.index) + ": " + not_settled_);
+  }
+
+  void AwaitSettledByPolling() {
+    const double t0 = clock()->MonotonicSeconds();
+    SettleWindow window(spec_.settle_s, GiveUpS());
     while (error_.empty() && !cancel_) {
       const bool all = AllAtTarget();
       if (!error_.empty()) return;
       const double now = clock()->MonotonicSeconds();
       const SettleWindow::Verdict v = window.Observe(now, all);
-      if (v == SettleWindow::Verdict::kSettled) return;
+      if (v == SettleWindow::Verdict::kSettled) {
+        settled_ctrl_ns_ = clock()->UnixNanos();
+        return;
+      }
       if (v == SettleWindow::Verdict::kDidNotSettle) {
-        not_settled_ = DidNotSettleReason(window, now - t0);
-        listener_->OnMessage("trial " + std::to_string(trial_.index) + ": " + not_settled_);
+        NotSettled(window, now - t0);
         return;
       }
       if (!clock()->SleepFor(kSettlePollS, cancel_)) return;
@@ -275,8 +442,7 @@ class ExperimentRunner::TrialRun {
         return false;
       }
       if (!g->unit().empty()) r.result.unit = g->unit();
-      const double at_target = options().settle_fraction * r.result.target_rate;
-      r.result.reached_target = g->samples() > 0 && g->last_achieved() >= at_target;
+      r.result.reached_target = g->samples() > 0 && g->last_achieved() >= AtTargetLine(r);
       all &= r.result.reached_target;
     }
     return all;
@@ -314,10 +480,23 @@ class ExperimentRunner::TrialRun {
       return;
     }
     victim_ = std::move(*reply);
+    LogSettleToVictim();
+  }
+
+  // "All antagonists at target" (the sample or poll that completed the settle window) to the
+  // victim's start, both on the controller's clock: the runner's own reaction time, which
+  // settling on the stream keeps small (docs/performance.md, "Settle on the stream").
+  void LogSettleToVictim() const {
+    if (settled_ctrl_ns_ == 0) return;
+    const int64_t victim_ctrl_ns =
+        victim_->started_unix_ns() - Nanos(agents()->ClockOffset(p_.victim_node));
+    spdlog::info("trial {}: settle_to_victim_ms={:.3f} ({})", trial_.index,
+                 (victim_ctrl_ns - settled_ctrl_ns_) / 1e6, stream_ ? "stream" : "polling");
   }
 
   // 5. Stop every instance that started, whatever happened above, and collect its samples.
   void StopAndCollect() {
+    stream_.reset();  // the settle streams: not needed past the victim
     auto replies = StopStarted();
     const VictimWindow window = VictimWindowOnControllerClock();
     for (size_t i = 0; i < instances_.size(); ++i) {
@@ -457,6 +636,9 @@ class ExperimentRunner::TrialRun {
   const std::string rendezvous_scope_;  // unguessable key prefix (controller/rendezvous.h)
   std::vector<Instance> instances_;
   int64_t start_at_ctrl_ns_ = 0;
+  double setup_estimate_s_ = 0;           // the slowest instance's, before the common start
+  std::unique_ptr<StreamSettle> stream_;  // null: settle by polling
+  int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;
   std::string error_;        // the first thing that went wrong
   std::string not_settled_;  // the "did not settle" reason, when it did not

@@ -126,6 +126,15 @@ class Injector {
   virtual Status Setup(const OptionValues& options, const HostInfo& host,
                        const StopToken& stop) = 0;
 
+  // Seconds Setup() is expected to take with these options on `host`, from what it has to
+  // prepare (an io_uring read flood writes its whole file set). The controller starts every
+  // antagonist of a trial after the slowest setup, so none starts late. Err on the long side:
+  // an underestimate makes an antagonist miss the common start, an overestimate only delays
+  // the trial. 0 (the default): negligible.
+  virtual double SetupEstimateS(const OptionValues& options, const HostInfo& host) const {
+    return 0;
+  }
+
   // Converts a user-given rate (bytes/s or ops/s from common/units ParseRate) into the
   // injector's unit, or explains why it does not apply. The default accepts bytes/s for a
   // "bytes/s" injector and ops/s for an "IOPS"/"ops/s" one. Override the one-argument form

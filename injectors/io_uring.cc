@@ -156,6 +156,7 @@ class IoUringInjector final : public Injector {
   }
 
   Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override;
+  double SetupEstimateS(const OptionValues& o, const HostInfo&) const override;
   Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override;
 
  private:
@@ -221,6 +222,18 @@ Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const
   auto* words = reinterpret_cast<uint64_t*>(buffers_.get());
   for (size_t i = 0; i < block_size_ * queue_depth_ / 8; ++i) words[i] = rng.Next();
   return CreateFiles(stop);
+}
+
+// Setup's cost is the file set: read modes write all of it (then fdatasync), write modes only
+// preallocate it. The rates are deliberately low (a loaded, shared or network disk), because an
+// underestimate makes this antagonist start after the common start.
+double IoUringInjector::SetupEstimateS(const OptionValues& o, const HostInfo&) const {
+  constexpr double kFillBytesPerS = 256.0 * kMiB;
+  constexpr double kPerFileS = 0.05;  // create + fallocate + fdatasync of an empty file
+  const double files = static_cast<double>(o.Int("nr_files"));
+  const double fill =
+      ModeReads(o.String("mode")) ? files * static_cast<double>(o.Size("file_size")) : 0;
+  return files * kPerFileS + fill / kFillBytesPerS;
 }
 
 Status IoUringInjector::CreateFiles(const StopToken& stop) {

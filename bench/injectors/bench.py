@@ -15,6 +15,12 @@ A shared 2-core box is noisy, so each A/B pair runs `rounds` times (default 7) i
 the verdict rests on the median ratio with a 95% bootstrap CI over the rounds: "ahead" when the
 CI lies above 1.00, "at parity" when it contains 1.00, "behind" when it lies below.
 Prints a table and writes JSON.
+
+Device view (io_uring on a block device): around every run, /sys/class/block/<dev>/stat gives
+the device's own mean service time per request and mean request size (reads for read modes,
+writes for write modes). When codl and fio differ in throughput but not there, at the same queue
+depth, the difference is the device (a shared or virtual disk), not the tool: see
+docs/performance.md. --only limits the run to some io_uring configurations (no memcpy, levels).
 """
 import argparse
 import json
@@ -117,6 +123,43 @@ def machine_info(scratch):
     return info
 
 
+def block_stat_path(device):
+    """/sys/class/block/NAME/stat for /dev/NAME (a disk or a partition), or None."""
+    if not device or not device.startswith("/dev/"):
+        return None
+    path = f"/sys/class/block/{os.path.basename(device)}/stat"
+    return path if os.path.exists(path) else None
+
+
+def read_block_stat(path):
+    with open(path) as f:
+        v = [int(x) for x in f.read().split()]
+    # reads, merged, sectors, ms; writes, merged, sectors, ms (Documentation/block/stat.rst)
+    return {"read": (v[0], v[2], v[3]), "write": (v[4], v[6], v[7])}
+
+
+def device_view(path, before, after, direction):
+    """Mean service time (ms) and size (KiB) of the device's requests between two samples. The
+    setup phases (codl's fill, fio's layout) are writes: for a read mode they do not dilute it;
+    other processes' I/O on the same disk does (a loaded build machine: small next to a flood)."""
+    n0, s0, t0 = before[direction]
+    n1, s1, t1 = after[direction]
+    n = n1 - n0
+    if n <= 0:
+        return None
+    return {"requests": n, "mean_ms": round((t1 - t0) / n, 3), "mean_kib": round((s1 - s0) * 512 / n / 1024, 1)}
+
+
+def with_device_view(fn, path, direction):
+    """Wraps a run returning (bw, iops) to return (bw, iops, device view or None)."""
+    def run_():
+        before = read_block_stat(path) if path else None
+        bw, iops = fn()
+        view = device_view(path, before, read_block_stat(path), direction) if path else None
+        return bw, iops, view
+    return run_
+
+
 def fio_run(scratch, mode, bs, qd, nr_files, file_size_mib, seconds):
     d = tempfile.mkdtemp(prefix="fio.", dir=scratch)
     try:
@@ -144,9 +187,15 @@ def odirect_ok(d):
         return False
 
 
-def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib):
+def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib, only=None, device=None):
+    """only: config names to run (None: all); device: /dev/NAME of the scratch filesystem, for
+    the device view (None: none)."""
     results = []
+    stat_path = block_stat_path(device)
     for name, mode, bs_codl, bs_fio, qd in IO_CONFIGS:
+        if only and name not in only:
+            continue
+        direction = "read" if mode in ("read", "randread") else "write"
         def codl_run():
             s = codl_summary(codl, ["io_uring", "--set", f"mode={mode}", "--set", f"block_size={bs_codl}",
                                     "--set", f"queue_depth={qd}", "--set", f"nr_files={nr_files}",
@@ -157,21 +206,34 @@ def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib):
         def fio():
             return fio_run(scratch, mode, bs_fio, qd, nr_files, file_size_mib, seconds)
 
-        codl_runs, fio_runs = abba(rounds, codl_run, fio)
-        codl_bw = [bw for bw, _ in codl_runs]
-        fio_bw = [bw for bw, _ in fio_runs]
+        codl_runs, fio_runs = abba(rounds, with_device_view(codl_run, stat_path, direction),
+                                   with_device_view(fio, stat_path, direction))
+        codl_bw = [bw for bw, _, _ in codl_runs]
+        fio_bw = [bw for bw, _, _ in fio_runs]
         r = {"config": name, "scratch": scratch, "file_set": f"{nr_files} x {file_size_mib}MiB",
              "codl_bytes_per_s": statistics.median(codl_bw),
              "fio_bytes_per_s": statistics.median(fio_bw),
-             "codl_iops": statistics.median(i for _, i in codl_runs),
-             "fio_iops": statistics.median(i for _, i in fio_runs),
+             "codl_iops": statistics.median(i for _, i, _ in codl_runs),
+             "fio_iops": statistics.median(i for _, i, _ in fio_runs),
              "codl_runs": codl_bw, "fio_runs": fio_bw}
+        if stat_path:
+            r["device"] = {"codl_runs": [v for _, _, v in codl_runs], "fio_runs": [v for _, _, v in fio_runs]}
+            for who in ("codl", "fio"):
+                views = [v for v in r["device"][who + "_runs"] if v]
+                if views:
+                    r["device"][who + "_median_ms"] = statistics.median(v["mean_ms"] for v in views)
+                    r["device"][who + "_median_kib"] = statistics.median(v["mean_kib"] for v in views)
         r.update(compare(codl_bw, fio_bw))
         results.append(r)
         print(f"  io_uring {name}: codl {r['codl_bytes_per_s']/2**20:.0f} MiB/s "
               f"({r['codl_iops']:.0f} IOPS)  fio {r['fio_bytes_per_s']/2**20:.0f} MiB/s "
               f"({r['fio_iops']:.0f} IOPS)  ratio {r['ratio']:.3f} "
               f"[{r['ratio_ci95'][0]:.3f}, {r['ratio_ci95'][1]:.3f}] {r['verdict']}", flush=True)
+        d = r.get("device", {})
+        if "codl_median_ms" in d and "fio_median_ms" in d:
+            print(f"    device {direction}s: codl {d['codl_median_ms']:.2f} ms/request of "
+                  f"{d['codl_median_kib']:.0f} KiB, fio {d['fio_median_ms']:.2f} ms/request of "
+                  f"{d['fio_median_kib']:.0f} KiB", flush=True)
     return results
 
 
@@ -239,6 +301,8 @@ def main():
     ap.add_argument("--file-size-mib", type=int, default=256)
     ap.add_argument("--mem-scratch", default="/dev/shm",
                     help="memory-backed dir for the overhead comparison ('' to skip)")
+    ap.add_argument("--only", action="append", choices=[c[0] for c in IO_CONFIGS],
+                    help="only this io_uring configuration (repeatable); skips memcpy and levels")
     a = ap.parse_args()
 
     started = time.time()
@@ -247,13 +311,16 @@ def main():
                         "memcpy_verdict": "ahead",
                         "level_abs_error": "<= 2%", "level_cov": "<= 5%"}}
     print("machine:", json.dumps(result["machine"]), flush=True)
-    print("memcpy vs STREAM-style copy:", flush=True)
-    streams = {"memcpy": a.stream}
-    if a.stream_loop:
-        streams["loop"] = a.stream_loop
-    result["memcpy"] = bench_memcpy(a.codl, streams, a.rounds, a.seconds, a.memcpy_threads, a.memcpy_buffer)
+    if not a.only:
+        print("memcpy vs STREAM-style copy:", flush=True)
+        streams = {"memcpy": a.stream}
+        if a.stream_loop:
+            streams["loop"] = a.stream_loop
+        result["memcpy"] = bench_memcpy(a.codl, streams, a.rounds, a.seconds, a.memcpy_threads,
+                                        a.memcpy_buffer)
     print("io_uring vs fio (io_uring engine, O_DIRECT, fixedbufs+registerfiles):", flush=True)
-    result["io_uring"] = bench_io(a.codl, a.scratch, a.rounds, a.seconds, a.nr_files, a.file_size_mib)
+    result["io_uring"] = bench_io(a.codl, a.scratch, a.rounds, a.seconds, a.nr_files, a.file_size_mib,
+                                  a.only, result["machine"].get("scratch_device"))
     result["io_uring_memory_backed"] = []
     if a.mem_scratch and os.path.isdir(a.mem_scratch):
         mem = tempfile.mkdtemp(prefix="codl-bench.", dir=a.mem_scratch)
@@ -261,30 +328,33 @@ def main():
             if odirect_ok(mem):
                 print(f"io_uring vs fio on {a.mem_scratch} (memory-backed: per-I/O software cost):",
                       flush=True)
-                result["io_uring_memory_backed"] = bench_io(a.codl, mem, a.rounds, a.seconds, 4, 64)
+                result["io_uring_memory_backed"] = bench_io(a.codl, mem, a.rounds, a.seconds, 4, 64, a.only)
             else:
                 print(f"{a.mem_scratch} refuses O_DIRECT: memory-backed comparison skipped")
         finally:
             shutil.rmtree(mem, ignore_errors=True)
-    print("level accuracy:", flush=True)
-    result["levels"] = bench_levels(
+    result["levels"] = []
+    if not a.only:
+        print("level accuracy:", flush=True)
+        result["levels"] = bench_levels(
         a.codl, "memcpy", ["memcpy", "--set", f"threads={a.memcpy_threads}", "--set",
                            f"buffer_size={a.memcpy_buffer}"], a.seconds)
-    result["levels"] += bench_levels(
-        a.codl, "io_uring", ["io_uring", "--set", "mode=randread", "--set", "block_size=4KiB",
-                             "--set", "queue_depth=32", "--set", f"nr_files={a.nr_files}", "--set",
-                             f"file_size={a.file_size_mib}MiB", "--scratch-root", a.scratch], a.seconds)
+        result["levels"] += bench_levels(
+            a.codl, "io_uring", ["io_uring", "--set", "mode=randread", "--set", "block_size=4KiB",
+                                 "--set", "queue_depth=32", "--set", f"nr_files={a.nr_files}", "--set",
+                                 f"file_size={a.file_size_mib}MiB", "--scratch-root", a.scratch], a.seconds)
     result["elapsed_s"] = time.time() - started
 
     # The table.
     ok = lambda good: "ok" if good else "MISSED"
     print("\n%-40s %13s %13s %7s %17s  %s" % ("comparison (ABBA, %d rounds)" % a.rounds, "codl",
                                                "reference", "ratio", "95% CI", "verdict"))
-    m = result["memcpy"]
-    print("%-40s %7.2f GiB/s %7.2f GiB/s %7.3f [%6.3f, %6.3f]  %s" % (
-        f"memcpy {m['threads']}T {m['buffer_bytes']>>20}MiB vs STREAM-style",
-        m["codl_bytes_per_s"] / 2**30, m["stream_copy_bytes_per_s"] / 2**30, m["ratio"],
-        m["ratio_ci95"][0], m["ratio_ci95"][1], m["verdict"]))
+    m = result.get("memcpy")
+    if m:
+        print("%-40s %7.2f GiB/s %7.2f GiB/s %7.3f [%6.3f, %6.3f]  %s" % (
+            f"memcpy {m['threads']}T {m['buffer_bytes']>>20}MiB vs STREAM-style",
+            m["codl_bytes_per_s"] / 2**30, m["stream_copy_bytes_per_s"] / 2**30, m["ratio"],
+            m["ratio_ci95"][0], m["ratio_ci95"][1], m["verdict"]))
     for label, rows in (("disk", result["io_uring"]), ("mem", result["io_uring_memory_backed"])):
         for r in rows:
             print("%-40s %7.0f MiB/s %7.0f MiB/s %7.3f [%6.3f, %6.3f]  %s" % (

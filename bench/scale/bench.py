@@ -100,9 +100,26 @@ class Run:
         return subprocess.run([f"{self.bin}/codlctl", "--controller", self.addr, *self.tls("codlctl"), *args],
                               capture_output=True, text=True, timeout=timeout)
 
-    def alive(self):
-        r = self.ctl("agents", "--json", timeout=30)
+    def alive(self, timeout=30):
+        """The controller's count of live agents (codlctl agents); -1 when codlctl did not answer
+        in time (10,000 agents on a loaded 2-core box)."""
+        try:
+            r = self.ctl("agents", "--json", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return -1
         return sum(1 for line in r.stdout.splitlines() if '"alive":true' in line)
+
+    def load_registered(self):
+        """The load tool's own count of successful registrations (its last "registered N")."""
+        n = 0
+        try:
+            with open(os.path.join(self.work, f"load-{self.n}.log"), errors="replace") as f:
+                for line in f:
+                    if line.startswith("registered "):
+                        n = int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return n
 
     def window(self, seconds, pids):
         c0 = {k: proc_cpu_s(p) for k, p in pids.items()}
@@ -123,17 +140,30 @@ class Run:
                            "--victim-time", "0.05", "--min-connect-timeout-ms", str(self.a.min_connect_timeout_ms),
                            *self.tls("agents")], f"load-{self.n}.log")
         t0 = time.monotonic()
-        while self.alive() < self.n:
-            if time.monotonic() - t0 > 90:
+        # Registered as the load tool sees it (cheap), then confirmed by the controller.
+        while self.load_registered() < self.n or self.alive(timeout=60) < self.n:
+            if time.monotonic() - t0 > self.a.register_timeout:
                 # Recorded, not raised: e.g. a TLS registration storm that never converges.
-                res["error"] = f"only {self.alive()}/{self.n} agents alive after 90 s"
+                res["error"] = (f"only {self.load_registered()}/{self.n} agents registered after "
+                                f"{self.a.register_timeout:.0f} s")
                 load.send_signal(signal.SIGTERM)
                 load.wait(timeout=30)
+                if not os.path.exists(load_out):
+                    ctl.send_signal(signal.SIGTERM)
+                    ctl.wait(timeout=30)
+                    return res
                 with open(load_out) as f:
                     rep = json.load(f)
+                res["heartbeats_ok"], res["heartbeats_failed"] = rep["heartbeats_ok"], rep["heartbeats_failed"]
                 res["registrations"] = rep["registrations"]
                 res["register_failures"] = rep["register_failures"]
                 res["controller_cpu_s_total"] = round(proc_cpu_s(ctl.pid), 1)
+                if load.poll() is None:
+                    res["load_tool_cpu_s_total"] = round(proc_cpu_s(load.pid), 1)
+                else:  # it died (see its log): say so instead of losing the run
+                    res["load_tool_exit"] = load.returncode
+                res["elapsed_s"] = round(time.monotonic() - t0, 1)
+                res["loadavg_1m"] = os.getloadavg()[0]
                 ctl.send_signal(signal.SIGTERM)
                 ctl.wait(timeout=30)
                 print(f"N = {self.n}: {res['error']} ({rep['register_failures']} failed registrations)",
@@ -141,6 +171,10 @@ class Run:
                 return res
             time.sleep(1)
         res["all_registered_after_s"] = round(time.monotonic() - t0, 1)
+        # What registering cost, and how busy the machine was meanwhile: on a shared box a slow
+        # storm is often CPU starvation (other processes' load), not the protocol.
+        res["register_cpu_s"] = {"controller": round(proc_cpu_s(ctl.pid), 2), "load_tool": round(proc_cpu_s(load.pid), 2)}
+        res["loadavg_1m_at_registered"] = os.getloadavg()[0]
         time.sleep(self.a.warmup)
         cpu, dt = self.window(self.a.window, {"controller": ctl.pid, "load": load.pid})
         st = proc_status(ctl.pid)
@@ -150,7 +184,7 @@ class Run:
         res["controller_rss_mib"] = round(st["VmRSS"] / 1024, 1)
         res["controller_threads"] = st["Threads"]
         res["controller_fds"] = st["fds"]
-        res["alive_after_window"] = self.alive()
+        res["alive_after_window"] = self.alive(timeout=120)
         if fanout:
             res["fanout"] = self.fanout(ctl.pid, load.pid)
             res["controller_rss_after_fanout_mib"] = round(proc_status(ctl.pid)["VmRSS"] / 1024, 1)
@@ -198,6 +232,51 @@ class Run:
         out["trial_states"] = states
         out["db_abs_start_skew_ms"] = {"p50": ms(pct(absv, 50)), "p99": ms(pct(absv, 99)), "n": len(absv)}
         return out
+
+
+def agent_footprint(a, work):
+    """One real codl-agent, registered and heartbeating (1 s) to a real controller, nothing to
+    run: its RSS (VmRSS at the end, VmHWM) and CPU (utime+stime) over the window, sampled every
+    second. Goal: < 30 MiB and < 1 % of a core."""
+    r = Run(a, 1, work)
+    try:
+        ctl = r.spawn([f"{r.bin}/codl-controller", "--listen", r.addr, "--db", os.path.join(work, "idle.db"),
+                       *(r.tls("controller") or ["--insecure"])], "controller-idle.log")
+        time.sleep(0.5)
+        agent = r.spawn([f"{r.bin}/codl-agent", "--controller", r.addr, "--id", "idle-agent",
+                         "--listen", f"127.0.0.1:{free_port()}", "--scratch-root", work,
+                         "--state-dir", os.path.join(work, "idle-state"),
+                         *(r.tls("agents") or ["--insecure"])], "agent-idle.log")
+        t0 = time.monotonic()
+        while r.alive() < 1:
+            if time.monotonic() - t0 > 30:
+                return {"error": "the agent did not register within 30 s"}
+            time.sleep(0.5)
+        time.sleep(a.warmup)
+        rss = []
+        c0, w0 = proc_cpu_s(agent.pid), time.monotonic()
+        while time.monotonic() - w0 < a.agent_footprint:
+            time.sleep(1)
+            rss.append(proc_status(agent.pid)["VmRSS"])
+        cpu = (proc_cpu_s(agent.pid) - c0) / (time.monotonic() - w0)
+        st = proc_status(agent.pid)
+        out = {"window_s": a.agent_footprint, "cpu_cores": round(cpu, 5),
+               "rss_mib": {"min": round(min(rss) / 1024, 1), "max": round(max(rss) / 1024, 1)},
+               "hwm_mib": round(st["VmHWM"] / 1024, 1), "threads": st["Threads"], "fds": st["fds"],
+               "controller_cpu_cores_total": round(proc_cpu_s(ctl.pid) / (time.monotonic() - t0), 5)}
+        print(f"idle codl-agent over {a.agent_footprint:.0f} s: CPU {cpu * 100:.3f} % of a core, RSS "
+              f"{out['rss_mib']['min']}-{out['rss_mib']['max']} MiB (HWM {out['hwm_mib']} MiB), "
+              f"{st['Threads']} threads", file=sys.stderr, flush=True)
+        return out
+    finally:
+        for p in r.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
 
 
 def ms(v):
@@ -268,13 +347,16 @@ def main():
     ap.add_argument("--window", type=float, default=30, help="seconds of the CPU window")
     ap.add_argument("--warmup", type=float, default=5, help="seconds after all registered")
     ap.add_argument("--register-spread", type=float, default=2)
+    ap.add_argument("--register-timeout", type=float, default=90, help="seconds for all N to register")
     ap.add_argument("--fanout", type=int, default=256, help="nodes the start command fans out to")
     ap.add_argument("--fanout-trials", type=int, default=20)
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--tls", action="store_true", help="mTLS everywhere (throwaway CA, SAN 127.0.0.1)")
-    ap.add_argument("--min-connect-timeout-ms", type=int, default=100,
-                    help="the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (100 as in rpc::MakeChannel; 0: gRPC default)")
+    ap.add_argument("--min-connect-timeout-ms", type=int, default=2000,
+                    help="the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (2000 as in rpc::MakeChannel; 0: gRPC default)")
+    ap.add_argument("--agent-footprint", type=float, default=0, metavar="S",
+                    help="also sample one real, idle codl-agent's RSS and CPU over S seconds (0: skip)")
     a = ap.parse_args()
     ns = [int(x) for x in a.agents.split(",") if x]
     work = tempfile.mkdtemp(prefix="codl-scale-")
@@ -285,6 +367,8 @@ def main():
               "heartbeat_interval_s": 1.0, "register_spread_s": a.register_spread,
               "agents_min_connect_timeout_ms": a.min_connect_timeout_ms, "runs": []}
     try:
+        if a.agent_footprint > 0:
+            result["agent_idle"] = agent_footprint(a, work)
         for n in ns:
             r = Run(a, n, work)
             print(f"N = {n} ...", file=sys.stderr, flush=True)
@@ -318,6 +402,16 @@ def main():
         print(f"{r['agents']:>7}{r['controller_cpu_cores']:>17.4f}{r['controller_rss_mib']:>8.1f}MiB"
               f"{r['controller_threads']:>9}{r['controller_fds']:>7}{r['load_tool_cpu_cores']:>10.3f}"
               f"{hb['heartbeats_ok']:>9}/{hb['heartbeats_failed']}")
+    for r in result["runs"]:
+        if "all_registered_after_s" in r:
+            print(f"{r['agents']} agents all registered after {r['all_registered_after_s']} s "
+                  f"(spread {a.register_spread} s; {r['heartbeats']['register_failures']} failed attempts; "
+                  f"CPU until then: controller {r['register_cpu_s']['controller']} s, load tool "
+                  f"{r['register_cpu_s']['load_tool']} s; load average {r['loadavg_1m_at_registered']:.1f})")
+    ai = result.get("agent_idle")
+    if ai and "cpu_cores" in ai:
+        print(f"idle codl-agent: CPU {ai['cpu_cores'] * 100:.3f} % of a core, RSS {ai['rss_mib']['max']} MiB "
+              f"(goal < 1 %, < 30 MiB)")
     for r in result["runs"]:
         f = r.get("fanout")
         if not f or "latency_ms" not in f:

@@ -17,8 +17,9 @@
 // GetAntagonist reports the target as achieved with one telemetry sample per 250 ms since the
 // start (a real injector reports at 4 Hz); StopAntagonist returns those samples; RunVictim
 // replies after --victim-time; Calibrate returns a fixed peak. Idempotency keys are honoured
-// like the real agent's cache. StreamTelemetry is not implemented (the runner opens it only on
-// the victim's node; the call ends with UNIMPLEMENTED and the trial goes on).
+// like the real agent's cache. StreamTelemetry and EstimateSetup are not implemented: the
+// calls end with UNIMPLEMENTED, the runner's settle then goes on on GetAntagonist polls and
+// its common start on start_delay_s alone, as with an older agent.
 //
 // Measurement: every StartAntagonist arrival is recorded (arrival time at the handler, the
 // request's start_at_unix_ns, the agent's own offset estimate); on exit (SIGINT/SIGTERM or
@@ -244,12 +245,12 @@ class Load {
     grpc::ChannelArguments args;
     // The same settings as rpc::MakeChannel, plus a private subchannel pool: without it gRPC
     // would share one TCP connection between all N channels of this process.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1000);
     // In gRPC this is also the minimum connect timeout (TCP + TLS handshake + HTTP/2 settings).
     // --min-connect-timeout-ms 0 leaves gRPC's 20 s default: what-if for rpc::MakeChannel.
     if (o_.min_connect_timeout_ms > 0)
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, o_.min_connect_timeout_ms);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, std::max(4000, o_.min_connect_timeout_ms));
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return grpc::CreateCustomChannel(o_.controller, creds, args);

@@ -23,7 +23,7 @@ struct LoadOptions {
   double register_spread_s = 2;
   std::string out;
   codl::rpc::TlsFiles tls;
-  int min_connect_timeout_ms = 100;  // rpc::MakeChannel's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS
+  int min_connect_timeout_ms = 2000;  // rpc::MakeChannel's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS
 };
 
 class LoadAgents {

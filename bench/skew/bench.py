@@ -29,6 +29,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import signal
 import sqlite3
 import statistics
@@ -147,14 +148,22 @@ class Bench:
             f.write(f"{up_ms} {down_ms}\n")
         os.replace(self.control + ".tmp", self.control)
 
+    def antagonist_yaml(self):
+        if not self.a.io_uring:
+            return "  - {name: tick, injector: noop, rates: ['100'], nodes: all}\n"
+        # A real flood: each agent writes its own file set first (the setup the controller
+        # waits for: Injector::SetupEstimateS), then reads it at a paced rate.
+        return ("  - {name: flood, injector: io_uring, rates: ['" + self.a.io_rate + "'], nodes: all,\n"
+                "     options: {mode: read, block_size: 64KiB, queue_depth: 4, nr_files: 2,\n"
+                f"               file_size: {self.a.io_file_size}, dir: {self.work}}}}}\n")
+
     def run_experiment(self, name, trials):
         yaml = (f"name: {name}\n"
                 "victim: {command: [true], progress: {format: wall}, timeout: 30s, nodes: {hosts: [h1]}}\n"
-                "antagonists:\n"
-                "  - {name: tick, injector: noop, rates: ['100'], nodes: all}\n"
+                "antagonists:\n" + self.antagonist_yaml() +
                 "pairings: singles\n"
                 f"repetitions: {trials}\n"
-                "settle: 0s\n"
+                f"settle: {self.a.settle}\n"
                 "lease: 10s\n")
         path = os.path.join(self.work, f"{name}.yaml")
         with open(path, "w") as f:
@@ -174,7 +183,24 @@ class Bench:
             "WHERE e.name = ? GROUP BY t.state", (name,)).fetchall())
         db.close()
         offsets = {a["agent_id"]: a.get("clock_offset_s", 0.0) for a in self.agents_json()}
-        return summarize(name, rows, states, offsets, took, len(self.topo.hosts))
+        r = summarize(name, rows, states, offsets, took, len(self.topo.hosts))
+        r["settle_to_victim_ms"] = self.settle_to_victim(len(rows) // max(1, len(self.topo.hosts)))
+        return r
+
+    def settle_to_victim(self, trials):
+        """The runner logs, per trial, the time from the sample that completed the settle window
+        ("all antagonists at target") to the victim's start: settle_to_victim_ms=X (stream|polling).
+        The last `trials` such lines are this phase's."""
+        vals, how = [], set()
+        with open(os.path.join(self.work, "controller.log"), errors="replace") as f:
+            for line in f:
+                m = re.search(r"settle_to_victim_ms=(-?[0-9.]+) \((\w+)\)", line)
+                if m:
+                    vals.append(float(m.group(1)))
+                    how.add(m.group(2))
+        vals = vals[-trials:] if trials else []
+        return {"n": len(vals), "via": sorted(how), "p50": pct(vals, 50), "p99": pct(vals, 99),
+                "max": max(vals) if vals else None}
 
     def wait_for_estimator(self):
         # The controller keeps the 16 most recent heartbeat samples and uses the least delayed:
@@ -257,6 +283,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--openssl", default="openssl")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, database)")
+    ap.add_argument("--io-uring", action="store_true",
+                    help="a real io_uring read flood on every agent (file set written at setup) instead of noop")
+    ap.add_argument("--io-rate", default="20MiB/s", help="--io-uring: each agent's paced rate")
+    ap.add_argument("--io-file-size", default="32MiB", help="--io-uring: size of each of the 2 files per agent")
+    ap.add_argument("--settle", default="0s", help="settle window of the trials (e.g. 0.5s)")
     ap.add_argument("--stub-injector", action="store_true",
                     help="ablation: agents run bench/skew/stub_inject.c instead of codl-inject")
     a = ap.parse_args()
@@ -268,7 +299,10 @@ def main():
         sys.exit(3)
     b = Bench(a)
     result = {"benchmark": "start_skew", "agents": a.agents, "machine": machine(),
-              "injector": "stub_inject.c (ablation)" if a.stub_injector else "codl-inject noop",
+              "injector": ("stub_inject.c (ablation)" if a.stub_injector else
+                           f"codl-inject io_uring read 64KiB qd4, 2 x {a.io_file_size} per agent, {a.io_rate}"
+                           if a.io_uring else "codl-inject noop"),
+              "settle": a.settle,
               "netns": f"{a.agents} agent namespaces + controller namespace, veth pairs to a bridge in a "
                        f"switch namespace, {b.topo.subnet}.0/24, mTLS", "heartbeat_interval_s": a.heartbeat_interval,
               "phases": []}
@@ -316,6 +350,11 @@ def main():
         s, sp, t = p["abs_skew_ms"], p["per_trial_spread_ms"], p["true_abs_skew_ms"]
         print(f"{p['phase']:<22}{p['samples']:>8}{s['p50']:>10.3f}ms{s['p99']:>10.3f}ms{s['max']:>7.2f}ms"
               f"{t['p50']:>9.3f}ms{t['p99']:>9.3f}ms{sp['p50']:>10.3f}ms{sp['p99']:>10.3f}ms")
+    for p in result["phases"]:
+        st = p.get("settle_to_victim_ms") or {}
+        if st.get("n"):
+            print(f"{p['phase']}: all at target -> victim start ({'/'.join(st['via'])}) "
+                  f"p50 {st['p50']:.2f} ms, p99 {st['p99']:.2f} ms, max {st['max']:.2f} ms ({st['n']} trials)")
     if result.get("netem"):
         print(f"netem: {result['netem']}")
     for p in result["phases"]:

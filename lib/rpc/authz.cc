@@ -92,6 +92,7 @@ const std::map<std::string, std::set<Role>>& MethodTable() {
         {"/codl.v1.Agent/RunVictim", controller},
         {"/codl.v1.Agent/StopAll", controller},
         {"/codl.v1.Agent/StreamTelemetry", controller},
+        {"/codl.v1.Agent/EstimateSetup", controller},
         // The controller: agents report in (each for its own id: CheckAgentIdentity).
         {"/codl.v1.Controller/RegisterAgent", agent},
         {"/codl.v1.Controller/Heartbeat", agent},

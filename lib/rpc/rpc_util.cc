@@ -105,14 +105,24 @@ Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e) {
   if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
   auto creds = MakeChannelCredentials(e.tls);
   if (!creds.ok()) return creds.status();
+  return MakeChannel(e, *creds);
+}
+
+Result<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const Endpoint& e, const std::shared_ptr<grpc::ChannelCredentials>& creds) {
+  if (Status s = CheckEndpointSecurity(e); !s.ok()) return s;
   grpc::ChannelArguments args;
-  // Fail fast and reconnect quickly: the dead-man switch depends on noticing a lost peer.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Reconnect within a few seconds (the dead-man switch, a lease of >= 10 s, depends on noticing
+  // a lost peer), but give a handshake time: gRPC also uses the minimum backoff as the connect
+  // timeout, and at 100 ms a storm of 1,000 mTLS handshakes on a busy controller timed out and
+  // retried in lockstep (docs/performance.md, "mTLS registration storm"). gRPC jitters each
+  // backoff by +-20%, which spreads the retries.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 4000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(e.address, *creds, args);
+  return grpc::CreateCustomChannel(e.address, creds, args);
 }
 
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e) {

@@ -43,6 +43,11 @@ bool IsLocalAddress(const std::string& address);
 Status CheckEndpointSecurity(const Endpoint& e);
 
 Result<std::shared_ptr<grpc::Channel>> MakeChannel(const Endpoint& e);
+// The same with credentials built once by the caller (MakeChannelCredentials(e.tls)) and
+// shared by many channels: a controller with 1,000 agents must not parse its key and build a
+// TLS context 1,000 times.
+Result<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const Endpoint& e, const std::shared_ptr<grpc::ChannelCredentials>& creds);
 // Client credentials for `tls` (insecure when it is not enabled): for callers that build many
 // channels with one credentials object.
 Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const TlsFiles& tls);

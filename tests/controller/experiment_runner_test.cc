@@ -183,6 +183,62 @@ TEST_F(SettleTest, VictimStartsOnlyAfterTheTargetsWereHeldForTheWholeWindow) {
   ExpectAllStopped(*agent_);
 }
 
+TEST_F(RunnerTest, SettlesOnTheTelemetryStreamWithoutPolling) {
+  // Every start sends one sample at its target on the trial's stream: with a zero settle
+  // window that sample alone settles the trial, and no GetAntagonist poll is needed.
+  agent_->streams = true;
+  auto spec = Spec();
+  spec.repetitions = 1;
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(spec, &rec).ok());
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  for (const auto& t : *trials) EXPECT_EQ(t.state, TrialState::kDone) << t.error;
+  EXPECT_TRUE(agent_->polls.empty()) << "polled although the stream said it";
+  EXPECT_EQ(agent_->open_streams, 0) << "a settle stream was left open";
+  ExpectAllStopped(*agent_);
+}
+
+TEST_F(RunnerTest, BelowTargetOnTheStreamIsAskedAndDoesNotSettle) {
+  // The stream says 50 % of the target: the runner asks the agent (which agrees) and, with no
+  // grace on this runner, gives up at once: "did not settle".
+  agent_->streams = true;
+  agent_->stream_fraction = 0.5;
+  agent_->achieved_fraction = 0.5;
+  auto spec = Spec("", "1s");
+  spec.repetitions = 1;
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(spec, &rec).ok());
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  for (const auto& t : *trials) {
+    if (t.baseline) continue;
+    EXPECT_EQ(t.state, TrialState::kFlagged);
+    EXPECT_EQ(t.error.rfind("did not settle: ", 0), 0u) << t.error;
+  }
+  ExpectAllStopped(*agent_);
+}
+
+TEST_F(RunnerTest, CommonStartWaitsForTheSlowestSetupEstimate) {
+  // One agent's antagonist needs 3 s to set up: every start time is at least that far out
+  // (plus start_delay_s, 0 on this runner), not "now".
+  auto slow = std::make_shared<FakeAgent>();
+  slow->setup_estimate_s = 3;
+  AddNode("node-2", slow);
+  auto spec = Spec("", "0s");
+  spec.antagonists[0].nodes.specified = true;  // membw on both nodes
+  spec.repetitions = 1;
+  spec.antagonists[0].intensities.resize(1);
+  const int64_t before_ns = SystemClock::Get()->UnixNanos();
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(spec, &rec).ok());
+  ASSERT_FALSE(agent_->start_at_ns.empty());
+  ASSERT_FALSE(slow->start_at_ns.empty());
+  EXPECT_GE(agent_->start_at_ns[0] - before_ns, 3'000'000'000LL) << "the fast agent too";
+  EXPECT_GE(slow->start_at_ns[0] - before_ns, 3'000'000'000LL);
+  EXPECT_EQ(agent_->start_at_ns[0], slow->start_at_ns[0]) << "one common start (offsets 0)";
+}
+
 TEST_F(SettleTest, TargetsNeverHeldForAWholeWindowFlagTheTrialDidNotSettle) {
   // At target 4 polls in 5: never 1 s without a gap. The runner gives up after settle + the
   // grace (10 s), still runs the victim, and flags the trial with its own reason.

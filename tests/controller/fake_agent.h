@@ -37,6 +37,29 @@ class FakeAgent : public AgentClient {
   // Per victim run: when it started on `clock`, with how many antagonists running.
   std::vector<std::pair<double, size_t>> victim_starts;
   std::vector<size_t> started_before_victim;  // per victim run: antagonists ever started
+  // Streaming (off: OpenTelemetry returns nullptr, as an agent that cannot stream): every start
+  // sends one sample at stream_fraction of its target to the open streams of its trial.
+  bool streams = false;
+  double stream_fraction = 1.0;
+  int open_streams = 0;
+  // EstimateSetup's answer (0: the default, negligible); the start times it was sent with.
+  double setup_estimate_s = 0;
+  std::vector<int64_t> start_at_ns;
+
+  void EstimateSetupAsync(const v1::InjectorSpec&, EstimateDone done) override {
+    done(setup_estimate_s);
+  }
+
+  std::unique_ptr<TelemetryStream> OpenTelemetry(
+      const std::string& trial_id,
+      std::function<void(const v1::TelemetryEvent&)> on_event) override {
+    std::lock_guard<std::mutex> l(mu);
+    if (!streams) return nullptr;
+    const int handle = next_stream_++;
+    subscribers_[handle] = {trial_id, std::move(on_event)};
+    ++open_streams;
+    return std::make_unique<Stream>(this, handle);
+  }
 
   Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest&) override {
     std::lock_guard<std::mutex> l(mu);
@@ -51,10 +74,12 @@ class FakeAgent : public AgentClient {
     if (fail_start) return Err("codl-inject: option 'threads': 0 is out of range [1, 256]");
     running[req.antagonist_id()] = req.spec().rate();
     ever_started.insert(req.antagonist_id());
+    start_at_ns.push_back(req.start_at_unix_ns());
     v1::StartAntagonistReply r;
     r.set_pid(1234);
     r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
     started_ns[req.antagonist_id()] = r.started_unix_ns();
+    SendSample(req.antagonist_id(), req.spec().rate() * stream_fraction);
     return r;
   }
   Result<v1::GetAntagonistReply> GetAntagonist(const std::string& id) override {
@@ -115,6 +140,35 @@ class FakeAgent : public AgentClient {
     return r;
   }
   Status StopAll(const std::string&) override { return Status::Ok(); }
+
+ private:
+  class Stream : public TelemetryStream {
+   public:
+    Stream(FakeAgent* agent, int handle) : agent_(agent), handle_(handle) {}
+    ~Stream() override {
+      std::lock_guard<std::mutex> l(agent_->mu);
+      agent_->subscribers_.erase(handle_);
+      --agent_->open_streams;
+    }
+
+   private:
+    FakeAgent* agent_;
+    int handle_;
+  };
+
+  // Under mu, like the agent's TelemetryHub: to every stream whose trial id prefixes `id`.
+  void SendSample(const std::string& id, double achieved) {
+    v1::TelemetryEvent ev;
+    ev.mutable_antagonist()->set_antagonist_id(id);
+    ev.mutable_antagonist()->mutable_sample()->set_achieved(achieved);
+    for (auto& [h, sub] : subscribers_) {
+      if (id.rfind(sub.first, 0) == 0) sub.second(ev);
+    }
+  }
+
+  int next_stream_ = 1;
+  std::map<int, std::pair<std::string, std::function<void(const v1::TelemetryEvent&)>>>
+      subscribers_;
 };
 
 }  // namespace codl::controller

@@ -42,5 +42,60 @@ TEST(SettleWindow, TooShortReasonOnlyBelowTheMinimum) {
             "too short to judge: membw had 3 samples in the victim's run (fewer than 5)");
 }
 
+TEST(TargetBoard, AllAtTargetOnlyWhenEveryLatestSampleIsAtItsLine) {
+  TargetBoard b(1.0);
+  b.Expect("a", 90);
+  b.Expect("b", 45);
+  EXPECT_FALSE(b.AllAtTarget(0.0)) << "no sample yet";
+  EXPECT_TRUE(b.OnSample("a", 95, 0.1));
+  EXPECT_FALSE(b.AllAtTarget(0.1)) << "b has not reported";
+  EXPECT_TRUE(b.OnSample("b", 50, 0.2));
+  EXPECT_TRUE(b.AllAtTarget(0.2));
+  EXPECT_TRUE(b.OnSample("a", 80, 0.3));  // a dip below its line
+  EXPECT_FALSE(b.AllAtTarget(0.3));
+  EXPECT_TRUE(b.OnSample("a", 90, 0.4));  // exactly at the line counts
+  EXPECT_TRUE(b.AllAtTarget(0.4));
+  EXPECT_DOUBLE_EQ(b.Latest("a"), 90);
+}
+
+TEST(TargetBoard, AStaleSampleNoLongerCounts) {
+  TargetBoard b(1.0);
+  b.Expect("a", 10);
+  b.OnSample("a", 20, 5.0);
+  EXPECT_TRUE(b.AllAtTarget(6.0));
+  EXPECT_FALSE(b.AllAtTarget(6.01)) << "a stream that went quiet must not hold the window";
+}
+
+TEST(TargetBoard, SamplesOfOtherAntagonistsAreIgnored) {
+  TargetBoard b(1.0);
+  b.Expect("t1-membw-n1", 10);
+  EXPECT_FALSE(b.OnSample("t10-membw-n1", 20, 0.0));
+  EXPECT_FALSE(b.AllAtTarget(0.0));
+  EXPECT_DOUBLE_EQ(b.Latest("t10-membw-n1"), 0);
+}
+
+TEST(TargetBoard, AnEmptyBoardIsNeverAtTarget) {
+  TargetBoard b(1.0);
+  EXPECT_FALSE(b.AllAtTarget(0.0));
+}
+
+// The board and the window together, as the runner drives them: one Observe per sample.
+TEST(TargetBoard, SamplesDriveTheSettleWindow) {
+  TargetBoard b(1.0);
+  b.Expect("a", 90);
+  SettleWindow w(1.0, 11.0);
+  double t = 0;
+  auto feed = [&](double achieved) {
+    t += 0.25;
+    b.OnSample("a", achieved, t);
+    return w.Observe(t, b.AllAtTarget(t));
+  };
+  EXPECT_EQ(feed(100), V::kWaiting);  // held from 0.25 s
+  EXPECT_EQ(feed(100), V::kWaiting);
+  EXPECT_EQ(feed(50), V::kWaiting);                                    // dip at 0.75 s: restart
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(feed(100), V::kWaiting) << i;  // 1.0 .. 1.75 s
+  EXPECT_EQ(feed(100), V::kSettled) << "1 s after the first sample past the dip (1.0 s)";
+}
+
 }  // namespace
 }  // namespace codl::controller

@@ -23,6 +23,28 @@ TEST(InjectorCatalogTest, GpuInjectorsRegisterAndSayBuiltWithoutCuda) {
   EXPECT_GT(gpu, 0);
 }
 
+// The control plane asks the catalog for setup estimates (the agent's EstimateSetup): io_uring's
+// is the file set it must write for a read mode, near nothing for a write mode; others have none.
+TEST(InjectorCatalogTest, SetupEstimatesFollowWhatSetupPrepares) {
+  const HostInfo host = DetectHost({"/tmp"});
+  auto io = CreateInjector("io_uring");
+  auto estimate = [&](const std::map<std::string, std::string>& given) {
+    auto o = ParseInjectorOptions(*io, given);
+    EXPECT_TRUE(o.ok()) << o.error();
+    return o.ok() ? io->SetupEstimateS(*o, host) : -1;
+  };
+  const double read_1g = estimate({{"mode", "read"}, {"nr_files", "4"}, {"file_size", "256MiB"}});
+  EXPECT_NEAR(read_1g, 4 * 0.05 + 1024.0 / 256, 1e-9) << "1 GiB to write at 256 MiB/s";
+  EXPECT_NEAR(estimate({{"mode", "randwrite"}, {"nr_files", "4"}, {"file_size", "256MiB"}}),
+              4 * 0.05, 1e-9)
+      << "write modes only preallocate";
+  EXPECT_LT(estimate({{"mode", "read"}, {"nr_files", "4"}, {"file_size", "64MiB"}}), read_1g);
+  auto noop = CreateInjector("noop");
+  auto o = ParseInjectorOptions(*noop, {});
+  ASSERT_TRUE(o.ok()) << o.error();
+  EXPECT_EQ(noop->SetupEstimateS(*o, host), 0);
+}
+
 TEST(InjectorCatalogTest, IoUringSaysBuiltWithoutLiburing) {
   EXPECT_EQ(CreateInjector("io_uring")->Unsupported(DetectHost({"/tmp"})),
             "built without liburing (install liburing-dev and rebuild)");
