@@ -94,8 +94,9 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
 
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
                const std::string& output, const std::string& metric) {
-  if (output != "table" && output != "csv" && output != "json") {
-    fprintf(stderr, "codlctl results: -o '%s': expected table, csv or json\n", output.c_str());
+  if (output != "table" && output != "csv" && output != "json" && output != "interactions-csv") {
+    fprintf(stderr, "codlctl results: -o '%s': expected table, csv, json or interactions-csv\n",
+            output.c_str());
     return kExitBadInput;
   }
   if (auto m = experiment::ParseTrialMetric(metric); !metric.empty() && !m.ok()) {

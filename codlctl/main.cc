@@ -124,7 +124,9 @@ Subcommand AddResults(CLI::App& app) {
   cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
   cmd->add_option("--db", o->db,
                   "read this results database (e.g. codl-results.db), no controller");
-  cmd->add_option("-o,--output", o->output, "table | csv | json")->capture_default_str();
+  cmd->add_option("-o,--output", o->output,
+                  "table | csv | json | interactions-csv (one row per combination vs its singles)")
+      ->capture_default_str();
   cmd->add_option("--metric", o->metric,
                   "re-analyse under this per-trial metric: elapsed | throughput | mean | median | "
                   "pNN (default: the experiment's victim.metric)");
@@ -159,6 +161,14 @@ Subcommand AddReport(CLI::App& app) {
   cmd->add_option("--db", o->db, "read this results database, no controller");
   cmd->add_option("-o,--output", o->path, "HTML file to write")->capture_default_str();
   return {cmd, [o](const GlobalOptions& g) { return RunReport(g, o->id, o->db, o->path); }};
+}
+
+Subcommand AddPredict(CLI::App& app) {
+  auto o = std::make_shared<PredictCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "predict", "predict combined slowdowns from an experiment's singles; error vs measured");
+  AddPredictOptions(cmd, o.get());
+  return {cmd, [o](const GlobalOptions& g) { return CmdPredict(g, *o); }};
 }
 
 Subcommand AddAgents(CLI::App& app) {
@@ -258,7 +268,8 @@ int main(int argc, char** argv) {
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
       AddValidate(app), AddRun(app),    AddSubmit(app), AddStatus(app), AddWatch(app),
-      AddResults(app),  AddReport(app), AddAgents(app), AddCancel(app), AddCalibrate(app)};
+      AddResults(app),  AddPredict(app), AddReport(app), AddAgents(app), AddCancel(app),
+      AddCalibrate(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

@@ -54,6 +54,7 @@ int PrintResults(ControllerClient* client, const std::string& db, const std::str
   std::string text;
   if (output == "csv") text = experiment::FormatCsv(results);
   else if (output == "json") text = experiment::FormatJson(results);
+  else if (output == "interactions-csv") text = experiment::FormatInteractionsCsv(results);
   else text = experiment::FormatTable(results);
   fputs(text.c_str(), out);
   if (!text.empty() && text.back() != '\n') fputc('\n', out);
