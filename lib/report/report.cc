@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "lib/report/charts.h"
+#include "lib/report/interaction_section.h"
 #include "lib/report/provenance.h"
 #include "lib/report/svg.h"
 
@@ -309,6 +310,15 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                     "Which part of a training step the interference slows: each phase's median "
                     "time under interference &divide; its baseline median.",
                     phases);
+  }
+  if (std::string interactions = RenderInteractions(results); !interactions.empty()) {
+    page += Section("interaction", "Interaction",
+                    "Each combination against its singles at the same intensities: measured "
+                    "slowdown, the multiplicative (&times;) and additive (+) predictions, and "
+                    "measured &divide; &times;-pred with a bootstrap CI that resamples baseline, "
+                    "singles and combination together; flagged super- or sub-additive when the "
+                    "CI excludes 1.",
+                    interactions);
   }
   page += Section("series", "Step time of one interference trial", "",
                   RenderStepSeries(results, trials));
