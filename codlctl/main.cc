@@ -266,10 +266,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("codlctl ") + codl::CodlVersion());
   Globals g;
   AddGlobalOptions(app, &g);
-  const std::vector<Subcommand> subcommands = {
-      AddValidate(app), AddRun(app),    AddSubmit(app), AddStatus(app), AddWatch(app),
-      AddResults(app),  AddPredict(app), AddReport(app), AddAgents(app), AddCancel(app),
-      AddCalibrate(app)};
+  const std::vector<Subcommand> subcommands = {AddValidate(app), AddRun(app),      AddSubmit(app),
+                                               AddStatus(app),   AddWatch(app),    AddResults(app),
+                                               AddPredict(app),  AddReport(app),   AddAgents(app),
+                                               AddCancel(app),   AddCalibrate(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

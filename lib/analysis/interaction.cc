@@ -53,7 +53,8 @@ ConfidenceInterval JointRatioCI(const std::vector<double>& baseline,
   std::vector<double> single_medians(singles.size());
   for (int r = 0; r < options.resamples; ++r) {
     const double base = Median(Resample(baseline, rng));
-    for (size_t i = 0; i < singles.size(); ++i) single_medians[i] = Median(Resample(singles[i], rng));
+    for (size_t i = 0; i < singles.size(); ++i)
+      single_medians[i] = Median(Resample(singles[i], rng));
     const double combined = Median(Resample(combination, rng));
     const double ratio = FiguresOf(base, single_medians, combined, options.higher_is_faster).ratio;
     if (std::isfinite(ratio)) ratios.push_back(ratio);

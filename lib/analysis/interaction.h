@@ -21,14 +21,14 @@ struct InteractionSummary {
   std::vector<std::string> singles;  // its singles' keys, in the key's (name) order
   // Singles the experiment did not measure: then every figure below is NaN.
   std::vector<std::string> missing_singles;
-  int n = 0;                              // measured trials of the combination
-  std::vector<double> single_slowdowns;   // S_i, one per single
-  double slowdown = kNaN;                 // measured S_AB
-  double multiplicative = kNaN;           // prod S_i
-  double additive = kNaN;                 // 1 + sum (S_i - 1): S_A + S_B - 1 for a pair
-  double ratio = kNaN;                    // S_AB / prod S_i
-  double ci_low = kNaN, ci_high = kNaN;   // bootstrap CI of the ratio
-  bool ci_small_n = false;                // a group had < 3 trials: no CI, no verdict
+  int n = 0;                             // measured trials of the combination
+  std::vector<double> single_slowdowns;  // S_i, one per single
+  double slowdown = kNaN;                // measured S_AB
+  double multiplicative = kNaN;          // prod S_i
+  double additive = kNaN;                // 1 + sum (S_i - 1): S_A + S_B - 1 for a pair
+  double ratio = kNaN;                   // S_AB / prod S_i
+  double ci_low = kNaN, ci_high = kNaN;  // bootstrap CI of the ratio
+  bool ci_small_n = false;               // a group had < 3 trials: no CI, no verdict
   InteractionVerdict verdict = InteractionVerdict::kNone;  // CI excludes 1
 };
 

@@ -37,7 +37,8 @@ std::string Joined(const std::vector<std::string>& v, const char* sep) {
 std::string RatioCell(const InteractionSummary& s) {
   std::string cell = Fmt("%.3f", s.ratio);
   if (s.ci_small_n) return cell + " [n/a: n < 3]";
-  if (std::isfinite(s.ci_low)) cell += " [" + Fmt("%.3f", s.ci_low) + ", " + Fmt("%.3f", s.ci_high) + "]";
+  if (std::isfinite(s.ci_low))
+    cell += " [" + Fmt("%.3f", s.ci_low) + ", " + Fmt("%.3f", s.ci_high) + "]";
   return cell;
 }
 
@@ -74,8 +75,8 @@ std::string FormatInteractionTable(const std::vector<InteractionSummary>& intera
       << Fmt("%.0f", confidence * 100)
       << "% bootstrap CI resampling baseline, singles and combination together; "
          "super-additive (> 1) or sub-additive (< 1) when the CI excludes 1\n";
-  std::vector<std::vector<std::string>> rows{
-      {"combination", "n", "singles", "measured", "x-pred", "+-pred", "ratio [CI]", "interference"}};
+  std::vector<std::vector<std::string>> rows{{"combination", "n", "singles", "measured", "x-pred",
+                                              "+-pred", "ratio [CI]", "interference"}};
   std::vector<std::string> notes;
   for (const auto& s : interactions) {
     if (!s.missing_singles.empty()) {

@@ -237,7 +237,8 @@ Prediction PredictOne(const Profile& profile, const Query& q) {
   std::mt19937_64 rng(PairingSeed(o.seed, "predict", q.key));
   std::vector<double> draws;
   for (int r = 0; r < o.resamples; ++r) {
-    const double v = PredictWith(profile.Fit(profile.ResampledMedians(rng), exclude), q, o.model).value;
+    const double v =
+        PredictWith(profile.Fit(profile.ResampledMedians(rng), exclude), q, o.model).value;
     if (std::isfinite(v)) draws.push_back(v);
   }
   const double alpha = 1 - std::clamp(o.confidence, 0.0, 1.0);
@@ -296,8 +297,9 @@ SensitivityCurve SensitivityCurve::Fit(std::vector<CurvePoint> points) {
     } else {
       blocks.push_back({p.x, w * p.slowdown, w, {p.x}});
     }
-    while (blocks.size() > 1 && blocks.back().sum / blocks.back().weight <
-                                    blocks[blocks.size() - 2].sum / blocks[blocks.size() - 2].weight) {
+    while (blocks.size() > 1 &&
+           blocks.back().sum / blocks.back().weight <
+               blocks[blocks.size() - 2].sum / blocks[blocks.size() - 2].weight) {
       Block last = std::move(blocks.back());
       blocks.pop_back();
       blocks.back().sum += last.sum;

@@ -54,7 +54,7 @@ struct PredictOptions {
 };
 
 struct Prediction {
-  std::string combination;  // canonical key, "cpu@0.5+membw@0.25"
+  std::string combination;               // canonical key, "cpu@0.5+membw@0.25"
   std::vector<double> single_slowdowns;  // the curves' values, one per part in key order
   double predicted = kNaN;
   double ci_low = kNaN, ci_high = kNaN;

@@ -87,14 +87,13 @@ std::string FormatPredictionTable(const PredictionReport& r, const PredictionSou
       << "), metric " << src.metric << ", model " << r.model << "\n";
   out << "sensitivity curves (intensity -> slowdown, fitted non-decreasing through 0 -> 1):\n";
   for (const auto& c : r.curves) out << "  " << TerminalSafe(CurveLine(c)) << "\n";
-  std::vector<std::vector<std::string>> rows{{"combination", "predicted [" +
-                                                                 Fmt("%.0f", src.confidence * 100) +
-                                                                 "% CI]",
-                                              "singles", "measured", "n", "error"}};
+  std::vector<std::vector<std::string>> rows{
+      {"combination", "predicted [" + Fmt("%.0f", src.confidence * 100) + "% CI]", "singles",
+       "measured", "n", "error"}};
   bool extrapolated = false, left_out = false;
   for (const auto& p : r.predictions) {
-    std::string name = p.combination + (p.left_out ? " (left out)" : "") +
-                       (p.extrapolated ? " *" : "");
+    std::string name =
+        p.combination + (p.left_out ? " (left out)" : "") + (p.extrapolated ? " *" : "");
     extrapolated = extrapolated || p.extrapolated;
     left_out = left_out || p.left_out;
     rows.push_back({TerminalSafe(name),

@@ -335,9 +335,9 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
         SummarizePairing(key, g.by_key.at(key), base, options.metric, experiment.seed));
   }
   AdjustAcrossPairings(&res.pairings);
-  res.interactions = SummarizeInteractions(MeasuredSamples(trials, options.metric), g.order,
-                                           {kResamples, kConfidence, experiment.seed,
-                                            options.metric.HigherIsFaster()});
+  res.interactions = SummarizeInteractions(
+      MeasuredSamples(trials, options.metric), g.order,
+      {kResamples, kConfidence, experiment.seed, options.metric.HigherIsFaster()});
   return res;
 }
 

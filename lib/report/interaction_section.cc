@@ -27,8 +27,9 @@ std::string Cell(const InteractionSummary& s) {
          " data-pairing=\"" + Escape(s.pairing) + "\">measured " + Escape(Slowdown(s.slowdown)) +
          "<br>&times;-pred " + Escape(Slowdown(s.multiplicative)) + "<br>+-pred " +
          Escape(Slowdown(s.additive)) + "<br>ratio " + Escape(Fixed(s.ratio, 3)) +
-         (s.ci_small_n ? "" : " <span class=\"sub\">" + Escape(CiLabel(s.ci_low, s.ci_high)) +
-                                  "</span>") +
+         (s.ci_small_n
+              ? ""
+              : " <span class=\"sub\">" + Escape(CiLabel(s.ci_low, s.ci_high)) + "</span>") +
          "<br>" + flag + " <span class=\"sub\">n=" + std::to_string(s.n) + "</span></td>";
 }
 
@@ -83,8 +84,9 @@ std::string RenderInteractions(const experiment::ExperimentResults& results) {
   std::string html;
   for (const auto& m : matrices) html += RenderMatrix(m);
   if (!larger.empty()) {
-    html += "<table class=\"interaction\">\n<thead><tr><th>combination</th><th>figures</th></tr>"
-            "</thead>\n<tbody>\n";
+    html +=
+        "<table class=\"interaction\">\n<thead><tr><th>combination</th><th>figures</th></tr>"
+        "</thead>\n<tbody>\n";
     for (const auto* s : larger) {
       html += "<tr><td><code>" + Escape(s->pairing) + "</code></td>" + Cell(*s) + "</tr>\n";
     }

@@ -194,19 +194,21 @@ std::string ShortVictimWarning(const ExperimentSpec& spec, double victim_s, bool
 
 std::string MissingSinglesWarning(const ExperimentSpec& spec) {
   if (spec.pairings != Pairings::kExplicit) return "";  // singles, pairs and all plan them
-  std::vector<bool> single(spec.antagonists.size(), false), combined(spec.antagonists.size(), false);
+  std::vector<bool> single(spec.antagonists.size(), false),
+      combined(spec.antagonists.size(), false);
   for (const auto& g : Groups(spec)) {
     for (int i : g) (g.size() == 1 ? single : combined)[static_cast<size_t>(i)] = true;
   }
   std::string missing;
   for (size_t i = 0; i < spec.antagonists.size(); ++i) {
-    if (combined[i] && !single[i]) missing += (missing.empty() ? "" : ", ") + spec.antagonists[i].name;
+    if (combined[i] && !single[i])
+      missing += (missing.empty() ? "" : ", ") + spec.antagonists[i].name;
   }
   if (missing.empty()) return "";
   return "no singles of " + missing +
          ": the combinations' interaction (combined vs product of singles) cannot be computed; "
-         "list each alone too (`- [" + missing.substr(0, missing.find(',')) +
-         "]`) or use `pairings: pairs`";
+         "list each alone too (`- [" +
+         missing.substr(0, missing.find(',')) + "]`) or use `pairings: pairs`";
 }
 
 std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts) {

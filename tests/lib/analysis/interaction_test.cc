@@ -62,8 +62,8 @@ TEST(InteractionTest, ThroughputSlowdownIsBaselineOverValue) {
 }
 
 TEST(InteractionTest, FewerThanThreeTrialsGiveNoIntervalAndNoVerdict) {
-  const InteractionSummary s = ComputeInteraction({1.0, 1.01}, {{1.2, 1.21}, {1.5, 1.49}},
-                                                  {3.0, 3.1});
+  const InteractionSummary s =
+      ComputeInteraction({1.0, 1.01}, {{1.2, 1.21}, {1.5, 1.49}}, {3.0, 3.1});
   EXPECT_TRUE(s.ci_small_n);
   EXPECT_TRUE(std::isnan(s.ci_low));
   EXPECT_EQ(s.verdict, InteractionVerdict::kNone);
@@ -79,15 +79,13 @@ TEST(InteractionTest, TheIntervalIsReproducibleForOneSeed) {
 }
 
 TEST(SummarizeInteractionsTest, ListsCombinationsAndNamesMissingSingles) {
-  const std::map<std::string, std::vector<double>> samples = {
-      {"baseline", Around(1.0)},
-      {"cpu@0.5", Around(1.2)},
-      {"membw@0.25", Around(1.5)},
-      {"cpu@0.5+membw@0.25", Around(1.8)},
-      {"cpu@0.5+membw@1", Around(2.5)}};
+  const std::map<std::string, std::vector<double>> samples = {{"baseline", Around(1.0)},
+                                                              {"cpu@0.5", Around(1.2)},
+                                                              {"membw@0.25", Around(1.5)},
+                                                              {"cpu@0.5+membw@0.25", Around(1.8)},
+                                                              {"cpu@0.5+membw@1", Around(2.5)}};
   const auto out = SummarizeInteractions(
-      samples, {"baseline", "cpu@0.5", "membw@0.25", "cpu@0.5+membw@0.25", "cpu@0.5+membw@1"},
-      {});
+      samples, {"baseline", "cpu@0.5", "membw@0.25", "cpu@0.5+membw@0.25", "cpu@0.5+membw@1"}, {});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].pairing, "cpu@0.5+membw@0.25");
   EXPECT_EQ(out[0].singles, (std::vector<std::string>{"cpu@0.5", "membw@0.25"}));

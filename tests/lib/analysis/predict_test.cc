@@ -123,14 +123,13 @@ TEST(PredictTest, RefusesWhatTheProfileCannotAnswer) {
   EXPECT_FALSE(PredictSlowdowns(Profile(), {"a@2GiB/s"}).ok());
   EXPECT_FALSE(PredictSlowdowns(Profile(), {"a@1.5"}).ok());
   EXPECT_FALSE(PredictSlowdowns(Profile(), {"garbage"}).ok());
-  EXPECT_FALSE(PredictSlowdowns({{"a@0.5", Around(1.2)}}, {}).ok());  // no baseline
+  EXPECT_FALSE(PredictSlowdowns({{"a@0.5", Around(1.2)}}, {}).ok());     // no baseline
   EXPECT_FALSE(PredictSlowdowns({{"baseline", Around(1.0)}}, {}).ok());  // no singles
 }
 
 TEST(PredictTest, RatesMakeTheirOwnCurve) {
-  std::map<std::string, std::vector<double>> s = {{"baseline", Around(1.0)},
-                                                  {"io@1GiB/s", Around(1.2)},
-                                                  {"io@2GiB/s", Around(1.4)}};
+  std::map<std::string, std::vector<double>> s = {
+      {"baseline", Around(1.0)}, {"io@1GiB/s", Around(1.2)}, {"io@2GiB/s", Around(1.4)}};
   auto r = PredictSlowdowns(s, {"io@1536MiB/s"});
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_NEAR(r->predictions[0].predicted, 1.3, 1e-9);

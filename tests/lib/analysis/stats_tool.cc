@@ -21,12 +21,18 @@ int main() {
     const auto in = nlohmann::json::parse(line);
     nlohmann::json out;
     if (in.contains("combo")) {
-      const InteractionSummary s = ComputeInteraction(
-          in["base"].get<std::vector<double>>(),
-          in["singles"].get<std::vector<std::vector<double>>>(), in["combo"].get<std::vector<double>>());
-      out = {{"slowdown", s.slowdown}, {"singles", s.single_slowdowns},
-             {"multiplicative", s.multiplicative}, {"additive", s.additive}, {"ratio", s.ratio},
-             {"ci_low", s.ci_low}, {"ci_high", s.ci_high}, {"verdict", ToString(s.verdict)}};
+      const InteractionSummary s =
+          ComputeInteraction(in["base"].get<std::vector<double>>(),
+                             in["singles"].get<std::vector<std::vector<double>>>(),
+                             in["combo"].get<std::vector<double>>());
+      out = {{"slowdown", s.slowdown},
+             {"singles", s.single_slowdowns},
+             {"multiplicative", s.multiplicative},
+             {"additive", s.additive},
+             {"ratio", s.ratio},
+             {"ci_low", s.ci_low},
+             {"ci_high", s.ci_high},
+             {"verdict", ToString(s.verdict)}};
     } else if (in.contains("p")) {
       const auto p = in["p"].get<std::vector<double>>();
       out["holm"] = HolmAdjust(p);
