@@ -48,6 +48,10 @@ void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o) {
                   "per-trial metric: elapsed | throughput | mean | median | pNN (default: the "
                   "experiment's victim.metric)");
   cmd->add_option("-o,--output", o->output, "table | json | csv")->capture_default_str();
+  cmd->add_flag("--all-trials", o->all_trials,
+                "use flagged trials too (an antagonist missed its target), as the results' "
+                "\"all trials\" figures do; on a loaded machine the held-target trials may be too "
+                "few");
   cmd->footer(
       "Each antagonist's singles give a sensitivity curve: slowdown against intensity, fitted\n"
       "non-decreasing through (0, 1) and interpolated linearly (past the highest measured\n"
@@ -80,11 +84,11 @@ int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o) {
   po.model = *model;
   po.seed = rec->first.seed;
   po.higher_is_faster = metric->HigherIsFaster();
-  auto report = experiment::PredictSlowdowns(experiment::MeasuredSamples(rec->second, *metric),
-                                             o.combinations, po);
+  auto report = experiment::PredictSlowdowns(
+      experiment::MeasuredSamples(rec->second, *metric, o.all_trials), o.combinations, po);
   if (!report.ok()) return Fail(report.error(), kExitBadInput);
   const experiment::PredictionSource src{rec->first.id, rec->first.name, metric->Name(),
-                                         po.confidence};
+                                         po.confidence, o.all_trials};
   std::string text = o.output == "json"  ? experiment::FormatPredictionJson(*report, src)
                      : o.output == "csv" ? experiment::FormatPredictionCsv(*report, src)
                                          : experiment::FormatPredictionTable(*report, src);

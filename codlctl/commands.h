@@ -58,6 +58,7 @@ int CmdCancel(const GlobalOptions& g, const std::string& id);
 struct PredictCliOptions {
   std::string id = "latest", db, model = "multiplicative", metric, output = "table";
   std::vector<std::string> combinations;
+  bool all_trials = false;  // flagged trials too
 };
 void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o);
 int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o);

@@ -80,9 +80,10 @@ std::string FormatInteractionTable(const std::vector<InteractionSummary>& intera
   std::vector<std::string> notes;
   for (const auto& s : interactions) {
     if (!s.missing_singles.empty()) {
-      notes.push_back("note: " + s.pairing + ": no interaction figures, singles not measured: " +
+      notes.push_back("note: " + s.pairing +
+                      ": no interaction figures, no measured trials of its singles " +
                       Joined(s.missing_singles, ", ") +
-                      " (`pairings: pairs` plans them; see docs/experiment-format.md)");
+                      " (not planned -- `pairings: pairs` plans them -- or all flagged or failed)");
       continue;
     }
     rows.push_back({s.pairing, std::to_string(s.n), SinglesCell(s), Fmt("%.3fx", s.slowdown),

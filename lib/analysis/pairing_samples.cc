@@ -32,10 +32,13 @@ std::string JoinPairingKey(const std::map<std::string, std::string>& parts) {
 }
 
 std::map<std::string, std::vector<double>> MeasuredSamples(const std::vector<TrialRecord>& trials,
-                                                           const TrialMetric& metric) {
+                                                           const TrialMetric& metric,
+                                                           bool include_flagged) {
   std::map<std::string, std::vector<double>> out;
   for (const auto& t : trials) {
-    if (t.state != TrialState::kDone) continue;
+    const bool counts =
+        t.state == TrialState::kDone || (include_flagged && t.state == TrialState::kFlagged);
+    if (!counts) continue;
     const double x = TrialMetricValue(t, metric);
     if (!std::isfinite(x)) continue;
     out[t.baseline || t.pairing == "baseline" ? "baseline" : t.pairing].push_back(x);

@@ -21,8 +21,11 @@ std::string JoinPairingKey(const std::map<std::string, std::string>& parts);
 
 // Metric values of the measured (state done) trials per pairing key; every baseline trial
 // under "baseline". Non-finite values (no measurement) are left out, as in Summarize.
+// include_flagged: flagged trials too (an antagonist missed its target), as Summarize's
+// "all trials" figures do.
 std::map<std::string, std::vector<double>> MeasuredSamples(const std::vector<TrialRecord>& trials,
-                                                           const TrialMetric& metric);
+                                                           const TrialMetric& metric,
+                                                           bool include_flagged = false);
 
 // A bootstrap seed for one pairing's figures: the experiment's seed mixed with the key (and a
 // purpose, so two figures of one pairing draw different streams). Reproducible everywhere.

@@ -353,15 +353,19 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   for (const auto& [key, values] : samples) profile.counts[key] = static_cast<int>(values.size());
   profile.curves = profile.Fit(profile.medians, "");
 
+  PredictionReport report;
   std::vector<Query> parsed;
   for (const auto& text : queries.empty() ? DefaultQueries(samples, profile.singles) : queries) {
     auto q = ParseQuery(text);
     if (!q.ok()) return q.status();
-    if (Status s = CheckQuery(*q, profile.curves); !s.ok()) return s;
+    if (Status s = CheckQuery(*q, profile.curves); !s.ok()) {
+      if (!queries.empty()) return s;  // asked for: an error; by default: skipped, said why
+      report.skipped.push_back(s.message());
+      continue;
+    }
     parsed.push_back(std::move(*q));
   }
 
-  PredictionReport report;
   report.model = ToString(options.model);
   for (const auto& [name, c] : profile.curves) {
     report.curves.push_back({name, c.absolute, c.measured, c.fit.knots()});

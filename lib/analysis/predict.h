@@ -79,11 +79,14 @@ struct PredictionReport {
   double mape = kNaN, mape_combinations = kNaN, mape_interpolations = kNaN;
   int n_compared = 0;
   double max_abs_error = kNaN;  // percent
+  // Default questions that could not be asked (an antagonist without measured singles), why.
+  std::vector<std::string> skipped;
 };
 
 // `samples`: pairing key -> per-trial metric values ("baseline" included; MeasuredSamples).
 // `queries`: combination keys ("cpu@0.5+membw@0.25", "membw@0.375"); empty: every measured
-// combination of two or more antagonists and every measured single (left out). Errors: no
+// combination of two or more antagonists and every measured single (left out); those naming an
+// antagonist without singles are listed in `skipped` instead. Errors: no
 // baseline, no singles, a query naming an antagonist without singles, or an intensity that
 // cannot be placed on its curve (max, or a rate on a curve of levels).
 Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vector<double>>& samples,

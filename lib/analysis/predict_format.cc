@@ -84,7 +84,8 @@ std::string MapeLine(const PredictionReport& r) {
 std::string FormatPredictionTable(const PredictionReport& r, const PredictionSource& src) {
   std::ostringstream out;
   out << "prediction from experiment " << TerminalSafe(src.name) << " (id " << src.experiment_id
-      << "), metric " << src.metric << ", model " << r.model << "\n";
+      << "), metric " << src.metric << ", model " << r.model
+      << (src.all_trials ? ", all trials (flagged included)" : ", held-target trials") << "\n";
   out << "sensitivity curves (intensity -> slowdown, fitted non-decreasing through 0 -> 1):\n";
   for (const auto& c : r.curves) out << "  " << TerminalSafe(CurveLine(c)) << "\n";
   std::vector<std::vector<std::string>> rows{
@@ -115,6 +116,7 @@ std::string FormatPredictionTable(const PredictionReport& r, const PredictionSou
     out << line << "\n";
   }
   out << MapeLine(r) << "\n";
+  for (const auto& s : r.skipped) out << "skipped: " << TerminalSafe(s) << "\n";
   if (left_out) {
     out << "(left out): a measured single predicted from the other points of its curve, so its "
            "error is the interpolation's\n";
@@ -163,6 +165,8 @@ std::string FormatPredictionJson(const PredictionReport& r, const PredictionSour
   j["mape_combinations"] = Num(r.mape_combinations);
   j["mape_interpolations"] = Num(r.mape_interpolations);
   j["max_abs_error"] = Num(r.max_abs_error);
+  j["skipped"] = r.skipped;
+  j["all_trials"] = src.all_trials;
   return j.dump(2) + "\n";
 }
 

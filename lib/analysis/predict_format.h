@@ -12,6 +12,7 @@ namespace codl::experiment {
 struct PredictionSource {
   std::string experiment_id, name, metric;
   double confidence = 0.95;
+  bool all_trials = false;  // flagged trials included (codlctl predict --all-trials)
 };
 
 std::string FormatPredictionTable(const PredictionReport& r, const PredictionSource& src);

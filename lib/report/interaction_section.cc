@@ -17,7 +17,8 @@ std::string Cell(const InteractionSummary& s) {
   if (!s.missing_singles.empty()) {
     std::string missing;
     for (const auto& m : s.missing_singles) missing += (missing.empty() ? "" : ", ") + m;
-    return "<td class=\"missing\">singles not measured: <code>" + Escape(missing) + "</code></td>";
+    return "<td class=\"missing\">no measured trials of its singles <code>" + Escape(missing) +
+           "</code></td>";
   }
   const std::string flag = s.verdict == InteractionVerdict::kNone
                                ? (s.ci_small_n ? "CI n/a (n &lt; 3)" : "no interaction shown")

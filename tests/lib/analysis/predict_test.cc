@@ -127,6 +127,17 @@ TEST(PredictTest, RefusesWhatTheProfileCannotAnswer) {
   EXPECT_FALSE(PredictSlowdowns({{"baseline", Around(1.0)}}, {}).ok());  // no singles
 }
 
+TEST(PredictTest, DefaultQueriesSkipCombinationsWithoutCurvesAndSayWhy) {
+  auto s = Profile();
+  s["a@0.5+c@0.5"] = Around(1.5);  // c never measured alone
+  auto r = PredictSlowdowns(s, {});
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->predictions.size(), 8u);
+  ASSERT_EQ(r->skipped.size(), 1u);
+  EXPECT_NE(r->skipped[0].find("a@0.5+c@0.5: no singles of 'c'"), std::string::npos)
+      << r->skipped[0];
+}
+
 TEST(PredictTest, RatesMakeTheirOwnCurve) {
   std::map<std::string, std::vector<double>> s = {
       {"baseline", Around(1.0)}, {"io@1GiB/s", Around(1.2)}, {"io@2GiB/s", Around(1.4)}};

@@ -38,7 +38,7 @@ TEST(InteractionSectionTest, OneMatrixPerPairWithFlaggedCells) {
   EXPECT_NE(html.find("<code>cpu</code> &times; <code>io</code>"), std::string::npos);
   EXPECT_NE(html.find("<strong>super-additive</strong>"), std::string::npos);
   EXPECT_NE(html.find("<strong>sub-additive</strong>"), std::string::npos);
-  EXPECT_NE(html.find("singles not measured: <code>io@1</code>"), std::string::npos);
+  EXPECT_NE(html.find("no measured trials of its singles <code>io@1</code>"), std::string::npos);
   EXPECT_NE(html.find("ratio 1.300 <span class=\"sub\">[1.25, 1.35]</span>"), std::string::npos)
       << html;
   // cpu@1 x membw@0.5 was not run: an empty cell, not a missing row or column.
