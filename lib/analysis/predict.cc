@@ -280,26 +280,27 @@ void SummarizeErrors(PredictionReport* r) {
 
 SensitivityCurve SensitivityCurve::Fit(std::vector<CurvePoint> points) {
   // Pool points at one intensity (their weighted mean), then pool adjacent violators: a block
-  // whose mean falls below the previous block's merges with it. The origin is fixed at 1.
+  // whose mean falls below the previous block's merges with it. The origin is fixed at 1: for
+  // isotonic regression a lower bound is met by clamping the unbounded fit, so values below 1
+  // become 1.
   std::sort(points.begin(), points.end(),
             [](const CurvePoint& a, const CurvePoint& b) { return a.x < b.x; });
   struct Block {
-    double x, sum, weight;
+    double sum, weight;
     std::vector<double> xs;
+    double Mean() const { return sum / weight; }
   };
-  std::vector<Block> blocks{{0, 1e12, 1e12, {0}}};  // (0, 1) with a weight nothing overrides
+  std::vector<Block> blocks;
   for (const auto& p : points) {
     if (!(p.x > 0) || !std::isfinite(p.slowdown)) continue;
     const double w = std::max(1, p.n);
-    if (blocks.back().xs.back() == p.x) {
+    if (!blocks.empty() && blocks.back().xs.back() == p.x) {
       blocks.back().sum += w * p.slowdown;
       blocks.back().weight += w;
     } else {
-      blocks.push_back({p.x, w * p.slowdown, w, {p.x}});
+      blocks.push_back({w * p.slowdown, w, {p.x}});
     }
-    while (blocks.size() > 1 &&
-           blocks.back().sum / blocks.back().weight <
-               blocks[blocks.size() - 2].sum / blocks[blocks.size() - 2].weight) {
+    while (blocks.size() > 1 && blocks.back().Mean() < blocks[blocks.size() - 2].Mean()) {
       Block last = std::move(blocks.back());
       blocks.pop_back();
       blocks.back().sum += last.sum;
@@ -307,10 +308,9 @@ SensitivityCurve SensitivityCurve::Fit(std::vector<CurvePoint> points) {
       blocks.back().xs.insert(blocks.back().xs.end(), last.xs.begin(), last.xs.end());
     }
   }
-  SensitivityCurve c;
-  c.knots_.clear();
+  SensitivityCurve c;  // starts with the knot (0, 1)
   for (const auto& b : blocks) {
-    for (double x : b.xs) c.knots_.push_back({x, b.sum / b.weight, 0});
+    for (double x : b.xs) c.knots_.push_back({x, std::max(1.0, b.Mean()), 0});
   }
   return c;
 }
