@@ -86,6 +86,12 @@ std::string FormatInteractionTable(const std::vector<InteractionSummary>& intera
                       " (not planned -- `pairings: pairs` plans them -- or all flagged or failed)");
       continue;
     }
+    if (s.n == 0) {
+      notes.push_back("note: " + s.pairing +
+                      ": no interaction figures, no measured trials of the combination (all "
+                      "flagged, failed or not run)");
+      continue;
+    }
     rows.push_back({s.pairing, std::to_string(s.n), SinglesCell(s), Fmt("%.3fx", s.slowdown),
                     Fmt("%.3fx", s.multiplicative), Fmt("%.3fx", s.additive), RatioCell(s),
                     s.verdict == InteractionVerdict::kNone ? "-" : ToString(s.verdict)});

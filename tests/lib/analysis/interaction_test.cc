@@ -136,6 +136,12 @@ TEST(SummarizeInteractionsTest, ResultsCarryInteractionsInTableAndJson) {
   EXPECT_EQ(j["interactions"][0]["pairing"], "a@0.5+b@0.5");
   EXPECT_NEAR(j["interactions"][0]["multiplicative"].get<double>(), 1.8, 1e-9);
   EXPECT_EQ(j["interactions"][0]["verdict"], "super-additive");
+  // A combination without measured trials is a note, not a row of dashes.
+  ExperimentResults none = r;
+  none.interactions[0].n = 0;
+  EXPECT_NE(FormatTable(none).find(
+                "note: a@0.5+b@0.5: no interaction figures, no measured trials of the combination"),
+            std::string::npos);
   const std::string csv = FormatInteractionsCsv(r);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "experiment_id,pairing,n,singles,single_slowdowns,missing_singles,slowdown,"
