@@ -131,6 +131,9 @@ int CmdValidate(const std::string& file, bool plan) {
   printf("%s: ok — experiment '%s', %zu antagonists, %zu trials (%d baselines)\n", file.c_str(),
          spec->name.c_str(), spec->antagonists.size(), trials.size(), baselines);
   PrintPowerWarnings(spec->repetitions, baselines);
+  if (std::string w = experiment::MissingSinglesWarning(*spec); !w.empty()) {
+    printf("warning: %s\n", w.c_str());
+  }
   if (plan) {
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
     for (const auto& t : trials)

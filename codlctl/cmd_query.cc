@@ -155,7 +155,12 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
 
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
                const std::string& output, const std::string& metric, const std::string& tidy) {
-  if (!ValidOutput("results", output)) return kExitBadInput;
+  if (output == "interactions-csv" && !tidy.empty()) {
+    fprintf(stderr, "codlctl results: -o interactions-csv cannot be combined with --%s\n",
+            tidy.c_str());
+    return kExitBadInput;
+  }
+  if (output != "interactions-csv" && !ValidOutput("results", output)) return kExitBadInput;
   if (auto m = experiment::ParseTrialMetric(metric); !metric.empty() && !m.ok()) {
     fprintf(stderr, "codlctl results: --metric: %s\n", m.error().c_str());
     return kExitBadInput;

@@ -10,6 +10,10 @@
 #include "codlctl/controller_client.h"
 #include "lib/rpc/rpc_util.h"
 
+namespace CLI {
+class App;
+}
+
 namespace codl::cli {
 
 constexpr int kExitOk = 0;
@@ -59,6 +63,14 @@ int CmdCompare(const GlobalOptions& g, const std::vector<std::string>& ids, cons
 // output: table | json (one object per agent per line) | csv
 int CmdAgents(const GlobalOptions& g, const std::string& output);
 int CmdCancel(const GlobalOptions& g, const std::string& id);
+// codlctl predict (cmd_predict.cc): options, their CLI declarations (with the --help text), run.
+struct PredictCliOptions {
+  std::string id = "latest", db, model = "multiplicative", metric, output = "table";
+  std::vector<std::string> combinations;
+  bool all_trials = false;  // flagged trials too
+};
+void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o);
+int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o);
 int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
                  const std::map<std::string, std::string>& options, const std::string& agent,
                  const std::string& duration);

@@ -139,7 +139,10 @@ Subcommand AddResults(CLI::App& app) {
   cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
   cmd->add_option("--db", o->db,
                   "read this results database (e.g. codl-results.db), no controller");
-  AddOutputOption(cmd, &o->output);
+  cmd->add_option("-o,--output", o->output,
+                  "table | json | csv | interactions-csv (one row per combination vs its singles)")
+      ->check(CLI::IsMember({"table", "json", "csv", "interactions-csv"}))
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "same as -o json");
   cmd->add_flag("--csv", o->csv, "same as -o csv");
   cmd->add_option("--metric", o->metric,
@@ -194,6 +197,14 @@ Subcommand AddReport(CLI::App& app) {
             const bool html = o->figures.empty() || output->count() > 0;
             return RunReport(g, o->id, o->db, html ? o->path : "", o->figures);
           }};
+}
+
+Subcommand AddPredict(CLI::App& app) {
+  auto o = std::make_shared<PredictCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "predict", "predict combined slowdowns from an experiment's singles; error vs measured");
+  AddPredictOptions(cmd, o.get());
+  return {cmd, [o](const GlobalOptions& g) { return CmdPredict(g, *o); }};
 }
 
 Subcommand AddAgents(CLI::App& app) {
@@ -314,10 +325,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("codlctl ") + codl::CodlVersion());
   Globals g;
   AddGlobalOptions(app, &g);
-  const std::vector<Subcommand> subcommands = {AddValidate(app), AddRun(app),      AddSubmit(app),
-                                               AddStatus(app),   AddWatch(app),    AddResults(app),
-                                               AddCompare(app),  AddReport(app),   AddAgents(app),
-                                               AddCancel(app),   AddCalibrate(app)};
+  const std::vector<Subcommand> subcommands = {
+      AddValidate(app), AddRun(app),     AddSubmit(app),  AddStatus(app),
+      AddWatch(app),    AddResults(app), AddCompare(app), AddPredict(app),
+      AddReport(app),   AddAgents(app),  AddCancel(app),  AddCalibrate(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

@@ -77,6 +77,7 @@ int PrintResults(ControllerClient* client, const std::string& db, const std::str
   std::string text;
   if (output == "csv") text = experiment::FormatCsv(results);
   else if (output == "json") text = experiment::FormatJson(results);
+  else if (output == "interactions-csv") text = experiment::FormatInteractionsCsv(results);
   else text = experiment::FormatTable(results);
   Emit(text, out);
   return kExitOk;

@@ -10,6 +10,7 @@
 
 #include "lib/analysis/adaptive.h"
 #include "lib/analysis/multiple_comparisons.h"
+#include "lib/analysis/pairing_samples.h"
 #include "lib/common/units.h"
 
 #include <cmath>
@@ -344,6 +345,9 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
         SummarizePairing(key, g.by_key.at(key), base, options.metric, experiment.seed));
   }
   AdjustAcrossPairings(&res.pairings);
+  res.interactions = SummarizeInteractions(
+      MeasuredSamples(trials, options.metric), g.order,
+      {kResamples, kConfidence, experiment.seed, options.metric.HigherIsFaster()});
   return res;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/interaction.h"
 #include "lib/analysis/stats.h"
 #include "lib/analysis/trial_metric.h"
 #include "lib/common/records.h"
@@ -93,6 +94,8 @@ struct ExperimentResults {
   double baseline_cov = kNaN;
   bool noisy_baseline = false;           // baseline_cov > noisy_cov_threshold
   std::vector<PairingSummary> pairings;  // the baseline first, then in plan (trial index) order
+  // Every combination of 2+ antagonists against its singles, in pairing order (interaction.h).
+  std::vector<InteractionSummary> interactions;
   // Reproducibility (docs/validity.md, "Provenance"): the YAML as submitted, start/end times,
   // and the controller's provenance JSON object (versions, nodes, warm-ups, per-trial load).
   std::string yaml;
@@ -123,5 +126,7 @@ std::map<std::string, std::string> PairingIntensities(const std::string& key);
 std::string FormatTable(const ExperimentResults& results);  // aligned, for terminals
 std::string FormatCsv(const ExperimentResults& results);    // one row per pairing x antagonist
 std::string FormatJson(const ExperimentResults& results);   // every field; NaN -> null
+// `codlctl results -o interactions-csv`: one row per combination (interaction_format.cc).
+std::string FormatInteractionsCsv(const ExperimentResults& results);
 
 }  // namespace codl::experiment

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "lib/analysis/interaction_format.h"
 #include "lib/analysis/pairing_order.h"
 #include "lib/analysis/results.h"
 #include "lib/common/csv.h"
@@ -201,6 +202,7 @@ std::string FormatTable(const ExperimentResults& r) {
     out << "warning: noisy baseline: CoV " << Fmt("%.1f", r.baseline_cov * 100) << "% > "
         << Fmt("%.1f", r.noisy_cov_threshold * 100) << "%; small slowdowns are not trustworthy\n";
   }
+  out << FormatInteractionTable(r.interactions, r.confidence);
   return out.str();
 }
 
@@ -376,6 +378,7 @@ std::string FormatJson(const ExperimentResults& r) {
     }
     j["pairings"].push_back(std::move(pj));
   }
+  j["interactions"] = InteractionsJson(r.interactions);
   return j.dump(2) + "\n";
 }
 

@@ -9,6 +9,7 @@
 
 #include "lib/analysis/pairing_order.h"
 #include "lib/report/charts.h"
+#include "lib/report/interaction_section.h"
 #include "lib/report/provenance.h"
 #include "lib/report/svg.h"
 
@@ -336,6 +337,15 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                     "confidence intervals over the trials. Phases in pipeline order; those under "
                     "1 % of the step in every pairing are summed into one bar.",
                     "<div class=\"scroll\">" + phases.svg + "</div>\n");
+  }
+  if (std::string interactions = RenderInteractions(results); !interactions.empty()) {
+    page += Section("interaction", "Interaction",
+                    "Each combination against its singles at the same intensities: measured "
+                    "slowdown, the multiplicative (&times;) and additive (+) predictions, and "
+                    "measured &divide; &times;-pred with a bootstrap CI that resamples baseline, "
+                    "singles and combination together; flagged super- or sub-additive when the "
+                    "CI excludes 1.",
+                    interactions);
   }
   const Figure series = StepSeriesFigure(results, trials);
   page +=

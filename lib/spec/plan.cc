@@ -20,6 +20,9 @@ std::vector<std::vector<int>> Groups(const ExperimentSpec& spec) {
       for (int i = 0; i < n; ++i) groups.push_back({i});
       break;
     case Pairings::kPairs:
+      // The singles first: a pair's interaction (S_AB against S_A x S_B) needs both singles at
+      // the same intensities, measured in the same experiment under the same baselines.
+      for (int i = 0; i < n; ++i) groups.push_back({i});
       for (int i = 0; i < n; ++i)
         for (int j = i + 1; j < n; ++j) groups.push_back({i, j});
       break;
@@ -63,8 +66,10 @@ double CountCombinations(const ExperimentSpec& spec) {
       for (size_t i = 0; i < n; ++i) c += k(i);
       break;
     case Pairings::kPairs:
-      for (size_t i = 0; i < n; ++i)
+      for (size_t i = 0; i < n; ++i) {
+        c += k(i);  // the singles
         for (size_t j = i + 1; j < n; ++j) c += k(i) * k(j);
+      }
       break;
     case Pairings::kAll: {
       double prod = 1;  // every antagonist absent or at one of its intensities, minus "none"
@@ -185,6 +190,25 @@ std::string ShortVictimWarning(const ExperimentSpec& spec, double victim_s, bool
                            : "estimate",
                 needed_s, spec.min_antagonist_samples, kAntagonistSampleIntervalS);
   return buf;
+}
+
+std::string MissingSinglesWarning(const ExperimentSpec& spec) {
+  if (spec.pairings != Pairings::kExplicit) return "";  // singles, pairs and all plan them
+  std::vector<bool> single(spec.antagonists.size(), false),
+      combined(spec.antagonists.size(), false);
+  for (const auto& g : Groups(spec)) {
+    for (int i : g) (g.size() == 1 ? single : combined)[static_cast<size_t>(i)] = true;
+  }
+  std::string missing;
+  for (size_t i = 0; i < spec.antagonists.size(); ++i) {
+    if (combined[i] && !single[i])
+      missing += (missing.empty() ? "" : ", ") + spec.antagonists[i].name;
+  }
+  if (missing.empty()) return "";
+  return "no singles of " + missing +
+         ": the combinations' interaction (combined vs product of singles) cannot be computed; "
+         "list each alone too (`- [" +
+         missing.substr(0, missing.find(',')) + "]`) or use `pairings: pairs`";
 }
 
 std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts) {

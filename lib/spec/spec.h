@@ -163,6 +163,10 @@ inline constexpr double kAntagonistSampleIntervalS = 0.2;
 // be flagged "too short to judge". measured: the estimate comes from a previous run.
 std::string ShortVictimWarning(const ExperimentSpec& spec, double victim_s, bool measured);
 
+// For `codlctl validate`: "" unless explicit pairings combine an antagonist that is never
+// listed alone (its interaction cannot be computed), else which ones and why.
+std::string MissingSinglesWarning(const ExperimentSpec& spec);
+
 // The canonical pairing key for a set of parts.
 std::string PairingKey(const ExperimentSpec& spec, const std::vector<PlannedPart>& parts);
 

@@ -35,6 +35,9 @@ expect log-level-after 0 "" -- validate "$exp" --log-level info
 expect typo-suggests 2 "unknown command 'reslts' (did you mean 'results'?)" -- reslts latest
 expect typo-after-global 2 "did you mean 'status'" -- --controller "$dead" statsu
 expect unrelated-word 2 "unknown command 'frobnicate'; see codlctl --help" -- frobnicate
+expect predict-unreachable 3 "cannot reach the controller" -- predict latest --controller "$dead"
+expect predict-bad-model 2 "--model: model 'x': multiplicative | additive" -- predict --model x
+expect predict-no-db 2 "no database file" -- predict latest --db "$tmp/none.db"
 expect help-lists-exit-3 0 "" -- --help
 grep -qF "3 controller or agent unreachable" "$tmp/out" || {
   echo "FAIL help-lists-exit-3: --help does not document exit status 3"
@@ -49,5 +52,5 @@ grep -qF "p cannot fall below 1: no slowdown can be significant" "$tmp/out" || {
   fails=$((fails + 1))
 }
 
-echo "$((9 - fails)) passed, $fails failed"
+echo "$((12 - fails)) passed, $fails failed"
 [[ $fails -eq 0 ]]

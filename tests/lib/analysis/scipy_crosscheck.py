@@ -9,6 +9,11 @@ cross-checked, not trusted).
     linear percentile). For larger samples CoDL uses seeded Monte Carlo: compared with
     scipy.stats.bootstrap (percentile method) within a Monte Carlo tolerance.
   * Holm and Benjamini-Hochberg: statsmodels.stats.multitest.multipletests.
+  * Interaction S_AB / (S_A S_B): the point figures (slowdowns, multiplicative and additive
+    predictions, ratio) from numpy medians; the joint CI, which resamples baseline, singles and
+    combination independently, against scipy.stats.bootstrap over the same samples
+    (paired=False, percentile) within a Monte Carlo tolerance, and the verdict where SciPy's
+    interval is clear of 1.
 Usage: scipy_crosscheck.py STATS_TOOL. Exit 77 (skipped) without scipy/statsmodels.
 """
 import itertools
@@ -80,6 +85,18 @@ for m in (1, 2, 5, 12, 30):
         p[1] = p[0]  # a tie
     cases.append(("adjust", {"p": p}))
 
+# Interaction: baseline, two singles and their combination, with true ratios 1 (no
+# interaction), above and below 1; and one three-antagonist combination.
+for n in (6, 10, 20):
+    for true_ratio in (0.8, 1.0, 1.25):
+        base = sample(n, False)
+        a = [v * 1.2 for v in sample(n, False)]
+        b = [v * 1.5 for v in sample(n, False)]
+        ab = [v * 1.8 * true_ratio for v in sample(n, False)]
+        cases.append(("interaction", {"base": base, "singles": [a, b], "combo": ab}))
+three = [[v * f for v in sample(12, False)] for f in (1.0, 1.1, 1.2, 1.3, 1.716)]
+cases.append(("interaction", {"base": three[0], "singles": three[1:4], "combo": three[4]}))
+
 tool = sys.argv[1]
 out = subprocess.run([tool], input="".join(json.dumps(c[1]) + "\n" for c in cases),
                      capture_output=True, text=True, check=True).stdout.splitlines()
@@ -94,6 +111,40 @@ def check(ok, what):
         failures.append(what)
 
 
+def check_interaction(data, got):
+    base, singles, combo = data["base"], data["singles"], data["combo"]
+    label = f"interaction n={len(base)} k={len(singles)}"
+    s = [np.median(x) / np.median(base) for x in singles]
+    s_ab = np.median(combo) / np.median(base)
+    product = float(np.prod(s))
+    check(close(got["slowdown"], s_ab, 1e-12), f"{label} S_AB: {got['slowdown']} vs {s_ab}")
+    check(all(close(g, r, 1e-12) for g, r in zip(got["singles"], s)),
+          f"{label} singles: {got['singles']} vs {s}")
+    check(close(got["multiplicative"], product, 1e-12), f"{label} x-pred")
+    check(close(got["additive"], 1 + sum(x - 1 for x in s), 1e-12), f"{label} +-pred")
+    check(close(got["ratio"], s_ab / product, 1e-12), f"{label} ratio: {got['ratio']}")
+
+    def ratio(*groups, axis):
+        b, c = groups[0], groups[-1]
+        prod = np.prod([np.median(g, axis=axis) / np.median(b, axis=axis) for g in groups[1:-1]],
+                       axis=0)
+        return (np.median(c, axis=axis) / np.median(b, axis=axis)) / prod
+    samples = tuple(np.array(x) for x in [base, *singles, combo])
+    res = stats.bootstrap(samples, ratio, vectorized=True, paired=False, n_resamples=10000,
+                          method="percentile", random_state=2)
+    lo, hi = res.confidence_interval
+    check(close(got["ci_low"], lo, 0.015) and close(got["ci_high"], hi, 0.015),
+          f"{label} CI: [{got['ci_low']:.5f}, {got['ci_high']:.5f}] vs [{lo:.5f}, {hi:.5f}]")
+    # The verdict where SciPy's interval is clearly on one side of 1 (a bound within the Monte
+    # Carlo tolerance of 1 could go either way).
+    if lo > 1.02:
+        check(got["verdict"] == "super-additive", f"{label} verdict {got['verdict']} (SciPy > 1)")
+    elif hi < 0.98:
+        check(got["verdict"] == "sub-additive", f"{label} verdict {got['verdict']} (SciPy < 1)")
+    elif lo < 0.98 and hi > 1.02:
+        check(got["verdict"] == "", f"{label} verdict {got['verdict']} (SciPy spans 1)")
+
+
 for (kind, data), line in zip(cases, out):
     got = json.loads(line)
     if kind == "adjust":
@@ -103,6 +154,9 @@ for (kind, data), line in zip(cases, out):
         for i in range(len(p)):
             check(close(got["holm"][i], holm[i], 1e-12), f"holm m={len(p)} [{i}]: {got['holm'][i]} vs {holm[i]}")
             check(close(got["bh"][i], bh[i], 1e-12), f"bh m={len(p)} [{i}]: {got['bh'][i]} vs {bh[i]}")
+        continue
+    if kind == "interaction":
+        check_interaction(data, got)
         continue
     t, c = data["t"], data["c"]
     label = f"n={len(t)}/{len(c)} ties={len(set(t + c)) < len(t + c)}"

@@ -1,12 +1,15 @@
 // stats_tool: CoDL's statistics on data sets given as JSON lines, for scipy_crosscheck.py.
-// Input, one object per line: {"t": [...], "c": [...]} or {"p": [...]}.
-// Output, one object per line: {"mw_u", "mw_p", "mw_method", "ci_low", "ci_high", "ci_exact"}
-// or {"holm": [...], "bh": [...]}.
+// Input, one object per line: {"t": [...], "c": [...]}, {"p": [...]} or
+// {"base": [...], "singles": [[...], ...], "combo": [...]}.
+// Output, one object per line: {"mw_u", "mw_p", "mw_method", "ci_low", "ci_high", "ci_exact"},
+// {"holm": [...], "bh": [...]} or {"slowdown", "singles", "multiplicative", "additive", "ratio",
+// "ci_low", "ci_high", "verdict"} (ComputeInteraction, default options).
 #include <iostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "lib/analysis/interaction.h"
 #include "lib/analysis/multiple_comparisons.h"
 #include "lib/analysis/stats.h"
 
@@ -17,7 +20,20 @@ int main() {
   while (std::getline(std::cin, line)) {
     const auto in = nlohmann::json::parse(line);
     nlohmann::json out;
-    if (in.contains("p")) {
+    if (in.contains("combo")) {
+      const InteractionSummary s =
+          ComputeInteraction(in["base"].get<std::vector<double>>(),
+                             in["singles"].get<std::vector<std::vector<double>>>(),
+                             in["combo"].get<std::vector<double>>());
+      out = {{"slowdown", s.slowdown},
+             {"singles", s.single_slowdowns},
+             {"multiplicative", s.multiplicative},
+             {"additive", s.additive},
+             {"ratio", s.ratio},
+             {"ci_low", s.ci_low},
+             {"ci_high", s.ci_high},
+             {"verdict", ToString(s.verdict)}};
+    } else if (in.contains("p")) {
       const auto p = in["p"].get<std::vector<double>>();
       out["holm"] = HolmAdjust(p);
       out["bh"] = BenjaminiHochbergAdjust(p);

@@ -74,14 +74,35 @@ TEST(ExpandPlanTest, Singles) {
   EXPECT_DOUBLE_EQ(CountPlannedTrials(s), plan.size());
 }
 
-TEST(ExpandPlanTest, Pairs) {
+TEST(ExpandPlanTest, PairsIncludeTheSinglesAtTheSameIntensities) {
   auto s = ThreeAntagonists(Pairings::kPairs);
-  // ab: 2*1, ac: 2*3, bc: 1*3
-  EXPECT_EQ(ExpandCombinations(s).size(), 11u);
+  // singles: 2 + 1 + 3; pairs: ab 2*1, ac 2*3, bc 1*3
+  const auto combos = ExpandCombinations(s);
+  EXPECT_EQ(combos.size(), 6u + 11u);
+  std::set<std::string> keys;
+  for (const auto& c : combos) keys.insert(PairingKey(s, c));
+  for (const auto& c : combos) {
+    if (c.size() != 2) continue;
+    for (const auto& part : c) EXPECT_TRUE(keys.count(PairingKey(s, {part}))) << PairingKey(s, c);
+  }
   auto plan = ExpandPlan(s);
-  EXPECT_EQ(plan.size(), 3u * (11 + 3));
+  EXPECT_EQ(plan.size(), 3u * (17 + 5));
   EXPECT_DOUBLE_EQ(CountPlannedTrials(s), plan.size());
-  for (const auto& t : plan) EXPECT_EQ(t.parts.size(), t.baseline ? 0u : 2u);
+  std::map<size_t, int> by_size;
+  for (const auto& t : plan) ++by_size[t.parts.size()];
+  EXPECT_EQ(by_size[1], 3 * 6);
+  EXPECT_EQ(by_size[2], 3 * 11);
+  EXPECT_EQ(MissingSinglesWarning(s), "");
+}
+
+TEST(ExpandPlanTest, ExplicitPairsWithoutTheirSinglesWarn) {
+  auto s = ThreeAntagonists(Pairings::kExplicit);
+  s.explicit_pairings = {{s.antagonists[0].name, s.antagonists[1].name}, {s.antagonists[0].name}};
+  const std::string w = MissingSinglesWarning(s);
+  EXPECT_NE(w.find("no singles of " + s.antagonists[1].name), std::string::npos) << w;
+  EXPECT_EQ(w.find(s.antagonists[0].name + ","), std::string::npos) << w;
+  s.explicit_pairings.push_back({s.antagonists[1].name});
+  EXPECT_EQ(MissingSinglesWarning(s), "");
 }
 
 TEST(ExpandPlanTest, All) {

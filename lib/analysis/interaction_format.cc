@@ -1,0 +1,156 @@
+#include "lib/analysis/interaction_format.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "lib/analysis/results.h"
+#include "lib/common/csv.h"
+
+namespace codl::experiment {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Fmt(const char* format, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(); }
+
+std::string CsvNum(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string Joined(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string RatioCell(const InteractionSummary& s) {
+  std::string cell = Fmt("%.3f", s.ratio);
+  if (s.ci_small_n) return cell + " [n/a: n < 3]";
+  if (std::isfinite(s.ci_low))
+    cell += " [" + Fmt("%.3f", s.ci_low) + ", " + Fmt("%.3f", s.ci_high) + "]";
+  return cell;
+}
+
+std::string SinglesCell(const InteractionSummary& s) {
+  std::string cell;
+  for (double x : s.single_slowdowns) cell += (cell.empty() ? "" : " x ") + Fmt("%.3fx", x);
+  return cell.empty() ? "-" : cell;
+}
+
+void PrintAligned(const std::vector<std::vector<std::string>>& rows, std::ostringstream& out) {
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+}
+
+}  // namespace
+
+std::string FormatInteractionTable(const std::vector<InteractionSummary>& interactions,
+                                   double confidence) {
+  if (interactions.empty()) return "";
+  std::ostringstream out;
+  out << "\ninteraction: each combination against its singles at the same intensities; "
+         "x-pred = product of the singles' slowdowns, +-pred = 1 + sum of (single - 1); ratio = "
+         "measured / x-pred with a "
+      << Fmt("%.0f", confidence * 100)
+      << "% bootstrap CI resampling baseline, singles and combination together; "
+         "super-additive (> 1) or sub-additive (< 1) when the CI excludes 1\n";
+  std::vector<std::vector<std::string>> rows{{"combination", "n", "singles", "measured", "x-pred",
+                                              "+-pred", "ratio [CI]", "interference"}};
+  std::vector<std::string> notes;
+  for (const auto& s : interactions) {
+    if (!s.missing_singles.empty()) {
+      notes.push_back("note: " + s.pairing +
+                      ": no interaction figures, no measured trials of its singles " +
+                      Joined(s.missing_singles, ", ") +
+                      " (not planned -- `pairings: pairs` plans them -- or all flagged or failed)");
+      continue;
+    }
+    if (s.n == 0) {
+      notes.push_back("note: " + s.pairing +
+                      ": no interaction figures, no measured trials of the combination (all "
+                      "flagged, failed or not run)");
+      continue;
+    }
+    rows.push_back({s.pairing, std::to_string(s.n), SinglesCell(s), Fmt("%.3fx", s.slowdown),
+                    Fmt("%.3fx", s.multiplicative), Fmt("%.3fx", s.additive), RatioCell(s),
+                    s.verdict == InteractionVerdict::kNone ? "-" : ToString(s.verdict)});
+  }
+  if (rows.size() > 1) PrintAligned(rows, out);
+  for (const auto& n : notes) out << n << "\n";
+  return out.str();
+}
+
+Json InteractionsJson(const std::vector<InteractionSummary>& interactions) {
+  Json arr = Json::array();
+  for (const auto& s : interactions) {
+    Json singles = Json::array();
+    for (size_t i = 0; i < s.singles.size(); ++i) {
+      const double x = i < s.single_slowdowns.size() ? s.single_slowdowns[i] : kNaN;
+      singles.push_back({{"pairing", s.singles[i]}, {"slowdown", Num(x)}});
+    }
+    arr.push_back({{"pairing", s.pairing},
+                   {"n", s.n},
+                   {"singles", singles},
+                   {"missing_singles", s.missing_singles},
+                   {"slowdown", Num(s.slowdown)},
+                   {"multiplicative", Num(s.multiplicative)},
+                   {"additive", Num(s.additive)},
+                   {"ratio", Num(s.ratio)},
+                   {"ci_low", Num(s.ci_low)},
+                   {"ci_high", Num(s.ci_high)},
+                   {"ci_small_n", s.ci_small_n},
+                   {"verdict", ToString(s.verdict)}});
+  }
+  return arr;
+}
+
+std::string FormatInteractionsCsv(const ExperimentResults& r) {
+  std::ostringstream out;
+  out << "experiment_id,pairing,n,singles,single_slowdowns,missing_singles,slowdown,"
+         "multiplicative,additive,ratio,ci_low,ci_high,ci_small_n,verdict\n";
+  for (const auto& s : r.interactions) {
+    std::string slowdowns;
+    for (double x : s.single_slowdowns) slowdowns += (slowdowns.empty() ? "" : ";") + CsvNum(x);
+    const std::vector<std::string> row = {CsvText(r.experiment_id),
+                                          CsvText(s.pairing),
+                                          std::to_string(s.n),
+                                          CsvText(Joined(s.singles, ";")),
+                                          slowdowns,
+                                          CsvText(Joined(s.missing_singles, ";")),
+                                          CsvNum(s.slowdown),
+                                          CsvNum(s.multiplicative),
+                                          CsvNum(s.additive),
+                                          CsvNum(s.ratio),
+                                          CsvNum(s.ci_low),
+                                          CsvNum(s.ci_high),
+                                          s.ci_small_n ? "1" : "0",
+                                          ToString(s.verdict)};
+    std::string line;
+    for (const auto& f : row) line += (line.empty() ? "" : ",") + CsvField(f);
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace codl::experiment

@@ -1,0 +1,378 @@
+#include "lib/analysis/predict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "lib/analysis/pairing_samples.h"
+#include "lib/common/random.h"
+#include "lib/common/units.h"
+
+namespace codl::experiment {
+namespace {
+
+// Where an intensity label sits on a curve: a level ("0.5") or an absolute rate ("2GiB/s").
+struct Position {
+  double x = 0;
+  bool absolute = false;
+  std::string label;  // canonical: levels as %g, so "0.50" finds the measured "0.5"
+};
+
+Result<Position> PositionOf(const std::string& name, const std::string& label) {
+  if (label == "max") {
+    return InvalidArgument(name + "@max: an open-loop intensity has no place on a curve");
+  }
+  Position p;
+  if (auto level = ParseNumber(label); level.ok()) {
+    if (*level < 0 || *level > 1) {
+      return InvalidArgument(name + "@" + label + ": a level is a fraction of peak in [0, 1]");
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", *level);
+    p.x = *level;
+    p.label = buf;
+    return p;
+  }
+  auto rate = ParseRate(label);
+  if (!rate.ok()) {
+    return InvalidArgument(name + "@" + label + ": neither a level (0.5) nor a rate (2GiB/s)");
+  }
+  p.x = rate->value;
+  p.absolute = true;
+  p.label = label;
+  return p;
+}
+
+// One measured single: an antagonist alone at one intensity.
+struct Single {
+  std::string name, key;
+  Position at;
+};
+
+std::vector<Single> CollectSingles(const std::map<std::string, std::vector<double>>& samples) {
+  std::vector<Single> out;
+  for (const auto& [key, values] : samples) {
+    const auto parts = ParsePairingKey(key);
+    if (parts.size() != 1 || values.empty()) continue;
+    auto at = PositionOf(parts.begin()->first, parts.begin()->second);
+    if (!at.ok()) continue;  // `max` singles: measured, but not on a curve
+    out.push_back({parts.begin()->first, key, *at});
+  }
+  return out;
+}
+
+double SlowdownOf(double median, double base_median, bool higher_is_faster) {
+  const double num = higher_is_faster ? base_median : median;
+  const double den = higher_is_faster ? median : base_median;
+  return den > 0 ? num / den : kNaN;
+}
+
+struct Curve {
+  bool absolute = false;
+  SensitivityCurve fit;
+  std::vector<CurvePoint> measured;
+};
+
+// Curves from the medians of one (possibly resampled) data set; `exclude` is left out.
+std::map<std::string, Curve> FitCurves(const std::vector<Single>& singles,
+                                       const std::map<std::string, double>& medians,
+                                       const std::map<std::string, int>& counts,
+                                       const std::string& exclude, bool higher_is_faster) {
+  std::map<std::string, Curve> curves;
+  const double base = medians.at("baseline");
+  for (const auto& s : singles) {
+    if (s.key == exclude) continue;
+    const double slowdown = SlowdownOf(medians.at(s.key), base, higher_is_faster);
+    if (!std::isfinite(slowdown)) continue;
+    Curve& c = curves[s.name];
+    c.absolute = s.at.absolute;  // a mixed curve is refused before fitting (CheckKinds)
+    c.measured.push_back({s.at.x, slowdown, counts.at(s.key)});
+  }
+  for (auto& [name, c] : curves) c.fit = SensitivityCurve::Fit(c.measured);
+  return curves;
+}
+
+struct Query {
+  std::string key;
+  std::vector<std::pair<std::string, Position>> parts;  // name order
+};
+
+Result<Query> ParseQuery(const std::string& text) {
+  const auto parts = ParsePairingKey(text);
+  if (parts.empty()) {
+    return InvalidArgument("'" + text + "': expected NAME@INTENSITY[+NAME@INTENSITY...]");
+  }
+  Query q;
+  std::map<std::string, std::string> canonical;
+  for (const auto& [name, label] : parts) {
+    auto at = PositionOf(name, label);
+    if (!at.ok()) return at.status();
+    q.parts.emplace_back(name, *at);
+    canonical[name] = at->label;
+  }
+  q.key = JoinPairingKey(canonical);
+  return q;
+}
+
+struct Point {
+  std::vector<double> singles;
+  double value = kNaN;
+  bool extrapolated = false;
+};
+
+Point PredictWith(const std::map<std::string, Curve>& curves, const Query& q,
+                  CombinationModel model) {
+  Point p;
+  double product = 1, additive = 1;
+  for (const auto& [name, at] : q.parts) {
+    const auto it = curves.find(name);
+    if (it == curves.end()) return p;  // a resample left this curve without points
+    const double s = it->second.fit.At(at.x);
+    p.singles.push_back(s);
+    p.extrapolated = p.extrapolated || it->second.fit.Extrapolates(at.x);
+    product *= s;
+    additive += s - 1;
+  }
+  p.value = model == CombinationModel::kMultiplicative ? product : additive;
+  return p;
+}
+
+// Every name a query uses must have a curve of the same kind (levels or rates).
+Status CheckQuery(const Query& q, const std::map<std::string, Curve>& curves) {
+  for (const auto& [name, at] : q.parts) {
+    const auto it = curves.find(name);
+    if (it == curves.end()) {
+      std::string known;
+      for (const auto& [n, c] : curves) known += (known.empty() ? "" : ", ") + n;
+      return InvalidArgument(q.key + ": no singles of '" + name +
+                             "' in this experiment (antagonists with singles: " +
+                             (known.empty() ? "none" : known) + ")");
+    }
+    if (it->second.absolute != at.absolute) {
+      return InvalidArgument(q.key + ": '" + name + "' was measured at " +
+                             (it->second.absolute ? "rates" : "levels") + ", asked at " +
+                             (at.absolute ? "a rate" : "a level"));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckKinds(const std::vector<Single>& singles) {
+  std::map<std::string, bool> kind;
+  for (const auto& s : singles) {
+    auto [it, fresh] = kind.emplace(s.name, s.at.absolute);
+    if (!fresh && it->second != s.at.absolute) {
+      return InvalidArgument("'" + s.name +
+                             "' has singles at both levels and rates: one curve cannot hold both");
+    }
+  }
+  return Status::Ok();
+}
+
+std::map<std::string, double> MediansOf(const std::map<std::string, std::vector<double>>& s) {
+  std::map<std::string, double> m;
+  for (const auto& [key, values] : s) m[key] = Median(values);
+  return m;
+}
+
+// The default questions: every measured combination, then every measured single whose curve
+// has another point to predict it from (it is left out).
+std::vector<std::string> DefaultQueries(const std::map<std::string, std::vector<double>>& samples,
+                                        const std::vector<Single>& singles) {
+  std::vector<std::string> out;
+  for (const auto& [key, values] : samples) {
+    if (ParsePairingKey(key).size() >= 2 && !values.empty()) out.push_back(key);
+  }
+  std::map<std::string, int> per_name;
+  for (const auto& s : singles) ++per_name[s.name];
+  for (const auto& s : singles) {
+    if (per_name[s.name] >= 2) out.push_back(s.key);
+  }
+  return out;
+}
+
+// The data one experiment's predictions rest on.
+struct Profile {
+  const std::map<std::string, std::vector<double>>& samples;
+  std::vector<Single> singles;
+  std::map<std::string, int> counts;
+  std::map<std::string, double> medians;
+  PredictOptions options;
+  std::map<std::string, Curve> curves;  // from every single
+
+  std::map<std::string, Curve> Fit(const std::map<std::string, double>& m,
+                                   const std::string& exclude) const {
+    return FitCurves(singles, m, counts, exclude, options.higher_is_faster);
+  }
+
+  // The medians of one bootstrap resample of the baseline and every single.
+  std::map<std::string, double> ResampledMedians(std::mt19937_64& rng) const {
+    std::map<std::string, double> m = medians;
+    std::vector<std::string> keys{"baseline"};
+    for (const auto& s : singles) keys.push_back(s.key);
+    for (const auto& key : keys) {
+      const auto& v = samples.at(key);
+      std::vector<double> resampled(v.size());
+      for (auto& x : resampled) x = v[UniformBelow(rng, v.size())];
+      m[key] = Median(std::move(resampled));
+    }
+    return m;
+  }
+};
+
+Prediction PredictOne(const Profile& profile, const Query& q) {
+  const PredictOptions& o = profile.options;
+  Prediction p;
+  p.combination = q.key;
+  const auto measured = profile.samples.find(q.key);
+  const bool is_measured = measured != profile.samples.end() && !measured->second.empty();
+  p.left_out = is_measured && q.parts.size() == 1;
+  const std::string exclude = p.left_out ? q.key : "";
+  const Point point =
+      PredictWith(p.left_out ? profile.Fit(profile.medians, exclude) : profile.curves, q, o.model);
+  p.single_slowdowns = point.singles;
+  p.predicted = point.value;
+  p.extrapolated = point.extrapolated;
+  std::mt19937_64 rng(PairingSeed(o.seed, "predict", q.key));
+  std::vector<double> draws;
+  for (int r = 0; r < o.resamples; ++r) {
+    const double v =
+        PredictWith(profile.Fit(profile.ResampledMedians(rng), exclude), q, o.model).value;
+    if (std::isfinite(v)) draws.push_back(v);
+  }
+  const double alpha = 1 - std::clamp(o.confidence, 0.0, 1.0);
+  p.ci_low = Quantile(draws, alpha / 2);
+  p.ci_high = Quantile(draws, 1 - alpha / 2);
+  if (is_measured) {
+    p.n_measured = static_cast<int>(measured->second.size());
+    p.measured =
+        SlowdownOf(profile.medians.at(q.key), profile.medians.at("baseline"), o.higher_is_faster);
+    if (p.measured > 0 && std::isfinite(p.predicted)) p.error = p.predicted / p.measured - 1;
+  }
+  return p;
+}
+
+double MeanAbsPercent(const std::vector<double>& errors) {
+  if (errors.empty()) return kNaN;
+  double sum = 0;
+  for (double e : errors) sum += std::fabs(e);
+  return 100 * sum / static_cast<double>(errors.size());
+}
+
+// MAPE over the predictions with a measurement, overall and by kind, and the largest error.
+void SummarizeErrors(PredictionReport* r) {
+  std::vector<double> all, combinations, interpolations;
+  for (const auto& p : r->predictions) {
+    if (!std::isfinite(p.error)) continue;
+    all.push_back(p.error);
+    (p.left_out ? interpolations : combinations).push_back(p.error);
+    const double abs = 100 * std::fabs(p.error);
+    r->max_abs_error = std::isfinite(r->max_abs_error) ? std::max(r->max_abs_error, abs) : abs;
+  }
+  r->n_compared = static_cast<int>(all.size());
+  r->mape = MeanAbsPercent(all);
+  r->mape_combinations = MeanAbsPercent(combinations);
+  r->mape_interpolations = MeanAbsPercent(interpolations);
+}
+
+}  // namespace
+
+SensitivityCurve SensitivityCurve::Fit(std::vector<CurvePoint> points) {
+  // Pool points at one intensity (their weighted mean), then pool adjacent violators: a block
+  // whose mean falls below the previous block's merges with it. The origin is fixed at 1: for
+  // isotonic regression a lower bound is met by clamping the unbounded fit, so values below 1
+  // become 1.
+  std::sort(points.begin(), points.end(),
+            [](const CurvePoint& a, const CurvePoint& b) { return a.x < b.x; });
+  struct Block {
+    double sum, weight;
+    std::vector<double> xs;
+    double Mean() const { return sum / weight; }
+  };
+  std::vector<Block> blocks;
+  for (const auto& p : points) {
+    if (!(p.x > 0) || !std::isfinite(p.slowdown)) continue;
+    const double w = std::max(1, p.n);
+    if (!blocks.empty() && blocks.back().xs.back() == p.x) {
+      blocks.back().sum += w * p.slowdown;
+      blocks.back().weight += w;
+    } else {
+      blocks.push_back({w * p.slowdown, w, {p.x}});
+    }
+    while (blocks.size() > 1 && blocks.back().Mean() < blocks[blocks.size() - 2].Mean()) {
+      Block last = std::move(blocks.back());
+      blocks.pop_back();
+      blocks.back().sum += last.sum;
+      blocks.back().weight += last.weight;
+      blocks.back().xs.insert(blocks.back().xs.end(), last.xs.begin(), last.xs.end());
+    }
+  }
+  SensitivityCurve c;  // starts with the knot (0, 1)
+  for (const auto& b : blocks) {
+    for (double x : b.xs) c.knots_.push_back({x, std::max(1.0, b.Mean()), 0});
+  }
+  return c;
+}
+
+double SensitivityCurve::At(double x) const {
+  if (!(x >= 0)) return kNaN;
+  const auto& k = knots_;
+  if (k.size() == 1) return k[0].slowdown;
+  size_t hi = 1;
+  while (hi + 1 < k.size() && k[hi].x < x) ++hi;  // the segment holding x, or the last one
+  const CurvePoint &a = k[hi - 1], &b = k[hi];
+  const double slope = std::max(0.0, (b.slowdown - a.slowdown) / (b.x - a.x));
+  return a.slowdown + slope * (x - a.x);
+}
+
+const char* ToString(CombinationModel m) {
+  return m == CombinationModel::kAdditive ? "additive" : "multiplicative";
+}
+
+Result<CombinationModel> ParseCombinationModel(const std::string& name) {
+  if (name == "multiplicative") return CombinationModel::kMultiplicative;
+  if (name == "additive") return CombinationModel::kAdditive;
+  return InvalidArgument("model '" + name + "': multiplicative | additive");
+}
+
+Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vector<double>>& samples,
+                                          const std::vector<std::string>& queries,
+                                          const PredictOptions& options) {
+  const auto base = samples.find("baseline");
+  if (base == samples.end() || base->second.empty()) {
+    return FailedPrecondition("no measured baseline trials: no slowdown to build a profile from");
+  }
+  Profile profile{samples, CollectSingles(samples), {}, MediansOf(samples), options, {}};
+  if (profile.singles.empty()) {
+    return FailedPrecondition(
+        "no measured singles (one antagonist at a level or rate): run `pairings: singles` or "
+        "`pairings: pairs` to build a sensitivity profile");
+  }
+  if (Status s = CheckKinds(profile.singles); !s.ok()) return s;
+  for (const auto& [key, values] : samples) profile.counts[key] = static_cast<int>(values.size());
+  profile.curves = profile.Fit(profile.medians, "");
+
+  PredictionReport report;
+  std::vector<Query> parsed;
+  for (const auto& text : queries.empty() ? DefaultQueries(samples, profile.singles) : queries) {
+    auto q = ParseQuery(text);
+    if (!q.ok()) return q.status();
+    if (Status s = CheckQuery(*q, profile.curves); !s.ok()) {
+      if (!queries.empty()) return s;  // asked for: an error; by default: skipped, said why
+      report.skipped.push_back(s.message());
+      continue;
+    }
+    parsed.push_back(std::move(*q));
+  }
+
+  report.model = ToString(options.model);
+  for (const auto& [name, c] : profile.curves) {
+    report.curves.push_back({name, c.absolute, c.measured, c.fit.knots()});
+  }
+  for (const auto& q : parsed) report.predictions.push_back(PredictOne(profile, q));
+  SummarizeErrors(&report);
+  return report;
+}
+
+}  // namespace codl::experiment

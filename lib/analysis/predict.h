@@ -1,0 +1,96 @@
+// Predicting slowdowns a victim was not measured under, from its sensitivity profile: the
+// singles of one experiment (each antagonist alone at several intensities). `codlctl predict`;
+// docs/results.md, "Prediction".
+//  * Sensitivity curve per antagonist: the singles' slowdowns against intensity, fitted
+//    non-decreasing (pool-adjacent-violators, weighted by trials) through (0, 1) -- no antagonist,
+//    no slowdown -- and interpolated piecewise-linearly. Past the highest measured intensity the
+//    last segment is extended, and the prediction says it extrapolates.
+//  * A combination: the multiplicative model prod S_i by default (each antagonist stretches
+//    the time the others left), or the additive 1 + sum (S_i - 1).
+//  * Uncertainty: a percentile bootstrap CI that resamples the baseline and every single,
+//    refits the curves and predicts again.
+//  * A measured single is predicted from the other points of its curve (it is left out of the
+//    fit), so its error is that of interpolating; a measured combination from its singles.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/stats.h"
+#include "lib/common/result.h"
+
+namespace codl::experiment {
+
+struct CurvePoint {
+  double x = 0;         // intensity: level (fraction of peak) or rate (base units)
+  double slowdown = 1;  // measured (in a fit's input) or fitted (in its knots)
+  int n = 1;            // trials behind it: its weight in the fit
+};
+
+class SensitivityCurve {
+ public:
+  // Non-decreasing fit through (0, 1) and `points` (x > 0); points at one x are pooled.
+  static SensitivityCurve Fit(std::vector<CurvePoint> points);
+  double At(double x) const;  // NaN for x < 0
+  bool Extrapolates(double x) const { return x > knots_.back().x; }
+  const std::vector<CurvePoint>& knots() const { return knots_; }
+
+ private:
+  std::vector<CurvePoint> knots_{CurvePoint{}};  // ascending x, starting at (0, 1)
+};
+
+enum class CombinationModel { kMultiplicative, kAdditive };
+const char* ToString(CombinationModel m);  // "multiplicative", "additive"
+Result<CombinationModel> ParseCombinationModel(const std::string& name);
+
+struct PredictOptions {
+  CombinationModel model = CombinationModel::kMultiplicative;
+  int resamples = 2000;
+  double confidence = 0.95;
+  uint64_t seed = 42;
+  bool higher_is_faster = false;  // throughput metric: slowdown = baseline / value
+};
+
+struct Prediction {
+  std::string combination;               // canonical key, "cpu@0.5+membw@0.25"
+  std::vector<double> single_slowdowns;  // the curves' values, one per part in key order
+  double predicted = kNaN;
+  double ci_low = kNaN, ci_high = kNaN;
+  bool extrapolated = false;  // an intensity lies past its curve's highest measured one
+  bool left_out = false;      // a measured single, predicted without its own point
+  int n_measured = 0;         // trials of this combination in the experiment (0: none)
+  double measured = kNaN;     // its measured slowdown (ratio of medians)
+  double error = kNaN;        // predicted / measured - 1
+};
+
+struct CurveSummary {
+  std::string antagonist;
+  bool absolute = false;  // intensities are rates, not levels
+  std::vector<CurvePoint> measured, fitted;
+};
+
+struct PredictionReport {
+  std::string model;
+  std::vector<CurveSummary> curves;
+  std::vector<Prediction> predictions;
+  // Mean |error| in percent over the predictions with a measurement, and split by kind.
+  double mape = kNaN, mape_combinations = kNaN, mape_interpolations = kNaN;
+  int n_compared = 0;
+  double max_abs_error = kNaN;  // percent
+  // Default questions that could not be asked (an antagonist without measured singles), why.
+  std::vector<std::string> skipped;
+};
+
+// `samples`: pairing key -> per-trial metric values ("baseline" included; MeasuredSamples).
+// `queries`: combination keys ("cpu@0.5+membw@0.25", "membw@0.375"); empty: every measured
+// combination of two or more antagonists and every measured single (left out); those naming an
+// antagonist without singles are listed in `skipped` instead. Errors: no
+// baseline, no singles, a query naming an antagonist without singles, or an intensity that
+// cannot be placed on its curve (max, or a rate on a curve of levels).
+Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vector<double>>& samples,
+                                          const std::vector<std::string>& queries,
+                                          const PredictOptions& options = {});
+
+}  // namespace codl::experiment

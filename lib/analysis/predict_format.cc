@@ -1,0 +1,200 @@
+#include "lib/analysis/predict_format.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "lib/common/csv.h"
+#include "lib/common/units.h"
+#include "lib/common/utf8.h"
+
+namespace codl::experiment {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Fmt(const char* format, double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(); }
+
+std::string CsvNum(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string Intensity(const CurveSummary& c, double x) {
+  return c.absolute ? FormatRate(x, "bytes/s") : Fmt("%g", x);
+}
+
+// "membw: 0.25 -> 1.10x, 0.5 -> 1.31x (measured 1.29x)": the fitted knots, with the measured
+// value where the fit pooled it away.
+std::string CurveLine(const CurveSummary& c) {
+  std::string s = c.antagonist + ":";
+  bool first = true;
+  for (const auto& k : c.fitted) {
+    if (k.x == 0) continue;
+    s += std::string(first ? " " : ", ") + Intensity(c, k.x) + " -> " + Fmt("%.3fx", k.slowdown);
+    first = false;
+    for (const auto& m : c.measured) {
+      if (m.x == k.x && std::fabs(m.slowdown - k.slowdown) > 5e-4) {
+        s += " (measured " + Fmt("%.3fx", m.slowdown) + ")";
+      }
+    }
+  }
+  return s;
+}
+
+std::string Singles(const Prediction& p) {
+  std::string s;
+  for (double x : p.single_slowdowns) s += (s.empty() ? "" : " x ") + Fmt("%.3f", x);
+  return s.empty() ? "-" : s;
+}
+
+std::string Percent(double fraction) {
+  if (!std::isfinite(fraction)) return "-";
+  return Fmt("%+.1f%%", 100 * fraction);
+}
+
+std::string MapeLine(const PredictionReport& r) {
+  if (r.n_compared == 0) return "no prediction has a measurement to compare with";
+  int combos = 0, interps = 0;
+  for (const auto& p : r.predictions) {
+    if (!std::isfinite(p.error)) continue;
+    (p.left_out ? interps : combos) += 1;
+  }
+  std::string s = "MAPE " + Fmt("%.1f%%", r.mape) + " over " + std::to_string(r.n_compared) +
+                  " measured (combinations " + Fmt("%.1f%%", r.mape_combinations) + " over " +
+                  std::to_string(combos) + ", left-out singles " +
+                  Fmt("%.1f%%", r.mape_interpolations) + " over " + std::to_string(interps) +
+                  "); largest error " + Fmt("%.1f%%", r.max_abs_error);
+  return s;
+}
+
+}  // namespace
+
+std::string FormatPredictionTable(const PredictionReport& r, const PredictionSource& src) {
+  std::ostringstream out;
+  out << "prediction from experiment " << TerminalSafe(src.name) << " (id " << src.experiment_id
+      << "), metric " << src.metric << ", model " << r.model
+      << (src.all_trials ? ", all trials (flagged included)" : ", held-target trials") << "\n";
+  out << "sensitivity curves (intensity -> slowdown, fitted non-decreasing through 0 -> 1):\n";
+  for (const auto& c : r.curves) out << "  " << TerminalSafe(CurveLine(c)) << "\n";
+  std::vector<std::vector<std::string>> rows{
+      {"combination", "predicted [" + Fmt("%.0f", src.confidence * 100) + "% CI]", "singles",
+       "measured", "n", "error"}};
+  bool extrapolated = false, left_out = false;
+  for (const auto& p : r.predictions) {
+    std::string name =
+        p.combination + (p.left_out ? " (left out)" : "") + (p.extrapolated ? " *" : "");
+    extrapolated = extrapolated || p.extrapolated;
+    left_out = left_out || p.left_out;
+    rows.push_back({TerminalSafe(name),
+                    Fmt("%.3fx", p.predicted) + " [" + Fmt("%.3f", p.ci_low) + ", " +
+                        Fmt("%.3f", p.ci_high) + "]",
+                    Singles(p), Fmt("%.3fx", p.measured),
+                    p.n_measured ? std::to_string(p.n_measured) : "-", Percent(p.error)});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+  out << MapeLine(r) << "\n";
+  for (const auto& s : r.skipped) out << "skipped: " << TerminalSafe(s) << "\n";
+  if (left_out) {
+    out << "(left out): a measured single predicted from the other points of its curve, so its "
+           "error is the interpolation's\n";
+  }
+  if (extrapolated) {
+    out << "*: extrapolated past the highest measured intensity of a curve; trust it less\n";
+  }
+  return out.str();
+}
+
+std::string FormatPredictionJson(const PredictionReport& r, const PredictionSource& src) {
+  Json j;
+  j["experiment_id"] = src.experiment_id;
+  j["name"] = src.name;
+  j["metric"] = src.metric;
+  j["model"] = r.model;
+  j["confidence"] = src.confidence;
+  j["curves"] = Json::array();
+  for (const auto& c : r.curves) {
+    Json measured = Json::array(), fitted = Json::array();
+    for (const auto& p : c.measured)
+      measured.push_back({{"x", p.x}, {"slowdown", Num(p.slowdown)}, {"n", p.n}});
+    for (const auto& p : c.fitted) fitted.push_back({{"x", p.x}, {"slowdown", Num(p.slowdown)}});
+    j["curves"].push_back({{"antagonist", c.antagonist},
+                           {"absolute", c.absolute},
+                           {"measured", measured},
+                           {"fitted", fitted}});
+  }
+  j["predictions"] = Json::array();
+  for (const auto& p : r.predictions) {
+    Json singles = Json::array();
+    for (double x : p.single_slowdowns) singles.push_back(Num(x));
+    j["predictions"].push_back({{"combination", p.combination},
+                                {"predicted", Num(p.predicted)},
+                                {"ci_low", Num(p.ci_low)},
+                                {"ci_high", Num(p.ci_high)},
+                                {"single_slowdowns", singles},
+                                {"extrapolated", p.extrapolated},
+                                {"left_out", p.left_out},
+                                {"n_measured", p.n_measured},
+                                {"measured", Num(p.measured)},
+                                {"error", Num(p.error)}});
+  }
+  j["n_compared"] = r.n_compared;
+  j["mape"] = Num(r.mape);
+  j["mape_combinations"] = Num(r.mape_combinations);
+  j["mape_interpolations"] = Num(r.mape_interpolations);
+  j["max_abs_error"] = Num(r.max_abs_error);
+  j["skipped"] = r.skipped;
+  j["all_trials"] = src.all_trials;
+  return j.dump(2) + "\n";
+}
+
+std::string FormatPredictionCsv(const PredictionReport& r, const PredictionSource& src) {
+  std::ostringstream out;
+  out << "experiment_id,metric,model,combination,predicted,ci_low,ci_high,single_slowdowns,"
+         "extrapolated,left_out,n_measured,measured,error\n";
+  for (const auto& p : r.predictions) {
+    std::string singles;
+    for (double x : p.single_slowdowns) singles += (singles.empty() ? "" : ";") + CsvNum(x);
+    const std::vector<std::string> row = {CsvText(src.experiment_id),
+                                          src.metric,
+                                          r.model,
+                                          CsvText(p.combination),
+                                          CsvNum(p.predicted),
+                                          CsvNum(p.ci_low),
+                                          CsvNum(p.ci_high),
+                                          singles,
+                                          p.extrapolated ? "1" : "0",
+                                          p.left_out ? "1" : "0",
+                                          std::to_string(p.n_measured),
+                                          CsvNum(p.measured),
+                                          CsvNum(p.error)};
+    std::string line;
+    for (const auto& f : row) line += (line.empty() ? "" : ",") + CsvField(f);
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace codl::experiment
