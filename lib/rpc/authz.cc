@@ -14,6 +14,8 @@ namespace {
 
 constexpr const char* kRoleProperty = "codl_role";
 constexpr const char* kIdProperty = "codl_id";
+// + SHA-256 of a bearer token: "ROLE ID" of that token's holder (see Process).
+constexpr const char* kTokenPropertyPrefix = "codl_token_";
 constexpr std::string_view kUriScheme = "codl://";
 
 struct RoleNameEntry {
@@ -252,17 +254,25 @@ Result<Identity> CallAuthorizer::Identify(const InputMetadata& metadata,
 }
 
 grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthContext* context,
-                                     OutputMetadata* consumed, OutputMetadata* /*response*/) {
+                                     OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) {
   auto path = metadata.find(":path");
   if (path == metadata.end()) return ToGrpc(PermissionDenied("call without a method path"));
   auto who = Identify(metadata, *context);
   if (!who.ok()) return ToGrpc(who.status());
   if (Status s = Authorize(ToString(path->second), *who); !s.ok()) return ToGrpc(s);
-  context->AddProperty(kRoleProperty, RoleName(who->role));
-  context->AddProperty(kIdProperty, who->id);
-  // Handlers never see the token.
-  if (auto auth = metadata.find("authorization"); auth != metadata.end()) {
-    consumed->insert({"authorization", ToString(auth->second)});
+  // The auth context is the connection's, shared by every call on it (gRPC 1.51): a property
+  // added per call would name the first caller to every later call on the connection, whatever
+  // its token (found by security_bounds_test). A connection's TLS certificate, or its
+  // anonymity, is the same for all its calls: recorded once. Tokens may differ per call: each is
+  // recorded under its hash, and CallerOf looks up the one the call carries.
+  if (auto token = BearerToken(metadata)) {
+    const std::string key = kTokenPropertyPrefix + Sha256Hex(*token);
+    if (context->FindPropertyValues(key).empty()) {
+      context->AddProperty(key, std::string(RoleName(who->role)) + " " + who->id);
+    }
+  } else if (context->FindPropertyValues(kRoleProperty).empty()) {
+    context->AddProperty(kRoleProperty, RoleName(who->role));
+    context->AddProperty(kIdProperty, who->id);
   }
   return grpc::Status::OK;
 }
@@ -270,6 +280,19 @@ grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthCo
 Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
   auto auth = ctx.auth_context();
   if (!auth) return Unauthenticated("call without an auth context");
+  const auto& md = ctx.client_metadata();
+  constexpr std::string_view kBearer = "Bearer ";
+  auto it = md.find("authorization");
+  if (it != md.end() && ToString(it->second).compare(0, kBearer.size(), kBearer) == 0) {
+    const std::string token = ToString(it->second).substr(kBearer.size());
+    auto found = auth->FindPropertyValues(kTokenPropertyPrefix + Sha256Hex(token));
+    if (found.empty()) return Unauthenticated("the call's token was not authorized");
+    const std::string recorded = ToString(found.front());
+    const size_t space = recorded.find(' ');
+    auto role = ParseRole(recorded.substr(0, space));
+    if (!role || space == std::string::npos) return Unauthenticated("unknown role recorded");
+    return Identity{*role, recorded.substr(space + 1)};
+  }
   auto roles = auth->FindPropertyValues(kRoleProperty);
   if (!roles.empty()) {
     auto role = ParseRole(ToString(roles.front()));
