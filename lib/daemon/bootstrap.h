@@ -21,6 +21,7 @@
 #include "lib/common/result.h"
 #include "lib/daemon/daemon_config.h"
 #include "lib/rpc/authz.h"
+#include "lib/rpc/local_roles.h"
 
 namespace codl::daemon {
 
@@ -73,7 +74,8 @@ class DaemonBootstrap {
   std::optional<int> Parse(int argc, char** argv);
   std::optional<int> AfterLoad(const std::string& path, const std::optional<TlsPaths>& tls,
                                const std::optional<std::string>& token_file,
-                               const std::optional<std::string>& tokens_file);
+                               const std::optional<std::string>& tokens_file,
+                               const std::optional<std::vector<std::string>>& unix_roles);
 
   std::string name_;
   std::string default_config_;
@@ -83,6 +85,7 @@ class DaemonBootstrap {
   std::string* tls_[3] = {nullptr, nullptr, nullptr};  // ca, cert, key
   std::string token_flag_, token_file_flag_, tokens_file_flag_, token_;
   std::shared_ptr<const rpc::TokenTable> tokens_;
+  std::vector<std::string> unix_role_flags_;
 };
 
 template <class Config>
@@ -94,7 +97,7 @@ std::optional<int> DaemonBootstrap::Load(int argc, char** argv,
   auto loaded = load(*path);
   if (!loaded.ok()) return Fail(loaded.error());
   *file = std::move(*loaded);
-  return AfterLoad(*path, file->tls, file->token_file, file->tokens_file);
+  return AfterLoad(*path, file->tls, file->token_file, file->tokens_file, file->unix_roles);
 }
 
 }  // namespace codl::daemon

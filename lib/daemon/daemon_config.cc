@@ -73,6 +73,15 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
   if (m.Has("metrics_listen")) {
     c->metrics_listen = internal::Address(m.Value("metrics_listen"), "metrics_listen", 0);
   }
+  // Checked (and names resolved) by rpc::LocalRoles::Parse at start; here: a list of "ROLE=WHO".
+  if (m.Has("unix_roles")) {
+    c->unix_roles = yaml::StringList(m.Value("unix_roles"), "unix_roles");
+    for (const std::string& e : *c->unix_roles) {
+      if (e.find('=') == std::string::npos) {
+        Fail(m.Value("unix_roles"), "unix_roles", "'" + e + "': expected ROLE=WHO");
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -83,7 +92,7 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     MapReader m(root, "",
                 {"controller", "listen", "advertise", "id", "labels", "scratch_roots",
                  "allow_victim", "max_level", "lease", "heartbeat_interval", "state_dir", "tls",
-                 "token_file", "tokens_file", "victim_user", "metrics_listen"});
+                 "token_file", "tokens_file", "victim_user", "metrics_listen", "unix_roles"});
     if (m.Has("controller"))
       c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
@@ -115,7 +124,7 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
     MapReader m(root, "",
                 {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
-                 "tokens_file", "metrics_listen"});
+                 "tokens_file", "metrics_listen", "unix_roles"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("database"))
       c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);

@@ -42,6 +42,7 @@ struct AgentConfig {
   std::optional<std::string> tokens_file;     // hashes of the tokens callers present (controller)
   std::optional<std::string> victim_user;     // user victims run as when the agent is root
   std::optional<std::string> metrics_listen;  // Prometheus /metrics address
+  std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
 };
 
 struct ControllerConfig {
@@ -53,6 +54,7 @@ struct ControllerConfig {
   std::optional<std::string> token_file;      // the token the controller presents to agents
   std::optional<std::string> tokens_file;     // hashes of the tokens callers present
   std::optional<std::string> metrics_listen;  // Prometheus /metrics address
+  std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
 };
 
 // `filename` is used in messages and to resolve relative paths.

@@ -4,9 +4,12 @@
 #include <openssl/sha.h>
 
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "lib/rpc/status.h"
+#include "lib/rpc/unix_listener.h"
 
 namespace codl::rpc {
 
@@ -277,6 +280,59 @@ grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthCo
   return grpc::Status::OK;
 }
 
+namespace {
+
+// The method of every call in progress, by its server context (MethodRecorder).
+std::mutex& MethodsMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<const grpc::ServerContextBase*, std::string>& Methods() {
+  static auto* methods = new std::map<const grpc::ServerContextBase*, std::string>();
+  return *methods;
+}
+
+// Lives exactly as long as its call: gRPC creates it before the handler runs and deletes it
+// when the call is done.
+class MethodRecorder final : public grpc::experimental::Interceptor {
+ public:
+  MethodRecorder(const grpc::ServerContextBase* ctx, std::string method) : ctx_(ctx) {
+    std::lock_guard<std::mutex> l(MethodsMu());
+    Methods()[ctx_] = std::move(method);
+  }
+  ~MethodRecorder() override {
+    std::lock_guard<std::mutex> l(MethodsMu());
+    Methods().erase(ctx_);
+  }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+
+ private:
+  const grpc::ServerContextBase* ctx_;
+};
+
+class MethodRecorderFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new MethodRecorder(info->server_context(), info->method());
+  }
+};
+
+std::optional<std::string> MethodOf(const grpc::ServerContextBase& ctx) {
+  std::lock_guard<std::mutex> l(MethodsMu());
+  auto it = Methods().find(&ctx);
+  if (it == Methods().end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewMethodRecorder() {
+  return std::make_unique<MethodRecorderFactory>();
+}
+
 Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
   auto auth = ctx.auth_context();
   if (!auth) return Unauthenticated("call without an auth context");
@@ -301,12 +357,17 @@ Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
     return Identity{*role, ids.empty() ? "" : ToString(ids.front())};
   }
   // Only unix-socket connections run without the authorizer: UnixListener admitted them by uid
-  // (root or the daemon's own) and handed them over as "fd:N" channels, which carry no
-  // transport security properties at all.
-  const bool from_unix_listener =
-      ctx.peer().rfind("fd:", 0) == 0 &&
-      auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME).empty();
-  if (from_unix_listener) return Identity{Role::kAdmin, ""};
+  // (root, the daemon's own, or one LocalRoles grants a role) and handed them over as "fd:N"
+  // channels, which carry no transport security properties at all.
+  if (auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME).empty()) {
+    if (auto who = LocalPeerOf(ctx.peer())) {
+      if (who->role == Role::kAdmin) return *who;  // the table lets admins call every method
+      auto method = MethodOf(ctx);
+      if (!method) return Unauthenticated("the call's method is unknown; refused");
+      if (Status s = Authorize(*method, *who); !s.ok()) return s;
+      return *who;
+    }
+  }
   return Unauthenticated("the call was not authorized");
 }
 
