@@ -62,7 +62,8 @@ asan() {
   check_reports "$logs"
 }
 
-tsan_targets=(rpc_test agent_test controller_test security_bounds_test security_authz_test)
+tsan_targets=(rpc_test agent_test controller_test security_bounds_test security_authz_test
+  security_subreaper_test)
 tsan() {
   local dir=build-tsan logs=$root/build-tsan/sanitizer-logs t status=0
   timed "tsan configure" configure "$dir" -DCODL_SANITIZE=thread \

@@ -15,6 +15,7 @@
 
 #include "codl/v1/controller.grpc.pb.h"
 #include "lib/common/subprocess.h"
+#include "lib/daemon/daemon_config.h"
 #include "lib/rpc/local_roles.h"
 #include "tests/integration/test_util.h"
 
@@ -132,6 +133,20 @@ TEST(LocalRoles, ParseAndRank) {
                           "user-read=1000", "user-read=user:no-such-user-codl"}) {
     EXPECT_FALSE(rpc::LocalRoles::Parse({bad}).ok()) << bad;
   }
+}
+
+TEST(LocalRoles, ConfigKeyInBothDaemons) {
+  auto c = daemon::ParseControllerConfig("unix_roles: [user-read=group:codl, user-submit=uid:7]\n",
+                                         "controller.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->unix_roles, (std::vector<std::string>{"user-read=group:codl", "user-submit=uid:7"}));
+  auto a = daemon::ParseAgentConfig("unix_roles: [admin=user:root]\n", "agent.yaml");
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->unix_roles, (std::vector<std::string>{"admin=user:root"}));
+  auto bad = daemon::ParseAgentConfig("unix_roles: [alice]\n", "agent.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("agent.yaml:1:"), std::string::npos) << bad.error();
+  EXPECT_NE(bad.error().find("unix_roles"), std::string::npos) << bad.error();
 }
 
 }  // namespace
