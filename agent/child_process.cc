@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "agent/cpu_usage.h"
+#include "agent/subreaper.h"
 #include "lib/common/clock.h"
 #include "lib/common/utf8.h"
 #include "lib/spec/cpu_list.h"
@@ -136,6 +137,9 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   spawn.argv = options.argv;
   spawn.executable = exe;
   spawn.env = options.env;
+  // Inherited by all it starts: whose an orphan re-parented to the agent is (subreaper.h).
+  const std::string tag = NewChildTag();
+  spawn.env[kChildTagEnv] = tag;
   spawn.cwd = options.workdir;
   spawn.run_as = options.run_as;
   spawn.group = SpawnOptions::Group::kOwnGroup;  // Terminate/Kill reach its helpers too
@@ -153,11 +157,15 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
       pin.emplace(placement->resolved);
       if (!pin->error().empty()) return Err(pin->error());
     }
-    return Subprocess::Spawn(spawn);
+    auto forks = LockForks();  // no sweep takes it for an orphan before it is registered
+    auto p = Subprocess::Spawn(spawn);
+    if (p.ok()) RegisterChild(p->pid(), tag);
+    return p;
   });
   if (!proc.ok()) return Err(proc.error());
   std::unique_ptr<ChildProcess> c(new ChildProcess());
   c->options_ = std::move(options);
+  c->tag_ = tag;
   c->proc_ = std::move(*proc);
   c->spawned_s_ = SteadySeconds();
   c->start_ticks_ = ProcessStartTicks(c->proc_.pid());
@@ -182,6 +190,8 @@ std::vector<std::pair<pid_t, uint64_t>> LiveChildren() {
   for (ChildProcess* c : Live()) {
     if (!c->exited()) out.emplace_back(c->pid(), c->start_time_ticks());
   }
+  // What they daemonized: each leads its own group after setsid (or is killed alone).
+  for (const auto& orphan : AdoptedOrphans()) out.push_back(orphan);
   return out;
 }
 
@@ -224,6 +234,7 @@ void ChildProcess::ReaderLoop(int out_fd, int err_fd) {
   }
   if (!line_buf.empty() && options_.on_stdout) options_.on_stdout(line_buf);
   const ExitStatus status = proc_.Wait();  // the only thread that reaps
+  ForgetChild(proc_.pid());
   std::lock_guard<std::mutex> l(mu_);
   exited_s_ = SteadySeconds();
   wait_cpu_s_ = status.user_cpu_s + status.system_cpu_s;
@@ -291,6 +302,7 @@ void ChildProcess::Kill() {
     // Also what left the process group (setsid daemons): the cgroup holds the whole tree.
     if (placement_ && placement_->cgroup) placement_->cgroup->Kill();
   }
+  ReleaseTag(tag_);  // and what left the group without a cgroup: orphans adopted by the agent
   WaitFor(10);
 }
 
@@ -300,6 +312,8 @@ ChildProcess::~ChildProcess() {
     Live().erase(this);
   }
   if (!exited()) proc_.SignalGroup(SIGKILL);
+  // Before the join: a daemonized descendant may still hold the output pipes.
+  ReleaseTag(tag_);
   if (reader_.joinable()) reader_.join();
   // The group may hold grandchildren that outlived the leader; make sure they go too.
   proc_.SignalGroup(SIGKILL);

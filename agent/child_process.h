@@ -70,6 +70,7 @@ class ChildProcess {
 
   Options options_;
   Subprocess proc_;  // reaped only by the reader thread; others just signal its group
+  std::string tag_;  // CODL_AGENT_CHILD of it and all it starts (subreaper.h)
   uint64_t start_ticks_ = 0;
   std::thread reader_;
   mutable std::mutex mu_;
@@ -85,8 +86,9 @@ class ChildProcess {
   double live_cpu_s_ = 0;  // /proc snapshot of the group before a stop
 };
 
-// Every child spawned by this process that has not been destroyed and has not exited, as
-// (pid = process group, start time): what the agent's leftovers file lists.
+// Every child spawned by this process that has not been destroyed and has not exited, and the
+// orphans it adopted from them (subreaper.h), as (pid = process group, start time): what the
+// agent's leftovers file lists.
 std::vector<std::pair<pid_t, uint64_t>> LiveChildren();
 
 // argv[0] without a '/': looked up first beside the running binary (so codl-inject and

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/agent.h"
+#include "agent/subreaper.h"
 #include "lib/common/version.h"
 #include "lib/daemon/bootstrap.h"
 #include "lib/daemon/cli_flags.h"
@@ -95,6 +96,12 @@ int main(int argc, char** argv) {
   o.victim_run_as = *run_as;
   if (geteuid() == 0 && !o.victim_run_as) {
     spdlog::warn("victim_user: root: victim commands run as root");
+  }
+
+  // A victim's daemonized descendants (double fork, setsid) are re-parented to the agent,
+  // reaped, and killed with their experiment (agent/subreaper.h).
+  if (codl::Status s = codl::agent::EnableSubreaper(); !s.ok()) {
+    spdlog::warn("{}: a victim's daemonized processes may outlive it", s.error());
   }
 
   std::unique_ptr<codl::agent::Agent> agent;

@@ -127,6 +127,12 @@ bool AgentRegistry::IsLiveAgent(const PeerIdentity& who) const {
   return false;
 }
 
+bool AgentRegistry::IsLiveAgent(const PeerIdentity& who, const std::string& agent_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent_id);
+  return it != agents_.end() && AliveLocked(it->second) && SameIdentity(it->second.owner, who);
+}
+
 double AgentRegistry::ClockOffset(const std::string& agent_id) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = agents_.find(agent_id);

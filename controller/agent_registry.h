@@ -50,6 +50,8 @@ class AgentRegistry {
   bool Alive(const std::string& agent_id) const;
   // Whether `who` registered an agent that is alive now.
   bool IsLiveAgent(const PeerIdentity& who) const;
+  // Whether `who` registered `agent_id` and that agent is alive now.
+  bool IsLiveAgent(const PeerIdentity& who, const std::string& agent_id) const;
   // Agent clock minus controller clock, from the heartbeat with the smallest round trip among
   // the recent ones (NTP's clock filter: the least-delayed sample is the least biased).
   double ClockOffset(const std::string& agent_id) const;

@@ -68,12 +68,23 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Heartbeat(grpc::CallbackServerC
 }
 
 // Only registered, live agents take part in a rendezvous: anyone else could plant a value for
-// a key that the ranks of a collective will fetch.
-Status ControllerServiceImpl::CheckRendezvousCaller(grpc::CallbackServerContext* ctx) const {
+// a key that the ranks of a collective will fetch. And only the agents placed in the key's
+// trial: another experiment's agent could otherwise read or pre-empt its values.
+Status ControllerServiceImpl::CheckRendezvousCaller(grpc::CallbackServerContext* ctx,
+                                                    const std::string& key) const {
   PeerIdentity who = PeerIdentityOf(*ctx);
-  if (agents_->IsLiveAgent(who)) return Status::Ok();
-  return PermissionDenied("rendezvous calls come from registered agents only (caller " +
-                          who.Describe() + ")");
+  if (!agents_->IsLiveAgent(who)) {
+    return PermissionDenied("rendezvous calls come from registered agents only (caller " +
+                            who.Describe() + ")");
+  }
+  auto placed = runner_ ? runner_->rendezvous_grants().AgentsFor(key) : std::nullopt;
+  for (const std::string& id : placed.value_or(std::set<std::string>{})) {
+    if (agents_->IsLiveAgent(who, id) && rpc::CheckAgentIdentity(*ctx, id).ok()) {
+      return Status::Ok();
+    }
+  }
+  return PermissionDenied("rendezvous key '" + key + "' belongs to no running trial that " +
+                          who.Describe() + " is placed in");
 }
 
 grpc::ServerUnaryReactor* ControllerServiceImpl::PublishRendezvous(
@@ -81,7 +92,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::PublishRendezvous(
     v1::PublishRendezvousReply*) {
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
-  Status s = CheckRendezvousCaller(ctx);
+  Status s = CheckRendezvousCaller(ctx, req->key());
   if (s.ok()) s = rendezvous_.Publish(req->key(), req->value());
   r->Finish(rpc::ToGrpc(s));
   return r;
@@ -94,7 +105,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::FetchRendezvous(
     v1::FetchRendezvousReply* reply) {
   if (auto* r = Refuse(ctx)) return r;
   auto* r = ctx->DefaultReactor();
-  Status s = CheckRendezvousCaller(ctx);
+  Status s = CheckRendezvousCaller(ctx, req->key());
   if (s.ok()) {
     s = rendezvous_.Fetch(req->key(), req->wait_s(), [r, reply](std::optional<std::string> v) {
       reply->set_found(v.has_value());

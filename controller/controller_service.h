@@ -62,7 +62,7 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
   // acting for another id); nullptr to go on.
   grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx,
                                    const std::string* agent_id = nullptr);
-  Status CheckRendezvousCaller(grpc::CallbackServerContext* ctx) const;
+  Status CheckRendezvousCaller(grpc::CallbackServerContext* ctx, const std::string& key) const;
 
   AgentRegistry* agents_;
   ExperimentScheduler* scheduler_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "controller/agent_registry.h"
+#include "controller/rendezvous.h"
 #include "lib/common/clock.h"
 #include "lib/common/records.h"
 #include "lib/spec/spec.h"
@@ -68,6 +69,9 @@ class ExperimentRunner {
                                       const std::map<std::string, std::string>& options,
                                       double duration_s);
 
+  // Which agents may use which running trial's rendezvous keys (the controller checks callers).
+  RendezvousGrants& rendezvous_grants() const { return grants_; }
+
  private:
   void SetPlaced(std::set<std::string> nodes);
 
@@ -110,6 +114,7 @@ class ExperimentRunner {
   store::Store* store_;
   const Clock* clock_;
   RunnerOptions options_;
+  mutable RendezvousGrants grants_;  // each TrialRun grants its scope while it runs
 };
 
 // The options one node's instance of an antagonist gets: for collectives (nccl) the rank, the

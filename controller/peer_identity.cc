@@ -1,5 +1,7 @@
 #include "controller/peer_identity.h"
 
+#include "lib/rpc/authz.h"
+
 namespace codl::controller {
 
 std::string PeerHost(const std::string& peer) {
@@ -25,6 +27,11 @@ PeerIdentity PeerIdentityOf(const grpc::ServerContextBase& ctx) {
       id += (id.empty() ? "" : ",") + std::string(v.data(), v.size());
     }
     if (!id.empty()) return {"tls", id};
+  }
+  // A bearer token names its holder: agents on one host are told apart by it (the address
+  // alone would make every local agent the same principal).
+  if (auto who = rpc::CallerOf(ctx); who.ok() && !who->id.empty()) {
+    return {"token", who->ToString()};
   }
   return {"address", PeerHost(ctx.peer())};
 }

@@ -1,7 +1,7 @@
 // PeerIdentity: who is on the other end of a gRPC call, for decisions such as "may this caller
 // replace the live agent registered under that id?". With TLS it is the client certificate's
-// identity (auth context); without, the peer's host (the port changes with every connection, so
-// it is not part of the identity).
+// identity (auth context); else the identity of its bearer token; else the peer's host (the port
+// changes with every connection, so it is not part of the identity).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -11,7 +11,7 @@
 namespace codl::controller {
 
 struct PeerIdentity {
-  std::string kind;   // "tls" (certificate identity) or "address" (peer host)
+  std::string kind;   // "tls" (certificate), "token" (bearer token's identity) or "address"
   std::string value;  // e.g. "agent-3.example" or "ipv4:10.0.0.7"
   std::string Describe() const { return kind + ":" + value; }
 };

@@ -18,6 +18,26 @@ std::string NewRendezvousScope(const std::string& trial_id) {
   return scope;
 }
 
+void RendezvousGrants::Grant(const std::string& scope, std::set<std::string> agent_ids) {
+  std::lock_guard<std::mutex> l(mu_);
+  scopes_[scope] = std::move(agent_ids);
+}
+
+void RendezvousGrants::Revoke(const std::string& scope) {
+  std::lock_guard<std::mutex> l(mu_);
+  scopes_.erase(scope);
+}
+
+std::optional<std::set<std::string>> RendezvousGrants::AgentsFor(const std::string& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  // The scope is everything before a '/'; trying each '/' keeps this right whatever ids hold.
+  for (size_t slash = key.find('/'); slash != std::string::npos; slash = key.find('/', slash + 1)) {
+    auto it = scopes_.find(key.substr(0, slash));
+    if (it != scopes_.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
 Rendezvous::Rendezvous(const Clock* clock, RendezvousLimits limits, bool sweep_thread)
     : clock_(clock), limits_(limits) {
   if (!sweep_thread) return;

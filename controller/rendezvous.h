@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,38 @@ struct RendezvousLimits {
 // a key is known only to the agents the trial's StartAntagonist calls reach, and nobody can
 // claim it in advance (values are write-once).
 std::string NewRendezvousScope(const std::string& trial_id);
+
+// Which agents may use a trial's rendezvous keys ("SCOPE/NAME"): while a trial runs, its scope is
+// granted to the agents placed in it (ScopedRendezvousGrant); the controller refuses a publish
+// or fetch from any other agent, and any key outside every granted scope. Thread-safe.
+class RendezvousGrants {
+ public:
+  void Grant(const std::string& scope, std::set<std::string> agent_ids);
+  void Revoke(const std::string& scope);
+  // The agents granted the scope that `key` lies in; nullopt when no running trial owns it.
+  std::optional<std::set<std::string>> AgentsFor(const std::string& key) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::set<std::string>> scopes_;
+};
+
+// Grants `scope` for the lifetime of this object (one trial's run).
+class ScopedRendezvousGrant {
+ public:
+  ScopedRendezvousGrant(RendezvousGrants* grants, std::string scope,
+                        std::set<std::string> agent_ids)
+      : grants_(grants), scope_(std::move(scope)) {
+    grants_->Grant(scope_, std::move(agent_ids));
+  }
+  ~ScopedRendezvousGrant() { grants_->Revoke(scope_); }
+  ScopedRendezvousGrant(const ScopedRendezvousGrant&) = delete;
+  ScopedRendezvousGrant& operator=(const ScopedRendezvousGrant&) = delete;
+
+ private:
+  RendezvousGrants* grants_;
+  std::string scope_;
+};
 
 class Rendezvous {
  public:

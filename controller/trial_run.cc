@@ -152,7 +152,14 @@ class ExperimentRunner::TrialRun {
         cancel_(cancel),
         listener_(listener),
         trial_id_(exp.id + "-t" + std::to_string(trial.index)),
-        rendezvous_scope_(NewRendezvousScope(trial_id_)) {}
+        rendezvous_scope_(NewRendezvousScope(trial_id_)),
+        grant_(&runner.grants_, rendezvous_scope_, PlacedAgents(p)) {}
+
+  static std::set<std::string> PlacedAgents(const Placement& p) {
+    std::set<std::string> ids{p.victim_node};
+    for (const auto& nodes : p.antagonist_nodes) ids.insert(nodes.begin(), nodes.end());
+    return ids;
+  }
 
   TrialRecord Run() {
     TrialRecord t = NewRecord();
@@ -634,6 +641,7 @@ class ExperimentRunner::TrialRun {
   RunListener* listener_;
   const std::string trial_id_;
   const std::string rendezvous_scope_;  // unguessable key prefix (controller/rendezvous.h)
+  ScopedRendezvousGrant grant_;         // only this trial's agents may use its keys
   std::vector<Instance> instances_;
   int64_t start_at_ctrl_ns_ = 0;
   double setup_estimate_s_ = 0;           // the slowest instance's, before the common start

@@ -17,3 +17,9 @@ build=${CODL_BUILD_DIR:-build}
 # Integration tests start real processes and time leases: run them one at a time on small boxes.
 ctest --test-dir "$build" --output-on-failure -j "${CODL_TEST_JOBS:-2}" -LE integration
 ctest --test-dir "$build" --output-on-failure -j 1 -L integration
+# The sanitizer stage (ASan+UBSan on unit and integration tests, TSan on the rpc/agent/controller
+# tests, each fuzz target for a bounded time): on by default, as CI runs it; CODL_SANITIZERS=0
+# skips it while developing. Times: docs/development.md#sanitizers.
+if [[ "${CODL_SANITIZERS:-1}" != 0 ]]; then
+  bash scripts/sanitize.sh
+fi

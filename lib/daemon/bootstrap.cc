@@ -63,6 +63,10 @@ void DaemonBootstrap::AddTokenFlags(const std::string& token_help, const std::st
   app_.add_flag("--insecure", *insecure,
                 "allow plaintext gRPC on a loopback TCP --listen address (default: unix sockets "
                 "or TLS only; without --tokens-file every local user becomes admin)");
+  app_.add_option("--unix-role", unix_role_flags_,
+                  "ROLE=WHO (repeatable): a local user or group that may use the unix socket, "
+                  "and as what; ROLE user-read|user-submit|admin, WHO uid:N|gid:N|user:NAME|"
+                  "group:NAME (default: root and the daemon's own uid only, as admin)");
 }
 
 void DaemonBootstrap::AddMetricsFlag(std::string* listen) {
@@ -97,10 +101,10 @@ std::optional<int> DaemonBootstrap::Parse(int argc, char** argv) {
   return std::nullopt;
 }
 
-std::optional<int> DaemonBootstrap::AfterLoad(const std::string& path,
-                                              const std::optional<TlsPaths>& tls,
-                                              const std::optional<std::string>& token_file,
-                                              const std::optional<std::string>& tokens_file) {
+std::optional<int> DaemonBootstrap::AfterLoad(
+    const std::string& path, const std::optional<TlsPaths>& tls,
+    const std::optional<std::string>& token_file, const std::optional<std::string>& tokens_file,
+    const std::optional<std::vector<std::string>>& unix_roles) {
   // The file's tls block is all or nothing: one --tls-* flag replaces the whole of it.
   const bool tls_flag_given = Given("--tls-ca") || Given("--tls-cert") || Given("--tls-key");
   if (tls && tls_[0] != nullptr && !tls_flag_given) {
@@ -122,6 +126,11 @@ std::optional<int> DaemonBootstrap::AfterLoad(const std::string& path,
     if (!loaded.ok()) return Fail(loaded.error());
     tokens_ = std::make_shared<const rpc::TokenTable>(std::move(*loaded));
   }
+  // Unix-socket callers by uid (lib/rpc/local_roles.h): flags replace the file's list.
+  auto roles = rpc::LocalRoles::Parse(
+      Given("--unix-role") ? unix_role_flags_ : unix_roles.value_or(std::vector<std::string>{}));
+  if (!roles.ok()) return Fail(roles.error());
+  rpc::SetLocalRoles(*roles);
   if (!path.empty()) spdlog::info("{}: config {}", name_, path);
   return std::nullopt;
 }

@@ -21,6 +21,7 @@
 #include "lib/common/result.h"
 #include "lib/daemon/daemon_config.h"
 #include "lib/rpc/authz.h"
+#include "lib/rpc/local_roles.h"
 
 namespace codl::daemon {
 
@@ -76,7 +77,8 @@ class DaemonBootstrap {
   std::optional<int> Parse(int argc, char** argv);
   std::optional<int> AfterLoad(const std::string& path, const std::optional<TlsPaths>& tls,
                                const std::optional<std::string>& token_file,
-                               const std::optional<std::string>& tokens_file);
+                               const std::optional<std::string>& tokens_file,
+                               const std::optional<std::vector<std::string>>& unix_roles);
   // --log-level/--log-format over the file's log_level/log_format; --health-listen over
   // health_listen.
   std::optional<int> ApplyLoggingAndHealth(const std::optional<std::string>& log_level,
@@ -94,6 +96,7 @@ class DaemonBootstrap {
   std::string log_level_ = "info", log_format_ = "text";
   std::string health_listen_, health_service_;
   bool logging_configured_ = false;
+  std::vector<std::string> unix_role_flags_;
 };
 
 template <class Config>
@@ -107,7 +110,7 @@ std::optional<int> DaemonBootstrap::Load(int argc, char** argv,
   *file = std::move(*loaded);
   if (auto exit = ApplyLoggingAndHealth(file->log_level, file->log_format, file->health_listen))
     return exit;
-  return AfterLoad(*path, file->tls, file->token_file, file->tokens_file);
+  return AfterLoad(*path, file->tls, file->token_file, file->tokens_file, file->unix_roles);
 }
 
 }  // namespace codl::daemon

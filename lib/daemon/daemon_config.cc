@@ -86,6 +86,15 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
     if (!ValidLogFormat(*c->log_format))
       Fail(m.Value("log_format"), "log_format", "expected text or json");
   }
+  // Checked (and names resolved) by rpc::LocalRoles::Parse at start; here: a list of "ROLE=WHO".
+  if (m.Has("unix_roles")) {
+    c->unix_roles = yaml::StringList(m.Value("unix_roles"), "unix_roles");
+    for (const std::string& e : *c->unix_roles) {
+      if (e.find('=') == std::string::npos) {
+        Fail(m.Value("unix_roles"), "unix_roles", "'" + e + "': expected ROLE=WHO");
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -93,11 +102,12 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
 Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename) {
   AgentConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
-    MapReader m(root, "",
-                {"controller", "listen", "advertise", "id", "labels", "scratch_roots",
-                 "allow_victim", "max_level", "lease", "heartbeat_interval", "state_dir", "tls",
-                 "token_file", "tokens_file", "victim_user", "metrics_listen", "health_listen",
-                 "log_level", "log_format"});
+    MapReader m(
+        root, "",
+        {"controller",     "listen",        "advertise",  "id",          "labels",
+         "scratch_roots",  "allow_victim",  "max_level",  "lease",       "heartbeat_interval",
+         "state_dir",      "tls",           "token_file", "tokens_file", "victim_user",
+         "metrics_listen", "health_listen", "log_level",  "log_format",  "unix_roles"});
     if (m.Has("controller"))
       c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
@@ -127,9 +137,10 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
                                                const std::string& filename) {
   ControllerConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
-    MapReader m(root, "",
-                {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
-                 "tokens_file", "metrics_listen", "health_listen", "log_level", "log_format"});
+    MapReader m(
+        root, "",
+        {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file", "tokens_file",
+         "metrics_listen", "health_listen", "log_level", "log_format", "unix_roles"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("database"))
       c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);

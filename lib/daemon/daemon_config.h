@@ -45,6 +45,7 @@ struct AgentConfig {
   std::optional<std::string> health_listen;   // plaintext port with only grpc.health.v1
   std::optional<std::string> log_level;       // debug | info | warn | error
   std::optional<std::string> log_format;      // text | json
+  std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
 };
 
 struct ControllerConfig {
@@ -59,6 +60,7 @@ struct ControllerConfig {
   std::optional<std::string> health_listen;   // plaintext port with only grpc.health.v1
   std::optional<std::string> log_level;       // debug | info | warn | error
   std::optional<std::string> log_format;      // text | json
+  std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
 };
 
 // `filename` is used in messages and to resolve relative paths.

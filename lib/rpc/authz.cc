@@ -4,10 +4,13 @@
 #include <openssl/sha.h>
 
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "lib/rpc/health.h"
 #include "lib/rpc/status.h"
+#include "lib/rpc/unix_listener.h"
 
 namespace codl::rpc {
 
@@ -15,6 +18,8 @@ namespace {
 
 constexpr const char* kRoleProperty = "codl_role";
 constexpr const char* kIdProperty = "codl_id";
+// + SHA-256 of a bearer token: "ROLE ID" of that token's holder (see Process).
+constexpr const char* kTokenPropertyPrefix = "codl_token_";
 constexpr std::string_view kUriScheme = "codl://";
 
 struct RoleNameEntry {
@@ -254,7 +259,7 @@ Result<Identity> CallAuthorizer::Identify(const InputMetadata& metadata,
 }
 
 grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthContext* context,
-                                     OutputMetadata* consumed, OutputMetadata* /*response*/) {
+                                     OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) {
   auto path = metadata.find(":path");
   if (path == metadata.end()) return ToGrpc(PermissionDenied("call without a method path"));
   // Probes carry no credentials; health says nothing but SERVING (docs/security.md).
@@ -262,18 +267,92 @@ grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthCo
   auto who = Identify(metadata, *context);
   if (!who.ok()) return ToGrpc(who.status());
   if (Status s = Authorize(ToString(path->second), *who); !s.ok()) return ToGrpc(s);
-  context->AddProperty(kRoleProperty, RoleName(who->role));
-  context->AddProperty(kIdProperty, who->id);
-  // Handlers never see the token.
-  if (auto auth = metadata.find("authorization"); auth != metadata.end()) {
-    consumed->insert({"authorization", ToString(auth->second)});
+  // The auth context is the connection's, shared by every call on it (gRPC 1.51): a property
+  // added per call would name the first caller to every later call on the connection, whatever
+  // its token (found by security_bounds_test). A connection's TLS certificate, or its
+  // anonymity, is the same for all its calls: recorded once. Tokens may differ per call: each is
+  // recorded under its hash, and CallerOf looks up the one the call carries.
+  if (auto token = BearerToken(metadata)) {
+    const std::string key = kTokenPropertyPrefix + Sha256Hex(*token);
+    if (context->FindPropertyValues(key).empty()) {
+      context->AddProperty(key, std::string(RoleName(who->role)) + " " + who->id);
+    }
+  } else if (context->FindPropertyValues(kRoleProperty).empty()) {
+    context->AddProperty(kRoleProperty, RoleName(who->role));
+    context->AddProperty(kIdProperty, who->id);
   }
   return grpc::Status::OK;
+}
+
+namespace {
+
+// The method of every call in progress, by its server context (MethodRecorder).
+std::mutex& MethodsMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<const grpc::ServerContextBase*, std::string>& Methods() {
+  static auto* methods = new std::map<const grpc::ServerContextBase*, std::string>();
+  return *methods;
+}
+
+// Lives exactly as long as its call: gRPC creates it before the handler runs and deletes it
+// when the call is done.
+class MethodRecorder final : public grpc::experimental::Interceptor {
+ public:
+  MethodRecorder(const grpc::ServerContextBase* ctx, std::string method) : ctx_(ctx) {
+    std::lock_guard<std::mutex> l(MethodsMu());
+    Methods()[ctx_] = std::move(method);
+  }
+  ~MethodRecorder() override {
+    std::lock_guard<std::mutex> l(MethodsMu());
+    Methods().erase(ctx_);
+  }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+
+ private:
+  const grpc::ServerContextBase* ctx_;
+};
+
+class MethodRecorderFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new MethodRecorder(info->server_context(), info->method());
+  }
+};
+
+std::optional<std::string> MethodOf(const grpc::ServerContextBase& ctx) {
+  std::lock_guard<std::mutex> l(MethodsMu());
+  auto it = Methods().find(&ctx);
+  if (it == Methods().end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewMethodRecorder() {
+  return std::make_unique<MethodRecorderFactory>();
 }
 
 Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
   auto auth = ctx.auth_context();
   if (!auth) return Unauthenticated("call without an auth context");
+  const auto& md = ctx.client_metadata();
+  constexpr std::string_view kBearer = "Bearer ";
+  auto it = md.find("authorization");
+  if (it != md.end() && ToString(it->second).compare(0, kBearer.size(), kBearer) == 0) {
+    const std::string token = ToString(it->second).substr(kBearer.size());
+    auto found = auth->FindPropertyValues(kTokenPropertyPrefix + Sha256Hex(token));
+    if (found.empty()) return Unauthenticated("the call's token was not authorized");
+    const std::string recorded = ToString(found.front());
+    const size_t space = recorded.find(' ');
+    auto role = ParseRole(recorded.substr(0, space));
+    if (!role || space == std::string::npos) return Unauthenticated("unknown role recorded");
+    return Identity{*role, recorded.substr(space + 1)};
+  }
   auto roles = auth->FindPropertyValues(kRoleProperty);
   if (!roles.empty()) {
     auto role = ParseRole(ToString(roles.front()));
@@ -282,12 +361,17 @@ Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
     return Identity{*role, ids.empty() ? "" : ToString(ids.front())};
   }
   // Only unix-socket connections run without the authorizer: UnixListener admitted them by uid
-  // (root or the daemon's own) and handed them over as "fd:N" channels, which carry no
-  // transport security properties at all.
-  const bool from_unix_listener =
-      ctx.peer().rfind("fd:", 0) == 0 &&
-      auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME).empty();
-  if (from_unix_listener) return Identity{Role::kAdmin, ""};
+  // (root, the daemon's own, or one LocalRoles grants a role) and handed them over as "fd:N"
+  // channels, which carry no transport security properties at all.
+  if (auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME).empty()) {
+    if (auto who = LocalPeerOf(ctx.peer())) {
+      if (who->role == Role::kAdmin) return *who;  // the table lets admins call every method
+      auto method = MethodOf(ctx);
+      if (!method) return Unauthenticated("the call's method is unknown; refused");
+      if (Status s = Authorize(*method, *who); !s.ok()) return s;
+      return *who;
+    }
+  }
   return Unauthenticated("the call was not authorized");
 }
 

@@ -22,6 +22,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/auth_metadata_processor.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include "lib/common/result.h"
 
@@ -98,8 +99,15 @@ class CallAuthorizer final : public grpc::AuthMetadataProcessor {
   CallerPolicy policy_;
 };
 
-// The identity the authorizer recorded for the call; calls that reached the server over a
-// unix socket (admitted by uid, unix_listener.h) are local admins.
+// Unix-socket connections bypass the CallAuthorizer (gRPC runs no metadata processor on them),
+// so their calls are checked against the MethodTable in CallerOf, by the method this
+// interceptor records for each call. rpc::StartServer installs it on every server.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewMethodRecorder();
+
+// The identity the authorizer recorded for the call. Calls that reached the server over a unix
+// socket have the identity UnixListener gave their peer's uid (local_roles.h) — root and the
+// daemon's own uid are admins — and are refused (PERMISSION_DENIED) when that role may not call
+// the method.
 Result<Identity> CallerOf(const grpc::ServerContextBase& ctx);
 
 // Every handler's first check, behind the authorizer: OK when an identity was established for

@@ -193,6 +193,10 @@ Result<StartedServer> StartServer(const Endpoint& listen,
     builder.AddListeningPort(listen.address, *creds, &port);
   }
   for (grpc::Service* service : services) builder.RegisterService(service);
+  // Unix-socket calls are checked against the method table by CallerOf (authz.h).
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> recorders;
+  recorders.push_back(NewMethodRecorder());
+  builder.experimental().SetInterceptorCreators(std::move(recorders));
   started.server = builder.BuildAndStart();
   if (!started.server) return Unavailable(who + ": cannot listen on '" + listen.address + "'");
   if (unix_socket) {

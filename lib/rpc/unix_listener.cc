@@ -7,8 +7,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <pwd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include <grpcpp/server_posix.h>
 #include <spdlog/spdlog.h>
@@ -19,8 +23,38 @@ bool AdmitLocalPeer(uid_t peer_uid, uid_t self_uid) {
   return peer_uid == 0 || peer_uid == self_uid;
 }
 
-Status EnsurePrivateDirectory(const std::string& dir) {
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+namespace {
+
+// Connections handed to gRPC, by descriptor, with the socket's inode: gRPC names the peer of
+// such a channel "fd:N" and nothing else. While a call runs, its transport holds N open, so N is
+// still that connection; the inode check refuses a stale entry whose number was reused.
+struct LocalPeer {
+  Identity who;
+  ino_t inode = 0;
+};
+std::mutex& PeersMu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<int, LocalPeer>& Peers() {
+  static auto* peers = new std::map<int, LocalPeer>();  // outlives server threads at exit
+  return *peers;
+}
+
+ino_t InodeOf(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? st.st_ino : 0;
+}
+
+std::string UserName(uid_t uid) {
+  passwd pw{}, *found = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) return pw.pw_name;
+  return "uid-" + std::to_string(uid);
+}
+
+Status CheckSocketDirectory(const std::string& dir, mode_t create_mode, mode_t forbidden) {
+  if (mkdir(dir.c_str(), create_mode) != 0 && errno != EEXIST) {
     return FailedPrecondition("cannot create socket directory " + dir + ": " + strerror(errno));
   }
   struct stat st {};
@@ -31,29 +65,62 @@ Status EnsurePrivateDirectory(const std::string& dir) {
     return FailedPrecondition("socket directory " + dir + " belongs to uid " +
                               std::to_string(st.st_uid) + ", not to this daemon");
   }
-  if ((st.st_mode & 077) != 0) {
-    return FailedPrecondition("socket directory " + dir +
-                              " is open to group or others: chmod 0700 it (or pick a private "
-                              "directory), or any local user could reach the daemon");
+  if ((st.st_mode & forbidden) != 0) {
+    return FailedPrecondition(
+        "socket directory " + dir + " is " +
+        (forbidden == 077 ? "open to group or others: chmod 0700 it (or pick a private "
+                            "directory), or any local user could reach the daemon"
+                          : "writable by group or others: chmod go-w it, or any local user "
+                            "could replace the daemon's socket"));
   }
   return Status::Ok();
 }
 
-Result<std::unique_ptr<UnixListener>> UnixListener::Open(const std::string& path) {
+}  // namespace
+
+Status EnsurePrivateDirectory(const std::string& dir) {
+  return CheckSocketDirectory(dir, 0700, 077);
+}
+
+Status EnsureSocketDirectory(const std::string& dir) {
+  return CheckSocketDirectory(dir, 0711, 022);
+}
+
+std::optional<Identity> LocalPeerOf(const std::string& peer) {
+  if (peer.rfind("fd:", 0) != 0) return std::nullopt;
+  const std::string n = peer.substr(3);
+  if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  const int fd = std::stoi(n);
+  std::lock_guard<std::mutex> l(PeersMu());
+  auto it = Peers().find(fd);
+  if (it == Peers().end() || it->second.inode == 0 || InodeOf(fd) != it->second.inode) {
+    return std::nullopt;
+  }
+  return it->second.who;
+}
+
+Result<std::unique_ptr<UnixListener>> UnixListener::Open(const std::string& path,
+                                                         const LocalRoles* roles) {
+  LocalRoles granted = roles ? *roles : CurrentLocalRoles();
   sockaddr_un addr{};
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
     return InvalidArgument("unix socket path '" + path + "' is empty or too long");
   }
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
-  if (Status s = EnsurePrivateDirectory(dir); !s.ok()) return s;
+  const bool shared = granted.GrantsOthers();
+  if (Status s = shared ? EnsureSocketDirectory(dir) : EnsurePrivateDirectory(dir); !s.ok()) {
+    return s;
+  }
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Unavailable(std::string("socket: ") + strerror(errno));
   addr.sun_family = AF_UNIX;
   memcpy(addr.sun_path, path.c_str(), path.size());
   unlink(path.c_str());  // a stale socket of a previous run
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      chmod(path.c_str(), 0600) != 0 || listen(fd, 64) != 0) {
+      chmod(path.c_str(), shared ? 0666 : 0600) != 0 || listen(fd, 64) != 0) {
     const std::string err = strerror(errno);
     close(fd);
     return Unavailable("cannot listen on unix:" + path + ": " + err);
@@ -63,7 +130,7 @@ Result<std::unique_ptr<UnixListener>> UnixListener::Open(const std::string& path
     close(fd);
     return Unavailable(std::string("eventfd: ") + strerror(errno));
   }
-  return std::unique_ptr<UnixListener>(new UnixListener(fd, wake, path));
+  return std::unique_ptr<UnixListener>(new UnixListener(fd, wake, path, std::move(granted)));
 }
 
 UnixListener::~UnixListener() {
@@ -84,8 +151,28 @@ void UnixListener::Stop() {
   unlink(path_.c_str());
 }
 
+std::optional<Identity> UnixListener::Admit(int conn) const {
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return std::nullopt;
+  // The peer's groups as they were at connect(): SO_PEERGROUPS (Linux 4.13).
+  std::vector<gid_t> groups(256);
+  socklen_t glen = groups.size() * sizeof(gid_t);
+  if (getsockopt(conn, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &glen) != 0) glen = 0;
+  groups.resize(glen / sizeof(gid_t));
+  groups.push_back(peer.gid);
+  auto role = roles_.RoleOf(peer.uid, groups, geteuid());
+  if (!role) {
+    spdlog::warn("unix:{}: refused a connection from uid {} pid {} (no unix role)", path_, peer.uid,
+                 peer.pid);
+    return std::nullopt;
+  }
+  // Root and the daemon's own uid are the local admins, without a name (as before roles).
+  const bool owner = peer.uid == 0 || peer.uid == geteuid();
+  return Identity{*role, owner ? std::string() : UserName(peer.uid)};
+}
+
 void UnixListener::AcceptLoop(grpc::Server* server) {
-  const uid_t self = geteuid();
   for (;;) {
     pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) {
@@ -100,13 +187,14 @@ void UnixListener::AcceptLoop(grpc::Server* server) {
       if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) usleep(100 * 1000);
       continue;
     }
-    ucred peer{};
-    socklen_t len = sizeof peer;
-    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
-        !AdmitLocalPeer(peer.uid, self)) {
-      spdlog::warn("unix:{}: refused a connection from uid {} pid {}", path_, peer.uid, peer.pid);
+    auto who = Admit(conn);
+    if (!who) {
       close(conn);
       continue;
+    }
+    {
+      std::lock_guard<std::mutex> l(PeersMu());
+      Peers()[conn] = LocalPeer{*who, InodeOf(conn)};
     }
     grpc::AddInsecureChannelFromFd(server, conn);  // the server owns the fd from here on
   }

@@ -1,22 +1,28 @@
 // UnixListener: the daemons' unix-socket endpoint ("unix:/run/codl/agent.sock"). gRPC's own
 // unix listener cannot tell who connected, so this one accepts, reads the peer's uid
 // (SO_PEERCRED) and hands only admitted connections to the server (AddInsecureChannelFromFd).
-// Admitted: root and the daemon's own uid; they are local admins (authz.h CallerOf) — they
-// could ptrace the daemon anyway. Everyone else is closed on, and logged.
-// The socket's directory must be private: created 0700 when missing; an existing one must be
-// owned by us (or root) and closed to group and others, or Open refuses to start.
+// Admitted: root and the daemon's own uid, as local admins (they could ptrace the daemon
+// anyway), and the uids and groups LocalRoles grants a role (local_roles.h); the connection's
+// identity is recorded for CallerOf (LocalPeerOf). Everyone else is closed on, and logged.
+// The socket's directory must be owned by us (or root) and closed to group and others (created
+// 0700 when missing), or Open refuses to start — unless roles are granted to others: then the
+// directory may be entered by all (0711 when created) but still written by nobody else, and the
+// socket is 0666; the peer check is the gate.
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
 
 #include "lib/common/result.h"
+#include "lib/rpc/authz.h"
+#include "lib/rpc/local_roles.h"
 
 namespace codl::rpc {
 
@@ -26,11 +32,20 @@ bool AdmitLocalPeer(uid_t peer_uid, uid_t self_uid);
 // Creates `dir` 0700 when missing; refuses one that group or others can enter or that belongs
 // to another (non-root) user.
 Status EnsurePrivateDirectory(const std::string& dir);
+// The same, but group and others may enter it (created 0711): for sockets that serve other
+// local users (LocalRoles::GrantsOthers). Writable by group or others is still refused.
+Status EnsureSocketDirectory(const std::string& dir);
+
+// The identity UnixListener recorded for a connection handed to gRPC, from the call's peer
+// string ("fd:N"); nullopt for anything else or a descriptor that is no longer that connection.
+std::optional<Identity> LocalPeerOf(const std::string& peer);
 
 class UnixListener {
  public:
-  // Binds and listens on `path` (without "unix:"); the socket file is made 0600.
-  static Result<std::unique_ptr<UnixListener>> Open(const std::string& path);
+  // Binds and listens on `path` (without "unix:"); the socket file is made 0600 (0666 when
+  // `roles` grant others). `roles`: null takes CurrentLocalRoles().
+  static Result<std::unique_ptr<UnixListener>> Open(const std::string& path,
+                                                    const LocalRoles* roles = nullptr);
   ~UnixListener();
   // Starts the accept thread; connections go to `server` (which must outlive Stop).
   void Start(grpc::Server* server);
@@ -39,13 +54,16 @@ class UnixListener {
   void Stop();
 
  private:
-  UnixListener(int fd, int wake_fd, std::string path)
-      : fd_(fd), wake_fd_(wake_fd), path_(std::move(path)) {}
+  UnixListener(int fd, int wake_fd, std::string path, LocalRoles roles)
+      : fd_(fd), wake_fd_(wake_fd), path_(std::move(path)), roles_(std::move(roles)) {}
   void AcceptLoop(grpc::Server* server);
+  // The connection's identity, or nullopt when its peer has no role here.
+  std::optional<Identity> Admit(int conn) const;
 
   int fd_;
   int wake_fd_;  // eventfd: Stop wakes the accept loop's poll
   std::string path_;
+  LocalRoles roles_;
   std::thread thread_;
 };
 

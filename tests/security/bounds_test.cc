@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
 #include "controller/rendezvous.h"
+#include "lib/rpc/authz.h"
 #include "lib/rpc/rpc_util.h"
 #include "lib/store/store.h"
 
@@ -161,23 +163,62 @@ class ControllerServiceBounds : public ::testing::Test {
     runner_ = std::make_unique<ExperimentRunner>(agents_.get(), store_.get(), SystemClock::Get());
     scheduler_ = std::make_unique<ExperimentScheduler>(
         store_.get(), runner_.get(), SystemClock::Get(), experiment::ParseHooks{});
+    Serve(nullptr);
+  }
+  // (Re)starts the service on plaintext loopback, with `tokens` when given (else every caller
+  // is admin and agents are told apart by address only).
+  void Serve(std::shared_ptr<const rpc::TokenTable> tokens) {
+    StopServing();
     service_ =
         std::make_unique<ControllerServiceImpl>(agents_.get(), scheduler_.get(), runner_.get(),
                                                 store_.get(), SystemClock::Get(), ServiceConfig{});
-    auto started =
-        rpc::StartServer(rpc::Endpoint{"127.0.0.1:0", {}, true}, {service_.get()}, "test");
+    auto started = rpc::StartServer(rpc::Endpoint{"127.0.0.1:0", {}, true}, {service_.get()},
+                                    "test", std::move(tokens));
     ASSERT_TRUE(started.ok()) << started.error();
     server_ = std::move(started->server);
     auto ch = rpc::MakeChannel(rpc::Endpoint{started->address, {}, true});
     ASSERT_TRUE(ch.ok());
     stub_ = v1::Controller::NewStub(*ch);
   }
-  void TearDown() override {
+  void StopServing() {
+    if (!server_) return;
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     service_->Shutdown();
     server_->Wait();
+    server_.reset();
+    service_.reset();
+  }
+  void TearDown() override {
+    StopServing();
     scheduler_->Shutdown();
     std::filesystem::remove_all(dir_);
+  }
+  // Calls as `token` ("" : none).
+  grpc::StatusCode Register(const std::string& id, const std::string& token = "") {
+    grpc::ClientContext c;
+    if (!token.empty()) c.AddMetadata("authorization", "Bearer " + token);
+    v1::RegisterAgentRequest reg;
+    *reg.mutable_agent() = Info(id, "127.0.0.1:1");
+    v1::RegisterAgentReply rr;
+    grpc::Status s = stub_->RegisterAgent(&c, reg, &rr);
+    return s.error_code();
+  }
+  grpc::StatusCode Publish(const std::string& key, const std::string& token = "") {
+    grpc::ClientContext c;
+    if (!token.empty()) c.AddMetadata("authorization", "Bearer " + token);
+    v1::PublishRendezvousRequest p;
+    p.set_key(key);
+    p.set_value("v");
+    v1::PublishRendezvousReply pr;
+    return stub_->PublishRendezvous(&c, p, &pr).error_code();
+  }
+  grpc::StatusCode Fetch(const std::string& key, const std::string& token = "") {
+    grpc::ClientContext c;
+    if (!token.empty()) c.AddMetadata("authorization", "Bearer " + token);
+    v1::FetchRendezvousRequest f;
+    f.set_key(key);
+    v1::FetchRendezvousReply fr;
+    return stub_->FetchRendezvous(&c, f, &fr).error_code();
   }
   std::filesystem::path dir_;
   std::unique_ptr<store::Store> store_;
@@ -196,6 +237,7 @@ TEST_F(ControllerServiceBounds, SlowRendezvousFetchesDoNotStallStatus) {
   *reg.mutable_agent() = Info("me", "127.0.0.1:1");
   v1::RegisterAgentReply rr;
   ASSERT_TRUE(stub_->RegisterAgent(&rc, reg, &rr).ok());
+  ScopedRendezvousGrant trial(&runner_->rendezvous_grants(), "t", {"me"});
 
   constexpr int kSlow = 32;  // four times the handler pool
   std::vector<std::thread> slow;
@@ -205,7 +247,7 @@ TEST_F(ControllerServiceBounds, SlowRendezvousFetchesDoNotStallStatus) {
       grpc::ClientContext c;
       c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
       v1::FetchRendezvousRequest req;
-      req.set_key("never-" + std::to_string(i));
+      req.set_key("t/never-" + std::to_string(i));
       req.set_wait_s(3);
       v1::FetchRendezvousReply rep;
       EXPECT_TRUE(stub_->FetchRendezvous(&c, req, &rep).ok());
@@ -241,10 +283,72 @@ TEST_F(ControllerServiceBounds, RendezvousFromANonAgentIsRefusedAndWriteOnce) {
   *reg.mutable_agent() = Info("me", "127.0.0.1:1");
   v1::RegisterAgentReply rr;
   ASSERT_TRUE(stub_->RegisterAgent(&rc, reg, &rr).ok());
+  ScopedRendezvousGrant trial(&runner_->rendezvous_grants(), "t", {"me"});
   grpc::ClientContext c2, c3;
   EXPECT_TRUE(stub_->PublishRendezvous(&c2, p, &pr).ok());
   p.set_value("other");
   EXPECT_EQ(stub_->PublishRendezvous(&c3, p, &pr).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+}
+
+// Issue 12: rendezvous values are bound to the agents placed in the key's trial. Before, any live
+// agent could publish or fetch any key.
+TEST(RendezvousGrants, KeysBelongToTheScopeTheirTrialGranted) {
+  RendezvousGrants g;
+  EXPECT_FALSE(g.AgentsFor("t1.abc/nccl").has_value()) << "no running trial: nobody";
+  {
+    ScopedRendezvousGrant trial(&g, "t1.abc", {"n1", "n2"});
+    EXPECT_EQ(g.AgentsFor("t1.abc/nccl"), (std::set<std::string>{"n1", "n2"}));
+    EXPECT_EQ(g.AgentsFor("t1.abc/a/b"), (std::set<std::string>{"n1", "n2"}));
+    EXPECT_FALSE(g.AgentsFor("t1.abc").has_value()) << "a key is SCOPE/NAME";
+    EXPECT_FALSE(g.AgentsFor("t1.ab/nccl").has_value());
+    EXPECT_FALSE(g.AgentsFor("t1.abcd/nccl").has_value());
+  }
+  EXPECT_FALSE(g.AgentsFor("t1.abc/nccl").has_value()) << "revoked when the trial ends";
+}
+
+TEST_F(ControllerServiceBounds, RendezvousKeysAreForTheAgentsPlacedInTheirTrial) {
+  ASSERT_EQ(Register("me"), grpc::StatusCode::OK);
+  ScopedRendezvousGrant mine(&runner_->rendezvous_grants(), "mine", {"me", "gone"});
+  ScopedRendezvousGrant other(&runner_->rendezvous_grants(), "other", {"n9"});
+  EXPECT_EQ(Publish("mine/k"), grpc::StatusCode::OK);
+  EXPECT_EQ(Fetch("mine/k"), grpc::StatusCode::OK);
+  EXPECT_EQ(Publish("other/k"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Fetch("other/k"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Publish("nobody/k"), grpc::StatusCode::PERMISSION_DENIED) << "no trial owns it";
+  EXPECT_EQ(Publish("unscoped"), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+std::shared_ptr<const rpc::TokenTable> TwoAgentTokens() {
+  auto tokens = rpc::TokenTable::Parse(
+      "agent n1 " + rpc::Sha256Hex("tok-1") + "\nagent n2 " + rpc::Sha256Hex("tok-2") + "\n",
+      "tokens");
+  EXPECT_TRUE(tokens.ok()) << tokens.error();
+  return std::make_shared<const rpc::TokenTable>(std::move(*tokens));
+}
+
+// Finding (issue 12): gRPC keeps one auth context per connection, and the caller's identity was
+// recorded in it on every call: handlers then saw the connection's first caller, whatever token
+// a later call carried (n2 was refused as "agent/n1"; with the tokens the other way round, a
+// holder of one token could act under the identity of the connection's first).
+TEST_F(ControllerServiceBounds, EveryCallIsItsOwnTokensCallerOnASharedConnection) {
+  Serve(TwoAgentTokens());
+  EXPECT_EQ(Register("n1", "tok-1"), grpc::StatusCode::OK);
+  EXPECT_EQ(Register("n2", "tok-2"), grpc::StatusCode::OK);
+  EXPECT_EQ(Register("n1", "tok-2"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Register("n2", "tok-1"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Register("n1", ""), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// Two agents on one host, told apart by their tokens: n2 is not in n1's trial.
+TEST_F(ControllerServiceBounds, AnAgentOfAnotherTrialOnTheSameHostIsRefused) {
+  Serve(TwoAgentTokens());
+  ASSERT_EQ(Register("n1", "tok-1"), grpc::StatusCode::OK);
+  ASSERT_EQ(Register("n2", "tok-2"), grpc::StatusCode::OK);
+  ScopedRendezvousGrant trial(&runner_->rendezvous_grants(), "t1", {"n1"});
+  EXPECT_EQ(Publish("t1/nccl", "tok-1"), grpc::StatusCode::OK);
+  EXPECT_EQ(Publish("t1/nccl", "tok-2"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Fetch("t1/nccl", "tok-2"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Fetch("t1/nccl", "tok-1"), grpc::StatusCode::OK);
 }
 
 TEST_F(ControllerServiceBounds, QueuedExperimentsAreCapped) {
