@@ -5,20 +5,13 @@ namespace {
 
 using experiment::Cell;
 
-const std::vector<std::string> kStatusColumns = {"experiment_id",
-                                                 "name",
-                                                 "state",
-                                                 "completed_trials",
-                                                 "total_trials",
-                                                 "failed_trials",
-                                                 "current_pairing",
-                                                 "eta_s",
-                                                 "victim_step",
-                                                 "victim_step_time_s",
-                                                 "created_unix_ms",
-                                                 "finished_unix_ms",
-                                                 "error",
-                                                 "precision",
+const std::vector<std::string> kStatusColumns = {"experiment_id",   "name",
+                                                 "state",           "completed_trials",
+                                                 "total_trials",    "failed_trials",
+                                                 "current_pairing", "eta_s",
+                                                 "victim_step",     "victim_step_time_s",
+                                                 "created_unix_ms", "finished_unix_ms",
+                                                 "error",           "precision",
                                                  "stop_reason"};
 
 std::vector<Cell> StatusCells(const v1::ExperimentStatus& s) {

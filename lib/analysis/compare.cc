@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/results.h"
 #include "lib/analysis/trial_metric.h"
 #include "lib/common/random.h"
@@ -18,8 +19,6 @@ namespace {
 
 constexpr int kResamples = 10000;
 constexpr double kConfidence = 0.95;
-
-bool IsBaseline(const TrialRecord& t) { return t.baseline || t.pairing == "baseline"; }
 
 // The pairing's antagonist set and intensities as one key ("membw@0.5+storage@1", names
 // sorted), so pairings match whatever order an experiment's YAML listed them in.
@@ -51,7 +50,8 @@ Analysed Analyse(const CompareInput& in, const TrialMetric& metric) {
   for (const auto& t : in.trials) {
     if (t.state != TrialState::kDone) continue;
     const double v = TrialMetricValue(t, metric);
-    if (std::isfinite(v)) a.values[IsBaseline(t) ? "baseline" : MatchKey(t.pairing)].push_back(v);
+    if (std::isfinite(v))
+      a.values[IsBaselineTrial(t) ? "baseline" : MatchKey(t.pairing)].push_back(v);
   }
   return a;
 }

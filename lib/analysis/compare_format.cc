@@ -10,7 +10,7 @@
 namespace codl::experiment {
 namespace {
 
-std::string Fmt(const char* format, double v) {
+std::string Printf(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
@@ -19,8 +19,8 @@ std::string Fmt(const char* format, double v) {
 // "1.42x [1.30, 1.55]", "1.42x [n/a: n < 3]", "-" when not run.
 std::string RatioText(double value, double low, double high, bool present) {
   if (!present || !std::isfinite(value)) return "-";
-  std::string s = Fmt("%.2fx", value);
-  s += std::isfinite(low) ? " [" + Fmt("%.2f", low) + ", " + Fmt("%.2f", high) + "]"
+  std::string s = Printf("%.2fx", value);
+  s += std::isfinite(low) ? " [" + Printf("%.2f", low) + ", " + Printf("%.2f", high) + "]"
                           : " [n/a: n < 3]";
   return s;
 }
@@ -28,7 +28,7 @@ std::string RatioText(double value, double low, double high, bool present) {
 std::string Suffix(size_t i) { return "_" + std::to_string(i + 1); }
 
 using Json = nlohmann::ordered_json;
-Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(); }
+Json JsonNumber(double v) { return std::isfinite(v) ? Json(v) : Json(); }
 
 }  // namespace
 
@@ -60,7 +60,7 @@ TidyTable ComparisonTable(const Comparison& c) {
 }
 
 std::string FormatComparison(const Comparison& c) {
-  std::string out = "metric: " + c.metric + "; slowdown [" + Fmt("%.0f", 100 * c.confidence) +
+  std::string out = "metric: " + c.metric + "; slowdown [" + Printf("%.0f", 100 * c.confidence) +
                     "% CI] per experiment; ratio = slowdown / slowdown in #1, bootstrap CI\n";
   for (size_t i = 0; i < c.experiments.size(); ++i)
     out += "#" + std::to_string(i + 1) + " = " + c.experiments[i].first + " (" +
@@ -114,9 +114,9 @@ std::string FormatComparisonJson(const Comparison& c) {
       pj["experiments"].push_back({{"experiment_id", c.experiments[i].first},
                                    {"present", cell.present},
                                    {"n", cell.n},
-                                   {"slowdown", Num(cell.slowdown)},
-                                   {"ci_low", Num(cell.ci_low)},
-                                   {"ci_high", Num(cell.ci_high)}});
+                                   {"slowdown", JsonNumber(cell.slowdown)},
+                                   {"ci_low", JsonNumber(cell.ci_low)},
+                                   {"ci_high", JsonNumber(cell.ci_high)}});
       if (!p.matched && cell.present)
         j["unmatched"].push_back(
             {{"experiment_id", c.experiments[i].first}, {"pairing", p.pairing}});
@@ -125,9 +125,9 @@ std::string FormatComparisonJson(const Comparison& c) {
     for (size_t k = 0; k < p.ratios.size(); ++k) {
       pj["ratios"].push_back({{"experiment_id", c.experiments[k + 1].first},
                               {"vs", c.experiments[0].first},
-                              {"ratio", Num(p.ratios[k].ratio)},
-                              {"ci_low", Num(p.ratios[k].ci_low)},
-                              {"ci_high", Num(p.ratios[k].ci_high)}});
+                              {"ratio", JsonNumber(p.ratios[k].ratio)},
+                              {"ci_low", JsonNumber(p.ratios[k].ci_low)},
+                              {"ci_high", JsonNumber(p.ratios[k].ci_high)}});
     }
     j["pairings"].push_back(std::move(pj));
   }

@@ -10,14 +10,6 @@
 namespace codl::experiment {
 namespace {
 
-// Slowdown of a group's median against the baseline's (> 1 = slower whatever the metric's
-// direction); NaN when the denominator is not positive.
-double SlowdownOf(double median, double base_median, bool higher_is_faster) {
-  const double num = higher_is_faster ? base_median : median;
-  const double den = higher_is_faster ? median : base_median;
-  return den > 0 ? num / den : kNaN;
-}
-
 struct Figures {
   std::vector<double> singles;
   double combined = kNaN, product = kNaN, ratio = kNaN;
@@ -28,10 +20,10 @@ Figures FiguresOf(double base_median, const std::vector<double>& single_medians,
   Figures f;
   f.product = 1;
   for (double m : single_medians) {
-    f.singles.push_back(SlowdownOf(m, base_median, higher_is_faster));
+    f.singles.push_back(SlowdownFromMedians(m, base_median, higher_is_faster));
     f.product *= f.singles.back();
   }
-  f.combined = SlowdownOf(combined_median, base_median, higher_is_faster);
+  f.combined = SlowdownFromMedians(combined_median, base_median, higher_is_faster);
   if (f.product > 0) f.ratio = f.combined / f.product;
   return f;
 }

@@ -31,6 +31,14 @@ std::string JoinPairingKey(const std::map<std::string, std::string>& parts) {
   return key;
 }
 
+bool IsBaselineTrial(const TrialRecord& t) { return t.baseline || t.pairing == "baseline"; }
+
+double SlowdownFromMedians(double median, double base_median, bool higher_is_faster) {
+  const double num = higher_is_faster ? base_median : median;
+  const double den = higher_is_faster ? median : base_median;
+  return den > 0 ? num / den : kNaN;
+}
+
 std::map<std::string, std::vector<double>> MeasuredSamples(const std::vector<TrialRecord>& trials,
                                                            const TrialMetric& metric,
                                                            bool include_flagged) {
@@ -41,7 +49,7 @@ std::map<std::string, std::vector<double>> MeasuredSamples(const std::vector<Tri
     if (!counts) continue;
     const double x = TrialMetricValue(t, metric);
     if (!std::isfinite(x)) continue;
-    out[t.baseline || t.pairing == "baseline" ? "baseline" : t.pairing].push_back(x);
+    out[IsBaselineTrial(t) ? "baseline" : t.pairing].push_back(x);
   }
   return out;
 }

@@ -19,6 +19,13 @@ std::map<std::string, std::string> ParsePairingKey(const std::string& key);
 // The canonical key of a set of parts ({membw: "0.5"} -> "membw@0.5"), names sorted.
 std::string JoinPairingKey(const std::map<std::string, std::string>& parts);
 
+// A baseline trial (flagged as one, or an old record whose pairing key says so).
+bool IsBaselineTrial(const TrialRecord& t);
+
+// Slowdown of a group's median against the baseline's (> 1 = slower whatever the metric's
+// direction); NaN when the denominator is not positive.
+double SlowdownFromMedians(double median, double base_median, bool higher_is_faster);
+
 // Metric values of the measured (state done) trials per pairing key; every baseline trial
 // under "baseline". Non-finite values (no measurement) are left out, as in Summarize.
 // include_flagged: flagged trials too (an antagonist missed its target), as Summarize's

@@ -62,12 +62,6 @@ std::vector<Single> CollectSingles(const std::map<std::string, std::vector<doubl
   return out;
 }
 
-double SlowdownOf(double median, double base_median, bool higher_is_faster) {
-  const double num = higher_is_faster ? base_median : median;
-  const double den = higher_is_faster ? median : base_median;
-  return den > 0 ? num / den : kNaN;
-}
-
 struct Curve {
   bool absolute = false;
   SensitivityCurve fit;
@@ -83,7 +77,7 @@ std::map<std::string, Curve> FitCurves(const std::vector<Single>& singles,
   const double base = medians.at("baseline");
   for (const auto& s : singles) {
     if (s.key == exclude) continue;
-    const double slowdown = SlowdownOf(medians.at(s.key), base, higher_is_faster);
+    const double slowdown = SlowdownFromMedians(medians.at(s.key), base, higher_is_faster);
     if (!std::isfinite(slowdown)) continue;
     Curve& c = curves[s.name];
     c.absolute = s.at.absolute;  // a mixed curve is refused before fitting (CheckKinds)
@@ -246,8 +240,8 @@ Prediction PredictOne(const Profile& profile, const Query& q) {
   p.ci_high = Quantile(draws, 1 - alpha / 2);
   if (is_measured) {
     p.n_measured = static_cast<int>(measured->second.size());
-    p.measured =
-        SlowdownOf(profile.medians.at(q.key), profile.medians.at("baseline"), o.higher_is_faster);
+    p.measured = SlowdownFromMedians(profile.medians.at(q.key), profile.medians.at("baseline"),
+                                     o.higher_is_faster);
     if (p.measured > 0 && std::isfinite(p.predicted)) p.error = p.predicted / p.measured - 1;
   }
   return p;

@@ -21,8 +21,6 @@ namespace {
 constexpr int kResamples = 10000;
 constexpr double kConfidence = 0.95;
 
-bool IsBaseline(const TrialRecord& t) { return t.baseline || t.pairing == "baseline"; }
-
 uint64_t Fnv1a(const std::string& s) {
   uint64_t h = 14695981039346656037ull;
   for (unsigned char c : s) {
@@ -161,7 +159,7 @@ Grouped GroupByPairing(const std::vector<TrialRecord>& trials) {
                    [](const auto* a, const auto* b) { return a->index < b->index; });
   Grouped g;
   for (const auto* t : sorted) {
-    const std::string key = IsBaseline(*t) ? "baseline" : t->pairing;
+    const std::string key = IsBaselineTrial(*t) ? "baseline" : t->pairing;
     if (!g.by_key.count(key)) g.order.push_back(key);
     g.by_key[key].push_back(t);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/results.h"
 #include "lib/analysis/trial_metric.h"
 
@@ -17,8 +18,6 @@ std::vector<const TrialRecord*> ByIndex(const std::vector<TrialRecord>& trials) 
   return sorted;
 }
 
-bool IsBaseline(const TrialRecord& t) { return t.baseline || t.pairing == "baseline"; }
-
 // The columns every row of both exports starts with: which trial, under which interference.
 const std::vector<std::string> kTrialColumns = {"experiment_id", "experiment", "trial",
                                                 "repetition",    "pairing",    "role",
@@ -27,7 +26,7 @@ const std::vector<std::string> kTrialColumns = {"experiment_id", "experiment", "
 std::vector<Cell> TrialCells(const ExperimentRecord& e, const TrialRecord& t) {
   std::string names, intensities;
   // Joined with ';' (a '+' may occur inside a rate label such as "1e+9/s").
-  for (const auto& [name, intensity] : PairingIntensities(IsBaseline(t) ? "" : t.pairing)) {
+  for (const auto& [name, intensity] : PairingIntensities(IsBaselineTrial(t) ? "" : t.pairing)) {
     names += (names.empty() ? "" : ";") + name;
     intensities += (intensities.empty() ? "" : ";") + intensity;
   }
@@ -35,8 +34,8 @@ std::vector<Cell> TrialCells(const ExperimentRecord& e, const TrialRecord& t) {
           Cell::Text(e.name),
           Cell::Int(t.index),
           Cell::Int(t.repetition),
-          Cell::Text(IsBaseline(t) ? "baseline" : t.pairing),
-          Cell::Text(IsBaseline(t) ? "baseline" : "interfered"),
+          Cell::Text(IsBaselineTrial(t) ? "baseline" : t.pairing),
+          Cell::Text(IsBaselineTrial(t) ? "baseline" : "interfered"),
           Cell::Text(names),
           Cell::Text(intensities)};
 }

@@ -10,6 +10,7 @@
 #include "lib/analysis/pairing_order.h"
 #include "lib/report/charts.h"
 #include "lib/report/interaction_section.h"
+#include "lib/report/prediction_section.h"
 #include "lib/report/provenance.h"
 #include "lib/report/svg.h"
 
@@ -241,6 +242,12 @@ std::string FlagRate(const PairingSummary& p) {
          Escape(Percent(p.flag_rate)) + ")";
 }
 
+// The smallest slowdown the pairing's trial counts could have detected (docs/validity.md,
+// "Adaptive repetitions"); none for the baseline or where no outcome could be significant.
+std::string MdeCell(const PairingSummary& p) {
+  return p.baseline || !std::isfinite(p.mde) ? kMissing : Escape(Slowdown(p.mde));
+}
+
 std::string PairingTable(const ExperimentResults& r) {
   if (r.pairings.empty()) return "<p class=\"empty\">No trials recorded yet.</p>\n";
   std::string t =
@@ -248,7 +255,8 @@ std::string PairingTable(const ExperimentResults& r) {
       "<th>" +
       Escape(r.metric) +
       "</th><th>CoV</th><th>slowdown [CI]</th><th>p [Holm]</th><th>all trials [CI]</th>"
-      "<th>flagged</th><th>achieved rate</th><th>cores</th><th>excluded</th></tr></thead>\n"
+      "<th>MDE</th><th>flagged</th><th>achieved rate</th><th>cores</th><th>excluded</th></tr>"
+      "</thead>\n"
       "<tbody>\n";
   for (const PairingSummary* sorted : experiment::SortedPairings(r)) {
     const PairingSummary& p = *sorted;
@@ -261,9 +269,9 @@ std::string PairingTable(const ExperimentResults& r) {
          "</td><td class=\"num\">" + MetricValue(r, p) + "</td><td class=\"num\">" +
          Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
          "</td><td class=\"num\">" + PCell(p) + "</td><td class=\"num\">" + all +
-         "</td><td class=\"num\">" + FlagRate(p) + "</td><td>" +
-         (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + CoresCell(p) + "</td><td>" +
-         Notes(p) + "</td></tr>\n";
+         "</td><td class=\"num\">" + MdeCell(p) + "</td><td class=\"num\">" + FlagRate(p) +
+         "</td><td>" + (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + CoresCell(p) +
+         "</td><td>" + Notes(p) + "</td></tr>\n";
   }
   return t + "</tbody>\n</table>\n";
 }
@@ -346,6 +354,15 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                     "singles and combination together; flagged super- or sub-additive when the "
                     "CI excludes 1.",
                     interactions);
+  }
+  if (std::string predictions = RenderPredictions(results, trials, experiment.seed);
+      !predictions.empty()) {
+    page += Section("prediction", "Prediction from the singles",
+                    "How well the singles' sensitivity curves predict what was measured: each "
+                    "combination from its singles (the product of their slowdowns), each single "
+                    "from the other points of its curve, with a bootstrap CI over the baseline "
+                    "and the singles.",
+                    predictions);
   }
   const Figure series = StepSeriesFigure(results, trials);
   page +=

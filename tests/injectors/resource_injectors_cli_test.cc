@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::vector<std::string> Cmd(std::vector<std::string> args) { return CodlInjectCmd(args); }
+std::vector<std::string> InjectCmd(std::vector<std::string> args) { return CodlInjectCmd(args); }
 
 // A TCP port free on 127.0.0.1 a moment ago (bound to port 0, read back, closed).
 int FreeLoopbackPort() {
@@ -61,28 +61,28 @@ void ExpectNearTarget(const std::string& summary, double target) {
 
 TEST(ResourceInjectorsTest, CpuRateIsCoreSecondsPerSecondWithOps) {
   // 0.2 core-s/s on one thread: a fifth of a core, reachable even on a busy box.
-  ProcessResult r = RunProcess(Cmd({"cpu", "--set", "threads=1", "--set", "mix=int", "--rate",
-                                    "0.2", "--duration", "2s", "--json"}));
+  ProcessResult r = RunProcess(InjectCmd({"cpu", "--set", "threads=1", "--set", "mix=int", "--rate",
+                                          "0.2", "--duration", "2s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string s = Summary(r.out);
   EXPECT_THAT(s, HasSubstr("\"unit\":\"core-s/s\""));
   ExpectNearTarget(s, 0.2);
   EXPECT_GT(JsonNumber(s, "ops"), 0);
   // A CPU share cannot be given in bytes/s.
-  r = RunProcess(Cmd({"cpu", "--rate", "1GiB/s"}));
+  r = RunProcess(InjectCmd({"cpu", "--rate", "1GiB/s"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("does not apply"));
-  r = RunProcess(Cmd({"cpu", "--set", "cpus=4095", "--max"}));
+  r = RunProcess(InjectCmd({"cpu", "--set", "cpus=4095", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("CPU 4095 is not available"));
-  r = RunProcess(Cmd({"cpu", "--set", "period=100ms", "--max"}));
+  r = RunProcess(InjectCmd({"cpu", "--set", "period=100ms", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("out of range"));
 }
 
 TEST(ResourceInjectorsTest, LlcLevelAndMissReportingIsHonest) {
-  ProcessResult r = RunProcess(Cmd({"llc", "--set", "working_set=2MiB", "--level", "0.5", "--peak",
-                                    "400000", "--duration", "2s", "--json"}));
+  ProcessResult r = RunProcess(InjectCmd({"llc", "--set", "working_set=2MiB", "--level", "0.5",
+                                          "--peak", "400000", "--duration", "2s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string s = Summary(r.out);
   ExpectNearTarget(s, 200000);
@@ -91,7 +91,7 @@ TEST(ResourceInjectorsTest, LlcLevelAndMissReportingIsHonest) {
   // neither.
   const bool measured = JsonHas(s, "llc_misses");
   EXPECT_NE(measured, s.find("LLC misses not measured") != std::string::npos) << s;
-  r = RunProcess(Cmd(
+  r = RunProcess(InjectCmd(
       {"llc", "--set", "working_set=64KiB", "--set", "threads=128", "--max", "--duration", "1s"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("fewer than 16 lines per thread"));
@@ -100,9 +100,9 @@ TEST(ResourceInjectorsTest, LlcLevelAndMissReportingIsHonest) {
 TEST(ResourceInjectorsTest, PagecacheHoldsTheTargetResident) {
   for (const char* kind : {"anon", "file"}) {
     TempDir scratch;
-    ProcessResult r = RunProcess(
-        Cmd({"pagecache", "--set", std::string("kind=") + kind, "--set", "limit=64MiB", "--rate",
-             "16Mi", "--duration", "1.5s", "--json", "--scratch-root", scratch.path()}));
+    ProcessResult r = RunProcess(InjectCmd({"pagecache", "--set", std::string("kind=") + kind,
+                                            "--set", "limit=64MiB", "--rate", "16Mi", "--duration",
+                                            "1.5s", "--json", "--scratch-root", scratch.path()}));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::string s = Summary(r.out);
     EXPECT_THAT(s, HasSubstr("\"unit\":\"bytes\""));
@@ -119,8 +119,9 @@ TEST(ResourceInjectorsTest, PagecacheHoldsTheTargetResident) {
 
 TEST(ResourceInjectorsTest, PagecacheBacksOffAtTheFloorAndSaysSo) {
   // A floor far above this machine's memory: nothing may be held, and every interval says so.
-  ProcessResult r = RunProcess(Cmd({"pagecache", "--set", "floor=16TiB", "--set", "limit=64MiB",
-                                    "--rate", "16Mi", "--duration", "1s", "--json"}));
+  ProcessResult r =
+      RunProcess(InjectCmd({"pagecache", "--set", "floor=16TiB", "--set", "limit=64MiB", "--rate",
+                            "16Mi", "--duration", "1s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string s = Summary(r.out);
   EXPECT_EQ(JsonNumber(s, "achieved_rate"), 0) << s;
@@ -135,7 +136,8 @@ TEST(ResourceInjectorsTest, PagecacheBacksOffAtTheFloorAndSaysSo) {
 }
 
 TEST(ResourceInjectorsTest, PagecacheCalibratesToMemAvailable) {
-  ProcessResult r = RunProcess(Cmd({"pagecache", "--calibrate", "--duration", "0.5s", "--json"}));
+  ProcessResult r =
+      RunProcess(InjectCmd({"pagecache", "--calibrate", "--duration", "0.5s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string s = Summary(r.out);
   EXPECT_GT(JsonNumber(s, "peak_rate"), 64.0 * 1024 * 1024);
@@ -145,8 +147,8 @@ TEST(ResourceInjectorsTest, PagecacheCalibratesToMemAvailable) {
 TEST(ResourceInjectorsTest, PagecacheFileStaysInsideTheScratchRoots) {
   TempDir scratch, outside;
   ProcessResult r = RunProcess(
-      Cmd({"pagecache", "--set", "kind=file", "--set", "dir=" + outside.path(), "--set",
-           "limit=8MiB", "--max", "--duration", "1s", "--scratch-root", scratch.path()}));
+      InjectCmd({"pagecache", "--set", "kind=file", "--set", "dir=" + outside.path(), "--set",
+                 "limit=8MiB", "--max", "--duration", "1s", "--scratch-root", scratch.path()}));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("outside the scratch roots"));
   EXPECT_TRUE(fs::is_empty(outside.path()));
@@ -155,9 +157,9 @@ TEST(ResourceInjectorsTest, PagecacheFileStaysInsideTheScratchRoots) {
 TEST(ResourceInjectorsTest, PagecacheFileIsRemovedOnSigtermAndCleanedAfterSigkill) {
   TempDir scratch;
   auto start = [&] {
-    auto child =
-        std::make_unique<Child>(Cmd({"pagecache", "--set", "kind=file", "--set", "limit=16MiB",
-                                     "--max", "--json", "--scratch-root", scratch.path()}));
+    auto child = std::make_unique<Child>(
+        InjectCmd({"pagecache", "--set", "kind=file", "--set", "limit=16MiB", "--max", "--json",
+                   "--scratch-root", scratch.path()}));
     EXPECT_THAT(child->ReadLine(10), HasSubstr("\"t_s\"")) << "pagecache did not start";
     return child;
   };
@@ -176,7 +178,7 @@ TEST(ResourceInjectorsTest, PagecacheFileIsRemovedOnSigtermAndCleanedAfterSigkil
   kill(killed->pid(), SIGKILL);
   EXPECT_EQ(killed->Wait(5), -SIGKILL);
   ProcessResult r =
-      RunProcess(Cmd({"--cleanup-stale", "--json", "--scratch-root", scratch.path()}));
+      RunProcess(InjectCmd({"--cleanup-stale", "--json", "--scratch-root", scratch.path()}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"removed\":\"" + dirs[0] + "\"}\n");
   EXPECT_TRUE(FindRunDirs(scratch.path()).empty());
@@ -184,28 +186,29 @@ TEST(ResourceInjectorsTest, PagecacheFileIsRemovedOnSigtermAndCleanedAfterSigkil
 
 TEST(ResourceInjectorsTest, NetSendsToLoopbackAndToAReceiver) {
   // The in-process loopback sink: a rate far below what loopback carries.
-  ProcessResult r = RunProcess(Cmd({"net", "--rate", "20MiB/s", "--duration", "1.5s", "--json"}));
+  ProcessResult r =
+      RunProcess(InjectCmd({"net", "--rate", "20MiB/s", "--duration", "1.5s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectNearTarget(Summary(r.out), 20.0 * 1024 * 1024);
   // A receiver process on a port the kernel just handed out, and a sender to it: the sender's
   // rate is what the receiver drains.
   const int port = FreeLoopbackPort();
   ASSERT_GT(port, 0);
-  Child receiver(Cmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port),
-                      "--max", "--duration", "4s", "--json"}));
+  Child receiver(InjectCmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port),
+                            "--max", "--duration", "4s", "--json"}));
   EXPECT_THAT(receiver.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
-  r = RunProcess(Cmd({"net", "--set", "peer=127.0.0.1:" + std::to_string(port), "--rate", "10MiB/s",
-                      "--duration", "1.5s", "--json"}));
+  r = RunProcess(InjectCmd({"net", "--set", "peer=127.0.0.1:" + std::to_string(port), "--rate",
+                            "10MiB/s", "--duration", "1.5s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectNearTarget(Summary(r.out), 10.0 * 1024 * 1024);
   EXPECT_THAT(Summary(r.out), HasSubstr("peer: 127.0.0.1:" + std::to_string(port)));
   EXPECT_EQ(receiver.Wait(10), 0);
   const std::string rest = receiver.ReadRest();
   EXPECT_GT(JsonNumber(Summary(rest), "achieved_rate"), 0) << rest;
-  r = RunProcess(Cmd({"net", "--set", "peer=127.0.0.1:1", "--max", "--duration", "1s"}));
+  r = RunProcess(InjectCmd({"net", "--set", "peer=127.0.0.1:1", "--max", "--duration", "1s"}));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("connect to 127.0.0.1:1"));
-  r = RunProcess(Cmd({"net", "--set", "peer=nohostport", "--max"}));
+  r = RunProcess(InjectCmd({"net", "--set", "peer=nohostport", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("not loopback or a resolvable host:port"));
 }
@@ -213,16 +216,16 @@ TEST(ResourceInjectorsTest, NetSendsToLoopbackAndToAReceiver) {
 // A pair across agents without the agents: rank 0 publishes its endpoint as the agent would
 // relay it, rank 1 gets it as --set endpoint=<hex> and streams to it at the rate.
 TEST(ResourceInjectorsTest, NetPairSenderStreamsToWhatTheReceiverPublished) {
-  Child receiver(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=t/k",
-                      "--set", "bind=127.0.0.2", "--set", "connections=2", "--rate", "16MiB/s",
-                      "--duration", "5s", "--json"}));
+  Child receiver(InjectCmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set",
+                            "rendezvous_key=t/k", "--set", "bind=127.0.0.2", "--set",
+                            "connections=2", "--rate", "16MiB/s", "--duration", "5s", "--json"}));
   const std::string publish = receiver.ReadLine(10);
   ASSERT_THAT(publish, HasSubstr("{\"rendezvous_publish\":{\"key\":\"t/k\",\"value_hex\":\""));
   const size_t at = publish.find("value_hex\":\"") + 12;
   const std::string hex = publish.substr(at, publish.find('"', at) - at);
   ProcessResult r = RunProcess(
-      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--set",
-           "connections=2", "--rate", "16MiB/s", "--duration", "2s", "--json"}));
+      InjectCmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--set",
+                 "connections=2", "--rate", "16MiB/s", "--duration", "2s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectNearTarget(Summary(r.out), 16.0 * 1024 * 1024);
   EXPECT_THAT(Summary(r.out), HasSubstr("pair: sending to the receiver at 127.0.0.2:"));
@@ -233,8 +236,8 @@ TEST(ResourceInjectorsTest, NetPairSenderStreamsToWhatTheReceiverPublished) {
 // receiver=second: rank 0 still listens and publishes, but it sends and rank 1 receives.
 TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
   Child first(
-      Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k", "--set",
-           "receiver=second", "--rate", "8MiB/s", "--duration", "2.5s", "--json"}));
+      InjectCmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k", "--set",
+                 "receiver=second", "--rate", "8MiB/s", "--duration", "2.5s", "--json"}));
   const std::string publish = first.ReadLine(10);
   const size_t at = publish.find("value_hex\":\"") + 12;
   ASSERT_NE(at, std::string::npos + 12) << publish;
@@ -257,8 +260,8 @@ TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
   EXPECT_EQ(recv(stranger, buf, sizeof buf, 0), 0) << "closed without a byte";
   close(stranger);
   ProcessResult r = RunProcess(
-      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "receiver=second", "--set",
-           "endpoint=" + hex, "--rate", "8MiB/s", "--duration", "2s", "--json"}));
+      InjectCmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "receiver=second", "--set",
+                 "endpoint=" + hex, "--rate", "8MiB/s", "--duration", "2s", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectNearTarget(Summary(r.out), 8.0 * 1024 * 1024);
   EXPECT_THAT(Summary(r.out), HasSubstr("pair: receiving from the sender at 127.0.0.1:"));
@@ -269,14 +272,14 @@ TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
 // kill -9 of one rank: the other does not hang on a dead peer, it fails (exit 1) within the
 // 2 s it grants a peer that is merely being stopped at the same moment.
 TEST(ResourceInjectorsTest, NetPairSenderFailsPromptlyWhenTheReceiverIsKilled) {
-  Child receiver(Cmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k",
-                      "--max", "--duration", "30s", "--json"}));
+  Child receiver(InjectCmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set",
+                            "rendezvous_key=k", "--max", "--duration", "30s", "--json"}));
   const std::string publish = receiver.ReadLine(10);
   const size_t at = publish.find("value_hex\":\"") + 12;
   ASSERT_NE(at, std::string::npos + 12) << publish;
-  Child sender(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
-                    "endpoint=" + publish.substr(at, publish.find('"', at) - at), "--max",
-                    "--duration", "30s", "--json"}));
+  Child sender(InjectCmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set",
+                          "endpoint=" + publish.substr(at, publish.find('"', at) - at), "--max",
+                          "--duration", "30s", "--json"}));
   ASSERT_THAT(sender.ReadLine(10), HasSubstr("\"t_s\"")) << "sender did not start";
   kill(receiver.pid(), SIGKILL);
   EXPECT_EQ(receiver.Wait(5), -SIGKILL);
@@ -286,8 +289,8 @@ TEST(ResourceInjectorsTest, NetPairSenderFailsPromptlyWhenTheReceiverIsKilled) {
 // A listener that does not answer with the token (not the receiver) gets no flood.
 TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
   const int port = FreeLoopbackPort();
-  Child plain(Cmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port), "--max",
-                   "--duration", "6s", "--json"}));
+  Child plain(InjectCmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port),
+                         "--max", "--duration", "6s", "--json"}));
   EXPECT_THAT(plain.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
   std::string hex;
   const std::string text =
@@ -297,8 +300,8 @@ TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
     std::snprintf(b, sizeof b, "%02x", c);
     hex += b;
   }
-  ProcessResult r = RunProcess(
-      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--max"}));
+  ProcessResult r = RunProcess(InjectCmd(
+      {"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=" + hex, "--max"}));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("no address of rank 0 answered: 127.0.0.1:" + std::to_string(port) +
                                ": connected, but it did not answer with rank 0's token"));
@@ -308,18 +311,18 @@ TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
 }
 
 TEST(ResourceInjectorsTest, NetPairOptionsAreChecked) {
-  ProcessResult r = RunProcess(Cmd({"net", "--set", "ranks=3", "--max"}));
+  ProcessResult r = RunProcess(InjectCmd({"net", "--set", "ranks=3", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("a net antagonist is one receiver/sender pair"));
-  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--max"}));
+  r = RunProcess(InjectCmd({"net", "--set", "ranks=2", "--set", "rank=1", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("rank 1 of 2 needs endpoint"));
   r = RunProcess(
-      Cmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=6162", "--max"}));
+      InjectCmd({"net", "--set", "ranks=2", "--set", "rank=1", "--set", "endpoint=6162", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("option 'endpoint': not a net endpoint"));
-  r = RunProcess(Cmd({"net", "--set", "ranks=2", "--set", "rendezvous_key=k", "--set",
-                      "peer=127.0.0.1:9", "--max"}));
+  r = RunProcess(InjectCmd({"net", "--set", "ranks=2", "--set", "rendezvous_key=k", "--set",
+                            "peer=127.0.0.1:9", "--max"}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("option 'peer' does not apply to a pair"));
 }

@@ -35,7 +35,7 @@ TrialRecord Trial(int index, const std::string& pairing, double victim_cpu_s,
   return t;
 }
 
-ExperimentRecord Record() {
+ExperimentRecord CoresRecord() {
   ExperimentRecord e;
   e.id = "e1";
   e.name = "cores";
@@ -43,9 +43,9 @@ ExperimentRecord Record() {
 }
 
 TEST(CoresTest, MeanCoresAndCpusPerPairing) {
-  auto r =
-      Summarize(Record(), {Trial(0, "baseline", 10, "0-1", 0), Trial(1, "membw@0.25", 10, "0-1", 6),
-                           Trial(2, "membw@0.25", 20, "0", 3)});
+  auto r = Summarize(CoresRecord(),
+                     {Trial(0, "baseline", 10, "0-1", 0), Trial(1, "membw@0.25", 10, "0-1", 6),
+                      Trial(2, "membw@0.25", 20, "0", 3)});
   ASSERT_EQ(r.pairings.size(), 2u);
   const PairingSummary& p = r.pairings[1];
   EXPECT_DOUBLE_EQ(p.victim_cores, 1.5);  // (1.0 + 2.0) / 2
@@ -66,7 +66,8 @@ TEST(CoresTest, MeanCoresAndCpusPerPairing) {
 }
 
 TEST(CoresTest, RecordsWithoutCpuAccountingShowNothing) {
-  auto r = Summarize(Record(), {Trial(0, "baseline", 0, "", 0), Trial(1, "membw@0.25", 0, "", 0)});
+  auto r =
+      Summarize(CoresRecord(), {Trial(0, "baseline", 0, "", 0), Trial(1, "membw@0.25", 0, "", 0)});
   EXPECT_TRUE(std::isnan(r.pairings[1].victim_cores));
   EXPECT_TRUE(std::isnan(r.pairings[1].antagonists[0].cores));
   auto j = nlohmann::json::parse(FormatJson(r));

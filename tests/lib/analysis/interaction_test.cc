@@ -104,7 +104,7 @@ TEST(PairingKeyTest, ParsesAndJoinsKeysWithRatesContainingPlus) {
   EXPECT_EQ(JoinPairingKey({}), "baseline");
 }
 
-TrialRecord Trial(int index, const std::string& pairing, double metric) {
+TrialRecord InteractionTrial(int index, const std::string& pairing, double metric) {
   TrialRecord t;
   t.experiment_id = "e1";
   t.index = index;
@@ -120,7 +120,7 @@ TEST(SummarizeInteractionsTest, ResultsCarryInteractionsInTableAndJson) {
   int index = 0;
   for (const auto& [key, center] : std::vector<std::pair<std::string, double>>{
            {"baseline", 1.0}, {"a@0.5", 1.2}, {"b@0.5", 1.5}, {"a@0.5+b@0.5", 2.4}}) {
-    for (double v : Around(center)) trials.push_back(Trial(index++, key, v));
+    for (double v : Around(center)) trials.push_back(InteractionTrial(index++, key, v));
   }
   ExperimentRecord e;
   e.id = "e1";
