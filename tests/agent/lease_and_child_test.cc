@@ -62,19 +62,28 @@ TEST(ChildProcess, EnvAndWorkdirApply) {
 }
 
 TEST(ChildProcess, TerminateKillsTheWholeProcessGroup) {
-  std::string grandchild_pid;
+  // Written by the child's reader thread, read here: under a lock (a TSan report otherwise).
+  std::mutex mu;
+  std::string grandchild_pid_line;
+  auto grandchild_pid = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return grandchild_pid_line;
+  };
   ChildProcess::Options o;
   // The shell starts a grandchild and waits; killing the group must take both.
   o.argv = {"sh", "-c", "sleep 60 & echo $!; wait"};
-  o.on_stdout = [&](std::string_view l) { grandchild_pid = std::string(l); };
+  o.on_stdout = [&](std::string_view l) {
+    std::lock_guard<std::mutex> lock(mu);
+    grandchild_pid_line = std::string(l);
+  };
   auto c = ChildProcess::Spawn(o);
   ASSERT_TRUE(c.ok());
-  for (int i = 0; i < 100 && grandchild_pid.empty(); ++i) usleep(20000);
-  ASSERT_FALSE(grandchild_pid.empty());
+  for (int i = 0; i < 100 && grandchild_pid().empty(); ++i) usleep(20000);
+  ASSERT_FALSE(grandchild_pid().empty());
   (*c)->Terminate(1.0);
   EXPECT_TRUE((*c)->exited());
   EXPECT_EQ((*c)->exit_code(), -SIGTERM);
-  pid_t g = std::stoi(grandchild_pid);
+  pid_t g = std::stoi(grandchild_pid());
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
     std::ifstream stat("/proc/" + std::to_string(g) + "/stat");
