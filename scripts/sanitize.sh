@@ -62,8 +62,11 @@ asan() {
   check_reports "$logs"
 }
 
-tsan_targets=(rpc_test agent_test controller_test security_bounds_test security_authz_test
-  security_subreaper_test)
+# security_bounds_test and security_authz_test are left out: they run a gRPC server and clients
+# in one process, and Debian's gRPC is not instrumented, so TSan cannot see the hand-over of data
+# through it (arena-allocated messages reused across gRPC threads, settings written before a
+# call) and reports each one (docs/security.md, "Sanitizers and fuzzing in CI").
+tsan_targets=(rpc_test agent_test controller_test security_subreaper_test)
 tsan() {
   local dir=build-tsan logs=$root/build-tsan/sanitizer-logs t status=0
   timed "tsan configure" configure "$dir" -DCODL_SANITIZE=thread \
