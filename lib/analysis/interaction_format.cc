@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "lib/analysis/format_numbers.h"
 #include "lib/analysis/results.h"
 #include "lib/common/csv.h"
 
@@ -12,22 +13,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string Fmt(const char* format, double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(); }
-
-std::string CsvNum(double v) {
-  if (!std::isfinite(v)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::string Joined(const std::vector<std::string>& v, const char* sep) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
@@ -35,16 +20,16 @@ std::string Joined(const std::vector<std::string>& v, const char* sep) {
 }
 
 std::string RatioCell(const InteractionSummary& s) {
-  std::string cell = Fmt("%.3f", s.ratio);
+  std::string cell = FixedOrDash("%.3f", s.ratio);
   if (s.ci_small_n) return cell + " [n/a: n < 3]";
   if (std::isfinite(s.ci_low))
-    cell += " [" + Fmt("%.3f", s.ci_low) + ", " + Fmt("%.3f", s.ci_high) + "]";
+    cell += " [" + FixedOrDash("%.3f", s.ci_low) + ", " + FixedOrDash("%.3f", s.ci_high) + "]";
   return cell;
 }
 
 std::string SinglesCell(const InteractionSummary& s) {
   std::string cell;
-  for (double x : s.single_slowdowns) cell += (cell.empty() ? "" : " x ") + Fmt("%.3fx", x);
+  for (double x : s.single_slowdowns) cell += (cell.empty() ? "" : " x ") + FixedOrDash("%.3fx", x);
   return cell.empty() ? "-" : cell;
 }
 
@@ -72,7 +57,7 @@ std::string FormatInteractionTable(const std::vector<InteractionSummary>& intera
   out << "\ninteraction: each combination against its singles at the same intensities; "
          "x-pred = product of the singles' slowdowns, +-pred = 1 + sum of (single - 1); ratio = "
          "measured / x-pred with a "
-      << Fmt("%.0f", confidence * 100)
+      << FixedOrDash("%.0f", confidence * 100)
       << "% bootstrap CI resampling baseline, singles and combination together; "
          "super-additive (> 1) or sub-additive (< 1) when the CI excludes 1\n";
   std::vector<std::vector<std::string>> rows{{"combination", "n", "singles", "measured", "x-pred",
@@ -92,8 +77,9 @@ std::string FormatInteractionTable(const std::vector<InteractionSummary>& intera
                       "flagged, failed or not run)");
       continue;
     }
-    rows.push_back({s.pairing, std::to_string(s.n), SinglesCell(s), Fmt("%.3fx", s.slowdown),
-                    Fmt("%.3fx", s.multiplicative), Fmt("%.3fx", s.additive), RatioCell(s),
+    rows.push_back({s.pairing, std::to_string(s.n), SinglesCell(s),
+                    FixedOrDash("%.3fx", s.slowdown), FixedOrDash("%.3fx", s.multiplicative),
+                    FixedOrDash("%.3fx", s.additive), RatioCell(s),
                     s.verdict == InteractionVerdict::kNone ? "-" : ToString(s.verdict)});
   }
   if (rows.size() > 1) PrintAligned(rows, out);
@@ -107,18 +93,18 @@ Json InteractionsJson(const std::vector<InteractionSummary>& interactions) {
     Json singles = Json::array();
     for (size_t i = 0; i < s.singles.size(); ++i) {
       const double x = i < s.single_slowdowns.size() ? s.single_slowdowns[i] : kNaN;
-      singles.push_back({{"pairing", s.singles[i]}, {"slowdown", Num(x)}});
+      singles.push_back({{"pairing", s.singles[i]}, {"slowdown", JsonNumberOrNull(x)}});
     }
     arr.push_back({{"pairing", s.pairing},
                    {"n", s.n},
                    {"singles", singles},
                    {"missing_singles", s.missing_singles},
-                   {"slowdown", Num(s.slowdown)},
-                   {"multiplicative", Num(s.multiplicative)},
-                   {"additive", Num(s.additive)},
-                   {"ratio", Num(s.ratio)},
-                   {"ci_low", Num(s.ci_low)},
-                   {"ci_high", Num(s.ci_high)},
+                   {"slowdown", JsonNumberOrNull(s.slowdown)},
+                   {"multiplicative", JsonNumberOrNull(s.multiplicative)},
+                   {"additive", JsonNumberOrNull(s.additive)},
+                   {"ratio", JsonNumberOrNull(s.ratio)},
+                   {"ci_low", JsonNumberOrNull(s.ci_low)},
+                   {"ci_high", JsonNumberOrNull(s.ci_high)},
                    {"ci_small_n", s.ci_small_n},
                    {"verdict", ToString(s.verdict)}});
   }
@@ -131,19 +117,20 @@ std::string FormatInteractionsCsv(const ExperimentResults& r) {
          "multiplicative,additive,ratio,ci_low,ci_high,ci_small_n,verdict\n";
   for (const auto& s : r.interactions) {
     std::string slowdowns;
-    for (double x : s.single_slowdowns) slowdowns += (slowdowns.empty() ? "" : ";") + CsvNum(x);
+    for (double x : s.single_slowdowns)
+      slowdowns += (slowdowns.empty() ? "" : ";") + CsvRoundTrip(x);
     const std::vector<std::string> row = {CsvText(r.experiment_id),
                                           CsvText(s.pairing),
                                           std::to_string(s.n),
                                           CsvText(Joined(s.singles, ";")),
                                           slowdowns,
                                           CsvText(Joined(s.missing_singles, ";")),
-                                          CsvNum(s.slowdown),
-                                          CsvNum(s.multiplicative),
-                                          CsvNum(s.additive),
-                                          CsvNum(s.ratio),
-                                          CsvNum(s.ci_low),
-                                          CsvNum(s.ci_high),
+                                          CsvRoundTrip(s.slowdown),
+                                          CsvRoundTrip(s.multiplicative),
+                                          CsvRoundTrip(s.additive),
+                                          CsvRoundTrip(s.ratio),
+                                          CsvRoundTrip(s.ci_low),
+                                          CsvRoundTrip(s.ci_high),
                                           s.ci_small_n ? "1" : "0",
                                           ToString(s.verdict)};
     std::string line;

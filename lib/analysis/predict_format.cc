@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "lib/analysis/format_numbers.h"
 #include "lib/common/csv.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
@@ -15,24 +16,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string Fmt(const char* format, double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-Json Num(double v) { return std::isfinite(v) ? Json(v) : Json(); }
-
-std::string CsvNum(double v) {
-  if (!std::isfinite(v)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::string Intensity(const CurveSummary& c, double x) {
-  return c.absolute ? FormatRate(x, "bytes/s") : Fmt("%g", x);
+  return c.absolute ? FormatRate(x, "bytes/s") : FixedOrDash("%g", x);
 }
 
 // "membw: 0.25 -> 1.10x, 0.5 -> 1.31x (measured 1.29x)": the fitted knots, with the measured
@@ -42,11 +27,12 @@ std::string CurveLine(const CurveSummary& c) {
   bool first = true;
   for (const auto& k : c.fitted) {
     if (k.x == 0) continue;
-    s += std::string(first ? " " : ", ") + Intensity(c, k.x) + " -> " + Fmt("%.3fx", k.slowdown);
+    s += std::string(first ? " " : ", ") + Intensity(c, k.x) + " -> " +
+         FixedOrDash("%.3fx", k.slowdown);
     first = false;
     for (const auto& m : c.measured) {
       if (m.x == k.x && std::fabs(m.slowdown - k.slowdown) > 5e-4) {
-        s += " (measured " + Fmt("%.3fx", m.slowdown) + ")";
+        s += " (measured " + FixedOrDash("%.3fx", m.slowdown) + ")";
       }
     }
   }
@@ -55,13 +41,13 @@ std::string CurveLine(const CurveSummary& c) {
 
 std::string Singles(const Prediction& p) {
   std::string s;
-  for (double x : p.single_slowdowns) s += (s.empty() ? "" : " x ") + Fmt("%.3f", x);
+  for (double x : p.single_slowdowns) s += (s.empty() ? "" : " x ") + FixedOrDash("%.3f", x);
   return s.empty() ? "-" : s;
 }
 
 std::string Percent(double fraction) {
   if (!std::isfinite(fraction)) return "-";
-  return Fmt("%+.1f%%", 100 * fraction);
+  return FixedOrDash("%+.1f%%", 100 * fraction);
 }
 
 std::string MapeLine(const PredictionReport& r) {
@@ -71,11 +57,12 @@ std::string MapeLine(const PredictionReport& r) {
     if (!std::isfinite(p.error)) continue;
     (p.left_out ? interps : combos) += 1;
   }
-  std::string s = "MAPE " + Fmt("%.1f%%", r.mape) + " over " + std::to_string(r.n_compared) +
-                  " measured (combinations " + Fmt("%.1f%%", r.mape_combinations) + " over " +
-                  std::to_string(combos) + ", left-out singles " +
-                  Fmt("%.1f%%", r.mape_interpolations) + " over " + std::to_string(interps) +
-                  "); largest error " + Fmt("%.1f%%", r.max_abs_error);
+  std::string s = "MAPE " + FixedOrDash("%.1f%%", r.mape) + " over " +
+                  std::to_string(r.n_compared) + " measured (combinations " +
+                  FixedOrDash("%.1f%%", r.mape_combinations) + " over " + std::to_string(combos) +
+                  ", left-out singles " + FixedOrDash("%.1f%%", r.mape_interpolations) + " over " +
+                  std::to_string(interps) + "); largest error " +
+                  FixedOrDash("%.1f%%", r.max_abs_error);
   return s;
 }
 
@@ -89,8 +76,8 @@ std::string FormatPredictionTable(const PredictionReport& r, const PredictionSou
   out << "sensitivity curves (intensity -> slowdown, fitted non-decreasing through 0 -> 1):\n";
   for (const auto& c : r.curves) out << "  " << TerminalSafe(CurveLine(c)) << "\n";
   std::vector<std::vector<std::string>> rows{
-      {"combination", "predicted [" + Fmt("%.0f", src.confidence * 100) + "% CI]", "singles",
-       "measured", "n", "error"}};
+      {"combination", "predicted [" + FixedOrDash("%.0f", src.confidence * 100) + "% CI]",
+       "singles", "measured", "n", "error"}};
   bool extrapolated = false, left_out = false;
   for (const auto& p : r.predictions) {
     std::string name =
@@ -98,9 +85,9 @@ std::string FormatPredictionTable(const PredictionReport& r, const PredictionSou
     extrapolated = extrapolated || p.extrapolated;
     left_out = left_out || p.left_out;
     rows.push_back({TerminalSafe(name),
-                    Fmt("%.3fx", p.predicted) + " [" + Fmt("%.3f", p.ci_low) + ", " +
-                        Fmt("%.3f", p.ci_high) + "]",
-                    Singles(p), Fmt("%.3fx", p.measured),
+                    FixedOrDash("%.3fx", p.predicted) + " [" + FixedOrDash("%.3f", p.ci_low) +
+                        ", " + FixedOrDash("%.3f", p.ci_high) + "]",
+                    Singles(p), FixedOrDash("%.3fx", p.measured),
                     p.n_measured ? std::to_string(p.n_measured) : "-", Percent(p.error)});
   }
   std::vector<size_t> width(rows[0].size(), 0);
@@ -138,8 +125,9 @@ std::string FormatPredictionJson(const PredictionReport& r, const PredictionSour
   for (const auto& c : r.curves) {
     Json measured = Json::array(), fitted = Json::array();
     for (const auto& p : c.measured)
-      measured.push_back({{"x", p.x}, {"slowdown", Num(p.slowdown)}, {"n", p.n}});
-    for (const auto& p : c.fitted) fitted.push_back({{"x", p.x}, {"slowdown", Num(p.slowdown)}});
+      measured.push_back({{"x", p.x}, {"slowdown", JsonNumberOrNull(p.slowdown)}, {"n", p.n}});
+    for (const auto& p : c.fitted)
+      fitted.push_back({{"x", p.x}, {"slowdown", JsonNumberOrNull(p.slowdown)}});
     j["curves"].push_back({{"antagonist", c.antagonist},
                            {"absolute", c.absolute},
                            {"measured", measured},
@@ -148,23 +136,23 @@ std::string FormatPredictionJson(const PredictionReport& r, const PredictionSour
   j["predictions"] = Json::array();
   for (const auto& p : r.predictions) {
     Json singles = Json::array();
-    for (double x : p.single_slowdowns) singles.push_back(Num(x));
+    for (double x : p.single_slowdowns) singles.push_back(JsonNumberOrNull(x));
     j["predictions"].push_back({{"combination", p.combination},
-                                {"predicted", Num(p.predicted)},
-                                {"ci_low", Num(p.ci_low)},
-                                {"ci_high", Num(p.ci_high)},
+                                {"predicted", JsonNumberOrNull(p.predicted)},
+                                {"ci_low", JsonNumberOrNull(p.ci_low)},
+                                {"ci_high", JsonNumberOrNull(p.ci_high)},
                                 {"single_slowdowns", singles},
                                 {"extrapolated", p.extrapolated},
                                 {"left_out", p.left_out},
                                 {"n_measured", p.n_measured},
-                                {"measured", Num(p.measured)},
-                                {"error", Num(p.error)}});
+                                {"measured", JsonNumberOrNull(p.measured)},
+                                {"error", JsonNumberOrNull(p.error)}});
   }
   j["n_compared"] = r.n_compared;
-  j["mape"] = Num(r.mape);
-  j["mape_combinations"] = Num(r.mape_combinations);
-  j["mape_interpolations"] = Num(r.mape_interpolations);
-  j["max_abs_error"] = Num(r.max_abs_error);
+  j["mape"] = JsonNumberOrNull(r.mape);
+  j["mape_combinations"] = JsonNumberOrNull(r.mape_combinations);
+  j["mape_interpolations"] = JsonNumberOrNull(r.mape_interpolations);
+  j["max_abs_error"] = JsonNumberOrNull(r.max_abs_error);
   j["skipped"] = r.skipped;
   j["all_trials"] = src.all_trials;
   return j.dump(2) + "\n";
@@ -176,20 +164,20 @@ std::string FormatPredictionCsv(const PredictionReport& r, const PredictionSourc
          "extrapolated,left_out,n_measured,measured,error\n";
   for (const auto& p : r.predictions) {
     std::string singles;
-    for (double x : p.single_slowdowns) singles += (singles.empty() ? "" : ";") + CsvNum(x);
+    for (double x : p.single_slowdowns) singles += (singles.empty() ? "" : ";") + CsvRoundTrip(x);
     const std::vector<std::string> row = {CsvText(src.experiment_id),
                                           src.metric,
                                           r.model,
                                           CsvText(p.combination),
-                                          CsvNum(p.predicted),
-                                          CsvNum(p.ci_low),
-                                          CsvNum(p.ci_high),
+                                          CsvRoundTrip(p.predicted),
+                                          CsvRoundTrip(p.ci_low),
+                                          CsvRoundTrip(p.ci_high),
                                           singles,
                                           p.extrapolated ? "1" : "0",
                                           p.left_out ? "1" : "0",
                                           std::to_string(p.n_measured),
-                                          CsvNum(p.measured),
-                                          CsvNum(p.error)};
+                                          CsvRoundTrip(p.measured),
+                                          CsvRoundTrip(p.error)};
     std::string line;
     for (const auto& f : row) line += (line.empty() ? "" : ",") + CsvField(f);
     out << line << "\n";

@@ -30,28 +30,6 @@ uint64_t Fnv1a(const std::string& s) {
   return h;
 }
 
-// "membw@0.5+storage@2GiB/s" -> {membw: 0.5, storage: 2GiB/s}. A '+' inside a rate label
-// ("1e+9/s") does not start a new part: a part must contain '@'.
-std::map<std::string, std::string> ParseKey(const std::string& key) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= key.size()) {
-    size_t plus = key.find('+', start);
-    std::string piece =
-        key.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
-    if (piece.find('@') == std::string::npos && !parts.empty()) parts.back() += "+" + piece;
-    else parts.push_back(piece);
-    if (plus == std::string::npos) break;
-    start = plus + 1;
-  }
-  std::map<std::string, std::string> out;
-  for (const auto& p : parts) {
-    size_t at = p.find('@');
-    if (at != std::string::npos) out[p.substr(0, at)] = p.substr(at + 1);
-  }
-  return out;
-}
-
 std::vector<double> Metrics(const std::vector<const TrialRecord*>& trials, const TrialMetric& m) {
   std::vector<double> v;
   // A non-finite value is no measurement (a done trial without steps or metric, as an imported
@@ -106,7 +84,7 @@ std::vector<AntagonistSummary> SummarizeAntagonists(
     std::vector<double> target, achieved, cov, cores;
   };
   std::map<std::string, Acc> acc;
-  for (const auto& [name, label] : ParseKey(key)) acc[name].s.intensity = label;
+  for (const auto& [name, label] : ParsePairingKey(key)) acc[name].s.intensity = label;
   for (const auto* t : all) {
     for (const auto& r : t->antagonists) {
       Acc& a = acc[r.name];
@@ -313,7 +291,7 @@ PairingSummary SummarizePairing(const std::string& key,
 }  // namespace
 
 std::map<std::string, std::string> PairingIntensities(const std::string& key) {
-  return ParseKey(key);
+  return ParsePairingKey(key);
 }
 
 ExperimentResults Summarize(const ExperimentRecord& experiment,
