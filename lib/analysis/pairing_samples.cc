@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "lib/analysis/stats.h"
+
 namespace codl::experiment {
 
 std::map<std::string, std::string> ParsePairingKey(const std::string& key) {
