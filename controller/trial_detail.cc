@@ -1,0 +1,49 @@
+#include "controller/trial_detail.h"
+
+#include <cstdio>
+
+#include "lib/rpc/records_proto.h"
+
+namespace codl::controller::trial_detail {
+
+void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
+  t->exit_code = victim.exit_code();
+  t->wall_s = victim.wall_s();
+  t->victim_cpu_s = victim.cpu_s();
+  t->victim_effective_cpus = victim.effective_cpus();
+  t->metric = victim.metric();
+  t->stderr_tail = victim.stderr_tail();
+  for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
+  for (const auto& s : victim.steps()) t->steps.push_back(rpc::FromProto(s));
+}
+
+std::string MissedTargets(const std::vector<AntagonistResult>& antagonists) {
+  std::string missed;
+  for (const auto& a : antagonists) {
+    if (a.reached_target) continue;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(), a.achieved_rate,
+             a.target_rate, a.unit.c_str());
+    missed += (missed.empty() ? "" : "; ") + std::string(buf);
+  }
+  return missed;
+}
+
+void Classify(bool cancelled, const std::string& error, const v1::RunVictimReply* victim,
+              TrialRecord* t) {
+  if (cancelled) {
+    t->state = TrialState::kCancelled;
+    t->error = "cancelled";
+  } else if (!error.empty()) {
+    t->state = TrialState::kFailed;
+    t->error = error;
+  } else if (!victim || !victim->ok()) {
+    t->state = TrialState::kFailed;
+    t->error = victim ? victim->error() : "";
+  } else {
+    t->error = MissedTargets(t->antagonists);
+    t->state = t->error.empty() ? TrialState::kDone : TrialState::kFlagged;
+  }
+}
+
+}  // namespace codl::controller::trial_detail
