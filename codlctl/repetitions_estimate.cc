@@ -1,7 +1,5 @@
 #include "codlctl/repetitions_estimate.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <optional>
 
@@ -28,9 +26,7 @@ struct Previous {
 // The newest done experiment of the same victim on the same nodes that had a CI to go by.
 std::optional<Previous> FindPrevious(const experiment::ExperimentSpec& spec,
                                      const std::string& db) {
-  struct stat st {};
-  if (stat(db.c_str(), &st) != 0) return std::nullopt;  // Store::Open would create it
-  auto store = store::Store::Open(db);
+  auto store = store::Store::OpenExisting(db);
   if (!store.ok()) return std::nullopt;
   auto experiments = (*store)->ListExperiments();  // newest first
   if (!experiments.ok()) return std::nullopt;

@@ -53,9 +53,7 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
                                                                           const std::string& db,
                                                                           const std::string& id) {
   if (!db.empty()) {
-    struct stat st {};
-    if (stat(db.c_str(), &st) != 0) return NotFound("no database file '" + db + "'");
-    auto store = store::Store::Open(db);
+    auto store = store::Store::OpenExisting(db);
     if (!store.ok()) return store.status();
     auto e = (*store)->GetExperiment(id.empty() ? "latest" : id);
     if (!e.ok()) return e.status();

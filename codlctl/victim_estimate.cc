@@ -1,7 +1,5 @@
 #include "codlctl/victim_estimate.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -10,9 +8,7 @@
 namespace codl::cli {
 
 std::optional<double> PreviousVictimSeconds(const std::string& db, const std::string& name) {
-  struct stat st {};
-  if (stat(db.c_str(), &st) != 0) return std::nullopt;  // Store::Open would create it
-  auto store = store::Store::Open(db);
+  auto store = store::Store::OpenExisting(db);
   if (!store.ok()) return std::nullopt;
   auto experiments = (*store)->ListExperiments();  // newest first
   if (!experiments.ok()) return std::nullopt;

@@ -111,8 +111,7 @@ ConfidenceInterval BootstrapSlowdownRatioCI(const std::vector<double>& t0,
                                             const std::vector<double>& t1,
                                             const std::vector<double>& c1, bool inverse,
                                             const BootstrapOptions& options) {
-  ConfidenceInterval ci;
-  if (t0.empty() || c0.empty() || t1.empty() || c1.empty()) return ci;
+  if (t0.empty() || c0.empty() || t1.empty() || c1.empty()) return {};
   std::mt19937_64 rng(options.seed);
   std::vector<double> buffer;
   auto resampled_median = [&](const std::vector<double>& v) {
@@ -132,12 +131,7 @@ ConfidenceInterval BootstrapSlowdownRatioCI(const std::vector<double>& t0,
     // A zero median makes a slowdown infinite or undefined: that resample says nothing.
     if (std::isfinite(s0) && s0 > 0 && std::isfinite(s1)) ratios.push_back(s1 / s0);
   }
-  if (ratios.empty()) return ci;
-  const double alpha = 1 - options.confidence;
-  ci.low = Quantile(ratios, alpha / 2);
-  ci.high = Quantile(ratios, 1 - alpha / 2);
-  ci.resamples = static_cast<int64_t>(ratios.size());
-  return ci;
+  return PercentileInterval(ratios, options.confidence);
 }
 
 Comparison Compare(const std::vector<CompareInput>& inputs, const TrialMetric& metric) {

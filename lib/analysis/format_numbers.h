@@ -1,13 +1,17 @@
-// Number formatting shared by the interaction and prediction formatters (table, JSON, CSV).
+// Number and table formatting shared by the interaction and prediction formatters (table,
+// JSON, CSV).
 // Internal to codl_analysis. Distinct names: the older formatters keep file-local helpers with
 // other conventions ("" for NaN), and a unity build sees them side by side.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace codl::experiment {
 
@@ -30,6 +34,23 @@ inline std::string CsvRoundTrip(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
+}
+
+// Rows as left-aligned columns two spaces apart, trailing blanks trimmed.
+inline void PrintAligned(const std::vector<std::vector<std::string>>& rows,
+                         std::ostringstream& out) {
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
 }
 
 }  // namespace codl::experiment

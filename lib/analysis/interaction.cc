@@ -38,7 +38,6 @@ ConfidenceInterval JointRatioCI(const std::vector<double>& baseline,
                                 const std::vector<std::vector<double>>& singles,
                                 const std::vector<double>& combination,
                                 const InteractionOptions& options) {
-  ConfidenceInterval ci;
   std::mt19937_64 rng(options.seed);
   std::vector<double> ratios;
   ratios.reserve(static_cast<size_t>(std::max(0, options.resamples)));
@@ -51,12 +50,7 @@ ConfidenceInterval JointRatioCI(const std::vector<double>& baseline,
     const double ratio = FiguresOf(base, single_medians, combined, options.higher_is_faster).ratio;
     if (std::isfinite(ratio)) ratios.push_back(ratio);
   }
-  if (ratios.empty()) return ci;
-  const double alpha = 1 - std::clamp(options.confidence, 0.0, 1.0);
-  ci.low = Quantile(ratios, alpha / 2);
-  ci.high = Quantile(ratios, 1 - alpha / 2);
-  ci.resamples = static_cast<int64_t>(ratios.size());
-  return ci;
+  return PercentileInterval(ratios, options.confidence);
 }
 
 }  // namespace

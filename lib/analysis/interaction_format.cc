@@ -33,21 +33,6 @@ std::string SinglesCell(const InteractionSummary& s) {
   return cell.empty() ? "-" : cell;
 }
 
-void PrintAligned(const std::vector<std::vector<std::string>>& rows, std::ostringstream& out) {
-  std::vector<size_t> width(rows.front().size(), 0);
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  }
-}
-
 }  // namespace
 
 std::string FormatInteractionTable(const std::vector<InteractionSummary>& interactions,

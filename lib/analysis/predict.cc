@@ -235,9 +235,9 @@ Prediction PredictOne(const Profile& profile, const Query& q) {
         PredictWith(profile.Fit(profile.ResampledMedians(rng), exclude), q, o.model).value;
     if (std::isfinite(v)) draws.push_back(v);
   }
-  const double alpha = 1 - std::clamp(o.confidence, 0.0, 1.0);
-  p.ci_low = Quantile(draws, alpha / 2);
-  p.ci_high = Quantile(draws, 1 - alpha / 2);
+  const ConfidenceInterval ci = PercentileInterval(draws, o.confidence);
+  p.ci_low = ci.low;
+  p.ci_high = ci.high;
   if (is_measured) {
     p.n_measured = static_cast<int>(measured->second.size());
     p.measured = SlowdownFromMedians(profile.medians.at(q.key), profile.medians.at("baseline"),

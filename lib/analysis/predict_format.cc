@@ -90,18 +90,7 @@ std::string FormatPredictionTable(const PredictionReport& r, const PredictionSou
                     Singles(p), FixedOrDash("%.3fx", p.measured),
                     p.n_measured ? std::to_string(p.n_measured) : "-", Percent(p.error)});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-  }
+  PrintAligned(rows, out);
   out << MapeLine(r) << "\n";
   for (const auto& s : r.skipped) out << "skipped: " << TerminalSafe(s) << "\n";
   if (left_out) {

@@ -62,6 +62,16 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+ConfidenceInterval PercentileInterval(const std::vector<double>& draws, double confidence) {
+  ConfidenceInterval ci;
+  if (draws.empty()) return ci;
+  const double alpha = 1 - std::clamp(confidence, 0.0, 1.0);
+  ci.low = Quantile(draws, alpha / 2);
+  ci.high = Quantile(draws, 1 - alpha / 2);
+  ci.resamples = static_cast<int64_t>(draws.size());
+  return ci;
+}
+
 namespace {
 
 // n^n, or limit + 1 once it exceeds limit (no overflow).
@@ -135,13 +145,12 @@ ConfidenceInterval ExactRatioCI(const std::vector<double>& treatment,
 ConfidenceInterval BootstrapMedianRatioCI(const std::vector<double>& treatment,
                                           const std::vector<double>& control,
                                           const BootstrapOptions& options) {
-  ConfidenceInterval ci;
-  if (treatment.empty() || control.empty()) return ci;
+  if (treatment.empty() || control.empty()) return {};
   if (OrderedResamples(treatment.size(), options.exact_limit) <= options.exact_limit &&
       OrderedResamples(control.size(), options.exact_limit) <= options.exact_limit) {
     return ExactRatioCI(treatment, control, options.confidence);
   }
-  if (options.resamples <= 0) return ci;
+  if (options.resamples <= 0) return {};
   std::mt19937_64 rng(options.seed);
   std::vector<double> ratios;
   ratios.reserve(static_cast<size_t>(options.resamples));
@@ -152,12 +161,7 @@ ConfidenceInterval BootstrapMedianRatioCI(const std::vector<double>& treatment,
     const double denom = Median(c);
     if (denom != 0) ratios.push_back(Median(t) / denom);
   }
-  if (ratios.empty()) return ci;
-  const double alpha = 1 - std::clamp(options.confidence, 0.0, 1.0);
-  ci.low = Quantile(ratios, alpha / 2);
-  ci.high = Quantile(ratios, 1 - alpha / 2);
-  ci.resamples = static_cast<int64_t>(ratios.size());
-  return ci;
+  return PercentileInterval(ratios, options.confidence);
 }
 
 double MannWhitneyMinP(size_t n_a, size_t n_b) {

@@ -27,6 +27,10 @@ struct ConfidenceInterval {
   int64_t resamples = 0;  // resamples the bounds rest on (exact: all ordered resamples)
 };
 
+// The percentile interval of bootstrap draws at `confidence` (clamped to [0, 1]); no bounds
+// (NaN) when there are no draws.
+ConfidenceInterval PercentileInterval(const std::vector<double>& draws, double confidence);
+
 struct BootstrapOptions {
   int resamples = 10000;  // Monte Carlo resamples when enumeration is too large
   double confidence = 0.95;

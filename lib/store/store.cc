@@ -2,6 +2,7 @@
 #include "lib/store/store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <thread>
@@ -87,6 +88,12 @@ Store::~Store() { sqlite3_close_v2(db_); }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return OpenImpl(path, LatestMigration());
+}
+
+Result<std::unique_ptr<Store>> Store::OpenExisting(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return NotFound("no database file '" + path + "'");
+  return Open(path);
 }
 
 Result<std::unique_ptr<Store>> Store::OpenAtSchemaVersionForTesting(const std::string& path,

@@ -26,6 +26,8 @@ class Store {
  public:
   // Opens (creating if needed) and migrates the database at `path` to the latest schema.
   static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // Like Open, for readers: a missing file is NotFound instead of a new, empty database.
+  static Result<std::unique_ptr<Store>> OpenExisting(const std::string& path);
   // Tests only: like Open, but migrates no further than `schema_version`, to build the old
   // databases that migration tests then reopen with Open.
   static Result<std::unique_ptr<Store>> OpenAtSchemaVersionForTesting(const std::string& path,
