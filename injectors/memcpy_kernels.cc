@@ -12,7 +12,7 @@ namespace {
 
 #ifdef CODL_X86
 // Streaming copies. `n` is a multiple of 128 and both pointers are 64-byte aligned.
-__attribute__((target("avx"))) void CopyStreamAvx(char* dst, const char* src, size_t n) {
+__attribute__((target("avx"))) void CopyLinesAvx(char* dst, const char* src, size_t n) {
   for (size_t i = 0; i < n; i += 128) {
     const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i));
     const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i + 32));
@@ -23,6 +23,32 @@ __attribute__((target("avx"))) void CopyStreamAvx(char* dst, const char* src, si
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 64), c);
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
   }
+}
+
+// Four pages at a time, one cache line of each in turn: four independent DRAM streams keep
+// more reads in flight than one sequential walk, and the four destination lines never share
+// a write-combining buffer. On a 2-vCPU Xeon VM (260 MiB L3), 2 threads: 21.7 GiB/s against
+// 16.8 GiB/s for the sequential walk above and 13.5 GiB/s for `rep movsb`
+// (docs/performance.md, memcpy).
+__attribute__((target("avx"))) void CopyStreamAvx(char* dst, const char* src, size_t n) {
+  constexpr size_t kPage = 4096, kPages = 4, kBlock = kPage * kPages;
+  const size_t blocks = n / kBlock * kBlock;
+  for (size_t b = 0; b < blocks; b += kBlock) {
+    for (size_t i = 0; i < kPage; i += 64) {
+      __m256i line[2 * kPages];
+      for (size_t p = 0; p < kPages; ++p) {
+        const char* s = src + b + p * kPage + i;
+        line[2 * p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s));
+        line[2 * p + 1] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s + 32));
+      }
+      for (size_t p = 0; p < kPages; ++p) {
+        char* d = dst + b + p * kPage + i;
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(d), line[2 * p]);
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), line[2 * p + 1]);
+      }
+    }
+  }
+  CopyLinesAvx(dst + blocks, src + blocks, n - blocks);
   _mm_sfence();  // make the streamed lines globally visible before the chunk counts as done
 }
 

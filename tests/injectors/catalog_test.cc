@@ -24,7 +24,8 @@ TEST(InjectorCatalogTest, GpuInjectorsRegisterAndSayBuiltWithoutCuda) {
 }
 
 // The control plane asks the catalog for setup estimates (the agent's EstimateSetup): io_uring's
-// is the file set it must write for a read mode, near nothing for a write mode; others have none.
+// is the file set it writes (every mode, as fio lays out its files), near nothing with
+// prefill=false; others have none.
 TEST(InjectorCatalogTest, SetupEstimatesFollowWhatSetupPrepares) {
   const HostInfo host = DetectHost({"/tmp"});
   auto io = CreateInjector("io_uring");
@@ -36,8 +37,18 @@ TEST(InjectorCatalogTest, SetupEstimatesFollowWhatSetupPrepares) {
   const double read_1g = estimate({{"mode", "read"}, {"nr_files", "4"}, {"file_size", "256MiB"}});
   EXPECT_NEAR(read_1g, 4 * 0.05 + 1024.0 / 256, 1e-9) << "1 GiB to write at 256 MiB/s";
   EXPECT_NEAR(estimate({{"mode", "randwrite"}, {"nr_files", "4"}, {"file_size", "256MiB"}}),
+              read_1g, 1e-9)
+      << "write modes fill the file set too";
+  EXPECT_NEAR(estimate({{"mode", "randwrite"},
+                        {"nr_files", "4"},
+                        {"file_size", "256MiB"},
+                        {"prefill", "false"}}),
               4 * 0.05, 1e-9)
-      << "write modes only preallocate";
+      << "prefill=false only preallocates";
+  auto unfilled_read = ParseInjectorOptions(*io, {{"mode", "randread"}, {"prefill", "false"}});
+  ASSERT_FALSE(unfilled_read.ok()) << "a read of an unwritten extent never reaches the device";
+  EXPECT_NE(unfilled_read.error().find("option 'prefill'"), std::string::npos)
+      << unfilled_read.error();
   EXPECT_LT(estimate({{"mode", "read"}, {"nr_files", "4"}, {"file_size", "64MiB"}}), read_1g);
   auto noop = CreateInjector("noop");
   auto o = ParseInjectorOptions(*noop, {});
