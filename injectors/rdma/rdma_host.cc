@@ -21,13 +21,17 @@ std::string FirstLine(const fs::path& p) {
   return line;
 }
 
-// Directory entries' names, sorted (numbers by value: port 10 after port 9).
+// Directory entries' names, sorted (numbers by value: port 10 after port 9, GID 10 after 9).
 std::vector<std::string> Names(const fs::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename());
-  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  auto number = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    if (number(a) && number(b) && a.size() != b.size()) return a.size() < b.size();
+    return a < b;
   });
   return names;
 }
