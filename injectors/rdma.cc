@@ -20,7 +20,6 @@
 // net_socket.h), sends its own connection info, and both move their QPs to RTR/RTS. The TCP
 // connection stays open: its close tells each side that the other has gone. Data flows
 // towards `receiver` (first = rank 0).
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,6 +35,7 @@
 #include "injectors/net_endpoint.h"
 #include "injectors/net_socket.h"
 #include "injectors/paced_run.h"
+#include "injectors/rdma/rdma_exchange.h"
 #include "injectors/rdma/rdma_host.h"
 #include "injectors/rdma/rdma_wire.h"
 #include "lib/common/units.h"
@@ -47,8 +47,6 @@
 
 namespace codl::injectors {
 namespace {
-
-constexpr size_t kMaxInfoLine = 8192;  // 64 QPs' connection info is ~1.2 KB
 
 std::string Resource() {
 #ifdef CODL_HAVE_RDMA
@@ -231,8 +229,7 @@ class RdmaInjector final : public Injector {
     return Status::Ok();
   }
 
-  // Rank 0: publish, then take rank 1's connection info from the first connection that
-  // presents the token (strangers are closed without a byte), connect, and wait for rank 1.
+  // Rank 0: publish, then take rank 1's half from the first connection with the token.
   Status AwaitRank1(const OptionValues& o, const StopToken& stop) {
     int bound = 0;
     std::string why;
@@ -242,42 +239,17 @@ class RdmaInjector final : public Injector {
     const std::string token = NewNetToken();
     const rdma::Endpoint e{token, ReachableAddresses(o.String("bind"), bound), side_->Local()};
     const std::string value = rdma::EncodeEndpoint(e);
-    std::printf("%s\n", gpu::RendezvousPublishLine(o.String("rendezvous_key"),
-                                                   gpu::HexEncode(reinterpret_cast<const uint8_t*>(
-                                                                      value.data()),
-                                                                  value.size()))
-                            .c_str());
+    const std::string hex =
+        gpu::HexEncode(reinterpret_cast<const uint8_t*>(value.data()), value.size());
+    std::printf("%s\n", gpu::RendezvousPublishLine(o.String("rendezvous_key"), hex).c_str());
     std::fflush(stdout);
-    const StopToken wait = stop.WithDeadline(o.Duration("connect_timeout"));
-    while (control_fd_ < 0) {
-      if (wait.stop_requested()) {
-        return Err(stop.stop_requested()
-                       ? "stopped during setup"
-                       : "rdma: rank 1 did not connect within connect_timeout (" +
-                             FormatDuration(o.Duration("connect_timeout")) + ")");
-      }
-      if (!WaitFd(listen_fd_, POLLIN)) continue;
-      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      if (!AnswerToken(fd, token, &stop)) {
-        close(fd);
-        continue;
-      }
-      control_fd_ = fd;
-    }
+    auto fd = rdma::AcceptRank1(listen_fd_, token, o.Duration("connect_timeout"), stop,
+                                [this](const rdma::ConnInfo& r) { return side_->Connect(r); });
     close(listen_fd_);
     listen_fd_ = -1;
+    if (!fd.ok()) return Err(fd.error());
+    control_fd_ = *fd;
     peer_ = "rank 1";
-    auto remote = rdma::DecodeConnInfo(ReadLine(control_fd_, kMaxInfoLine, 10000, &stop));
-    if (!remote.ok()) return Err("rdma: rank 1's connection info: " + remote.error());
-    if (Status s = side_->Connect(*remote); !s.ok()) {
-      WriteAll(control_fd_, "error " + s.error() + "\n");
-      return s;
-    }
-    if (!WriteAll(control_fd_, "ready\n") ||
-        ReadLine(control_fd_, kMaxInfoLine, 10000, &stop) != "ready") {
-      return Err("rdma: rank 1 did not confirm its queue pairs (it failed or went away)");
-    }
     return Status::Ok();
   }
 
@@ -285,25 +257,12 @@ class RdmaInjector final : public Injector {
   Status JoinRank0(const OptionValues& o) {
     auto e = EndpointOption(o);
     if (!e.ok()) return Err(e.error());
-    std::string tried;
-    for (const auto& addr : e->addresses) {
-      std::string why;
-      control_fd_ = ConnectVerified(addr, e->token, &why);
-      if (control_fd_ >= 0) {
-        peer_ = "rank 0 at " + addr;
-        break;
-      }
-      tried += (tried.empty() ? "" : "; ") + why;
-    }
-    if (control_fd_ < 0) return Err("rdma: no address of rank 0 answered: " + tried);
-    if (!WriteAll(control_fd_, rdma::EncodeConnInfo(side_->Local()) + "\n")) {
-      return Err("rdma: " + peer_ + ": cannot send the connection info");
-    }
-    const std::string answer = ReadLine(control_fd_, kMaxInfoLine, 10000, nullptr);
-    if (answer.rfind("error ", 0) == 0) return Err("rdma: rank 0 refused: " + answer.substr(6));
-    if (answer != "ready") return Err("rdma: " + peer_ + " did not answer (it failed or went away)");
-    if (Status s = side_->Connect(e->info); !s.ok()) return s;
-    if (!WriteAll(control_fd_, "ready\n")) return Err("rdma: " + peer_ + " went away");
+    std::string addr;
+    auto fd = rdma::JoinRank0(*e, side_->Local(),
+                              [this](const rdma::ConnInfo& r) { return side_->Connect(r); }, &addr);
+    if (!fd.ok()) return Err(fd.error());
+    control_fd_ = *fd;
+    peer_ = "rank 0 at " + addr;
     return Status::Ok();
   }
 

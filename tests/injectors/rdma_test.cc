@@ -4,10 +4,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "injectors/gpu/gpu_host.h"
+#include "injectors/net_endpoint.h"
+#include "injectors/net_socket.h"
+#include "injectors/rdma/rdma_exchange.h"
 #include "injectors/rdma/rdma_host.h"
 #include "injectors/rdma/rdma_wire.h"
 #include "injectors/registry.h"
@@ -225,6 +232,97 @@ TEST(RdmaHostTest, RoceTakesAnIpv4MappedV2GidInfiniBandRoutesByLid) {
             "address, or set gid_index");
   EXPECT_EQ(*ChooseGid(ReadGids(sys.root(), ib), ib, -1), -1);
   EXPECT_EQ(*ChooseGid(ReadGids(sys.root(), ib), ib, 0), 0);
+}
+
+// The pair's TCP exchange on loopback, with the QP transitions replaced by recorders: each rank
+// connects to exactly the other's half, and rank 1 hears rank 0's refusal.
+class RdmaExchangeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    listen_fd_ = ListenTcp("127.0.0.1", 0, 4, &port_, &why);
+    ASSERT_GE(listen_fd_, 0) << why;
+    rank0_.token = NewNetToken();
+    rank0_.addresses = {"127.0.0.1:" + std::to_string(port_)};
+    rank0_.info = SampleInfo();
+  }
+  void TearDown() override { close(listen_fd_); }
+
+  int listen_fd_ = -1, port_ = 0;
+  Endpoint rank0_;
+};
+
+TEST_F(RdmaExchangeTest, EachRankConnectsToTheOthersHalf) {
+  ConnInfo rank1_info = SampleInfo();
+  rank1_info.lid = 9;
+  rank1_info.qps = {{100, 1}, {101, 2}};
+  std::string seen_by_0, seen_by_1;
+  Result<int> fd0 = Err("not run");
+  std::thread rank0([&] {
+    fd0 = AcceptRank1(listen_fd_, rank0_.token, 10, StopToken(), [&](const ConnInfo& r) {
+      seen_by_0 = EncodeConnInfo(r);
+      return Status::Ok();
+    });
+  });
+  // A stranger first: it does not know the token, gets nothing and does not end rank 0's wait.
+  std::string why;
+  EXPECT_EQ(ConnectVerified(rank0_.addresses[0], std::string(32, 'f'), &why), -1);
+  EXPECT_THAT(why, HasSubstr("did not answer with rank 0's token"));
+  std::string peer;
+  auto fd1 = JoinRank0(rank0_, rank1_info, [&](const ConnInfo& r) {
+    seen_by_1 = EncodeConnInfo(r);
+    return Status::Ok();
+  }, &peer);
+  rank0.join();
+  ASSERT_TRUE(fd1.ok()) << fd1.error();
+  ASSERT_TRUE(fd0.ok()) << fd0.error();
+  EXPECT_EQ(seen_by_0, EncodeConnInfo(rank1_info));
+  EXPECT_EQ(seen_by_1, EncodeConnInfo(rank0_.info));
+  EXPECT_EQ(peer, rank0_.addresses[0]);
+  // The connection stays open; its close is how rank 0 learns that rank 1 is gone.
+  close(*fd1);
+  EXPECT_EQ(ReadLine(*fd0, 16, 2000, nullptr), "");
+  char c;
+  EXPECT_EQ(recv(*fd0, &c, 1, MSG_DONTWAIT), 0);
+  close(*fd0);
+}
+
+TEST_F(RdmaExchangeTest, RankZerosRefusalReachesRankOne) {
+  Result<int> fd0 = Err("not run");
+  std::thread rank0([&] {
+    fd0 = AcceptRank1(listen_fd_, rank0_.token, 10, StopToken(), [](const ConnInfo&) -> Status {
+      return Err("rdma: the peer has 1 queue pairs, this side 2: give both ranks the same "
+                 "connections");
+    });
+  });
+  bool connected = false;
+  std::string peer;
+  auto fd1 = JoinRank0(rank0_, SampleInfo(), [&](const ConnInfo&) {
+    connected = true;
+    return Status::Ok();
+  }, &peer);
+  rank0.join();
+  EXPECT_FALSE(fd0.ok());
+  ASSERT_FALSE(fd1.ok());
+  EXPECT_EQ(fd1.error(),
+            "rdma: rank 0 refused: rdma: the peer has 1 queue pairs, this side 2: give both "
+            "ranks the same connections");
+  EXPECT_FALSE(connected) << "rank 1 connects only after rank 0 is ready";
+}
+
+TEST_F(RdmaExchangeTest, RankZeroGivesUpAfterTheTimeoutOrAStop) {
+  auto never = [](const ConnInfo&) { return Status::Ok(); };
+  EXPECT_EQ(AcceptRank1(listen_fd_, rank0_.token, 0.2, StopToken(), never).error(),
+            "rdma: rank 1 did not connect within connect_timeout (200.0 ms)");
+  StopSource stop;
+  stop.RequestStop();
+  EXPECT_EQ(AcceptRank1(listen_fd_, rank0_.token, 10, stop.token(), never).error(),
+            "stopped during setup");
+  Endpoint nobody = rank0_;
+  nobody.addresses = {"127.0.0.1:1"};
+  std::string peer;
+  EXPECT_THAT(JoinRank0(nobody, SampleInfo(), never, &peer).error(),
+              HasSubstr("rdma: no address of rank 0 answered: 127.0.0.1:1: connect: "));
 }
 
 std::string HexEndpoint(int qps) {
