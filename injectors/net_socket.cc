@@ -12,7 +12,6 @@
 
 namespace codl::injectors {
 
-
 bool Resolve(const std::string& hostport, sockaddr_storage* addr, socklen_t* len) {
   const size_t colon = hostport.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/injector.h"
@@ -51,7 +52,8 @@ namespace {
 std::string Resource() {
 #ifdef CODL_HAVE_RDMA
   const rdma::Availability& a = rdma::HostAvailability();
-  if (a.reason.empty()) return "network bandwidth (RDMA verbs: " + rdma::DescribePorts(a.ports) + ")";
+  if (a.reason.empty())
+    return "network bandwidth (RDMA verbs: " + rdma::DescribePorts(a.ports) + ")";
 #endif
   return "network bandwidth (RDMA verbs)";
 }
@@ -172,10 +174,11 @@ class RdmaInjector final : public Injector {
     auto port = rdma::ChoosePort(rdma::HostAvailability().ports, o.String("device"),
                                  static_cast<int>(o.Int("port")));
     if (!port.ok()) return Err(port.error());
-    auto device = rdma::Device::Open(*port, static_cast<int>(o.Int("gid_index")),
-                                     shape_.connections);
+    auto device =
+        rdma::Device::Open(*port, static_cast<int>(o.Int("gid_index")), shape_.connections);
     if (!device.ok()) return Err(device.error());
     device_ = std::move(*device);
+    inflight_.assign(shape_.connections, 0);
     if (o.Int("ranks") == 2) return SetupPair(o, stop);
     return SetupLoopback();
 #else
@@ -233,8 +236,8 @@ class RdmaInjector final : public Injector {
   Status AwaitRank1(const OptionValues& o, const StopToken& stop) {
     int bound = 0;
     std::string why;
-    listen_fd_ = ListenTcp(o.String("bind"), static_cast<int>(o.Int("exchange_port")), 4, &bound,
-                           &why);
+    listen_fd_ =
+        ListenTcp(o.String("bind"), static_cast<int>(o.Int("exchange_port")), 4, &bound, &why);
     if (listen_fd_ < 0) return Err(why);
     const std::string token = NewNetToken();
     const rdma::Endpoint e{token, ReachableAddresses(o.String("bind"), bound), side_->Local()};
@@ -258,8 +261,8 @@ class RdmaInjector final : public Injector {
     auto e = EndpointOption(o);
     if (!e.ok()) return Err(e.error());
     std::string addr;
-    auto fd = rdma::JoinRank0(*e, side_->Local(),
-                              [this](const rdma::ConnInfo& r) { return side_->Connect(r); }, &addr);
+    auto fd = rdma::JoinRank0(
+        *e, side_->Local(), [this](const rdma::ConnInfo& r) { return side_->Connect(r); }, &addr);
     if (!fd.ok()) return Err(fd.error());
     control_fd_ = *fd;
     peer_ = "rank 0 at " + addr;
@@ -269,7 +272,7 @@ class RdmaInjector final : public Injector {
   // Worker i of a sending side: keep queue_depth blocks in flight on QP i as the pacer allows.
   Status Send(WorkerContext& ctx) {
     const int i = ctx.index;
-    int inflight = 0;
+    int& inflight = inflight_[i];
     while (!ctx.stop.stop_requested()) {
       auto done = side_->Reap(i);
       if (!done.ok()) return Broken(done.error(), ctx.stop);
@@ -344,6 +347,9 @@ class RdmaInjector final : public Injector {
   std::unique_ptr<rdma::Device> device_;
   std::unique_ptr<rdma::Side> side_;  // this process's end (loopback: the sender)
   std::unique_ptr<rdma::Side> loop_;  // loopback: the receiving end
+  // Per QP, blocks posted and not yet completed. Kept across runs: a run ends with blocks still
+  // in flight, whose completions the next run (calibration, then the levels) reaps.
+  std::vector<int> inflight_;
 #endif
 
   void Release() {

@@ -92,7 +92,8 @@ Result<int> ChooseGid(const std::vector<Gid>& table, const Port& port, int reque
       have += (have.empty() ? "" : ", ") + std::to_string(g.index);
     }
     return Err("option 'gid_index': " + port.Name() + " has no GID at index " +
-               std::to_string(requested) + (have.empty() ? " (it has none)" : " (it has " + have + ")"));
+               std::to_string(requested) +
+               (have.empty() ? " (it has none)" : " (it has " + have + ")"));
   }
   if (!port.ethernet()) return -1;
   for (bool v4_only : {true, false}) {
@@ -109,7 +110,8 @@ Result<Port> ChoosePort(const std::vector<Port>& ports, const std::string& devic
   std::vector<Port> match;
   std::string devices;
   for (const auto& p : ports) {
-    if (devices.find(p.device) == std::string::npos) devices += (devices.empty() ? "" : ", ") + p.device;
+    if (devices.find(p.device) == std::string::npos)
+      devices += (devices.empty() ? "" : ", ") + p.device;
     if (device.empty() || p.device == device) match.push_back(p);
   }
   if (match.empty()) {
@@ -163,8 +165,8 @@ Availability Probe(const std::string& root, const VerbsDeviceLister& list_device
     }
   }
   if (a.ports.empty()) {
-    a.reason = "libibverbs finds no device (no provider for " + unseen +
-               ": Debian: ibverbs-providers)";
+    a.reason =
+        "libibverbs finds no device (no provider for " + unseen + ": Debian: ibverbs-providers)";
     return a;
   }
   if (std::none_of(a.ports.begin(), a.ports.end(), [](const Port& p) { return p.active(); })) {

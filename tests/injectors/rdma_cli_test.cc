@@ -46,7 +46,8 @@ TEST(RdmaCliTest, HelpListsTheOptionsAndWhetherItRunsHere) {
   EXPECT_THAT(r.out, HasSubstr("[-1, 255]"));
   EXPECT_THAT(r.out, HasSubstr("unit: bytes/s"));
   const std::string why = RdmaUnavailable();
-  EXPECT_THAT(r.out, HasSubstr(why.empty() ? "available here: yes" : "available here: no — " + why));
+  EXPECT_THAT(r.out,
+              HasSubstr(why.empty() ? "available here: yes" : "available here: no — " + why));
 }
 
 TEST(RdmaCliTest, ListSaysExactlyWhyOrWhichPorts) {
@@ -90,17 +91,17 @@ TEST(RdmaCliTest, RefusesToRunWithoutADeviceAndSaysWhy) {
 
 // ---- with a device ---------------------------------------------------------------------------
 
-#define CODL_NEEDS_RDMA()                                                             \
-  if (std::string why = RdmaUnavailable(); !why.empty()) {                           \
+#define CODL_NEEDS_RDMA()                                                                  \
+  if (std::string why = RdmaUnavailable(); !why.empty()) {                                 \
     GTEST_SKIP() << "no usable RDMA port here (the capability probe says: " << why << ")"; \
   }
 
 TEST(RdmaDeviceTest, LoopbackHoldsTheRateWithWritesAndSends) {
   CODL_NEEDS_RDMA();
   for (const char* op : {"write", "send"}) {
-    ProcessResult r = RunProcess(CodlInjectCmd({"rdma", "--set", std::string("op=") + op, "--set",
-                                                "connections=2", "--rate", "64MiB/s",
-                                                "--duration", "2s", "--json"}));
+    ProcessResult r = RunProcess(
+        CodlInjectCmd({"rdma", "--set", std::string("op=") + op, "--set", "connections=2", "--rate",
+                       "64MiB/s", "--duration", "2s", "--json"}));
     ASSERT_EQ(r.exit_code, 0) << op << ": " << r.err;
     const std::string s = SummaryOf(r.out);
     const double ratio = JsonNumber(s, "achieved_rate") / (64.0 * 1024 * 1024);
@@ -122,10 +123,10 @@ TEST(RdmaDeviceTest, CalibrateFindsAPeak) {
 // endpoint; both count the same flow (sender: acknowledged, receiver: arrived).
 TEST(RdmaDeviceTest, PairStreamsTowardsTheReceiverThroughThePublishedEndpoint) {
   CODL_NEEDS_RDMA();
-  Child rank0(CodlInjectCmd({"rdma", "--set", "ranks=2", "--set", "rank=0", "--set",
-                             "rendezvous_key=t/k", "--set", "connections=2", "--set",
-                             "connect_timeout=20s", "--rate", "32MiB/s", "--duration", "4s",
-                             "--json"}));
+  Child rank0(
+      CodlInjectCmd({"rdma", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=t/k",
+                     "--set", "connections=2", "--set", "connect_timeout=20s", "--rate", "32MiB/s",
+                     "--duration", "4s", "--json"}));
   const std::string publish = rank0.ReadLine(20);
   ASSERT_THAT(publish, HasSubstr("{\"rendezvous_publish\":{\"key\":\"t/k\",\"value_hex\":\""));
   ProcessResult r = RunProcess(CodlInjectCmd(

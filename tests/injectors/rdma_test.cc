@@ -87,8 +87,7 @@ TEST(RdmaWireTest, ConnectionInfoErrorsNameTheField) {
 }
 
 TEST(RdmaWireTest, EndpointCarriesTokenAddressesAndRankZerosHalf) {
-  Endpoint e{"0123456789abcdef0123456789abcdef", {"10.0.0.1:4000", "[fd00::1]:4000"},
-             SampleInfo()};
+  Endpoint e{"0123456789abcdef0123456789abcdef", {"10.0.0.1:4000", "[fd00::1]:4000"}, SampleInfo()};
   const std::string text = EncodeEndpoint(e);
   EXPECT_EQ(text.rfind("codl-rdma1 0123456789abcdef0123456789abcdef 10.0.0.1:4000,[fd00::1]:4000 "
                        "lid=7 ",
@@ -186,10 +185,11 @@ TEST(RdmaHostTest, PortsComeFromSysfs) {
 
 TEST(RdmaHostTest, ProbeSaysWhyInTheOrderChecked) {
   FakeSysfs sys;
-  EXPECT_EQ(Probe(sys.root(),
-                  [] { return Result<std::vector<std::string>>(Err("libibverbs.so.1 does not load")); })
-                .reason,
-            "libibverbs.so.1 does not load");
+  EXPECT_EQ(
+      Probe(sys.root(),
+            [] { return Result<std::vector<std::string>>(Err("libibverbs.so.1 does not load")); })
+          .reason,
+      "libibverbs.so.1 does not load");
   EXPECT_EQ(Probe(sys.root(), Lists({})).reason,
             "libibverbs finds no device (no provider for mlx5_0, rxe0: Debian: ibverbs-providers)");
   EXPECT_EQ(Probe(sys.root(), Lists({"rxe0"})).reason,
@@ -269,10 +269,13 @@ TEST_F(RdmaExchangeTest, EachRankConnectsToTheOthersHalf) {
   EXPECT_EQ(ConnectVerified(rank0_.addresses[0], std::string(32, 'f'), &why), -1);
   EXPECT_THAT(why, HasSubstr("did not answer with rank 0's token"));
   std::string peer;
-  auto fd1 = JoinRank0(rank0_, rank1_info, [&](const ConnInfo& r) {
-    seen_by_1 = EncodeConnInfo(r);
-    return Status::Ok();
-  }, &peer);
+  auto fd1 = JoinRank0(
+      rank0_, rank1_info,
+      [&](const ConnInfo& r) {
+        seen_by_1 = EncodeConnInfo(r);
+        return Status::Ok();
+      },
+      &peer);
   rank0.join();
   ASSERT_TRUE(fd1.ok()) << fd1.error();
   ASSERT_TRUE(fd0.ok()) << fd0.error();
@@ -291,16 +294,20 @@ TEST_F(RdmaExchangeTest, RankZerosRefusalReachesRankOne) {
   Result<int> fd0 = Err("not run");
   std::thread rank0([&] {
     fd0 = AcceptRank1(listen_fd_, rank0_.token, 10, StopToken(), [](const ConnInfo&) -> Status {
-      return Err("rdma: the peer has 1 queue pairs, this side 2: give both ranks the same "
-                 "connections");
+      return Err(
+          "rdma: the peer has 1 queue pairs, this side 2: give both ranks the same "
+          "connections");
     });
   });
   bool connected = false;
   std::string peer;
-  auto fd1 = JoinRank0(rank0_, SampleInfo(), [&](const ConnInfo&) {
-    connected = true;
-    return Status::Ok();
-  }, &peer);
+  auto fd1 = JoinRank0(
+      rank0_, SampleInfo(),
+      [&](const ConnInfo&) {
+        connected = true;
+        return Status::Ok();
+      },
+      &peer);
   rank0.join();
   EXPECT_FALSE(fd0.ok());
   ASSERT_FALSE(fd1.ok());
@@ -345,13 +352,15 @@ TEST(RdmaOptionsTest, PairRulesAndRanges) {
               HasSubstr("rdma: rank 1 of 2 needs endpoint"));
   EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", "zz"}}),
             "option 'endpoint': invalid hex character 'z' at offset 0");
-  const std::string not_rdma = injectors::gpu::HexEncode(
-      reinterpret_cast<const uint8_t*>("codl-net1 x a:1"), 15);
+  const std::string not_rdma =
+      injectors::gpu::HexEncode(reinterpret_cast<const uint8_t*>("codl-net1 x a:1"), 15);
   EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", not_rdma}}),
               HasSubstr("option 'endpoint': not an rdma endpoint"));
-  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", HexEndpoint(2)},
-                                     {"connections", "2"}}),
-            "");
+  EXPECT_EQ(
+      ValidateOptions(
+          "rdma",
+          {{"ranks", "2"}, {"rank", "1"}, {"endpoint", HexEndpoint(2)}, {"connections", "2"}}),
+      "");
   EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", HexEndpoint(2)}}),
             "option 'endpoint': rank 0 opened 2 queue pairs, option 'connections' is 1: give both "
             "ranks the same options");

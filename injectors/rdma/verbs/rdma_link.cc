@@ -128,8 +128,7 @@ bool Device::Wait(int i, double seconds, int extra_fd) const {
   return extra_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
-Result<std::unique_ptr<Side>> Side::Create(Device& device, bool receiver,
-                                           const FloodShape& shape) {
+Result<std::unique_ptr<Side>> Side::Create(Device& device, bool receiver, const FloodShape& shape) {
   std::unique_ptr<Side> s(new Side(device, receiver, shape));
   if (Status st = s->Init(); !st.ok()) return Err(st.error());
   return s;
@@ -183,7 +182,7 @@ Status Side::Init() {
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
     a.port_num = static_cast<uint8_t>(dev_.port().port);
-    a.qp_access_flags = access;
+    a.qp_access_flags = receiver_ ? IBV_ACCESS_REMOTE_WRITE : 0;  // what the peer may do
     if (int rc = v.modify_qp(qp, &a,
                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
         rc != 0) {
@@ -262,9 +261,9 @@ Status Side::Connect(const ConnInfo& remote) {
     }
     ibv_qp_attr r{};
     r.qp_state = IBV_QPS_RTS;
-    r.timeout = 14;    // 4.096 us x 2^14 = 67 ms per try: a dead peer fails within ~0.5 s
+    r.timeout = 14;  // 4.096 us x 2^14 = 67 ms per try: a dead peer fails within ~0.5 s
     r.retry_cnt = 7;
-    r.rnr_retry = 7;   // receiver not ready: retry indefinitely (flow control, not failure)
+    r.rnr_retry = 7;  // receiver not ready: retry indefinitely (flow control, not failure)
     r.sq_psn = psns_[i];
     r.max_rd_atomic = 1;
     if (int rc = v.modify_qp(qps_[i], &r,
@@ -306,9 +305,10 @@ Status Side::Post(int i) {
     }
     rc = ibv_post_send(qps_[i], &wr, &bad);
   }
-  if (rc != 0) return Err(Why(std::string(receiver_ ? "ibv_post_recv" : "ibv_post_send") +
-                                  " on QP " + std::to_string(i),
-                              rc));
+  if (rc != 0)
+    return Err(Why(
+        std::string(receiver_ ? "ibv_post_recv" : "ibv_post_send") + " on QP " + std::to_string(i),
+        rc));
   return Status::Ok();
 }
 
