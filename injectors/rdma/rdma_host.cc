@@ -54,6 +54,9 @@ Result<std::vector<Port>> ReadPorts(const std::string& root) {
   }
   std::vector<Port> ports;
   for (const auto& device : Names(root)) {
+    // "1: CA" (InfiniBand, RoCE), "4: RNIC" (iWARP).
+    const bool iwarp =
+        FirstLine(fs::path(root) / device / "node_type").find("RNIC") != std::string::npos;
     for (const auto& n : Names(fs::path(root) / device / "ports")) {
       const fs::path dir = fs::path(root) / device / "ports" / n;
       Port p;
@@ -63,6 +66,7 @@ Result<std::vector<Port>> ReadPorts(const std::string& root) {
       const size_t colon = state.find(": ");
       p.state = colon == std::string::npos ? state : state.substr(colon + 2);
       p.link_layer = FirstLine(dir / "link_layer");
+      p.iwarp = iwarp;
       ports.push_back(p);
     }
   }
@@ -131,7 +135,14 @@ Result<Port> ChoosePort(const std::vector<Port>& ports, const std::string& devic
     match = on_port;
   }
   for (const auto& p : match) {
-    if (p.active()) return p;
+    if (p.usable()) return p;
+  }
+  for (const auto& p : match) {
+    if (p.active()) {
+      return Err("rdma: " + p.Name() +
+                 " is iWARP: its queue pairs connect only through rdma_cm, which this flood "
+                 "does not use (choose an InfiniBand or RoCE port)");
+    }
   }
   return Err("rdma: no active port among " + DescribePorts(match));
 }
@@ -139,7 +150,8 @@ Result<Port> ChoosePort(const std::vector<Port>& ports, const std::string& devic
 std::string DescribePorts(const std::vector<Port>& ports) {
   std::string out;
   for (const auto& p : ports) {
-    out += (out.empty() ? "" : ", ") + p.Name() + " (" + p.link_layer + ", " + p.state + ")";
+    out += (out.empty() ? "" : ", ") + p.Name() + " (" + p.link_layer +
+           (p.iwarp ? ", iWARP, " : ", ") + p.state + ")";
   }
   return out;
 }
@@ -171,6 +183,10 @@ Availability Probe(const std::string& root, const VerbsDeviceLister& list_device
   }
   if (std::none_of(a.ports.begin(), a.ports.end(), [](const Port& p) { return p.active(); })) {
     a.reason = "no active port (" + DescribePorts(a.ports) + ")";
+  } else if (std::none_of(a.ports.begin(), a.ports.end(),
+                          [](const Port& p) { return p.usable(); })) {
+    a.reason = "no usable port (" + DescribePorts(a.ports) +
+               ": iWARP queue pairs connect only through rdma_cm, which this flood does not use)";
   }
   return a;
 }

@@ -23,7 +23,9 @@ struct Port {
   int port = 1;            // 1-based, as verbs numbers them
   std::string state;       // ACTIVE, DOWN, INIT, ARMED... (sysfs "4: ACTIVE" -> "ACTIVE")
   std::string link_layer;  // InfiniBand or Ethernet (RoCE, iWARP)
+  bool iwarp = false;      // node_type RNIC (siw, iw_cxgb4...): QPs connect only via rdma_cm
   bool active() const { return state == "ACTIVE"; }
+  bool usable() const { return active() && !iwarp; }
   bool ethernet() const { return link_layer == "Ethernet"; }
   std::string Name() const;  // "mlx5_0 port 1"
 };
@@ -49,11 +51,12 @@ std::vector<Gid> ReadGids(const std::string& root, const Port& port);
 // GID; on InfiniBand none (the subnet routes by LID).
 Result<int> ChooseGid(const std::vector<Gid>& table, const Port& port, int requested);
 
-// The port the flood uses: `device` "" = any, `port` 0 = any, the first ACTIVE one that
-// matches. Errors name what there is.
+// The port the flood uses: `device` "" = any, `port` 0 = any, the first usable (ACTIVE, not
+// iWARP) one that matches. Errors name what there is.
 Result<Port> ChoosePort(const std::vector<Port>& ports, const std::string& device, int port);
 
-// "mlx5_0 port 1 (InfiniBand, ACTIVE), rxe0 port 1 (Ethernet, DOWN)".
+// "mlx5_0 port 1 (InfiniBand, ACTIVE), rxe0 port 1 (Ethernet, DOWN), siw0 port 1 (Ethernet,
+// iWARP, ACTIVE)".
 std::string DescribePorts(const std::vector<Port>& ports);
 
 // Whether the flood can run here. reason "" = yes; otherwise one of, in the order checked:
@@ -61,6 +64,8 @@ std::string DescribePorts(const std::vector<Port>& ports);
 //   "libibverbs.so.1 does not load (<dlerror>; Debian: libibverbs1)"
 //   "libibverbs finds no device (no provider for mlx5_0: Debian: ibverbs-providers)"
 //   "no active port (mlx5_0 port 1 (InfiniBand, DOWN))"
+//   "no usable port (siw0 port 1 (Ethernet, iWARP, ACTIVE): iWARP queue pairs connect only
+//    through rdma_cm, which this flood does not use)"
 struct Availability {
   std::string reason;
   std::vector<Port> ports;  // every port sysfs lists whose device libibverbs sees

@@ -1,10 +1,10 @@
 // The rdma injector through the real codl-inject binary. Everywhere: --help, --list (with the
 // exact reason it cannot run), and the refusal to run without a device. Where the capability
-// probe finds an active RDMA port (a NIC, or rdma_rxe / siw over an Ethernet interface, e.g.
-// `rdma link add rxe0 type rxe netdev eth0`), the flood itself: loopback through the device at
-// a rate, and a pair of two processes wired through the published endpoint. Elsewhere those
-// SKIP with the probe's reason (this repository's VM and CI have no RDMA device and cannot load
-// rdma_rxe).
+// probe finds a usable RDMA port (an InfiniBand or RoCE NIC, or rdma_rxe over an Ethernet
+// interface: `rdma link add rxe0 type rxe netdev eth0`), the flood itself: loopback through the
+// device at a rate, and a pair of two processes wired through the published endpoint.
+// Elsewhere those SKIP with the probe's reason (this repository's VM and CI have no RDMA device
+// and cannot load rdma_rxe).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>

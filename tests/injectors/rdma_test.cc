@@ -200,6 +200,25 @@ TEST(RdmaHostTest, ProbeSaysWhyInTheOrderChecked) {
             "mlx5_0 port 1 (InfiniBand, ACTIVE), rxe0 port 1 (Ethernet, DOWN)");
 }
 
+// siw (software iWARP) lists like a RoCE port, but its QPs cannot be connected by hand.
+TEST(RdmaHostTest, IwarpPortsAreListedButNotUsed) {
+  FakeSysfs sys;
+  sys.Write(fs::path(sys.root()) / "siw0" / "node_type", "4: RNIC");
+  sys.Port("siw0", 1, "4: ACTIVE", "Ethernet");
+  sys.Write(fs::path(sys.root()) / "mlx5_0" / "node_type", "1: CA");
+  const std::string iwarp = "siw0 port 1 (Ethernet, iWARP, ACTIVE)";
+  EXPECT_EQ(Probe(sys.root(), Lists({"rxe0", "siw0"})).reason,
+            "no usable port (rxe0 port 1 (Ethernet, DOWN), " + iwarp +
+                ": iWARP queue pairs connect only through rdma_cm, which this flood does not "
+                "use)");
+  const Availability a = Probe(sys.root(), Lists({"mlx5_0", "rxe0", "siw0"}));
+  EXPECT_EQ(a.reason, "");
+  EXPECT_EQ(ChoosePort(a.ports, "", 0)->Name(), "mlx5_0 port 1");
+  EXPECT_EQ(ChoosePort(a.ports, "siw0", 0).error(),
+            "rdma: siw0 port 1 is iWARP: its queue pairs connect only through rdma_cm, which "
+            "this flood does not use (choose an InfiniBand or RoCE port)");
+}
+
 TEST(RdmaHostTest, TheFirstActivePortOrTheOneAskedFor) {
   FakeSysfs sys;
   const auto ports = *ReadPorts(sys.root());
