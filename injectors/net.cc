@@ -39,6 +39,7 @@
 #include "injectors/injector.h"
 #include "injectors/net_endpoint.h"
 #include "injectors/net_rdma.h"
+#include "injectors/net_socket.h"
 #include "injectors/paced_run.h"
 #include "lib/common/units.h"
 
@@ -46,85 +47,6 @@ namespace codl::injectors {
 namespace {
 
 std::string Errno() { return std::strerror(errno); }
-
-// "host:port" → sockaddr; false when unparsable or unresolvable.
-bool Resolve(const std::string& hostport, sockaddr_storage* addr, socklen_t* len) {
-  const size_t colon = hostport.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  std::string host = hostport.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host.c_str(), hostport.substr(colon + 1).c_str(), &hints, &res) != 0) {
-    return false;
-  }
-  std::memcpy(addr, res->ai_addr, res->ai_addrlen);
-  *len = res->ai_addrlen;
-  freeaddrinfo(res);
-  return true;
-}
-
-// Waits up to 50 ms for `events` on fd; true when ready. Keeps every blocking call stoppable.
-bool WaitFd(int fd, short events) {
-  pollfd p{fd, events, 0};
-  return poll(&p, 1, 50) > 0;
-}
-
-// Exactly n bytes from fd within timeout_ms, polled in 50 ms slices so a stop (when given) cuts
-// it short; "" on timeout, EOF, error or stop.
-std::string ReadExactly(int fd, size_t n, int timeout_ms, const StopToken* stop) {
-  std::string got;
-  char buf[64];
-  for (int waited = 0; got.size() < n && waited < timeout_ms; waited += 50) {
-    if (stop != nullptr && stop->stop_requested()) return "";
-    if (!WaitFd(fd, POLLIN)) continue;
-    const ssize_t r = recv(fd, buf, std::min(sizeof buf, n - got.size()), 0);
-    if (r <= 0) return "";
-    got.append(buf, static_cast<size_t>(r));
-  }
-  return got.size() == n ? got : "";
-}
-
-// A pair's handshake, connecting side: connect to `addr` within 2 s, write the token, and read
-// it back within 2 s. Rank 0 answers only a connection that presented the token, so neither
-// side streams to a stranger (the token travels only through the controller's rendezvous).
-// The socket on success, else -1 with *why set.
-int ConnectVerified(const std::string& addr, const std::string& token, std::string* why) {
-  sockaddr_storage sa;
-  socklen_t len;
-  if (!Resolve(addr, &sa, &len)) {
-    *why = addr + ": cannot resolve";
-    return -1;
-  }
-  const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *why = "socket: " + Errno();
-    return -1;
-  }
-  pollfd p{fd, POLLOUT, 0};
-  int err = 0;
-  socklen_t elen = sizeof err;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 &&
-      (errno != EINPROGRESS || poll(&p, 1, 2000) <= 0 ||
-       getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) {
-    *why = addr + ": connect: " + (err != 0 ? std::strerror(err) : "timed out");
-    close(fd);
-    return -1;
-  }
-  // A fresh socket's send buffer takes the 32 bytes at once.
-  if (send(fd, token.data(), token.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(token.size()) ||
-      ReadExactly(fd, token.size(), 2000, nullptr) != token) {
-    *why = addr +
-           ": connected, but it did not answer with rank 0's token (another service, or "
-           "rank 0's address seen from elsewhere)";
-    close(fd);
-    return -1;
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
-}
 
 // A listening socket plus drain threads for what connects: the loopback peer of role=send.
 class LoopbackSink {
@@ -389,24 +311,11 @@ class NetInjector final : public Injector {
   }
 
   Status Listen(const std::string& bind_addr, int port) {
-    sockaddr_storage addr;
-    socklen_t len;
-    if (!Resolve(bind_addr + ":" + std::to_string(port), &addr, &len)) {
-      return Err("option 'bind': cannot resolve '" + bind_addr + "'");
-    }
-    listen_fd_ = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    if (listen_fd_ < 0 || setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        listen(listen_fd_, connections_) != 0 ||
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      return Err("net: listen on " + bind_addr + ":" + std::to_string(port) + ": " + Errno());
-    }
-    // sin_port and sin6_port sit at the same offset.
-    const int bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    bound_port_ = bound;
-    notes_ = {"listening on " + bind_addr + ":" + std::to_string(bound)};
-    std::fprintf(stderr, "codl-inject net: listening on %s:%d\n", bind_addr.c_str(), bound);
+    std::string why;
+    listen_fd_ = ListenTcp(bind_addr, port, connections_, &bound_port_, &why);
+    if (listen_fd_ < 0) return Err(why);
+    notes_ = {"listening on " + bind_addr + ":" + std::to_string(bound_port_)};
+    std::fprintf(stderr, "codl-inject net: listening on %s:%d\n", bind_addr.c_str(), bound_port_);
     fds_.assign(connections_, -1);
     return Status::Ok();
   }
@@ -419,10 +328,7 @@ class NetInjector final : public Injector {
     while (fds_[i] < 0 && !stop.stop_requested()) {
       if (!WaitFd(listen_fd_, POLLIN)) continue;
       fds_[i] = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fds_[i] >= 0 && !token_.empty() &&
-          (ReadExactly(fds_[i], token_.size(), 2000, &stop) != token_ ||
-           send(fds_[i], token_.data(), token_.size(), MSG_NOSIGNAL) !=
-               static_cast<ssize_t>(token_.size()))) {
+      if (fds_[i] >= 0 && !token_.empty() && !AnswerToken(fds_[i], token_, &stop)) {
         CloseAccepted(i);
       }
     }

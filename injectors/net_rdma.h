@@ -1,16 +1,14 @@
-// Whether this host could carry the net flood over RDMA, in words, for `codl-inject --list` and
-// `net --help`. The net injector streams TCP only; this says why RDMA is not in use here.
+// Whether this host could carry a network flood over RDMA, in words, for `net --help` and the
+// resource column of `codl-inject --list`. The net injector streams TCP; the RDMA flood is the
+// rdma injector (rdma.cc), whose probe this is (rdma/rdma_host.h).
 #pragma once
 
 #include <string>
 
 namespace codl::injectors {
 
-// Looks in /sys/class/infiniband first (no device: libibverbs is never loaded, so hosts of the
-// catalog such as the controller stay free of it); with devices there, dlopen()s
-// libibverbs.so.1 and asks ibv_get_device_list, so no binary links against libibverbs.
-// Examples: "RDMA: no device (/sys/class/infiniband absent: no RDMA driver loaded)",
-// "RDMA: mlx5_0 found by libibverbs, not used (net streams TCP)".
+// "RDMA: no device (/sys/class/infiniband absent: no RDMA driver loaded)",
+// "RDMA: mlx5_0 port 1 (InfiniBand, ACTIVE): injector rdma".
 std::string RdmaStatus();
 
 }  // namespace codl::injectors

@@ -26,6 +26,7 @@ namespace codl::injectors {
   X("llc", MakeLlcInjector)                  \
   X("pagecache", MakePagecacheInjector)      \
   X("net", MakeNetInjector)                  \
+  X("rdma", MakeRdmaInjector)                \
   /* add new injectors above this line */
 
 #define CODL_DECLARE_FACTORY(name, factory) std::unique_ptr<Injector> factory();

@@ -13,7 +13,7 @@ set_name=${1:-build}
 build_pkgs=(build-essential cmake ninja-build pkg-config ccache
             libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
             liburing-dev libyaml-cpp-dev libre2-dev libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
-            nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev)
+            nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev libibverbs-dev)
 dev_pkgs=(libgtest-dev libgmock-dev)
 test_pkgs=(sqlite3 fio iproute2 procps python3 iperf3 stress-ng
            systemd munge slurmctld slurmd slurm-client
