@@ -19,6 +19,13 @@ with the agent's own offset estimate, which is ~0 here). Arrivals after start_at
 starts; none should be. Everything runs on loopback, the load tool sharing the 2 CPUs.
 
 --tls runs controller, load tool and codlctl with mTLS (throwaway CA, SAN 127.0.0.1).
+
+Registration storms, from the load tool's own timestamps of every RegisterAgent attempt and
+success: "cold" = N fresh agents (each channel's first connection: the client side also builds
+its TLS context then) from the first attempt to the last agent's success; --restart-storm =
+the controller is killed (SIGKILL) and started again on the same address and database under N
+registered agents, which re-register as a real agent does (its heartbeat is answered
+`reregister`): from the restart to the last agent's success, with both processes' CPU.
 The JSON's db_abs_start_skew_ms (start_skew_s of the fan-out trials) is NOT a skew figure: one
 timer thread of the load tool emulates the wake-up of all 256 agents. Real skew: run_skew_bench.sh.
 """
@@ -128,16 +135,36 @@ class Run:
         dt = time.monotonic() - t0
         return {k: (proc_cpu_s(p) - c0[k]) / dt for k, p in pids.items()}, dt
 
-    def go(self, fanout):
-        res = {"agents": self.n}
+    def start_controller(self):
         # Plaintext loopback needs the explicit --insecure (docs/security.md).
-        ctl = self.spawn([f"{self.bin}/codl-controller", "--listen", self.addr, "--db", self.db,
-                          *(self.tls("controller") or ["--insecure"])], f"controller-{self.n}.log")
+        return self.spawn([f"{self.bin}/codl-controller", "--listen", self.addr, "--db", self.db,
+                           *(self.tls("controller") or ["--insecure"])], f"controller-{self.n}.log")
+
+    def restart_storm(self, ctl, load):
+        """Kills the controller under N registered agents and starts a new one on the same address
+        and database; samples both processes' CPU every 50 ms for --storm-wait seconds. Returns
+        the new controller and what analyze_storm needs."""
+        load_cpu0 = proc_cpu_s(load.pid)
+        ctl.send_signal(signal.SIGKILL)  # a crash or an upgrade: no drain
+        ctl.wait(timeout=30)
+        restart_ns = time.time_ns()
+        new = self.start_controller()
+        samples = []
+        end = time.monotonic() + self.a.storm_wait
+        while time.monotonic() < end:
+            samples.append((time.time_ns(), proc_cpu_s(new.pid), proc_cpu_s(load.pid) - load_cpu0))
+            time.sleep(0.05)
+        return new, {"restart_ns": restart_ns, "samples": samples, "loadavg": os.getloadavg()}
+
+    def go(self, fanout):
+        res = {"agents": self.n, "loadavg_at_start": os.getloadavg()}
+        ctl = self.start_controller()
         time.sleep(0.5)
         load_out = os.path.join(self.work, f"load-{self.n}.json")
         load = self.spawn([f"{self.bin}/codl-load-agents", "--controller", self.addr, "--agents", str(self.n),
                            "--register-spread", str(self.a.register_spread), "--out", load_out,
                            "--victim-time", "0.05", "--min-connect-timeout-ms", str(self.a.min_connect_timeout_ms),
+                           "--setup-estimate", str(self.a.setup_estimate),
                            *self.tls("agents")], f"load-{self.n}.log")
         t0 = time.monotonic()
         # Registered as the load tool sees it (cheap), then confirmed by the controller.
@@ -175,6 +202,7 @@ class Run:
         # storm is often CPU starvation (other processes' load), not the protocol.
         res["register_cpu_s"] = {"controller": round(proc_cpu_s(ctl.pid), 2), "load_tool": round(proc_cpu_s(load.pid), 2)}
         res["loadavg_1m_at_registered"] = os.getloadavg()[0]
+        res["loadavg_at_registered"] = os.getloadavg()
         time.sleep(self.a.warmup)
         cpu, dt = self.window(self.a.window, {"controller": ctl.pid, "load": load.pid})
         st = proc_status(ctl.pid)
@@ -184,11 +212,16 @@ class Run:
         res["controller_rss_mib"] = round(st["VmRSS"] / 1024, 1)
         res["controller_threads"] = st["Threads"]
         res["controller_fds"] = st["fds"]
+        res["loadavg_after_window"] = os.getloadavg()
         res["alive_after_window"] = self.alive(timeout=120)
         if fanout:
             res["fanout"] = self.fanout(ctl.pid, load.pid)
             res["controller_rss_after_fanout_mib"] = round(proc_status(ctl.pid)["VmRSS"] / 1024, 1)
             res["controller_hwm_mib"] = round(proc_status(ctl.pid)["VmHWM"] / 1024, 1)
+            res["fanout"]["loadavg_after"] = os.getloadavg()
+        storm = None
+        if self.a.restart_storm:
+            ctl, storm = self.restart_storm(ctl, load)
         load.send_signal(signal.SIGTERM)
         load.wait(timeout=30)
         with open(load_out) as f:
@@ -196,6 +229,11 @@ class Run:
         res["heartbeats"] = {k: rep[k] for k in ("heartbeats_ok", "heartbeats_failed", "reregisters",
                                                    "register_failures", "misrouted")}
         res["heartbeats"]["rtt_ms"] = rep["heartbeat_rtt_ms"]
+        for k in ("streams", "telemetry_events", "estimates"):
+            res["heartbeats"][k] = rep.get(k)
+        res["cold_registration"] = analyze_registrations(rep, 0, self.n)
+        if storm:
+            res["restart_storm"] = analyze_storm(rep, storm, self.n)
         if fanout:
             res["fanout"].update(analyze_fanout(rep["start_records"], self.a.fanout))
         ctl.send_signal(signal.SIGTERM)
@@ -283,6 +321,43 @@ def ms(v):
     return None if v is None else round(v * 1e3, 3)
 
 
+def analyze_registrations(rep, since_ns, n):
+    """From the load tool's timestamps: attempts and successes at or after since_ns; the first
+    attempt, and when the last of the N agents had registered (its first success since then)."""
+    attempts = [(a, t) for a, t in rep.get("register_attempts_ns", []) if t >= since_ns]
+    done = {}
+    for a, t in rep.get("registered_ns", []):
+        if t >= since_ns and a not in done:
+            done[a] = t
+    out = {"attempts": len(attempts), "agents_registered": len(done),
+           "failed_attempts": len(attempts) - sum(1 for _, t in rep.get("registered_ns", []) if t >= since_ns)}
+    if attempts:
+        first = min(t for _, t in attempts)
+        out["first_attempt_ns"] = first
+        if len(done) == n:
+            last = max(done.values())
+            out["last_registered_ns"] = last
+            out["all_registered_s_after_first_attempt"] = round((last - first) / 1e9, 3)
+            if since_ns:
+                out["all_registered_s_after_since"] = round((last - since_ns) / 1e9, 3)
+    return out
+
+
+def analyze_storm(rep, storm, n):
+    """The restart storm: analyze_registrations since the restart, plus the CPU both processes
+    used from the restart until the last agent had registered (the first 50 ms sample after)."""
+    out = analyze_registrations(rep, storm["restart_ns"], n)
+    out["loadavg_after"] = storm["loadavg"]
+    last = out.get("last_registered_ns")
+    if last:
+        after = [s for s in storm["samples"] if s[0] >= last]
+        if after:
+            out["cpu_s_until_all_registered"] = {"controller": round(after[0][1], 2),
+                                                 "load_tool": round(after[0][2], 2),
+                                                 "sampled_at_s": round((after[0][0] - storm["restart_ns"]) / 1e9, 3)}
+    return out
+
+
 def analyze_fanout(records, nodes):
     trials = {}
     for r in records:
@@ -355,6 +430,12 @@ def main():
     ap.add_argument("--tls", action="store_true", help="mTLS everywhere (throwaway CA, SAN 127.0.0.1)")
     ap.add_argument("--min-connect-timeout-ms", type=int, default=2000,
                     help="the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (2000 as in rpc::MakeChannel; 0: gRPC default)")
+    ap.add_argument("--restart-storm", action="store_true",
+                    help="after the window (and fan-out), kill and restart the controller under the N "
+                         "agents and measure their re-registration storm")
+    ap.add_argument("--storm-wait", type=float, default=15, help="seconds the restart storm is watched")
+    ap.add_argument("--setup-estimate", type=float, default=0,
+                    help="the load tool's EstimateSetup answer (0: what a real agent says for noop)")
     ap.add_argument("--agent-footprint", type=float, default=0, metavar="S",
                     help="also sample one real, idle codl-agent's RSS and CPU over S seconds (0: skip)")
     a = ap.parse_args()
@@ -412,6 +493,15 @@ def main():
     if ai and "cpu_cores" in ai:
         print(f"idle codl-agent: CPU {ai['cpu_cores'] * 100:.3f} % of a core, RSS {ai['rss_mib']['max']} MiB "
               f"(goal < 1 %, < 30 MiB)")
+    for r in result["runs"]:
+        for key, what in (("cold_registration", "fresh agents"), ("restart_storm", "controller restart")):
+            g = r.get(key)
+            if not g:
+                continue
+            took = g.get("all_registered_s_after_since", g.get("all_registered_s_after_first_attempt"))
+            print(f"{r['agents']} agents, registration storm ({what}): {g['agents_registered']} registered, "
+                  f"all after {took} s ({g['attempts']} attempts, {g['failed_attempts']} not successful); "
+                  f"CPU {g.get('cpu_s_until_all_registered')}")
     for r in result["runs"]:
         f = r.get("fanout")
         if not f or "latency_ms" not in f:
