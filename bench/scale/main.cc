@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   RaiseFileLimit(o.agents);
+  codl::rpc::DisableMutexDeadlockDetection();  // as the daemons do (rpc::StartServer)
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
