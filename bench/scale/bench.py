@@ -309,7 +309,7 @@ class Run:
         res["heartbeats"]["rtt_ms"] = rep["heartbeat_rtt_ms"]
         for k in ("streams", "telemetry_events", "estimates"):
             res["heartbeats"][k] = rep.get(k)
-        res["cold_registration"] = analyze_registrations(rep, 0, self.n)
+        res["cold_registration"] = analyze_registrations(rep, 0, self.n, storm["restart_ns"] if storm else None)
         if storm:
             res["restart_storm"] = analyze_storm(rep, storm, self.n)
         if fanout:
@@ -399,16 +399,18 @@ def ms(v):
     return None if v is None else round(v * 1e3, 3)
 
 
-def analyze_registrations(rep, since_ns, n):
-    """From the load tool's timestamps: attempts and successes at or after since_ns; the first
+def analyze_registrations(rep, since_ns, n, until_ns=None):
+    """From the load tool's timestamps: attempts and successes in [since_ns, until_ns); the first
     attempt, and when the last of the N agents had registered (its first success since then)."""
-    attempts = [(a, t) for a, t in rep.get("register_attempts_ns", []) if t >= since_ns]
+    def inside(t):
+        return t >= since_ns and (until_ns is None or t < until_ns)
+    attempts = [(a, t) for a, t in rep.get("register_attempts_ns", []) if inside(t)]
+    successes = [(a, t) for a, t in rep.get("registered_ns", []) if inside(t)]
     done = {}
-    for a, t in rep.get("registered_ns", []):
-        if t >= since_ns and a not in done:
-            done[a] = t
+    for a, t in successes:
+        done.setdefault(a, t)
     out = {"attempts": len(attempts), "agents_registered": len(done),
-           "failed_attempts": len(attempts) - sum(1 for _, t in rep.get("registered_ns", []) if t >= since_ns)}
+           "failed_attempts": len(attempts) - len(successes)}
     if attempts:
         first = min(t for _, t in attempts)
         out["first_attempt_ns"] = first
