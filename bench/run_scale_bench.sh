@@ -8,7 +8,8 @@
 # usage: bench/run_scale_bench.sh [--build-dir DIR] [--out FILE] [--agents 100,1000]
 #                                 [--window S] [--fanout N] [--fanout-trials N] [--tls] [--keep]
 #                                 [--register-spread S] [--min-connect-timeout-ms MS]
-#                                 [--agent-footprint S]
+#                                 [--agent-footprint S] [--restart-storm] [--storm-wait S]
+#                                 [--setup-estimate S]
 #   --build-dir      CMake build tree (default: ./build); the binaries are built when stale
 #   --out            JSON results (default: bench/results/scale.json)
 #   --agents         comma-separated agent counts (default 100,1000); the fan-out runs at the largest
@@ -22,6 +23,11 @@
 #                    rpc::MakeChannel; 0 = gRPC's 20 s). See docs/performance.md on TLS storms.
 #   --agent-footprint S  also run one real, idle codl-agent against a real controller and report
 #                    its RSS and CPU over S seconds (goal < 30 MiB, < 1 % of a core)
+#   --restart-storm  after the window (and fan-out), kill the controller and start it again on the
+#                    same address under the N agents; report how long until all re-registered,
+#                    failed attempts and both processes' CPU (the mTLS storm of docs/performance.md)
+#   --storm-wait S   seconds the restart storm is watched (default 15)
+#   --setup-estimate S  what the emulated agents answer to EstimateSetup (default 0, as for noop)
 #   --keep           keep the work dir (logs, databases, the load tool's JSON)
 # Loopback only (plaintext is allowed there). About 2 minutes with the defaults.
 set -euo pipefail
@@ -33,10 +39,10 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--register-timeout|--min-connect-timeout-ms|--agent-footprint)
+    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--register-timeout|--min-connect-timeout-ms|--agent-footprint|--storm-wait|--setup-estimate)
       extra+=("$1" "$2"); shift 2 ;;
-    --keep|--tls) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --keep|--tls|--restart-storm) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

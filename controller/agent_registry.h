@@ -70,7 +70,11 @@ class AgentRegistry {
     double load_avg_1m = -1;
   };
   bool AliveLocked(const Entry& e) const;
-  void EvictLocked();  // forgets agents silent for longer than evict_after_s_
+  bool ExpiredLocked(const Entry& e, double now_s) const;  // silent longer than evict_after_s_
+  // Forgets expired agents; walks the registry at most once per kEvictSweepS.
+  void EvictLocked();
+
+  static constexpr double kEvictSweepS = 1;
 
   const Clock* clock_;
   AgentClientFactory factory_;
@@ -79,6 +83,8 @@ class AgentRegistry {
   size_t max_agents_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> agents_;
+  bool swept_once_ = false;
+  double last_sweep_s_ = 0;  // monotonic
 };
 
 std::string DescribeSelector(const experiment::NodeSelector& sel);

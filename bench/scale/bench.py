@@ -19,6 +19,13 @@ with the agent's own offset estimate, which is ~0 here). Arrivals after start_at
 starts; none should be. Everything runs on loopback, the load tool sharing the 2 CPUs.
 
 --tls runs controller, load tool and codlctl with mTLS (throwaway CA, SAN 127.0.0.1).
+
+Registration storms, from the load tool's own timestamps of every RegisterAgent attempt and
+success: "cold" = N fresh agents (each channel's first connection: the client side also builds
+its TLS context then) from the first attempt to the last agent's success; --restart-storm =
+the controller is killed (SIGKILL) and started again on the same address and database under N
+registered agents, which re-register as a real agent does (its heartbeat is answered
+`reregister`): from the restart to the last agent's success, with both processes' CPU.
 The JSON's db_abs_start_skew_ms (start_skew_s of the fan-out trials) is NOT a skew figure: one
 timer thread of the load tool emulates the wake-up of all 256 agents. Real skew: run_skew_bench.sh.
 """
@@ -79,6 +86,98 @@ def proc_status(pid):
     return out
 
 
+# Descriptors one load tool may use here (RLIMIT_NOFILE's hard limit, 20,000 on the build box;
+# not raisable in its container): each emulated agent takes two (its listening port and its
+# channel to the controller) plus one per connection the controller opens to it.
+FDS_PER_AGENT = 2
+
+
+def agents_per_load_tool():
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        hard = 1 << 20
+    return max(100, (hard - 2000) // (FDS_PER_AGENT + 0.2))
+
+
+class LoadTools:
+    """codl-load-agents as K processes when one cannot hold N agents' descriptors (ids
+    load-K-NNNN then; one process: load-NNNN). Counters, CPU and reports are summed over them."""
+
+    def __init__(self, run, n):
+        self.run, self.n = run, n
+        per = int(agents_per_load_tool())
+        k = max(1, -(-n // per))
+        self.counts = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        self.procs, self.outs, self.logs = [], [], []
+        for i, count in enumerate(self.counts):
+            tag = f"{n}" if k == 1 else f"{n}-{i}"
+            self.outs.append(os.path.join(run.work, f"load-{tag}.json"))
+            self.logs.append(os.path.join(run.work, f"load-{tag}.log"))
+            a = run.a
+            self.procs.append(run.spawn(
+                [f"{run.bin}/codl-load-agents", "--controller", run.addr, "--agents", str(count),
+                 "--id-prefix", "load-" if k == 1 else f"load-{i}-",
+                 "--register-spread", str(a.register_spread), "--out", self.outs[-1],
+                 "--victim-time", "0.05", "--min-connect-timeout-ms", str(a.min_connect_timeout_ms),
+                 "--setup-estimate", str(a.setup_estimate), *run.tls("agents")],
+                os.path.basename(self.logs[-1])))
+
+    def registered(self):
+        """The load tools' own count of successful registrations (each one's last "registered N")."""
+        total = 0
+        for log in self.logs:
+            n = 0
+            try:
+                with open(log, errors="replace") as f:
+                    for line in f:
+                        if line.startswith("registered "):
+                            n = int(line.split()[1])
+            except (OSError, ValueError):
+                pass
+            total += n
+        return total
+
+    def cpu_s(self):
+        return sum(proc_cpu_s(p.pid) for p in self.procs if p.poll() is None)
+
+    def exited(self):
+        return [p.returncode for p in self.procs if p.poll() is not None]
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            p.wait(timeout=60)
+
+    def report(self):
+        """The reports merged: counters summed, records concatenated (agent indices made global),
+        heartbeat round trips as the largest p50/p99 of the processes. None when one is missing."""
+        merged, offset = None, 0
+        for out, count in zip(self.outs, self.counts):
+            if not os.path.exists(out):
+                return None
+            with open(out) as f:
+                rep = json.load(f)
+            for key in ("register_attempts_ns", "registered_ns"):
+                rep[key] = [[a + offset, t] for a, t in rep.get(key, [])]
+            offset += count
+            if merged is None:
+                merged = rep
+                continue
+            for k, v in rep.items():
+                if isinstance(v, list):
+                    merged[k] = merged.get(k, []) + v
+                elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                    merged[k] = merged.get(k, 0) + v
+            r0, r1 = merged["heartbeat_rtt_ms"], rep["heartbeat_rtt_ms"]
+            merged["heartbeat_rtt_ms"] = {"p50": max(r0["p50"], r1["p50"]), "p99": max(r0["p99"], r1["p99"]),
+                                          "n": r0["n"] + r1["n"]}
+        merged["load_tools"] = len(self.counts)
+        return merged
+
+
 class Run:
     def __init__(self, a, n, work):
         self.a, self.n, self.work = a, n, work
@@ -109,59 +208,62 @@ class Run:
             return -1
         return sum(1 for line in r.stdout.splitlines() if '"alive":true' in line)
 
-    def load_registered(self):
-        """The load tool's own count of successful registrations (its last "registered N")."""
-        n = 0
-        try:
-            with open(os.path.join(self.work, f"load-{self.n}.log"), errors="replace") as f:
-                for line in f:
-                    if line.startswith("registered "):
-                        n = int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return n
-
-    def window(self, seconds, pids):
-        c0 = {k: proc_cpu_s(p) for k, p in pids.items()}
+    def window(self, seconds, cpus):
+        """Cores used over `seconds` by each of `cpus` (name -> function returning CPU seconds)."""
+        c0 = {k: f() for k, f in cpus.items()}
         t0 = time.monotonic()
         time.sleep(seconds)
         dt = time.monotonic() - t0
-        return {k: (proc_cpu_s(p) - c0[k]) / dt for k, p in pids.items()}, dt
+        return {k: (f() - c0[k]) / dt for k, f in cpus.items()}, dt
+
+    def start_controller(self):
+        # Plaintext loopback needs the explicit --insecure (docs/security.md).
+        return self.spawn([f"{self.bin}/codl-controller", "--listen", self.addr, "--db", self.db,
+                           *(self.tls("controller") or ["--insecure"])], f"controller-{self.n}.log")
+
+    def restart_storm(self, ctl, load):
+        """Kills the controller under N registered agents and starts a new one on the same address
+        and database; samples both processes' CPU every 50 ms for --storm-wait seconds. Returns
+        the new controller and what analyze_storm needs."""
+        load_cpu0 = load.cpu_s()
+        ctl.send_signal(signal.SIGKILL)  # a crash or an upgrade: no drain
+        ctl.wait(timeout=30)
+        restart_ns = time.time_ns()
+        new = self.start_controller()
+        samples = []
+        end = time.monotonic() + self.a.storm_wait
+        while time.monotonic() < end:
+            samples.append((time.time_ns(), proc_cpu_s(new.pid), load.cpu_s() - load_cpu0))
+            time.sleep(0.05)
+        return new, {"restart_ns": restart_ns, "samples": samples, "loadavg": os.getloadavg()}
 
     def go(self, fanout):
-        res = {"agents": self.n}
-        # Plaintext loopback needs the explicit --insecure (docs/security.md).
-        ctl = self.spawn([f"{self.bin}/codl-controller", "--listen", self.addr, "--db", self.db,
-                          *(self.tls("controller") or ["--insecure"])], f"controller-{self.n}.log")
+        res = {"agents": self.n, "loadavg_at_start": os.getloadavg()}
+        ctl = self.start_controller()
         time.sleep(0.5)
-        load_out = os.path.join(self.work, f"load-{self.n}.json")
-        load = self.spawn([f"{self.bin}/codl-load-agents", "--controller", self.addr, "--agents", str(self.n),
-                           "--register-spread", str(self.a.register_spread), "--out", load_out,
-                           "--victim-time", "0.05", "--min-connect-timeout-ms", str(self.a.min_connect_timeout_ms),
-                           *self.tls("agents")], f"load-{self.n}.log")
+        load = LoadTools(self, self.n)
+        res["load_tools"] = len(load.procs)
         t0 = time.monotonic()
-        # Registered as the load tool sees it (cheap), then confirmed by the controller.
-        while self.load_registered() < self.n or self.alive(timeout=60) < self.n:
-            if time.monotonic() - t0 > self.a.register_timeout:
+        # Registered as the load tools see it (cheap), then confirmed by the controller.
+        while load.registered() < self.n or self.alive(timeout=60) < self.n:
+            if time.monotonic() - t0 > self.a.register_timeout or load.exited():
                 # Recorded, not raised: e.g. a TLS registration storm that never converges.
-                res["error"] = (f"only {self.load_registered()}/{self.n} agents registered after "
-                                f"{self.a.register_timeout:.0f} s")
-                load.send_signal(signal.SIGTERM)
-                load.wait(timeout=30)
-                if not os.path.exists(load_out):
+                res["error"] = (f"only {load.registered()}/{self.n} agents registered after "
+                                f"{time.monotonic() - t0:.0f} s")
+                exited = load.exited()
+                if exited:  # one died (see its log): say so instead of losing the run
+                    res["load_tool_exit"] = exited
+                res["load_tool_cpu_s_total"] = round(load.cpu_s(), 1)
+                load.stop()
+                rep = load.report()
+                if rep is None:
                     ctl.send_signal(signal.SIGTERM)
                     ctl.wait(timeout=30)
                     return res
-                with open(load_out) as f:
-                    rep = json.load(f)
                 res["heartbeats_ok"], res["heartbeats_failed"] = rep["heartbeats_ok"], rep["heartbeats_failed"]
                 res["registrations"] = rep["registrations"]
                 res["register_failures"] = rep["register_failures"]
                 res["controller_cpu_s_total"] = round(proc_cpu_s(ctl.pid), 1)
-                if load.poll() is None:
-                    res["load_tool_cpu_s_total"] = round(proc_cpu_s(load.pid), 1)
-                else:  # it died (see its log): say so instead of losing the run
-                    res["load_tool_exit"] = load.returncode
                 res["elapsed_s"] = round(time.monotonic() - t0, 1)
                 res["loadavg_1m"] = os.getloadavg()[0]
                 ctl.send_signal(signal.SIGTERM)
@@ -173,10 +275,11 @@ class Run:
         res["all_registered_after_s"] = round(time.monotonic() - t0, 1)
         # What registering cost, and how busy the machine was meanwhile: on a shared box a slow
         # storm is often CPU starvation (other processes' load), not the protocol.
-        res["register_cpu_s"] = {"controller": round(proc_cpu_s(ctl.pid), 2), "load_tool": round(proc_cpu_s(load.pid), 2)}
+        res["register_cpu_s"] = {"controller": round(proc_cpu_s(ctl.pid), 2), "load_tool": round(load.cpu_s(), 2)}
         res["loadavg_1m_at_registered"] = os.getloadavg()[0]
+        res["loadavg_at_registered"] = os.getloadavg()
         time.sleep(self.a.warmup)
-        cpu, dt = self.window(self.a.window, {"controller": ctl.pid, "load": load.pid})
+        cpu, dt = self.window(self.a.window, {"controller": lambda: proc_cpu_s(ctl.pid), "load": load.cpu_s})
         st = proc_status(ctl.pid)
         res["idle_window_s"] = round(dt, 1)
         res["controller_cpu_cores"] = round(cpu["controller"], 4)
@@ -184,25 +287,38 @@ class Run:
         res["controller_rss_mib"] = round(st["VmRSS"] / 1024, 1)
         res["controller_threads"] = st["Threads"]
         res["controller_fds"] = st["fds"]
+        res["loadavg_after_window"] = os.getloadavg()
         res["alive_after_window"] = self.alive(timeout=120)
         if fanout:
-            res["fanout"] = self.fanout(ctl.pid, load.pid)
+            res["fanout"] = self.fanout(ctl.pid, load)
             res["controller_rss_after_fanout_mib"] = round(proc_status(ctl.pid)["VmRSS"] / 1024, 1)
             res["controller_hwm_mib"] = round(proc_status(ctl.pid)["VmHWM"] / 1024, 1)
-        load.send_signal(signal.SIGTERM)
-        load.wait(timeout=30)
-        with open(load_out) as f:
-            rep = json.load(f)
+            res["fanout"]["loadavg_after"] = os.getloadavg()
+        storm = None
+        if self.a.restart_storm:
+            ctl, storm = self.restart_storm(ctl, load)
+        load.stop()
+        rep = load.report()
+        if rep is None:
+            res["error"] = "a load tool wrote no report (see its log)"
+            ctl.send_signal(signal.SIGTERM)
+            ctl.wait(timeout=30)
+            return res
         res["heartbeats"] = {k: rep[k] for k in ("heartbeats_ok", "heartbeats_failed", "reregisters",
                                                    "register_failures", "misrouted")}
         res["heartbeats"]["rtt_ms"] = rep["heartbeat_rtt_ms"]
+        for k in ("streams", "telemetry_events", "estimates"):
+            res["heartbeats"][k] = rep.get(k)
+        res["cold_registration"] = analyze_registrations(rep, 0, self.n, storm["restart_ns"] if storm else None)
+        if storm:
+            res["restart_storm"] = analyze_storm(rep, storm, self.n)
         if fanout:
             res["fanout"].update(analyze_fanout(rep["start_records"], self.a.fanout))
         ctl.send_signal(signal.SIGTERM)
         ctl.wait(timeout=30)
         return res
 
-    def fanout(self, ctl_pid, load_pid):
+    def fanout(self, ctl_pid, load):
         yaml = ("name: fanout\n"
                 "victim: {command: [true], progress: {format: wall}, timeout: 30s}\n"
                 "antagonists:\n"
@@ -213,7 +329,7 @@ class Run:
         path = os.path.join(self.work, "fanout.yaml")
         with open(path, "w") as f:
             f.write(yaml)
-        c0 = {"controller": proc_cpu_s(ctl_pid), "load": proc_cpu_s(load_pid)}
+        c0 = {"controller": proc_cpu_s(ctl_pid), "load": load.cpu_s()}
         t0 = time.monotonic()
         r = self.ctl("submit", path, "--watch", timeout=600)
         dt = time.monotonic() - t0
@@ -221,7 +337,7 @@ class Run:
             raise RuntimeError(f"fan-out experiment failed: {r.stdout}{r.stderr}")
         out = {"nodes": self.a.fanout, "trials_with_antagonists": self.a.fanout_trials, "wall_s": round(dt, 1),
                "controller_cpu_cores_during": round((proc_cpu_s(ctl_pid) - c0["controller"]) / dt, 3),
-               "load_tool_cpu_cores_during": round((proc_cpu_s(load_pid) - c0["load"]) / dt, 3)}
+               "load_tool_cpu_cores_during": round((load.cpu_s() - c0["load"]) / dt, 3)}
         db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
         skews = [s for (s,) in db.execute(
             "SELECT a.start_skew_s FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id "
@@ -281,6 +397,45 @@ def agent_footprint(a, work):
 
 def ms(v):
     return None if v is None else round(v * 1e3, 3)
+
+
+def analyze_registrations(rep, since_ns, n, until_ns=None):
+    """From the load tool's timestamps: attempts and successes in [since_ns, until_ns); the first
+    attempt, and when the last of the N agents had registered (its first success since then)."""
+    def inside(t):
+        return t >= since_ns and (until_ns is None or t < until_ns)
+    attempts = [(a, t) for a, t in rep.get("register_attempts_ns", []) if inside(t)]
+    successes = [(a, t) for a, t in rep.get("registered_ns", []) if inside(t)]
+    done = {}
+    for a, t in successes:
+        done.setdefault(a, t)
+    out = {"attempts": len(attempts), "agents_registered": len(done),
+           "failed_attempts": len(attempts) - len(successes)}
+    if attempts:
+        first = min(t for _, t in attempts)
+        out["first_attempt_ns"] = first
+        if len(done) == n:
+            last = max(done.values())
+            out["last_registered_ns"] = last
+            out["all_registered_s_after_first_attempt"] = round((last - first) / 1e9, 3)
+            if since_ns:
+                out["all_registered_s_after_since"] = round((last - since_ns) / 1e9, 3)
+    return out
+
+
+def analyze_storm(rep, storm, n):
+    """The restart storm: analyze_registrations since the restart, plus the CPU both processes
+    used from the restart until the last agent had registered (the first 50 ms sample after)."""
+    out = analyze_registrations(rep, storm["restart_ns"], n)
+    out["loadavg_after"] = storm["loadavg"]
+    last = out.get("last_registered_ns")
+    if last:
+        after = [s for s in storm["samples"] if s[0] >= last]
+        if after:
+            out["cpu_s_until_all_registered"] = {"controller": round(after[0][1], 2),
+                                                 "load_tool": round(after[0][2], 2),
+                                                 "sampled_at_s": round((after[0][0] - storm["restart_ns"]) / 1e9, 3)}
+    return out
 
 
 def analyze_fanout(records, nodes):
@@ -355,6 +510,12 @@ def main():
     ap.add_argument("--tls", action="store_true", help="mTLS everywhere (throwaway CA, SAN 127.0.0.1)")
     ap.add_argument("--min-connect-timeout-ms", type=int, default=2000,
                     help="the agents' GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (2000 as in rpc::MakeChannel; 0: gRPC default)")
+    ap.add_argument("--restart-storm", action="store_true",
+                    help="after the window (and fan-out), kill and restart the controller under the N "
+                         "agents and measure their re-registration storm")
+    ap.add_argument("--storm-wait", type=float, default=15, help="seconds the restart storm is watched")
+    ap.add_argument("--setup-estimate", type=float, default=0,
+                    help="the load tool's EstimateSetup answer (0: what a real agent says for noop)")
     ap.add_argument("--agent-footprint", type=float, default=0, metavar="S",
                     help="also sample one real, idle codl-agent's RSS and CPU over S seconds (0: skip)")
     a = ap.parse_args()
@@ -412,6 +573,15 @@ def main():
     if ai and "cpu_cores" in ai:
         print(f"idle codl-agent: CPU {ai['cpu_cores'] * 100:.3f} % of a core, RSS {ai['rss_mib']['max']} MiB "
               f"(goal < 1 %, < 30 MiB)")
+    for r in result["runs"]:
+        for key, what in (("cold_registration", "fresh agents"), ("restart_storm", "controller restart")):
+            g = r.get(key)
+            if not g:
+                continue
+            took = g.get("all_registered_s_after_since", g.get("all_registered_s_after_first_attempt"))
+            print(f"{r['agents']} agents, registration storm ({what}): {g['agents_registered']} registered, "
+                  f"all after {took} s ({g['attempts']} attempts, {g['failed_attempts']} not successful); "
+                  f"CPU {g.get('cpu_s_until_all_registered')}")
     for r in result["runs"]:
         f = r.get("fanout")
         if not f or "latency_ms" not in f:

@@ -17,9 +17,10 @@
 // GetAntagonist reports the target as achieved with one telemetry sample per 250 ms since the
 // start (a real injector reports at 4 Hz); StopAntagonist returns those samples; RunVictim
 // replies after --victim-time; Calibrate returns a fixed peak. Idempotency keys are honoured
-// like the real agent's cache. StreamTelemetry and EstimateSetup are not implemented: the
-// calls end with UNIMPLEMENTED, the runner's settle then goes on on GetAntagonist polls and
-// its common start on start_delay_s alone, as with an older agent.
+// like the real agent's cache. StreamTelemetry streams what the real agent's TelemetryHub
+// would: one antagonist sample per 250 ms of every running antagonist whose id starts with the
+// stream's trial id (target achieved), until the controller cancels it. EstimateSetup answers
+// --setup-estimate (default 0 s: what a real agent answers for `noop`).
 //
 // Measurement: every StartAntagonist arrival is recorded (arrival time at the handler, the
 // request's start_at_unix_ns, the agent's own offset estimate); on exit (SIGINT/SIGTERM or
@@ -48,6 +49,7 @@
 #include "bench/scale/timer_queue.h"
 #include "codl/v1/agent.grpc.pb.h"
 #include "codl/v1/controller.grpc.pb.h"
+#include "lib/rpc/queued_writer.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace v1 = codl::v1;
@@ -70,6 +72,11 @@ struct Antagonist {
   int64_t started_ns = 0;
 };
 
+// A sample every 250 ms, as a real injector reports (4 Hz).
+constexpr int64_t kSamplePeriodNs = 250'000'000;
+
+class TelemetryStream;
+
 struct LoadAgent {
   int index = 0;
   std::string id;
@@ -89,6 +96,31 @@ struct LoadAgent {
   int64_t hb_t0 = 0;
   std::map<std::string, Antagonist> antagonists;
   std::map<std::string, std::string> replies;  // idempotency key -> serialized reply
+  // Open StreamTelemetry calls: handle -> (trial id, stream).
+  std::map<int, std::pair<std::string, TelemetryStream*>> streams;
+  int next_stream = 1;
+};
+
+// One StreamTelemetry call of one emulated agent (the real agent's TelemetryReactor): it is in
+// the agent's `streams` from construction until gRPC is done with it. Pushed to under the
+// agent's lock, which OnUnsubscribe takes too, so a push never reaches a deleted stream.
+class TelemetryStream final : public codl::rpc::QueuedWriteReactor<v1::TelemetryEvent> {
+ public:
+  TelemetryStream(LoadAgent* a, const std::string& trial_id) : a_(a) {
+    std::lock_guard<std::mutex> l(a->mu);
+    handle_ = a->next_stream++;
+    a->streams[handle_] = {trial_id, this};
+  }
+
+ protected:
+  void OnUnsubscribe() override {
+    std::lock_guard<std::mutex> l(a_->mu);
+    a_->streams.erase(handle_);
+  }
+
+ private:
+  LoadAgent* a_;
+  int handle_ = 0;
 };
 
 std::atomic<bool> g_stop{false};
@@ -116,6 +148,11 @@ class AgentService final : public v1::Agent::CallbackService {
                                       v1::RunVictimReply* reply) override;
   grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx, const v1::StopAllRequest* req,
                                     v1::StopAllReply* reply) override;
+  grpc::ServerWriteReactor<v1::TelemetryEvent>* StreamTelemetry(
+      grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;
+  grpc::ServerUnaryReactor* EstimateSetup(grpc::CallbackServerContext* ctx,
+                                          const v1::EstimateSetupRequest* req,
+                                          v1::EstimateSetupReply* reply) override;
 
  private:
   Load* load_;
@@ -218,6 +255,34 @@ class Load {
     a->replies[key] = reply.SerializeAsString();
   }
 
+  // Publishes one sample of antagonist `id` (started at `started_ns`) to the agent's streams
+  // subscribed to it, every kSamplePeriodNs from `at_ns` until it stops (or restarts).
+  void SampleAt(LoadAgent* a, std::string id, int64_t started_ns, int64_t at_ns) {
+    timers_.Post(at_ns, [this, a, id = std::move(id), started_ns, at_ns]() mutable {
+      std::lock_guard<std::mutex> l(a->mu);
+      auto it = a->antagonists.find(id);
+      if (it == a->antagonists.end() || it->second.started_ns != started_ns) return;
+      if (!a->streams.empty()) {
+        v1::TelemetryEvent ev;
+        const int64_t now = NowNs();
+        ev.set_agent_unix_ns(now);
+        auto* ant = ev.mutable_antagonist();
+        ant->set_antagonist_id(id);
+        ant->set_unit("ops/s");
+        ant->mutable_sample()->set_t_s((now - started_ns) / 1e9);
+        ant->mutable_sample()->set_achieved(it->second.target);
+        ant->mutable_sample()->set_target(it->second.target);
+        for (auto& [handle, sub] : a->streams) {
+          if (!sub.first.empty() && id.rfind(sub.first, 0) == 0) {
+            sub.second->Push(ev);
+            ++stats_.telemetry_events;
+          }
+        }
+      }
+      SampleAt(a, std::move(id), started_ns, at_ns + kSamplePeriodNs);
+    });
+  }
+
   TimerQueue& timers() { return timers_; }
   Stats& stats() { return stats_; }
   const Options& options() const { return o_; }
@@ -286,6 +351,7 @@ class Load {
     a->reg_req.set_agent_time_unix_ns(NowNs());
     a->ctx = Context(3.0);
     l.unlock();
+    stats_.RecordRegisterAttempt(a->index, a->reg_req.agent_time_unix_ns());
     ++in_flight_;
     a->stub->async()->RegisterAgent(
         a->ctx.get(), &a->reg_req, &a->reg_reply, [this, a](grpc::Status s) {
@@ -295,6 +361,7 @@ class Load {
             if (s.ok()) {
               a->registered = true;
               ++stats_.registrations;
+              stats_.RecordRegistration(a->index, NowNs());
               if (a->reg_reply.heartbeat_interval_s() > 0)
                 interval_s_ = a->reg_reply.heartbeat_interval_s();
             } else if (++stats_.register_failures <= 5) {
@@ -422,6 +489,7 @@ grpc::ServerUnaryReactor* AgentService::StartAntagonist(grpc::CallbackServerCont
       std::lock_guard<std::mutex> l(a->mu);
       a->antagonists[id] = Antagonist{target, now};
     }
+    load->SampleAt(a, id, now, now + kSamplePeriodNs);
     reply->set_pid(100000 + a->index);
     reply->set_started_unix_ns(now);
     load->Remember(a, key, *reply);
@@ -536,6 +604,29 @@ grpc::ServerUnaryReactor* AgentService::StopAll(grpc::CallbackServerContext* ctx
     reply->set_stopped(static_cast<int>(a->antagonists.size()));
     a->antagonists.clear();
   }
+  auto* r = ctx->DefaultReactor();
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerWriteReactor<v1::TelemetryEvent>* AgentService::StreamTelemetry(
+    grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) {
+  LoadAgent* a = load_->AgentFor(ctx, "");
+  if (!a) return rpc::RefuseStream<v1::TelemetryEvent>(rpc::ToGrpc(NotFound("unknown port")));
+  if (req->trial_id().empty()) {
+    return rpc::RefuseStream<v1::TelemetryEvent>(
+        rpc::ToGrpc(codl::InvalidArgument("trial_id is empty")));
+  }
+  ++load_->stats().streams;
+  return new TelemetryStream(a, req->trial_id());
+}
+
+grpc::ServerUnaryReactor* AgentService::EstimateSetup(grpc::CallbackServerContext* ctx,
+                                                      const v1::EstimateSetupRequest*,
+                                                      v1::EstimateSetupReply* reply) {
+  if (!load_->AgentFor(ctx, "")) return Fail(ctx, NotFound("unknown port"));
+  ++load_->stats().estimates;
+  reply->set_setup_estimate_s(load_->options().setup_estimate_s);
   auto* r = ctx->DefaultReactor();
   r->Finish(grpc::Status::OK);
   return r;

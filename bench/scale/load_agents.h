@@ -24,6 +24,7 @@ struct LoadOptions {
   std::string out;
   codl::rpc::TlsFiles tls;
   int min_connect_timeout_ms = 2000;  // rpc::MakeChannel's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS
+  double setup_estimate_s = 0;        // EstimateSetup's answer
 };
 
 class LoadAgents {

@@ -18,6 +18,9 @@ nlohmann::json StatsReport(Stats& stats, const std::vector<std::string>& agent_i
   j["stops"] = stats.stops.load();
   j["victims"] = stats.victims.load();
   j["misrouted"] = stats.misrouted.load();
+  j["streams"] = stats.streams.load();
+  j["telemetry_events"] = stats.telemetry_events.load();
+  j["estimates"] = stats.estimates.load();
   std::lock_guard<std::mutex> l(stats.mu);
   std::vector<double> r = stats.rtts_s;
   std::sort(r.begin(), r.end());
@@ -34,6 +37,14 @@ nlohmann::json StatsReport(Stats& stats, const std::vector<std::string>& agent_i
                                   {"offset_s", s.offset_s},
                                   {"replied_ns", s.replied_ns}});
   }
+  // [agent index, unix ns] pairs, compact: 10,000 agents re-registering make 20,000 of them.
+  auto events = [](const std::vector<RegisterEvent>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& e : v) a.push_back({e.agent, e.unix_ns});
+    return a;
+  };
+  j["register_attempts_ns"] = events(stats.register_attempts);
+  j["registered_ns"] = events(stats.registered);
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   j["load_tool_cpu_s"] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +

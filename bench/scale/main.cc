@@ -35,6 +35,10 @@ void AddOptions(CLI::App& app, codl::bench::LoadOptions& o) {
          "GRPC_ARG_MIN_RECONNECT_BACKOFF_MS of the agents' channels, as rpc::MakeChannel sets "
          "it (gRPC also uses it as the connect timeout); 0 = gRPC's default (20 s)")
       ->capture_default_str();
+  app.add_option("--setup-estimate", o.setup_estimate_s,
+                 "seconds every agent answers to EstimateSetup (a real agent answers 0 for noop)")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
   app.add_option("--tls-ca", o.tls.ca, "PEM CA bundle (mTLS)");
   app.add_option("--tls-cert", o.tls.cert, "PEM certificate (mTLS)");
   app.add_option("--tls-key", o.tls.key, "PEM private key (mTLS)");
@@ -78,9 +82,9 @@ void WriteReport(const nlohmann::json& report, const std::string& path) {
   auto n = [&](const char* key) { return static_cast<long long>(report[key].get<int64_t>()); };
   fprintf(stderr,
           "codl-load-agents: %lld registrations (%lld failed), %lld heartbeats ok, %lld failed, "
-          "%lld starts, %lld misrouted\n",
+          "%lld starts, %lld misrouted, %lld telemetry streams (%lld events), %lld estimates\n",
           n("registrations"), n("register_failures"), n("heartbeats_ok"), n("heartbeats_failed"),
-          n("starts"), n("misrouted"));
+          n("starts"), n("misrouted"), n("streams"), n("telemetry_events"), n("estimates"));
 }
 
 }  // namespace
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   RaiseFileLimit(o.agents);
+  codl::rpc::DisableMutexDeadlockDetection();  // as the daemons do (rpc::StartServer)
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

@@ -81,4 +81,10 @@ const std::string& BearerToken();
 std::string NewIdempotencyKey();
 int64_t UnixNanosNow();
 
+// Turns off Abseil's mutex deadlock detection for the process. gRPC's locks are absl::Mutex,
+// and Debian builds Abseil without NDEBUG, so every lock and unlock maintained a global
+// lock-order graph: 5.6 % of the controller's CPU at 2,000 heartbeating agents
+// (docs/performance.md). A debugging aid, not a safety check; StartServer calls it.
+void DisableMutexDeadlockDetection();
+
 }  // namespace codl::rpc

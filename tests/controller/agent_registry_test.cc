@@ -67,5 +67,35 @@ TEST(AgentRegistry, LivenessSelectionAndOffsets) {
             "node selector 'labels: {role: gpu}' matched no live agent (2 registered)");
 }
 
+// The registry forgets silent agents with a sweep that runs at most once a second (not on
+// every heartbeat: that made the heartbeat path O(agents)), yet an expired agent's own
+// heartbeat is refused exactly on time.
+TEST(AgentRegistry, EvictionSweepsAtMostOncePerSecondButExpiresOnLookup) {
+  FakeClock clock;
+  auto fake = std::make_shared<FakeAgent>();
+  AgentRegistry r(
+      &clock, [&](const std::string&, const std::string&) { return fake; }, /*dead_after_s=*/5,
+      /*evict_after_s=*/60);
+  auto info = [](const std::string& id) {
+    v1::AgentInfo i;
+    i.set_agent_id(id);
+    i.set_address("addr-" + id);
+    return i;
+  };
+  ASSERT_TRUE(r.Register(info("a")).ok());  // t = 0 (and the first sweep)
+  clock.Advance(0.6);
+  ASSERT_TRUE(r.Register(info("c")).ok());  // t = 0.6
+  clock.Advance(59.9);
+  ASSERT_TRUE(r.Register(info("b")).ok());  // t = 60.5: sweeps; a (60.5 s silent) goes
+  EXPECT_EQ(r.List().size(), 2u);
+  clock.Advance(0.4);  // t = 60.9: c is 60.3 s silent, the next sweep is due at 61.5
+  EXPECT_TRUE(r.Heartbeat("b", 0.001, 0, 0));
+  EXPECT_EQ(r.List().size(), 2u) << "no sweep within a second of the last one";
+  EXPECT_FALSE(r.Heartbeat("c", 0.001, 0, 0)) << "expired: told to re-register, on time";
+  EXPECT_EQ(r.List().size(), 1u);
+  ASSERT_TRUE(r.Register(info("c")).ok()) << "and it may";
+  EXPECT_TRUE(r.Heartbeat("c", 0.001, 0, 0));
+}
+
 }  // namespace
 }  // namespace codl::controller
