@@ -206,7 +206,9 @@ TEST(VictimCli, GeneratesTheDatasetWhenMissingAndChecksExplicitShape) {
     EXPECT_EQ(records[i].value("total", -1), 8) << records[i];
     EXPECT_EQ(records[i].value("sample_size", -1), 8192) << records[i];
     EXPECT_GE(records[i].value("elapsed_s", -1.0), 0.0) << records[i];
-    if (i > 0) EXPECT_GE(records[i]["generated"], records[i - 1]["generated"]);
+    if (i > 0) {
+      EXPECT_GE(records[i]["generated"], records[i - 1]["generated"]);
+    }
   }
   EXPECT_EQ(records.front().value("generated", -1), 0);
   EXPECT_EQ(records.back().value("generated", -1), 8);
