@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -37,7 +38,9 @@ struct Globals {
 
 // --log-level/--log-format configure the one process logger: the embedded controller's and
 // agent's in `codlctl run`, formatted by lib/daemon/logging.cc as the daemons' own logs are.
+// Logs go to stderr: stdout is the results (`codlctl run -o json > results.json`).
 codl::Status ApplyLogging(const std::string& level, const std::string& format) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("codlctl"));
   // The daemons' levels (debug|info|warn|error) plus codlctl's long-standing trace and off.
   const bool daemon_level = codl::daemon::ValidLogLevel(level);
   if (codl::Status s =
