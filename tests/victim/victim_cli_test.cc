@@ -320,7 +320,8 @@ TEST(VictimCli, FallsBackToFadviseWhereODirectIsRefused) {
       Quote(mnt + "/d") + " --samples 8 --sample-size 8KiB --batch-size 2 --steps 2 --gemm-dim 32";
   Output o = RunCommand({"unshare", "-m", "sh", "-c", inner});
   CheckSchema(o, 2, 2);
-  const json config = ParseLines(o.out).front();
+  const std::vector<json> lines = ParseLines(o.out);
+  const json config = lines.at(DatasetRecords(lines).size());  // after the dataset records
   EXPECT_EQ(config.value("io_mode", ""), "fadvise") << config;
   EXPECT_NE(config.value("io_note", "").find("O_DIRECT refused"), std::string::npos) << config;
   EXPECT_NE(o.err.find("POSIX_FADV_DONTNEED"), std::string::npos) << o.err;
