@@ -276,13 +276,25 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
       cancel = cancel_victims_.load();
       running_victims_.insert(&cancel);
     }
-    VictimOutcome o = victims_.Run(spec, &cancel, [this, trial_id](const VictimStep& st) {
+    auto publish = [this, trial_id](const auto& fill) {
       if (trial_id.empty()) return;
       v1::TelemetryEvent ev;
       ev.set_agent_unix_ns(clock_->UnixNanos());
-      *ev.mutable_victim_step() = rpc::ToProto(st);
+      fill(&ev);
       telemetry_->Publish(trial_id, ev);
-    });
+    };
+    VictimOutcome o = victims_.Run(
+        spec, &cancel,
+        [&](const VictimStep& st) {
+          publish([&](v1::TelemetryEvent* ev) { *ev->mutable_victim_step() = rpc::ToProto(st); });
+        },
+        [&](const VictimRunner::DatasetProgress& d) {
+          publish([&](v1::TelemetryEvent* ev) {
+            ev->mutable_victim_dataset()->set_generated(d.generated);
+            ev->mutable_victim_dataset()->set_total(d.total);
+            ev->mutable_victim_dataset()->set_t_s(d.t_s);
+          });
+        });
     {
       std::lock_guard<std::mutex> l(running_mu_);
       running_victims_.erase(&cancel);
@@ -298,6 +310,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     reply->set_cpu_s(o.cpu_s);
     reply->set_effective_cpus(o.effective_cpus);
     for (const auto& [k, v] : o.progress.phase_medians) (*reply->mutable_phase_medians())[k] = v;
+    for (const auto& name : o.progress.phase_order) reply->add_phase_order(name);
     for (const auto& s : o.progress.steps) *reply->add_steps() = rpc::ToProto(s);
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);

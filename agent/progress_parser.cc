@@ -71,32 +71,60 @@ ProgressParser::ProgressParser(const codl::experiment::ProgressSpec& spec, int w
   }
 }
 
-void ProgressParser::OnStdoutLine(std::string_view line, double t_s) {
+ProgressParser::LineKind ProgressParser::OnStdoutLine(std::string_view line, double t_s) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return LineKind::kOther;
   ++lines_;
   switch (spec_.format) {
-    case codl::experiment::ProgressSpec::Format::kJsonl: OnJsonLine(line, t_s); break;
+    case codl::experiment::ProgressSpec::Format::kJsonl: return OnJsonLine(line, t_s);
     case codl::experiment::ProgressSpec::Format::kRegex:
-      if (regex_error_.empty()) OnRegexLine(line, t_s);
-      break;
-    case codl::experiment::ProgressSpec::Format::kWall: break;
+      if (regex_error_.empty()) {
+        if (LineKind k = OnRegexLine(line, t_s); k != LineKind::kOther) return k;
+      }
+      return OnOtherLine(line, t_s);
+    case codl::experiment::ProgressSpec::Format::kWall: return OnOtherLine(line, t_s);
   }
+  return LineKind::kOther;
 }
 
-void ProgressParser::OnJsonLine(std::string_view line, double t_s) {
-  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+ProgressParser::LineKind ProgressParser::OnOtherLine(std::string_view line, double t_s) {
+  if (line.find("\"dataset\"") == std::string_view::npos) return LineKind::kOther;  // cheap
+  const auto j = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return LineKind::kOther;
+  return OnDatasetRecord(j, t_s).value_or(LineKind::kOther);
+}
+
+std::optional<ProgressParser::LineKind> ProgressParser::OnDatasetRecord(
+    const nlohmann::ordered_json& j, double t_s) {
+  auto flag = j.find("dataset");
+  if (flag == j.end() || !flag->is_boolean() || !flag->get<bool>()) return std::nullopt;
+  auto generated = j.find("generated"), total = j.find("total");
+  const bool valid = generated != j.end() && total != j.end() && generated->is_number_integer() &&
+                     total->is_number_integer() && generated->get<int64_t>() >= 0 &&
+                     generated->get<int64_t>() <= total->get<int64_t>();
+  if (!valid) {
+    ++malformed_;
+    return LineKind::kOther;
+  }
+  dataset_ = {generated->get<int64_t>(), total->get<int64_t>(), t_s};
+  return LineKind::kDataset;
+}
+
+ProgressParser::LineKind ProgressParser::OnJsonLine(std::string_view line, double t_s) {
+  // Ordered: a step's phases keep the victim's order (a plain json object sorts its keys).
+  const auto j = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     ++malformed_;
-    return;
+    return LineKind::kOther;
   }
+  if (auto dataset = OnDatasetRecord(j, t_s)) return *dataset;
   auto summary = j.find("summary");
-  if (summary != j.end() && summary->is_boolean() && summary->get<bool>()) return;
+  if (summary != j.end() && summary->is_boolean() && summary->get<bool>()) return LineKind::kOther;
   auto field = j.find(spec_.field);
-  if (field == j.end()) return;  // other records (config, logs as JSON) are not steps
+  if (field == j.end()) return LineKind::kOther;  // other records (config, logs) are not steps
   if (!field->is_number() || field->get<double>() < 0 || !std::isfinite(field->get<double>())) {
     ++malformed_;
-    return;
+    return LineKind::kOther;
   }
   codl::VictimStep step;
   step.step_time_s = field->get<double>();
@@ -105,40 +133,51 @@ void ProgressParser::OnJsonLine(std::string_view line, double t_s) {
   step.step = number != j.end() && number->is_number_integer()
                   ? number->get<int64_t>()
                   : static_cast<int64_t>(steps_.size());
+  std::vector<std::string> names;
   auto phases = j.find("phases");
   if (phases != j.end() && phases->is_object()) {
     for (const auto& [name, value] : phases->items()) {
       if (step.phases.size() >= kMaxPhases) break;
-      if (ValidPhaseName(name) && value.is_number() && std::isfinite(value.get<double>()))
-        step.phases[name] = value.get<double>();
+      if (ValidPhaseName(name) && value.is_number() && std::isfinite(value.get<double>()) &&
+          step.phases.emplace(name, value.get<double>()).second) {
+        names.push_back(name);
+      }
     }
   }
   auto warmup = j.find("warmup");
-  AddStep(std::move(step), warmup != j.end() && warmup->is_boolean() && warmup->get<bool>());
+  return AddStep(std::move(step), warmup != j.end() && warmup->is_boolean() && warmup->get<bool>(),
+                 names)
+             ? LineKind::kStep
+             : LineKind::kOther;
 }
 
-void ProgressParser::OnRegexLine(std::string_view line, double t_s) {
+ProgressParser::LineKind ProgressParser::OnRegexLine(std::string_view line, double t_s) {
   std::string metric;
-  if (!re2::RE2::PartialMatch(line, *regex_, &metric)) return;
+  if (!re2::RE2::PartialMatch(line, *regex_, &metric)) return LineKind::kOther;
   double v;
   if (!ParseFullNumber(metric, &v) || v < 0) {
     ++malformed_;
-    return;
+    return LineKind::kOther;
   }
   codl::VictimStep step;
   step.step = static_cast<int64_t>(steps_.size());
   step.step_time_s = v;
   step.t_s = t_s;
-  AddStep(std::move(step), false);
+  return AddStep(std::move(step), false, {}) ? LineKind::kStep : LineKind::kOther;
 }
 
-void ProgressParser::AddStep(codl::VictimStep step, bool marked_warmup) {
+bool ProgressParser::AddStep(codl::VictimStep step, bool marked_warmup,
+                             const std::vector<std::string>& phases) {
   if (steps_.size() >= kMaxSteps) {
     ++dropped_steps_;
-    return;
+    return false;
   }
   step.warmup = marked_warmup || static_cast<int>(steps_.size()) < warmup_steps_;
   steps_.push_back(std::move(step));
+  for (const auto& name : phases) {
+    if (phase_seen_.insert(name).second) phase_order_.push_back(name);
+  }
+  return true;
 }
 
 ProgressParser::Outcome ProgressParser::Finish(int exit_code, bool timed_out, double wall_s,
@@ -203,6 +242,9 @@ ProgressParser::Outcome ProgressParser::Finish(int exit_code, bool timed_out, do
   out.ok = true;
   out.metric = Median(std::move(metric));
   for (auto& [name, values] : phases) out.phase_medians[name] = Median(std::move(values));
+  for (const auto& name : phase_order_) {
+    if (out.phase_medians.count(name)) out.phase_order.push_back(name);
+  }
   return out;
 }
 

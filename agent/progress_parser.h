@@ -5,6 +5,9 @@
 //          the field, or that are not JSON are ignored (the non-JSON ones are counted).
 //   regex  every line where `pattern` matches is a step; its first capture group is the metric.
 //   wall   the metric is the victim's wall time; stdout is not read.
+// Whatever the format, a line {"dataset":true,"generated":K,"total":N} is the victim generating
+// its dataset before it trains (codl-victim does, docs/victim.md): a progress record of that
+// phase, never a step.
 // The first `warmup_steps` steps (and any line marked "warmup":true) are kept but excluded from
 // the metric and the phase medians. The metric is the median over measured steps.
 // A failed victim (non-zero exit, signal, timeout, no parsable progress) is never a measurement:
@@ -15,9 +18,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "lib/common/records.h"
 #include "lib/spec/progress_pattern.h"
@@ -29,8 +36,17 @@ class ProgressParser {
  public:
   ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps);
 
+  // What one line turned out to be.
+  enum class LineKind { kOther, kStep, kDataset };
+  // The victim's dataset generation as it last reported it.
+  struct DatasetProgress {
+    int64_t generated = 0;  // samples written so far
+    int64_t total = 0;      // samples to write
+    double t_s = 0;         // when it said so, since victim start
+  };
+
   // One line of stdout, without its newline (a trailing '\r' is ignored); t_s since victim start.
-  void OnStdoutLine(std::string_view line, double t_s);
+  LineKind OnStdoutLine(std::string_view line, double t_s);
 
   struct Outcome {
     bool ok = false;
@@ -38,6 +54,7 @@ class ProgressParser {
     double metric = 0;
     std::vector<codl::VictimStep> steps;          // every parsed step, warmup included
     std::map<std::string, double> phase_medians;  // over measured steps that report the phase
+    std::vector<std::string> phase_order;         // phase_medians' names in first-reported order
     int lines = 0;                                // non-empty stdout lines seen
     int malformed_lines = 0;    // jsonl: not a JSON object, or the field not a finite number >= 0;
                                 // regex: matched, but the capture is not a number
@@ -54,11 +71,19 @@ class ProgressParser {
 
   // Steps parsed so far (for live telemetry).
   const std::vector<codl::VictimStep>& steps() const { return steps_; }
+  // The last dataset record (total 0: none seen).
+  const DatasetProgress& dataset() const { return dataset_; }
 
  private:
-  void OnJsonLine(std::string_view line, double t_s);
-  void OnRegexLine(std::string_view line, double t_s);
-  void AddStep(codl::VictimStep step, bool marked_warmup);
+  LineKind OnJsonLine(std::string_view line, double t_s);
+  LineKind OnRegexLine(std::string_view line, double t_s);
+  // A dataset record in a line that is not JSON progress (regex, wall): kOther when it is none.
+  LineKind OnOtherLine(std::string_view line, double t_s);
+  // nullopt when `j` is no dataset record; else kDataset for a well-formed one (dataset_ updated)
+  // and kOther for a bad one (counted as malformed).
+  std::optional<LineKind> OnDatasetRecord(const nlohmann::ordered_json& j, double t_s);
+  // `phases`: the step's phase names in the order the line listed them.
+  bool AddStep(codl::VictimStep step, bool marked_warmup, const std::vector<std::string>& phases);
 
   codl::experiment::ProgressSpec spec_;
   int warmup_steps_;
@@ -68,6 +93,9 @@ class ProgressParser {
   int lines_ = 0;
   int malformed_ = 0;
   int64_t dropped_steps_ = 0;
+  std::vector<std::string> phase_order_;  // every phase name, in first-reported order
+  std::set<std::string> phase_seen_;      // the same names, to look up
+  DatasetProgress dataset_;
 };
 
 }  // namespace codl::agent

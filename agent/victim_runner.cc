@@ -9,7 +9,8 @@
 
 namespace codl::agent {
 VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel,
-                                const std::function<void(const VictimStep&)>& on_step) {
+                                const std::function<void(const VictimStep&)>& on_step,
+                                const std::function<void(const DatasetProgress&)>& on_dataset) {
   VictimOutcome out;
   ProgressParser parser(spec.progress, spec.warmup_steps);
   std::mutex parser_mu;
@@ -24,9 +25,10 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   o.stderr_tail_bytes = 4096;
   o.on_stdout = [&](std::string_view line) {
     std::lock_guard<std::mutex> l(parser_mu);
-    const size_t before = parser.steps().size();
-    parser.OnStdoutLine(line, clock_->MonotonicSeconds() - t0);
-    if (on_step && parser.steps().size() > before) on_step(parser.steps().back());
+    const auto kind = parser.OnStdoutLine(line, clock_->MonotonicSeconds() - t0);
+    if (on_step && kind == ProgressParser::LineKind::kStep) on_step(parser.steps().back());
+    if (on_dataset && kind == ProgressParser::LineKind::kDataset && parser.dataset().total > 0)
+      on_dataset(parser.dataset());
   };
   auto NotStarted = [&out](const std::string& why) {
     out.exit_code = 127;

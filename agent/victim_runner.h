@@ -35,9 +35,12 @@ class VictimRunner {
                std::optional<RunAs> run_as = std::nullopt)
       : clock_(clock), placer_(placer), run_as_(std::move(run_as)) {}
   // Blocks until the victim exits, times out, or `cancel` becomes true.
-  // on_step (optional) is called for every step the victim reports, as it reports it.
+  // on_step (optional) is called for every step the victim reports, as it reports it;
+  // on_dataset (optional) for every dataset-generation record (ProgressParser).
+  using DatasetProgress = ProgressParser::DatasetProgress;
   VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr,
-                    const std::function<void(const VictimStep&)>& on_step = {});
+                    const std::function<void(const VictimStep&)>& on_step = {},
+                    const std::function<void(const DatasetProgress&)>& on_dataset = {});
 
  private:
   const Clock* clock_;

@@ -41,9 +41,9 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 }
 
 // Watches until the experiment ends; returns its final status.
-Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::string& id,
-                                        bool quiet) {
-  ProgressView view(stderr);
+Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::string& id, bool quiet,
+                                        bool json_lines) {
+  ProgressView view(stderr, json_lines);
   v1::ExperimentStatus last;
   Status s = client->Watch(id, [&](const v1::ExperimentEvent& ev) {
     last = ev.status();
@@ -56,6 +56,15 @@ Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::str
   if (st.ok()) last = *st;
   return last;
 }
+
+// A line of codlctl's own on stderr: text, or with --log-format json one JSON log line, so that
+// stderr stays one JSON object per line beside the embedded daemons' JSON logs.
+void Note(const GlobalOptions& g, const char* level, const std::string& text) {
+  if (g.log_format == "json") fprintf(stderr, "%s\n", JsonNote(level, text).c_str());
+  else fprintf(stderr, "%s\n", text.c_str());
+}
+
+bool JsonLines(const GlobalOptions& g) { return g.log_format == "json"; }
 
 int ExitFor(const v1::ExperimentStatus& s) { return s.state() == "done" ? kExitOk : kExitFailed; }
 
@@ -162,22 +171,22 @@ int CmdValidate(const std::string& file, bool plan) {
 int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   auto yaml = ReadWholeFile(o.file);
   if (!yaml.ok()) {
-    fprintf(stderr, "codlctl run: %s\n", yaml.error().c_str());
+    Note(g, "error", "codlctl run: " + yaml.error());
     return kExitBadInput;
   }
   // Validate locally first: bad input fails fast, before anything starts.
   auto spec = experiment::ParseExperiment(*yaml, o.file, InjectorHooks());
   if (!spec.ok()) {
-    fprintf(stderr, "%s\n", spec.error().c_str());
+    Note(g, "error", spec.error());
     return kExitBadInput;
   }
   if (o.output != "table" && o.output != "csv" && o.output != "json") {
-    fprintf(stderr, "codlctl run: -o '%s': expected table, csv or json\n", o.output.c_str());
+    Note(g, "error", "codlctl run: -o '" + o.output + "': expected table, csv or json");
     return kExitBadInput;
   }
   auto lease = ParseDuration(o.lease);
   if (!lease.ok()) {
-    fprintf(stderr, "codlctl run: --lease: %s\n", lease.error().c_str());
+    Note(g, "error", "codlctl run: --lease: " + lease.error());
     return kExitBadInput;
   }
   InterruptHandler interrupts;
@@ -185,33 +194,34 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   std::string address = ConfiguredController(g.controller);
   if (address.empty()) {
     if (!o.quiet)
-      fprintf(stderr,
-              "codlctl: no controller configured: starting an embedded controller and agent "
-              "(results in %s)\n",
-              o.db.c_str());
+      Note(g, "info",
+           "codlctl: no controller configured: starting an embedded controller and agent "
+           "(results in " +
+               o.db + ")");
     if (Status s = embedded.Start(o.db, *lease, o.scratch_roots); !s.ok()) {
-      fprintf(stderr, "codlctl run: %s\n", s.error().c_str());
+      Note(g, "error", "codlctl run: " + s.error());
       return kExitFailed;
     }
     address = embedded.controller_address();
   }
   auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
   if (!client.ok()) {
-    fprintf(stderr, "codlctl run: %s\n", client.error().c_str());
+    Note(g, "error", "codlctl run: " + client.error());
     return kExitBadInput;
   }
   auto sub = (*client)->Submit(*yaml, o.file);
   if (!sub.ok()) {
-    fprintf(stderr, "%s\n", sub.error().c_str());
+    Note(g, "error", sub.error());
     return ExitCodeFor(sub.status());
   }
   const std::string id = sub->experiment_id();
-  if (!o.quiet) fprintf(stderr, "experiment %s: %d trials\n", id.c_str(), sub->total_trials());
+  if (!o.quiet)
+    Note(g, "info", "experiment " + id + ": " + std::to_string(sub->total_trials()) + " trials");
   ControllerClient* c = client->get();
   interrupts.OnFirst([c, id] { (void)c->Cancel(id); });
-  auto final = WatchToEnd(c, id, o.quiet);
+  auto final = WatchToEnd(c, id, o.quiet, JsonLines(g));
   if (!final.ok()) {
-    fprintf(stderr, "codlctl run: %s\n", final.error().c_str());
+    Note(g, "error", "codlctl run: " + final.error());
     return ExitCodeFor(final.status());
   }
   int rc = PrintResults(c, "", id, o.output, stdout);
@@ -219,7 +229,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     if (path.empty() || rc != kExitOk) continue;
     FILE* f = fopen(path.c_str(), "w");
     if (f == nullptr) {
-      fprintf(stderr, "codlctl run: cannot write '%s'\n", path.c_str());
+      Note(g, "error", "codlctl run: cannot write '" + path + "'");
       rc = kExitFailed;
       continue;
     }
@@ -228,12 +238,14 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   }
   if (!o.report.empty() && rc == kExitOk) rc = WriteReport(c, "", id, o.report);
   if (final->state() != "done") {
-    fprintf(stderr, "experiment %s %s%s\n", id.c_str(), final->state().c_str(),
-            final->error().empty() ? "" : (": " + final->error()).c_str());
+    Note(g, "error",
+         "experiment " + id + " " + final->state() +
+             (final->error().empty() ? "" : ": " + final->error()));
   } else if (!o.quiet) {
-    fprintf(stderr, "experiment %s done; results in %s (codlctl results %s --db %s)\n", id.c_str(),
-            ConfiguredController(g.controller).empty() ? o.db.c_str() : "the controller's database",
-            id.c_str(), o.db.c_str());
+    Note(g, "info",
+         "experiment " + id + " done; results in " +
+             (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
+             " (codlctl results " + id + " --db " + o.db + ")");
   }
   return rc != kExitOk ? rc : ExitFor(*final);
 }
@@ -263,7 +275,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   fflush(stdout);
   if (!watch) return kExitOk;
   InterruptHandler interrupts;
-  auto final = WatchToEnd(client->get(), sub->experiment_id(), false);
+  auto final = WatchToEnd(client->get(), sub->experiment_id(), false, false);
   if (!final.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", final.error().c_str());
     return ExitCodeFor(final.status());
@@ -278,7 +290,7 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
     fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());
     return kExitBadInput;
   }
-  auto final = WatchToEnd(client->get(), id, false);
+  auto final = WatchToEnd(client->get(), id, false, false);
   if (!final.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", final.error().c_str());
     return ExitCodeFor(final.status());

@@ -26,6 +26,8 @@ constexpr int kExitUnreachable = 3;
 struct GlobalOptions {
   std::string controller;  // --controller / $CODL_CONTROLLER
   rpc::TlsFiles tls;
+  // --log-format: "json" makes codlctl's own stderr lines (and the embedded daemons' logs) JSON.
+  std::string log_format = "text";
 };
 
 // A client for the configured controller (--controller, $CODL_CONTROLLER, else the default

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -14,6 +15,7 @@
 #include "lib/common/suggest.h"
 #include "lib/common/version.h"
 #include "lib/daemon/daemon_config.h"
+#include "lib/daemon/logging.h"
 
 using namespace codl::cli;
 
@@ -34,6 +36,22 @@ struct Globals {
   std::string log_level = "warn";
 };
 
+// --log-level/--log-format configure the one process logger: the embedded controller's and
+// agent's in `codlctl run`, formatted by lib/daemon/logging.cc as the daemons' own logs are.
+// Logs go to stderr: stdout is the results (`codlctl run -o json > results.json`).
+codl::Status ApplyLogging(const std::string& level, const std::string& format) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("codlctl"));
+  // The daemons' levels (debug|info|warn|error) plus codlctl's long-standing trace and off.
+  const bool daemon_level = codl::daemon::ValidLogLevel(level);
+  if (codl::Status s =
+          codl::daemon::ConfigureLogging("codlctl", daemon_level ? level : "error", format);
+      !s.ok()) {
+    return s;
+  }
+  if (!daemon_level) spdlog::set_level(spdlog::level::from_str(level));
+  return codl::Status::Ok();
+}
+
 void AddGlobalOptions(CLI::App& app, Globals* g) {
   app.add_option("--controller", g->options.controller,
                  "controller address (host:port or unix:/path); default $CODL_CONTROLLER; "
@@ -44,8 +62,13 @@ void AddGlobalOptions(CLI::App& app, Globals* g) {
   app.add_option("--token-file", g->token_file,
                  "file holding the bearer token (else $CODL_TOKEN); docs/security.md");
   app.add_option("--token", g->token, "refused: use --token-file (a token in argv shows in ps)");
-  app.add_option("--log-level", g->log_level, "log level of the embedded controller/agent")
+  app.add_option("--log-level", g->log_level, "log level of the embedded controller/agent (`run`)")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  app.add_option("--log-format", g->options.log_format,
+                 "text | json: the embedded controller/agent's log lines (`run`); json also makes "
+                 "run's progress and notes on stderr JSON log lines (docs/configuration.md)")
+      ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 }
 
@@ -86,6 +109,11 @@ Subcommand AddRun(CLI::App& app) {
                   "embedded agent: directory injectors may write under (repeatable; default "
                   "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
   cmd->add_flag("-q,--quiet", ro->quiet, "no progress output");
+  cmd->footer(
+      "Logging: --log-level trace|debug|info|warn|error|off and --log-format text|json (global\n"
+      "options, also after `run`) set the embedded controller's and agent's log on stderr. With\n"
+      "--log-format json every line run writes to stderr is one JSON object (its progress and\n"
+      "notes too, component \"codlctl\"); the results stay on stdout.");
   return {cmd, [ro](const GlobalOptions& g) { return CmdRun(g, *ro); }};
 }
 
@@ -316,8 +344,8 @@ int main(int argc, char** argv) {
       "  codlctl submit exp.yaml --controller H:P     send to a cluster controller\n"
       "  codlctl results latest --db codl-results.db  slowdown table from a results file\n\n"
       "Exit codes: 0 ok, 1 experiment failed, 2 bad input, 3 controller or agent unreachable.\n"
-      "Global options (--controller, --tls-*, --token-file, --log-level) may come before or after\n"
-      "the command."};
+      "Global options (--controller, --tls-*, --token-file, --log-level, --log-format) may come\n"
+      "before or after the command."};
   app.require_subcommand(1);
   // Global options may follow the subcommand too (`codlctl submit e.yaml --controller H:P`):
   // a subcommand passes the options it does not know up to codlctl itself.
@@ -339,7 +367,10 @@ int main(int argc, char** argv) {
   // Test hook (tests/repo/doc_commands_check.py): stop after parsing, so the command lines
   // quoted in the docs can be checked without a controller.
   if (getenv("CODLCTL_PARSE_ONLY") != nullptr) return kExitOk;
-  spdlog::set_level(spdlog::level::from_str(g.log_level));
+  if (codl::Status s = ApplyLogging(g.log_level, g.options.log_format); !s.ok()) {
+    fprintf(stderr, "codlctl: %s\n", s.error().c_str());
+    return kExitBadInput;
+  }
   if (!g.token.empty()) {
     fprintf(stderr,
             "codlctl: --token puts the secret on the command line, where every local user sees "

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 
 #include "lib/common/utf8.h"
+#include "lib/daemon/logging.h"
 
 namespace codl::cli {
 
@@ -19,8 +21,21 @@ std::string FormatEta(double s) {
   return buf;
 }
 
-ProgressView::ProgressView(FILE* out) : out_(out) {
-  tty_ = isatty(fileno(out)) != 0;
+std::string DatasetNote(const v1::ExperimentStatus& s) {
+  if (s.dataset_total() <= 0 || s.dataset_generated() >= s.dataset_total()) return "";
+  return "dataset " + std::to_string(s.dataset_generated()) + "/" +
+         std::to_string(s.dataset_total()) + " samples";
+}
+
+std::string JsonNote(const std::string& level, const std::string& message) {
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  return codl::daemon::JsonLogLine(ms, level, message, "codlctl");
+}
+
+ProgressView::ProgressView(FILE* out, bool json_lines) : out_(out), json_lines_(json_lines) {
+  tty_ = !json_lines && isatty(fileno(out)) != 0;
   const char* no_color = getenv("NO_COLOR");
   color_ = tty_ && !(no_color && *no_color);
 }
@@ -44,6 +59,14 @@ std::string AdaptiveNote(const v1::ExperimentStatus& s) {
 
 void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
   const auto& s = ev.status();
+  if (json_lines_) {
+    if (ev.message().empty()) return;
+    char where[32];
+    snprintf(where, sizeof where, "[%d/%d] ", s.completed_trials(), s.total_trials());
+    fprintf(out_, "%s\n", JsonNote("info", where + ev.message()).c_str());
+    fflush(out_);
+    return;
+  }
   if (!tty_) {
     if (ev.message().empty()) return;  // live step updates: only the terminal view redraws
     fprintf(out_, "[%d/%d] %s\n", s.completed_trials(), s.total_trials(),
@@ -70,6 +93,11 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
   if (!s.current_pairing().empty()) activity_.clear();
   std::string where = s.current_pairing();
   if (where.empty()) where = activity_.empty() ? s.state() : activity_;
+  // The victim generating its dataset: in place of what runs before the trials (the warm-up
+  // run), after the pairing when it happens in a trial (warmup_trials: 0).
+  if (std::string d = DatasetNote(s); !d.empty()) {
+    where = s.current_pairing().empty() ? d : where + "  " + d;
+  }
   std::string step;
   if (s.victim_step() > 0 && !s.current_pairing().empty()) {
     char buf[64];

@@ -1,6 +1,11 @@
 // ProgressView: live progress of an experiment. On a terminal: one redrawn line with a bar,
 // trials done/total, the current pairing and the ETA. Otherwise (pipes, CI logs): one line per
 // event. Colour only on a terminal and never when NO_COLOR is set (https://no-color.org).
+// Phases before the trials show in place of the pairing: calibration, warm-up runs, and the
+// victim generating its dataset ("dataset 120/256 samples").
+// With json_lines (`codlctl run --log-format json`): neither, but one JSON log line per event
+// with a message, in the daemons' log format (lib/daemon/logging.h, component "codlctl"), so that
+// the stream it shares with the embedded daemons' logs stays one JSON object per line.
 #pragma once
 
 #include <cstdio>
@@ -12,7 +17,7 @@ namespace codl::cli {
 
 class ProgressView {
  public:
-  explicit ProgressView(FILE* out);
+  explicit ProgressView(FILE* out, bool json_lines = false);
   void OnEvent(const v1::ExperimentEvent& ev);
   void Finish();  // ends the redrawn line
 
@@ -22,12 +27,17 @@ class ProgressView {
   bool tty_;
   bool color_;
   bool drawn_ = false;
+  bool json_lines_;
   // What runs before the first trial (calibration, warm-up runs), shown in the bar in place of
   // the state until a trial starts.
   std::string activity_;
 };
 
 std::string FormatEta(double seconds);
+// "dataset 120/256 samples" while the victim generates its dataset, else "".
+std::string DatasetNote(const v1::ExperimentStatus& status);
+// `message` as codlctl's JSON log line at `level` (what --log-format json prints on stderr).
+std::string JsonNote(const std::string& level, const std::string& message);
 // Adaptive repetitions: "  stopped: <reason>", else "  <precision of the last block>", else "".
 std::string AdaptiveNote(const v1::ExperimentStatus& status);
 

@@ -34,6 +34,14 @@ std::vector<Cell> StatusCells(const v1::ExperimentStatus& s) {
           Cell::Text(s.stop_reason())};
 }
 
+// The victim's dataset generation: both missing when none is under way (or was reported).
+const std::vector<std::string> kDatasetColumns = {"dataset_generated", "dataset_total"};
+
+std::vector<Cell> DatasetCells(const v1::ExperimentStatus& s) {
+  if (s.dataset_total() <= 0) return {Cell::Missing(), Cell::Missing()};
+  return {Cell::Int(s.dataset_generated()), Cell::Int(s.dataset_total())};
+}
+
 }  // namespace
 
 v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
@@ -57,7 +65,12 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
 experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses) {
   experiment::TidyTable t;
   t.columns = kStatusColumns;
-  for (const auto& s : statuses) t.rows.push_back(StatusCells(s));
+  t.columns.insert(t.columns.end(), kDatasetColumns.begin(), kDatasetColumns.end());
+  for (const auto& s : statuses) {
+    std::vector<Cell> row = StatusCells(s);
+    for (Cell& c : DatasetCells(s)) row.push_back(std::move(c));
+    t.rows.push_back(std::move(row));
+  }
   return t;
 }
 
@@ -66,9 +79,11 @@ experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_un
   t.columns = kStatusColumns;
   t.columns.insert(t.columns.begin(), "ts_unix_ms");
   t.columns.push_back("message");
+  t.columns.insert(t.columns.end(), kDatasetColumns.begin(), kDatasetColumns.end());
   std::vector<Cell> row = StatusCells(event.status());
   row.insert(row.begin(), Cell::Int(ts_unix_ms));
   row.push_back(Cell::Text(event.message()));
+  for (Cell& c : DatasetCells(event.status())) row.push_back(std::move(c));
   t.rows.push_back(std::move(row));
   return t;
 }

@@ -19,7 +19,9 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
 
 // Columns: experiment_id, name, state, completed_trials, total_trials, failed_trials,
 // current_pairing, eta_s, victim_step, victim_step_time_s, created_unix_ms, finished_unix_ms,
-// error; watch rows add ts_unix_ms (when the update arrived) and message.
+// error, precision, stop_reason, then dataset_generated, dataset_total (the victim generating
+// its dataset; missing when it is not); watch rows add ts_unix_ms (when the update arrived)
+// first and message before the dataset columns.
 experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses);
 experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_unix_ms);
 

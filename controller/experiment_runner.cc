@@ -276,7 +276,13 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
     req.set_idempotency_key(rpc::NewIdempotencyKey());
     req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
     *req.mutable_victim() = ToProto(spec.victim);
+    // The first run usually generates the victim's dataset: its progress is shown live.
+    auto live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
+      if (ev.has_victim_dataset())
+        listener->OnVictimDataset(ev.victim_dataset().generated(), ev.victim_dataset().total());
+    });
     auto reply = client->RunVictim(req, spec.victim.timeout_s + 30);
+    live.reset();
     const bool ok = reply.ok() && reply->ok();
     const std::string error = !reply.ok() ? reply.error() : reply->error();
     prov->AddWarmup(run, reply.ok() ? reply->wall_s() : 0, ok, error);

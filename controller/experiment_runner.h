@@ -42,6 +42,8 @@ class RunListener {
   virtual void OnTrialDone(const TrialRecord& trial) = 0;
   // Live, from the victim node's telemetry stream while the victim runs.
   virtual void OnVictimStep(const VictimStep& step) {}
+  // Live too: the victim generating its dataset (warm-up run or trial), samples so far / in all.
+  virtual void OnVictimDataset(int64_t generated, int64_t total) {}
   // Adaptive repetitions: the precision after each checked block ("block 7 (min 5, max 40):
   // widest half-width 3.1% at membw@0.5, target 2%"), and why the blocks stopped (also stored).
   virtual void OnPrecision(const std::string& line) {}

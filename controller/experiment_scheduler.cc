@@ -21,6 +21,8 @@ struct ExperimentScheduler::Live {
   int64_t victim_step = 0;
   double victim_step_time_s = 0;
   double last_step_publish_s = 0;
+  int64_t dataset_generated = 0;  // the victim's dataset generation; total 0: none under way
+  int64_t dataset_total = 0;
   double started_s = 0;
   double estimate_s = 0;
   double trial_started_s = 0;
@@ -38,6 +40,7 @@ class ExperimentScheduler::Listener : public RunListener {
       live_->trial_started_s = s_->clock_->MonotonicSeconds();
       live_->victim_step = 0;
       live_->victim_step_time_s = 0;
+      live_->dataset_generated = live_->dataset_total = 0;
     }
     s_->Publish(live_,
                 "trial " + std::to_string(t.index + 1) + "/" + std::to_string(live_->plan.size()) +
@@ -56,6 +59,26 @@ class ExperimentScheduler::Listener : public RunListener {
       if (publish) live_->last_step_publish_s = now;
     }
     if (publish) s_->Publish(live_, "", false);
+  }
+  // Its start and end are messages (the phase shows in every view); updates between them are
+  // throttled like steps.
+  void OnVictimDataset(int64_t generated, int64_t total) override {
+    bool started, publish;
+    {
+      std::lock_guard<std::mutex> l(s_->mu_);
+      started = live_->dataset_total == 0;
+      live_->dataset_generated = generated;
+      live_->dataset_total = total;
+      double now = s_->clock_->MonotonicSeconds();
+      publish = started || generated >= total || now - live_->last_step_publish_s >= 0.25;
+      if (publish) live_->last_step_publish_s = now;
+    }
+    const std::string n = std::to_string(total);
+    if (generated >= total)
+      s_->Publish(live_, "dataset: the victim generated " + n + " samples", false);
+    else if (started)
+      s_->Publish(live_, "dataset: the victim is generating " + n + " samples", false);
+    else if (publish) s_->Publish(live_, "", false);
   }
   void OnTrialDone(const TrialRecord& t) override {
     int completed;
@@ -212,6 +235,8 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   s.set_current_pairing(live.current_pairing);
   s.set_victim_step(live.victim_step);
   s.set_victim_step_time_s(live.victim_step_time_s);
+  s.set_dataset_generated(live.dataset_generated);
+  s.set_dataset_total(live.dataset_total);
   s.set_precision(live.precision);
   s.set_stop_reason(live.record.stop_reason);
   s.set_created_unix_ms(live.record.created_unix_ms);

@@ -14,6 +14,7 @@ void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   t->metric = victim.metric();
   t->stderr_tail = victim.stderr_tail();
   for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
+  t->phase_order.assign(victim.phase_order().begin(), victim.phase_order().end());
   for (const auto& s : victim.steps()) t->steps.push_back(rpc::FromProto(s));
 }
 

@@ -365,6 +365,8 @@ class ExperimentRunner::TrialRun {
     RunListener* listener = listener_;
     auto live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
       if (ev.has_victim_step()) listener->OnVictimStep(rpc::FromProto(ev.victim_step()));
+      if (ev.has_victim_dataset())
+        listener->OnVictimDataset(ev.victim_dataset().generated(), ev.victim_dataset().total());
     });
     auto reply = client->RunVictim(req, spec_.victim.timeout_s + 30);
     if (!reply.ok()) {

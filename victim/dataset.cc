@@ -68,7 +68,7 @@ void FillSample(uint64_t seed, int64_t index, uint8_t* buf, size_t n) {
   }
 }
 
-Status GenerateDataset(const DatasetInfo& info) {
+Status GenerateDataset(const DatasetInfo& info, const SampleWritten& on_sample) {
   std::error_code ec;
   std::filesystem::create_directories(info.dir, ec);
   if (ec) return Err("create directory " + info.dir + ": " + ec.message());
@@ -80,6 +80,7 @@ Status GenerateDataset(const DatasetInfo& info) {
   std::vector<uint8_t> buf(info.sample_size);
   for (int64_t i = 0; i < info.samples; ++i) {
     if (Status s = WriteSample(info, i, buf); !s.ok()) return s;
+    if (on_sample) on_sample(i + 1);
   }
   if (old.ok() && old->has_value()) {
     for (int64_t i = info.samples; i < (*old)->samples; ++i) {

@@ -65,8 +65,38 @@ struct Plan {
   std::string comm_note;
 };
 
+// Generation as its own phase on stdout (docs/victim.md, "Dataset records"): one record when it
+// starts, at most one per kEverySeconds while it runs, and one when it ends, so that the agent
+// shows the phase live instead of a silent victim.
+class DatasetRecords {
+ public:
+  static constexpr double kEverySeconds = 0.25;
+  DatasetRecords(std::FILE* out, const DatasetInfo& info)
+      : out_(out), info_(info), start_s_(SteadySeconds()), last_s_(start_s_) {
+    Print(0);
+  }
+  void OnSample(int64_t written) {
+    const double now = SteadySeconds();
+    if (written < info_.samples && now - last_s_ < kEverySeconds) return;
+    last_s_ = now;
+    Print(written);
+  }
+
+ private:
+  void Print(int64_t written) {
+    JsonLine j;
+    j.Add("dataset", true).Add("generated", written).Add("total", info_.samples);
+    j.Add("sample_size", info_.sample_size).Add("elapsed_s", SteadySeconds() - start_s_);
+    PrintLine(out_, j);
+  }
+  std::FILE* out_;
+  const DatasetInfo& info_;
+  const double start_s_;
+  double last_s_;  // when the last record was printed
+};
+
 // Finds or creates the dataset. Returns 0, or the exit status to leave with.
-int PrepareDataset(const RunOptions& o, DatasetInfo* out) {
+int PrepareDataset(const RunOptions& o, std::FILE* records, DatasetInfo* out) {
   auto manifest = ReadManifest(o.dir);
   if (!manifest.ok()) {
     std::fprintf(stderr, "codl-victim: %s\n", manifest.error().c_str());
@@ -79,7 +109,9 @@ int PrepareDataset(const RunOptions& o, DatasetInfo* out) {
                  o.dir.c_str(), static_cast<long long>(o.samples),
                  FormatSize(static_cast<double>(o.sample_size)).c_str(),
                  static_cast<unsigned long long>(o.seed));
-    if (Status s = GenerateDataset(info); !s.ok()) {
+    DatasetRecords progress(records, info);
+    Status s = GenerateDataset(info, [&](int64_t written) { progress.OnSample(written); });
+    if (!s.ok()) {
       std::fprintf(stderr, "codl-victim: gen-data: %s\n", s.error().c_str());
       return 1;
     }
@@ -298,7 +330,7 @@ void RunRanks(const RunOptions& o, const Plan& plan, std::vector<Rank>& ranks, C
 
 int RunVictim(const RunOptions& o, std::FILE* out) {
   Plan plan;
-  if (int rc = PrepareDataset(o, &plan.dataset); rc != 0) return rc;
+  if (int rc = PrepareDataset(o, out, &plan.dataset); rc != 0) return rc;
   if (plan.dataset.samples < o.ranks) {
     std::fprintf(stderr, "codl-victim: --ranks %d needs at least %d samples; %s holds %lld\n",
                  o.ranks, o.ranks, o.dir.c_str(), static_cast<long long>(plan.dataset.samples));

@@ -11,6 +11,7 @@
 #include "lib/analysis/adaptive.h"
 #include "lib/analysis/multiple_comparisons.h"
 #include "lib/analysis/pairing_samples.h"
+#include "lib/analysis/phase_order.h"
 #include "lib/common/units.h"
 
 #include <cmath>
@@ -277,7 +278,9 @@ PairingSummary SummarizePairing(const std::string& key,
     CompareToBaseline(s, base, metric, experiment_seed ^ Fnv1a(key), &p);
     p.antagonists = SummarizeAntagonists(key, trials, s.measured, s.flagged);
   }
-  for (const auto& [phase, median] : PhaseMedians(s.measured)) {
+  const std::map<std::string, double> medians = PhaseMedians(s.measured);
+  for (const auto& phase : OrderPhases(s.measured)) {
+    const double median = medians.at(phase);
     PhaseSlowdown ps;
     ps.phase = phase;
     ps.median_s = median;

@@ -77,7 +77,7 @@ struct PairingSummary {
   bool ci_small_n = false;
   bool ci_exact = false;  // the interval enumerated every resample (small n)
   MannWhitneyMethod p_method = MannWhitneyMethod::kNone;
-  std::vector<PhaseSlowdown> phases;  // sorted by phase name
+  std::vector<PhaseSlowdown> phases;  // in OrderPhases order (phase_order.h)
   double victim_cores = kNaN;         // mean CPU cores the victim's tree used (measured trials)
   std::string victim_cpus;            // CPUs the victim could run on (as AntagonistSummary::cpus)
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lib/analysis/pairing_samples.h"
+#include "lib/analysis/phase_order.h"
 #include "lib/analysis/results.h"
 #include "lib/analysis/trial_metric.h"
 
@@ -102,10 +103,15 @@ TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
   TidyTable table;
   table.columns = kTrialColumns;
   for (const char* c : {"state", "excluded", "phase", "seconds"}) table.columns.push_back(c);
-  for (const TrialRecord* t : ByIndex(trials)) {
+  const std::vector<const TrialRecord*> ordered = ByIndex(trials);
+  const std::vector<std::string> phases = OrderPhases(ordered);  // one order for every trial
+  for (const TrialRecord* t : ordered) {
     // A phase median exists only for trials with steps: the metric's value does not matter.
     const bool excluded = t->state != TrialState::kDone;
-    for (const auto& [phase, seconds] : t->phase_medians) {
+    for (const auto& phase : phases) {
+      auto it = t->phase_medians.find(phase);
+      if (it == t->phase_medians.end()) continue;
+      const double seconds = it->second;
       std::vector<Cell> row = TrialCells(e, *t);
       Append(&row, {Cell::Text(ToString(t->state)), Cell::Bool(excluded), Cell::Text(phase),
                     Cell::Number(seconds)});

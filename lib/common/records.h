@@ -70,6 +70,9 @@ struct TrialRecord {
   double metric = 0;  // victim metric: median step time (jsonl/regex) or wall time, seconds
   double wall_s = 0;  // victim wall time
   std::map<std::string, double> phase_medians;  // median per-phase time over measured steps
+  // phase_medians' names in the order the victim first reported them (the map sorts them by
+  // name); empty when unknown (older records): name order. lib/analysis/phase_order.h.
+  std::vector<std::string> phase_order;
   int64_t started_unix_ms = 0;
   int64_t finished_unix_ms = 0;
   std::vector<VictimStep> steps;

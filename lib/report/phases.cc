@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "lib/analysis/pairing_order.h"
+#include "lib/analysis/phase_order.h"
 #include "lib/analysis/stats.h"
 #include "lib/common/csv.h"
 #include "lib/report/charts.h"
@@ -18,11 +19,6 @@ using experiment::ExperimentResults;
 using experiment::kNaN;
 using experiment::PairingSummary;
 
-// codl-victim's pipeline, in the order a batch goes through it (docs/victim.md, "Phases").
-// The stored records keep phases in a name-sorted map, so the victim's own order is gone by the
-// time the report runs; other victims' phases follow these in first-seen (trial) order.
-constexpr const char* kPipeline[] = {"data_wait_s", "read_s",    "decode_s",
-                                     "h2d_s",       "compute_s", "comm_s"};
 constexpr double kMinorShare = 0.01;  // phases under 1 % of the step share one bar
 constexpr const char* kOtherLabel = "other (< 1 %)";
 constexpr const char* kOtherColour = "#9d9d9d";
@@ -69,23 +65,11 @@ std::vector<double> Values(const Group& g, const Series& s) {
   return v;
 }
 
+// codl-victim's pipeline first, then the victim's own order (lib/analysis/phase_order.h).
 std::vector<std::string> PhaseOrder(const std::vector<Group>& groups) {
-  std::vector<std::string> seen;
-  for (const auto& g : groups) {
-    for (const TrialRecord* t : g.trials) {
-      for (const auto& [name, v] : t->phase_medians) {
-        if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
-      }
-    }
-  }
-  std::vector<std::string> order;
-  for (const char* p : kPipeline) {
-    if (std::find(seen.begin(), seen.end(), p) != seen.end()) order.push_back(p);
-  }
-  for (const auto& p : seen) {
-    if (std::find(order.begin(), order.end(), p) == order.end()) order.push_back(p);
-  }
-  return order;
+  std::vector<const TrialRecord*> trials;
+  for (const auto& g : groups) trials.insert(trials.end(), g.trials.begin(), g.trials.end());
+  return experiment::OrderPhases(trials);
 }
 
 // Whether `phase` stays under 1 % of the step in every pairing (median over its trials).

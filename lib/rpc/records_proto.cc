@@ -178,6 +178,7 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   for (const auto& a : t.antagonists) *p.add_antagonists() = ToProto(a);
   p.set_victim_cpu_s(t.victim_cpu_s);
   p.set_victim_effective_cpus(t.victim_effective_cpus);
+  for (const auto& name : t.phase_order) p.add_phase_order(name);
   return p;
 }
 
@@ -206,6 +207,7 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   for (const auto& a : p.antagonists()) t.antagonists.push_back(FromProto(a));
   t.victim_cpu_s = p.victim_cpu_s();
   t.victim_effective_cpus = p.victim_effective_cpus();
+  t.phase_order.assign(p.phase_order().begin(), p.phase_order().end());
   return t;
 }
 

@@ -145,6 +145,12 @@ ALTER TABLE calibrations ADD COLUMN node_fingerprint TEXT NOT NULL DEFAULT '';
     {"add experiments.stop_reason", R"sql(
 ALTER TABLE experiments ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 )sql"},
+    // 7: the order in which the victim first reported each phase (TrialRecord::phase_order), so
+    // a custom victim's phases are not shown alphabetically; rows stored before this step read
+    // NULL and keep name order.
+    {"add trial_phase_medians.seq", R"sql(
+ALTER TABLE trial_phase_medians ADD COLUMN seq INTEGER;
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

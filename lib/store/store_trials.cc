@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "lib/analysis/phase_order.h"
 #include "lib/analysis/trial_metric.h"
 #include "lib/store/phases_json.h"
 #include "lib/store/sqlite_util.h"
@@ -49,12 +50,15 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
                       const std::vector<std::string>& step_phases, const std::string& what) {
   if (Status s = InsertMetrics(db, trial_id, t, what); !s) return s;
   auto median = sql::Stmt::Prepare(
-      db, "INSERT INTO trial_phase_medians (trial_id, phase, median_s) VALUES (?1, ?2, ?3)");
+      db,
+      "INSERT INTO trial_phase_medians (trial_id, phase, median_s, seq) VALUES (?1, ?2, ?3, ?4)");
   if (!median) return Err(median.error());
-  for (const auto& [phase, v] : t.phase_medians) {
+  const std::vector<std::string> phases = experiment::ReportedPhases(t);
+  for (size_t i = 0; i < phases.size(); ++i) {
     median->BindInt(1, trial_id);
-    median->BindText(2, phase);
-    median->BindReal(3, v);
+    median->BindText(2, phases[i]);
+    median->BindReal(3, t.phase_medians.at(phases[i]));
+    median->BindInt(4, static_cast<int64_t>(i));
     if (Status s = median->Run(what); !s) return s;
   }
 
@@ -210,11 +214,14 @@ class TrialLoader {
     auto rows =
         sql::Stmt::Prepare(db_,
                            "SELECT m.trial_id, m.phase, m.median_s FROM trial_phase_medians m "
-                           "JOIN trials t ON t.id = m.trial_id WHERE t.experiment_id = ?1");
+                           "JOIN trials t ON t.id = m.trial_id WHERE t.experiment_id = ?1 "
+                           "ORDER BY m.trial_id, m.seq, m.phase");
     return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
       auto it = trial_pos_.find(r.Int(0));
       if (it == trial_pos_.end()) return Orphan("phase median");
-      trials_[it->second].phase_medians[r.Text(1)] = r.Real(2);
+      TrialRecord& t = trials_[it->second];
+      // In reported order (rows stored before migration 7 have no seq: name order).
+      if (t.phase_medians.emplace(r.Text(1), r.Real(2)).second) t.phase_order.push_back(r.Text(1));
       return Status::Ok();
     });
   }

@@ -224,4 +224,68 @@ TEST(ProgressParser, OnlyWarmupStepsIsAFailure) {
 }
 
 }  // namespace
+// Phases keep the order the victim first listed them in, not the name order of the map.
+TEST(ProgressParser, PhaseOrderIsTheFirstReportedOrder) {
+  ProgressParser p(Jsonl(), 0);
+  Feed(p, {
+              R"({"step":0,"step_time_s":0.3,"phases":{"zeta_s":0.1,"alpha_s":0.1}})",
+              R"({"step":1,"step_time_s":0.3,"phases":{"mid_s":0.1,"alpha_s":0.1,"zeta_s":0.1}})",
+              R"({"step":2,"step_time_s":0.3,"phases":{"alpha_s":0.1,"bad name":0.1}})",
+          });
+  auto o = p.Finish(0, false, 1.0, "");
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_EQ(o.phase_order, (std::vector<std::string>{"zeta_s", "alpha_s", "mid_s"}));
+  EXPECT_EQ(o.phase_medians.size(), 3u);
+}
+
+// A phase reported only in warm-up steps has no median, so it is not in the order either.
+TEST(ProgressParser, PhaseOrderListsOnlyPhasesWithAMedian) {
+  ProgressParser p(Jsonl(), 1);
+  Feed(p, {
+              R"({"step":0,"step_time_s":0.3,"phases":{"warm_s":0.1,"b_s":0.1}})",
+              R"({"step":1,"step_time_s":0.3,"phases":{"b_s":0.1,"a_s":0.1}})",
+          });
+  auto o = p.Finish(0, false, 1.0, "");
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_EQ(o.phase_order, (std::vector<std::string>{"b_s", "a_s"}));
+}
+
+// codl-victim's dataset records: a phase of their own, never a step, in every format.
+TEST(ProgressParser, DatasetRecordsAreProgressNotSteps) {
+  using Kind = ProgressParser::LineKind;
+  for (const ProgressSpec& spec : {Jsonl(), Regex("step_time=([0-9.]+)"), Wall()}) {
+    ProgressParser p(spec, 0);
+    EXPECT_EQ(p.dataset().total, 0);
+    EXPECT_EQ(
+        p.OnStdoutLine(R"({"dataset":true,"generated":0,"total":256,"sample_size":4096})", 0.1),
+        Kind::kDataset);
+    EXPECT_EQ(p.OnStdoutLine(R"({"dataset":true,"generated":100,"total":256})", 0.6),
+              Kind::kDataset);
+    EXPECT_EQ(p.dataset().generated, 100);
+    EXPECT_EQ(p.dataset().total, 256);
+    EXPECT_DOUBLE_EQ(p.dataset().t_s, 0.6);
+    EXPECT_TRUE(p.steps().empty());
+  }
+  ProgressParser p(Jsonl(), 0);
+  EXPECT_EQ(p.OnStdoutLine(R"({"step":0,"step_time_s":0.2})", 1), Kind::kStep);
+  EXPECT_EQ(p.OnStdoutLine(R"({"config":true})", 1), Kind::kOther);
+}
+
+TEST(ProgressParser, BadDatasetRecordsAreMalformedAndChangeNothing) {
+  ProgressParser p(Jsonl(), 0);
+  Feed(p, {
+              R"({"dataset":true,"generated":5,"total":10})",
+              R"({"dataset":true,"generated":11,"total":10})",
+              R"({"dataset":true,"generated":-1,"total":10})",
+              R"({"dataset":true,"generated":"5","total":10})",
+              R"({"dataset":false,"generated":7,"total":10})",
+              R"({"step":0,"step_time_s":0.2})",
+          });
+  EXPECT_EQ(p.dataset().generated, 5);
+  auto o = p.Finish(0, false, 1.0, "");
+  ASSERT_TRUE(o.ok) << o.error;
+  EXPECT_EQ(o.malformed_lines, 3);
+  EXPECT_EQ(o.steps.size(), 1u);
+}
+
 }  // namespace codl::agent

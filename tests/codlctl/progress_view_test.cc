@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,77 @@ TEST(ProgressView, AdaptiveRepetitionsShowPrecisionThenTheStopReason) {
       << out;
   EXPECT_NE(out.find("ETA 1m15s  stopped: target reached after 5 blocks"), std::string::npos)
       << out;
+}
+
+v1::ExperimentEvent Dataset(int64_t generated, int64_t total, const std::string& msg) {
+  auto ev = Event(0, 4, "", msg);
+  ev.mutable_status()->set_dataset_generated(generated);
+  ev.mutable_status()->set_dataset_total(total);
+  return ev;
+}
+
+// The victim generating its dataset is a phase of its own, shown like calibration.
+TEST(ProgressView, DatasetGenerationShowsInTheBarWithItsProgress) {
+  const std::string out = OnTerminal(
+      {Event(0, 4, "", "warm-up run 1/1 on n1"),
+       Dataset(0, 256, "dataset: the victim is generating 256 samples"), Dataset(120, 256, ""),
+       Dataset(256, 256, "dataset: the victim generated 256 samples"),
+       Event(0, 4, "baseline", "trial 1/4 baseline started")});
+  EXPECT_NE(out.find("\033[Kdataset: the victim is generating 256 samples"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("0/4 trials  dataset 0/256 samples  ETA"), std::string::npos) << out;
+  EXPECT_NE(out.find("0/4 trials  dataset 120/256 samples  ETA"), std::string::npos) << out;
+  // Done: the bar goes back to what runs (the warm-up run), then to the trial.
+  EXPECT_GT(out.rfind("0/4 trials  warm-up run 1/1 on n1  ETA"),
+            out.find("0/4 trials  dataset 120/256 samples"))
+      << out;
+  EXPECT_EQ(out.find("dataset 256/256"), std::string::npos) << out;
+  EXPECT_NE(out.find("0/4 trials  baseline"), std::string::npos) << out;
+  // Without a warm-up run the first trial generates it: shown after the pairing.
+  auto in_trial = Dataset(5, 64, "");
+  in_trial.mutable_status()->set_current_pairing("baseline");
+  EXPECT_NE(OnTerminal({in_trial}).find("0/4 trials  baseline  dataset 5/64 samples  ETA"),
+            std::string::npos);
+}
+
+TEST(ProgressView, DatasetNote) {
+  v1::ExperimentStatus s;
+  EXPECT_EQ(DatasetNote(s), "");
+  s.set_dataset_total(10);
+  s.set_dataset_generated(3);
+  EXPECT_EQ(DatasetNote(s), "dataset 3/10 samples");
+  s.set_dataset_generated(10);
+  EXPECT_EQ(DatasetNote(s), "") << "a finished generation is no longer the phase";
+}
+
+// --log-format json: one JSON log line per message, nothing for silent updates, no bar.
+TEST(ProgressView, JsonLinesAreLogLines) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  FILE* f = fdopen(fds[1], "w");
+  {
+    ProgressView view(f, /*json_lines=*/true);
+    view.OnEvent(Event(0, 2, "", "calibrating membw (memcpy) on n1 for 5 s"));
+    view.OnEvent(Event(0, 2, "baseline", ""));
+    view.OnEvent(Event(1, 2, "baseline", "trial 1/2 baseline: done, \"quoted\""));
+    view.Finish();
+  }
+  fclose(f);
+  const std::string out = Drain(fds[0]);
+  close(fds[0]);
+  const size_t nl = out.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  const std::string first = out.substr(0, nl), second = out.substr(nl + 1);
+  EXPECT_EQ(first.rfind("{\"ts\":\"", 0), 0u) << first;
+  EXPECT_NE(first.find("\"level\":\"info\",\"msg\":\"[0/2] calibrating membw (memcpy) on n1 for "
+                       "5 s\",\"component\":\"codlctl\"}"),
+            std::string::npos)
+      << first;
+  EXPECT_NE(second.find("\"msg\":\"[1/2] trial 1/2 baseline: done, \\\"quoted\\\"\""),
+            std::string::npos)
+      << second;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;
+  EXPECT_EQ(out.find('\r'), std::string::npos) << out;
 }
 
 TEST(ProgressView, EtaFormatting) {

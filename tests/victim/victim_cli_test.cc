@@ -97,10 +97,20 @@ std::set<std::string> Keys(const json& object) {
   return keys;
 }
 
-// Checks config / steps / summary and returns the step lines.
+// The dataset records a run prints before its config line when it generates the dataset.
+std::vector<json> DatasetRecords(const std::vector<json>& lines) {
+  std::vector<json> records;
+  for (const json& j : lines) {
+    if (j.value("dataset", false)) records.push_back(j);
+  }
+  return records;
+}
+
+// Checks config / steps / summary (after any dataset records) and returns the step lines.
 std::vector<json> CheckSchema(const Output& o, int steps, int warmup) {
   EXPECT_EQ(o.exit_code, 0) << o.err;
   std::vector<json> lines = ParseLines(o.out);
+  lines.erase(lines.begin(), lines.begin() + static_cast<long>(DatasetRecords(lines).size()));
   EXPECT_EQ(lines.size(), static_cast<size_t>(steps + warmup + 2)) << o.out;
   if (lines.size() < 2) return {};
   EXPECT_EQ(lines.front().value("config", false), true) << lines.front();
@@ -186,6 +196,27 @@ TEST(VictimCli, GeneratesTheDatasetWhenMissingAndChecksExplicitShape) {
                          "8KiB", "--batch-size", "2", "--steps", "1", "--gemm-dim", "32"});
   CheckSchema(o, 1, 2);
   EXPECT_NE(o.err.find("generating 8 samples"), std::string::npos) << o.err;
+  // Generation is a phase of its own on stdout: a record when it starts, one when it ends, all
+  // before the config line.
+  const std::vector<json> lines = ParseLines(o.out);
+  const std::vector<json> records = DatasetRecords(lines);
+  ASSERT_GE(records.size(), 2u) << o.out;
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(lines[i], records[i]) << "dataset records come first";
+    EXPECT_EQ(records[i].value("total", -1), 8) << records[i];
+    EXPECT_EQ(records[i].value("sample_size", -1), 8192) << records[i];
+    EXPECT_GE(records[i].value("elapsed_s", -1.0), 0.0) << records[i];
+    if (i > 0) {
+      EXPECT_GE(records[i]["generated"], records[i - 1]["generated"]);
+    }
+  }
+  EXPECT_EQ(records.front().value("generated", -1), 0);
+  EXPECT_EQ(records.back().value("generated", -1), 8);
+  // An existing dataset is not generated again: no records.
+  Output again = RunCommand({Victim(), "run", "--dir", dir / "auto", "--batch-size", "2", "--steps",
+                             "1", "--gemm-dim", "32"});
+  CheckSchema(again, 1, 2);
+  EXPECT_TRUE(DatasetRecords(ParseLines(again.out)).empty()) << again.out;
   EXPECT_EQ(fs::file_size(dir / "auto/sample-00000007.bin"), 8192u);
   Output mismatch = RunCommand({Victim(), "run", "--dir", dir / "auto", "--samples", "9"});
   EXPECT_EQ(mismatch.exit_code, 2);
@@ -289,7 +320,8 @@ TEST(VictimCli, FallsBackToFadviseWhereODirectIsRefused) {
       Quote(mnt + "/d") + " --samples 8 --sample-size 8KiB --batch-size 2 --steps 2 --gemm-dim 32";
   Output o = RunCommand({"unshare", "-m", "sh", "-c", inner});
   CheckSchema(o, 2, 2);
-  const json config = ParseLines(o.out).front();
+  const std::vector<json> lines = ParseLines(o.out);
+  const json config = lines.at(DatasetRecords(lines).size());  // after the dataset records
   EXPECT_EQ(config.value("io_mode", ""), "fadvise") << config;
   EXPECT_NE(config.value("io_note", "").find("O_DIRECT refused"), std::string::npos) << config;
   EXPECT_NE(o.err.find("POSIX_FADV_DONTNEED"), std::string::npos) << o.err;

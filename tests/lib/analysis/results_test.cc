@@ -111,11 +111,11 @@ TEST(SummarizeTest, SlowdownCountsAndPhases) {
   EXPECT_LT(s.ci_high, 2.1);
   EXPECT_LT(s.p_value, 0.01);
   EXPECT_EQ(s.p_method, MannWhitneyMethod::kNormal);  // the baseline has a tie (1.00 twice)
-  ASSERT_EQ(s.phases.size(), 2u);
-  EXPECT_EQ(s.phases[0].phase, "compute_s");
-  EXPECT_DOUBLE_EQ(s.phases[0].slowdown, 1.0);
-  EXPECT_EQ(s.phases[1].phase, "read_s");
-  EXPECT_DOUBLE_EQ(s.phases[1].slowdown, 3.0);  // 1.5 / median(base / 2) = 1.5 / 0.5
+  ASSERT_EQ(s.phases.size(), 2u);  // in pipeline order (phase_order.h): read before compute
+  EXPECT_EQ(s.phases[0].phase, "read_s");
+  EXPECT_DOUBLE_EQ(s.phases[0].slowdown, 3.0);  // 1.5 / median(base / 2) = 1.5 / 0.5
+  EXPECT_EQ(s.phases[1].phase, "compute_s");
+  EXPECT_DOUBLE_EQ(s.phases[1].slowdown, 1.0);
   ASSERT_EQ(s.antagonists.size(), 1u);
   const AntagonistSummary& a = s.antagonists[0];
   EXPECT_EQ(a.name, "storage");
@@ -161,7 +161,7 @@ TEST(FormatTest, Table) {
   std::string t = FormatTable(Summarize(Record(), Synthetic()));
   for (const char* s : {"pairing", "levels", "median", "slowdown [CI]", "achieved", "baseline",
                         "storage@0.5", "storage=0.5", "2.00x [", "1000.00 MiB/s (98% of target)",
-                        "phases: compute 1.00x, read 3.00x",
+                        "phases: read 3.00x, compute 1.00x",
                         "warning: 1 failed, 1 flagged (target missed, did not settle, or too short "
                         "to judge); excluded",
                         "membw=1 storage=2GiB/s"}) {
@@ -181,7 +181,7 @@ TEST(FormatTest, Csv) {
   // baseline, storage@0.5, and the pair's two antagonists: 4 rows.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
   EXPECT_NE(csv.find("\ne1,storage@0.5,0,5,1,1,0,2,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",compute_s=1;read_s=3,storage,io_uring,0.5,0.5,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",read_s=3;compute_s=1,storage,io_uring,0.5,0.5,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\ne1,baseline,1,6,0,0,0,1,"), std::string::npos) << csv;
 }
 
@@ -203,8 +203,8 @@ TEST(FormatTest, Json) {
   EXPECT_EQ(s["pairing"], "storage@0.5");
   EXPECT_DOUBLE_EQ(s["slowdown"].get<double>(), 2.0);
   EXPECT_EQ(s["p_method"], "normal");
-  EXPECT_EQ(s["phases"][1]["phase"], "read_s");
-  EXPECT_DOUBLE_EQ(s["phases"][1]["slowdown"].get<double>(), 3.0);
+  EXPECT_EQ(s["phases"][0]["phase"], "read_s");
+  EXPECT_DOUBLE_EQ(s["phases"][0]["slowdown"].get<double>(), 3.0);
   const auto& a = s["antagonists"][0];
   for (const char* k : {"name", "injector", "intensity", "level", "target_rate", "achieved_rate",
                         "achieved_cov", "unit", "n_missed_target"}) {
