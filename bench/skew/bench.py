@@ -75,7 +75,10 @@ class Bench:
         self.procs = []
         self.agent_procs = {}
         self.inject_binary = None
-        if args.stub_injector:
+        if args.inject_binary:
+            # A/B: another codl-inject build (e.g. one from before a change).
+            self.inject_binary = os.path.abspath(args.inject_binary)
+        elif args.stub_injector:
             # Ablation: a stand-in that starts in ~0.3 ms instead of codl-inject's ~4.5 ms.
             self.inject_binary = os.path.join(self.work, "stub_inject")
             here = os.path.dirname(os.path.abspath(__file__))
@@ -309,10 +312,12 @@ def account_summary(recs):
     ready = [num(r, "ready_ms") for r in recs]
     first = [num(r, "first_load_ms") for r in recs]
     done = [num(r, "first_done_ms") for r in recs]
-    setup = [num(r, "setup_s") for r in recs]
+    # No ready time: a codl-inject without the account, whose setup_s (0) means "not reported".
+    setup = [num(r, "setup_s") if num(r, "ready_ms") is not None else None for r in recs]
     est = [num(r, "setup_estimate_s") for r in recs]
     late = [(s, rd) for s, rd in zip(skew, ready) if s is not None and s > 2]
     overrun = sum(1 for s, rd in late if rd is not None and rd > 0)
+    wakeups = sum(1 for s, rd in late if rd is not None and rd <= 0)
     # Common mode: per trial, the earliest start of its antagonists is the part every agent
     # shared (a box-wide stall); the spread above it is each agent's own.
     by_trial = {}
@@ -333,7 +338,8 @@ def account_summary(recs):
         "setup_over_estimate": sum(1 for a, b in zip(setup, est) if a is not None and b is not None and a > b),
         "late_over_2ms": len(late),
         "late_because_preparation_overran": overrun,
-        "late_wakeups": len(late) - overrun,
+        "late_wakeups": wakeups,
+        "late_ready_unknown": len(late) - overrun - wakeups,  # a codl-inject without the account
         "per_trial_common_ms": dist(common),
         "per_trial_spread_ms": dist(spread),
     }
@@ -405,6 +411,8 @@ def main():
     ap.add_argument("--io-rate", default="20MiB/s", help="--io-uring: each agent's paced rate")
     ap.add_argument("--io-file-size", default="32MiB", help="--io-uring: size of each of the 2 files per agent")
     ap.add_argument("--settle", default="0s", help="settle window of the trials (e.g. 0.5s)")
+    ap.add_argument("--inject-binary", default="",
+                    help="A/B: the agents run this codl-inject instead of the build's")
     ap.add_argument("--stub-injector", action="store_true",
                     help="ablation: agents run bench/skew/stub_inject.c instead of codl-inject")
     a = ap.parse_args()
@@ -416,6 +424,7 @@ def main():
         sys.exit(3)
     b = Bench(a)
     result = {"benchmark": "start_skew", "agents": a.agents, "machine": machine(),
+              "inject_binary": a.inject_binary or "build's codl-inject",
               "injector": ("stub_inject.c (ablation)" if a.stub_injector else
                            f"codl-inject io_uring read 64KiB qd4, 2 x {a.io_file_size} per agent, {a.io_rate}"
                            if a.io_uring else "codl-inject noop"),
@@ -473,17 +482,17 @@ def main():
             print(f"{p['phase']}: all at target -> victim start ({'/'.join(st['via'])}) "
                   f"p50 {st['p50']:.2f} ms, p99 {st['p99']:.2f} ms, max {st['max']:.2f} ms ({st['n']} trials)")
     for p in result["phases"]:
-        a, w = p.get("start_account") or {}, p.get("box_wakeup_late_ms") or {}
+        acc, w = p.get("start_account") or {}, p.get("box_wakeup_late_ms") or {}
         f = lambda d: "n/a" if not d else f"{d['p50']:.3f}/{d['p99']:.3f}/{d['max']:.3f}"  # noqa: E731
-        print(f"{p['phase']}: start account ({a.get('starts', 0)} starts), p50/p99/max ms after the common start:")
-        print(f"    wait ended {f(a.get('wait_end_ms'))}; first submit {f(a.get('first_submit_ms'))}; "
-              f"wait end -> first submit {f(a.get('wait_end_to_first_submit_ms'))}; "
-              f"first I/O latency {f(a.get('first_io_latency_ms'))}")
-        print(f"    ready (negative: before the start) {f(a.get('ready_ms'))}; setup s {f(a.get('setup_s'))} "
-              f"vs estimate s {f(a.get('setup_estimate_s'))} ({a.get('setup_over_estimate')} over)")
-        print(f"    late > 2 ms: {a.get('late_over_2ms')} ({a.get('late_because_preparation_overran')} preparation "
-              f"overran, {a.get('late_wakeups')} late wake-ups); per trial common part {f(a.get('per_trial_common_ms'))}, "
-              f"spread {f(a.get('per_trial_spread_ms'))}")
+        print(f"{p['phase']}: start account ({acc.get('starts', 0)} starts), p50/p99/max ms after the common start:")
+        print(f"    wait ended {f(acc.get('wait_end_ms'))}; first submit {f(acc.get('first_submit_ms'))}; "
+              f"wait end -> first submit {f(acc.get('wait_end_to_first_submit_ms'))}; "
+              f"first I/O latency {f(acc.get('first_io_latency_ms'))}")
+        print(f"    ready (negative: before the start) {f(acc.get('ready_ms'))}; setup s {f(acc.get('setup_s'))} "
+              f"vs estimate s {f(acc.get('setup_estimate_s'))} ({acc.get('setup_over_estimate')} over)")
+        print(f"    late > 2 ms: {acc.get('late_over_2ms')} ({acc.get('late_because_preparation_overran')} preparation "
+              f"overran, {acc.get('late_wakeups')} late wake-ups, {acc.get('late_ready_unknown')} unknown); per trial common part {f(acc.get('per_trial_common_ms'))}, "
+              f"spread {f(acc.get('per_trial_spread_ms'))}")
         print(f"    box wake-up probe (5 ms ticks, {w.get('ticks')}): late p50 {w.get('p50')} p99 {w.get('p99')} "
               f"p99.9 {w.get('p999')} max {w.get('max')} ms, {w.get('over_2ms')} ticks > 2 ms; "
               f"load average {p.get('loadavg_before')} -> {p.get('loadavg_after')}")

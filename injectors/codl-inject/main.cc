@@ -196,15 +196,14 @@ class RunSession {
   }
 
   // A synchronized start: everything slow (setup, calibration, process start) is done; wait
-  // for the common start time, then say when the load actually began and how the preparation
-  // went (StartAccount). False when stopped.
+  // for the common start time and note when the load actually began and how the preparation
+  // went (StartAccount, printed with the first interval). False when stopped.
   bool AwaitCommonStart() {
     if (args_.start_at_unix_ns <= 0) return true;
     start_.start_at_unix_ns = args_.start_at_unix_ns;
     start_.ready_unix_ns = RealtimeNanos();
     if (!WaitUntilUnixNs(args_.start_at_unix_ns, stop_)) return false;
-    start_.started_unix_ns = RealtimeNanos();
-    if (args_.json) PrintStartAccountJson(start_);
+    start_.started_unix_ns = RealtimeNanos();  // printed with the first interval (Load)
     return true;
   }
 
@@ -217,10 +216,14 @@ class RunSession {
     const injectors::StopToken run_stop =
         args_.duration_s > 0 ? stop_.WithDeadline(args_.duration_s) : stop_;
     auto reporter = MakeReporter(args_.json, summary_.unit, "run");
+    StartAccountReporter* account = nullptr;
     if (args_.json && args_.start_at_unix_ns > 0) {
-      reporter = std::make_unique<FirstLoadReporter>(inj_, std::move(reporter));
+      auto r = std::make_unique<StartAccountReporter>(inj_, start_, std::move(reporter));
+      account = r.get();
+      reporter = std::move(r);
     }
     auto run = inj_.Run(t, run_stop, *reporter);
+    if (account) account->Finish();
     reporter.reset();
     if (!run.ok()) return Fail(kExitRuntime, run.error());
     if (args_.intensity == Intensity::kMax && summary_.peak_rate == 0) {

@@ -34,22 +34,26 @@ struct StartAccount {
   double setup_s = 0;
   double setup_estimate_s = 0;
 };
-void PrintStartAccountJson(const StartAccount& a);
 
-// Prints {"first_load_unix_ns":N[,"first_done_unix_ns":M]} (Injector::FirstLoadTimes) once,
-// before the first interval line after the load's first submit (injectors that do not track it:
-// never); passes every sample on. Only in a synchronized start, so plain runs keep their stream
-// unchanged.
-class FirstLoadReporter final : public injectors::Reporter {
+// Prints the StartAccount line, then {"first_load_unix_ns":N[,"first_done_unix_ns":M]}
+// (Injector::FirstLoadTimes, when the injector tracks it), with the run's first interval line
+// rather than at the start instant: at that instant the CPUs belong to the load starting here
+// and on every other node sharing them, and the line wakes the agent (which replies to the
+// controller at once). Passes every sample on; Finish() prints what no sample did (a run too
+// short to report). Only in a synchronized start, so plain runs keep their stream unchanged.
+class StartAccountReporter final : public injectors::Reporter {
  public:
-  FirstLoadReporter(const injectors::Injector& inj, std::unique_ptr<injectors::Reporter> inner)
-      : inj_(inj), inner_(std::move(inner)) {}
+  StartAccountReporter(const injectors::Injector& inj, StartAccount account,
+                       std::unique_ptr<injectors::Reporter> inner)
+      : inj_(inj), account_(account), inner_(std::move(inner)) {}
   void Report(const injectors::Sample& s) override;
+  void Finish();
 
  private:
   const injectors::Injector& inj_;
+  const StartAccount account_;
   std::unique_ptr<injectors::Reporter> inner_;
-  bool printed_ = false;
+  bool account_printed_ = false, first_load_printed_ = false;
 };
 
 // A live line on stdout: refreshed in place with '\r' on a TTY, one line per second otherwise.
