@@ -182,6 +182,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     }
     reply->set_pid(started->pid);
     reply->set_started_unix_ns(started->started_unix_ns);
+    reply->set_setup_s(started->setup_s);
+    reply->set_setup_estimate_s(setup_s);
+    reply->set_ready_unix_ns(started->ready_unix_ns);
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);
   });
@@ -242,6 +245,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAntagonist(grpc::CallbackServerC
     reply->set_cpu_s(f->cpu_s);
     reply->set_run_s(f->run_s);
     reply->set_effective_cpus(f->effective_cpus);
+    reply->set_first_load_unix_ns(f->first_load_unix_ns);
+    reply->set_first_done_unix_ns(f->first_done_unix_ns);
     for (const auto& s : f->samples) {
       auto* p = reply->add_samples();
       p->set_t_s(s.t_s);

@@ -1,5 +1,6 @@
 #include "agent/antagonist_manager.h"
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -37,6 +38,10 @@ struct AntagonistManager::Antagonist {
   TelemetryHub* telemetry = nullptr;
   std::condition_variable started_cv;
   bool load_started = false;  // codl-inject said {"started_unix_ns":…} (or no --start-at)
+  int64_t ready_unix_ns = 0;  // the rest of its started line (0: an older codl-inject)
+  double setup_s = 0;
+  int64_t first_load_unix_ns = 0;  // its {"first_load_unix_ns":…} line
+  int64_t first_done_unix_ns = 0;
   void Publish(const nlohmann::json& p);
   void TakeVictimEnv(const nlohmann::json& env);
 
@@ -51,8 +56,15 @@ struct AntagonistManager::Antagonist {
     if (j.contains("started_unix_ns")) {
       // The load began now (codl-inject waited for the common start after its setup).
       started_unix_ns = j.value("started_unix_ns", int64_t{0});
+      ready_unix_ns = j.value("ready_unix_ns", int64_t{0});
+      setup_s = j.value("setup_s", 0.0);
       load_started = true;
       started_cv.notify_all();
+      return;
+    }
+    if (j.contains("first_load_unix_ns")) {
+      first_load_unix_ns = j.value("first_load_unix_ns", int64_t{0});
+      first_done_unix_ns = j.value("first_done_unix_ns", int64_t{0});
       return;
     }
     if (j.contains("victim_env")) {
@@ -106,6 +118,13 @@ std::string HexDecode(const std::string& hex, bool* ok) {
     out.push_back(static_cast<char>(nib(hex[i]) << 4 | nib(hex[i + 1])));
   }
   return out;
+}
+
+// One synchronized-start setup measurement per injector and option set.
+std::string SetupKey(const std::string& injector,
+                     const std::map<std::string, std::string>& options) {
+  nlohmann::json j = {{"injector", injector}, {"options", options}};
+  return j.dump();
 }
 
 std::string HexEncode(const std::string& bytes) {
@@ -322,6 +341,12 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   {
     std::lock_guard<std::mutex> l(a->mu);
     s.started_unix_ns = a->started_unix_ns;
+    s.ready_unix_ns = a->ready_unix_ns;
+    s.setup_s = a->setup_s;
+  }
+  if (s.ready_unix_ns > 0) {  // learn from it: the next estimate for this setup (EstimateSetupS)
+    std::lock_guard<std::mutex> l(mu_);
+    measured_setup_s_[SetupKey(req.injector, req.options)] = s.setup_s;
   }
   spdlog::info("antagonist {} started: {} pid {}", id, req.injector, s.pid);
   return s;
@@ -371,6 +396,8 @@ Result<AntagonistManager::Final> AntagonistManager::Stop(const std::string& id) 
   f.unit = a->unit;
   f.samples = a->samples;
   f.error = a->error;
+  f.first_load_unix_ns = a->first_load_unix_ns;
+  f.first_done_unix_ns = a->first_done_unix_ns;
   // Exit by our SIGTERM is the normal path (codl-inject exits 0 after its summary).
   if (f.error.empty() && f.exit_code != 0 && f.exit_code != -15) {
     f.error = "codl-inject exited with status " + std::to_string(f.exit_code) + ": " +
@@ -446,7 +473,12 @@ Result<double> AntagonistManager::EstimateSetupS(
   if (!inj) return Err(injectors::ValidateInjectorName(injector));
   auto parsed = injectors::ParseInjectorOptions(*inj, options);
   if (!parsed.ok()) return parsed.status();
-  return inj->SetupEstimateS(*parsed, injectors::DetectHost(policy_.scratch_roots));
+  const double estimate =
+      inj->SetupEstimateS(*parsed, injectors::DetectHost(policy_.scratch_roots));
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = measured_setup_s_.find(SetupKey(injector, options));
+  if (it == measured_setup_s_.end()) return estimate;
+  return std::max(estimate, kLearnedSetupMargin * it->second);
 }
 
 // A calibration is a full-intensity load like any antagonist: it is registered (so StopAll, the

@@ -57,6 +57,9 @@ class AntagonistManager {
   struct Started {
     int64_t pid = 0;
     int64_t started_unix_ns = 0;
+    // codl-inject's account of a synchronized start (docs/injectors.md); ready_unix_ns 0: none.
+    int64_t ready_unix_ns = 0;  // its setup and calibration were done, the wait began
+    double setup_s = 0;         // Setup()'s measured duration
   };
   Result<Started> Start(const std::string& id, const InjectorRequest& req, double lease_s);
 
@@ -81,6 +84,11 @@ class AntagonistManager {
     double cpu_s = 0;  // CPU seconds of its process tree
     double run_s = 0;  // spawn to exit
     std::string effective_cpus;
+    // When the load first reached its resource (first submit, first completion; agent clock);
+    // 0 when codl-inject did not say (no synchronized start, or an injector that does not track
+    // it).
+    int64_t first_load_unix_ns = 0;
+    int64_t first_done_unix_ns = 0;
   };
   // Stops (SIGTERM, then SIGKILL after a grace period) and forgets the antagonist.
   Result<Final> Stop(const std::string& id);
@@ -100,11 +108,14 @@ class AntagonistManager {
                                 const std::map<std::string, std::string>& options,
                                 double duration_s);
   static constexpr double kMaxCalibrationS = 600;
-  // The injector's own estimate of its setup time with these options on this node
-  // (Injector::SetupEstimateS), for the controller's common start; an error for an unknown
+  // The setup time to expect with these options on this node, for the controller's common
+  // start: the injector's own estimate (Injector::SetupEstimateS), raised to kLearnedSetupMargin
+  // x the setup the last synchronized start of the same injector and options measured here (a
+  // loaded or shared disk can be slower than any fixed rate assumed). An error for an unknown
   // injector or invalid options (the start would refuse them too).
   Result<double> EstimateSetupS(const std::string& injector,
                                 const std::map<std::string, std::string>& options) const;
+  static constexpr double kLearnedSetupMargin = 1.2;
   // The peak the last successful calibration of `injector` on this agent measured: what the
   // agent's max_level policy compares absolute rates against.
   std::optional<double> CalibratedPeak(const std::string& injector) const;
@@ -146,6 +157,8 @@ class AntagonistManager {
   int64_t lease_expirations_ = 0;
   int64_t calibrations_ = 0;
   std::map<std::string, double> peaks_;  // injector -> calibrated peak rate
+  // SetupKey(injector, options) -> the setup time its last synchronized start measured.
+  std::map<std::string, double> measured_setup_s_;
 };
 
 }  // namespace codl::agent

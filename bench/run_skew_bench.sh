@@ -7,7 +7,7 @@
 # usage: bench/run_skew_bench.sh [--build-dir DIR] [--out FILE] [--agents N] [--trials N]
 #                                [--netem DELAY] [--delay MS] [--netem-trials N] [--keep]
 #                                [--stub-injector] [--io-uring] [--io-rate R] [--io-file-size S]
-#                                [--settle S]
+#                                [--settle S] [--inject-binary PATH]
 #   --build-dir   CMake build tree (default: ./build); the binaries are built when stale
 #   --out         JSON results (default: bench/results/skew.json)
 #   --agents      agent namespaces (default 4)
@@ -25,6 +25,11 @@
 #                 waits for (setup estimates), then reads at --io-rate (default 20MiB/s)
 #   --settle      settle window of the trials (default 0s); with one, the table adds the time
 #                 from "all antagonists at target" to the victim's start (p50/p99)
+#   --inject-binary  A/B: the agents run this codl-inject (e.g. a build from before a change)
+# Every phase also prints its start account (controller/settle.h, FormatStartAccount): when
+# each codl-inject's wait ended, when its preparation was done, setup measured vs estimated,
+# io_uring's first submit and completion; late starts split into setup overruns and late
+# wake-ups; plus the box's own wake-up lateness (a probe thread) and the load average.
 # Needs root (ip netns, veth, bridge, tc), openssl and python3. Names: codl-b-<pid>-*; a killed
 # run's leftovers are removed by bench/netns_cleanup.sh. About 4 minutes with --delay 1.
 set -euo pipefail
@@ -36,10 +41,10 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--trials|--netem|--netem-trials|--delay|--io-rate|--io-file-size|--settle)
+    --agents|--trials|--netem|--netem-trials|--delay|--io-rate|--io-file-size|--settle|--inject-binary)
       extra+=("$1" "$2"); shift 2 ;;
     --keep|--stub-injector|--io-uring) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

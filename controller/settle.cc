@@ -60,4 +60,40 @@ std::string TooShortReason(const std::string& antagonist, int samples, int min_s
          " samples in the victim's run (fewer than " + std::to_string(min_samples) + ")";
 }
 
+std::string LateStartReason(const std::string& antagonist, const std::string& node,
+                            const StartAccount& a) {
+  if (!a.ready_ms || *a.ready_ms <= 0) return "";
+  char buf[256];
+  if (a.setup_s > a.setup_estimate_s) {
+    std::snprintf(buf, sizeof buf,
+                  "%s on %s started %.3g ms late: its setup took %.3g s, over the agent's "
+                  "estimate of %.3g s",
+                  antagonist.c_str(), node.c_str(), a.skew_ms, a.setup_s, a.setup_estimate_s);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "%s on %s started %.3g ms late: its preparation ended %.3g ms after the "
+                  "common start, its setup (%.3g s) within the estimate (%.3g s)",
+                  antagonist.c_str(), node.c_str(), a.skew_ms, *a.ready_ms, a.setup_s,
+                  a.setup_estimate_s);
+  }
+  return buf;
+}
+
+std::string FormatStartAccount(const std::string& antagonist, const std::string& node,
+                               const StartAccount& a) {
+  auto ms = [](const std::optional<double>& v) {
+    if (!v) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", *v);
+    return std::string(b);
+  };
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "antagonist=%s node=%s skew_ms=%.3f ready_ms=%s setup_s=%.4f "
+                "setup_estimate_s=%.4f first_load_ms=%s first_done_ms=%s",
+                antagonist.c_str(), node.c_str(), a.skew_ms, ms(a.ready_ms).c_str(), a.setup_s,
+                a.setup_estimate_s, ms(a.first_load_ms).c_str(), ms(a.first_done_ms).c_str());
+  return buf;
+}
+
 }  // namespace codl::controller

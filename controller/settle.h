@@ -74,4 +74,29 @@ std::string DidNotSettleReason(const SettleWindow& w, double waited_s);
 // "too short to judge: membw had 3 samples in the victim's run (fewer than 5)".
 std::string TooShortReason(const std::string& antagonist, int samples, int min_samples);
 
+// How one antagonist's synchronized start went, in ms relative to the trial's common start on
+// the controller's clock (docs/performance.md, "Synchronized start skew"). Optional fields are
+// absent when the agent's codl-inject did not report them.
+struct StartAccount {
+  double skew_ms = 0;              // its wait ended (started_unix_ns): the recorded start skew
+  std::optional<double> ready_ms;  // its setup and calibration were done (> 0: after the start)
+  double setup_s = 0;              // Setup()'s measured duration
+  double setup_estimate_s = 0;     // what its agent estimated for it
+  std::optional<double> first_load_ms;  // its load first reached the resource (first submit)
+  std::optional<double> first_done_ms;  // the first unit of that work came back
+};
+
+// "" unless the antagonist could not start on time because its preparation ended after the
+// common start; then why, e.g. "flood on h2 started 212 ms late: its setup took 0.561 s, over
+// the agent's estimate of 0.35 s" (or, with the setup within its estimate: "its preparation
+// ended 212 ms after the common start, its setup (0.2 s) within the estimate (0.35 s)").
+std::string LateStartReason(const std::string& antagonist, const std::string& node,
+                            const StartAccount& a);
+
+// One line per antagonist per trial for the log, which the skew bench parses:
+// "antagonist=flood node=h2 skew_ms=0.412 ready_ms=-226.301 setup_s=0.1234
+//  setup_estimate_s=0.3500 first_load_ms=0.520 first_done_ms=0.811" (unknown fields: "-").
+std::string FormatStartAccount(const std::string& antagonist, const std::string& node,
+                               const StartAccount& a);
+
 }  // namespace codl::controller

@@ -56,6 +56,7 @@ struct Instance {
   bool started = false;
   bool collected = false;  // its samples came back with the stop
   int window_samples = 0;  // of them, inside the victim's window
+  StartAccount start;      // how its synchronized start went (logged once collected)
 };
 
 // The victim's run on the controller's clock: antagonist samples are timed from its start,

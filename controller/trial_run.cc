@@ -214,6 +214,26 @@ class ExperimentRunner::TrialRun {
     const int64_t started_ctrl_ns =
         reply->started_unix_ns() - Nanos(agents()->ClockOffset(r->node));
     r->result.start_skew_s = (started_ctrl_ns - start_at_ctrl_ns_) / 1e9;
+    AccountForStart(*reply, r);
+  }
+
+  // What the agent said about the start beyond its time; a start made late by its preparation
+  // (setup over the estimate) is said in the trial's messages and the log.
+  void AccountForStart(const v1::StartAntagonistReply& reply, Instance* r) {
+    StartAccount& a = r->start;
+    a.skew_ms = r->result.start_skew_s * 1e3;
+    a.setup_s = reply.setup_s();
+    a.setup_estimate_s = reply.setup_estimate_s();
+    if (reply.ready_unix_ns() > 0) a.ready_ms = AgentMsFromStart(reply.ready_unix_ns(), r->node);
+    if (std::string late = LateStartReason(r->result.name, r->node, a); !late.empty()) {
+      spdlog::warn("trial {}: {}", trial_.index, late);
+      listener_->OnMessage("trial " + std::to_string(trial_.index) + ": " + late);
+    }
+  }
+
+  // An agent-clock time as ms after the common start, on the controller's clock.
+  double AgentMsFromStart(int64_t agent_ns, const std::string& node) const {
+    return (agent_ns - Nanos(agents()->ClockOffset(node)) - start_at_ctrl_ns_) / 1e6;
   }
 
   // 3. Settle: every instance at >= settle_fraction of its target through one whole settle
@@ -441,6 +461,14 @@ class ExperimentRunner::TrialRun {
     r->result.run_s = reply->run_s();
     r->result.effective_cpus = reply->effective_cpus();
     r->collected = true;
+    if (reply->first_load_unix_ns() > 0) {
+      r->start.first_load_ms = AgentMsFromStart(reply->first_load_unix_ns(), r->node);
+    }
+    if (reply->first_done_unix_ns() > 0) {
+      r->start.first_done_ms = AgentMsFromStart(reply->first_done_unix_ns(), r->node);
+    }
+    spdlog::info("trial {}: start_account {}", trial_.index,
+                 FormatStartAccount(r->result.name, r->node, r->start));
     AddSamples(*reply, window, r);
     if (!reply->error().empty()) Fail(r->result.name + ": " + reply->error());
     // Whether the antagonist held its target is judged on the victim's window, not on the

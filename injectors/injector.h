@@ -15,6 +15,7 @@
 // codl-inject on bare GPU boxes and must not depend on CUDA, liburing or gRPC.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
@@ -134,6 +135,23 @@ class Injector {
   virtual double SetupEstimateS(const OptionValues& options, const HostInfo& host) const {
     return 0;
   }
+
+  // Called once before a synchronized start's wait (codl-inject --start-at), after Setup() and
+  // any calibration: do now what Run() would otherwise do before its first unit of work
+  // (io_uring: create its ring, register buffers and files), so that the load reaches the
+  // resource within microseconds of the common start. Errors are runtime failures. Default:
+  // nothing.
+  virtual Status PrepareStart() { return Status::Ok(); }
+
+  // When the latest Run() first handed work to its resource and when that work first came back,
+  // on CLOCK_REALTIME (the clock of codl-inject --start-at); an io_uring flood: its first submit
+  // and its first completion. A synchronized start reports them, so a late start can be told
+  // apart from the resource's own first-I/O latency. 0: not yet, or not tracked (the default).
+  struct FirstLoad {
+    int64_t submitted_unix_ns = 0;
+    int64_t completed_unix_ns = 0;
+  };
+  virtual FirstLoad FirstLoadTimes() const { return {}; }
 
   // Converts a user-given rate (bytes/s or ops/s from common/units ParseRate) into the
   // injector's unit, or explains why it does not apply. The default accepts bytes/s for a

@@ -10,9 +10,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -68,10 +72,7 @@ std::string DirectRefused(const std::string& dir, const std::string& what) {
 
 class IoUringInjector final : public Injector {
  public:
-  ~IoUringInjector() override {
-    for (int fd : fds_) close(fd);
-    run_dir_.Remove();
-  }
+  ~IoUringInjector() override;
 
   const Descriptor& descriptor() const override {
     static const Descriptor d{
@@ -166,12 +167,21 @@ class IoUringInjector final : public Injector {
   Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override;
   double SetupEstimateS(const OptionValues& o, const HostInfo&) const override;
   Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override;
+  Status PrepareStart() override;
+  FirstLoad FirstLoadTimes() const override {
+    return {first_submit_ns_.load(std::memory_order_relaxed),
+            first_complete_ns_.load(std::memory_order_relaxed)};
+  }
 
  private:
   Status CreateFiles(const StopToken& stop);
+  struct Ring;  // a ring with its registered buffers and files
 #ifdef CODL_HAVE_URING
   class RingLoop;  // one worker's ring: the steps of Loop()
   Status Loop(WorkerContext& ctx);
+  // The ring with the best flags this kernel takes, then registered buffers and files;
+  // `disabled`: created IORING_SETUP_R_DISABLED, to be enabled by the thread that submits.
+  Status CreateRing(Ring* ring, bool disabled);
 #endif
   void Note(const std::string& n) {
     if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
@@ -190,7 +200,42 @@ class IoUringInjector final : public Injector {
   std::vector<int> fds_;
   AlignedBuffer buffers_;  // queue_depth × block_size
   std::vector<std::string> notes_;
+  // The latest Run()'s first submit and first completion (FirstLoadTimes), set by its worker.
+  std::atomic<int64_t> first_submit_ns_{0}, first_complete_ns_{0};
+  std::unique_ptr<Ring> prepared_;  // PrepareStart's ring, for the next Run()
 };
+
+#ifdef CODL_HAVE_URING
+struct IoUringInjector::Ring {
+  io_uring ring{};
+  bool ready = false, fixed_bufs = false, fixed_files = false;
+  bool disabled =
+      false;  // IORING_SETUP_R_DISABLED: enabled (IORING_REGISTER_ENABLE_RINGS) before use
+  ~Ring() {
+    if (ready) io_uring_queue_exit(&ring);
+  }
+};
+#else
+struct IoUringInjector::Ring {};
+#endif
+
+IoUringInjector::~IoUringInjector() {
+  prepared_.reset();  // the ring before the files it registered
+  for (int fd : fds_) close(fd);
+  run_dir_.Remove();
+}
+
+// A synchronized start: the ring is made now, not after the common start. SINGLE_ISSUER ties
+// a ring to the thread that creates it, and Run()'s worker is another thread: the ring is
+// created disabled and the worker enables it (which makes it the issuer). A kernel that refuses
+// disabled rings (before 5.10) gets its ring in Run() as before.
+Status IoUringInjector::PrepareStart() {
+#ifdef CODL_HAVE_URING
+  auto ring = std::make_unique<Ring>();
+  if (CreateRing(ring.get(), /*disabled=*/true).ok()) prepared_ = std::move(ring);
+#endif
+  return Status::Ok();
+}
 
 Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) {
   mode_ = o.String("mode");
@@ -305,6 +350,8 @@ Result<RunSummary> IoUringInjector::Run(const Target& target, const StopToken& s
 #ifndef CODL_HAVE_URING
   return Err("io_uring: built without liburing");
 #else
+  first_submit_ns_ = 0;
+  first_complete_ns_ = 0;
   PacedRunSpec spec;
   spec.workers = 1;  // one ring, one submitter: io_uring needs no more for a storage flood
   spec.ops_name = "iops";
@@ -322,8 +369,22 @@ namespace {
 bool ModeWrites(const std::string& m) { return m != "read" && m != "randread"; }
 bool ModeRandom(const std::string& m) { return m.rfind("rand", 0) == 0; }
 
+int64_t RealtimeNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Stamps `slot` with the time now unless it already holds one: the first event wins.
+void StampOnce(std::atomic<int64_t>& slot) {
+  if (slot.load(std::memory_order_relaxed) != 0) return;
+  int64_t unset = 0;
+  slot.compare_exchange_strong(unset, RealtimeNanos(), std::memory_order_relaxed);
+}
+
 // Creates the ring with the best flags this kernel accepts (fio-style probing).
-int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) {
+int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, unsigned extra_flags,
+              std::string* note) {
   struct Attempt {
     unsigned flags;
     const char* what;
@@ -339,7 +400,7 @@ int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, std::string* note) 
   int ret = -EINVAL;
   for (const auto& a : attempts) {
     io_uring_params p{};
-    p.flags = a.flags;
+    p.flags = a.flags | extra_flags;
     if (a.flags & IORING_SETUP_SQPOLL) p.sq_thread_idle = 1000;
     ret = io_uring_queue_init_params(entries, ring, &p);
     if (ret == 0) {
@@ -368,21 +429,20 @@ class IoUringInjector::RingLoop {
         cursor_(inj.fds_.size(), 0) {
     for (unsigned i = qd_; i-- > 0;) free_slots_.push_back(i);
   }
-  ~RingLoop() {
-    if (ring_ready_) io_uring_queue_exit(&ring_);
-  }
 
-  // The ring with the best flags this kernel takes, then registered buffers and files.
+  // The ring PrepareStart() made (enabled here, on the submitting thread), else a new one.
   Status Init() {
-    std::string note;
-    if (int ret = SetupRing(&ring_, qd_, inj_.sqpoll_, &note); ret < 0) {
-      return Err("io_uring: io_uring_setup failed: " + Errno(-ret));
+    if (inj_.prepared_) {
+      ring_ = std::move(inj_.prepared_);
+      // The raw call: liburing 2.3 declares io_uring_enable_rings() but does not export it.
+      if (syscall(__NR_io_uring_register, ring_->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
+                  nullptr, 0) != 0) {
+        return Err("io_uring: enabling the prepared ring failed: " + Errno(errno));
+      }
+      return Status::Ok();
     }
-    ring_ready_ = true;
-    if (!note.empty()) inj_.Note(note);
-    RegisterBuffers();
-    RegisterFiles();
-    return Status::Ok();
+    ring_ = std::make_unique<Ring>();
+    return inj_.CreateRing(ring_.get(), /*disabled=*/false);
   }
 
   // Issues and reaps until a stop or an I/O error.
@@ -403,7 +463,7 @@ class IoUringInjector::RingLoop {
     for (int i = 0; inflight_ > 0 && i < 500; ++i) {
       __kernel_timespec ts{0, 10'000'000};
       io_uring_cqe* cqe = nullptr;
-      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+      io_uring_submit_and_wait_timeout(&ring_->ring, &cqe, 1, &ts, nullptr);
       Reap();
     }
     if (!error_.empty()) return Err(error_);
@@ -411,25 +471,6 @@ class IoUringInjector::RingLoop {
   }
 
  private:
-  void RegisterBuffers() {
-    if (!inj_.reg_buffers_) return;
-    std::vector<iovec> iov(qd_);
-    for (unsigned i = 0; i < qd_; ++i) iov[i] = {Buffer(i), inj_.block_size_};
-    const int ret = io_uring_register_buffers(&ring_, iov.data(), qd_);
-    fixed_bufs_ = ret == 0;
-    if (!fixed_bufs_) {
-      inj_.Note("registered buffers refused (" + Errno(-ret) + "); using plain buffers");
-    }
-  }
-
-  void RegisterFiles() {
-    if (!inj_.reg_files_) return;
-    const int ret =
-        io_uring_register_files(&ring_, inj_.fds_.data(), static_cast<unsigned>(inj_.fds_.size()));
-    fixed_files_ = ret == 0;
-    if (!fixed_files_) inj_.Note("registered files refused (" + Errno(-ret) + "); using plain fds");
-  }
-
   char* Buffer(unsigned slot) const { return inj_.buffers_.get() + slot * inj_.block_size_; }
 
   // Queues as much as the pacer allows and the queue has room for; returns the pacer's wait
@@ -460,22 +501,22 @@ class IoUringInjector::RingLoop {
   }
 
   bool Prep(unsigned slot) {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_->ring);
     if (sqe == nullptr) return false;  // SQ full (cannot happen with entries >= qd; be safe)
     const auto [file, offset] = NextTarget();
     const bool is_read =
         reads_ && (!writes_ || static_cast<int>(rng_.Next() % 100) < inj_.rwmix_read_);
     char* buf = Buffer(slot);
-    const int fd = fixed_files_ ? static_cast<int>(file) : inj_.fds_[file];
+    const int fd = ring_->fixed_files ? static_cast<int>(file) : inj_.fds_[file];
     const unsigned len = static_cast<unsigned>(inj_.block_size_);
-    if (fixed_bufs_) {
+    if (ring_->fixed_bufs) {
       if (is_read) io_uring_prep_read_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));
       else io_uring_prep_write_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));
     } else {
       if (is_read) io_uring_prep_read(sqe, fd, buf, len, offset);
       else io_uring_prep_write(sqe, fd, buf, len, offset);
     }
-    if (fixed_files_) sqe->flags |= IOSQE_FIXED_FILE;
+    if (ring_->fixed_files) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, slot);
     return true;
   }
@@ -490,7 +531,8 @@ class IoUringInjector::RingLoop {
     const double limit = wait > 0 ? std::min(wait, 0.005) : 0.02;
     __kernel_timespec ts{0, static_cast<long long>(limit * 1e9)};
     io_uring_cqe* cqe = nullptr;
-    const int ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, want, &ts, nullptr);
+    if (io_uring_sq_ready(&ring_->ring) > 0) StampOnce(inj_.first_submit_ns_);
+    const int ret = io_uring_submit_and_wait_timeout(&ring_->ring, &cqe, want, &ts, nullptr);
     if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
       error_ = "io_uring: submit failed: " + Errno(-ret);
       return false;
@@ -503,7 +545,7 @@ class IoUringInjector::RingLoop {
     unsigned head, seen = 0;
     uint64_t bytes = 0, ops = 0;
     io_uring_cqe* cqe;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
+    io_uring_for_each_cqe(&ring_->ring, head, cqe) {
       ++seen;
       const int res = cqe->res;
       if (res < 0 && error_.empty()) {
@@ -516,9 +558,10 @@ class IoUringInjector::RingLoop {
       }
       free_slots_.push_back(static_cast<unsigned>(io_uring_cqe_get_data64(cqe)));
     }
-    io_uring_cq_advance(&ring_, seen);
+    io_uring_cq_advance(&ring_->ring, seen);
     inflight_ -= seen;
     completed_ops_ += ops;
+    if (ops) StampOnce(inj_.first_complete_ns_);
     if (bytes) ctx_.Done(bytes, ops);
   }
 
@@ -527,8 +570,7 @@ class IoUringInjector::RingLoop {
   const unsigned qd_;
   const uint64_t blocks_;
   const bool random_, reads_, writes_;
-  io_uring ring_{};
-  bool ring_ready_ = false, fixed_bufs_ = false, fixed_files_ = false;
+  std::unique_ptr<Ring> ring_;
   Rng rng_;
   std::vector<uint64_t> cursor_;  // sequential modes: next offset per file
   size_t next_file_ = 0;
@@ -537,6 +579,33 @@ class IoUringInjector::RingLoop {
   uint64_t completed_ops_ = 0;
   std::string error_;
 };
+
+Status IoUringInjector::CreateRing(Ring* r, bool disabled) {
+  std::string note;
+  const unsigned qd = static_cast<unsigned>(queue_depth_);
+  if (int ret = SetupRing(&r->ring, qd, sqpoll_, disabled ? IORING_SETUP_R_DISABLED : 0, &note);
+      ret < 0) {
+    return Err("io_uring: io_uring_setup failed: " + Errno(-ret));
+  }
+  r->ready = true;
+  r->disabled = disabled;
+  if (!note.empty()) Note(note);
+  if (reg_buffers_) {
+    std::vector<iovec> iov(qd);
+    for (unsigned i = 0; i < qd; ++i) iov[i] = {buffers_.get() + i * block_size_, block_size_};
+    const int ret = io_uring_register_buffers(&r->ring, iov.data(), qd);
+    r->fixed_bufs = ret == 0;
+    if (!r->fixed_bufs)
+      Note("registered buffers refused (" + Errno(-ret) + "); using plain buffers");
+  }
+  if (reg_files_) {
+    const int ret =
+        io_uring_register_files(&r->ring, fds_.data(), static_cast<unsigned>(fds_.size()));
+    r->fixed_files = ret == 0;
+    if (!r->fixed_files) Note("registered files refused (" + Errno(-ret) + "); using plain fds");
+  }
+  return Status::Ok();
+}
 
 Status IoUringInjector::Loop(WorkerContext& ctx) {
   RingLoop loop(*this, ctx);

@@ -16,6 +16,14 @@ clock, so the true offset is 0: the bench also reports the *true* start error, r
 the offset estimate (read with `codlctl agents --json` after each phase). The recorded skew
 cannot show an error of the estimate, because the same estimate converts the time both ways.
 
+Each phase also reads the runner's `start_account` log lines (controller/settle.h), one per
+antagonist start: when codl-inject's wait ended (= the skew above), when its preparation was
+done (ready: a late start with ready after the common start is a setup overrun, one with ready
+before it a late wake-up), its setup measured vs the agent's estimate, and, for io_uring, when
+its first I/O was submitted and completed. A thread of the bench itself sleeps to absolute 5 ms
+deadlines meanwhile (WakeProbe): the box's own wake-up lateness, with no CoDL code involved;
+the load average (`uptime`) is recorded before and after each phase.
+
 Optional phases, all with a delay on h2's path to the controller:
   --netem DELAY   tc netem on h2's link, both ways, then h2 -> switch only (skipped, with the
                   reason, on kernels without sch_netem);
@@ -36,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -66,7 +75,10 @@ class Bench:
         self.procs = []
         self.agent_procs = {}
         self.inject_binary = None
-        if args.stub_injector:
+        if args.inject_binary:
+            # A/B: another codl-inject build (e.g. one from before a change).
+            self.inject_binary = os.path.abspath(args.inject_binary)
+        elif args.stub_injector:
             # Ablation: a stand-in that starts in ~0.3 ms instead of codl-inject's ~4.5 ms.
             self.inject_binary = os.path.join(self.work, "stub_inject")
             here = os.path.dirname(os.path.abspath(__file__))
@@ -168,6 +180,8 @@ class Bench:
         path = os.path.join(self.work, f"{name}.yaml")
         with open(path, "w") as f:
             f.write(yaml)
+        load_before = loadavg()
+        probe = WakeProbe()
         t0 = time.time()
         r = self.ctl("submit", path, "--watch", timeout=60 + 10 * trials)
         if r.returncode != 0:
@@ -185,7 +199,27 @@ class Bench:
         offsets = {a["agent_id"]: a.get("clock_offset_s", 0.0) for a in self.agents_json()}
         r = summarize(name, rows, states, offsets, took, len(self.topo.hosts))
         r["settle_to_victim_ms"] = self.settle_to_victim(len(rows) // max(1, len(self.topo.hosts)))
+        r["start_account"] = self.start_accounts(len(rows))
+        r["box_wakeup_late_ms"] = probe.stop()
+        r["loadavg_before"], r["loadavg_after"] = load_before, loadavg()
         return r
+
+    def start_accounts(self, n):
+        """The runner logs one `start_account` line per antagonist per trial (controller/settle.h,
+        FormatStartAccount): the wait's end (skew_ms), when its preparation was done (ready_ms),
+        setup measured vs the agent's estimate, and the load's first submit / first completion
+        (first_load_ms / first_done_ms), all relative to the common start. The last `n` lines
+        are this phase's."""
+        recs = []
+        with open(os.path.join(self.work, "controller.log"), errors="replace") as f:
+            for line in f:
+                m = re.search(r"trial (\d+): start_account (.*)$", line.strip())
+                if m:
+                    kv = dict(p.split("=", 1) for p in m.group(2).split())
+                    kv["trial"] = m.group(1)
+                    recs.append(kv)
+        recs = recs[-n:] if n else []
+        return account_summary(recs)
 
     def settle_to_victim(self, trials):
         """The runner logs, per trial, the time from the sample that completed the settle window
@@ -220,6 +254,95 @@ class Bench:
         self.topo.teardown()
         if not self.a.keep:
             subprocess.run(["rm", "-rf", self.work])
+
+
+def loadavg():
+    """`uptime`'s load averages (1, 5, 15 min): other work on this shared box."""
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+class WakeProbe:
+    """The box's own wake-up lateness, independent of CoDL: a thread in the bench sleeps to
+    absolute deadlines every 5 ms through the phase and records how late it woke. If the box
+    stalls, this sees it too (Python adds ~0.1 ms of its own)."""
+
+    def __init__(self):
+        self.late = []
+        self.done = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        nxt = time.monotonic()
+        while not self.done:
+            nxt += 0.005
+            d = nxt - time.monotonic()
+            if d > 0:
+                time.sleep(d)
+            self.late.append(max(0.0, time.monotonic() - nxt))
+            if time.monotonic() - nxt > 0.005:
+                nxt = time.monotonic()  # after a stall, do not replay the missed ticks
+
+    def stop(self):
+        self.done = True
+        self.thread.join()
+        ms = [x * 1e3 for x in self.late]
+        r = lambda v: None if v is None else round(v, 3)  # noqa: E731
+        return {"ticks": len(ms), "p50": r(pct(ms, 50)), "p99": r(pct(ms, 99)),
+                "p999": r(pct(ms, 99.9)), "max": r(max(ms) if ms else None),
+                "over_2ms": sum(1 for x in ms if x > 2)}
+
+
+def account_summary(recs):
+    """Late wake-up vs preparation overrun vs the load's own first-I/O latency, per antagonist
+    start (see Bench.start_accounts)."""
+    def num(r, k):
+        v = r.get(k, "-")
+        return None if v == "-" else float(v)
+    r3 = lambda v: None if v is None else round(v, 3)  # noqa: E731
+
+    def dist(vals):
+        vals = [v for v in vals if v is not None]
+        if not vals:
+            return None
+        return {"n": len(vals), "p50": r3(pct(vals, 50)), "p99": r3(pct(vals, 99)),
+                "max": r3(max(vals)), "min": r3(min(vals))}
+    skew = [num(r, "skew_ms") for r in recs]
+    ready = [num(r, "ready_ms") for r in recs]
+    first = [num(r, "first_load_ms") for r in recs]
+    done = [num(r, "first_done_ms") for r in recs]
+    # No ready time: a codl-inject without the account, whose setup_s (0) means "not reported".
+    setup = [num(r, "setup_s") if num(r, "ready_ms") is not None else None for r in recs]
+    est = [num(r, "setup_estimate_s") for r in recs]
+    late = [(s, rd) for s, rd in zip(skew, ready) if s is not None and s > 2]
+    overrun = sum(1 for s, rd in late if rd is not None and rd > 0)
+    wakeups = sum(1 for s, rd in late if rd is not None and rd <= 0)
+    # Common mode: per trial, the earliest start of its antagonists is the part every agent
+    # shared (a box-wide stall); the spread above it is each agent's own.
+    by_trial = {}
+    for r in recs:
+        by_trial.setdefault(r["trial"], []).append(num(r, "first_load_ms") if num(r, "first_load_ms") is not None else num(r, "skew_ms"))
+    common = [min(v) for v in by_trial.values() if v and None not in v]
+    spread = [max(v) - min(v) for v in by_trial.values() if len(v) > 1 and None not in v]
+    return {
+        "starts": len(recs),
+        "wait_end_ms": dist(skew),                 # = start_skew_s, what the bench reports as skew
+        "first_submit_ms": dist(first),            # the load really began (io_uring: first submit)
+        "wait_end_to_first_submit_ms": dist([f - s for s, f in zip(skew, first) if s is not None and f is not None]),
+        "first_completion_ms": dist(done),
+        "first_io_latency_ms": dist([d - f for f, d in zip(first, done) if f is not None and d is not None]),
+        "ready_ms": dist(ready),                   # < 0: prepared before the common start
+        "setup_s": dist(setup),
+        "setup_estimate_s": dist(est),
+        "setup_over_estimate": sum(1 for a, b in zip(setup, est) if a is not None and b is not None and a > b),
+        "late_over_2ms": len(late),
+        "late_because_preparation_overran": overrun,
+        "late_wakeups": wakeups,
+        "late_ready_unknown": len(late) - overrun - wakeups,  # a codl-inject without the account
+        "per_trial_common_ms": dist(common),
+        "per_trial_spread_ms": dist(spread),
+    }
 
 
 def summarize(name, rows, states, offsets, took, hosts):
@@ -288,6 +411,8 @@ def main():
     ap.add_argument("--io-rate", default="20MiB/s", help="--io-uring: each agent's paced rate")
     ap.add_argument("--io-file-size", default="32MiB", help="--io-uring: size of each of the 2 files per agent")
     ap.add_argument("--settle", default="0s", help="settle window of the trials (e.g. 0.5s)")
+    ap.add_argument("--inject-binary", default="",
+                    help="A/B: the agents run this codl-inject instead of the build's")
     ap.add_argument("--stub-injector", action="store_true",
                     help="ablation: agents run bench/skew/stub_inject.c instead of codl-inject")
     a = ap.parse_args()
@@ -299,6 +424,7 @@ def main():
         sys.exit(3)
     b = Bench(a)
     result = {"benchmark": "start_skew", "agents": a.agents, "machine": machine(),
+              "inject_binary": a.inject_binary or "build's codl-inject",
               "injector": ("stub_inject.c (ablation)" if a.stub_injector else
                            f"codl-inject io_uring read 64KiB qd4, 2 x {a.io_file_size} per agent, {a.io_rate}"
                            if a.io_uring else "codl-inject noop"),
@@ -355,6 +481,21 @@ def main():
         if st.get("n"):
             print(f"{p['phase']}: all at target -> victim start ({'/'.join(st['via'])}) "
                   f"p50 {st['p50']:.2f} ms, p99 {st['p99']:.2f} ms, max {st['max']:.2f} ms ({st['n']} trials)")
+    for p in result["phases"]:
+        acc, w = p.get("start_account") or {}, p.get("box_wakeup_late_ms") or {}
+        f = lambda d: "n/a" if not d else f"{d['p50']:.3f}/{d['p99']:.3f}/{d['max']:.3f}"  # noqa: E731
+        print(f"{p['phase']}: start account ({acc.get('starts', 0)} starts), p50/p99/max ms after the common start:")
+        print(f"    wait ended {f(acc.get('wait_end_ms'))}; first submit {f(acc.get('first_submit_ms'))}; "
+              f"wait end -> first submit {f(acc.get('wait_end_to_first_submit_ms'))}; "
+              f"first I/O latency {f(acc.get('first_io_latency_ms'))}")
+        print(f"    ready (negative: before the start) {f(acc.get('ready_ms'))}; setup s {f(acc.get('setup_s'))} "
+              f"vs estimate s {f(acc.get('setup_estimate_s'))} ({acc.get('setup_over_estimate')} over)")
+        print(f"    late > 2 ms: {acc.get('late_over_2ms')} ({acc.get('late_because_preparation_overran')} preparation "
+              f"overran, {acc.get('late_wakeups')} late wake-ups, {acc.get('late_ready_unknown')} unknown); per trial common part {f(acc.get('per_trial_common_ms'))}, "
+              f"spread {f(acc.get('per_trial_spread_ms'))}")
+        print(f"    box wake-up probe (5 ms ticks, {w.get('ticks')}): late p50 {w.get('p50')} p99 {w.get('p99')} "
+              f"p99.9 {w.get('p999')} max {w.get('max')} ms, {w.get('over_2ms')} ticks > 2 ms; "
+              f"load average {p.get('loadavg_before')} -> {p.get('loadavg_after')}")
     if result.get("netem"):
         print(f"netem: {result['netem']}")
     for p in result["phases"]:

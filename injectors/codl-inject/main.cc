@@ -3,16 +3,16 @@
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
-#include <algorithm>
-#include <chrono>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <thread>
 
 #include "injectors/codl-inject/args.h"
 #include "injectors/codl-inject/output.h"
+#include "injectors/codl-inject/start_wait.h"
 #include "injectors/registry.h"
 #include "injectors/scratch.h"
 #include "lib/common/json_line.h"
@@ -115,6 +115,7 @@ class RunSession {
     if (auto rc = Setup()) return *rc;
     if (auto rc = CalibrateIfNeeded()) return *rc;
     ResolveTarget();
+    if (auto rc = PrepareStart()) return *rc;
     if (!AwaitCommonStart()) return Finish({});
     return Load();
   }
@@ -143,7 +144,11 @@ class RunSession {
   }
 
   Step Setup() {
-    if (Status s = inj_.Setup(options_, host_, stop_); !s.ok()) {
+    start_.setup_estimate_s = inj_.SetupEstimateS(options_, host_);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = inj_.Setup(options_, host_, stop_);
+    start_.setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!s.ok()) {
       if (stop_.stop_requested()) return Finish({});  // interrupted while preparing: not a failure
       return Fail(kExitRuntime, s.error());
     }
@@ -183,24 +188,22 @@ class RunSession {
     summary_.target_rate = target_;
   }
 
+  // A synchronized start: what the load needs before its first unit of work is made now.
+  Step PrepareStart() {
+    if (args_.start_at_unix_ns <= 0) return std::nullopt;
+    if (Status s = inj_.PrepareStart(); !s.ok()) return Fail(kExitRuntime, s.error());
+    return std::nullopt;
+  }
+
   // A synchronized start: everything slow (setup, calibration, process start) is done; wait
-  // for the common start time, then say when the load actually began. False when stopped.
+  // for the common start time and note when the load actually began and how the preparation
+  // went (StartAccount, printed with the first interval). False when stopped.
   bool AwaitCommonStart() {
     if (args_.start_at_unix_ns <= 0) return true;
-    auto now_ns = [] {
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
-    while (!stop_.stop_requested() && now_ns() < args_.start_at_unix_ns) {
-      const int64_t left = args_.start_at_unix_ns - now_ns();
-      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 5'000'000)));
-    }
-    if (stop_.stop_requested()) return false;
-    if (args_.json) {
-      std::printf("{\"started_unix_ns\":%lld}\n", static_cast<long long>(now_ns()));
-      std::fflush(stdout);
-    }
+    start_.start_at_unix_ns = args_.start_at_unix_ns;
+    start_.ready_unix_ns = RealtimeNanos();
+    if (!WaitUntilUnixNs(args_.start_at_unix_ns, stop_)) return false;
+    start_.started_unix_ns = RealtimeNanos();  // printed with the first interval (Load)
     return true;
   }
 
@@ -213,7 +216,14 @@ class RunSession {
     const injectors::StopToken run_stop =
         args_.duration_s > 0 ? stop_.WithDeadline(args_.duration_s) : stop_;
     auto reporter = MakeReporter(args_.json, summary_.unit, "run");
+    StartAccountReporter* account = nullptr;
+    if (args_.json && args_.start_at_unix_ns > 0) {
+      auto r = std::make_unique<StartAccountReporter>(inj_, start_, std::move(reporter));
+      account = r.get();
+      reporter = std::move(r);
+    }
     auto run = inj_.Run(t, run_stop, *reporter);
+    if (account) account->Finish();
     reporter.reset();
     if (!run.ok()) return Fail(kExitRuntime, run.error());
     if (args_.intensity == Intensity::kMax && summary_.peak_rate == 0) {
@@ -240,6 +250,7 @@ class RunSession {
   const injectors::StopToken stop_;
   injectors::OptionValues options_;
   SummaryFields summary_;
+  StartAccount start_;
   double target_ = 0;
 };
 

@@ -37,6 +37,34 @@ void JsonReporter::Report(const injectors::Sample& s) {
   std::fflush(stdout);
 }
 
+void StartAccountReporter::Finish() {
+  if (!account_printed_) {
+    account_printed_ = true;
+    JsonLine line;
+    line.Add("started_unix_ns", account_.started_unix_ns);
+    line.Add("start_at_unix_ns", account_.start_at_unix_ns);
+    line.Add("ready_unix_ns", account_.ready_unix_ns).Add("setup_s", account_.setup_s);
+    line.Add("setup_estimate_s", account_.setup_estimate_s);
+    std::fputs((line.str() + "\n").c_str(), stdout);
+  }
+  if (!first_load_printed_) {
+    const injectors::Injector::FirstLoad f = inj_.FirstLoadTimes();
+    if (f.submitted_unix_ns > 0) {
+      first_load_printed_ = true;
+      JsonLine line;
+      line.Add("first_load_unix_ns", f.submitted_unix_ns);
+      if (f.completed_unix_ns > 0) line.Add("first_done_unix_ns", f.completed_unix_ns);
+      std::fputs((line.str() + "\n").c_str(), stdout);
+    }
+  }
+  std::fflush(stdout);
+}
+
+void StartAccountReporter::Report(const injectors::Sample& s) {
+  Finish();
+  inner_->Report(s);
+}
+
 HumanReporter::HumanReporter(std::string unit, std::string phase)
     : unit_(std::move(unit)), phase_(std::move(phase)), tty_(isatty(STDOUT_FILENO) == 1) {}
 

@@ -1,7 +1,9 @@
 // What codl-inject prints: the JSON-lines stream the agent parses, or a live line for people.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "injectors/injector.h"
@@ -18,6 +20,40 @@ class JsonReporter final : public injectors::Reporter {
 
  private:
   std::string unit_, phase_;
+};
+
+// A synchronized start's (--start-at --json) account of itself, the first line of the run:
+//   {"started_unix_ns":W,"start_at_unix_ns":S,"ready_unix_ns":R,"setup_s":X,"setup_estimate_s":E}
+// W: the wait ended (the load begins); S: the common start asked for; R: setup and calibration
+// were done and the wait began (R > S: the preparation overran the start); X: Setup()'s own
+// duration; E: the injector's estimate of it (Injector::SetupEstimateS).
+struct StartAccount {
+  int64_t started_unix_ns = 0;
+  int64_t start_at_unix_ns = 0;
+  int64_t ready_unix_ns = 0;
+  double setup_s = 0;
+  double setup_estimate_s = 0;
+};
+
+// Prints the StartAccount line, then {"first_load_unix_ns":N[,"first_done_unix_ns":M]}
+// (Injector::FirstLoadTimes, when the injector tracks it), with the run's first interval line
+// rather than at the start instant: at that instant the CPUs belong to the load starting here
+// and on every other node sharing them, and the line wakes the agent (which replies to the
+// controller at once). Passes every sample on; Finish() prints what no sample did (a run too
+// short to report). Only in a synchronized start, so plain runs keep their stream unchanged.
+class StartAccountReporter final : public injectors::Reporter {
+ public:
+  StartAccountReporter(const injectors::Injector& inj, StartAccount account,
+                       std::unique_ptr<injectors::Reporter> inner)
+      : inj_(inj), account_(account), inner_(std::move(inner)) {}
+  void Report(const injectors::Sample& s) override;
+  void Finish();
+
+ private:
+  const injectors::Injector& inj_;
+  const StartAccount account_;
+  std::unique_ptr<injectors::Reporter> inner_;
+  bool account_printed_ = false, first_load_printed_ = false;
 };
 
 // A live line on stdout: refreshed in place with '\r' on a TTY, one line per second otherwise.

@@ -142,5 +142,41 @@ TEST_F(AntagonistManagerTest, NonCollectiveInjectorsGetNoRendezvous) {
   EXPECT_EQ(Argv().find("unique_id"), std::string::npos) << Argv();
 }
 
+// A synchronized start: codl-inject's account of it (started line, first-load line) reaches the
+// start's and the stop's results, and the agent learns the measured setup: the next estimate for
+// the same injector and options is at least kLearnedSetupMargin x that setup.
+TEST_F(AntagonistManagerTest, ForwardsTheStartAccountAndLearnsTheMeasuredSetup) {
+  std::ofstream(fake_) << "#!/bin/sh\n"
+                          "echo \"$*\" > "
+                       << dir_
+                       << "/argv.txt\n"
+                          "echo '{\"started_unix_ns\":5000,\"start_at_unix_ns\":4990,"
+                          "\"ready_unix_ns\":4000,\"setup_s\":2.5,\"setup_estimate_s\":0}'\n"
+                          "echo '{\"first_load_unix_ns\":5100,\"first_done_unix_ns\":5300}'\n"
+                          "echo '{\"t_s\":0.2,\"achieved\":1,\"target\":0,\"unit\":\"u\"}'\n"
+                          "trap 'exit 0' TERM\n"
+                          "while :; do sleep 0.05; done\n";
+  auto m = Manager();
+  const std::map<std::string, std::string> options = {{"threads", "2"}};
+  ASSERT_EQ(*m.EstimateSetupS("noop", options), 0) << "noop's own estimate, nothing learned yet";
+  InjectorRequest req = Request("noop", options);
+  req.start_at_unix_ns = SystemClock::Get()->UnixNanos() + 60'000'000'000LL;  // deferred start
+  auto started = m.Start("a", req, 30);
+  ASSERT_TRUE(started.ok()) << started.error();
+  EXPECT_EQ(started->started_unix_ns, 5000);
+  EXPECT_EQ(started->ready_unix_ns, 4000);
+  EXPECT_DOUBLE_EQ(started->setup_s, 2.5);
+  EXPECT_NE(Argv().find("--start-at"), std::string::npos) << Argv();
+
+  EXPECT_DOUBLE_EQ(*m.EstimateSetupS("noop", options), 2.5 * 1.2);
+  EXPECT_EQ(*m.EstimateSetupS("noop", {{"threads", "3"}}), 0) << "other options: not learned";
+
+  ASSERT_TRUE(LinesRead(m, "a"));  // the sample after the first-load line
+  auto final = m.Stop("a");
+  ASSERT_TRUE(final.ok()) << final.error();
+  EXPECT_EQ(final->first_load_unix_ns, 5100);
+  EXPECT_EQ(final->first_done_unix_ns, 5300);
+}
+
 }  // namespace
 }  // namespace codl::agent

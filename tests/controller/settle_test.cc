@@ -97,5 +97,38 @@ TEST(TargetBoard, SamplesDriveTheSettleWindow) {
   EXPECT_EQ(feed(100), V::kSettled) << "1 s after the first sample past the dip (1.0 s)";
 }
 
+// A start is "late because of its preparation" only when that preparation ended after the
+// common start; the reason says whether the setup overran its estimate.
+TEST(StartAccount, LateStartReasonNamesASetupOverrun) {
+  StartAccount a;
+  a.skew_ms = 212;
+  a.setup_s = 0.561;
+  a.setup_estimate_s = 0.35;
+  EXPECT_EQ(LateStartReason("flood", "h2", a), "") << "no ready time: nothing to say";
+  a.ready_ms = -3.5;
+  EXPECT_EQ(LateStartReason("flood", "h2", a), "")
+      << "ready before the start: woke late, if at all";
+  a.ready_ms = 211.9;
+  EXPECT_EQ(LateStartReason("flood", "h2", a),
+            "flood on h2 started 212 ms late: its setup took 0.561 s, over the agent's estimate "
+            "of 0.35 s");
+  a.setup_s = 0.2;
+  EXPECT_EQ(LateStartReason("flood", "h2", a),
+            "flood on h2 started 212 ms late: its preparation ended 212 ms after the common "
+            "start, its setup (0.2 s) within the estimate (0.35 s)");
+}
+
+TEST(StartAccount, FormatsOneParsableLine) {
+  StartAccount a;
+  a.skew_ms = 0.4123;
+  a.ready_ms = -226.3;
+  a.setup_s = 0.1234;
+  a.setup_estimate_s = 0.35;
+  a.first_load_ms = 0.52;
+  EXPECT_EQ(FormatStartAccount("flood", "h2", a),
+            "antagonist=flood node=h2 skew_ms=0.412 ready_ms=-226.300 setup_s=0.1234 "
+            "setup_estimate_s=0.3500 first_load_ms=0.520 first_done_ms=-");
+}
+
 }  // namespace
 }  // namespace codl::controller

@@ -78,6 +78,50 @@ TEST(CodlInjectTest, StartAtDefersTheLoadAndReportsWhenItBegan) {
   EXPECT_LT(started, static_cast<double>(start_at) + 2e9) << "began far too late";
   EXPECT_GE(r.seconds, 0.7 + 0.5 - 0.05) << "the run waited for the start, then ran its duration";
   EXPECT_TRUE(JsonHas(lines.back(), "summary")) << r.out;
+  // The account of the start: what was asked, when the preparation was done, how long setup
+  // took against the injector's estimate (noop: none).
+  EXPECT_EQ(JsonNumber(lines.front(), "start_at_unix_ns"), static_cast<double>(start_at));
+  const double ready = JsonNumber(lines.front(), "ready_unix_ns");
+  EXPECT_LT(ready, static_cast<double>(start_at)) << "ready before the start: 0.7 s was plenty";
+  EXPECT_GE(JsonNumber(lines.front(), "setup_s"), 0);
+  EXPECT_EQ(JsonNumber(lines.front(), "setup_estimate_s"), 0);
+  for (const auto& line : lines) {
+    EXPECT_FALSE(JsonHas(line, "first_load_unix_ns")) << "noop does not track its first load";
+  }
+}
+
+// An io_uring flood with --start-at says when its first I/O was submitted and when it completed
+// (one line, before the first interval), both at or after the start it was given.
+TEST(CodlInjectTest, StartAtIoUringReportsItsFirstIo) {
+  TempDir scratch;
+  if (std::string why = UnsupportedHere("io_uring", scratch.path()); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  const int64_t start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count() +
+                           1'500'000'000;
+  std::vector<std::string> args = {"io_uring"};
+  for (const auto& a : QuickOptions("io_uring")) args.push_back(a);
+  for (const char* a : {"--rate", "20MiB/s", "--duration", "0.6s", "--json", "--start-at"}) {
+    args.push_back(a);
+  }
+  args.push_back(std::to_string(start_at));
+  args.push_back("--scratch-root");
+  args.push_back(scratch.path());
+  auto r = RunProcess(Cmd(args));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = Lines(r.out);
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  const double started = JsonNumber(lines[0], "started_unix_ns");
+  EXPECT_GT(JsonNumber(lines[0], "setup_estimate_s"), 0) << "io_uring writes its file set";
+  EXPECT_GT(JsonNumber(lines[0], "setup_s"), 0);
+  ASSERT_TRUE(JsonHas(lines[1], "first_load_unix_ns")) << r.out;
+  const double first = JsonNumber(lines[1], "first_load_unix_ns");
+  EXPECT_GE(first, started) << "the first I/O follows the end of the wait";
+  EXPECT_LT(first, started + 1e9);
+  EXPECT_GE(JsonNumber(lines[1], "first_done_unix_ns"), first);
+  EXPECT_TRUE(JsonHas(lines[2], "t_s")) << "then the intervals: " << r.out;
 }
 
 TEST(CodlInjectTest, ListJsonHasEveryInjector) {
