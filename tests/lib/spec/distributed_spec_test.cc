@@ -63,7 +63,7 @@ TEST(DistributedVictimSpec, PortRangeAndPortWithoutDistributed) {
 TEST(DistributedVictimSpec, TheRanksVariablesAreTheControllers) {
   EXPECT_EQ(ErrorOf("name: x\nvictim:\n  command: [a]\n  distributed: true\n  nodes: [a, b]\n"
                     "  env: {OMP_NUM_THREADS: '1', MASTER_PORT: '1'}\n"),
-            "e.yaml:6:30: victim.env.MASTER_PORT: set by the controller for each rank of a "
+            "e.yaml:6:31: victim.env.MASTER_PORT: set by the controller for each rank of a "
             "distributed victim; remove it");
   // Not distributed: the user's own RANK is passed through untouched.
   EXPECT_EQ(ErrorOf("name: x\nvictim: {command: [a], env: {RANK: '3'}}\n"), "(parsed)");
