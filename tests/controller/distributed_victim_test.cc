@@ -162,8 +162,8 @@ TEST_F(DistributedVictimTest, AFailedRankStopsTheOthersAndFailsTheTrialNamingIt)
   const TrialRecord& t = trials->front();
   EXPECT_EQ(t.state, TrialState::kFailed);
   EXPECT_EQ(t.error,
-            "victim rank 1 (node node-b) failed: victim exited with status 3 (the other ranks "
-            "were stopped)");
+            "victim rank 1 (node node-b) failed: victim exited with status 3: boom (the other "
+            "ranks were stopped)");
   EXPECT_EQ(t.stderr_tail, "boom");  // the failed rank's, not rank 0's
   EXPECT_GE(agents_["node-a"]->stop_alls, 1);
   for (const auto& [id, agent] : agents_) EXPECT_TRUE(agent->running.empty()) << id;

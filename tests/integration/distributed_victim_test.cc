@@ -1,7 +1,10 @@
-// victim.distributed end to end: a real codl-controller and two real codl-agents (127.0.0.1
-// and 127.0.0.2, as two "hosts" on loopback) run codl-victim --comm tcp as one rank per agent;
+// victim.distributed end to end: a real codl-controller and two real codl-agents (two "hosts"
+// on loopback; the bench in bench/multinode/ uses network namespaces) run codl-victim --comm tcp
+// as one rank per agent;
 // the trial's phases (comm_s included) are rank 0's, and a rank that cannot run fails the
 // trial naming it while the other rank is stopped.
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -17,9 +20,12 @@ class TwoHosts {
     controller_ = Process({Bin("codl-controller"), "--listen", address_, "--db", dir_ + "/c.db",
                            "--heartbeat-interval", "200ms", "--insecure"},
                           dir_ + "/controller.log");
-    // Agent a (rank 0) on 127.0.0.1, agent b (rank 1) on 127.0.0.2: MASTER_ADDR is a's.
+    // Both agents listen on 127.0.0.1: with --insecure an agent serves gRPC's local (loopback)
+    // credentials, which closed the controller's connection to one listening on 127.0.0.2
+    // ("UNAVAILABLE: Socket closed"). MASTER_ADDR is still the host agent a registered, and
+    // the ranks are separate processes under separate agents.
     for (const auto& [id, ip] :
-         {std::pair<std::string, std::string>{"a", "127.0.0.1"}, {"b", "127.0.0.2"}}) {
+         {std::pair<std::string, std::string>{"a", "127.0.0.1"}, {"b", "127.0.0.1"}}) {
       agents_.emplace_back(
           Process({Bin("codl-agent"), "--controller", address_, "--id", id, "--listen", ip + ":0",
                    "--scratch-root", dir_, "--state-dir", dir_ + "/state-" + id, "--insecure"},
@@ -64,6 +70,15 @@ class DistributedVictimIt : public ::testing::Test {
     auto gen = RunCommand({Bin("codl-victim"), "gen-data", "--dir", dir_ + "/data", "--samples",
                            "32", "--sample-size", "16KiB"});
     ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    // An agent running as root runs victims as nobody: they must reach and read the dataset.
+    namespace fs = std::filesystem;
+    const auto readable = fs::perms::others_read | fs::perms::group_read;
+    const auto traversable = readable | fs::perms::others_exec | fs::perms::group_exec;
+    fs::permissions(dir_, traversable, fs::perm_options::add);
+    for (const auto& e : fs::recursive_directory_iterator(dir_ + "/data")) {
+      fs::permissions(e.path(), e.is_directory() ? traversable : readable, fs::perm_options::add);
+    }
+    fs::permissions(dir_ + "/data", traversable, fs::perm_options::add);
   }
   void TearDown() override {
     if (!getenv("CODL_KEEP_TEST_DIR")) RemoveTree(dir_);
