@@ -79,7 +79,8 @@ class Bench:
         return p
 
     def ctl(self, *args, timeout=60):
-        argv = [f"{self.bin}/codlctl", "--controller", self.ctl_addr, *args]
+        argv = [f"{self.bin}/codlctl", "--controller", self.ctl_addr,
+                *netns.tls_flags(self.work, "codlctl"), *args]
         return netns.run(self.topo.exec_argv("c", argv), check=False, timeout=timeout)
 
     def setup(self):
@@ -87,13 +88,19 @@ class Bench:
         for h in self.topo.hosts:  # the bottleneck, inside each host's own namespace
             netns.run(["tc", "-n", self.topo.ns(h), "qdisc", "replace", "dev", "eth0", "root",
                        "tbf", "rate", self.a.rate, "burst", "64kb", "latency", "50ms"])
+        # mTLS, as a real deployment off loopback (plaintext is refused there).
+        names = {"controller": self.topo.addr("c"), "codlctl": self.topo.addr("c")}
+        for h in self.topo.hosts:
+            names[h] = self.topo.addr(h)
+        netns.make_certs(self.a.openssl, self.work, names)
         self.spawn("c", [f"{self.bin}/codl-controller", "--listen", self.ctl_addr, "--db",
-                         f"{self.work}/mn.db", "--heartbeat-interval", "0.5s", "--insecure"],
-                   "controller.log")
+                         f"{self.work}/mn.db", "--heartbeat-interval", "0.5s",
+                         *netns.tls_flags(self.work, "controller")], "controller.log")
         for h in self.topo.hosts:
             self.spawn(h, [f"{self.bin}/codl-agent", "--controller", self.ctl_addr, "--id", h,
                            "--listen", f"{self.topo.addr(h)}:7701", "--scratch-root", self.work,
-                           "--state-dir", f"{self.work}/state-{h}", "--insecure"],
+                           "--state-dir", f"{self.work}/state-{h}",
+                           *netns.tls_flags(self.work, h)],
                        f"agent-{h}.log")
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -107,6 +114,11 @@ class Bench:
         data = os.path.join(self.work, "data")
         netns.run([f"{self.bin}/codl-victim", "gen-data", "--dir", data, "--samples", "64",
                    "--sample-size", "64KiB"])
+        # Agents running as root run victims as nobody: the dataset must be readable to it.
+        os.chmod(self.work, 0o755)
+        os.chmod(data, 0o755)
+        for name in os.listdir(data):
+            os.chmod(os.path.join(data, name), 0o644)
         rates = ", ".join(self.a.flood)
         return f"""name: net-multinode-bench
 victim:
@@ -185,6 +197,7 @@ def main():
     ap.add_argument("--repetitions", type=int, default=4)
     ap.add_argument("--timeout", type=int, default=900, help="seconds for the whole experiment")
     ap.add_argument("--out", default="bench/results/multinode.json")
+    ap.add_argument("--openssl", default="openssl")
     a = ap.parse_args()
     # timeout(1) sends SIGTERM: leave through `finally`, so the namespaces go too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -201,7 +214,7 @@ def main():
     print(f"{'pairing':<22} {'n':>3} {'step slowdown [95% CI]':>28} {'comm_s slowdown [95% CI]':>28}")
     for r in result["pairings"]:
         step = f"{r['step_slowdown']:.2f}x [{r['step_ci'][0]:.2f}, {r['step_ci'][1]:.2f}]" \
-            if r["step_slowdown"] is not None else "-"
+            if None not in (r["step_slowdown"], *r["step_ci"]) else "-"
         comm = f"{r['comm_slowdown']:.2f}x [{r['comm_ci'][0]:.2f}, {r['comm_ci'][1]:.2f}]" \
             if "comm_slowdown" in r else "-"
         print(f"{r['pairing']:<22} {r['n']:>3} {step:>28} {comm:>28}")
