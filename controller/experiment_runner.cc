@@ -98,9 +98,16 @@ Result<v1::RunVictimReply> ExperimentRunner::RunVictimOnce(const experiment::Exp
                                                            const v1::RunVictimRequest& base) const {
   std::vector<std::shared_ptr<AgentClient>> clients;
   for (const auto& n : p.victim_nodes) clients.push_back(agents_->Client(n));
-  return RunVictimRanks(VictimRanks(base, p.victim_nodes, clients, spec.victim.distributed,
-                                    p.master_addr, spec.victim.master_port),
-                        spec.victim.timeout_s + 30);
+  auto ranks = VictimRanks(base, p.victim_nodes, clients, spec.victim.distributed, p.master_addr,
+                           spec.victim.master_port);
+  if (spec.victim.distributed) {
+    // One common start, on each agent's clock, start_delay_s ahead for the fan-out.
+    const int64_t start_ctrl_ns = clock_->UnixNanos() + Nanos(options_.start_delay_s);
+    for (auto& r : ranks) {
+      r.request.set_start_at_unix_ns(start_ctrl_ns + Nanos(agents_->ClockOffset(r.node)));
+    }
+  }
+  return RunVictimRanks(std::move(ranks), spec.victim.timeout_s + 30);
 }
 
 Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement* p) {

@@ -23,6 +23,7 @@ namespace {
 class RankAgent : public FakeAgent {
  public:
   std::vector<std::map<std::string, std::string>> envs;
+  std::vector<int64_t> start_at_ns;
   bool wait_for_stop = false;
   int stop_alls = 0;
 
@@ -30,6 +31,7 @@ class RankAgent : public FakeAgent {
     {
       std::lock_guard<std::mutex> l(mu);
       envs.emplace_back(req.victim().env().begin(), req.victim().env().end());
+      start_at_ns.push_back(req.start_at_unix_ns());
     }
     if (!wait_for_stop) return FakeAgent::RunVictim(req, d);
     std::unique_lock<std::mutex> l(mu);
@@ -140,6 +142,12 @@ TEST_F(DistributedVictimTest, OneRankPerNodeInAgentIdOrderWithTheTorchEnvironmen
       EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.1");  // node-a's registered host
       EXPECT_EQ(env.at("MASTER_PORT"), "29600");
     }
+  }
+  // Each run's ranks were given one common start (the fakes' clock offsets are 0).
+  ASSERT_EQ(agents_["node-a"]->start_at_ns.size(), agents_["node-b"]->start_at_ns.size());
+  for (size_t i = 0; i < agents_["node-a"]->start_at_ns.size(); ++i) {
+    EXPECT_GT(agents_["node-a"]->start_at_ns[i], 0);
+    EXPECT_EQ(agents_["node-a"]->start_at_ns[i], agents_["node-b"]->start_at_ns[i]);
   }
   auto stored = store_->GetExperiment(rec.id);
   ASSERT_TRUE(stored.ok());
