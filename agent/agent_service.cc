@@ -281,6 +281,11 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
       cancel = cancel_victims_.load();
       running_victims_.insert(&cancel);
     }
+    // A distributed victim's common start (at most 5 s ahead: a wrong clock offset must not
+    // park a victim); StopAll sets `cancel`, which ends the wait and then the run.
+    const int64_t wait_ns =
+        std::min<int64_t>(req->start_at_unix_ns() - clock_->UnixNanos(), 5'000'000'000LL);
+    if (req->start_at_unix_ns() > 0 && wait_ns > 0) clock_->SleepFor(wait_ns / 1e9, cancel);
     auto publish = [this, trial_id](const auto& fill) {
       if (trial_id.empty()) return;
       v1::TelemetryEvent ev;

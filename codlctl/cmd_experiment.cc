@@ -144,6 +144,7 @@ int CmdValidate(const std::string& file, bool plan) {
     printf("warning: %s\n", w.c_str());
   }
   if (plan) {
+    printf("%s\n", experiment::VictimPlacementLine(*spec).c_str());
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
     for (const auto& t : trials)
       printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());

@@ -182,19 +182,7 @@ double AgentRegistry::LoadAverage1m(const std::string& agent_id) const {
 }
 
 std::string DescribeSelector(const experiment::NodeSelector& sel) {
-  using K = experiment::NodeSelector::Kind;
-  std::string s;
-  switch (sel.kind) {
-    case K::kAll: return "all";
-    case K::kCount: return "count: " + std::to_string(sel.count);
-    case K::kHosts:
-      for (const auto& h : sel.hosts) s += (s.empty() ? "" : ", ") + h;
-      return "hosts: [" + s + "]";
-    case K::kLabels:
-      for (const auto& [k, v] : sel.labels) s += (s.empty() ? "" : ", ") + k + ": " + v;
-      return "labels: {" + s + "}";
-  }
-  return "?";
+  return experiment::DescribeNodeSelector(sel);
 }
 
 Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSelector& sel) const {

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "controller/block_stopper.h"
+#include "controller/distributed_victim.h"
 #include "controller/provenance.h"
 #include "controller/rendezvous.h"
 #include "controller/runner_wire.h"
@@ -48,9 +49,66 @@ std::string OptionsKey(const std::map<std::string, std::string>& options) {
   return key;
 }
 
+namespace {
+
+std::string JoinNodes(const std::vector<std::string>& nodes) {
+  std::string s;
+  for (const auto& n : nodes) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::string ExperimentRunner::VictimPlacementMessage(const Placement& p) {
+  if (p.victim_nodes.size() <= 1) return "victim on " + p.victim_node;
+  return "victim distributed on " + JoinNodes(p.victim_nodes) + " (ranks 0-" +
+         std::to_string(p.victim_nodes.size() - 1) + " in that order; MASTER_ADDR " +
+         p.master_addr + ")";
+}
+
 ExperimentRunner::ExperimentRunner(AgentRegistry* agents, store::Store* store, const Clock* clock,
                                    RunnerOptions options)
     : agents_(agents), store_(store), clock_(clock), options_(options) {}
+
+Status ExperimentRunner::PlaceVictim(const experiment::VictimSpec& v,
+                                     const experiment::NodeSelector& sel,
+                                     const std::vector<std::string>& selected, Placement* p) const {
+  p->victim_nodes = {selected.front()};
+  if (v.distributed) {
+    // One rank per selected node, in the registry's (sorted agent id) order, as collectives.
+    if (selected.size() < 2) {
+      return Err("victim.distributed needs at least 2 nodes (one rank per node); victim.nodes '" +
+                 DescribeSelector(sel) + "' matched only " + selected.front());
+    }
+    p->victim_nodes = selected;
+    std::string registered;
+    for (const auto& a : agents_->List()) {
+      if (a.agent_id() == selected.front()) registered = a.address();
+    }
+    auto addr = MasterAddress(selected.front(), registered);
+    if (!addr.ok()) return Err(addr.error());
+    p->master_addr = *addr;
+  }
+  p->victim_node = p->victim_nodes.front();
+  return Status::Ok();
+}
+
+Result<v1::RunVictimReply> ExperimentRunner::RunVictimOnce(const experiment::ExperimentSpec& spec,
+                                                           const Placement& p,
+                                                           const v1::RunVictimRequest& base) const {
+  std::vector<std::shared_ptr<AgentClient>> clients;
+  for (const auto& n : p.victim_nodes) clients.push_back(agents_->Client(n));
+  auto ranks = VictimRanks(base, p.victim_nodes, clients, spec.victim.distributed, p.master_addr,
+                           spec.victim.master_port);
+  if (spec.victim.distributed) {
+    // One common start, on each agent's clock, start_delay_s ahead for the fan-out.
+    const int64_t start_ctrl_ns = clock_->UnixNanos() + Nanos(options_.start_delay_s);
+    for (auto& r : ranks) {
+      r.request.set_start_at_unix_ns(start_ctrl_ns + Nanos(agents_->ClockOffset(r.node)));
+    }
+  }
+  return RunVictimRanks(std::move(ranks), spec.victim.timeout_s + 30);
+}
 
 Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement* p) {
   // The victim runs on the first node its selector (or the experiment's) picks.
@@ -59,7 +117,7 @@ Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement
                          : spec.victim.nodes;
   auto victim_nodes = agents_->Select(vsel);
   if (!victim_nodes.ok()) return Err("victim: " + victim_nodes.error());
-  p->victim_node = victim_nodes->front();
+  if (Status s = PlaceVictim(spec.victim, vsel, *victim_nodes, p); !s.ok()) return s;
   for (const auto& a : spec.antagonists) {
     // Default placement: the victim's node (colocated interference).
     std::vector<std::string> nodes = {p->victim_node};
@@ -164,7 +222,8 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
 }
 
 void ExperimentRunner::RecordNodes(const Placement& p, Provenance* prov) const {
-  prov->AddNode(p.victim_node, agents_->Snapshot(p.victim_node));
+  prov->SetVictimNodes(p.victim_nodes, p.master_addr);
+  for (const auto& n : p.victim_nodes) prov->AddNode(n, agents_->Snapshot(n));
   for (const auto& nodes : p.antagonist_nodes) {
     for (const auto& n : nodes) prov->AddNode(n, agents_->Snapshot(n));
   }
@@ -196,7 +255,7 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    Provenance* prov) {
   Placement p;
   if (Status s = Place(spec, &p); !s.ok()) return s;
-  std::set<std::string> nodes = {p.victim_node};
+  std::set<std::string> nodes(p.victim_nodes.begin(), p.victim_nodes.end());
   for (const auto& n : p.antagonist_nodes) nodes.insert(n.begin(), n.end());
   SetPlaced(std::move(nodes));
   struct Unplace {
@@ -205,7 +264,7 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   } unplace{this};
   RecordNodes(p, prov);
   ConnectPlaced(exp, p, cancel);
-  listener->OnMessage("victim on " + p.victim_node);
+  listener->OnMessage(VictimPlacementMessage(p));
   if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
   prov->Save();
   if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov); !s.ok()) return s;
@@ -215,8 +274,8 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   for (size_t i = 0; i < plan.size(); ++i) {
     const auto& trial = plan[i];
     if (cancel) return Err("cancelled");
-    if (!agents_->Alive(p.victim_node)) {
-      return Err("victim node " + p.victim_node + " stopped heartbeating");
+    for (const auto& n : p.victim_nodes) {
+      if (!agents_->Alive(n)) return Err("victim node " + n + " stopped heartbeating");
     }
     listener->OnTrialStarted(trial);
     prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
@@ -267,21 +326,21 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
   // trial 1 (whose wall time they once multiplied by five).
   for (int run = 1; run <= spec.warmup_trials; ++run) {
     if (cancel) return Err("cancelled");
-    auto client = agents_->Client(p.victim_node);
-    if (!client) return Err("victim agent is gone");
     listener->OnMessage("warm-up run " + std::to_string(run) + "/" +
-                        std::to_string(spec.warmup_trials) + " on " + p.victim_node +
+                        std::to_string(spec.warmup_trials) + " on " + JoinNodes(p.victim_nodes) +
                         " (antagonists off; discarded)");
     v1::RunVictimRequest req;
-    req.set_idempotency_key(rpc::NewIdempotencyKey());
     req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
     *req.mutable_victim() = ToProto(spec.victim);
-    // The first run usually generates the victim's dataset: its progress is shown live.
-    auto live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
-      if (ev.has_victim_dataset())
-        listener->OnVictimDataset(ev.victim_dataset().generated(), ev.victim_dataset().total());
-    });
-    auto reply = client->RunVictim(req, spec.victim.timeout_s + 30);
+    // The first run usually generates the victim's dataset: rank 0's progress is shown live.
+    std::unique_ptr<TelemetryStream> live;
+    if (auto client = agents_->Client(p.victim_node)) {
+      live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
+        if (ev.has_victim_dataset())
+          listener->OnVictimDataset(ev.victim_dataset().generated(), ev.victim_dataset().total());
+      });
+    }
+    auto reply = RunVictimOnce(spec, p, req);
     live.reset();
     const bool ok = reply.ok() && reply->ok();
     const std::string error = !reply.ok() ? reply.error() : reply->error();

@@ -81,7 +81,9 @@ class ExperimentRunner {
   std::set<std::string> placed_;  // agents of the running experiment
 
   struct Placement {
-    std::string victim_node;
+    std::string victim_node;                // rank 0's (the only one unless distributed)
+    std::vector<std::string> victim_nodes;  // rank order: agent ids sorted
+    std::string master_addr;                // distributed: rank 0's node address
     std::vector<std::vector<std::string>> antagonist_nodes;          // per antagonist
     std::map<std::pair<int, std::string>, CalibrationRecord> peaks;  // (antagonist, node)
   };
@@ -91,6 +93,9 @@ class ExperimentRunner {
                    const std::vector<experiment::PlannedTrial>& plan,
                    const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov);
   Status Place(const experiment::ExperimentSpec& spec, Placement* p);
+  Status PlaceVictim(const experiment::VictimSpec& v, const experiment::NodeSelector& sel,
+                     const std::vector<std::string>& selected, Placement* p) const;
+  static std::string VictimPlacementMessage(const Placement& p);
   void RecordNodes(const Placement& p, Provenance* prov) const;
   void ConnectPlaced(const ExperimentRecord& exp, const Placement& p,
                      const std::atomic<bool>& cancel);
@@ -108,6 +113,10 @@ class ExperimentRunner {
                       RunListener* listener);
   void RecordStop(const std::string& experiment_id, const std::string& reason,
                   RunListener* listener);
+  // One run of the victim on its node(s) (controller/distributed_victim.h): rank 0's reply.
+  Result<v1::RunVictimReply> RunVictimOnce(const experiment::ExperimentSpec& spec,
+                                           const Placement& p,
+                                           const v1::RunVictimRequest& base) const;
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,
                        const std::atomic<bool>& cancel, RunListener* listener);

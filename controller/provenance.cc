@@ -66,6 +66,12 @@ void Provenance::AddNode(const std::string& node, const v1::NodeSnapshot& snapsh
   j_["nodes"][node] = NodeJson(snapshot);
 }
 
+void Provenance::SetVictimNodes(const std::vector<std::string>& nodes,
+                                const std::string& master_addr) {
+  j_["victim"] = {{"nodes", nodes}, {"distributed", nodes.size() > 1}};
+  if (!master_addr.empty()) j_["victim"]["master_addr"] = master_addr;
+}
+
 void Provenance::AddCalibration(const std::string& antagonist, const CalibrationRecord& c,
                                 const std::string& reason) {
   j_["calibrations"].push_back({{"antagonist", antagonist},

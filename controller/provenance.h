@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,9 @@ class Provenance {
   void Started(int64_t unix_ms, uint64_t seed, bool seed_explicit);
   void Finished(int64_t unix_ms);
   void AddNode(const std::string& node, const v1::NodeSnapshot& snapshot);
+  // Where the victim ran: its nodes in rank order (one unless victim.distributed) and, when
+  // distributed, the MASTER_ADDR its ranks met at ("victim": {"nodes": [..], "master_addr"}).
+  void SetVictimNodes(const std::vector<std::string>& nodes, const std::string& master_addr);
   // One calibration used: `reason` says why it was (re)measured, or "cached".
   void AddCalibration(const std::string& antagonist, const CalibrationRecord& c,
                       const std::string& reason);

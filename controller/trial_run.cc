@@ -41,7 +41,7 @@ class ExperimentRunner::TrialRun {
         grant_(&runner.grants_, rendezvous_scope_, PlacedAgents(p)) {}
 
   static std::set<std::string> PlacedAgents(const Placement& p) {
-    std::set<std::string> ids{p.victim_node};
+    std::set<std::string> ids(p.victim_nodes.begin(), p.victim_nodes.end());
     for (const auto& nodes : p.antagonist_nodes) ids.insert(nodes.begin(), nodes.end());
     return ids;
   }
@@ -368,7 +368,8 @@ class ExperimentRunner::TrialRun {
   }
 
   // 4. The victim, its progress streamed to the listener as it happens (for `codlctl watch`);
-  // the full record comes with the reply.
+  // the full record comes with the reply. Distributed: every rank at once, rank 0's progress
+  // and record (controller/distributed_victim.h).
   void RunVictim() {
     auto client = agents()->Client(p_.victim_node);
     if (!client) {
@@ -376,7 +377,6 @@ class ExperimentRunner::TrialRun {
       return;
     }
     v1::RunVictimRequest req;
-    req.set_idempotency_key(rpc::NewIdempotencyKey());
     req.set_trial_id(trial_id_);
     *req.mutable_victim() = ToProto(spec_.victim);
     if (!spec_.victim.placement.empty()) {
@@ -388,7 +388,7 @@ class ExperimentRunner::TrialRun {
       if (ev.has_victim_dataset())
         listener->OnVictimDataset(ev.victim_dataset().generated(), ev.victim_dataset().total());
     });
-    auto reply = client->RunVictim(req, spec_.victim.timeout_s + 30);
+    auto reply = runner_.RunVictimOnce(spec_, p_, req);
     if (!reply.ok()) {
       Fail(reply.error());
       return;

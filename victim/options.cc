@@ -1,7 +1,9 @@
 #include "victim/options.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -35,9 +37,15 @@ uint64_t EffectiveH2dBytes(const RunOptions& o, uint64_t sample_size) {
   return sample_size * static_cast<uint64_t>(o.batch_size);
 }
 
+int WorldSize(const RunOptions& o) { return o.comm == CommKind::kTcp ? o.world_size : o.ranks; }
+int GlobalRank(const RunOptions& o, int thread_rank) {
+  return o.comm == CommKind::kTcp ? o.rank : thread_rank;
+}
+
 namespace {
 
 constexpr double kMaxGemmCount = 100000;
+constexpr double kMaxWorld = 4096;
 
 // The option tables (lib/common/options.h: the same typed rows as codl-inject's injectors).
 // Defaults are the balanced profile; a --profile preset replaces the defaults of the options
@@ -74,6 +82,11 @@ std::vector<OptionSpec> RunTable() {
       IntOption("--compute-threads", "1", 1, 256, "CPU sgemm threads"),
       IntOption("--ranks", "1", 1, 64, "data-parallel ranks"),
       SizeOption("--allreduce-size", "4MiB", 4, 16 * gib, "gradient bytes per step"),
+      EnumOption("--comm", "shm", {"shm", "tcp"}, "allreduce transport"),
+      IntOption("--rank", "0", 0, kMaxWorld - 1, "this process's rank (--comm tcp)"),
+      IntOption("--world-size", "1", 1, kMaxWorld, "ranks in all (--comm tcp)"),
+      StringOption("--master", "", "rank 0's ADDR:PORT (--comm tcp)"),
+      DurationOption("--connect-timeout", "60s", 0.1, 86400, "how long ranks wait for each other"),
       EnumOption("--device", "auto", {"auto", "cpu", "cuda"}, "where GEMMs run"),
       IntOption("--steps", "30", 1, 100'000'000, "measured steps"),
       IntOption("--warmup-steps", "2", 0, 100'000'000, "steps before them"),
@@ -231,6 +244,83 @@ Status ApplyGemmFlops(const OptionValues& v, RunOptions& o) {
   return Status::Ok();
 }
 
+// "--master ADDR:PORT" (ADDR may be [v6]): the host and port, or why not.
+Status SplitMaster(const std::string& text, RunOptions& o) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    return Err("--master: '" + text + "' is not ADDR:PORT");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  auto port = ParseOptionValue(IntOption("--master", "1", 1, 65535, ""), text.substr(colon + 1));
+  if (!port.ok()) return Err(port.error() + " (the port of ADDR:PORT)");
+  o.master_host = host;
+  o.master_port = static_cast<int>(std::get<int64_t>(*port));
+  return Status::Ok();
+}
+
+// The flag when given, else the environment variable, parsed against the flag's bounds (the
+// message names the variable). Absent from both: nullopt.
+Result<std::optional<int64_t>> FlagOrEnv(const OptionValues& v, const char* flag, const char* var,
+                                         double min, double max, const EnvLookup& env) {
+  if (v.WasSet(flag)) return std::optional<int64_t>(v.Int(flag));
+  const char* text = env ? env(var) : nullptr;
+  if (text == nullptr) return std::optional<int64_t>();
+  auto parsed = ParseOptionValue(IntOption(var, "0", min, max, ""), text);
+  if (!parsed.ok()) return Err("environment: " + parsed.error());
+  return std::optional<int64_t>(std::get<int64_t>(*parsed));
+}
+
+// --comm and, for tcp, the rank, world size and master: flags first, then the torch.distributed
+// variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), as a launcher such as torchrun or the
+// CoDL controller sets them.
+Status ResolveComm(const OptionValues& v, const EnvLookup& env, RunOptions& o) {
+  o.comm = v.String("--comm") == "tcp" ? CommKind::kTcp : CommKind::kShm;
+  o.connect_timeout_s = v.Duration("--connect-timeout");
+  if (o.comm == CommKind::kShm) {
+    for (const char* f : {"--rank", "--world-size", "--master"}) {
+      if (v.WasSet(f)) return Err(std::string(f) + " needs --comm tcp");
+    }
+    return Status::Ok();
+  }
+  if (o.ranks > 1) {
+    return Err(
+        "--comm tcp runs one rank per process: drop --ranks (start one codl-victim per "
+        "rank, with RANK/WORLD_SIZE or --rank/--world-size)");
+  }
+  auto world = FlagOrEnv(v, "--world-size", "WORLD_SIZE", 1, kMaxWorld, env);
+  if (!world.ok()) return Err(world.error());
+  auto rank = FlagOrEnv(v, "--rank", "RANK", 0, kMaxWorld - 1, env);
+  if (!rank.ok()) return Err(rank.error());
+  if (!world->has_value() || !rank->has_value()) {
+    return Err(
+        "--comm tcp: set RANK and WORLD_SIZE in the environment, or --rank and "
+        "--world-size");
+  }
+  o.world_size = static_cast<int>(**world);
+  o.rank = static_cast<int>(**rank);
+  if (o.rank >= o.world_size) {
+    return Err("--comm tcp: rank " + std::to_string(o.rank) + " is not below the world size " +
+               std::to_string(o.world_size));
+  }
+  if (v.WasSet("--master")) return SplitMaster(v.String("--master"), o);
+  const char* port_text = env ? env("MASTER_PORT") : nullptr;
+  if (port_text != nullptr) {
+    auto p = ParseOptionValue(IntOption("MASTER_PORT", "1", 1, 65535, ""), port_text);
+    if (!p.ok()) return Err("environment: " + p.error());
+    o.master_port = static_cast<int>(std::get<int64_t>(*p));
+  }
+  const char* addr = env ? env("MASTER_ADDR") : nullptr;
+  if (addr != nullptr) o.master_host = addr;
+  // Rank 0 only listens; every other rank must know where.
+  if (o.rank > 0 && o.master_host.empty()) {
+    return Err("--comm tcp: rank " + std::to_string(o.rank) +
+               " needs rank 0's address: set MASTER_ADDR (and MASTER_PORT) or --master ADDR:PORT");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 namespace {
@@ -263,6 +353,11 @@ Result<Parsed<GenDataOptions>> ParseGenDataArgs(const std::vector<std::string>& 
 }
 
 Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args) {
+  return ParseRunArgs(args, [](const char* name) -> const char* { return std::getenv(name); });
+}
+
+Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args,
+                                        const EnvLookup& env) {
   Parsed<RunOptions> parsed;
   if (WantsHelp(args)) {
     parsed.help = true;
@@ -284,6 +379,7 @@ Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args) {
     return Err("--read-block: must be a multiple of 4KiB (O_DIRECT needs aligned reads)");
   }
   if (Status s = ApplyGemmFlops(*v, out); !s.ok()) return Err(s.error());
+  if (Status s = ResolveComm(*v, env, out); !s.ok()) return Err(s.error());
   const uint64_t batch_bytes = out.sample_size * static_cast<uint64_t>(out.batch_size);
   if (batch_bytes > 16 * kGiB) {
     return Err("--batch-size x --sample-size: " + FormatSize(static_cast<double>(batch_bytes)) +
@@ -376,6 +472,16 @@ Pipeline (per rank):
                        reduce-scatter + all-gather on the host (GPU gradients are copied to the
                        host and back, as Gloo does). Step lines are rank 0's.
   --allreduce-size S   gradient bytes allreduced per step (default 4MiB)
+  --comm shm|tcp       allreduce transport (default shm: the --ranks threads above). tcp: one
+                       rank per process, on one node or many, a ring reduce-scatter + all-gather
+                       over TCP each step; the rank, world size and rank 0's address come from
+                       RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torch.distributed's), or:
+  --rank R             this process's rank, 0..world-size-1 (--comm tcp)
+  --world-size N       ranks in all, one process each (--comm tcp)
+  --master ADDR:PORT   where rank 0 listens (it binds PORT on every address; the other ranks
+                       dial ADDR:PORT). Default port 29500 (MASTER_PORT).
+  --connect-timeout D  how long the ranks retry and wait for each other before the first step
+                       (default 60s); the error names the address it could not reach
   --steps N            measured steps (default 30)
   --warmup-steps N     steps before them, printed with "warmup":true (default 2)
   --seed K             shuffling seed; also the dataset seed when run generates it

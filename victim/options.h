@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ enum class ReaderKind { kPosix, kIoUring };
 enum class IoMode { kDirect, kFadvise, kBuffered };
 enum class DeviceChoice { kAuto, kCpu, kCuda };
 enum class Profile { kBalanced, kIoBound, kComputeBound };
+// How ranks allreduce: kShm, --ranks threads of this process; kTcp, one rank per process, a
+// ring over TCP between processes (on one node or many), torch.distributed style.
+enum class CommKind { kShm, kTcp };
 
 const char* ToString(ReaderKind k);
 const char* ToString(IoMode m);
@@ -54,6 +58,15 @@ struct RunOptions {
   int compute_threads = 1;  // CPU GEMM threads (host fallback only)
   int ranks = 1;
   uint64_t allreduce_size = 4 * 1024 * 1024;
+  CommKind comm = CommKind::kShm;
+  // --comm tcp: this process's rank of world_size, and where rank 0 listens (master_host is
+  // only dialled by the other ranks). From RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT unless
+  // --rank/--world-size/--master were given.
+  int rank = 0;
+  int world_size = 1;
+  std::string master_host;
+  int master_port = 29500;
+  double connect_timeout_s = 60;  // ranks > 0 retry connecting for this long; rank 0 waits
   DeviceChoice device = DeviceChoice::kAuto;
   int steps = 30;
   int warmup_steps = 2;
@@ -68,7 +81,16 @@ struct Parsed {
 };
 
 Result<Parsed<GenDataOptions>> ParseGenDataArgs(const std::vector<std::string>& args);
+// `env` looks up the torch.distributed variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
+// for --comm tcp; nullptr when unset. The one-argument form reads the process environment.
+using EnvLookup = std::function<const char*(const char*)>;
 Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args);
+Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args, const EnvLookup& env);
+
+// Ranks in all and a rank's place among them: the --ranks threads of this process (shm), or
+// this process among --world-size processes (tcp; it runs one rank, thread 0).
+int WorldSize(const RunOptions& o);
+int GlobalRank(const RunOptions& o, int thread_rank);
 
 // The bytes one step copies host-to-device under `o` (resolves -1 to the batch size).
 uint64_t EffectiveH2dBytes(const RunOptions& o, uint64_t sample_size);

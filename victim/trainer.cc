@@ -17,6 +17,7 @@
 #include "victim/dataset.h"
 #include "victim/device.h"
 #include "victim/loader.h"
+#include "victim/tcp_allreduce.h"
 
 namespace codl::victim {
 namespace {
@@ -152,6 +153,7 @@ JsonLine ConfigLine(const RunOptions& o, const Plan& p, const std::vector<Rank>&
     j.Add("gemm_flops_per_step", 2.0 * std::pow(static_cast<double>(o.gemm_dim), 3) * o.gemm_count);
   }
   j.Add("ranks", o.ranks);
+  if (o.comm == CommKind::kTcp) j.Add("rank", o.rank).Add("world_size", o.world_size);
   if (comm != nullptr) j.Add("comm", comm->Name()).Add("allreduce_bytes", o.allreduce_size);
   if (!p.comm_note.empty()) j.Add("comm_note", p.comm_note);
   j.Add("steps", o.steps).Add("warmup_steps", o.warmup_steps).Add("seed", o.seed);
@@ -252,8 +254,8 @@ bool MakeDevices(const RunOptions& o, const Plan& plan, int cuda_devices, std::v
     dc.h2d_bytes = plan.h2d_bytes;
     dc.gemm_dim = o.gemm_count > 0 ? o.gemm_dim : 0;
     dc.compute_threads = o.compute_threads;
-    dc.grad_bytes = o.ranks > 1 ? o.allreduce_size / sizeof(float) * sizeof(float) : 0;
-    dc.seed = o.seed + static_cast<uint64_t>(r);
+    dc.grad_bytes = WorldSize(o) > 1 ? o.allreduce_size / sizeof(float) * sizeof(float) : 0;
+    dc.seed = o.seed + static_cast<uint64_t>(GlobalRank(o, r));
     auto dev = plan.cuda ? MakeCudaDevice(r % cuda_devices, dc) : MakeHostDevice(dc);
     if (!dev.ok()) {
       std::fprintf(stderr, "codl-victim: device for rank %d: %s\n", r, dev.error().c_str());
@@ -269,7 +271,7 @@ bool MakeDevices(const RunOptions& o, const Plan& plan, int cuda_devices, std::v
 // nullptr for one rank.
 std::unique_ptr<Communicator> MakeCommunicator(const RunOptions& o, int cuda_devices,
                                                const std::vector<Device*>& devices, Plan* plan) {
-  if (o.ranks <= 1) return nullptr;
+  if (o.ranks <= 1 || o.comm == CommKind::kTcp) return nullptr;
   std::unique_ptr<Communicator> comm;
   const size_t floats = o.allreduce_size / sizeof(float);
   if (plan->cuda && cuda_devices >= o.ranks) {
@@ -284,12 +286,23 @@ std::unique_ptr<Communicator> MakeCommunicator(const RunOptions& o, int cuda_dev
   return comm;
 }
 
-// Each rank's loader reads every ranks-th sample file.
+// --comm tcp: this process's rank joins the others over TCP (tcp_allreduce.h).
+Result<std::unique_ptr<Communicator>> ConnectTcpRanks(const RunOptions& o, Device* device) {
+  TcpCommConfig c;
+  c.rank = o.rank;
+  c.world_size = o.world_size;
+  c.master_host = o.master_host;
+  c.master_port = o.master_port;
+  c.connect_timeout_s = o.connect_timeout_s;
+  return MakeTcpCommunicator(c, device, o.allreduce_size / sizeof(float));
+}
+
+// Each rank's loader reads every ranks-th sample file (every world_size-th under --comm tcp).
 bool StartLoaders(const RunOptions& o, const Plan& plan, const std::vector<Device*>& devices,
                   std::vector<Rank>* ranks) {
   for (int r = 0; r < o.ranks; ++r) {
     LoaderConfig lc;
-    for (int64_t i = r; i < plan.dataset.samples; i += o.ranks)
+    for (int64_t i = GlobalRank(o, r); i < plan.dataset.samples; i += WorldSize(o))
       lc.files.push_back(SamplePath(o.dir, i));
     lc.sample_size = plan.dataset.sample_size;
     lc.batch_size = o.batch_size;
@@ -331,9 +344,10 @@ void RunRanks(const RunOptions& o, const Plan& plan, std::vector<Rank>& ranks, C
 int RunVictim(const RunOptions& o, std::FILE* out) {
   Plan plan;
   if (int rc = PrepareDataset(o, out, &plan.dataset); rc != 0) return rc;
-  if (plan.dataset.samples < o.ranks) {
-    std::fprintf(stderr, "codl-victim: --ranks %d needs at least %d samples; %s holds %lld\n",
-                 o.ranks, o.ranks, o.dir.c_str(), static_cast<long long>(plan.dataset.samples));
+  if (plan.dataset.samples < WorldSize(o)) {
+    std::fprintf(stderr, "codl-victim: %d ranks need at least %d samples; %s holds %lld\n",
+                 WorldSize(o), WorldSize(o), o.dir.c_str(),
+                 static_cast<long long>(plan.dataset.samples));
     return 2;
   }
   plan.io_mode = ResolveIoMode(o.io_mode, SamplePath(o.dir, 0), &plan.io_note);
@@ -346,6 +360,14 @@ int RunVictim(const RunOptions& o, std::FILE* out) {
   std::vector<Device*> devices;
   if (!MakeDevices(o, plan, cuda_devices, &ranks, &devices)) return 1;
   std::unique_ptr<Communicator> comm = MakeCommunicator(o, cuda_devices, devices, &plan);
+  if (o.comm == CommKind::kTcp && o.world_size > 1) {
+    auto tcp = ConnectTcpRanks(o, devices[0]);  // before the loaders: setup is no step's time
+    if (!tcp.ok()) {
+      std::fprintf(stderr, "codl-victim: --comm tcp: %s\n", tcp.error().c_str());
+      return 1;
+    }
+    comm = std::move(*tcp);
+  }
   if (!StartLoaders(o, plan, devices, &ranks)) return 1;
   RunRanks(o, plan, ranks, comm.get(), out);
   return 0;

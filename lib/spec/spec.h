@@ -41,6 +41,8 @@ struct PlacementSpec {
   bool empty() const { return cpus.empty() && numa < 0; }
 };
 
+struct ExperimentSpec;
+
 struct VictimSpec {
   std::vector<std::string> command;  // argv; argv[0] looked up beside the agent binary, then PATH
   std::map<std::string, std::string> env;
@@ -52,7 +54,26 @@ struct VictimSpec {
       "elapsed";  // victim.metric: elapsed|throughput|mean|median|pNN (TrialMetric)
   NodeSelector nodes;
   PlacementSpec placement;  // victim.cpus, victim.numa
+  // victim.distributed: one instance per selected node (at least 2), ranks in node order, with
+  // torch.distributed's RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set (DistributedEnvironment).
+  // false: one instance, on the first selected node.
+  bool distributed = false;
+  int master_port = 29500;  // victim.master_port: rank 0 listens here (distributed only)
 };
+
+// The environment the controller gives rank `rank` of a distributed victim: RANK, WORLD_SIZE,
+// LOCAL_RANK (0: one instance per node), MASTER_ADDR, MASTER_PORT, CODL_VICTIM_RANK,
+// CODL_VICTIM_WORLD_SIZE. The parser refuses these names in victim.env of a distributed victim.
+std::map<std::string, std::string> DistributedEnvironment(int rank, int world_size,
+                                                          const std::string& master_addr,
+                                                          int master_port);
+bool IsDistributedVariable(const std::string& name);
+
+// What `codlctl validate --plan` says about where the victim runs: "victim: one instance on the
+// first node of hosts: [a, b]" or "victim: distributed, one rank per node of count: 2 (ranks in
+// agent-id order), master port 29500".
+std::string DescribeNodeSelector(const NodeSelector& sel);
+std::string VictimPlacementLine(const ExperimentSpec& spec);
 
 // One intensity of one antagonist: a level (fraction of the calibrated peak), an absolute rate, or
 // `max` (as hard as it can, open loop: no target, so never flagged; its achieved rate is recorded).

@@ -154,11 +154,46 @@ PlacementSpec ParsePlacement(const MapReader& m, const YAML::Node& n, const std:
   return p;
 }
 
+// victim.distributed and victim.master_port. A selector that names fewer than 2 nodes is
+// refused here; one that matches by label (or `all`) is checked when the controller places it.
+void ParseDistributed(const MapReader& m, VictimSpec* v) {
+  if (m.Has("distributed")) v->distributed = Bool(m.Value("distributed"), m.PathOf("distributed"));
+  if (m.Has("master_port")) {
+    if (!v->distributed) {
+      Fail(m.Key("master_port"), m.PathOf("master_port"), "only used with distributed: true");
+    }
+    v->master_port =
+        static_cast<int>(Integer(m.Value("master_port"), m.PathOf("master_port"), 1024, 65535));
+  }
+  if (!v->distributed) return;
+  using K = NodeSelector::Kind;
+  const size_t named = v->nodes.kind == K::kHosts   ? v->nodes.hosts.size()
+                       : v->nodes.kind == K::kCount ? static_cast<size_t>(v->nodes.count)
+                                                    : 2;
+  if (named < 2) {
+    const bool own = m.Has("nodes");
+    Fail(own ? m.Value("nodes") : m.Value("distributed"),
+         own ? m.PathOf("nodes") : m.PathOf("distributed"),
+         "distributed: true needs at least 2 nodes (one rank per node); " +
+             std::string(own ? "victim.nodes" : "the experiment's nodes") + " selects " +
+             DescribeNodeSelector(v->nodes));
+  }
+  if (!m.Has("env")) return;
+  const YAML::Node& env = m.Value("env");
+  for (auto it = env.begin(); it != env.end(); ++it) {
+    const std::string name = it->first.Scalar();
+    if (IsDistributedVariable(name)) {
+      Fail(it->first, Join(m.PathOf("env"), name),
+           "set by the controller for each rank of a distributed victim; remove it");
+    }
+  }
+}
+
 VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes,
                        const std::string& source_path) {
   MapReader m(n, path,
               {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes",
-               "metric", "cpus", "numa"});
+               "metric", "cpus", "numa", "distributed", "master_port"});
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");
@@ -185,6 +220,7 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
   if (m.Has("timeout")) v.timeout_s = Duration(m.Value("timeout"), m.PathOf("timeout"), true);
   if (m.Has("nodes")) v.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
   v.placement = ParsePlacement(m, n, path, source_path);
+  ParseDistributed(m, &v);
   return v;
 }
 
