@@ -333,7 +333,7 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
     req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
     *req.mutable_victim() = ToProto(spec.victim);
     // The first run usually generates the victim's dataset: rank 0's progress is shown live.
-    std::unique_ptr<TelemetryStream> live;
+    std::unique_ptr<AgentClient::TelemetryStream> live;
     if (auto client = agents_->Client(p.victim_node)) {
       live = client->OpenTelemetry(req.trial_id(), [listener](const v1::TelemetryEvent& ev) {
         if (ev.has_victim_dataset())
