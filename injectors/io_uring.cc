@@ -7,9 +7,10 @@
 // Kernel features are probed and degraded gracefully, fio-style: ring flags
 // (SINGLE_ISSUER|DEFER_TASKRUN, SQPOLL), registered buffers and registered files each fall back
 // to the plain variant with a note in the summary.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
+//
+// This file: the descriptor and option checks, the ring (creation, the submit/reap loop) and
+// the registration (MakeIoUringInjector). Setup (scratch directory, buffers, the file set) is
+// in io_uring_setup.cc; the class, shared by both, in io_uring_injector.h.
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,7 +19,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,182 +28,103 @@
 #endif
 
 #include "injectors/injector.h"
+#include "injectors/io_uring_injector.h"
 #include "injectors/paced_run.h"
-#include "injectors/scratch.h"
 #include "lib/common/units.h"
 
-namespace codl::injectors {
+namespace codl::injectors::io_uring_internal {
 namespace {
 
 constexpr double kMaxBufferBytes = 1024.0 * kMiB;  // queue_depth × block_size cap
 
-std::string Errno(int err) { return std::strerror(err); }
+}  // namespace
 
-bool ModeReads(const std::string& m) { return m != "write" && m != "randwrite"; }
-
-// xorshift64*: fast, good enough to spread offsets; not for anything cryptographic.
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    s ^= s >> 12;
-    s ^= s << 25;
-    s ^= s >> 27;
-    return s * 2685821657736338717ULL;
-  }
-};
-
-struct AlignedDelete {
-  void operator()(char* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<char, AlignedDelete>;
-
-AlignedBuffer AllocAligned(size_t bytes) {
-  void* p = nullptr;
-  if (posix_memalign(&p, 4096, std::max<size_t>(bytes, 4096)) != 0) return nullptr;
-  return AlignedBuffer(static_cast<char*>(p));
+const Descriptor& IoUringInjector::descriptor() const {
+  static const Descriptor d{
+      "io_uring",
+      "storage bandwidth / IOPS",
+      "bytes/s",
+      "storage flood: O_DIRECT reads/writes through io_uring on a private file set",
+      "bytes of completed I/O per second (reads + writes); IOPS reported alongside. "
+      "--rate accepts IOPS too (converted with block_size)",
+      {
+          StringOption("dir", "",
+                       "directory for the file set (default: first scratch root); must resolve "
+                       "under a scratch root"),
+          EnumOption("mode", "randread", {"read", "write", "randread", "randwrite", "rw", "randrw"},
+                     "access pattern; rw/randrw mix reads and writes (see rwmix_read)"),
+          IntOption("rwmix_read", "50", 0, 100, "percent of reads in rw/randrw", "%"),
+          SizeOption("block_size", "1MiB", 512, 64.0 * kMiB, "bytes per I/O"),
+          IntOption("queue_depth", "32", 1, 4096, "I/Os kept in flight"),
+          IntOption("complete_batch", "0", 0, 4096,
+                    "completions to wait for per wake-up when not paced (0 = queue_depth/4); "
+                    "fewer wake-ups per I/O, like fio's iodepth_batch_complete_min"),
+          IntOption("nr_files", "4", 1, 1024, "files in the set"),
+          SizeOption("file_size", "256MiB", 1.0 * kMiB, 16.0 * 1024 * 1024 * kMiB,
+                     "size of each file (preallocated, then filled unless prefill=false)"),
+          BoolOption("prefill", "true",
+                     "write the whole file set before the run, as fio lays out its files; "
+                     "false (write modes only) leaves unwritten extents, whose first write "
+                     "also converts the extent"),
+          BoolOption("direct", "true", "O_DIRECT (bypass the page cache)"),
+          BoolOption("registered_buffers", "true",
+                     "register I/O buffers with the ring (falls back if refused)"),
+          BoolOption("registered_files", "true", "register files with the ring (falls back)"),
+          BoolOption("sqpoll", "false", "kernel submission thread (falls back if refused)"),
+      },
+      Capabilities{.writes_scratch = true},
+      // Buffered: O_DIRECT is refused by tmpfs, which may be the only scratch root.
+      {{"file_size", "8MiB"}, {"nr_files", "2"}, {"block_size", "64KiB"}, {"direct", "false"}},
+  };
+  return d;
 }
 
-std::string DirectRefused(const std::string& dir, const std::string& what) {
-  return "io_uring: the filesystem of '" + dir + "' refused O_DIRECT (" + what +
-         ": Invalid argument); use --set direct=false for buffered I/O (reads may then be "
-         "served from the page cache), or a block_size that is a multiple of the device's "
-         "logical block size";
-}
-
-class IoUringInjector final : public Injector {
- public:
-  ~IoUringInjector() override;
-
-  const Descriptor& descriptor() const override {
-    static const Descriptor d{
-        "io_uring",
-        "storage bandwidth / IOPS",
-        "bytes/s",
-        "storage flood: O_DIRECT reads/writes through io_uring on a private file set",
-        "bytes of completed I/O per second (reads + writes); IOPS reported alongside. "
-        "--rate accepts IOPS too (converted with block_size)",
-        {
-            StringOption("dir", "",
-                         "directory for the file set (default: first scratch root); must resolve "
-                         "under a scratch root"),
-            EnumOption("mode", "randread",
-                       {"read", "write", "randread", "randwrite", "rw", "randrw"},
-                       "access pattern; rw/randrw mix reads and writes (see rwmix_read)"),
-            IntOption("rwmix_read", "50", 0, 100, "percent of reads in rw/randrw", "%"),
-            SizeOption("block_size", "1MiB", 512, 64.0 * kMiB, "bytes per I/O"),
-            IntOption("queue_depth", "32", 1, 4096, "I/Os kept in flight"),
-            IntOption("complete_batch", "0", 0, 4096,
-                      "completions to wait for per wake-up when not paced (0 = queue_depth/4); "
-                      "fewer wake-ups per I/O, like fio's iodepth_batch_complete_min"),
-            IntOption("nr_files", "4", 1, 1024, "files in the set"),
-            SizeOption("file_size", "256MiB", 1.0 * kMiB, 16.0 * 1024 * 1024 * kMiB,
-                       "size of each file (preallocated, then filled unless prefill=false)"),
-            BoolOption("prefill", "true",
-                       "write the whole file set before the run, as fio lays out its files; "
-                       "false (write modes only) leaves unwritten extents, whose first write "
-                       "also converts the extent"),
-            BoolOption("direct", "true", "O_DIRECT (bypass the page cache)"),
-            BoolOption("registered_buffers", "true",
-                       "register I/O buffers with the ring (falls back if refused)"),
-            BoolOption("registered_files", "true", "register files with the ring (falls back)"),
-            BoolOption("sqpoll", "false", "kernel submission thread (falls back if refused)"),
-        },
-        Capabilities{.writes_scratch = true},
-        // Buffered: O_DIRECT is refused by tmpfs, which may be the only scratch root.
-        {{"file_size", "8MiB"}, {"nr_files", "2"}, {"block_size", "64KiB"}, {"direct", "false"}},
-    };
-    return d;
-  }
-
-  std::string Unsupported(const HostInfo&) const override {
+std::string IoUringInjector::Unsupported(const HostInfo&) const {
 #ifndef CODL_HAVE_URING
-    return "built without liburing (install liburing-dev and rebuild)";
+  return "built without liburing (install liburing-dev and rebuild)";
 #else
-    io_uring ring;
-    const int ret = io_uring_queue_init(4, &ring, 0);
-    if (ret < 0) {
-      return "io_uring_setup failed: " + Errno(-ret) +
-             " (kernel without io_uring, kernel.io_uring_disabled, or a seccomp filter)";
-    }
-    io_uring_queue_exit(&ring);
-    return "";
+  io_uring ring;
+  const int ret = io_uring_queue_init(4, &ring, 0);
+  if (ret < 0) {
+    return "io_uring_setup failed: " + Errno(-ret) +
+           " (kernel without io_uring, kernel.io_uring_disabled, or a seccomp filter)";
+  }
+  io_uring_queue_exit(&ring);
+  return "";
 #endif
-  }
+}
 
-  using Injector::ToInjectorUnit;
-  Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& o) const override {
-    if (rate.unit == RateUnit::kOpsPerSecond)
-      return rate.value * static_cast<double>(o.Size("block_size"));
-    return rate.value;
-  }
+Result<double> IoUringInjector::ToInjectorUnit(const Rate& rate, const OptionValues& o) const {
+  if (rate.unit == RateUnit::kOpsPerSecond)
+    return rate.value * static_cast<double>(o.Size("block_size"));
+  return rate.value;
+}
 
-  std::string CheckOptions(const OptionValues& o) const override {
-    const uint64_t bs = o.Size("block_size");
-    if (o.Size("file_size") < bs) {
-      return "option 'file_size' (" + o.Text("file_size") + ") must be at least 'block_size' (" +
-             o.Text("block_size") + ")";
-    }
-    if (o.Bool("direct") && bs % 512 != 0) {
-      return "option 'block_size': " + o.Text("block_size") +
-             " must be a multiple of 512 with direct=true (O_DIRECT)";
-    }
-    if (!o.Bool("prefill") && ModeReads(o.String("mode"))) {
-      return "option 'prefill': false is only for write and randwrite (reading an unwritten "
-             "extent returns zeros without touching the device)";
-    }
-    if (o.Int("complete_batch") > o.Int("queue_depth")) {
-      return "option 'complete_batch' (" + o.Text("complete_batch") +
-             ") must not exceed 'queue_depth' (" + o.Text("queue_depth") + ")";
-    }
-    const double buffers = static_cast<double>(bs) * static_cast<double>(o.Int("queue_depth"));
-    if (buffers > kMaxBufferBytes) {
-      return "options 'queue_depth' x 'block_size' = " + o.Text("queue_depth") + " x " +
-             o.Text("block_size") + " needs " + FormatSize(buffers) +
-             " of I/O buffers; at most 1GiB";
-    }
-    return "";
+std::string IoUringInjector::CheckOptions(const OptionValues& o) const {
+  const uint64_t bs = o.Size("block_size");
+  if (o.Size("file_size") < bs) {
+    return "option 'file_size' (" + o.Text("file_size") + ") must be at least 'block_size' (" +
+           o.Text("block_size") + ")";
   }
-
-  Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override;
-  double SetupEstimateS(const OptionValues& o, const HostInfo&) const override;
-  Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override;
-  Status PrepareStart() override;
-  FirstLoad FirstLoadTimes() const override {
-    return {first_submit_ns_.load(std::memory_order_relaxed),
-            first_complete_ns_.load(std::memory_order_relaxed)};
+  if (o.Bool("direct") && bs % 512 != 0) {
+    return "option 'block_size': " + o.Text("block_size") +
+           " must be a multiple of 512 with direct=true (O_DIRECT)";
   }
-
- private:
-  Status CreateFiles(const StopToken& stop);
-  struct Ring;  // a ring with its registered buffers and files
-#ifdef CODL_HAVE_URING
-  class RingLoop;  // one worker's ring: the steps of Loop()
-  Status Loop(WorkerContext& ctx);
-  // The ring with the best flags this kernel takes, then registered buffers and files;
-  // `disabled`: created IORING_SETUP_R_DISABLED, to be enabled by the thread that submits.
-  Status CreateRing(Ring* ring, bool disabled);
-#endif
-  void Note(const std::string& n) {
-    if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
+  if (!o.Bool("prefill") && ModeReads(o.String("mode"))) {
+    return "option 'prefill': false is only for write and randwrite (reading an unwritten "
+           "extent returns zeros without touching the device)";
   }
-
-  std::string mode_ = "randread";
-  int rwmix_read_ = 50;
-  uint64_t block_size_ = kMiB;
-  int queue_depth_ = 32;
-  unsigned complete_batch_ = 8;
-  int nr_files_ = 4;
-  uint64_t file_size_ = 256 * kMiB;
-  bool direct_ = true, prefill_ = true, reg_buffers_ = true, reg_files_ = true, sqpoll_ = false;
-  std::string dir_;
-  RunDir run_dir_;
-  std::vector<int> fds_;
-  AlignedBuffer buffers_;  // queue_depth × block_size
-  std::vector<std::string> notes_;
-  // The latest Run()'s first submit and first completion (FirstLoadTimes), set by its worker.
-  std::atomic<int64_t> first_submit_ns_{0}, first_complete_ns_{0};
-  std::unique_ptr<Ring> prepared_;  // PrepareStart's ring, for the next Run()
-};
+  if (o.Int("complete_batch") > o.Int("queue_depth")) {
+    return "option 'complete_batch' (" + o.Text("complete_batch") +
+           ") must not exceed 'queue_depth' (" + o.Text("queue_depth") + ")";
+  }
+  const double buffers = static_cast<double>(bs) * static_cast<double>(o.Int("queue_depth"));
+  if (buffers > kMaxBufferBytes) {
+    return "options 'queue_depth' x 'block_size' = " + o.Text("queue_depth") + " x " +
+           o.Text("block_size") + " needs " + FormatSize(buffers) + " of I/O buffers; at most 1GiB";
+  }
+  return "";
+}
 
 #ifdef CODL_HAVE_URING
 struct IoUringInjector::Ring {
@@ -234,114 +155,6 @@ Status IoUringInjector::PrepareStart() {
   auto ring = std::make_unique<Ring>();
   if (CreateRing(ring.get(), /*disabled=*/true).ok()) prepared_ = std::move(ring);
 #endif
-  return Status::Ok();
-}
-
-Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) {
-  mode_ = o.String("mode");
-  rwmix_read_ = static_cast<int>(o.Int("rwmix_read"));
-  block_size_ = o.Size("block_size");
-  queue_depth_ = static_cast<int>(o.Int("queue_depth"));
-  complete_batch_ = o.Int("complete_batch") > 0 ? static_cast<unsigned>(o.Int("complete_batch"))
-                                                : std::max(1, queue_depth_ / 4);
-  nr_files_ = static_cast<int>(o.Int("nr_files"));
-  file_size_ = o.Size("file_size") / block_size_ * block_size_;  // whole blocks only
-  direct_ = o.Bool("direct");
-  prefill_ = o.Bool("prefill") || ModeReads(mode_);
-  reg_buffers_ = o.Bool("registered_buffers");
-  reg_files_ = o.Bool("registered_files");
-  sqpoll_ = o.Bool("sqpoll");
-
-  auto dir = ResolveScratchDir(o.String("dir"), host.scratch_roots);
-  if (!dir.ok()) return Err("option 'dir': " + dir.error());
-  dir_ = *dir;
-  struct statvfs vfs;
-  const double need = static_cast<double>(file_size_) * nr_files_;
-  if (statvfs(dir_.c_str(), &vfs) == 0) {
-    const double avail = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
-    if (need > 0.95 * avail) {
-      return Err("io_uring: the file set needs " + FormatSize(need) +
-                 " (nr_files x file_size) but '" + dir_ + "' has " + FormatSize(avail) + " free");
-    }
-  }
-  // By descriptor from the scratch root: `dir_` was checked by name, and may have been swapped.
-  auto run_dir = RunDir::CreateBeneath(dir_, host.scratch_roots);
-  if (!run_dir.ok()) return Err("io_uring: " + run_dir.error());
-  run_dir_ = std::move(*run_dir);
-
-  buffers_ = AllocAligned(block_size_ * static_cast<uint64_t>(queue_depth_));
-  if (!buffers_) return Err("io_uring: cannot allocate I/O buffers");
-  // Incompressible, non-zero data: storage that compresses or dedups zeros must not cheat.
-  Rng rng{0x9e3779b97f4a7c15ULL};
-  auto* words = reinterpret_cast<uint64_t*>(buffers_.get());
-  for (size_t i = 0; i < block_size_ * queue_depth_ / 8; ++i) words[i] = rng.Next();
-  return CreateFiles(stop);
-}
-
-// Setup's cost is the file set: written in full (then fdatasync), or only preallocated with
-// prefill=false. The rates are deliberately low (a loaded, shared or network disk), because an
-// underestimate makes this antagonist start after the common start.
-double IoUringInjector::SetupEstimateS(const OptionValues& o, const HostInfo&) const {
-  constexpr double kFillBytesPerS = 256.0 * kMiB;
-  constexpr double kPerFileS = 0.05;  // create + fallocate + fdatasync of an empty file
-  const double files = static_cast<double>(o.Int("nr_files"));
-  const bool prefill = o.Bool("prefill") || ModeReads(o.String("mode"));
-  const double fill = prefill ? files * static_cast<double>(o.Size("file_size")) : 0;
-  return files * kPerFileS + fill / kFillBytesPerS;
-}
-
-Status IoUringInjector::CreateFiles(const StopToken& stop) {
-  const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (direct_ ? O_DIRECT : 0);
-  const size_t fill_chunk = std::min<uint64_t>(4 * kMiB, file_size_);
-  AlignedBuffer fill = prefill_ ? AllocAligned(fill_chunk) : nullptr;
-  if (fill) std::memcpy(fill.get(), buffers_.get(), std::min<size_t>(fill_chunk, block_size_));
-  if (fill) {  // spread the random block over the whole fill chunk
-    for (size_t off = block_size_; off < fill_chunk; off += block_size_) {
-      std::memcpy(fill.get() + off, buffers_.get(),
-                  std::min<size_t>(block_size_, fill_chunk - off));
-    }
-  }
-  for (int i = 0; i < nr_files_; ++i) {
-    const std::string name = "file." + std::to_string(i);
-    // openat on our own fresh run dir, O_EXCL|O_NOFOLLOW: never an existing file or a symlink.
-    const int fd = openat(run_dir_.fd(), name.c_str(), flags, 0600);
-    if (fd < 0) {
-      if (errno == EINVAL && direct_) return Err(DirectRefused(dir_, "open"));
-      return Err("io_uring: cannot create " + run_dir_.path() + "/" + name + ": " + Errno(errno));
-    }
-    fds_.push_back(fd);
-    if (fallocate(fd, 0, 0, static_cast<off_t>(file_size_)) != 0) {
-      if (errno == ENOSPC) return Err("io_uring: no space for the file set in '" + dir_ + "'");
-      if (ftruncate(fd, static_cast<off_t>(file_size_)) != 0) {  // fs without fallocate
-        return Err("io_uring: cannot size " + name + ": " + Errno(errno));
-      }
-    }
-    if (!fill) {
-      fdatasync(fd);  // persist the allocation now, not during the measurement
-      continue;
-    }
-    // Read modes need real data: a preallocated (unwritten) extent reads as zeros without
-    // touching the device, which would make the "flood" a no-op. Write modes fill too (fio's
-    // layout): a direct write into an unwritten extent also converts it, a metadata update
-    // and journal write per I/O that measured 0.82x fio's IOPS on randwrite 4 KiB.
-    for (uint64_t off = 0; off < file_size_; off += fill_chunk) {
-      if (stop.stop_requested()) return Err("stopped during setup");
-      const size_t len = std::min<uint64_t>(fill_chunk, file_size_ - off);
-      const ssize_t n = pwrite(fd, fill.get(), len, static_cast<off_t>(off));
-      if (n < 0 && errno == EINVAL && direct_) return Err(DirectRefused(dir_, "first write"));
-      if (n != static_cast<ssize_t>(len)) {
-        return Err("io_uring: filling " + name +
-                   " failed: " + (n < 0 ? Errno(errno) : "short write"));
-      }
-    }
-    // Flush the fill all the way down, O_DIRECT included: O_DIRECT bypasses the page cache,
-    // not the device's (or a VM host's) write cache, and writing back our own fill during the
-    // measurement would steal bandwidth from it. (fio does the same: create_fsync=1.)
-    if (fdatasync(fd) != 0)
-      return Err("io_uring: fdatasync of " + name + " failed: " + Errno(errno));
-    // Buffered mode: drop the data from the page cache so reads start cold.
-    if (!direct_) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  }
   return Status::Ok();
 }
 
@@ -615,8 +428,12 @@ Status IoUringInjector::Loop(WorkerContext& ctx) {
 }
 #endif  // CODL_HAVE_URING
 
-}  // namespace
+}  // namespace codl::injectors::io_uring_internal
 
-std::unique_ptr<Injector> MakeIoUringInjector() { return std::make_unique<IoUringInjector>(); }
+namespace codl::injectors {
+
+std::unique_ptr<Injector> MakeIoUringInjector() {
+  return std::make_unique<io_uring_internal::IoUringInjector>();
+}
 
 }  // namespace codl::injectors

@@ -1,0 +1,98 @@
+// The io_uring injector's class and the helpers its two halves share: io_uring.cc (descriptor,
+// options, the ring and its submit/reap loop, registration) and io_uring_setup.cc (Setup: the
+// scratch directory, the I/O buffers and the file set). Private to those files: the registry
+// knows only MakeIoUringInjector(). A named namespace, not an anonymous one, because both files
+// define members of the same class.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "injectors/injector.h"
+#include "injectors/paced_run.h"
+#include "injectors/scratch.h"
+#include "lib/common/units.h"
+
+namespace codl::injectors::io_uring_internal {
+
+inline std::string Errno(int err) { return std::strerror(err); }
+
+inline bool ModeReads(const std::string& m) { return m != "write" && m != "randwrite"; }
+
+// xorshift64*: fast, good enough to spread offsets; not for anything cryptographic.
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 2685821657736338717ULL;
+  }
+};
+
+struct AlignedDelete {
+  void operator()(char* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<char, AlignedDelete>;
+
+// The error for a filesystem that refuses O_DIRECT; `what` is the step that found out.
+std::string DirectRefused(const std::string& dir, const std::string& what);
+
+class IoUringInjector final : public Injector {
+ public:
+  ~IoUringInjector() override;
+
+  const Descriptor& descriptor() const override;
+  std::string Unsupported(const HostInfo&) const override;
+  using Injector::ToInjectorUnit;
+  Result<double> ToInjectorUnit(const Rate& rate, const OptionValues& o) const override;
+  std::string CheckOptions(const OptionValues& o) const override;
+
+  Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override;
+  double SetupEstimateS(const OptionValues& o, const HostInfo&) const override;
+  Result<RunSummary> Run(const Target& target, const StopToken& stop, Reporter& reporter) override;
+  Status PrepareStart() override;
+  FirstLoad FirstLoadTimes() const override {
+    return {first_submit_ns_.load(std::memory_order_relaxed),
+            first_complete_ns_.load(std::memory_order_relaxed)};
+  }
+
+ private:
+  Status CreateFiles(const StopToken& stop);
+  struct Ring;  // a ring with its registered buffers and files
+#ifdef CODL_HAVE_URING
+  class RingLoop;  // one worker's ring: the steps of Loop()
+  Status Loop(WorkerContext& ctx);
+  // The ring with the best flags this kernel takes, then registered buffers and files;
+  // `disabled`: created IORING_SETUP_R_DISABLED, to be enabled by the thread that submits.
+  Status CreateRing(Ring* ring, bool disabled);
+#endif
+  void Note(const std::string& n) {
+    if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
+  }
+
+  std::string mode_ = "randread";
+  int rwmix_read_ = 50;
+  uint64_t block_size_ = kMiB;
+  int queue_depth_ = 32;
+  unsigned complete_batch_ = 8;
+  int nr_files_ = 4;
+  uint64_t file_size_ = 256 * kMiB;
+  bool direct_ = true, prefill_ = true, reg_buffers_ = true, reg_files_ = true, sqpoll_ = false;
+  std::string dir_;
+  RunDir run_dir_;
+  std::vector<int> fds_;
+  AlignedBuffer buffers_;  // queue_depth × block_size
+  std::vector<std::string> notes_;
+  // The latest Run()'s first submit and first completion (FirstLoadTimes), set by its worker.
+  std::atomic<int64_t> first_submit_ns_{0}, first_complete_ns_{0};
+  std::unique_ptr<Ring> prepared_;  // PrepareStart's ring, for the next Run()
+};
+
+}  // namespace codl::injectors::io_uring_internal
