@@ -125,8 +125,8 @@ Status IoUringInjector::CreateFiles(const StopToken& stop) {
     }
     // Read modes need real data: a preallocated (unwritten) extent reads as zeros without
     // touching the device, which would make the "flood" a no-op. Write modes fill too (fio's
-    // layout): a direct write into an unwritten extent also converts it, a metadata update
-    // and journal write per I/O that measured 0.82x fio's IOPS on randwrite 4 KiB.
+    // layout): the first direct write into an unwritten extent also converts it (a metadata
+    // update), which a steady-state flood should not be measuring.
     for (uint64_t off = 0; off < file_size_; off += fill_chunk) {
       if (stop.stop_requested()) return Err("stopped during setup");
       const size_t len = std::min<uint64_t>(fill_chunk, file_size_ - off);
