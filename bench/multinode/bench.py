@@ -17,7 +17,6 @@ the step-time slowdown (codlctl results: median ratio, bootstrap CI) and the com
 `uptime` load before and after.
 """
 import argparse
-import ctypes
 import importlib.util
 import json
 import os
@@ -31,7 +30,6 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PR_SET_PDEATHSIG = 1
 
 
 def load(name, path):
@@ -42,10 +40,6 @@ def load(name, path):
 
 
 netns = load("skew_netns", os.path.join(HERE, "..", "skew", "netns.py"))  # Topology
-
-
-def die_with_parent():
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def uptime():
@@ -72,9 +66,7 @@ class Bench:
         self.ctl_addr = f"{self.topo.addr('c')}:7700"
 
     def spawn(self, role, argv, log):
-        f = open(os.path.join(self.work, log), "ab")
-        p = subprocess.Popen(self.topo.exec_argv(role, argv), stdout=f, stderr=subprocess.STDOUT,
-                             preexec_fn=die_with_parent)
+        p = self.topo.spawn(role, argv, os.path.join(self.work, log))
         self.procs.append(p)
         return p
 

@@ -34,7 +34,6 @@ A symmetric delay should leave the offset estimate unchanged; a one-way delay bi
 Ablation: --stub-injector runs bench/skew/stub_inject.c instead of codl-inject.
 """
 import argparse
-import ctypes
 import json
 import os
 import re
@@ -49,12 +48,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns  # noqa: E402
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent():
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def pct(values, p):
@@ -87,9 +80,7 @@ class Bench:
         self.ctl_addr = None
 
     def spawn(self, role, argv, log):
-        f = open(os.path.join(self.work, log), "ab")
-        p = subprocess.Popen(self.topo.exec_argv(role, argv), stdout=f, stderr=subprocess.STDOUT,
-                             preexec_fn=die_with_parent)
+        p = self.topo.spawn(role, argv, os.path.join(self.work, log))
         self.procs.append(p)
         return p
 

@@ -9,9 +9,16 @@ Layout (every interface lives in a namespace created here; the root namespace is
 Deleting the namespaces removes the bridge and every veth. bench/netns_cleanup.sh removes the
 leftovers of a killed run (anything named codl-t-* / codl-b-*).
 """
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
+
+
+def _die_with_parent():
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def run(argv, check=True, timeout=30, **kw):
@@ -57,6 +64,13 @@ class Topology:
 
     def exec_argv(self, role, argv):
         return [self.ip, "netns", "exec", self.ns(role), *argv]
+
+    def spawn(self, role, argv, log_path):
+        """Starts argv in role's namespace, both streams appended to log_path; the process is
+        killed if this Python process dies (PR_SET_PDEATHSIG), so no daemon outlives a bench."""
+        log = open(log_path, "ab")
+        return subprocess.Popen(self.exec_argv(role, argv), stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=_die_with_parent)
 
     def netem(self, role, delay, side):
         """Adds `delay` on host `role`'s link: side 'host' delays host->switch (its egress),

@@ -14,6 +14,7 @@
 #include "lib/spec/spec.h"
 #include "lib/store/store.h"
 #include "tests/controller/fake_agent.h"
+#include "tests/controller/run_plan.h"
 
 namespace codl::controller {
 namespace {
@@ -98,16 +99,7 @@ class DistributedVictimTest : public ::testing::Test {
   }
 
   Status Run(const experiment::ExperimentSpec& spec, ExperimentRecord* rec) {
-    rec->id = "exp-" + std::to_string(++counter_);
-    rec->name = spec.name;
-    rec->total_trials = static_cast<int>(experiment::ExpandPlan(spec).size());
-    EXPECT_TRUE(store_->CreateExperiment(*rec).ok());
-    struct L : RunListener {
-      void OnMessage(const std::string&) override {}
-      void OnTrialStarted(const experiment::PlannedTrial&) override {}
-      void OnTrialDone(const TrialRecord&) override {}
-    } listener;
-    return runner_->Run(*rec, spec, experiment::ExpandPlan(spec), cancel_, &listener);
+    return RunWholePlan(*runner_, *store_, spec, &counter_, cancel_, rec);
   }
 
   std::filesystem::path dir_;

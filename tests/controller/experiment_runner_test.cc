@@ -16,6 +16,7 @@
 #include "lib/spec/spec.h"
 #include "lib/store/store.h"
 #include "tests/controller/fake_agent.h"
+#include "tests/controller/run_plan.h"
 
 namespace codl::controller {
 namespace {
@@ -72,16 +73,7 @@ class RunnerTest : public ::testing::Test {
   }
 
   Status Run(const experiment::ExperimentSpec& spec, ExperimentRecord* rec) {
-    rec->id = "exp-" + std::to_string(++counter_);
-    rec->name = spec.name;
-    rec->total_trials = static_cast<int>(experiment::ExpandPlan(spec).size());
-    EXPECT_TRUE(store_->CreateExperiment(*rec).ok());
-    struct L : RunListener {
-      void OnMessage(const std::string&) override {}
-      void OnTrialStarted(const experiment::PlannedTrial&) override {}
-      void OnTrialDone(const TrialRecord&) override {}
-    } listener;
-    return runner_->Run(*rec, spec, experiment::ExpandPlan(spec), cancel_, &listener);
+    return RunWholePlan(*runner_, *store_, spec, &counter_, cancel_, rec);
   }
 
   // Every antagonist the agent started was asked to stop, and none is left running.

@@ -61,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadOption{"io_uring", "foo", "1",
                   "unknown option 'foo' for injector 'io_uring' (known: dir, mode, rwmix_read, "
                   "block_size, "
-                  "queue_depth, complete_batch, nr_files, file_size, prefill, direct, registered_buffers, "
+                  "queue_depth, complete_batch, nr_files, file_size, prefill, direct, "
+                  "registered_buffers, "
                   "registered_files, "
                   "sqpoll)"},
         BadOption{"memcpy", "threads", "0", "option 'threads': 0 is out of range [1, 1024]"},

@@ -19,16 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
-
 // One RFC 4180 record (quoted fields may hold commas and doubled quotes; no newlines here).
 std::vector<std::string> CsvFields(const std::string& line) {
   std::vector<std::string> fields(1);

@@ -20,6 +20,8 @@ std::string MakeTempDir(const std::string& prefix);  // under /tmp; caller remov
 void RemoveTree(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
+// The non-empty lines of `text`.
+std::vector<std::string> Lines(const std::string& text);
 
 int FreeLoopbackPort();
 

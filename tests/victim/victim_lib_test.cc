@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/victim/victim_test_util.h"
 #include "victim/dataset.h"
 #include "victim/decode.h"
 #include "victim/device.h"
@@ -22,24 +23,9 @@
 namespace codl::victim {
 namespace {
 
+using test_util::TempDir;
+
 namespace fs = std::filesystem;
-
-// A fresh folder under the build's temp area, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "codl-victim-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 RunOptions MustParseRun(std::vector<std::string> args) {
   auto r = ParseRunArgs(args);

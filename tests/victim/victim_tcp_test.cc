@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/victim/victim_test_util.h"
 #include "victim/device.h"
 #include "victim/options.h"
 #include "victim/tcp_allreduce.h"
@@ -27,6 +28,9 @@ extern char** environ;
 
 namespace codl::victim {
 namespace {
+
+using test_util::ReadFile;
+using test_util::TempDir;
 
 namespace fs = std::filesystem;
 
@@ -200,29 +204,6 @@ std::string BinDir() {
   if (const char* d = std::getenv("CODL_BIN_DIR")) return d;
   return fs::read_symlink("/proc/self/exe").parent_path().string();
 }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "codl-victim-tcp-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // codl-victim with `extra_env` added to this process's environment; stdout/stderr to files.
 pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
