@@ -9,7 +9,7 @@
 namespace codl::experiment {
 namespace {
 
-std::string ErrorOf(const std::string& yaml) {
+std::string DistributedErrorOf(const std::string& yaml) {
   auto spec = ParseExperiment(yaml, "e.yaml");
   return spec.ok() ? "(parsed)" : spec.error();
 }
@@ -34,39 +34,43 @@ TEST(DistributedVictimSpec, ParsesNodesAndPort) {
             "victim: distributed, one rank per node of hosts: [b, a] (ranks 0..N-1 in agent-id "
             "order; rank 0's node is MASTER_ADDR), master port 29600");
   // A label selector may match many nodes: checked when the controller places it.
-  EXPECT_EQ(ErrorOf("name: x\nvictim: {command: [a], distributed: true, nodes: {labels: {r: "
-                    "v}}}\n"),
-            "(parsed)");
+  EXPECT_EQ(
+      DistributedErrorOf("name: x\nvictim: {command: [a], distributed: true, nodes: {labels: {r: "
+                         "v}}}\n"),
+      "(parsed)");
 }
 
 TEST(DistributedVictimSpec, FewerThanTwoNodesIsAnErrorAtTheSelector) {
-  EXPECT_EQ(ErrorOf("name: x\nvictim:\n  command: [a]\n  distributed: true\n  nodes: [a]\n"),
-            "e.yaml:5:10: victim.nodes: distributed: true needs at least 2 nodes (one rank per "
-            "node); victim.nodes selects hosts: [a]");
-  EXPECT_EQ(ErrorOf("name: x\nnodes: {count: 1}\nvictim:\n  command: [a]\n  distributed: true\n"),
+  EXPECT_EQ(
+      DistributedErrorOf("name: x\nvictim:\n  command: [a]\n  distributed: true\n  nodes: [a]\n"),
+      "e.yaml:5:10: victim.nodes: distributed: true needs at least 2 nodes (one rank per "
+      "node); victim.nodes selects hosts: [a]");
+  EXPECT_EQ(DistributedErrorOf(
+                "name: x\nnodes: {count: 1}\nvictim:\n  command: [a]\n  distributed: true\n"),
             "e.yaml:5:16: victim.distributed: distributed: true needs at least 2 nodes (one rank "
             "per node); the experiment's nodes selects count: 1");
 }
 
 TEST(DistributedVictimSpec, PortRangeAndPortWithoutDistributed) {
-  EXPECT_NE(ErrorOf("name: x\nvictim: {command: [a], distributed: true, nodes: [a, b], "
-                    "master_port: 80}\n")
+  EXPECT_NE(DistributedErrorOf("name: x\nvictim: {command: [a], distributed: true, nodes: [a, b], "
+                               "master_port: 80}\n")
                 .find("victim.master_port"),
             std::string::npos);
-  EXPECT_EQ(ErrorOf("name: x\nvictim:\n  command: [a]\n  master_port: 29501\n"),
+  EXPECT_EQ(DistributedErrorOf("name: x\nvictim:\n  command: [a]\n  master_port: 29501\n"),
             "e.yaml:4:3: victim.master_port: only used with distributed: true");
-  EXPECT_NE(
-      ErrorOf("name: x\nvictim: {command: [a], distributed: maybe}\n").find("victim.distributed"),
-      std::string::npos);
+  EXPECT_NE(DistributedErrorOf("name: x\nvictim: {command: [a], distributed: maybe}\n")
+                .find("victim.distributed"),
+            std::string::npos);
 }
 
 TEST(DistributedVictimSpec, TheRanksVariablesAreTheControllers) {
-  EXPECT_EQ(ErrorOf("name: x\nvictim:\n  command: [a]\n  distributed: true\n  nodes: [a, b]\n"
-                    "  env: {OMP_NUM_THREADS: '1', MASTER_PORT: '1'}\n"),
-            "e.yaml:6:31: victim.env.MASTER_PORT: set by the controller for each rank of a "
-            "distributed victim; remove it");
+  EXPECT_EQ(
+      DistributedErrorOf("name: x\nvictim:\n  command: [a]\n  distributed: true\n  nodes: [a, b]\n"
+                         "  env: {OMP_NUM_THREADS: '1', MASTER_PORT: '1'}\n"),
+      "e.yaml:6:31: victim.env.MASTER_PORT: set by the controller for each rank of a "
+      "distributed victim; remove it");
   // Not distributed: the user's own RANK is passed through untouched.
-  EXPECT_EQ(ErrorOf("name: x\nvictim: {command: [a], env: {RANK: '3'}}\n"), "(parsed)");
+  EXPECT_EQ(DistributedErrorOf("name: x\nvictim: {command: [a], env: {RANK: '3'}}\n"), "(parsed)");
 }
 
 TEST(DistributedVictimSpec, EnvironmentOfARank) {
