@@ -143,7 +143,10 @@ TEST_F(DaemonHealthTest, AgentServesHealthWithoutAControllerAndDrainsOnSigterm) 
   ASSERT_TRUE(
       testing::WaitUntil([&] { return Check(main, "codl.v1.Agent") == Serving::kServing; }, 20))
       << testing::ReadFile(log);
-  EXPECT_EQ(Check(health, "codl.v1.Agent"), Serving::kServing);
+  // The health port opens after the main one (its own server); a probe retries, so may we.
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return Check(health, "codl.v1.Agent") == Serving::kServing; }, 20))
+      << testing::ReadFile(log);
   EXPECT_EQ(Check(health, ""), Serving::kServing);
   agent.Signal(SIGTERM);
   EXPECT_TRUE(testing::WaitUntil([&] { return Check(main, "") != Serving::kServing; }, 10));
