@@ -128,7 +128,8 @@ class CpuInjector final : public Injector {
       return Status::Ok();
     };
     ScaledReporter scaled(reporter, kNsPerS);
-    Target inner = target.is_max() ? target : Target::Rate(target.rate * kNsPerS);
+    Target inner = target;  // the start gate too
+    if (!inner.is_max()) inner.rate *= kNsPerS;
     auto summary = RunPaced(spec, inner, stop, scaled, worker);
     if (!summary.ok()) return summary;
     summary->achieved_rate /= kNsPerS;

@@ -15,6 +15,7 @@
 // codl-inject on bare GPU boxes and must not depend on CUDA, liburing or gRPC.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -71,10 +72,22 @@ struct HostInfo {
 
 // What to hold. kMax = as fast as possible (calibration); kRate = an absolute rate in the
 // injector's unit (a level is converted by the caller: level × calibrated peak).
+// A synchronized start (codl-inject --start-at): the load begins at `at_unix_ns`
+// (CLOCK_REALTIME), not before, and whatever can be made ready before it is (RunPaced creates
+// its worker threads first and holds them at the instant, so only their wake-up is left at
+// it). Run() stamps `started_unix_ns` when the load began: the first worker left the wait.
+struct StartGate {
+  int64_t at_unix_ns = 0;
+  std::atomic<int64_t> started_unix_ns{0};
+};
+
 struct Target {
   enum class Kind { kMax, kRate };
   Kind kind = Kind::kMax;
   double rate = 0;
+  // Null: begin at once. Otherwise Run() honours the gate: RunPaced does; an injector with a
+  // loop of its own calls AwaitStart() (start_wait.h) first. Owned by the caller.
+  StartGate* start = nullptr;
   static Target Max() { return Target{}; }
   static Target Rate(double r) { return Target{Kind::kRate, r}; }
   bool is_max() const { return kind == Kind::kMax; }

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "injectors/injector.h"
 #include "injectors/io_uring_injector.h"
 #include "injectors/paced_run.h"
+#include "injectors/start_wait.h"
 #include "lib/common/units.h"
 
 namespace codl::injectors::io_uring_internal {
@@ -182,19 +184,6 @@ namespace {
 bool ModeWrites(const std::string& m) { return m != "read" && m != "randread"; }
 bool ModeRandom(const std::string& m) { return m.rfind("rand", 0) == 0; }
 
-int64_t RealtimeNanos() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-// Stamps `slot` with the time now unless it already holds one: the first event wins.
-void StampOnce(std::atomic<int64_t>& slot) {
-  if (slot.load(std::memory_order_relaxed) != 0) return;
-  int64_t unset = 0;
-  slot.compare_exchange_strong(unset, RealtimeNanos(), std::memory_order_relaxed);
-}
-
 // Creates the ring with the best flags this kernel accepts (fio-style probing).
 int SetupRing(io_uring* ring, unsigned entries, bool sqpoll, unsigned extra_flags,
               std::string* note) {
@@ -313,6 +302,15 @@ class IoUringInjector::RingLoop {
     return {file, offset};
   }
 
+  // Makes the next write's data differ from every earlier one (a new word every 4 KiB, as fio's
+  // scramble_buffers): a deduplicating device must store each write, not count references.
+  void Scramble(char* buf, unsigned len) {
+    for (unsigned off = 0; off + 8 <= len; off += kUniqueStrideBytes) {
+      const uint64_t v = rng_.Next();
+      std::memcpy(buf + off, &v, sizeof v);
+    }
+  }
+
   bool Prep(unsigned slot) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_->ring);
     if (sqe == nullptr) return false;  // SQ full (cannot happen with entries >= qd; be safe)
@@ -322,6 +320,7 @@ class IoUringInjector::RingLoop {
     char* buf = Buffer(slot);
     const int fd = ring_->fixed_files ? static_cast<int>(file) : inj_.fds_[file];
     const unsigned len = static_cast<unsigned>(inj_.block_size_);
+    if (!is_read) Scramble(buf, len);
     if (ring_->fixed_bufs) {
       if (is_read) io_uring_prep_read_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));
       else io_uring_prep_write_fixed(sqe, fd, buf, len, offset, static_cast<int>(slot));

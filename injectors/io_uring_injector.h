@@ -36,6 +36,10 @@ struct Rng {
   }
 };
 
+// Written data gets a fresh random word every this many bytes (fill and every write), so no
+// two 4 KiB blocks of a run are alike: deduplicating storage cannot cheat the flood.
+inline constexpr size_t kUniqueStrideBytes = 4096;
+
 struct AlignedDelete {
   void operator()(char* p) const { std::free(p); }
 };

@@ -97,12 +97,10 @@ Status IoUringInjector::CreateFiles(const StopToken& stop) {
   const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (direct_ ? O_DIRECT : 0);
   const size_t fill_chunk = std::min<uint64_t>(4 * kMiB, file_size_);
   AlignedBuffer fill = prefill_ ? AllocAligned(fill_chunk) : nullptr;
-  if (fill) std::memcpy(fill.get(), buffers_.get(), std::min<size_t>(fill_chunk, block_size_));
-  if (fill) {  // spread the random block over the whole fill chunk
-    for (size_t off = block_size_; off < fill_chunk; off += block_size_) {
-      std::memcpy(fill.get() + off, buffers_.get(),
-                  std::min<size_t>(block_size_, fill_chunk - off));
-    }
+  Rng rng{0x6a09e667f3bcc909ULL};
+  auto* fill_words = reinterpret_cast<uint64_t*>(fill.get());
+  if (fill) {  // random data, and below each 4 KiB of each chunk made unique
+    for (size_t k = 0; k < fill_chunk / 8; ++k) fill_words[k] = rng.Next();
   }
   for (int i = 0; i < nr_files_; ++i) {
     const std::string name = "file." + std::to_string(i);
@@ -130,6 +128,9 @@ Status IoUringInjector::CreateFiles(const StopToken& stop) {
     for (uint64_t off = 0; off < file_size_; off += fill_chunk) {
       if (stop.stop_requested()) return Err("stopped during setup");
       const size_t len = std::min<uint64_t>(fill_chunk, file_size_ - off);
+      // Every 4 KiB written differs from every other: storage that deduplicates (ZFS, VDO, some
+      // arrays and VM hosts) must not serve the whole file set from one physical block.
+      for (size_t k = 0; k < len / 8; k += kUniqueStrideBytes / 8) fill_words[k] = rng.Next();
       const ssize_t n = pwrite(fd, fill.get(), len, static_cast<off_t>(off));
       if (n < 0 && errno == EINVAL && direct_) return Err(DirectRefused(dir_, "first write"));
       if (n != static_cast<ssize_t>(len)) {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "injectors/start_wait.h"
+
 namespace codl::injectors {
 
 void Summarize(const std::vector<IntervalPoint>& points, double report_period_s,
@@ -54,7 +56,8 @@ class PacedRun {
         reporter_(reporter),
         pacer_(clock_, spec.burst_s),
         run_stop_(stop),  // ends the workers: caller's stop, end of run, or a worker error
-        t0_(clock_.Now()),
+        gate_(target.start),
+        t0_(StartTime(clock_, target.start)),
         target_rate_(target.is_max() ? 0 : target.rate) {
     if (target.is_max()) {
       pacer_.SetRate(std::numeric_limits<double>::infinity());
@@ -77,9 +80,11 @@ class PacedRun {
 
     RunSummary summary;
     Summarize(points_, spec_.report_period_s, spec_.ops_name, &summary);
-    if (points_.size() < 2) summary.seconds = now - t0_;
+    if (points_.size() < 2) summary.seconds = std::max(0.0, now - t0_);  // stopped at the gate
     // Saturated: the resource delivered clearly less than asked (controller at its limit).
-    summary.saturated = controller_ && summary.achieved_rate < 0.97 * target_rate_;
+    // (Not when it never began: stopped at the start gate.)
+    summary.saturated =
+        controller_ && summary.seconds > 0 && summary.achieved_rate < 0.97 * target_rate_;
     return summary;
   }
 
@@ -89,6 +94,11 @@ class PacedRun {
     for (int i = 0; i < spec_.workers; ++i) {
       threads_.emplace_back([this, &worker, i] {
         WorkerContext ctx{i, pacer_, meter_, run_stop_.token()};
+        // Held at the start gate: the thread exists before the start, only its wake-up is
+        // left at the instant. Worker 0 spins through the last stretch (it is normally the one
+        // that stamps the start); the others sleep to it, so N spinners do not fight for CPUs
+        // that other nodes' starts want at the same instant.
+        if (!AwaitStart(gate_, ctx.stop, i == 0 ? kStartSpinNs : 0)) return;
         Status status = worker(ctx);
         if (!status.ok()) {
           std::lock_guard<std::mutex> lock(error_mu_);
@@ -137,13 +147,21 @@ class PacedRun {
     reporter_.Report(s);
   }
 
+  // The steady-clock time of the start: the gate's instant when it is ahead, else now.
+  static double StartTime(const SteadyClock& clock, const StartGate* gate) {
+    const double now = clock.Now();
+    if (gate == nullptr) return now;
+    return now + std::max(0.0, static_cast<double>(gate->at_unix_ns - RealtimeNanos()) * 1e-9);
+  }
+
   const PacedRunSpec& spec_;
   Reporter& reporter_;
   SteadyClock clock_;
   Pacer pacer_;
   Meter meter_;
   StopSource run_stop_;
-  const double t0_;
+  StartGate* const gate_;
+  const double t0_;  // the load's start: intervals, the controller and the summary count from it
   const double target_rate_;
   std::optional<RateController> controller_;
   std::vector<std::thread> threads_;

@@ -8,6 +8,9 @@
 //   return Status::Ok();
 // Workers that wait on something else (io_uring completions) use ctx.pacer.TryAcquire().
 //
+// A synchronized start (Target::start): the workers are created first and wait at the gate;
+// intervals, the rate controller and the summary count from the start instant.
+//
 // Summary statistics skip a settle period of min(1 s, 25% of the phase), rounded up to a
 // report boundary, so calibration peaks and level accuracy are not diluted by the ramp.
 #pragma once

@@ -31,6 +31,7 @@
 #include "injectors/pagecache_memory.h"
 #include "injectors/rate_controller.h"
 #include "injectors/scratch.h"
+#include "injectors/start_wait.h"
 #include "lib/common/units.h"
 
 namespace codl::injectors {
@@ -293,6 +294,7 @@ Result<RunSummary> PagecacheInjector::Run(const Target& target, const StopToken&
                                           Reporter& reporter) {
   auto holding = MakeHolding();
   if (!holding.ok()) return Err(holding.error());
+  if (!AwaitStart(target.start, stop)) return RunSummary{};  // stopped before the start
   Holding& h = **holding;
   uint64_t desired = target.is_max() ? std::numeric_limits<uint64_t>::max()
                                      : static_cast<uint64_t>(std::max(0.0, target.rate));

@@ -12,9 +12,9 @@
 
 #include "injectors/codl-inject/args.h"
 #include "injectors/codl-inject/output.h"
-#include "injectors/codl-inject/start_wait.h"
 #include "injectors/registry.h"
 #include "injectors/scratch.h"
+#include "injectors/start_wait.h"
 #include "lib/common/json_line.h"
 #include "lib/common/units.h"
 #include "lib/common/version.h"
@@ -116,7 +116,7 @@ class RunSession {
     if (auto rc = CalibrateIfNeeded()) return *rc;
     ResolveTarget();
     if (auto rc = PrepareStart()) return *rc;
-    if (!AwaitCommonStart()) return Finish({});
+    NoteReady();
     return Load();
   }
 
@@ -195,30 +195,34 @@ class RunSession {
     return std::nullopt;
   }
 
-  // A synchronized start: everything slow (setup, calibration, process start) is done; wait
-  // for the common start time and note when the load actually began and how the preparation
-  // went (StartAccount, printed with the first interval). False when stopped.
-  bool AwaitCommonStart() {
-    if (args_.start_at_unix_ns <= 0) return true;
+  // A synchronized start: everything slow (setup, calibration, process start) is done. The
+  // wait for the common start is the injector's (Target::start: RunPaced creates its threads
+  // now and holds them at the instant); how it went is the StartAccount, printed with the
+  // first interval.
+  void NoteReady() {
+    if (args_.start_at_unix_ns <= 0) return;
     start_.start_at_unix_ns = args_.start_at_unix_ns;
-    start_.ready_unix_ns = RealtimeNanos();
-    if (!WaitUntilUnixNs(args_.start_at_unix_ns, stop_)) return false;
-    start_.started_unix_ns = RealtimeNanos();  // printed with the first interval (Load)
-    return true;
+    start_.ready_unix_ns = injectors::RealtimeNanos();
+    gate_.at_unix_ns = args_.start_at_unix_ns;
   }
 
   int Load() {
-    const injectors::Target t = args_.intensity == Intensity::kMax
-                                    ? injectors::Target::Max()
-                                    : injectors::Target::Rate(target_);
+    injectors::Target t = args_.intensity == Intensity::kMax ? injectors::Target::Max()
+                                                             : injectors::Target::Rate(target_);
     // --duration is enforced here, by the tool itself, not left to whoever started us; it counts
-    // from the moment the load begins.
+    // from the moment the load begins (the common start, when there is one).
+    double until_start_s = 0;
+    if (args_.start_at_unix_ns > 0) {
+      t.start = &gate_;
+      until_start_s = std::max<double>(
+          0, static_cast<double>(args_.start_at_unix_ns - injectors::RealtimeNanos()) * 1e-9);
+    }
     const injectors::StopToken run_stop =
-        args_.duration_s > 0 ? stop_.WithDeadline(args_.duration_s) : stop_;
+        args_.duration_s > 0 ? stop_.WithDeadline(until_start_s + args_.duration_s) : stop_;
     auto reporter = MakeReporter(args_.json, summary_.unit, "run");
     StartAccountReporter* account = nullptr;
     if (args_.json && args_.start_at_unix_ns > 0) {
-      auto r = std::make_unique<StartAccountReporter>(inj_, start_, std::move(reporter));
+      auto r = std::make_unique<StartAccountReporter>(inj_, start_, gate_, std::move(reporter));
       account = r.get();
       reporter = std::move(r);
     }
@@ -251,6 +255,7 @@ class RunSession {
   injectors::OptionValues options_;
   SummaryFields summary_;
   StartAccount start_;
+  injectors::StartGate gate_;
   double target_ = 0;
 };
 

@@ -38,6 +38,8 @@ void JsonReporter::Report(const injectors::Sample& s) {
 }
 
 void StartAccountReporter::Finish() {
+  account_.started_unix_ns = gate_.started_unix_ns.load(std::memory_order_relaxed);
+  if (account_.started_unix_ns == 0) return;  // stopped before the start: no load, no account
   if (!account_printed_) {
     account_printed_ = true;
     JsonLine line;

@@ -40,18 +40,21 @@ struct StartAccount {
 // rather than at the start instant: at that instant the CPUs belong to the load starting here
 // and on every other node sharing them, and the line wakes the agent (which replies to the
 // controller at once). Passes every sample on; Finish() prints what no sample did (a run too
-// short to report). Only in a synchronized start, so plain runs keep their stream unchanged.
+// short to report; nothing when it was stopped before the start). Only in a synchronized start,
+// so plain runs keep their stream unchanged.
 class StartAccountReporter final : public injectors::Reporter {
  public:
+  // started_unix_ns comes from `gate` (the injector stamps it when its load begins).
   StartAccountReporter(const injectors::Injector& inj, StartAccount account,
-                       std::unique_ptr<injectors::Reporter> inner)
-      : inj_(inj), account_(account), inner_(std::move(inner)) {}
+                       const injectors::StartGate& gate, std::unique_ptr<injectors::Reporter> inner)
+      : inj_(inj), account_(account), gate_(gate), inner_(std::move(inner)) {}
   void Report(const injectors::Sample& s) override;
   void Finish();
 
  private:
   const injectors::Injector& inj_;
-  const StartAccount account_;
+  StartAccount account_;
+  const injectors::StartGate& gate_;
   std::unique_ptr<injectors::Reporter> inner_;
   bool account_printed_ = false, first_load_printed_ = false;
 };

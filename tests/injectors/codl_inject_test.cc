@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "injectors/registry.h"
 #include "tests/injectors/test_util.h"
@@ -19,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::vector<std::string> Cmd(std::vector<std::string> args) { return CodlInjectCmd(args); }
 
@@ -88,6 +90,26 @@ TEST(CodlInjectTest, StartAtDefersTheLoadAndReportsWhenItBegan) {
   for (const auto& line : lines) {
     EXPECT_FALSE(JsonHas(line, "first_load_unix_ns")) << "noop does not track its first load";
   }
+}
+
+// Stopped while it waits for the start: no load, no account of a start that never came, and a
+// summary that does not call the zero rate "saturated".
+TEST(CodlInjectTest, SigtermBeforeTheStartRunsNothing) {
+  const int64_t start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count() +
+                           30'000'000'000LL;
+  Child child({CodlInjectPath(), "noop", "--rate", "1000", "--json", "--start-at",
+               std::to_string(start_at)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(child.pid(), SIGTERM);
+  ASSERT_EQ(child.Wait(5), 0) << "not stopped within 5 s of SIGTERM during the wait";
+  const std::string out = child.ReadRest();
+  EXPECT_THAT(out, Not(HasSubstr("started_unix_ns")));
+  EXPECT_THAT(out, Not(HasSubstr("\"t_s\"")));
+  EXPECT_THAT(out, HasSubstr("\"stopped_by_signal\":true"));
+  EXPECT_THAT(out, HasSubstr("\"seconds\":0,"));
+  EXPECT_THAT(out, HasSubstr("\"saturated\":false"));
 }
 
 // An io_uring flood with --start-at says when its first I/O was submitted and when it completed

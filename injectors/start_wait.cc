@@ -1,10 +1,10 @@
-#include "injectors/codl-inject/start_wait.h"
+#include "injectors/start_wait.h"
 
 #include <time.h>
 
 #include <algorithm>
 
-namespace codl::inject {
+namespace codl::injectors {
 
 int64_t RealtimeNanos() {
   timespec ts{};
@@ -12,7 +12,7 @@ int64_t RealtimeNanos() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-bool WaitUntilUnixNs(int64_t deadline_unix_ns, const injectors::StopToken& stop, int64_t spin_ns) {
+bool WaitUntilUnixNs(int64_t deadline_unix_ns, const StopToken& stop, int64_t spin_ns) {
   constexpr int64_t kStopCheckNs = 20'000'000;
   const int64_t spin_from = deadline_unix_ns - std::max<int64_t>(spin_ns, 0);
   for (int64_t now = RealtimeNanos(); now < spin_from; now = RealtimeNanos()) {
@@ -28,4 +28,17 @@ bool WaitUntilUnixNs(int64_t deadline_unix_ns, const injectors::StopToken& stop,
   return !stop.stop_requested();
 }
 
-}  // namespace codl::inject
+void StampOnce(std::atomic<int64_t>& slot) {
+  if (slot.load(std::memory_order_relaxed) != 0) return;
+  int64_t unset = 0;
+  slot.compare_exchange_strong(unset, RealtimeNanos(), std::memory_order_relaxed);
+}
+
+bool AwaitStart(StartGate* gate, const StopToken& stop, int64_t spin_ns) {
+  if (gate == nullptr) return !stop.stop_requested();
+  if (!WaitUntilUnixNs(gate->at_unix_ns, stop, spin_ns)) return false;
+  StampOnce(gate->started_unix_ns);
+  return true;
+}
+
+}  // namespace codl::injectors
