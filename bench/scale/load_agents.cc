@@ -236,7 +236,8 @@ void Load::SendRegister(LoadAgent* a) {
           }
           interval = s.ok() ? interval_s_.load() : 0.25;  // the real agent retries every 0.25 s
         }
-        timers_.Post(NowNs() + static_cast<int64_t>(interval * 1e9), [this, a] { Tick(a); });
+        timers_.PostCoalesced(NowNs() + static_cast<int64_t>(interval * 1e9),
+                              [this, a] { Tick(a); });
         --in_flight_;
       });
 }
@@ -287,7 +288,8 @@ void Load::SendHeartbeat(LoadAgent* a) {
         if (stats_.rtts_s.size() < 2'000'000) stats_.rtts_s.push_back(a->last_rtt_s);
       }
     }
-    timers_.Post(t3 + static_cast<int64_t>(interval_s_.load() * 1e9), [this, a] { Tick(a); });
+    timers_.PostCoalesced(t3 + static_cast<int64_t>(interval_s_.load() * 1e9),
+                          [this, a] { Tick(a); });
     --in_flight_;
   });
 }

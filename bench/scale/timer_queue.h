@@ -23,11 +23,22 @@ class TimerQueue {
   TimerQueue() : thread_([this] { Loop(); }) {}
   ~TimerQueue() { Stop(); }
   void Post(int64_t at_ns, std::function<void()> fn) {
+    bool earliest;
     {
       std::lock_guard<std::mutex> l(mu_);
+      earliest = q_.empty() || at_ns < q_.top().at;
       q_.push(Item{at_ns, seq_++, std::move(fn)});
     }
-    cv_.notify_one();
+    // Only a new earliest item changes when the thread must wake: 10,000 agents post 10,000
+    // heartbeats a second, and waking the thread for each cost a futex round trip per post.
+    if (earliest) cv_.notify_one();
+  }
+  // The same, rounded up to the next millisecond (never early, at most 1 ms late): the periodic
+  // sends of many agents then share wake-ups (10,000 agents at 1 Hz: <= 1,000 wake-ups a
+  // second instead of 10,000), as each real agent's timer has its own slack.
+  void PostCoalesced(int64_t at_ns, std::function<void()> fn) {
+    constexpr int64_t kGrainNs = 1'000'000;
+    Post((at_ns + kGrainNs - 1) / kGrainNs * kGrainNs, std::move(fn));
   }
   void Stop() {
     {
@@ -63,7 +74,8 @@ class TimerQueue {
       // in parallel on their own host, not one after another on this one thread.
       std::vector<std::function<void()>> due;
       while (!q_.empty() && q_.top().at <= now) {
-        due.push_back(q_.top().fn);
+        // top() is const; moving out of it is safe because pop() follows at once.
+        due.push_back(std::move(const_cast<Item&>(q_.top()).fn));
         q_.pop();
       }
       l.unlock();
