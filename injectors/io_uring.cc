@@ -72,6 +72,10 @@ const Descriptor& IoUringInjector::descriptor() const {
           BoolOption("registered_buffers", "true",
                      "register I/O buffers with the ring (falls back if refused)"),
           BoolOption("registered_files", "true", "register files with the ring (falls back)"),
+          BoolOption("huge_buffers", "true",
+                     "back I/O buffers of >= 2 MiB with transparent huge pages, so a large "
+                     "block reaches the device as one request (not split at its segment "
+                     "limit)"),
           BoolOption("sqpoll", "false", "kernel submission thread (falls back if refused)"),
       },
       Capabilities{.writes_scratch = true},

@@ -45,6 +45,13 @@ struct AlignedDelete {
 };
 using AlignedBuffer = std::unique_ptr<char, AlignedDelete>;
 
+// The ring's I/O buffers: `bytes`, 4 KiB-aligned. huge: 2 MiB-aligned and madvise'd
+// MADV_HUGEPAGE (transparent huge pages), so one block is physically contiguous and an O_DIRECT
+// I/O of it is one segment list entry: with 4 KiB pages a 1 MiB block is 256 segments, more
+// than a virtio disk's 254, and reaches the device as two requests. `note` says why huge pages
+// were not asked for (the kernel refused the advice; THP off). Null when out of memory.
+AlignedBuffer AllocIoBuffers(size_t bytes, bool huge, std::string* note);
+
 // The error for a filesystem that refuses O_DIRECT; `what` is the step that found out.
 std::string DirectRefused(const std::string& dir, const std::string& what);
 
@@ -89,6 +96,7 @@ class IoUringInjector final : public Injector {
   int nr_files_ = 4;
   uint64_t file_size_ = 256 * kMiB;
   bool direct_ = true, prefill_ = true, reg_buffers_ = true, reg_files_ = true, sqpoll_ = false;
+  bool huge_buffers_ = true;
   std::string dir_;
   RunDir run_dir_;
   std::vector<int> fds_;

@@ -4,12 +4,16 @@
 // buffer unchanged).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <string>
 
+#include "injectors/io_uring_injector.h"
 #include "injectors/registry.h"
 #include "injectors/stop_token.h"
 #include "tests/injectors/test_util.h"
@@ -99,6 +103,56 @@ TEST(IoUringDataTest, EveryWriteCarriesNewData) {
   const auto [distinct, nonzero] = DistinctBlocks(data);
   ASSERT_GT(nonzero, 16u) << "the flood wrote almost nothing in 0.3 s";
   EXPECT_EQ(distinct, nonzero) << "writes repeat their buffers' data";
+}
+
+// "always", "madvise" or "never": the bracketed word of the THP setting ("" when unknown).
+std::string ThpMode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  const size_t a = all.find('['), b = all.find(']');
+  return a == std::string::npos || b == std::string::npos ? "" : all.substr(a + 1, b - a - 1);
+}
+
+// The THPeligible flag of the mapping holding `p` in /proc/self/smaps (-1: not found).
+int ThpEligible(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find('-')) {
+      inside = lo <= addr && addr < hi;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return std::atoi(line.c_str() + 12);
+    }
+  }
+  return -1;
+}
+
+// Large blocks reach the device whole only from physically contiguous buffers: the buffers are
+// 2 MiB-aligned and advised for transparent huge pages (a 1 MiB read doubled on a virtio disk,
+// docs/performance.md); huge_buffers=false keeps plain pages.
+TEST(IoUringDataTest, LargeBuffersAskForHugePages) {
+  using io_uring_internal::AllocIoBuffers;
+  const std::string mode = ThpMode();
+  if (mode.empty() || mode == "never") GTEST_SKIP() << "transparent huge pages off here";
+  std::string note;
+  auto huge = AllocIoBuffers(4u << 20, true, &note);
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(huge.get()) % (2u << 20), 0u);
+  std::memset(huge.get(), 1, 4u << 20);
+  if (ThpEligible(huge.get()) == -1) GTEST_SKIP() << "no THPeligible in /proc/self/smaps";
+  EXPECT_EQ(ThpEligible(huge.get()), 1);
+  if (mode == "madvise") {  // under "always" every large mapping is eligible
+    auto plain = AllocIoBuffers(4u << 20, false, &note);
+    ASSERT_TRUE(plain);
+    std::memset(plain.get(), 1, 4u << 20);
+    EXPECT_EQ(ThpEligible(plain.get()), 0);
+  }
+  auto small = AllocIoBuffers(64u << 10, true, &note);  // under 2 MiB: plain pages, 4 KiB-aligned
+  ASSERT_TRUE(small);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.get()) % 4096, 0u);
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "block_size, "
                   "queue_depth, complete_batch, nr_files, file_size, prefill, direct, "
                   "registered_buffers, "
-                  "registered_files, "
+                  "registered_files, huge_buffers, "
                   "sqpoll)"},
         BadOption{"memcpy", "threads", "0", "option 'threads': 0 is out of range [1, 1024]"},
         BadOption{"memcpy", "buffer_size", "1KiB",
