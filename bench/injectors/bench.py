@@ -150,9 +150,19 @@ def device_view(path, before, after, direction):
     return {"requests": n, "mean_ms": round((t1 - t0) / n, 3), "mean_kib": round((s1 - s0) * 512 / n / 1024, 1)}
 
 
+def quiesce():
+    """Before each storage run: the previous run's file set was just deleted, and on a filesystem
+    mounted with `discard` the deletion reaches the device as discards when the journal commits
+    (ext4: up to 5 s later), i.e. inside the next run's measurement, which one of the two tools
+    then pays. sync commits it (and its discards) now; 1 s lets the device settle."""
+    os.sync()
+    time.sleep(1)
+
+
 def with_device_view(fn, path, direction):
     """Wraps a run returning (bw, iops) to return (bw, iops, device view or None)."""
     def run_():
+        quiesce()
         before = read_block_stat(path) if path else None
         bw, iops = fn()
         view = device_view(path, before, read_block_stat(path), direction) if path else None
