@@ -23,11 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class NullReporter final : public Reporter {
- public:
-  void Report(const Sample&) override {}
-};
-
 // The one file of the injector's run directory under `root`.
 std::string ReadOnlyDataFile(const std::string& root) {
   for (const auto& e : fs::recursive_directory_iterator(root)) {
@@ -96,7 +91,7 @@ TEST(IoUringDataTest, EveryWriteCarriesNewData) {
   if (err.find("disabled") != std::string::npos) GTEST_SKIP() << err;
   ASSERT_EQ(err, "");
   StopSource stop;
-  NullReporter reporter;
+  codl::testing::NullReporter reporter;
   auto run = f.inj->Run(Target::Max(), stop.token().WithDeadline(0.3), reporter);
   ASSERT_TRUE(run.ok()) << run.error();
   const std::string data = ReadOnlyDataFile(f.scratch.path());

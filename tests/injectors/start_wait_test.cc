@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "injectors/paced_run.h"
+#include "tests/injectors/test_util.h"
 
 namespace codl::injectors {
 namespace {
@@ -40,11 +41,6 @@ TEST(StartWait, AStopEndsTheWait) {
 
 // RunPaced and Target::start: the worker threads exist before the start and wait at the gate;
 // the load begins at the instant, not before; intervals and the summary count from it.
-class NullReporter final : public Reporter {
- public:
-  void Report(const Sample&) override {}
-};
-
 size_t ThreadsOfThisProcess() {
   size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
@@ -69,7 +65,7 @@ TEST(StartGate, RunPacedHoldsItsWorkersAtTheGateAndCountsFromTheStart) {
   };
   const size_t before = ThreadsOfThisProcess();
   StopSource stop;
-  NullReporter reporter;
+  codl::testing::NullReporter reporter;
   Result<RunSummary> summary = Err("not run");
   std::thread run(
       [&] { summary = RunPaced(spec, target, stop.token().WithDeadline(0.7), reporter, worker); });
@@ -97,7 +93,7 @@ TEST(StartGate, AStopBeforeTheStartMeansNoLoadAtAll) {
   PacedRunSpec spec;
   spec.workers = 2;
   StopSource stop;
-  NullReporter reporter;
+  codl::testing::NullReporter reporter;
   const int64_t t0 = RealtimeNanos();
   auto summary = RunPaced(spec, target, stop.token().WithDeadline(0.1), reporter,
                           [&](WorkerContext&) -> Status {

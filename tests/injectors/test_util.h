@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "injectors/injector.h"
 #include "lib/common/subprocess.h"
 
 namespace codl::testing {
@@ -20,6 +21,12 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// A Reporter that drops every sample (for Run() calls whose samples a test does not look at).
+class NullReporter final : public injectors::Reporter {
+ public:
+  void Report(const injectors::Sample&) override {}
 };
 
 std::string CodlInjectPath();  // $CODL_BIN_DIR/codl-inject
