@@ -70,8 +70,6 @@ struct HostInfo {
   unsigned cpus = 1;                       // online CPUs
 };
 
-// What to hold. kMax = as fast as possible (calibration); kRate = an absolute rate in the
-// injector's unit (a level is converted by the caller: level × calibrated peak).
 // A synchronized start (codl-inject --start-at): the load begins at `at_unix_ns`
 // (CLOCK_REALTIME), not before, and whatever can be made ready before it is (RunPaced creates
 // its worker threads first and holds them at the instant, so only their wake-up is left at
@@ -81,6 +79,8 @@ struct StartGate {
   std::atomic<int64_t> started_unix_ns{0};
 };
 
+// What to hold. kMax = as fast as possible (calibration); kRate = an absolute rate in the
+// injector's unit (a level is converted by the caller: level × calibrated peak).
 struct Target {
   enum class Kind { kMax, kRate };
   Kind kind = Kind::kMax;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "injectors/registry.h"
@@ -92,6 +93,22 @@ TEST(CodlInjectTest, StartAtDefersTheLoadAndReportsWhenItBegan) {
   }
 }
 
+// True once `pid`'s main thread blocks `sig` (SigBlk in /proc/PID/status), within timeout_s.
+bool WaitForBlockedSignal(pid_t pid, int sig, double timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("SigBlk:", 0) == 0 &&
+          (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0) {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // Stopped while it waits for the start: no load, no account of a start that never came, and a
 // summary that does not call the zero rate "saturated".
 TEST(CodlInjectTest, SigtermBeforeTheStartRunsNothing) {
@@ -101,7 +118,10 @@ TEST(CodlInjectTest, SigtermBeforeTheStartRunsNothing) {
                            30'000'000'000LL;
   Child child({CodlInjectPath(), "noop", "--rate", "1000", "--json", "--start-at",
                std::to_string(start_at)});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // SIGTERM is taken by codl-inject's signal thread once it has blocked the signal: wait for that
+  // (the first thing main does) rather than guess a delay.
+  ASSERT_TRUE(WaitForBlockedSignal(child.pid(), SIGTERM, 10)) << "SIGTERM never blocked";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // well into the wait
   kill(child.pid(), SIGTERM);
   ASSERT_EQ(child.Wait(5), 0) << "not stopped within 5 s of SIGTERM during the wait";
   const std::string out = child.ReadRest();
