@@ -11,8 +11,8 @@
 #   --rounds     A/B rounds per pair in ABBA order; verdict from the median ratio's
 #                bootstrap CI (default 7)
 #   --seconds    measured seconds per run, after 1 s of warm-up (default 5)
-#   --only       only this io_uring configuration, e.g. --only 'read 1MiB qd16' (repeatable;
-#                skips memcpy and the level accuracy)
+#   --only       only this io_uring configuration, e.g. --only 'read 1MiB qd16', or
+#                --only memcpy (repeatable; what is not named, and the level accuracy, is skipped)
 #   (a memory-backed comparison also runs on /dev/shm when it accepts O_DIRECT)
 # Needs fio and python3. Takes about 15 minutes with the defaults.
 set -euo pipefail
@@ -27,7 +27,7 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --scratch) scratch="$2"; shift 2 ;;
     --rounds|--seconds|--only) extra+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

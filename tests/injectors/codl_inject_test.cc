@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "injectors/memcpy_kernels.h"
 #include "injectors/registry.h"
 #include "tests/injectors/test_util.h"
 
@@ -20,6 +21,7 @@ namespace codl::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -317,6 +319,28 @@ TEST(CodlInjectTest, MemcpyLevelLandsNearTarget) {
   if (JsonNumber(s.summary, "saturated") == 0) {
     EXPECT_GE(ratio, 0.85) << s.summary;
   }
+}
+
+// memcpy's streaming kernel: `auto` measures every kernel this CPU has and says which won and
+// by how much; a kernel that is set is used as set.
+TEST(CodlInjectTest, MemcpyKernelIsMeasuredOrAsSet) {
+  ProcessResult r =
+      RunProcess(Cmd({"memcpy", "--set", "threads=2", "--set", "buffer_size=32MiB", "--set",
+                      "nontemporal=on", "--max", "--duration", "0.3s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string summary = ParseStream(r.out).summary;
+  EXPECT_THAT(summary, HasSubstr("non-temporal stores on"));
+  if (injectors::StreamingKernels().size() > 1) {
+    EXPECT_THAT(summary, ContainsRegex("kernel (interleaved|sequential) \\(trial: interleaved "
+                                       "[0-9.]+ [KMG]iB/s, sequential [0-9.]+ [KMG]iB/s\\)"));
+  }
+  r = RunProcess(
+      Cmd({"memcpy", "--set", "threads=1", "--set", "buffer_size=16MiB", "--set", "nontemporal=on",
+           "--set", "kernel=sequential", "--max", "--duration", "0.2s", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  summary = ParseStream(r.out).summary;
+  EXPECT_THAT(summary, HasSubstr("kernel sequential (set)"));
+  EXPECT_THAT(summary, Not(HasSubstr("trial:")));
 }
 
 TEST(CodlInjectTest, IoUringRateInIopsUsesBlockSize) {

@@ -109,6 +109,11 @@ TEST(OptionsTest, CrossOptionChecks) {
   EXPECT_EQ(ValidateOptions("memcpy", {{"buffer_size", "1MiB"}, {"chunk_size", "2MiB"}}),
             "option 'chunk_size' (2MiB) must not exceed 'buffer_size' (1MiB)");
   EXPECT_EQ(ValidateOptions("memcpy", {{"threads", "1"}}), "");
+  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "sequential"}, {"nontemporal", "off"}}),
+            "option 'kernel' (sequential) picks a streaming-store kernel, but 'nontemporal' is "
+            "off (regular stores copy with libc memcpy)");
+  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "sequential"}}), "");
+  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "auto"}, {"nontemporal", "off"}}), "");
 }
 
 TEST(OptionsTest, TypedValuesAndDefaults) {
