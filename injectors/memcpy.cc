@@ -264,7 +264,8 @@ class MemcpyInjector final : public Injector {
 
   // Which streaming walk is faster depends on the CPU (four pages at once was 29 % ahead of one
   // line after the next on a Xeon, and 5-25 % behind on an AMD EPYC: docs/injectors.md), so
-  // `auto` measures: every thread copies the first 16 MiB of its buffers with each candidate,
+  // `auto` measures: every thread copies the first 16 MiB of its buffers (less with more than 4
+  // threads) with each candidate,
   // all threads together as in the run, five times each in alternating order; the best median
   // wins. About 20 ms at 2 x 20 GiB/s; the result is in the notes.
   void ChooseKernel(const std::string& requested) {
@@ -275,7 +276,10 @@ class MemcpyInjector final : public Injector {
       notes_.push_back(std::string("kernel ") + name + (requested != "auto" ? " (set)" : ""));
       return;
     }
-    const size_t trial = std::max(chunk_, std::min<size_t>(span_, 16 * kMiB) / chunk_ * chunk_);
+    // Per thread: 16 MiB, less with many threads (64 MiB per measurement in all), at least one
+    // chunk: 2 threads copy 10 x 32 MiB, 1,024 threads 10 x 1 GiB.
+    const size_t per_thread = std::min<size_t>({span_, 16 * kMiB, 64 * kMiB / threads_});
+    const size_t trial = std::max(chunk_, per_thread / chunk_ * chunk_);
     constexpr int kRepeats = 5;
     std::vector<std::vector<double>> rates(kernels.size());
     // Measurement m uses kernel order[m]: ABBAABBAAB...
