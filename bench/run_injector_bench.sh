@@ -13,6 +13,10 @@
 #   --seconds    measured seconds per run, after 1 s of warm-up (default 5)
 #   --only       only this io_uring configuration, e.g. --only 'read 1MiB qd16', or
 #                --only memcpy (repeatable; what is not named, and the level accuracy, is skipped)
+#   --fio-layout data|zeros
+#                fio's file set: overwritten with random data before the measured job, as codl
+#                fills its own (default: data), or fio's own layout, which writes zeros (the runs
+#                before 2026-12-01; a thin or zero-detecting virtual disk keeps them as holes)
 #   (a memory-backed comparison also runs on /dev/shm when it accepts O_DIRECT)
 # Needs fio and python3. Takes about 15 minutes with the defaults.
 set -euo pipefail
@@ -26,8 +30,8 @@ while (($#)); do
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --scratch) scratch="$2"; shift 2 ;;
-    --rounds|--seconds|--only) extra+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --rounds|--seconds|--only|--fio-layout) extra+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
