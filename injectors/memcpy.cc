@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <barrier>
 #include <cerrno>
 #include <chrono>
@@ -265,9 +264,9 @@ class MemcpyInjector final : public Injector {
   // Which streaming walk is faster depends on the CPU (four pages at once was 29 % ahead of one
   // line after the next on a Xeon, and 5-25 % behind on an AMD EPYC: docs/injectors.md), so
   // `auto` measures: every thread copies the first 16 MiB of its buffers (less with more than 4
-  // threads) with each candidate,
-  // all threads together as in the run, five times each in alternating order; the best median
-  // wins. About 20 ms at 2 x 20 GiB/s; the result is in the notes.
+  // threads) with each candidate, all threads together as in the run, five times each in
+  // alternating order; the best median wins. About 20 ms at 2 x 20 GiB/s; the result is in the
+  // notes.
   void ChooseKernel(const std::string& requested) {
     const auto kernels = StreamingKernels();
     if (requested != "auto" || kernels.size() == 1) {

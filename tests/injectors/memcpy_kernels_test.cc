@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "injectors/memcpy_kernels.h"
 
@@ -36,6 +37,24 @@ TEST(MemcpyKernelsTest, StreamingCopies) {
 #endif
   if (StreamingKernel() == nullptr) GTEST_SKIP() << "no streaming kernel on this CPU";
   CheckKernel(StreamingKernel());
+}
+
+// Every kernel `kernel=auto` may pick (or a user may set) copies every byte, and the names are
+// the option's values.
+TEST(MemcpyKernelsTest, EveryStreamingKernelCopies) {
+  const auto kernels = StreamingKernels();
+  if (kernels.empty()) GTEST_SKIP() << "no streaming kernel on this CPU";
+  EXPECT_EQ(kernels.front().copy, StreamingKernel());
+  for (const auto& k : kernels) {
+    SCOPED_TRACE(k.name);
+    EXPECT_TRUE(std::string(k.name) == "interleaved" || std::string(k.name) == "sequential");
+    CheckKernel(k.copy);
+  }
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx")) {
+    EXPECT_EQ(kernels.size(), 2u);
+  }
+#endif
 }
 
 }  // namespace
