@@ -171,20 +171,17 @@ def with_device_view(fn, path, direction):
     return run_
 
 
-# How fio's file set is laid out before its measured job. fio's own layout writes zeros (every
-# block of a fresh fio file reads back as 0), while codl fills its file set with random data,
+# fio_layout: how fio's file set is laid out before its measured job. fio's own layout writes
+# zeros (every block of a fresh fio file reads back as 0), while codl fills its file set with random data,
 # unique per 4 KiB. A virtual disk that detects zero writes or is thin-provisioned keeps fio's
 # zeros as holes, and there 4 KiB random writes into them ran 1.3-2.5x faster than into blocks
 # holding data (docs/performance.md, fourth pass). "data" (the default) first overwrites fio's
 # files with random data, as codl fills its own, in an untimed fio job of the same name, so the
 # measured job finds them in place; "zeros" is fio's plain layout (the runs before 2026-12-01).
-FIO_LAYOUT = "data"
-
-
-def fio_run(scratch, mode, bs, qd, nr_files, file_size_mib, seconds):
+def fio_run(scratch, mode, bs, qd, nr_files, file_size_mib, seconds, fio_layout="data"):
     d = tempfile.mkdtemp(prefix="fio.", dir=scratch)
     try:
-        if FIO_LAYOUT == "data":
+        if fio_layout == "data":
             run(["fio", "--name=bench", "--ioengine=psync", "--rw=write", "--bs=4M", "--direct=1",
                  f"--nrfiles={nr_files}", f"--filesize={file_size_mib}M", f"--directory={d}",
                  "--refill_buffers=1", "--end_fsync=1", "--output-format=json"])
@@ -212,9 +209,10 @@ def odirect_ok(d):
         return False
 
 
-def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib, only=None, device=None):
+def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib, only=None, device=None,
+             fio_layout="data"):
     """only: config names to run (None: all); device: /dev/NAME of the scratch filesystem, for
-    the device view (None: none)."""
+    the device view (None: none); fio_layout: "data" or "zeros" (fio_run)."""
     results = []
     stat_path = block_stat_path(device)
     for name, mode, bs_codl, bs_fio, qd in IO_CONFIGS:
@@ -229,7 +227,7 @@ def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib, only=None,
             return s["achieved_rate"], s.get("iops", 0)
 
         def fio():
-            return fio_run(scratch, mode, bs_fio, qd, nr_files, file_size_mib, seconds)
+            return fio_run(scratch, mode, bs_fio, qd, nr_files, file_size_mib, seconds, fio_layout)
 
         codl_runs, fio_runs = abba(rounds, with_device_view(codl_run, stat_path, direction),
                                    with_device_view(fio, stat_path, direction))
@@ -333,8 +331,6 @@ def main():
                     help="only this io_uring configuration, or 'memcpy' (repeatable); skips the "
                          "level accuracy")
     a = ap.parse_args()
-    global FIO_LAYOUT
-    FIO_LAYOUT = a.fio_layout
 
     started = time.time()
     result = {"machine": machine_info(a.scratch), "rounds": a.rounds, "seconds": a.seconds,
@@ -357,7 +353,8 @@ def main():
         print("io_uring vs fio (io_uring engine, O_DIRECT, fixedbufs+registerfiles; fio's files: "
               + ("random data" if a.fio_layout == "data" else "fio's zero layout") + "):", flush=True)
         result["io_uring"] = bench_io(a.codl, a.scratch, a.rounds, a.seconds, a.nr_files,
-                                      a.file_size_mib, io_only, result["machine"].get("scratch_device"))
+                                      a.file_size_mib, io_only, result["machine"].get("scratch_device"),
+                                      a.fio_layout)
     result["io_uring_memory_backed"] = []
     if run_io and a.mem_scratch and os.path.isdir(a.mem_scratch):
         mem = tempfile.mkdtemp(prefix="codl-bench.", dir=a.mem_scratch)
@@ -365,7 +362,8 @@ def main():
             if odirect_ok(mem):
                 print(f"io_uring vs fio on {a.mem_scratch} (memory-backed: per-I/O software cost):",
                       flush=True)
-                result["io_uring_memory_backed"] = bench_io(a.codl, mem, a.rounds, a.seconds, 4, 64, io_only)
+                result["io_uring_memory_backed"] = bench_io(a.codl, mem, a.rounds, a.seconds, 4, 64, io_only,
+                                                            fio_layout=a.fio_layout)
             else:
                 print(f"{a.mem_scratch} refuses O_DIRECT: memory-backed comparison skipped")
         finally:
