@@ -17,6 +17,14 @@
 #                fio's file set: overwritten with random data before the measured job, as codl
 #                fills its own (default: data), or fio's own layout, which writes zeros (the runs
 #                before 2026-12-01; a thin or zero-detecting virtual disk keeps them as holes)
+#   --codl-set KEY=VALUE
+#                an io_uring option for codl's side of every pair (repeatable), e.g.
+#                --codl-set submit_batch=0 for the submission pattern before 2026-12-01
+#   --aa         A/A control: fio against itself in the same schedule (the codl column is then
+#                fio); the spread of its ratios is the noise a codl-vs-fio verdict is read against
+#   --mem-scratch DIR
+#                memory-backed directory for the software-cost comparison (default /dev/shm;
+#                '' skips it)
 #   (a memory-backed comparison also runs on /dev/shm when it accepts O_DIRECT)
 # Needs fio and python3. Takes about 15 minutes with the defaults.
 set -euo pipefail
@@ -30,8 +38,9 @@ while (($#)); do
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --scratch) scratch="$2"; shift 2 ;;
-    --rounds|--seconds|--only|--fio-layout) extra+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --rounds|--seconds|--only|--fio-layout|--codl-set|--mem-scratch) extra+=("$1" "$2"); shift 2 ;;
+    --aa) extra+=("$1"); shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -61,6 +62,11 @@ const Descriptor& IoUringInjector::descriptor() const {
           IntOption("complete_batch", "0", 0, 4096,
                     "completions to wait for per wake-up when not paced (0 = queue_depth/4); "
                     "fewer wake-ups per I/O, like fio's iodepth_batch_complete_min"),
+          IntOption("submit_batch", "1", 0, 4096,
+                    "I/Os per submit call: 1 submits each I/O as soon as it is ready, as fio "
+                    "does (iodepth_batch_submit=1); 0 = all ready I/Os in one call. Linux holds "
+                    "a submission of 3 or more I/Os back (block plug) and passes them on "
+                    "together, which made 4 KiB random I/O slower on a virtual disk"),
           IntOption("nr_files", "4", 1, 1024, "files in the set"),
           SizeOption("file_size", "256MiB", 1.0 * kMiB, 16.0 * 1024 * 1024 * kMiB,
                      "size of each file (preallocated, then filled unless prefill=false)"),
@@ -120,6 +126,10 @@ std::string IoUringInjector::CheckOptions(const OptionValues& o) const {
     return "option 'prefill': false is only for write and randwrite (reading an unwritten "
            "extent returns zeros without touching the device)";
   }
+  if (o.Int("submit_batch") > o.Int("queue_depth")) {
+    return "option 'submit_batch' (" + o.Text("submit_batch") +
+           ") must not exceed 'queue_depth' (" + o.Text("queue_depth") + ")";
+  }
   if (o.Int("complete_batch") > o.Int("queue_depth")) {
     return "option 'complete_batch' (" + o.Text("complete_batch") +
            ") must not exceed 'queue_depth' (" + o.Text("queue_depth") + ")";
@@ -171,12 +181,23 @@ Result<RunSummary> IoUringInjector::Run(const Target& target, const StopToken& s
 #else
   first_submit_ns_ = 0;
   first_complete_ns_ = 0;
+  submit_calls_ = submitted_ios_ = 0;
   PacedRunSpec spec;
   spec.workers = 1;  // one ring, one submitter: io_uring needs no more for a storage flood
   spec.ops_name = "iops";
   auto summary =
       RunPaced(spec, target, stop, reporter, [this](WorkerContext& ctx) { return Loop(ctx); });
-  if (summary.ok()) summary->notes = notes_;
+  if (summary.ok()) {
+    summary->notes = notes_;
+    if (submit_calls_ > 0) {
+      char per_call[32];
+      std::snprintf(per_call, sizeof per_call, "%.1f",
+                    static_cast<double>(submitted_ios_) / static_cast<double>(submit_calls_));
+      summary->notes.push_back("submitted " + std::to_string(submitted_ios_) + " I/Os in " +
+                               std::to_string(submit_calls_) + " calls (" + per_call +
+                               " per call, submit_batch " + std::to_string(submit_batch_) + ")");
+    }
+  }
   return summary;
 #endif
 }
@@ -264,6 +285,9 @@ class IoUringInjector::RingLoop {
     }
   }
 
+  uint64_t submit_calls() const { return submit_calls_; }
+  uint64_t submitted_ios() const { return submitted_ios_; }
+
   // Buffers must not be reused or freed while the kernel still owns them.
   Status Drain() {
     for (int i = 0; inflight_ > 0 && i < 500; ++i) {
@@ -289,6 +313,14 @@ class IoUringInjector::RingLoop {
       if (!Prep(free_slots_.back())) break;
       free_slots_.pop_back();
       ++inflight_;
+      if (inj_.submit_batch_ > 0 && io_uring_sq_ready(&ring_->ring) >= inj_.submit_batch_) {
+        CountSubmit();
+        const int ret = io_uring_submit(&ring_->ring);
+        if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+          error_ = "io_uring: submit failed: " + Errno(-ret);
+          break;
+        }
+      }
     }
     return wait;
   }
@@ -347,13 +379,21 @@ class IoUringInjector::RingLoop {
     const double limit = wait > 0 ? std::min(wait, 0.005) : 0.02;
     __kernel_timespec ts{0, static_cast<long long>(limit * 1e9)};
     io_uring_cqe* cqe = nullptr;
-    if (io_uring_sq_ready(&ring_->ring) > 0) StampOnce(inj_.first_submit_ns_);
+    if (io_uring_sq_ready(&ring_->ring) > 0) CountSubmit();
     const int ret = io_uring_submit_and_wait_timeout(&ring_->ring, &cqe, want, &ts, nullptr);
     if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
       error_ = "io_uring: submit failed: " + Errno(-ret);
       return false;
     }
     return true;
+  }
+
+  // Before a call that submits what the SQ holds: the first one stamps the start, and every
+  // one is counted (I/Os per submit call, in the summary's notes).
+  void CountSubmit() {
+    StampOnce(inj_.first_submit_ns_);
+    ++submit_calls_;
+    submitted_ios_ += io_uring_sq_ready(&ring_->ring);
   }
 
   // Credits every completed I/O and frees its slot; the first failure becomes error_.
@@ -393,6 +433,7 @@ class IoUringInjector::RingLoop {
   std::vector<unsigned> free_slots_;
   unsigned inflight_ = 0;
   uint64_t completed_ops_ = 0;
+  uint64_t submit_calls_ = 0, submitted_ios_ = 0;
   std::string error_;
 };
 
@@ -427,7 +468,10 @@ Status IoUringInjector::Loop(WorkerContext& ctx) {
   RingLoop loop(*this, ctx);
   if (Status s = loop.Init(); !s.ok()) return s;
   loop.Run();
-  return loop.Drain();
+  Status drained = loop.Drain();
+  submit_calls_ = loop.submit_calls();
+  submitted_ios_ = loop.submitted_ios();
+  return drained;
 }
 #endif  // CODL_HAVE_URING
 

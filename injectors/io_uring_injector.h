@@ -93,6 +93,7 @@ class IoUringInjector final : public Injector {
   uint64_t block_size_ = kMiB;
   int queue_depth_ = 32;
   unsigned complete_batch_ = 8;
+  unsigned submit_batch_ = 1;  // I/Os per submit call; 0: all ready I/Os in one call
   int nr_files_ = 4;
   uint64_t file_size_ = 256 * kMiB;
   bool direct_ = true, prefill_ = true, reg_buffers_ = true, reg_files_ = true, sqpoll_ = false;
@@ -104,6 +105,8 @@ class IoUringInjector final : public Injector {
   std::vector<std::string> notes_;
   // The latest Run()'s first submit and first completion (FirstLoadTimes), set by its worker.
   std::atomic<int64_t> first_submit_ns_{0}, first_complete_ns_{0};
+  // The latest Run()'s submit calls and the I/Os they submitted (set when its worker ends).
+  std::atomic<uint64_t> submit_calls_{0}, submitted_ios_{0};
   std::unique_ptr<Ring> prepared_;  // PrepareStart's ring, for the next Run()
 };
 

@@ -61,6 +61,7 @@ Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, const
   queue_depth_ = static_cast<int>(o.Int("queue_depth"));
   complete_batch_ = o.Int("complete_batch") > 0 ? static_cast<unsigned>(o.Int("complete_batch"))
                                                 : std::max(1, queue_depth_ / 4);
+  submit_batch_ = static_cast<unsigned>(o.Int("submit_batch"));
   nr_files_ = static_cast<int>(o.Int("nr_files"));
   file_size_ = o.Size("file_size") / block_size_ * block_size_;  // whole blocks only
   direct_ = o.Bool("direct");

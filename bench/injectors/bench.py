@@ -3,7 +3,8 @@
 
 Measures, on this machine:
   1. io_uring --max vs fio's io_uring engine, same mode / bs / qd / O_DIRECT / file set
-     (randread 4KiB qd32, read 1MiB qd16, write 1MiB qd16)            -> ratio codl/fio
+     (randread 4KiB qd32, read and write 1MiB qd16, randwrite 4KiB qd32) -> ratio codl/fio;
+     --aa puts fio in codl's place (an A/A control: the noise of the device and the schedule)
   2. memcpy --max vs a STREAM-style copy with the same threads and buffer -> ratio codl/stream
   3. level accuracy at 0.25/0.5/0.75 of the calibrated peak, for memcpy and io_uring:
      |achieved/target - 1| and the per-interval CoV (200 ms intervals)
@@ -210,9 +211,12 @@ def odirect_ok(d):
 
 
 def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib, only=None, device=None,
-             fio_layout="data"):
+             fio_layout="data", codl_set=(), aa=False):
     """only: config names to run (None: all); device: /dev/NAME of the scratch filesystem, for
-    the device view (None: none); fio_layout: "data" or "zeros" (fio_run)."""
+    the device view (None: none); fio_layout: "data" or "zeros" (fio_run); codl_set: extra
+    KEY=VALUE io_uring options for codl's runs; aa: an A/A control, fio in codl's place (the
+    ratios then show how far two identical runs differ on this device)."""
+    codl_extra = [x for kv in codl_set for x in ("--set", kv)]
     results = []
     stat_path = block_stat_path(device)
     for name, mode, bs_codl, bs_fio, qd in IO_CONFIGS:
@@ -223,17 +227,19 @@ def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib, only=None,
             s = codl_summary(codl, ["io_uring", "--set", f"mode={mode}", "--set", f"block_size={bs_codl}",
                                     "--set", f"queue_depth={qd}", "--set", f"nr_files={nr_files}",
                                     "--set", f"file_size={file_size_mib}MiB", "--max",
-                                    "--duration", f"{seconds + 1}s", "--scratch-root", scratch])
+                                    "--duration", f"{seconds + 1}s", "--scratch-root", scratch]
+                             + codl_extra)
             return s["achieved_rate"], s.get("iops", 0)
 
         def fio():
             return fio_run(scratch, mode, bs_fio, qd, nr_files, file_size_mib, seconds, fio_layout)
 
-        codl_runs, fio_runs = abba(rounds, with_device_view(codl_run, stat_path, direction),
+        codl_runs, fio_runs = abba(rounds, with_device_view(fio if aa else codl_run, stat_path, direction),
                                    with_device_view(fio, stat_path, direction))
         codl_bw = [bw for bw, _, _ in codl_runs]
         fio_bw = [bw for bw, _, _ in fio_runs]
         r = {"config": name, "scratch": scratch, "file_set": f"{nr_files} x {file_size_mib}MiB",
+             "a_side": "fio (A/A control)" if aa else "codl",
              "codl_bytes_per_s": statistics.median(codl_bw),
              "fio_bytes_per_s": statistics.median(fio_bw),
              "codl_iops": statistics.median(i for _, i, _ in codl_runs),
@@ -248,13 +254,14 @@ def bench_io(codl, scratch, rounds, seconds, nr_files, file_size_mib, only=None,
                     r["device"][who + "_median_kib"] = statistics.median(v["mean_kib"] for v in views)
         r.update(compare(codl_bw, fio_bw))
         results.append(r)
-        print(f"  io_uring {name}: codl {r['codl_bytes_per_s']/2**20:.0f} MiB/s "
+        a_name = "fio(A)" if aa else "codl"
+        print(f"  io_uring {name}: {a_name} {r['codl_bytes_per_s']/2**20:.0f} MiB/s "
               f"({r['codl_iops']:.0f} IOPS)  fio {r['fio_bytes_per_s']/2**20:.0f} MiB/s "
               f"({r['fio_iops']:.0f} IOPS)  ratio {r['ratio']:.3f} "
               f"[{r['ratio_ci95'][0]:.3f}, {r['ratio_ci95'][1]:.3f}] {r['verdict']}", flush=True)
         d = r.get("device", {})
         if "codl_median_ms" in d and "fio_median_ms" in d:
-            print(f"    device {direction}s: codl {d['codl_median_ms']:.2f} ms/request of "
+            print(f"    device {direction}s: {a_name} {d['codl_median_ms']:.2f} ms/request of "
                   f"{d['codl_median_kib']:.0f} KiB, fio {d['fio_median_ms']:.2f} ms/request of "
                   f"{d['fio_median_kib']:.0f} KiB", flush=True)
     return results
@@ -330,11 +337,18 @@ def main():
     ap.add_argument("--only", action="append", choices=[c[0] for c in IO_CONFIGS] + ["memcpy"],
                     help="only this io_uring configuration, or 'memcpy' (repeatable); skips the "
                          "level accuracy")
+    ap.add_argument("--aa", action="store_true",
+                    help="A/A control: fio against itself in the same ABBA schedule (the 'codl' "
+                         "columns are then fio's first side); how far the ratio strays from 1.00 "
+                         "is the noise a codl-vs-fio verdict must be read against")
+    ap.add_argument("--codl-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an io_uring option for codl's side of every pair (repeatable), e.g. "
+                         "submit_batch=0")
     a = ap.parse_args()
 
     started = time.time()
     result = {"machine": machine_info(a.scratch), "rounds": a.rounds, "seconds": a.seconds,
-              "fio_layout": a.fio_layout,
+              "fio_layout": a.fio_layout, "codl_set": a.codl_set, "aa_control": a.aa,
               "goals": {"io_verdict": "at parity or ahead (CI of the median ratio contains or exceeds 1.00)",
                         "memcpy_verdict": "ahead",
                         "level_abs_error": "<= 2%", "level_cov": "<= 5%"}}
@@ -350,11 +364,13 @@ def main():
     run_io = not a.only or bool(io_only)
     result["io_uring"] = []
     if run_io:
+        if a.aa:
+            print("A/A control: fio against itself (the codl column is fio's first side)", flush=True)
         print("io_uring vs fio (io_uring engine, O_DIRECT, fixedbufs+registerfiles; fio's files: "
               + ("random data" if a.fio_layout == "data" else "fio's zero layout") + "):", flush=True)
         result["io_uring"] = bench_io(a.codl, a.scratch, a.rounds, a.seconds, a.nr_files,
                                       a.file_size_mib, io_only, result["machine"].get("scratch_device"),
-                                      a.fio_layout)
+                                      a.fio_layout, a.codl_set, a.aa)
     result["io_uring_memory_backed"] = []
     if run_io and a.mem_scratch and os.path.isdir(a.mem_scratch):
         mem = tempfile.mkdtemp(prefix="codl-bench.", dir=a.mem_scratch)
@@ -363,7 +379,8 @@ def main():
                 print(f"io_uring vs fio on {a.mem_scratch} (memory-backed: per-I/O software cost):",
                       flush=True)
                 result["io_uring_memory_backed"] = bench_io(a.codl, mem, a.rounds, a.seconds, 4, 64, io_only,
-                                                            fio_layout=a.fio_layout)
+                                                            fio_layout=a.fio_layout,
+                                                            codl_set=a.codl_set, aa=a.aa)
             else:
                 print(f"{a.mem_scratch} refuses O_DIRECT: memory-backed comparison skipped")
         finally:
@@ -382,7 +399,8 @@ def main():
 
     # The table.
     ok = lambda good: "ok" if good else "MISSED"
-    print("\n%-40s %13s %13s %7s %17s  %s" % ("comparison (ABBA, %d rounds)" % a.rounds, "codl",
+    print("\n%-40s %13s %13s %7s %17s  %s" % ("comparison (ABBA, %d rounds)" % a.rounds,
+                                               "fio(A)" if a.aa else "codl",
                                                "reference", "ratio", "95% CI", "verdict"))
     m = result.get("memcpy")
     if m:
@@ -392,10 +410,10 @@ def main():
             m["ratio_ci95"][0], m["ratio_ci95"][1], m["verdict"]))
     for label, rows in (("disk", result["io_uring"]), ("mem", result["io_uring_memory_backed"])):
         for r in rows:
-            print("%-40s %7.0f MiB/s %7.0f MiB/s %7.3f [%6.3f, %6.3f]  %s" % (
+            print("%-40s %7.0f MiB/s %7.0f MiB/s %7.3f [%6.3f, %6.3f]  %-9s  rounds %.2f-%.2f" % (
                 f"io_uring {r['config']} ({label})", r["codl_bytes_per_s"] / 2**20,
                 r["fio_bytes_per_s"] / 2**20, r["ratio"], r["ratio_ci95"][0], r["ratio_ci95"][1],
-                r["verdict"]))
+                r["verdict"], min(r["round_ratios"]), max(r["round_ratios"])))
     print("\n%-10s %6s %10s %10s  %s" % ("injector", "level", "|err|", "CoV", "goals <= 2% / <= 5%"))
     for r in result["levels"]:
         print("%-10s %6.2f %9.2f%% %9.2f%%  %s / %s%s" % (

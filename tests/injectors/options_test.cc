@@ -61,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadOption{"io_uring", "foo", "1",
                   "unknown option 'foo' for injector 'io_uring' (known: dir, mode, rwmix_read, "
                   "block_size, "
-                  "queue_depth, complete_batch, nr_files, file_size, prefill, direct, "
+                  "queue_depth, complete_batch, submit_batch, nr_files, file_size, prefill, "
+                  "direct, "
                   "registered_buffers, "
                   "registered_files, huge_buffers, "
                   "sqpoll)"},
@@ -102,6 +103,9 @@ TEST(OptionsTest, CrossOptionChecks) {
   EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "1000"}, {"direct", "false"}}), "");
   EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"complete_batch", "9"}}),
             "option 'complete_batch' (9) must not exceed 'queue_depth' (8)");
+  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"submit_batch", "9"}}),
+            "option 'submit_batch' (9) must not exceed 'queue_depth' (8)");
+  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"submit_batch", "8"}}), "");
   EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "zero"}}),
             "option 'pin': 'zero' is not 'none' or a CPU list like 0-3,6");
   EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "4000"}}),
