@@ -60,6 +60,13 @@ struct Flood {
     Status s = inj->Setup(*values, host, stop.token());
     return s.ok() ? "" : s.error();
   }
+
+  // Floods at --max for `seconds`.
+  Result<RunSummary> RunMax(double seconds) {
+    StopSource stop;
+    codl::testing::NullReporter reporter;
+    return inj->Run(Target::Max(), stop.token().WithDeadline(seconds), reporter);
+  }
 };
 
 TEST(IoUringDataTest, TheFillMakesEveryBlockOfTheFileSetUnique) {
@@ -90,9 +97,7 @@ TEST(IoUringDataTest, EveryWriteCarriesNewData) {
                                    {"direct", "false"}});
   if (err.find("disabled") != std::string::npos) GTEST_SKIP() << err;
   ASSERT_EQ(err, "");
-  StopSource stop;
-  codl::testing::NullReporter reporter;
-  auto run = f.inj->Run(Target::Max(), stop.token().WithDeadline(0.3), reporter);
+  auto run = f.RunMax(0.3);
   ASSERT_TRUE(run.ok()) << run.error();
   const std::string data = ReadOnlyDataFile(f.scratch.path());
   const auto [distinct, nonzero] = DistinctBlocks(data);
@@ -124,9 +129,7 @@ TEST(IoUringDataTest, SubmitBatchSetsIosPerSubmitCall) {
     const std::string err = f.SetUp(options);
     if (err.find("disabled") != std::string::npos) GTEST_SKIP() << err;
     ASSERT_EQ(err, "");
-    StopSource stop;
-    codl::testing::NullReporter reporter;
-    auto run = f.inj->Run(Target::Max(), stop.token().WithDeadline(0.2), reporter);
+    auto run = f.RunMax(0.2);
     ASSERT_TRUE(run.ok()) << run.error();
     const auto [ios, calls] = SubmitCounts(*run);
     SCOPED_TRACE(std::string("submit_batch '") + batch + "'");
