@@ -315,11 +315,7 @@ class IoUringInjector::RingLoop {
       ++inflight_;
       if (inj_.submit_batch_ > 0 && io_uring_sq_ready(&ring_->ring) >= inj_.submit_batch_) {
         CountSubmit();
-        const int ret = io_uring_submit(&ring_->ring);
-        if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
-          error_ = "io_uring: submit failed: " + Errno(-ret);
-          break;
-        }
+        if (!SubmitOk(io_uring_submit(&ring_->ring))) break;
       }
     }
     return wait;
@@ -381,11 +377,15 @@ class IoUringInjector::RingLoop {
     io_uring_cqe* cqe = nullptr;
     if (io_uring_sq_ready(&ring_->ring) > 0) CountSubmit();
     const int ret = io_uring_submit_and_wait_timeout(&ring_->ring, &cqe, want, &ts, nullptr);
-    if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
-      error_ = "io_uring: submit failed: " + Errno(-ret);
-      return false;
-    }
-    return true;
+    return ret == -ETIME || SubmitOk(ret);
+  }
+
+  // False (with error_ set) when a submit call failed; a signal or a full ring
+  // (-EAGAIN, -EBUSY: retried on the next call) is not a failure.
+  bool SubmitOk(int ret) {
+    if (ret >= 0 || ret == -EINTR || ret == -EAGAIN || ret == -EBUSY) return true;
+    error_ = "io_uring: submit failed: " + Errno(-ret);
+    return false;
   }
 
   // Before a call that submits what the SQ holds: the first one stamps the start, and every
