@@ -16,10 +16,9 @@ AgentRegistry::AgentRegistry(const Clock* clock, AgentClientFactory factory, dou
       max_agents_(max_agents) {}
 
 // Forgetting is a memory bound, not a liveness decision (AliveLocked is): the sweep runs at
-// most once per kEvictSweepS. It used to walk every entry on every heartbeat, which made the
-// heartbeat path O(agents) and the controller's CPU quadratic in the agent count (10,000
-// agents: 10^8 map nodes visited per second). A lookup still forgets its own expired entry
-// exactly on time (ExpiredLocked).
+// most once per kEvictSweepS, so that a heartbeat costs O(1) and not O(agents) (a sweep per
+// heartbeat makes the controller's CPU quadratic in the agent count). A lookup still forgets
+// its own expired entry exactly on time (ExpiredLocked).
 void AgentRegistry::EvictLocked() {
   const double now = clock_->MonotonicSeconds();
   if (swept_once_ && now - last_sweep_s_ < kEvictSweepS) return;

@@ -358,10 +358,9 @@ void ExperimentRunner::ConnectPlaced(const ExperimentRecord& exp, const Placemen
                                      const std::atomic<bool>& cancel) {
   // Connect to every placed agent before the first trial (channels connect lazily, and an idle
   // one disconnects): otherwise the first synchronized start pays a TCP + TLS handshake per
-  // agent inside its start window (bench/run_scale_bench.sh, 256 of 1000 agents: the first
-  // trial's last StartAntagonist arrived 175-480 ms after dispatch before, ~35 ms after).
+  // agent inside its start window (docs/performance.md has the scale bench's figures).
   // All connections are started first, then awaited, 5 s at most in all; one that is not up
-  // by then is left to the start call itself (and its deadline), as before.
+  // by then is left to the start call itself (and its deadline).
   std::vector<std::shared_ptr<AgentClient>> placed;
   for (const auto& nodes : p.antagonist_nodes) {
     for (const auto& n : nodes) {

@@ -8,11 +8,13 @@ cd "$(dirname "$0")/.."
 # `codlctl run` starts the controller and agent in-process and spawns codl-inject (antagonists)
 # and codl-victim (the experiment's victim) from beside itself: only those three are built.
 # The quickstart has its own build folder, configured to compile fast on a small machine: no
-# tests, no debug info, one compile per batch of sources (unity build). scripts/test.sh builds
-# the development tree in ./build.
+# tests, no debug info, one compile per batch of sources (unity build). scripts/test.sh reuses
+# the folder for the rest of the optimized tree, passing its own options in
+# CODL_QUICKSTART_CMAKE_ARGS (e.g. -DCODL_WERROR=ON).
 build=${CODL_BUILD_DIR:-build/quickstart}
+read -r -a extra <<<"${CODL_QUICKSTART_CMAKE_ARGS:-}"
 CODL_BUILD_DIR="$build" CODL_DEPS=build CODL_TARGETS="codlctl codl-inject codl-victim" \
   bash scripts/build.sh -DCODL_BUILD_TESTS=OFF -DCMAKE_UNITY_BUILD=ON \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG" "${extra[@]}"
 exec "$build/bin/codlctl" run experiments/quickstart.yaml --report quickstart-report.html \
   --csv quickstart.csv --json quickstart.json "$@"

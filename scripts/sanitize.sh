@@ -8,7 +8,7 @@
 # Usage: scripts/sanitize.sh [asan] [tsan] [fuzz]        (default: all three, in that order)
 # Environment: CODL_JOBS (ninja -j, default 2), CODL_FUZZ_SECONDS (default 20),
 #   CODL_TEST_JOBS (ctest -j for unit tests, default 2). Timings go to stdout ("sanitize.sh:").
-# Figures (build and run times, cold and warm) are in docs/development.md#sanitizers.
+# Figures (build and run times, cold and warm) are in docs/development.md#what-ci-runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -34,7 +34,7 @@ check_reports() {
   fi
 }
 
-configure() {  # configure DIR CMAKE-ARGS...: a sanitizer build needs neither CUDA nor -Werror
+configure() {  # configure DIR CMAKE-ARGS...: no CUDA (the plain stage of scripts/test.sh builds it)
   local dir=$1
   shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None -DCODL_WITH_CUDA=OFF \
@@ -45,7 +45,8 @@ configure() {  # configure DIR CMAKE-ARGS...: a sanitizer build needs neither CU
 # (shell, node and packaging checks: no CoDL code to instrument).
 asan() {
   local dir=build-asan logs=$root/build-asan/sanitizer-logs
-  timed "asan configure" configure "$dir" -DCODL_SANITIZE=address,undefined \
+  # -Werror: the tests compile only here (scripts/test.sh), so their warnings are caught here.
+  timed "asan configure" configure "$dir" -DCODL_SANITIZE=address,undefined -DCODL_WERROR=ON \
     "-DCMAKE_C_FLAGS=-O1 -g1 -fno-omit-frame-pointer -fno-sanitize-recover=all" \
     "-DCMAKE_CXX_FLAGS=-O1 -g1 -fno-omit-frame-pointer -fno-sanitize-recover=all"
   timed "asan build" ninja -C "$dir" -j"$jobs"

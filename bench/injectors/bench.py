@@ -176,7 +176,7 @@ def with_device_view(fn, path, direction):
 # zeros (every block of a fresh fio file reads back as 0), while codl fills its file set with random data,
 # unique per 4 KiB. A virtual disk that detects zero writes or is thin-provisioned keeps fio's
 # zeros as holes, and there 4 KiB random writes into them ran 1.3-2.5x faster than into blocks
-# holding data (docs/performance.md, fourth pass). "data" (the default) first overwrites fio's
+# holding data (docs/performance.md, "Host injectors"). "data" (the default) first overwrites fio's
 # files with random data, as codl fills its own, in an untimed fio job of the same name, so the
 # measured job finds them in place; "zeros" is fio's plain layout (the runs before 2026-12-01).
 def fio_run(scratch, mode, bs, qd, nr_files, file_size_mib, seconds, fio_layout="data"):
