@@ -15,8 +15,7 @@ namespace codl::agent {
 namespace {
 bool HoldsCodlPackage(const std::string& dir) {
   struct stat st {};
-  return !dir.empty() && stat((dir + "/codl/__init__.py").c_str(), &st) == 0 &&
-         S_ISREG(st.st_mode);
+  return !dir.empty() && stat((dir + "/codl/__init__.py").c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 }  // namespace
 

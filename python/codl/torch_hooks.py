@@ -193,18 +193,20 @@ def _install_optimizer_global() -> None:
         om.register_optimizer_step_pre_hook(_step_pre)
         om.register_optimizer_step_post_hook(_step_post)
         return
-    # torch 1.x: wrap each optimizer class's step once, when its first instance is made.
+    # torch 1.x: wrap each optimizer class's step once, when its first instance is made, before
+    # torch's own profiler hook wraps it (Optimizer._hook_for_profile, in __init__), so that a
+    # profiled job's Optimizer.step event holds our timing and not the other way round.
     orig_init = opt.__init__
 
     @functools.wraps(orig_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        orig_init(self, *args, **kwargs)
         cls = type(self)
         if not cls.__dict__.get("_codl_hooked", False):
             cls.step = _timed_step(cls.step)
             cls._codl_hooked = True
             if "zero_grad" in cls.__dict__ and not getattr(cls.zero_grad, "_codl_timed", False):
                 cls.zero_grad = _timed_zero_grad(cls.zero_grad)
+        orig_init(self, *args, **kwargs)
 
     opt.__init__ = __init__
 
@@ -285,6 +287,9 @@ def _timed_comm_hook(hook: Callable[..., Any]) -> Callable[..., Any]:
         return fut.then(done)
 
     codl_comm_hook.__name__ = getattr(hook, "__name__", "codl_comm_hook")
+    # DDP checks the annotations (bucket: GradBucket, return: Future[Tensor]); ours are strings
+    # under `from __future__ import annotations`, so none are shown to it.
+    codl_comm_hook.__annotations__ = {}
     return codl_comm_hook
 
 

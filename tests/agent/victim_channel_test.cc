@@ -26,10 +26,11 @@ experiment::VictimSpec Shell(const std::string& script) {
 TEST(VictimChannel, RecordsOnTheChannelWinAndStdoutIsLeftToTheJob) {
   VictimRunner runner(SystemClock::Get());
   // The job's own prints look like steps (0.9 s) but are not on the channel.
-  VictimOutcome o = runner.Run(Shell(
-      "echo '{\"step_time_s\":0.9}'; "
-      "for t in 0.1 0.2 0.3; do echo \"{\\\"step_time_s\\\":$t,\\\"phases\\\":{\\\"forward_s\\\":$t}}\" "
-      ">&$CODL_PROGRESS_FD; echo '{\"step_time_s\":0.9}'; done"));
+  VictimOutcome o =
+      runner.Run(Shell("echo '{\"step_time_s\":0.9}'; "
+                       "for t in 0.1 0.2 0.3; do echo "
+                       "\"{\\\"step_time_s\\\":$t,\\\"phases\\\":{\\\"forward_s\\\":$t}}\" "
+                       ">&$CODL_PROGRESS_FD; echo '{\"step_time_s\":0.9}'; done"));
   ASSERT_TRUE(o.progress.ok) << o.progress.error << " / " << o.stderr_tail;
   ASSERT_EQ(o.progress.steps.size(), 3u);
   EXPECT_DOUBLE_EQ(o.progress.metric, 0.2);
@@ -38,9 +39,9 @@ TEST(VictimChannel, RecordsOnTheChannelWinAndStdoutIsLeftToTheJob) {
 
 TEST(VictimChannel, StdoutVictimsStillWork) {
   VictimRunner runner(SystemClock::Get());
-  VictimOutcome o = runner.Run(
-      Shell("test \"$CODL_PROGRESS_FD\" = 3 || exit 9; for t in 0.4 0.5; do "
-            "echo \"{\\\"step_time_s\\\":$t}\"; done"));
+  VictimOutcome o =
+      runner.Run(Shell("test \"$CODL_PROGRESS_FD\" = 3 || exit 9; for t in 0.4 0.5; do "
+                       "echo \"{\\\"step_time_s\\\":$t}\"; done"));
   ASSERT_TRUE(o.progress.ok) << o.progress.error;
   EXPECT_EQ(o.progress.steps.size(), 2u);
   EXPECT_DOUBLE_EQ(o.progress.metric, 0.45);
