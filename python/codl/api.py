@@ -210,6 +210,10 @@ class Recorder:
             return
         now = _now()
         if mode > self.mode:
+            if mode == MODE_LOADER and self.step_open:
+                # What ran before the first batch (set-up, a forward to build lazy modules, the
+                # tail of optimizer-driven steps) is no training step.
+                self.discard_open_step()
             self.mode = mode
         if samples is not None:
             self.samples = (self.samples or 0) + int(samples)
@@ -338,12 +342,28 @@ _lock = threading.Lock()
 _recorder: Optional[Recorder] = None
 
 
+class _NullSink(Sink):
+    def __init__(self) -> None:
+        self.fd = None
+
+    def write(self, record: Dict[str, Any]) -> None:
+        pass
+
+
 def recorder() -> Recorder:
-    """The process's recorder, created on first use (its thread records steps)."""
+    """The process's recorder, created on first use (its thread records steps). In a process
+    forked from one that records (a DataLoader worker) it records nothing: the parent's
+    hooks and CODL_PROGRESS_FD are inherited there, its steps are not."""
     global _recorder
+    r = _recorder
+    pid = os.getpid()
+    if r is not None and r.pid == pid:
+        return r
     with _lock:
-        if _recorder is None or _recorder.pid != os.getpid():
+        if _recorder is None:
             _recorder = Recorder()
+        elif _recorder.pid != pid:
+            _recorder = Recorder(sink=_NullSink())
         return _recorder
 
 
