@@ -230,6 +230,11 @@ class Recorder:
             self.close()
             raise SystemExit(0)
 
+    def add_samples(self, n: int) -> None:
+        """The open step processes n more samples (reported as ``samples``)."""
+        if self._mine() and self.step_open:
+            self.samples = (self.samples or 0) + n
+
     def end_without_reopen(self, mode: int) -> None:
         """The loader ran dry: the open step ends here and none starts until the next batch."""
         self.boundary(mode, reopen=False)

@@ -90,10 +90,28 @@ def _install_loader() -> None:
             rec.exit(api.DATA_WAIT)
             raise
         rec.exit(api.DATA_WAIT)
+        if drives:
+            n = _batch_len(batch)
+            if n:
+                rec.add_samples(n)
         return batch
 
     base.__init__ = __init__
     base.__next__ = __next__
+
+
+def _batch_len(batch: Any) -> int:
+    """Samples in a batch: the first dimension of its first tensor (0 when there is none)."""
+    for _ in range(3):
+        if isinstance(batch, torch.Tensor):
+            return int(batch.shape[0]) if batch.dim() else 0
+        if isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        elif isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        else:
+            return 0
+    return 0
 
 
 # ---- forward ----

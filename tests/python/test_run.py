@@ -35,6 +35,7 @@ class FastLoaderTest(unittest.TestCase):
         for s in steps:
             self.assertEqual(set(s["phases"]), TRAIN_PHASES)
             self.assertAlmostEqual(sum(s["phases"].values()), s["step_time_s"], delta=1e-5)
+            self.assertEqual(s["samples"], 32)  # the batch's first dimension
 
     def test_named_phases_explain_the_step(self) -> None:
         step = self.r.median()
