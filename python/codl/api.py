@@ -242,6 +242,7 @@ class Recorder:
     def discard_open_step(self) -> None:
         if self._mine():
             self.step_open = False
+            self.samples = None
             self.acc.clear()
             self.backward_spans.clear()
             self.gpu_done.clear()
