@@ -36,6 +36,22 @@ PIPELINE_ORDER = (DATA_WAIT, H2D, FORWARD, BACKWARD, COMM, OPTIMIZER)
 MODE_NONE, MODE_OPTIMIZER, MODE_LOADER, MODE_EXPLICIT = 0, 1, 2, 3
 
 _now = time.perf_counter
+_get_ident = threading.get_ident
+# This process's pid, kept current across fork (os.getpid is a system call; the hooks ask on
+# every module call). Registered with the first recorder, not at import.
+_pid = [0]
+_fork_hook_registered = [False]
+
+
+def _after_fork() -> None:
+    _pid[0] = os.getpid()
+
+
+def _track_pid() -> None:
+    if not _fork_hook_registered[0]:
+        _fork_hook_registered[0] = True
+        os.register_at_fork(after_in_child=_after_fork)
+    _pid[0] = os.getpid()
 
 
 def phase_key(name: str) -> str:
@@ -97,7 +113,8 @@ class Recorder:
         self.max_steps = max_steps
         self.sink = sink or Sink()
         self.mode = MODE_NONE
-        self.pid = os.getpid()
+        _track_pid()
+        self.pid = _pid[0]
         self.thread = threading.get_ident()
         self.step_index = 0
         self.measured = 0
@@ -128,7 +145,7 @@ class Recorder:
 
     # ---- ownership: only the thread and process that record steps touch the stack ----
     def _mine(self) -> bool:
-        return threading.get_ident() == self.thread and os.getpid() == self.pid
+        return _get_ident() == self.thread and _pid[0] == self.pid
 
     def _charge(self, now: float) -> None:
         if not self.step_open:
@@ -362,7 +379,7 @@ def recorder() -> Recorder:
     hooks and CODL_PROGRESS_FD are inherited there, its steps are not."""
     global _recorder
     r = _recorder
-    pid = os.getpid()
+    pid = _pid[0] if _fork_hook_registered[0] else os.getpid()
     if r is not None and r.pid == pid:
         return r
     with _lock:

@@ -23,7 +23,8 @@ class FastLoaderTest(unittest.TestCase):
     def test_exit_and_own_stdout(self) -> None:
         self.assertEqual(self.r.returncode, 0, self.r.stderr)
         lines = self.r.stdout.splitlines()
-        self.assertTrue(lines[-1].startswith("done: 35 steps, "), lines[-1])
+        self.assertRegex(lines[-1],
+                         r"^done: 35 steps, [0-9.]+ s after the first batch \([0-9.]+ s CPU\)$")
         self.assertEqual([ln.split()[1] for ln in lines[:-1]], ["10", "20", "30"])
         self.assertFalse(any(ln.startswith("{") for ln in lines))  # no record on stdout
 
