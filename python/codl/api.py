@@ -126,7 +126,8 @@ class Recorder:
         self.acc: Dict[str, float] = {}
         self.samples: Optional[int] = None
         self.backward_spans: List[Tuple[float, float]] = []
-        self.seen: List[str] = []
+        self.seen: List[str] = []  # every phase reported so far, first-reported order
+        self.order: List[str] = []  # the same, pipeline phases first: the records' key order
         self.comm_lock = threading.Lock()
         self.comm_spans: List[Tuple[float, float]] = []
         # GPU phases: name -> CUDA event factory and open event; set by torch_hooks on CUDA.
@@ -265,6 +266,8 @@ class Recorder:
             self.gpu_done.clear()
 
     def _comm_union(self, lo: float, hi: float) -> List[Tuple[float, float]]:
+        if not self.comm_spans:  # no DDP: no lock taken
+            return []
         with self.comm_lock:
             spans = self.comm_spans
             self.comm_spans = [s for s in spans if s[1] > hi]
@@ -296,6 +299,8 @@ class Recorder:
         for name in acc:
             if name not in self.seen and name != OTHER:
                 self.seen.append(name)
+                ordered = [n for n in PIPELINE_ORDER if n in self.seen]
+                self.order = ordered + [n for n in self.seen if n not in PIPELINE_ORDER]
         record: Dict[str, Any] = {"step": self.step_index, "step_time_s": step_time}
         warm = self.step_index < self.warmup_steps
         self.step_index += 1
@@ -323,9 +328,7 @@ class Recorder:
                 gpu_s[name] = gpu_s.get(name, 0.0) + a.elapsed_time(b) / 1000.0
             for name, s in gpu_s.items():
                 acc[name] = max(acc.get(name, 0.0), s)
-        ordered = [n for n in PIPELINE_ORDER if n in self.seen]
-        ordered += [n for n in self.seen if n not in PIPELINE_ORDER]
-        phases = {n: round(acc.get(n, 0.0), 9) for n in ordered}
+        phases = {n: round(acc.get(n, 0.0), 9) for n in self.order}
         phases[OTHER] = round(max(0.0, step_time - sum(phases.values())), 9)
         record["step_time_s"] = round(step_time, 9)
         return phases
