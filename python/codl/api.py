@@ -137,6 +137,8 @@ class Recorder:
         self.gpu_done: List[Tuple[str, Any, Any]] = []
         self.pending: List[_PendingStep] = []
         self.config: Dict[str, Any] = {}
+        # A profiler trace of some steps (torch_hooks.Tracer): told of every step and phase.
+        self.tracer: Optional[Any] = None
         self.config_sent = False
         self.stop_requested = False
         self.closed = False
@@ -178,6 +180,8 @@ class Recorder:
             self._open_step(now)
         self._charge(now)
         self.stack.append(name)
+        if self.tracer is not None:
+            self.tracer.phase_begin(name)
         if self.event_factory is not None and name in self.gpu_phases:
             ev = self.event_factory()
             ev.record()
@@ -198,6 +202,8 @@ class Recorder:
             if self.stack[i] == name:
                 del self.stack[i]
                 break
+        if self.tracer is not None:
+            self.tracer.phase_end(name)
         start = self.gpu_open.pop(name, None)
         if start is not None and self.event_factory is not None:
             end = self.event_factory()
@@ -238,8 +244,13 @@ class Recorder:
         if self.step_open:
             self._charge(now)
             self._finish_step(now)
+            if self.tracer is not None:
+                self.tracer.step_closed(self.step_index - 1)
+                now = _now()  # a trace written out is no part of the next step
         if reopen:
             self._open_step(now)
+            if self.tracer is not None:
+                self.tracer.step_opened(self.step_index)
         else:
             self.step_open = False
         self._flush_ready(block=False)
@@ -262,6 +273,8 @@ class Recorder:
             self.step_open = False
             self.samples = None
             self.acc.clear()
+            if self.tracer is not None:
+                self.tracer.step_discarded()
             self.backward_spans.clear()
             self.gpu_done.clear()
 
@@ -313,6 +326,8 @@ class Recorder:
             record["samples"] = self.samples
         if self.rank is not None:
             record["rank"] = self.rank
+        if self.tracer is not None and self.tracer.active:
+            record["traced"] = True
         self.pending.append(_PendingStep(record, self.gpu_done))
         self.gpu_done = []
         self.acc = {}
@@ -357,6 +372,8 @@ class Recorder:
         if os.getpid() != self.pid or self.closed:
             return
         self.closed = True
+        if self.tracer is not None:
+            self.tracer.close()
         self._flush_ready(block=True)
         if self.config_sent:
             self.sink.write({"summary": True, "steps": self.measured,

@@ -19,7 +19,8 @@ from typing import Any, List, Optional, Sequence
 
 from codl import api
 
-USAGE = "python3 -m codl.run [--warmup-steps N] [--max-steps N] [--phases auto|loader-only] SCRIPT [ARGS...]"
+USAGE = ("python3 -m codl.run [--warmup-steps N] [--max-steps N] [--phases auto|loader-only] "
+         "[--trace-steps N] [--trace-file F] SCRIPT [ARGS...]")
 
 
 def _non_negative(text: str) -> int:
@@ -41,6 +42,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    help="exit 0 after N measured steps (default 0: run to the end)")
     p.add_argument("--phases", choices=("auto", "loader-only"), default="auto",
                    help="auto: every phase; loader-only: data_wait_s and other_s only")
+    p.add_argument("--trace-steps", type=_non_negative,
+                   default=_non_negative(os.environ.get("CODL_TRACE_STEPS", "0") or "0"),
+                   help="record a PyTorch profiler trace of the first N measured steps "
+                        "(default $CODL_TRACE_STEPS, else 0: none)")
+    p.add_argument("--trace-file", default=os.environ.get("CODL_TRACE_FILE", "codl-trace.json"),
+                   help="where the trace goes, Chrome-trace JSON (default $CODL_TRACE_FILE, "
+                        "else codl-trace.json)")
     p.add_argument("script", help="the training script")
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments, unchanged")
     return p.parse_args(list(argv))
@@ -87,6 +95,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         from codl import torch_hooks
 
         torch_hooks.install(rec, opts.phases)
+        if opts.trace_steps:
+            rec.tracer = torch_hooks.Tracer(opts.trace_steps, os.path.abspath(opts.trace_file),
+                                            first=opts.warmup_steps)
 
     if "torch" in sys.modules:
         hook_torch()

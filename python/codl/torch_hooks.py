@@ -383,3 +383,101 @@ def instrument_objects(rec: api.Recorder, loader: Any = None, model: Any = None,
             _install_h2d()
     if optimizer is not None:
         _instrument_optimizer(optimizer)
+
+
+# ---- a profiler trace of some measured steps ----
+# The DFTracer names of codl's phases, used as the trace's range names.
+TRACE_NAMES = {
+    api.DATA_WAIT: "ai.dataloader.fetch",
+    api.H2D: "ai.device.transfer",
+    api.FORWARD: "ai.compute.forward",
+    api.BACKWARD: "ai.compute.backward",
+    api.OPTIMIZER: "ai.compute.step",
+    api.COMM: "ai.comm.all_reduce",
+}
+
+
+class Tracer:
+    """Records a PyTorch profiler (Kineto) trace of ``steps`` steps from step ``first`` on and
+    writes it as Chrome-trace JSON to ``path``; each step is a ``codl.step#K`` range and each
+    phase a range named as DFTracer names it (``codl.NAME`` for the job's own phases)."""
+
+    def __init__(self, steps: int, path: str, first: int) -> None:
+        self.steps = steps
+        self.path = path
+        self.first = first
+        self.active = False
+        self.done = False
+        self.count = 0
+        self.prof: Any = None
+        self.step_range: Any = None
+        self.ranges: dict = {}
+
+    @staticmethod
+    def _range(name: str) -> Any:
+        r = torch.autograd.profiler.record_function(name)
+        r.__enter__()
+        return r
+
+    def _start(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            acts.append(ProfilerActivity.CUDA)
+        self.prof = profile(activities=acts)
+        self.prof.__enter__()
+        self.active = True
+
+    def step_opened(self, index: int) -> None:
+        if self.done:
+            return
+        if not self.active and index >= self.first:
+            self._start()
+        if self.active:
+            self.step_range = self._range(f"codl.step#{index}")
+
+    def _end_step(self) -> None:
+        if self.step_range is not None:
+            self.step_range.__exit__(None, None, None)
+            self.step_range = None
+
+    def step_closed(self, index: int) -> None:
+        if not self.active:
+            return
+        self._end_step()
+        self.count += 1
+        if self.count >= self.steps:
+            self.stop()
+
+    def step_discarded(self) -> None:
+        self._end_step()
+
+    def phase_begin(self, name: str) -> None:
+        if self.active and name not in self.ranges:
+            self.ranges[name] = self._range(TRACE_NAMES.get(name, "codl." + name))
+
+    def phase_end(self, name: str) -> None:
+        r = self.ranges.pop(name, None)
+        if r is not None:
+            r.__exit__(None, None, None)
+
+    def stop(self) -> None:
+        if not self.active:
+            return
+        for r in reversed(list(self.ranges.values())):
+            r.__exit__(None, None, None)
+        self.ranges.clear()
+        self._end_step()
+        self.active = False
+        self.done = True
+        self.prof.__exit__(None, None, None)
+        try:
+            self.prof.export_chrome_trace(self.path)
+        except OSError as e:
+            import sys
+
+            sys.stderr.write(f"codl: cannot write the trace to {self.path}: {e}\n")
+
+    def close(self) -> None:
+        self.stop()
