@@ -4,8 +4,10 @@ Reads the SQLite results database (lib/store, opened read-only) directly; column
 of ``codlctl results ID --trials`` / ``--phases`` (docs/results.md, "Long format"):
 
 - ``trials``: one row per trial: experiment_id, experiment, trial, repetition, pairing, role,
-  antagonists, intensities, state, value (the stored per-trial metric), flagged, wall_s,
-  victim_cores, victim_cpus, victim_node, exit_code, error, started_unix_ms, finished_unix_ms;
+  antagonists, intensities, state, metric, metric_unit, value (the trial's ``metric``,
+  default elapsed), flagged, excluded, wall_s, victim_cores, victim_cpus, victim_node,
+  started_unix_ms, finished_unix_ms, then exit_code, error and median_step_s (the median of
+  the victim's per-step field, the progress parser's metric);
 - ``steps``: one row per reported victim step: the trial columns experiment_id .. role, then
   seq, step, step_time_s, t_s, warmup and one column per phase (seconds; NaN where a step did
   not report it), in the trial's phase order; ``rank`` when the store keeps it;
@@ -38,6 +40,10 @@ def _connect(db: str) -> sqlite3.Connection:
     return con
 
 
+def _tables(con: sqlite3.Connection) -> List[str]:
+    return [r["name"] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+
+
 def _columns(con: sqlite3.Connection, table: str) -> List[str]:
     return [r["name"] for r in con.execute(f"PRAGMA table_info({table})")]
 
@@ -55,17 +61,24 @@ def _experiment(con: sqlite3.Connection, exp_id: str) -> sqlite3.Row:
     return rows[0]
 
 
-def load(db: str, exp_id: str) -> Results:
-    """The trials, steps and phases of experiment ``exp_id`` stored in ``db``."""
+def load(db: str, exp_id: str, metric: str = "elapsed") -> Results:
+    """The trials, steps and phases of experiment ``exp_id`` stored in ``db``; ``value`` is the
+    per-trial ``metric`` (elapsed, throughput, mean, median, p90, p99) as the store keeps it."""
     con = _connect(db)
     try:
-        return _load(con, exp_id)
+        return _load(con, exp_id, metric)
     finally:
         con.close()
 
 
-def _load(con: sqlite3.Connection, exp_id: str) -> Results:
+def _load(con: sqlite3.Connection, exp_id: str, metric: str) -> Results:
     exp = _experiment(con, exp_id)
+    values: Dict[int, float] = {}
+    if "trial_metrics" in _tables(con):
+        for m in con.execute(
+                "SELECT m.trial_id, m.value FROM trial_metrics m JOIN trials t ON t.id = "
+                "m.trial_id WHERE t.experiment_id = ? AND m.metric = ?", (exp["id"], metric)):
+            values[m["trial_id"]] = m["value"]
     tcols = set(_columns(con, "trials"))
     cpu = "victim_cpu_s" if "victim_cpu_s" in tcols else "0"
     cpus = "victim_effective_cpus" if "victim_effective_cpus" in tcols else "''"
@@ -95,17 +108,23 @@ def _load(con: sqlite3.Connection, exp_id: str) -> Results:
         keys[t["id"]] = key
         wall = t["wall_s"]
         trials.append(dict(key, **{
-            "state": t["state"], "value": t["metric"],
+            "state": t["state"], "metric": metric,
+            "metric_unit": "steps/s" if metric == "throughput" else "s",
+            # Trials stored before per-metric values were kept: the progress metric (median).
+            "value": values.get(t["id"], t["metric"] if not values else None),
             "flagged": int(any(not a["reached_target"] for a in mine)),
+            "excluded": int(t["state"] != "done"),
             "wall_s": wall,
             "victim_cores": (t["cpu_s"] / wall) if t["cpu_s"] and wall else None,
             "victim_cpus": t["cpus"], "victim_node": t["victim_node"],
             "exit_code": t["exit_code"], "error": t["error"],
+            "median_step_s": t["metric"],
             "started_unix_ms": t["started_unix_ms"], "finished_unix_ms": t["finished_unix_ms"],
         }))
     trials_df = pd.DataFrame(trials, columns=TRIAL_KEYS + [
-        "state", "value", "flagged", "wall_s", "victim_cores", "victim_cpus", "victim_node",
-        "exit_code", "error", "started_unix_ms", "finished_unix_ms"])
+        "state", "metric", "metric_unit", "value", "flagged", "excluded", "wall_s",
+        "victim_cores", "victim_cpus", "victim_node", "started_unix_ms", "finished_unix_ms",
+        "exit_code", "error", "median_step_s"])
 
     pcols = set(_columns(con, "trial_phase_medians"))
     order_by = "m.trial_id, m.seq IS NULL, m.seq, m.phase" if "seq" in pcols else \

@@ -49,6 +49,8 @@ def make_db(path: str) -> None:
             con.execute("INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup,"
                         " phases) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (tid, seq, seq, metric, 0.1 * seq, int(seq == 0), json.dumps(ph)))
+    con.execute("INSERT INTO trial_metrics (trial_id, metric, value) VALUES (1, 'elapsed', 4.0)")
+    con.execute("INSERT INTO trial_metrics (trial_id, metric, value) VALUES (2, 'elapsed', 6.0)")
     con.execute("INSERT INTO trial_antagonists (trial_id, seq, name, injector, level, "
                 "reached_target) VALUES (2, 0, 'membw', 'memcpy', 0.5, 0)")
     con.commit()
@@ -78,7 +80,11 @@ class ResultsTest(unittest.TestCase):
         self.assertEqual(list(t["antagonists"]), ["", "membw"])
         self.assertEqual(list(t["intensities"]), ["", "0.5"])
         self.assertEqual(list(t["flagged"]), [0, 1])
-        self.assertAlmostEqual(t["value"][1], 0.15)
+        self.assertEqual(list(t["value"]), [4.0, 6.0])  # the elapsed metric by default
+        self.assertEqual(list(t["metric"]), ["elapsed", "elapsed"])
+        self.assertAlmostEqual(t["median_step_s"][1], 0.15)
+        self.assertEqual(list(results.load(self.db, "e-1234", metric="p99").trials["value"]
+                              .isna()), [True, True])
         self.assertEqual(set(t["experiment"]), {"py"})
 
     def test_steps_have_one_column_per_phase(self) -> None:
