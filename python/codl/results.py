@@ -74,7 +74,11 @@ def load(db: str, exp_id: str, metric: str = "elapsed") -> Results:
 def _load(con: sqlite3.Connection, exp_id: str, metric: str) -> Results:
     exp = _experiment(con, exp_id)
     values: Dict[int, float] = {}
+    any_metrics = False  # an older store kept none: value is then the progress metric
     if "trial_metrics" in _tables(con):
+        any_metrics = con.execute(
+            "SELECT 1 FROM trial_metrics m JOIN trials t ON t.id = m.trial_id WHERE "
+            "t.experiment_id = ? LIMIT 1", (exp["id"],)).fetchone() is not None
         for m in con.execute(
                 "SELECT m.trial_id, m.value FROM trial_metrics m JOIN trials t ON t.id = "
                 "m.trial_id WHERE t.experiment_id = ? AND m.metric = ?", (exp["id"], metric)):
@@ -111,7 +115,7 @@ def _load(con: sqlite3.Connection, exp_id: str, metric: str) -> Results:
             "state": t["state"], "metric": metric,
             "metric_unit": "steps/s" if metric == "throughput" else "s",
             # Trials stored before per-metric values were kept: the progress metric (median).
-            "value": values.get(t["id"], t["metric"] if not values else None),
+            "value": values.get(t["id"], None if any_metrics else t["metric"]),
             "flagged": int(any(not a["reached_target"] for a in mine)),
             "excluded": int(t["state"] != "done"),
             "wall_s": wall,
