@@ -130,6 +130,15 @@ class ExplicitApiTest(unittest.TestCase):
             self.assertGreater(s["phases"]["forward_s"], 0)
             self.assertGreater(s["phases"]["optimizer_s"], 0)
 
+    def test_instrument_under_codl_run_counts_once(self) -> None:
+        # The model and optimizer are hooked twice (globally by codl.run, and by the script).
+        r = run([os.path.join(SCRIPTS, "instrumented.py")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.steps), 20)
+        for s in r.steps:
+            self.assertEqual(set(s["phases"]), TRAIN_PHASES)
+            self.assertAlmostEqual(sum(s["phases"].values()), s["step_time_s"], delta=1e-5)
+
 
 if __name__ == "__main__":
     unittest.main()
