@@ -147,6 +147,10 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   spawn.in = Stdio::Null();
   spawn.out = Stdio::Pipe();
   spawn.err = Stdio::Pipe();
+  if (options.on_progress) {
+    spawn.extra_out_fd = kProgressFd;
+    spawn.env[kProgressFdEnv] = std::to_string(kProgressFd);
+  }
   const std::shared_ptr<ChildPlacement> placement = options.placement;
   const Cgroup* cgroup = placement ? placement->cgroup.get() : nullptr;
   if (cgroup) spawn.cgroup_procs_fd = cgroup->procs_fd();
@@ -176,7 +180,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
       !cgroup_cpus.empty() ? cgroup_cpus : experiment::FormatCpuList(AffinityOf(c->proc_.pid()));
   ChildProcess* raw = c.get();
   const int out = c->proc_.ReleaseStdout(), err = c->proc_.ReleaseStderr();
-  c->reader_ = std::thread([raw, out, err] { raw->ReaderLoop(out, err); });
+  const int progress = c->proc_.ReleaseExtra();
+  c->reader_ = std::thread([raw, out, err, progress] { raw->ReaderLoop(out, err, progress); });
   {
     std::lock_guard<std::mutex> l(LiveMu());
     Live().insert(raw);
@@ -195,34 +200,39 @@ std::vector<std::pair<pid_t, uint64_t>> LiveChildren() {
   return out;
 }
 
-void ChildProcess::ReaderLoop(int out_fd, int err_fd) {
-  std::string line_buf;
-  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-  int open_fds = 2;
+void ChildProcess::ReaderLoop(int out_fd, int err_fd, int progress_fd) {
+  // Line buffers of stdout (0) and the progress pipe (2); stderr (1) only keeps its tail.
+  std::string line_buf[3];
+  const std::function<void(std::string_view)>* sinks[3] = {&options_.on_stdout, nullptr,
+                                                           &options_.on_progress};
+  pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {progress_fd, POLLIN, 0}};
+  int open_fds = 0;
+  for (const pollfd& p : fds) open_fds += p.fd >= 0 ? 1 : 0;
   char buf[8192];
   while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
+    if (poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 3; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t n = read(fds[i].fd, buf, sizeof buf);
       if (n <= 0) {
         if (n < 0 && errno == EINTR) continue;
         close(fds[i].fd);
-        fds[i].fd = -1;
+        fds[i].fd = -1;  // poll ignores negative descriptors
         --open_fds;
         continue;
       }
-      if (i == 0) {
-        line_buf.append(buf, n);
+      if (i != 1) {
+        std::string& lb = line_buf[i];
+        lb.append(buf, n);
         size_t pos;
-        while ((pos = line_buf.find('\n')) != std::string::npos) {
-          if (options_.on_stdout) options_.on_stdout(std::string_view(line_buf.data(), pos));
-          line_buf.erase(0, pos + 1);
+        while ((pos = lb.find('\n')) != std::string::npos) {
+          if (*sinks[i]) (*sinks[i])(std::string_view(lb.data(), pos));
+          lb.erase(0, pos + 1);
         }
-        if (line_buf.size() > (1 << 20)) line_buf.clear();  // a runaway line is not progress
+        if (lb.size() > (1 << 20)) lb.clear();  // a runaway line is not progress
       } else {
         std::lock_guard<std::mutex> l(mu_);
         stderr_tail_.append(buf, n);
@@ -232,7 +242,9 @@ void ChildProcess::ReaderLoop(int out_fd, int err_fd) {
       }
     }
   }
-  if (!line_buf.empty() && options_.on_stdout) options_.on_stdout(line_buf);
+  for (int i : {0, 2}) {
+    if (!line_buf[i].empty() && *sinks[i]) (*sinks[i])(line_buf[i]);
+  }
   const ExitStatus status = proc_.Wait();  // the only thread that reaps
   ForgetChild(proc_.pid());
   std::lock_guard<std::mutex> l(mu_);

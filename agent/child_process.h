@@ -33,11 +33,18 @@ class ChildProcess {
     std::string workdir;                     // empty: inherit
     std::optional<RunAs> run_as;             // nullopt: the agent's own uid/gid
     std::function<void(std::string_view line)> on_stdout;  // called from the reader thread
+    // Set: the child also gets a progress pipe, its write end at descriptor kProgressFd, named
+    // by CODL_PROGRESS_FD in its environment; each line written there is passed here (from the
+    // reader thread, never concurrently with on_stdout). docs/victim.md, "Progress channel".
+    std::function<void(std::string_view line)> on_progress;
     size_t stderr_tail_bytes = 4096;
     // Where it runs (Placer::Prepare); null: wherever the agent runs. In cgroup-v2 mode the
     // child joins the cgroup before exec; otherwise it inherits the spawner thread's affinity.
     std::shared_ptr<ChildPlacement> placement;
   };
+
+  static constexpr int kProgressFd = 3;
+  static constexpr const char* kProgressFdEnv = "CODL_PROGRESS_FD";
 
   static Result<std::unique_ptr<ChildProcess>> Spawn(Options options);
   ~ChildProcess();  // kills the group if still running and joins the reader
@@ -64,7 +71,7 @@ class ChildProcess {
 
  private:
   ChildProcess() = default;
-  void ReaderLoop(int out_fd, int err_fd);
+  void ReaderLoop(int out_fd, int err_fd, int progress_fd);
   // Records the live tree's CPU time before it is signalled (affinity mode's accounting).
   void SnapshotTreeCpu();
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "agent/progress_parser.h"
@@ -26,6 +27,15 @@ struct VictimOutcome {
 };
 
 class Placer;
+
+// Where the codl Python package (python/codl) is for victims, "" if nowhere: the first of
+// $CODL_PYTHON_DIR, <this binary's folder>/../share/codl/python (an install), and the folder
+// named in <this binary's folder>/codl-python-path (a build tree: the checkout's python/) that
+// holds codl/__init__.py. Victims get it first on their PYTHONPATH (docs/victim.md).
+std::string CodlPythonDir();
+// `dir` prepended to a victim's PYTHONPATH: victim.env's, else the agent's own.
+std::string VictimPythonPath(const std::string& dir,
+                             const std::map<std::string, std::string>& victim_env);
 
 class VictimRunner {
  public:

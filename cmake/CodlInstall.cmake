@@ -30,3 +30,11 @@ if(NOT CODL_TOOLS_ONLY)
 endif()
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
+
+# The Python package (python/codl: codl.run, the explicit API, codl.results) goes to
+# P/share/codl/python, where the agent finds it (../share/codl/python beside its bin/) and puts
+# it first on a victim's PYTHONPATH. A build tree has no such folder: the agent reads the
+# checkout's python/ from bin/codl-python-path, written here at configure time (docs/victim.md).
+install(DIRECTORY python/codl DESTINATION ${CMAKE_INSTALL_DATADIR}/codl/python
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+file(WRITE ${CMAKE_BINARY_DIR}/bin/codl-python-path "${CMAKE_SOURCE_DIR}/python\n")

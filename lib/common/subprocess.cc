@@ -128,6 +128,8 @@ struct ChildPlan {
   int cgroup_procs_fd = -1;
   sigset_t no_signals;
   StreamEnds streams[3];
+  StreamEnds extra;  // SpawnOptions::extra_out_fd
+  int extra_slot = -1;
 };
 
 void BuildArgvEnv(const SpawnOptions& o, ChildPlan& plan) {
@@ -166,16 +168,27 @@ Result<std::unique_ptr<ChildPlan>> Prepare(const SpawnOptions& o) {
     }
     plan->streams[slot] = std::move(*ends);
   }
+  if (o.extra_out_fd >= 0) {
+    if (o.extra_out_fd < 3) return Err("extra_out_fd must be 3 or more (0-2 are stdio)");
+    auto ends = OpenPipe(/*child_reads=*/false);
+    if (!ends.ok()) return Err(ends.error());
+    if (ends->child.get() < 0) return Err(Errno("fcntl"));
+    plan->extra = std::move(*ends);
+    plan->extra_slot = o.extra_out_fd;
+  }
   return plan;
 }
 
-void CloseFrom(int lowest) {
+// Closes descriptors lowest..highest (highest -1: all above lowest).
+void CloseRange(int lowest, int highest = -1) {
+  if (highest >= 0 && highest < lowest) return;
 #ifdef SYS_close_range
-  if (syscall(SYS_close_range, lowest, ~0U, 0) == 0) return;
+  if (syscall(SYS_close_range, lowest, highest < 0 ? ~0U : static_cast<unsigned>(highest), 0) == 0)
+    return;
 #endif
   const long max = sysconf(_SC_OPEN_MAX);
-  for (long fd = lowest; fd < (max > 0 && max < 65536 ? max : 65536); ++fd)
-    close(static_cast<int>(fd));
+  const long end = highest >= 0 ? highest + 1L : (max > 0 && max < 65536 ? max : 65536);
+  for (long fd = lowest; fd < end; ++fd) close(static_cast<int>(fd));
 }
 
 // In the forked child: async-signal-safe calls only. Returns false on a failure (exit 126).
@@ -204,16 +217,30 @@ bool SetUpChild(const ChildPlan& plan) {
     if (fd >= 0 && dup2(fd, slot) < 0) return false;
   }
   if (plan.stderr_to_stdout && dup2(1, 2) < 0) return false;
-  CloseFrom(3);
+  if (plan.extra_slot >= 0) {
+    // After the stdio dups (their child ends are spent), so clobbering one of them is harmless.
+    const int fd = plan.extra.child.get();
+    if (fd == plan.extra_slot) {
+      if (fcntl(fd, F_SETFD, 0) < 0) return false;  // dup2 onto itself keeps FD_CLOEXEC
+    } else if (dup2(fd, plan.extra_slot) < 0) {
+      return false;
+    }
+    CloseRange(3, plan.extra_slot - 1);
+    CloseRange(plan.extra_slot + 1);
+  } else {
+    CloseRange(3);
+  }
   return plan.cwd == nullptr || chdir(plan.cwd) == 0;
 }
 
 // The parent's side of a fresh fork: the pipe ends the child does not use stay with us.
-Subprocess Adopt(pid_t pid, SpawnOptions::Group group, StreamEnds (&ends)[3]) {
+Subprocess Adopt(pid_t pid, SpawnOptions::Group group, ChildPlan& plan) {
   // Also from the parent: a kill(-pid) right after Spawn must not race the child's setpgid.
   if (group == SpawnOptions::Group::kOwnGroup) setpgid(pid, pid);
+  StreamEnds(&ends)[3] = plan.streams;
   return Subprocess(pid, group != SpawnOptions::Group::kInherit, ends[0].parent.Release(),
-                    ends[1].parent.Release(), ends[2].parent.Release());
+                    ends[1].parent.Release(), ends[2].parent.Release(),
+                    plan.extra.parent.Release());
 }
 
 }  // namespace
@@ -230,7 +257,7 @@ Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
     execve(p.executable.c_str(), p.argv.data(), p.envp.data());
     _exit(127);
   }
-  return Adopt(pid, options.group, (*plan)->streams);
+  return Adopt(pid, options.group, **plan);
 }
 
 Result<Subprocess> Subprocess::ForkCall(const SpawnOptions& options,
@@ -246,7 +273,7 @@ Result<Subprocess> Subprocess::ForkCall(const SpawnOptions& options,
     if (!SetUpChild(**plan)) _exit(126);
     _exit(body());  // _exit: the parent's atexit handlers and static destructors are not ours
   }
-  return Adopt(pid, options.group, (*plan)->streams);
+  return Adopt(pid, options.group, **plan);
 }
 
 Subprocess::Subprocess(Subprocess&& o) noexcept { *this = std::move(o); }
@@ -261,13 +288,14 @@ Subprocess& Subprocess::operator=(Subprocess&& o) noexcept {
   in_fd_ = std::exchange(o.in_fd_, -1);
   out_fd_ = std::exchange(o.out_fd_, -1);
   err_fd_ = std::exchange(o.err_fd_, -1);
+  extra_fd_ = std::exchange(o.extra_fd_, -1);
   return *this;
 }
 
 Subprocess::~Subprocess() { CloseAll(); }
 
 void Subprocess::CloseAll() {
-  for (int* fd : {&in_fd_, &out_fd_, &err_fd_}) {
+  for (int* fd : {&in_fd_, &out_fd_, &err_fd_, &extra_fd_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }
@@ -275,6 +303,7 @@ void Subprocess::CloseAll() {
 
 int Subprocess::ReleaseStdout() { return std::exchange(out_fd_, -1); }
 int Subprocess::ReleaseStderr() { return std::exchange(err_fd_, -1); }
+int Subprocess::ReleaseExtra() { return std::exchange(extra_fd_, -1); }
 
 void Subprocess::CloseStdin() {
   if (in_fd_ >= 0) close(in_fd_);

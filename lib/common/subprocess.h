@@ -97,6 +97,10 @@ struct SpawnOptions {
   // it and everything it starts are in that cgroup from the first instruction (race-free
   // accounting and cleanup). Setup fails (exit 126) if the write fails. Still owned by the caller.
   int cgroup_procs_fd = -1;
+  // A further pipe the child writes to, at this descriptor number in the child (>= 3; -1: none),
+  // kept open across the close of everything else; our read end is Subprocess::extra_fd().
+  // The agent's progress channel (CODL_PROGRESS_FD, docs/victim.md).
+  int extra_out_fd = -1;
 };
 
 struct ExitStatus {
@@ -124,8 +128,13 @@ class Subprocess {
 
   Subprocess() = default;  // no child: pid() is -1, Wait returns at once
   // Adopts a forked child and the parent's pipe ends (-1: none). Spawn and ForkCall use it.
-  Subprocess(pid_t pid, bool own_group, int in_fd, int out_fd, int err_fd)
-      : pid_(pid), own_group_(own_group), in_fd_(in_fd), out_fd_(out_fd), err_fd_(err_fd) {}
+  Subprocess(pid_t pid, bool own_group, int in_fd, int out_fd, int err_fd, int extra_fd = -1)
+      : pid_(pid),
+        own_group_(own_group),
+        in_fd_(in_fd),
+        out_fd_(out_fd),
+        err_fd_(err_fd),
+        extra_fd_(extra_fd) {}
   Subprocess(Subprocess&& o) noexcept;
   Subprocess& operator=(Subprocess&& o) noexcept;
   Subprocess(const Subprocess&) = delete;
@@ -137,9 +146,11 @@ class Subprocess {
   int stdin_fd() const { return in_fd_; }
   int stdout_fd() const { return out_fd_; }
   int stderr_fd() const { return err_fd_; }
+  int extra_fd() const { return extra_fd_; }  // SpawnOptions::extra_out_fd's read end
   // Hands a pipe end to the caller, who closes it. -1 if there is none.
   int ReleaseStdout();
   int ReleaseStderr();
+  int ReleaseExtra();
   void CloseStdin();
 
   // Blocks until the child exits and reaps it (again: the saved status).
@@ -165,7 +176,7 @@ class Subprocess {
   bool own_group_ = false;
   bool reaped_ = false;
   ExitStatus status_;
-  int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1;
+  int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1, extra_fd_ = -1;
 };
 
 struct CapturedRun {

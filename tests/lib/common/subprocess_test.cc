@@ -38,6 +38,33 @@ bool Running(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
+// SpawnOptions::extra_out_fd: a further pipe at a chosen descriptor (the agent's progress
+// channel), open in the child beside 0-2 and nothing else; its read end is ours.
+TEST(Subprocess, ExtraPipeAtTheChosenDescriptor) {
+  SpawnOptions o = Sh("echo channel >&5; exec ls /proc/self/fd");
+  o.out = Stdio::Pipe();
+  o.extra_out_fd = 5;
+  auto p = Subprocess::Spawn(o);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_GE(p->extra_fd(), 0);
+  const int fd = p->ReleaseExtra();
+  EXPECT_EQ(p->extra_fd(), -1);
+  std::string got;
+  char buf[256];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, n);
+  close(fd);
+  std::string out;
+  for (ssize_t n; (n = read(p->stdout_fd(), buf, sizeof buf)) > 0;) out.append(buf, n);
+  EXPECT_EQ(p->Wait().code, 0);
+  EXPECT_EQ(got, "channel\n");
+  // ls's own: stdio, the pipe at 5, and the directory it opened (the lowest free, 3).
+  EXPECT_EQ(out, "0\n1\n2\n3\n5\n");
+  o.extra_out_fd = 2;
+  auto bad = Subprocess::Spawn(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("extra_out_fd must be 3 or more"), std::string::npos) << bad.error();
+}
+
 TEST(Subprocess, CapturesStdoutStderrAndExitCode) {
   auto r = RunAndCapture(Sh("echo out; echo err >&2; exit 3"), 10);
   ASSERT_TRUE(r.ok()) << r.error();

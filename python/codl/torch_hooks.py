@@ -1,0 +1,483 @@
+"""PyTorch's extension points wired to codl's recorder (docs/victim.md, "Your own training job").
+
+- DataLoader: every iterator's ``__next__`` ends the step before it (the first loader iterated
+  drives steps) and the time blocked inside it is ``data_wait_s``;
+- forward: global module forward pre/post hooks (outermost module call), or the given model's;
+- backward: ``torch.autograd.backward`` / ``torch.autograd.grad`` (what ``Tensor.backward`` calls);
+- optimizer: ``register_optimizer_step_pre_hook``/``post_hook`` on torch >= 2, the class's
+  ``step`` wrapped on 1.x (as torch's own profiler hook does); ``zero_grad`` wrapped; without a
+  loader, ``optimizer.step()`` ends the step;
+- h2d (CUDA only): ``Tensor.to``/``Tensor.cuda`` from the host to a CUDA device;
+- comm: a communication hook on every ``DistributedDataParallel`` (the user's own hook, or
+  ``allreduce_hook``, wrapped) times each bucket's all-reduce until its future completes.
+On CUDA the GPU-side phases are also timed with CUDA events, read one or more steps later.
+Nothing here runs at import; ``install`` and ``instrument_objects`` do the wiring.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import types
+from typing import Any, Callable, Optional, Set
+
+import torch
+
+from codl import api
+
+_now = time.perf_counter
+_installed: Set[str] = set()
+_loader_ids: Set[int] = set()  # instrument(loader=...): only these drive steps
+_all_loaders = False  # codl.run: every loader
+_driver: Optional[int] = None  # the loader whose iteration ends steps
+
+
+def torch_major() -> int:
+    try:
+        return int(torch.__version__.split(".")[0])
+    except ValueError:
+        return 0
+
+
+def _cuda_check(rec: api.Recorder) -> None:
+    """Once CUDA is initialised by the job, GPU phases are also timed with CUDA events."""
+    if rec.event_factory is None and _cuda_possible and torch.cuda.is_initialized():
+        rec.gpu_phases = (api.H2D, api.FORWARD, api.BACKWARD, api.OPTIMIZER)
+        rec.event_factory = functools.partial(torch.cuda.Event, enable_timing=True)
+
+
+_cuda_possible = False
+
+
+# ---- DataLoader ----
+def _install_loader() -> None:
+    if "loader" in _installed:
+        return
+    _installed.add("loader")
+    from torch.utils.data import dataloader as dl
+
+    base = dl._BaseDataLoaderIter
+    orig_init = base.__init__
+    orig_next = base.__next__
+
+    @functools.wraps(orig_init)
+    def __init__(self: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, loader, *args, **kwargs)
+        self._codl_loader = id(loader)
+
+    @functools.wraps(orig_next)
+    def __next__(self: Any) -> Any:
+        global _driver
+        lid = getattr(self, "_codl_loader", None)
+        if lid is None or not (_all_loaders or lid in _loader_ids):
+            return orig_next(self)
+        rec = api.recorder()
+        if _driver is None:
+            _driver = lid
+        drives = lid == _driver
+        if drives:
+            _cuda_check(rec)
+            rec.boundary(api.MODE_LOADER)
+        rec.enter(api.DATA_WAIT)
+        try:
+            batch = orig_next(self)
+        except StopIteration:
+            rec.exit(api.DATA_WAIT)
+            if drives and rec.mode == api.MODE_LOADER:
+                rec.discard_open_step()
+            raise
+        except BaseException:
+            rec.exit(api.DATA_WAIT)
+            raise
+        rec.exit(api.DATA_WAIT)
+        if drives:
+            n = _batch_len(batch)
+            if n:
+                rec.add_samples(n)
+        return batch
+
+    base.__init__ = __init__
+    base.__next__ = __next__
+
+
+def _batch_len(batch: Any) -> int:
+    """Samples in a batch: the first dimension of its first tensor (0 when there is none)."""
+    for _ in range(3):
+        if isinstance(batch, torch.Tensor):
+            return int(batch.shape[0]) if batch.dim() else 0
+        if isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        elif isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        else:
+            return 0
+    return 0
+
+
+# ---- forward ----
+def _fwd_pre(module: Any, inputs: Any) -> None:
+    api.recorder().enter(api.FORWARD)
+
+
+def _fwd_post(module: Any, inputs: Any, output: Any) -> None:
+    api.recorder().exit(api.FORWARD)
+
+
+def _install_forward_global() -> None:
+    if "forward" in _installed:
+        return
+    _installed.add("forward")
+    from torch.nn.modules import module as m
+
+    m.register_module_forward_pre_hook(_fwd_pre)
+    m.register_module_forward_hook(_fwd_post)
+
+
+# ---- backward ----
+def _install_backward() -> None:
+    if "backward" in _installed:
+        return
+    _installed.add("backward")
+    ag = torch.autograd
+
+    def timed(orig: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(orig)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            rec = api.recorder()
+            rec.enter(api.BACKWARD)
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                rec.exit(api.BACKWARD)
+
+        return wrapper
+
+    ag.backward = timed(ag.backward)
+    ag.grad = timed(ag.grad)
+
+
+# ---- optimizer ----
+def _step_pre(*_: Any) -> None:
+    rec = api.recorder()
+    _cuda_check(rec)
+    rec.enter(api.OPTIMIZER)
+
+
+def _step_post(*_: Any) -> None:
+    rec = api.recorder()
+    if rec.exit(api.OPTIMIZER):
+        rec.boundary(api.MODE_OPTIMIZER)
+
+
+def _timed_step(func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _step_pre()
+        try:
+            out = func(self, *args, **kwargs)
+        except BaseException:
+            api.recorder().exit(api.OPTIMIZER)
+            raise
+        _step_post()
+        return out
+
+    step._codl_timed = True  # type: ignore[attr-defined]
+    return step
+
+
+def _timed_zero_grad(func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
+        rec = api.recorder()
+        rec.enter(api.OPTIMIZER)
+        try:
+            return func(self, *args, **kwargs)
+        finally:
+            rec.exit(api.OPTIMIZER)
+
+    zero_grad._codl_timed = True  # type: ignore[attr-defined]
+    return zero_grad
+
+
+def _install_optimizer_global() -> None:
+    if "optimizer" in _installed:
+        return
+    _installed.add("optimizer")
+    opt = torch.optim.Optimizer
+    opt.zero_grad = _timed_zero_grad(opt.zero_grad)
+    from torch.optim import optimizer as om
+
+    if hasattr(om, "register_optimizer_step_pre_hook"):  # torch >= 2.0
+        om.register_optimizer_step_pre_hook(_step_pre)
+        om.register_optimizer_step_post_hook(_step_post)
+        return
+    # torch 1.x: wrap each optimizer class's step once, when its first instance is made, before
+    # torch's own profiler hook wraps it (Optimizer._hook_for_profile, in __init__), so that a
+    # profiled job's Optimizer.step event holds our timing and not the other way round.
+    orig_init = opt.__init__
+
+    @functools.wraps(orig_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        cls = type(self)
+        if not cls.__dict__.get("_codl_hooked", False):
+            cls.step = _timed_step(cls.step)
+            cls._codl_hooked = True
+            if "zero_grad" in cls.__dict__ and not getattr(cls.zero_grad, "_codl_timed", False):
+                cls.zero_grad = _timed_zero_grad(cls.zero_grad)
+        orig_init(self, *args, **kwargs)
+
+    opt.__init__ = __init__
+
+
+def _instrument_optimizer(optimizer: Any) -> None:
+    if getattr(optimizer, "_codl_instrumented", False):
+        return
+    optimizer._codl_instrumented = True
+    if hasattr(optimizer, "register_step_pre_hook"):  # torch >= 2.0
+        optimizer.register_step_pre_hook(_step_pre)
+        optimizer.register_step_post_hook(_step_post)
+    else:
+        optimizer.step = types.MethodType(_timed_step(type(optimizer).step), optimizer)
+    optimizer.zero_grad = types.MethodType(_timed_zero_grad(type(optimizer).zero_grad), optimizer)
+
+
+# ---- host-to-device copies ----
+def _to_cuda(args: Any, kwargs: Any) -> bool:
+    dev = kwargs.get("device")
+    cands = [dev] if dev is not None else list(args[:1])
+    for a in cands:
+        if isinstance(a, torch.device):
+            return a.type == "cuda"
+        if isinstance(a, str):
+            return a.startswith("cuda")
+        if isinstance(a, int) and not isinstance(a, bool):
+            return True
+        if isinstance(a, torch.Tensor):
+            return a.is_cuda
+    return False
+
+
+def _install_h2d() -> None:
+    if "h2d" in _installed:
+        return
+    _installed.add("h2d")
+    tensor = torch.Tensor
+    orig_to = tensor.to
+    orig_cuda = tensor.cuda
+
+    @functools.wraps(orig_to)
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.is_cuda or not _to_cuda(args, kwargs):
+            return orig_to(self, *args, **kwargs)
+        rec = api.recorder()
+        rec.enter(api.H2D)
+        try:
+            return orig_to(self, *args, **kwargs)
+        finally:
+            rec.exit(api.H2D)
+
+    @functools.wraps(orig_cuda)
+    def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.is_cuda:
+            return orig_cuda(self, *args, **kwargs)
+        rec = api.recorder()
+        rec.enter(api.H2D)
+        try:
+            return orig_cuda(self, *args, **kwargs)
+        finally:
+            rec.exit(api.H2D)
+
+    tensor.to = to
+    tensor.cuda = cuda
+
+
+# ---- DDP communication ----
+def _timed_comm_hook(hook: Callable[..., Any]) -> Callable[..., Any]:
+    def codl_comm_hook(state: Any, bucket: Any) -> Any:
+        t0 = _now()
+        fut = hook(state, bucket)
+        rec = api.recorder()
+
+        def done(f: Any) -> Any:
+            rec.comm_span(t0, _now())
+            return f.value()
+
+        return fut.then(done)
+
+    codl_comm_hook.__name__ = getattr(hook, "__name__", "codl_comm_hook")
+    # DDP checks the annotations (bucket: GradBucket, return: Future[Tensor]); ours are strings
+    # under `from __future__ import annotations`, so none are shown to it.
+    codl_comm_hook.__annotations__ = {}
+    return codl_comm_hook
+
+
+def _install_ddp() -> None:
+    if "ddp" in _installed:
+        return
+    _installed.add("ddp")
+    try:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+    except ImportError:
+        return
+    orig_register = DDP.register_comm_hook
+    orig_forward = DDP.forward
+
+    @functools.wraps(orig_register)
+    def register_comm_hook(self: Any, state: Any, hook: Callable[..., Any]) -> None:
+        orig_register(self, state, _timed_comm_hook(hook))
+        self._codl_comm = True
+
+    @functools.wraps(orig_forward)
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # Registered at the first forward, so that a job's own hook (registered after the
+        # constructor) is the one wrapped; a comm hook may be registered only once.
+        if not getattr(self, "_codl_comm", False):
+            self._codl_comm = True
+            try:
+                from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+                self.register_comm_hook(self.process_group, default_hooks.allreduce_hook)
+            except Exception as e:  # noqa: BLE001 - never break the job for a timer
+                import sys
+
+                sys.stderr.write(f"codl: no comm_s for this DistributedDataParallel: {e}\n")
+        return orig_forward(self, *args, **kwargs)
+
+    DDP.register_comm_hook = register_comm_hook
+    DDP.forward = forward
+
+
+def install(rec: api.Recorder, phases: str = "auto") -> None:
+    """codl.run: every loader, module, optimizer and DDP of the job (``phases='loader-only'``:
+    the DataLoader only)."""
+    global _all_loaders, _cuda_possible
+    _all_loaders = True
+    _cuda_possible = torch.cuda.is_available()
+    rec.config.update({"torch": torch.__version__, "phases_mode": phases})
+    _install_loader()
+    if phases == "loader-only":
+        return
+    _install_forward_global()
+    _install_backward()
+    _install_optimizer_global()
+    _install_ddp()
+    if _cuda_possible:
+        _install_h2d()
+
+
+def instrument_objects(rec: api.Recorder, loader: Any = None, model: Any = None,
+                       optimizer: Any = None) -> None:
+    """codl.instrument: the given objects only (composes with install: nothing counts twice)."""
+    global _cuda_possible
+    _cuda_possible = torch.cuda.is_available()
+    if loader is not None:
+        _loader_ids.add(id(loader))
+        _install_loader()
+    if model is not None and not getattr(model, "_codl_instrumented", False):
+        model._codl_instrumented = True
+        model.register_forward_pre_hook(_fwd_pre)
+        model.register_forward_hook(_fwd_post)
+        _install_backward()
+        _install_ddp()
+        if _cuda_possible:
+            _install_h2d()
+    if optimizer is not None:
+        _instrument_optimizer(optimizer)
+
+
+# ---- a profiler trace of some measured steps ----
+# The DFTracer names of codl's phases, used as the trace's range names.
+TRACE_NAMES = {
+    api.DATA_WAIT: "ai.dataloader.fetch",
+    api.H2D: "ai.device.transfer",
+    api.FORWARD: "ai.compute.forward",
+    api.BACKWARD: "ai.compute.backward",
+    api.OPTIMIZER: "ai.compute.step",
+    api.COMM: "ai.comm.all_reduce",
+}
+
+
+class Tracer:
+    """Records a PyTorch profiler (Kineto) trace of ``steps`` steps from step ``first`` on and
+    writes it as Chrome-trace JSON to ``path``; each step is a ``codl.step#K`` range and each
+    phase a range named as DFTracer names it (``codl.NAME`` for the job's own phases)."""
+
+    def __init__(self, steps: int, path: str, first: int) -> None:
+        self.steps = steps
+        self.path = path
+        self.first = first
+        self.active = False
+        self.done = False
+        self.count = 0
+        self.prof: Any = None
+        self.step_range: Any = None
+        self.ranges: dict = {}
+
+    @staticmethod
+    def _range(name: str) -> Any:
+        r = torch.autograd.profiler.record_function(name)
+        r.__enter__()
+        return r
+
+    def _start(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        acts = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            acts.append(ProfilerActivity.CUDA)
+        self.prof = profile(activities=acts)
+        self.prof.__enter__()
+        self.active = True
+
+    def step_opened(self, index: int) -> None:
+        if self.done:
+            return
+        if not self.active and index >= self.first:
+            self._start()
+        if self.active:
+            self.step_range = self._range(f"codl.step#{index}")
+
+    def _end_step(self) -> None:
+        if self.step_range is not None:
+            self.step_range.__exit__(None, None, None)
+            self.step_range = None
+
+    def step_closed(self, index: int) -> None:
+        if not self.active:
+            return
+        self._end_step()
+        self.count += 1
+        if self.count >= self.steps:
+            self.stop()
+
+    def step_discarded(self) -> None:
+        self._end_step()
+
+    def phase_begin(self, name: str) -> None:
+        if self.active and name not in self.ranges:
+            self.ranges[name] = self._range(TRACE_NAMES.get(name, "codl." + name))
+
+    def phase_end(self, name: str) -> None:
+        r = self.ranges.pop(name, None)
+        if r is not None:
+            r.__exit__(None, None, None)
+
+    def stop(self) -> None:
+        if not self.active:
+            return
+        for r in reversed(list(self.ranges.values())):
+            r.__exit__(None, None, None)
+        self.ranges.clear()
+        self._end_step()
+        self.active = False
+        self.done = True
+        self.prof.__exit__(None, None, None)
+        try:
+            self.prof.export_chrome_trace(self.path)
+        except OSError as e:
+            import sys
+
+            sys.stderr.write(f"codl: cannot write the trace to {self.path}: {e}\n")
+
+    def close(self) -> None:
+        self.stop()
