@@ -66,8 +66,9 @@ TEST(MpsDirsTest, Defaults) {
 }
 
 TEST(MpsDirsTest, PipeDirChecks) {
-  EXPECT_EQ(CheckMpsPipeDir("/tmp/codl-mps/pipe"), "");
-  EXPECT_EQ(CheckMpsPipeDir("pipe"), "option 'pipe_dir': 'pipe' must be an absolute path");
+  EXPECT_EQ(CheckMpsPipeDir("/tmp/codl-mps/pipe").message(), "");
+  EXPECT_EQ(CheckMpsPipeDir("pipe").message(),
+            "option 'pipe_dir': 'pipe' must be an absolute path");
 }
 
 TEST(MpsControlRunningTest, LiveSocketOnlyCountsWhenSomeoneListens) {

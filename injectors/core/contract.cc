@@ -1,0 +1,78 @@
+// CheckDescriptorContract (registry.h): what the registry verifies of every injector's
+// Descriptor on first use, so a broken table or flag fails every test at once, not a run.
+#include <set>
+
+#include "injectors/core/registry.h"
+
+namespace codl::injectors {
+namespace {
+
+const OptionSpec* FindOption(const Descriptor& d, const std::string& name) {
+  for (const auto& spec : d.options) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+std::string CheckOptionTable(const Descriptor& d) {
+  std::set<std::string> seen;
+  for (const auto& spec : d.options) {
+    if (spec.name.empty()) return "an option has no name";
+    if (!seen.insert(spec.name).second) return "option '" + spec.name + "' is declared twice";
+    if (spec.help.empty()) return "option '" + spec.name + "' has no help";
+    if (spec.min > spec.max) return "option '" + spec.name + "' has min > max";
+    if (spec.type == OptionType::kEnum && spec.choices.empty()) {
+      return "enum option '" + spec.name + "' has no choices";
+    }
+    auto parsed = ParseOptionValue(spec, spec.default_value);
+    if (!parsed.ok()) return "default of option '" + spec.name + "': " + parsed.error();
+  }
+  return "";
+}
+
+// "" when `name` is an option of type `type`, else what is wrong.
+std::string Requires(const Descriptor& d, const std::string& name, OptionType type,
+                     const std::string& why) {
+  const OptionSpec* spec = FindOption(d, name);
+  if (spec != nullptr && spec->type == type) return "";
+  return why + " needs " + OptionTypeName(type) + " option '" + name + "'";
+}
+
+// The controller and agent fill these options in by name for every collective injector.
+std::string CheckCapabilities(const Descriptor& d) {
+  const Capabilities& c = d.capabilities;
+  if (!c.collective) {
+    return c.rendezvous_option.empty() ? "" : "rendezvous_option is set but collective is not";
+  }
+  if (c.rendezvous_option.empty()) return "a collective injector must name its rendezvous_option";
+  for (const auto& [name, type] : {std::pair<std::string, OptionType>{"ranks", OptionType::kInt},
+                                   {"rank", OptionType::kInt},
+                                   {"rendezvous_key", OptionType::kString},
+                                   {c.rendezvous_option, OptionType::kString}}) {
+    if (std::string p = Requires(d, name, type, "collective"); !p.empty()) return p;
+  }
+  return "";
+}
+
+std::string CheckSmokeOptions(const Descriptor& d) {
+  for (const auto& [key, value] : d.smoke_options) {
+    const OptionSpec* spec = FindOption(d, key);
+    if (spec == nullptr) return "smoke option '" + key + "' is not an option";
+    auto parsed = ParseOptionValue(*spec, value);
+    if (!parsed.ok()) return "smoke option '" + key + "': " + parsed.error();
+  }
+  return "";
+}
+
+}  // namespace
+
+Status CheckDescriptorContract(const Descriptor& d) {
+  if (d.name.empty()) return Internal("empty name");
+  if (d.resource.empty() || d.unit.empty()) return Internal("resource and unit must be set");
+  for (auto check : {CheckOptionTable, CheckCapabilities, CheckSmokeOptions}) {
+    if (std::string problem = check(d); !problem.empty()) return Internal(problem);
+  }
+  return Status::Ok();
+}
+
+}  // namespace codl::injectors
