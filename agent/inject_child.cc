@@ -66,6 +66,7 @@ void InjectChild::OnLine(std::string_view line) {
 
 void InjectChild::Take(const protocol::Interval& r) {
   RateSample s;
+  std::string unit;
   {
     std::lock_guard<std::mutex> l(mu_);
     // Stamped on arrival, relative to the spawn (or the load's start): codl-inject's own t_s
@@ -76,6 +77,7 @@ void InjectChild::Take(const protocol::Interval& r) {
     s.achieved = r.achieved;
     s.target = r.target;
     if (!r.unit.empty()) unit_ = r.unit;
+    unit = unit_;
     samples_.push_back(s);
   }
   if (spec_.telemetry != nullptr) {
@@ -83,7 +85,7 @@ void InjectChild::Take(const protocol::Interval& r) {
     ev.set_agent_unix_ns(spec_.clock->UnixNanos());
     auto* a = ev.mutable_antagonist();
     a->set_antagonist_id(spec_.id);
-    a->set_unit(r.unit);
+    a->set_unit(unit);
     a->mutable_sample()->set_t_s(s.t_s);
     a->mutable_sample()->set_achieved(s.achieved);
     a->mutable_sample()->set_target(s.target);
