@@ -14,54 +14,57 @@ const OptionSpec* FindOption(const Descriptor& d, const std::string& name) {
   return nullptr;
 }
 
-std::string CheckOptionTable(const Descriptor& d) {
+Status CheckOptionTable(const Descriptor& d) {
   std::set<std::string> seen;
   for (const auto& spec : d.options) {
-    if (spec.name.empty()) return "an option has no name";
-    if (!seen.insert(spec.name).second) return "option '" + spec.name + "' is declared twice";
-    if (spec.help.empty()) return "option '" + spec.name + "' has no help";
-    if (spec.min > spec.max) return "option '" + spec.name + "' has min > max";
+    if (spec.name.empty()) return Internal("an option has no name");
+    if (!seen.insert(spec.name).second)
+      return Internal("option '" + spec.name + "' is declared twice");
+    if (spec.help.empty()) return Internal("option '" + spec.name + "' has no help");
+    if (spec.min > spec.max) return Internal("option '" + spec.name + "' has min > max");
     if (spec.type == OptionType::kEnum && spec.choices.empty()) {
-      return "enum option '" + spec.name + "' has no choices";
+      return Internal("enum option '" + spec.name + "' has no choices");
     }
     auto parsed = ParseOptionValue(spec, spec.default_value);
-    if (!parsed.ok()) return "default of option '" + spec.name + "': " + parsed.error();
+    if (!parsed.ok()) return Internal("default of option '" + spec.name + "': " + parsed.error());
   }
-  return "";
+  return Status::Ok();
 }
 
-// "" when `name` is an option of type `type`, else what is wrong.
-std::string Requires(const Descriptor& d, const std::string& name, OptionType type,
-                     const std::string& why) {
+// Ok when `name` is an option of type `type`, else what is wrong.
+Status Requires(const Descriptor& d, const std::string& name, OptionType type,
+                const std::string& why) {
   const OptionSpec* spec = FindOption(d, name);
-  if (spec != nullptr && spec->type == type) return "";
-  return why + " needs " + OptionTypeName(type) + " option '" + name + "'";
+  if (spec != nullptr && spec->type == type) return Status::Ok();
+  return Internal(why + " needs " + OptionTypeName(type) + " option '" + name + "'");
 }
 
 // The controller and agent fill these options in by name for every collective injector.
-std::string CheckCapabilities(const Descriptor& d) {
+Status CheckCapabilities(const Descriptor& d) {
   const Capabilities& c = d.capabilities;
   if (!c.collective) {
-    return c.rendezvous_option.empty() ? "" : "rendezvous_option is set but collective is not";
+    if (c.rendezvous_option.empty()) return Status::Ok();
+    return Internal("rendezvous_option is set but collective is not");
   }
-  if (c.rendezvous_option.empty()) return "a collective injector must name its rendezvous_option";
+  if (c.rendezvous_option.empty())
+    return Internal("a collective injector must name its rendezvous_option");
   for (const auto& [name, type] : {std::pair<std::string, OptionType>{"ranks", OptionType::kInt},
                                    {"rank", OptionType::kInt},
                                    {"rendezvous_key", OptionType::kString},
                                    {c.rendezvous_option, OptionType::kString}}) {
-    if (std::string p = Requires(d, name, type, "collective"); !p.empty()) return p;
+    if (Status p = Requires(d, name, type, "collective"); !p.ok()) return p;
   }
-  return "";
+  return Status::Ok();
 }
 
-std::string CheckSmokeOptions(const Descriptor& d) {
+Status CheckSmokeOptions(const Descriptor& d) {
   for (const auto& [key, value] : d.smoke_options) {
     const OptionSpec* spec = FindOption(d, key);
-    if (spec == nullptr) return "smoke option '" + key + "' is not an option";
+    if (spec == nullptr) return Internal("smoke option '" + key + "' is not an option");
     auto parsed = ParseOptionValue(*spec, value);
-    if (!parsed.ok()) return "smoke option '" + key + "': " + parsed.error();
+    if (!parsed.ok()) return Internal("smoke option '" + key + "': " + parsed.error());
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace
@@ -70,7 +73,7 @@ Status CheckDescriptorContract(const Descriptor& d) {
   if (d.name.empty()) return Internal("empty name");
   if (d.resource.empty() || d.unit.empty()) return Internal("resource and unit must be set");
   for (auto check : {CheckOptionTable, CheckCapabilities, CheckSmokeOptions}) {
-    if (std::string problem = check(d); !problem.empty()) return Internal(problem);
+    if (Status problem = check(d); !problem.ok()) return problem;
   }
   return Status::Ok();
 }

@@ -80,18 +80,19 @@ bool MpsControlRunning(const std::string& pipe_dir) {
   return ok;
 }
 
-std::string MakeDirs(const std::string& path, mode_t mode) {
-  if (path.empty()) return "empty path";
+Status MakeDirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return InvalidArgument("empty path");
   size_t pos = 0;
   while (pos != std::string::npos) {
     pos = path.find('/', pos + 1);
     const std::string prefix = path.substr(0, pos);
     if (prefix.empty()) continue;
-    if (mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) return Errno("mkdir " + prefix);
+    if (mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) return Err(Errno("mkdir " + prefix));
   }
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return path + " is not a directory";
-  return "";
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return FailedPrecondition(path + " is not a directory");
+  return Status::Ok();
 }
 
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,

@@ -50,8 +50,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env,
                                  const std::string& input, double timeout_s, bool capture = true);
 
-// mkdir -p; "" or the error.
-std::string MakeDirs(const std::string& path, mode_t mode);
+// mkdir -p: ok, or why not.
+Status MakeDirs(const std::string& path, mode_t mode);
 
 class MpsControl {
  public:

@@ -128,9 +128,9 @@ TEST(RunProcessTest, ChildInheritsNoExtraDescriptors) {
 TEST(MakeDirsTest, CreatesNestedDirectories) {
   TempDir dir;
   const std::string nested = dir.path() + "/a/b/c";
-  EXPECT_EQ(MakeDirs(nested, 0755), "");
+  EXPECT_TRUE(MakeDirs(nested, 0755).ok());
   EXPECT_TRUE(fs::is_directory(nested));
-  EXPECT_EQ(MakeDirs(nested, 0755), "");  // idempotent
+  EXPECT_TRUE(MakeDirs(nested, 0755).ok());  // idempotent
 }
 
 // The fake control program: `-d` starts a background listener on $PIPE/control that exits on
