@@ -14,10 +14,12 @@ TEST(InjectorCatalogTest, GpuInjectorsRegisterAndSayBuiltWithoutCuda) {
   for (const auto& name : InjectorNames()) {
     auto inj = CreateInjector(name);
     ASSERT_NE(inj, nullptr) << name;
-    EXPECT_EQ(CheckDescriptorContract(inj->descriptor()).message(), "") << name;
+    EXPECT_TRUE(CheckDescriptorContract(inj->descriptor()).ok()) << name;
     if (inj->descriptor().capabilities.needs_gpu) {
       ++gpu;
-      EXPECT_EQ(inj->Unsupported(host).message(), "built without CUDA") << name;
+      const Status why = inj->Unsupported(host);
+      EXPECT_EQ(why.code(), StatusCode::kFailedPrecondition) << name;
+      EXPECT_EQ(why.message(), "built without CUDA") << name;
     }
   }
   EXPECT_GT(gpu, 0);

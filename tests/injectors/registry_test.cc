@@ -87,6 +87,22 @@ TEST(DescriptorContractTest, SmokeOptionsMustBeValidOptions) {
   EXPECT_THAT(CheckDescriptorContract(d).message(), HasSubstr("smoke option 'ranks': "));
 }
 
+// Validation keeps its code: what the user wrote is wrong (invalid-argument), whether the core's
+// table check or an injector's CheckOptions finds it; a broken descriptor is a bug (internal).
+TEST(RegistryStatusTest, ProblemsCarryTheirCode) {
+  EXPECT_TRUE(ValidateInjectorName("noop").ok());
+  EXPECT_EQ(ValidateInjectorName("nop").code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateOption("noop", "threads", "2").ok());
+  EXPECT_EQ(ValidateOption("noop", "threads", "0").code(), StatusCode::kInvalidArgument);
+  const Status pair = ValidateOptions("net", {{"ranks", "3"}});
+  EXPECT_EQ(pair.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(pair.message(), HasSubstr("net: ranks 3: a net antagonist is one receiver/sender"));
+  Descriptor d = *FindDescriptor("noop");
+  d.options.push_back(IntOption("threads", "1", 1, 2, "again"));
+  EXPECT_EQ(CheckDescriptorContract(d).code(), StatusCode::kInternal);
+  EXPECT_EQ(CheckDescriptorContract(d).message(), "option 'threads' is declared twice");
+}
+
 TEST(VictimEnvTest, OnlySafeNamesAreExportable) {
   for (const char* ok : {"CUDA_MPS_PIPE_DIRECTORY", "NCCL_SOCKET_IFNAME", "X", "A1_B"}) {
     EXPECT_TRUE(IsExportableEnvName(ok)) << ok;
