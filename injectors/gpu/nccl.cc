@@ -106,7 +106,7 @@ class NcclInjector final : public Injector {
     return NotHereIf(cuda.empty() ? Nccl().error : cuda);
 #else
     const std::string cuda = gpu::CudaUnavailableReason();
-    return NotHereIf(cuda == "built without CUDA" ? cuda : "built without NCCL");
+    return NotHere(cuda == "built without CUDA" ? cuda : "built without NCCL");
 #endif
   }
 

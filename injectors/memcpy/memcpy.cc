@@ -170,8 +170,8 @@ class MemcpyInjector final : public Injector {
             "with libc memcpy)");
       }
       if (FindKernel(kernel) == nullptr) {
-        return InvalidOptionsIf("option 'kernel': '" + kernel + "' is not available on this CPU (" +
-                                (kernel == "interleaved" ? "needs AVX" : "needs SSE2") + ")");
+        return InvalidArgument("option 'kernel': '" + kernel + "' is not available on this CPU (" +
+                               (kernel == "interleaved" ? "needs AVX" : "needs SSE2") + ")");
       }
     }
     return Status::Ok();

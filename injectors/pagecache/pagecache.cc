@@ -211,8 +211,8 @@ class PagecacheInjector final : public Injector {
   }
 
   Status Unsupported(const HostInfo&) const override {
-    return NotHereIf(ReadMemInfo().ok ? ""
-                                      : "/proc/meminfo has no MemTotal/MemAvailable (Linux 3.14+)");
+    if (ReadMemInfo().ok) return Status::Ok();
+    return NotHere("/proc/meminfo has no MemTotal/MemAvailable (Linux 3.14+)");
   }
 
   // A size given as a rate ("512MiB/s") is read as bytes; "--rate 512MiB" is a bare number.
