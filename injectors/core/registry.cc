@@ -108,23 +108,21 @@ Status ValidateOption(const std::string& injector, const std::string& key,
   for (const auto& spec : d->options) {
     if (spec.name == key) {
       auto parsed = ParseOptionValue(spec, value);
-      return parsed.ok() ? Status::Ok() : parsed.status();
+      return parsed.ok() ? Status::Ok() : InvalidArgument(parsed.error());
     }
   }
   // Same message as a full parse would give.
   auto parsed = ParseOptions(injector, d->options, {{key, value}});
-  return parsed.ok() ? Status::Ok() : parsed.status();
+  return parsed.ok() ? Status::Ok() : InvalidArgument(parsed.error());
 }
 
 Result<OptionValues> ParseInjectorOptions(const Injector& injector,
                                           const std::map<std::string, std::string>& given) {
   const Descriptor& d = injector.descriptor();
+  // Whatever the table or the injector's own check finds is wrong with what the user gave.
   auto values = ParseOptions(d.name, d.options, given);
-  if (!values.ok()) return values;
-  if (Status s = injector.CheckOptions(*values); !s.ok()) {
-    // Whatever an injector's check says is a problem with the options the user gave.
-    return InvalidArgument(s.message());
-  }
+  if (!values.ok()) return InvalidArgument(values.error());
+  if (Status s = injector.CheckOptions(*values); !s.ok()) return InvalidArgument(s.message());
   return values;
 }
 
