@@ -1,9 +1,9 @@
-// AntagonistManager: runs each antagonist as a `codl-inject` child, collects its JSON-lines
-// telemetry, enforces leases (dead-man switch) and stops them. The agent's gRPC layer is a thin
-// shell over this class.
+// AntagonistManager: the agent's table of antagonists, each a `codl-inject` child (InjectChild:
+// spawn, protocol, summary), and their leases (dead-man switch): start, look up, stop, calibrate,
+// and what the table as a whole knows (learned setup times, calibrated peaks, victim variables,
+// metrics). The agent's gRPC layer is a thin shell over this class.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/child_process.h"
+#include "agent/inject_child.h"
 #include "agent/lease_monitor.h"
 #include "lib/common/clock.h"
 #include "lib/common/records.h"
@@ -28,12 +28,6 @@ struct InjectorRequest {
   double max_duration_s = 3600;
   int64_t start_at_unix_ns = 0;         // common start (agent clock); 0 = now
   experiment::PlacementSpec placement;  // cpus / numa; empty: anywhere
-};
-
-// How the agent relays opaque rendezvous values (e.g. ncclUniqueId) through the controller.
-struct RendezvousRelay {
-  std::function<Status(const std::string& key, const std::string& value)> publish;
-  std::function<Result<std::string>(const std::string& key, double wait_s)> fetch;
 };
 
 class TelemetryHub;
@@ -63,33 +57,10 @@ class AntagonistManager {
   };
   Result<Started> Start(const std::string& id, const InjectorRequest& req, double lease_s);
 
-  struct Snapshot {
-    bool running = false;
-    std::string unit;
-    double last_achieved = 0;
-    double target = 0;
-    int samples = 0;
-    std::string error;
-  };
+  using Snapshot = InjectChild::Live;
   Result<Snapshot> Get(const std::string& id) const;
 
-  struct Final {
-    std::string unit;
-    double target_rate = 0;
-    double achieved_rate = 0;
-    double cov = 0;
-    std::vector<RateSample> samples;
-    int exit_code = 0;
-    std::string error;
-    double cpu_s = 0;  // CPU seconds of its process tree
-    double run_s = 0;  // spawn to exit
-    std::string effective_cpus;
-    // When the load first reached its resource (first submit, first completion; agent clock);
-    // 0 when codl-inject did not say (no synchronized start, or an injector that does not track
-    // it).
-    int64_t first_load_unix_ns = 0;
-    int64_t first_done_unix_ns = 0;
-  };
+  using Final = InjectChild::Outcome;
   // Stops (SIGTERM, then SIGKILL after a grace period) and forgets the antagonist.
   Result<Final> Stop(const std::string& id);
   int StopAll(const std::string& reason);
@@ -130,29 +101,40 @@ class AntagonistManager {
   Stats GetStats() const;
 
   // Environment a victim needs to share what running antagonists set up: the variables of their
-  // {"victim_env":{...}} lines (only injectors declaring exports_victim_env; safe names only),
-  // e.g. an mps_cotenant's CUDA_MPS_PIPE_DIRECTORY.
+  // VictimEnv records (only injectors declaring exports_victim_env; safe names only), e.g. an
+  // mps_cotenant's CUDA_MPS_PIPE_DIRECTORY.
   std::map<std::string, std::string> VictimEnvironment() const;
 
   // Every (pid, start time) the manager has running, for the agent's leftovers file.
   std::vector<std::pair<int64_t, uint64_t>> Children() const;
 
  private:
-  struct Antagonist;
-  Status FetchRendezvous(Antagonist* a) const;
+  // A table entry: the child and the lease it runs under.
+  struct Antagonist {
+    std::shared_ptr<InjectChild> child;
+    std::string injector;
+    double lease_s = 10;
+  };
+  // A non-zero rank of a collective injector: rank 0's rendezvous value, as the option the
+  // injector reads it from (nothing to add for anyone else).
+  Status FetchRendezvous(const std::string& id, const injectors::Capabilities& caps,
+                         std::map<std::string, std::string>* options) const;
   // codl-inject's command line for a run: options, intensity, --duration, --start-at.
-  std::vector<std::string> RunArgs(const Antagonist& a, bool deferred) const;
-  // Deferred start: waits (up to 120 s) until codl-inject says its load began; on failure the
-  // child is terminated and unregistered.
-  Status AwaitLoadStart(const std::shared_ptr<Antagonist>& a);
+  std::vector<std::string> RunArgs(const InjectorRequest& req, bool deferred) const;
   std::vector<std::string> BaseArgs(const std::string& injector,
                                     const std::map<std::string, std::string>& options) const;
+  // Spawns and registers (so StopAll, the leases and Children() reach it at once).
+  Result<std::shared_ptr<InjectChild>> Launch(InjectChild::Spec spec, double lease_s);
+  void Unregister(const std::string& id);
+  // The running entries, copied out of the table: callers query the children without mu_ held,
+  // so the table's lock never nests with a child's.
+  std::vector<Antagonist> Entries() const;
 
   AntagonistPolicy policy_;
   const LeaseMonitor* lease_;
   const Clock* clock_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Antagonist>> antagonists_;
+  mutable std::mutex mu_;  // the table and the counters below; never held while calling a child
+  std::map<std::string, Antagonist> antagonists_;
   int64_t started_ = 0;
   int64_t lease_expirations_ = 0;
   int64_t calibrations_ = 0;

@@ -7,11 +7,10 @@
 #include <map>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "agent/agent.h"
 #include "agent/child_process.h"
 #include "agent/node_snapshot.h"
+#include "injectors/core/protocol.h"
 #include "lib/common/version.h"
 
 namespace codl::agent {
@@ -25,18 +24,16 @@ void DetectInjectors(const std::string& inject_binary, std::map<std::string, std
   o.argv = {inject_binary, "--list", "--json"};
   std::string available, unavailable;
   o.on_stdout = [&](std::string_view line) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) return;
-    if (j.contains("gpu_labels") && j["gpu_labels"].is_object()) {
-      for (const auto& [k, v] : j["gpu_labels"].items()) {
-        if (v.is_string()) (*labels)[k] = v.get<std::string>();
-      }
+    namespace protocol = injectors::protocol;
+    if (auto gpu = protocol::GpuLabels::Parse(line); gpu.ok()) {
+      for (const auto& [k, v] : gpu->labels) (*labels)[k] = v;
       return;
     }
-    if (!j.contains("name")) return;
-    std::string& list = j.value("available", false) ? available : unavailable;
+    auto entry = protocol::ListEntry::Parse(line);
+    if (!entry.ok()) return;
+    std::string& list = entry->available ? available : unavailable;
     if (!list.empty()) list += ",";
-    list += j.value("name", "");
+    list += entry->name;
   };
   auto c = ChildProcess::Spawn(std::move(o));
   if (!c.ok()) return;

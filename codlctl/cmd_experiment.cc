@@ -14,7 +14,7 @@
 #include "codlctl/repetitions_estimate.h"
 #include "codlctl/results_output.h"
 #include "codlctl/victim_estimate.h"
-#include "injectors/registry.h"
+#include "injectors/core/registry.h"
 #include "lib/analysis/stats.h"
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
@@ -25,9 +25,9 @@ namespace {
 
 experiment::ParseHooks InjectorHooks() {
   experiment::ParseHooks h;
-  h.injector = [](const std::string& n) { return injectors::ValidateInjectorName(n); };
+  h.injector = [](const std::string& n) { return injectors::ValidateInjectorName(n).message(); };
   h.option = [](const std::string& i, const std::string& k, const std::string& v) {
-    return injectors::ValidateOption(i, k, v);
+    return injectors::ValidateOption(i, k, v).message();
   };
   return h;
 }

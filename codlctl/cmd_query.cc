@@ -8,7 +8,7 @@
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
 #include "codlctl/status_output.h"
-#include "injectors/registry.h"
+#include "injectors/core/registry.h"
 #include "lib/common/csv.h"
 #include "lib/common/defaults.h"
 #include "lib/common/json_line.h"
@@ -258,11 +258,11 @@ int CmdAgents(const GlobalOptions& g, const std::string& output) {
 int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
                  const std::map<std::string, std::string>& options, const std::string& agent,
                  const std::string& duration) {
-  if (std::string e = injectors::ValidateInjectorName(injector); !e.empty()) {
+  if (std::string e = injectors::ValidateInjectorName(injector).message(); !e.empty()) {
     fprintf(stderr, "codlctl calibrate: %s\n", e.c_str());
     return kExitBadInput;
   }
-  if (std::string e = injectors::ValidateOptions(injector, options); !e.empty()) {
+  if (std::string e = injectors::ValidateOptions(injector, options).message(); !e.empty()) {
     fprintf(stderr, "codlctl calibrate: %s\n", e.c_str());
     return kExitBadInput;
   }

@@ -8,7 +8,7 @@
 #include "controller/controller_service.h"
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
-#include "injectors/registry.h"
+#include "injectors/core/registry.h"
 #include "lib/rpc/health.h"
 #include "lib/store/store.h"
 
@@ -37,9 +37,11 @@ Status Controller::Start() {
       SystemClock::Get(), GrpcAgentClientFactory(options_.tls), options_.agent_dead_after_s);
   runner_ = std::make_unique<ExperimentRunner>(agents_.get(), store_.get(), SystemClock::Get());
   experiment::ParseHooks hooks;
-  hooks.injector = [](const std::string& name) { return injectors::ValidateInjectorName(name); };
+  hooks.injector = [](const std::string& name) {
+    return injectors::ValidateInjectorName(name).message();
+  };
   hooks.option = [](const std::string& injector, const std::string& key, const std::string& value) {
-    return injectors::ValidateOption(injector, key, value);
+    return injectors::ValidateOption(injector, key, value).message();
   };
   scheduler_ = std::make_unique<ExperimentScheduler>(store_.get(), runner_.get(),
                                                      SystemClock::Get(), hooks, metrics_.get());

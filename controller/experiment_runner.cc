@@ -14,7 +14,7 @@
 #include "controller/rendezvous.h"
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
-#include "injectors/registry.h"
+#include "injectors/core/registry.h"
 #include "lib/analysis/adaptive.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"

@@ -6,23 +6,25 @@
 //   * descriptor(): a static table. `unit` is the unit of every rate in and out; each option has
 //     a type, unit, default (valid text), bounds and help. The core parses and validates user
 //     input against it; Setup() receives typed OptionValues and never re-parses text.
-//   * Unsupported(): "" or a human reason; no side effects. Compiled-out features (no CUDA, no
-//     liburing) still register and explain themselves here.
+//   * Unsupported(): ok or NotHere(a human reason); no side effects. Compiled-out features (no
+//     CUDA, no liburing) still register and explain themselves here.
+//   * CheckOptions() (optional): rules across options; InvalidArgument naming them.
 //   * Setup(): may allocate and create files (only via scratch.h RunDir under a scratch root);
-//     must honour `stop` if it takes long; errors are runtime failures (exit code 1).
+//     must honour `stop` if it takes long; errors are runtime failures (exit code 1). Never
+//     prints: a rendezvous value, victim variables or a note go through `services`.
 //   * Run(): hold the target until `stop`, report ≥ 4×/s, return within 100 ms of a stop.
 //     Use RunPaced(): write only the worker loop, count finished work with ctx.Done().
 //     Count work when it is *complete* (bytes copied, I/O completed), not when issued.
 //   * Calibrate(): usually inherited (Run at max for the duration).
 //   * The destructor frees everything, scratch files included.
-//   * Then add one line to registry.cc.
+//   * Then add one line to core/registry.cc.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
 
-#include "injectors/injector.h"
-#include "injectors/paced_run.h"
+#include "injectors/core/injector.h"
+#include "injectors/core/paced_run.h"
 
 namespace codl::injectors {
 namespace {
@@ -49,9 +51,10 @@ class NoopInjector final : public Injector {
     return d;
   }
 
-  std::string Unsupported(const HostInfo&) const override { return ""; }
+  Status Unsupported(const HostInfo&) const override { return Status::Ok(); }
 
-  Status Setup(const OptionValues& options, const HostInfo&, const StopToken&) override {
+  Status Setup(const OptionValues& options, const HostInfo&, HostServices&,
+               const StopToken&) override {
     threads_ = static_cast<int>(options.Int("threads"));
     chunk_ = static_cast<uint64_t>(options.Int("chunk"));
     capacity_ = options.Double("capacity");

@@ -28,7 +28,7 @@ fi
 
 seconds=${1:-30}
 build=${BUILD_DIR:-build-fuzz}
-targets=(experiment daemon_config inject_args progress_parser phases_json)
+targets=(experiment daemon_config inject_args progress_parser phases_json inject_protocol)
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found" >&2; exit 2; }
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCODL_FUZZ=ON -DCODL_WITH_CUDA=OFF -DCODL_BUILD_TESTS=OFF >/dev/null

@@ -11,7 +11,7 @@ namespace codl::inject {
 namespace {
 
 // One pass over argv: flags fill `args_`, then Command() decides what to do. Each flag's
-// handler returns "" or the message that ends the parse.
+// handler returns ok or the usage error (InvalidArgument) that ends the parse.
 class ArgsParser {
  public:
   explicit ArgsParser(const std::vector<std::string>& argv)
@@ -19,37 +19,38 @@ class ArgsParser {
 
   Result<CliArgs> Parse() {
     while (flags_.Next()) {
-      std::string error = flags_.is_flag() ? Flag(flags_.name()) : Positional(flags_.name());
-      if (!error.empty()) return Err(error);
+      Status s = flags_.is_flag() ? Flag(flags_.name()) : Positional(flags_.name());
+      if (!s.ok()) return s;
     }
-    if (std::string error = ChooseCommand(); !error.empty()) return Err(error);
+    if (Status s = ChooseCommand(); !s.ok()) return s;
     return args_;
   }
 
  private:
   // A flag without a value: sets `*on`.
-  std::string Switch(bool* on) {
+  Status Switch(bool* on) {
     Status s = flags_.NoValue();
-    if (!s.ok()) return s.error();
+    if (!s.ok()) return InvalidArgument(s.message());
     *on = true;
-    return "";
+    return Status::Ok();
   }
 
   // A flag's value into `*value`.
-  std::string Take(std::string* value) {
+  Status Take(std::string* value) {
     auto v = flags_.Value();
-    if (!v.ok()) return v.error();
+    if (!v.ok()) return InvalidArgument(v.error());
     *value = *v;
-    return "";
+    return Status::Ok();
   }
 
-  std::string SetIntensity(Intensity v, const std::string& flag) {
-    if (args_.intensity != Intensity::kNone) return flag + ": choose one of --max, --rate, --level";
+  Status SetIntensity(Intensity v, const std::string& flag) {
+    if (args_.intensity != Intensity::kNone)
+      return InvalidArgument(flag + ": choose one of --max, --rate, --level");
     args_.intensity = v;
-    return "";
+    return Status::Ok();
   }
 
-  std::string Flag(const std::string& arg) {
+  Status Flag(const std::string& arg) {
     if (arg == "--help" || arg == "-h") return Switch(&help_);
     if (arg == "--list") return Switch(&list_);
     if (arg == "--json") return Switch(&args_.json);
@@ -57,13 +58,13 @@ class ArgsParser {
     if (arg == "--cleanup-stale") return Switch(&cleanup_);
     if (arg == "--max") {
       bool unused = false;
-      std::string e = Switch(&unused);
-      return e.empty() ? SetIntensity(Intensity::kMax, arg) : e;
+      Status s = Switch(&unused);
+      return s.ok() ? SetIntensity(Intensity::kMax, arg) : s;
     }
     std::string value;
-    auto valued = [&](std::string (ArgsParser::*apply)(const std::string&, const std::string&)) {
-      std::string e = Take(&value);
-      return e.empty() ? (this->*apply)(arg, value) : e;
+    auto valued = [&](Status (ArgsParser::*apply)(const std::string&, const std::string&)) {
+      Status s = Take(&value);
+      return s.ok() ? (this->*apply)(arg, value) : s;
     };
     if (arg == "--rate") return valued(&ArgsParser::Rate);
     if (arg == "--level") return valued(&ArgsParser::Level);
@@ -72,93 +73,98 @@ class ArgsParser {
     if (arg == "--start-at") return valued(&ArgsParser::StartAt);
     if (arg == "--set") return valued(&ArgsParser::Set);
     if (arg == "--scratch-root") return valued(&ArgsParser::ScratchRoot);
-    return "unknown flag '" + arg + "' (see codl-inject --help)";
+    return InvalidArgument("unknown flag '" + arg + "' (see codl-inject --help)");
   }
 
-  std::string Rate(const std::string& arg, const std::string& value) {
+  Status Rate(const std::string& arg, const std::string& value) {
     args_.rate_text = value;
     return SetIntensity(Intensity::kRate, arg);
   }
 
-  std::string Level(const std::string& arg, const std::string& value) {
-    if (std::string e = SetIntensity(Intensity::kLevel, arg); !e.empty()) return e;
+  Status Level(const std::string& arg, const std::string& value) {
+    if (Status s = SetIntensity(Intensity::kLevel, arg); !s.ok()) return s;
     auto n = ParseNumber(value);
-    if (!n.ok()) return "--level: '" + value + "' is not a number";
-    if (*n < 0 || *n > 1) return "--level: " + value + " is out of range [0, 1]";
+    if (!n.ok()) return InvalidArgument("--level: '" + value + "' is not a number");
+    if (*n < 0 || *n > 1) return InvalidArgument("--level: " + value + " is out of range [0, 1]");
     args_.level = *n;
-    return "";
+    return Status::Ok();
   }
 
-  std::string Peak(const std::string&, const std::string& value) {
+  Status Peak(const std::string&, const std::string& value) {
     args_.peak_text = value;
-    return "";
+    return Status::Ok();
   }
 
-  std::string Duration(const std::string& arg, const std::string& value) {
+  Status Duration(const std::string& arg, const std::string& value) {
     auto d = ParseDuration(value);
-    if (!d.ok()) return arg + ": " + d.error();
-    if (*d <= 0) return arg + ": " + value + " must be greater than 0";
+    if (!d.ok()) return InvalidArgument(arg + ": " + d.error());
+    if (*d <= 0) return InvalidArgument(arg + ": " + value + " must be greater than 0");
     (arg == "--duration" ? args_.duration_s : args_.calibrate_duration_s) = *d;
-    return "";
+    return Status::Ok();
   }
 
-  std::string StartAt(const std::string&, const std::string& value) {
+  Status StartAt(const std::string&, const std::string& value) {
     char* end = nullptr;
     errno = 0;
     const long long ns = std::strtoll(value.c_str(), &end, 10);
     if (value.empty() || *end != '\0' || ns <= 0 || errno == ERANGE) {
-      return "--start-at: '" + value + "' is not a positive Unix time in nanoseconds";
+      return InvalidArgument("--start-at: '" + value +
+                             "' is not a positive Unix time in nanoseconds");
     }
     args_.start_at_unix_ns = ns;
-    return "";
+    return Status::Ok();
   }
 
-  std::string Set(const std::string&, const std::string& value) {
+  Status Set(const std::string&, const std::string& value) {
     const size_t eq = value.find('=');
-    if (eq == std::string::npos || eq == 0) return "--set: '" + value + "' is not KEY=VALUE";
+    if (eq == std::string::npos || eq == 0)
+      return InvalidArgument("--set: '" + value + "' is not KEY=VALUE");
     const std::string key = value.substr(0, eq);
-    if (args_.options.count(key)) return "--set: option '" + key + "' is given twice";
+    if (args_.options.count(key))
+      return InvalidArgument("--set: option '" + key + "' is given twice");
     args_.options[key] = value.substr(eq + 1);
-    return "";
+    return Status::Ok();
   }
 
-  std::string ScratchRoot(const std::string&, const std::string& value) {
-    if (value.empty()) return "--scratch-root: empty path";
+  Status ScratchRoot(const std::string&, const std::string& value) {
+    if (value.empty()) return InvalidArgument("--scratch-root: empty path");
     args_.scratch_roots.push_back(value);
-    return "";
+    return Status::Ok();
   }
 
-  std::string Positional(const std::string& arg) {
-    if (!args_.injector.empty()) return "unexpected argument '" + arg + "' (one injector per run)";
+  Status Positional(const std::string& arg) {
+    if (!args_.injector.empty())
+      return InvalidArgument("unexpected argument '" + arg + "' (one injector per run)");
     args_.injector = arg;
-    return "";
+    return Status::Ok();
   }
 
   // Which command the flags add up to, or why they do not add up.
-  std::string ChooseCommand() {
+  Status ChooseCommand() {
     if (list_) {
       args_.command = Command::kList;
     } else if (cleanup_) {
-      if (!args_.injector.empty()) return "--cleanup-stale takes no injector";
+      if (!args_.injector.empty()) return InvalidArgument("--cleanup-stale takes no injector");
       args_.command = Command::kCleanupStale;
     } else if (help_ || args_.injector.empty()) {
       args_.command = args_.injector.empty() ? Command::kUsage : Command::kInjectorHelp;
-      if (args_.injector.empty() && !help_) return "no injector given (see codl-inject --list)";
+      if (args_.injector.empty() && !help_)
+        return InvalidArgument("no injector given (see codl-inject --list)");
     } else if (calibrate_) {
       if (args_.intensity != Intensity::kNone) {
-        return "--calibrate measures the peak; it takes no --max/--rate/--level";
+        return InvalidArgument("--calibrate measures the peak; it takes no --max/--rate/--level");
       }
       args_.command = Command::kCalibrate;
     } else {
       if (args_.intensity == Intensity::kNone) {
-        return "say how hard to push: --max, --rate R, --level F, or --calibrate";
+        return InvalidArgument("say how hard to push: --max, --rate R, --level F, or --calibrate");
       }
       if (!args_.peak_text.empty() && args_.intensity != Intensity::kLevel) {
-        return "--peak only goes with --level";
+        return InvalidArgument("--peak only goes with --level");
       }
       args_.command = Command::kRun;
     }
-    return "";
+    return Status::Ok();
   }
 
   FlagScanner flags_;

@@ -12,10 +12,9 @@
 
 #include "injectors/codl-inject/args.h"
 #include "injectors/codl-inject/output.h"
-#include "injectors/registry.h"
-#include "injectors/scratch.h"
-#include "injectors/start_wait.h"
-#include "lib/common/json_line.h"
+#include "injectors/core/registry.h"
+#include "injectors/core/scratch.h"
+#include "injectors/core/start_wait.h"
 #include "lib/common/units.h"
 #include "lib/common/version.h"
 
@@ -90,7 +89,7 @@ int CleanupStaleCommand(const CliArgs& args, const std::vector<std::string>& roo
   if (!removed.ok()) return Fail(kExitRuntime, removed.error());
   for (const auto& path : *removed) {
     if (args.json) {
-      std::printf("{\"removed\":%s}\n", JsonEscape(path).c_str());
+      std::printf("%s\n", injectors::protocol::Removed{path}.Format().c_str());
     } else {
       std::printf("removed %s\n", path.c_str());
     }
@@ -105,7 +104,11 @@ int CleanupStaleCommand(const CliArgs& args, const std::vector<std::string>& roo
 class RunSession {
  public:
   RunSession(const CliArgs& args, const injectors::HostInfo& host, injectors::Injector& inj)
-      : args_(args), host_(host), inj_(inj), stop_(signals_.token()) {
+      : args_(args),
+        host_(host),
+        inj_(inj),
+        services_(inj.descriptor(), args.json),
+        stop_(signals_.token()) {
     summary_.injector = inj.descriptor().name;
     summary_.unit = inj.descriptor().unit;
   }
@@ -127,6 +130,7 @@ class RunSession {
     auto options = injectors::ParseInjectorOptions(inj_, args_.options);
     if (!options.ok()) return Fail(kExitUsage, options.error());
     options_ = std::move(*options);
+    services_.SetOptions(&options_);
     if (args_.intensity == Intensity::kRate) {
       auto r = ParseRateFor(inj_, options_, "--rate", args_.rate_text);
       if (!r.ok()) return Fail(kExitUsage, r.error());
@@ -137,8 +141,8 @@ class RunSession {
       if (!r.ok()) return Fail(kExitUsage, r.error());
       summary_.peak_rate = *r;
     }
-    if (std::string why = inj_.Unsupported(host_); !why.empty()) {
-      return Fail(kExitRuntime, summary_.injector + " is unavailable here: " + why);
+    if (Status why = inj_.Unsupported(host_); !why.ok()) {
+      return Fail(kExitRuntime, summary_.injector + " is unavailable here: " + why.message());
     }
     return std::nullopt;
   }
@@ -146,7 +150,7 @@ class RunSession {
   Step Setup() {
     start_.setup_estimate_s = inj_.SetupEstimateS(options_, host_);
     const auto t0 = std::chrono::steady_clock::now();
-    Status s = inj_.Setup(options_, host_, stop_);
+    Status s = inj_.Setup(options_, host_, services_, stop_);
     start_.setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!s.ok()) {
       if (stop_.stop_requested()) return Finish({});  // interrupted while preparing: not a failure
@@ -250,6 +254,7 @@ class RunSession {
   const CliArgs& args_;
   const injectors::HostInfo& host_;
   injectors::Injector& inj_;
+  StdoutHostServices services_;
   SignalStopper signals_;
   const injectors::StopToken stop_;
   injectors::OptionValues options_;
@@ -261,7 +266,7 @@ class RunSession {
 
 int RunCommand(const CliArgs& args, const injectors::HostInfo& host) {
   auto inj = injectors::CreateInjector(args.injector);
-  if (!inj) return Fail(kExitUsage, injectors::ValidateInjectorName(args.injector));
+  if (!inj) return Fail(kExitUsage, injectors::ValidateInjectorName(args.injector).message());
   if (args.command == Command::kInjectorHelp) {
     PrintInjectorHelp(*inj, host);
     return kExitOk;

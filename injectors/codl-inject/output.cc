@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <string>
 
+#include "injectors/core/registry.h"
+#include "injectors/core/victim_env.h"
 #include "injectors/gpu/gpu_info.h"
-#include "injectors/registry.h"
-#include "lib/common/json_line.h"
 #include "lib/common/units.h"
 
 namespace codl::inject {
@@ -19,47 +19,73 @@ std::string Pct(double x) {
   return buf;
 }
 
-// The agent's GPU registration labels, one line after the injectors (the agent links no CUDA
-// library, so it asks codl-inject): {"gpu_labels":{"gpu_count":"2",...}}.
-void PrintGpuLabelsJson() {
-  std::printf("%s\n",
-              JsonLine().AddObject("gpu_labels", injectors::DetectGpuLabels()).str().c_str());
+namespace protocol = injectors::protocol;
+
+// One record, one line, flushed: the agent acts on each as it arrives.
+template <class R>
+void Write(const R& record) {
+  std::fputs((record.Format() + "\n").c_str(), stdout);
+  std::fflush(stdout);
 }
 
 }  // namespace
 
 void JsonReporter::Report(const injectors::Sample& s) {
-  JsonLine line;
-  line.Add("t_s", s.t_s).Add("achieved", s.achieved).Add("target", s.target).Add("unit", unit_);
-  line.Add("phase", phase_).Add("saturated", s.saturated);
-  for (const auto& [k, v] : s.extra) line.Add(k, v);
-  std::fputs((line.str() + "\n").c_str(), stdout);
-  std::fflush(stdout);
+  Write(protocol::Interval{s.t_s, s.achieved, s.target, unit_, phase_, s.saturated, s.extra});
 }
+
+Status StdoutHostServices::PublishRendezvous(std::string_view value) {
+  const std::string key = options_ != nullptr && descriptor_.capabilities.collective
+                              ? options_->String("rendezvous_key")
+                              : "";
+  if (key.empty()) {
+    return FailedPrecondition(descriptor_.name +
+                              ": a rendezvous needs a collective injector and its rendezvous_key");
+  }
+  Write(protocol::RendezvousPublish{key, std::string(value)});
+  return Status::Ok();
+}
+
+Status StdoutHostServices::ExportVictimEnv(const std::map<std::string, std::string>& env) {
+  if (!descriptor_.capabilities.exports_victim_env) {
+    return Internal(descriptor_.name +
+                    " exports victim variables but does not declare "
+                    "exports_victim_env");
+  }
+  for (const auto& [name, value] : env) {
+    if (!injectors::IsExportableEnvName(name)) {
+      return Internal(descriptor_.name + ": '" + name + "' may not be exported to a victim");
+    }
+  }
+  Write(protocol::VictimEnv{env});
+  return Status::Ok();
+}
+
+void StdoutHostServices::Note(std::string_view text) {
+  if (json_) {
+    Write(protocol::Note{std::string(text)});
+  } else {
+    std::fprintf(stderr, "codl-inject %s: %.*s\n", descriptor_.name.c_str(),
+                 static_cast<int>(text.size()), text.data());
+  }
+}
+
+void StdoutHostServices::ReportMps(const protocol::MpsStatus& status) { Write(status); }
 
 void StartAccountReporter::Finish() {
   account_.started_unix_ns = gate_.started_unix_ns.load(std::memory_order_relaxed);
   if (account_.started_unix_ns == 0) return;  // stopped before the start: no load, no account
   if (!account_printed_) {
     account_printed_ = true;
-    JsonLine line;
-    line.Add("started_unix_ns", account_.started_unix_ns);
-    line.Add("start_at_unix_ns", account_.start_at_unix_ns);
-    line.Add("ready_unix_ns", account_.ready_unix_ns).Add("setup_s", account_.setup_s);
-    line.Add("setup_estimate_s", account_.setup_estimate_s);
-    std::fputs((line.str() + "\n").c_str(), stdout);
+    Write(account_);
   }
   if (!first_load_printed_) {
     const injectors::Injector::FirstLoad f = inj_.FirstLoadTimes();
     if (f.submitted_unix_ns > 0) {
       first_load_printed_ = true;
-      JsonLine line;
-      line.Add("first_load_unix_ns", f.submitted_unix_ns);
-      if (f.completed_unix_ns > 0) line.Add("first_done_unix_ns", f.completed_unix_ns);
-      std::fputs((line.str() + "\n").c_str(), stdout);
+      Write(protocol::FirstLoad{f.submitted_unix_ns, f.completed_unix_ns});
     }
   }
-  std::fflush(stdout);
 }
 
 void StartAccountReporter::Report(const injectors::Sample& s) {
@@ -96,20 +122,21 @@ void HumanReporter::Report(const injectors::Sample& s) {
 }
 
 void PrintSummaryJson(const SummaryFields& f) {
-  JsonLine line;
-  line.Add("summary", true).Add("injector", f.injector).Add("unit", f.unit).Add("mode", f.mode);
-  line.Add("target_rate", f.target_rate).Add("achieved_rate", f.run.achieved_rate);
-  line.Add("peak_rate", f.peak_rate).Add("cov", f.run.cov).Add("seconds", f.run.seconds);
-  if (f.level >= 0) line.Add("level", f.level);
-  line.Add("saturated", f.run.saturated).Add("stopped_by_signal", f.stopped_by_signal);
-  for (const auto& [k, v] : f.run.extra) line.Add(k, v);
-  if (!f.run.notes.empty()) {
-    std::string notes = "[";
-    for (const auto& n : f.run.notes) notes += (notes.size() > 1 ? "," : "") + JsonEscape(n);
-    line.AddRaw("notes", notes + "]");
-  }
-  std::fputs((line.str() + "\n").c_str(), stdout);
-  std::fflush(stdout);
+  protocol::Summary s;
+  s.injector = f.injector;
+  s.unit = f.unit;
+  s.mode = f.mode;
+  s.target_rate = f.target_rate;
+  s.achieved_rate = f.run.achieved_rate;
+  s.peak_rate = f.peak_rate;
+  s.cov = f.run.cov;
+  s.seconds = f.run.seconds;
+  s.level = f.level;
+  s.saturated = f.run.saturated;
+  s.stopped_by_signal = f.stopped_by_signal;
+  s.extra = f.run.extra;
+  s.notes = f.run.notes;
+  Write(s);
 }
 
 void PrintSummaryHuman(const SummaryFields& f) {
@@ -173,18 +200,19 @@ void PrintList(bool json, const injectors::HostInfo& host) {
   for (const auto& name : injectors::InjectorNames()) {
     auto inj = injectors::CreateInjector(name);
     const auto& d = inj->descriptor();
-    const std::string reason = inj->Unsupported(host);
+    const std::string reason = inj->Unsupported(host).message();
     if (json) {
-      JsonLine line;
-      line.Add("name", d.name).Add("resource", d.resource).Add("unit", d.unit);
-      line.Add("available", reason.empty()).Add("reason", reason);
-      std::printf("%s\n", line.str().c_str());
+      std::printf(
+          "%s\n",
+          protocol::ListEntry{d.name, d.resource, d.unit, reason.empty(), reason}.Format().c_str());
     } else {
       std::printf("%-12s %-28s %-14s %s\n", d.name.c_str(), d.resource.c_str(), d.unit.c_str(),
                   reason.empty() ? "available" : ("unavailable: " + reason).c_str());
     }
   }
-  if (json) PrintGpuLabelsJson();
+  // The agent's GPU registration labels, after the injectors (the agent links no CUDA library,
+  // so it asks codl-inject).
+  if (json) std::printf("%s\n", protocol::GpuLabels{injectors::DetectGpuLabels()}.Format().c_str());
   std::fflush(stdout);
 }
 
@@ -193,7 +221,7 @@ void PrintInjectorHelp(const injectors::Injector& inj, const injectors::HostInfo
   std::printf("%s: %s\n", d.name.c_str(), d.summary.c_str());
   std::printf("resource: %s\n", d.resource.c_str());
   std::printf("unit: %s — %s\n", d.unit.c_str(), d.unit_help.c_str());
-  const std::string reason = inj.Unsupported(host);
+  const std::string reason = inj.Unsupported(host).message();
   std::printf("available here: %s\n\n", reason.empty() ? "yes" : ("no — " + reason).c_str());
   std::printf("options (--set KEY=VALUE):\n");
   std::fputs(RenderOptionTable(d.options, "  ").c_str(), stdout);

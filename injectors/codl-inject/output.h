@@ -1,4 +1,5 @@
-// What codl-inject prints: the JSON-lines stream the agent parses, or a live line for people.
+// What codl-inject prints: the protocol records the agent parses (injectors/core/protocol.h), or
+// a live line for people.
 #pragma once
 
 #include <cstdint>
@@ -6,12 +7,12 @@
 #include <memory>
 #include <string>
 
-#include "injectors/injector.h"
+#include "injectors/core/injector.h"
+#include "injectors/core/protocol.h"
 
 namespace codl::inject {
 
-// Interval lines: {"t_s":…,"achieved":…,"target":…,"unit":…,"phase":…,"saturated":…[,"iops":…]}
-// on stdout, flushed per line.
+// protocol::Interval records on stdout, flushed per line.
 class JsonReporter final : public injectors::Reporter {
  public:
   JsonReporter(std::string unit, std::string phase)
@@ -22,21 +23,11 @@ class JsonReporter final : public injectors::Reporter {
   std::string unit_, phase_;
 };
 
-// A synchronized start's (--start-at --json) account of itself, the first line of the run:
-//   {"started_unix_ns":W,"start_at_unix_ns":S,"ready_unix_ns":R,"setup_s":X,"setup_estimate_s":E}
-// W: the wait ended (the load begins); S: the common start asked for; R: setup and calibration
-// were done and the wait began (R > S: the preparation overran the start); X: Setup()'s own
-// duration; E: the injector's estimate of it (Injector::SetupEstimateS).
-struct StartAccount {
-  int64_t started_unix_ns = 0;
-  int64_t start_at_unix_ns = 0;
-  int64_t ready_unix_ns = 0;
-  double setup_s = 0;
-  double setup_estimate_s = 0;
-};
+// A synchronized start's (--start-at --json) account of itself: protocol::StartAccount.
+using StartAccount = injectors::protocol::StartAccount;
 
-// Prints the StartAccount line, then {"first_load_unix_ns":N[,"first_done_unix_ns":M]}
-// (Injector::FirstLoadTimes, when the injector tracks it), with the run's first interval line
+// Prints the StartAccount record, then a protocol::FirstLoad (Injector::FirstLoadTimes, when
+// the injector tracks it), with the run's first interval
 // rather than at the start instant: at that instant the CPUs belong to the load starting here
 // and on every other node sharing them, and the line wakes the agent (which replies to the
 // controller at once). Passes every sample on; Finish() prints what no sample did (a run too
@@ -82,8 +73,30 @@ struct SummaryFields {
   injectors::RunSummary run;
 };
 
-void PrintSummaryJson(const SummaryFields& f);
+void PrintSummaryJson(const SummaryFields& f);  // a protocol::Summary record
 void PrintSummaryHuman(const SummaryFields& f);
+
+// What an injector asks of codl-inject (HostServices): rendezvous values, victim variables and
+// MPS status are protocol records on stdout in every mode (a person starting rank 1 by hand
+// copies the value from there); notes are protocol::Note records with --json, else
+// "codl-inject INJECTOR: text" on stderr, beside the live line.
+class StdoutHostServices final : public injectors::HostServices {
+ public:
+  StdoutHostServices(const injectors::Descriptor& descriptor, bool json)
+      : descriptor_(descriptor), json_(json) {}
+  // The validated options, for the rendezvous key (before Setup).
+  void SetOptions(const injectors::OptionValues* options) { options_ = options; }
+
+  Status PublishRendezvous(std::string_view value) override;
+  Status ExportVictimEnv(const std::map<std::string, std::string>& env) override;
+  void Note(std::string_view text) override;
+  void ReportMps(const injectors::protocol::MpsStatus& status) override;
+
+ private:
+  const injectors::Descriptor& descriptor_;
+  const bool json_;
+  const injectors::OptionValues* options_ = nullptr;
+};
 
 void PrintUsage(std::FILE* out);
 void PrintList(bool json, const injectors::HostInfo& host);

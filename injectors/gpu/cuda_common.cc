@@ -123,7 +123,7 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
       const double want = std::ceil(kQueuedWorkS / op_s) + 1;
       depth = static_cast<int>(
           std::clamp(want, static_cast<double>(spec.depth), static_cast<double>(max_depth)));
-      if (std::string w = CheckDutyWindow(spec.duty, op_s); !w.empty()) return Err(w);
+      if (Status w = CheckDutyWindow(spec.duty, op_s); !w.ok()) return w;
     }
     double wait = kPollS;
     if (window.size() < depth) {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "injectors/core/paced_run.h"
 #include "injectors/gpu/gpu_host.h"
-#include "injectors/paced_run.h"
 
 namespace codl::injectors::gpu {
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "injectors/core/injector.h"
+#include "injectors/core/paced_run.h"
 #include "injectors/gpu/copy_split.h"
 #include "injectors/gpu/gpu_probe.h"
-#include "injectors/injector.h"
-#include "injectors/paced_run.h"
 #include "lib/common/units.h"
 
 #ifdef CODL_HAVE_CUDA
@@ -65,23 +65,26 @@ class CudaMemcpyInjector final : public Injector {
     return d;
   }
 
-  std::string Unsupported(const HostInfo&) const override { return gpu::CudaUnavailableReason(); }
-
-  std::string CheckOptions(const OptionValues& o) const override {
-    const int64_t peer = o.Int("peer_device");
-    if (peer < 0) return "";
-    if (o.String("direction") != "d2d") {
-      return "option 'peer_device' applies to direction=d2d only (got direction=" +
-             o.String("direction") + ")";
-    }
-    if (peer == o.Int("device")) {
-      return "option 'peer_device': " + std::to_string(peer) +
-             " is `device` itself; use -1 for copies within one GPU";
-    }
-    return "";
+  Status Unsupported(const HostInfo&) const override {
+    return NotHereIf(gpu::CudaUnavailableReason());
   }
 
-  Status Setup(const OptionValues& options, const HostInfo&, const StopToken& stop) override {
+  Status CheckOptions(const OptionValues& o) const override {
+    const int64_t peer = o.Int("peer_device");
+    if (peer < 0) return Status::Ok();
+    if (o.String("direction") != "d2d") {
+      return InvalidArgument("option 'peer_device' applies to direction=d2d only (got direction=" +
+                             o.String("direction") + ")");
+    }
+    if (peer == o.Int("device")) {
+      return InvalidArgument("option 'peer_device': " + std::to_string(peer) +
+                             " is `device` itself; use -1 for copies within one GPU");
+    }
+    return Status::Ok();
+  }
+
+  Status Setup(const OptionValues& options, const HostInfo&, HostServices&,
+               const StopToken& stop) override {
 #ifdef CODL_HAVE_CUDA
     direction_ = options.String("direction");
     size_ = options.Size("size");

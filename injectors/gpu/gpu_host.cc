@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <limits>
 
-#include "lib/common/json_line.h"
-
 namespace codl::injectors::gpu {
 namespace {
 
@@ -105,59 +103,6 @@ Result<NcclShape> NcclShapeFor(NcclOp op, uint64_t size_bytes, int nranks, size_
   return s;
 }
 
-std::string HexEncode(const uint8_t* data, size_t size) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(size * 2);
-  for (size_t i = 0; i < size; ++i) {
-    out += kDigits[data[i] >> 4];
-    out += kDigits[data[i] & 0xf];
-  }
-  return out;
-}
-
-Result<std::vector<uint8_t>> HexDecode(std::string_view hex, size_t expected_bytes) {
-  if (hex.size() != 2 * expected_bytes) {
-    return Err("expected " + std::to_string(2 * expected_bytes) + " hex characters (" +
-               std::to_string(expected_bytes) + " bytes), got " + std::to_string(hex.size()));
-  }
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::vector<uint8_t> out(expected_bytes);
-  for (size_t i = 0; i < hex.size(); ++i) {
-    const int v = nibble(hex[i]);
-    if (v < 0) {
-      const unsigned char c = static_cast<unsigned char>(hex[i]);
-      char shown[8];
-      if (c >= 0x20 && c < 0x7f) {
-        std::snprintf(shown, sizeof shown, "%c", c);
-      } else {
-        std::snprintf(shown, sizeof shown, "\\x%02x", c);
-      }
-      return Err(std::string("invalid hex character '") + shown + "' at offset " +
-                 std::to_string(i));
-    }
-    out[i / 2] = static_cast<uint8_t>(i % 2 == 0 ? v << 4 : out[i / 2] | v);
-  }
-  return out;
-}
-
-std::string RendezvousPublishLine(std::string_view key, std::string_view value_hex) {
-  JsonLine inner;
-  inner.Add("key", key).Add("value_hex", value_hex);
-  return JsonLine().AddRaw("rendezvous_publish", inner.str()).str();
-}
-
-std::string MpsLine(std::string_view pipe_dir, std::string_view log_dir, bool started) {
-  JsonLine inner;
-  inner.Add("pipe_dir", pipe_dir).Add("log_dir", log_dir).Add("started", started);
-  return JsonLine().AddRaw("mps", inner.str()).str();
-}
-
 DutyCycle::DutyCycle(double duty, double period_s)
     : duty_(duty <= 0 ? 0 : duty), period_s_(period_s > 0 ? period_s : 0.1) {}
 
@@ -177,8 +122,8 @@ double DutyCycle::WindowEndAt(double t) const {
   return phase < on ? t - phase + on : t;
 }
 
-std::string CheckDutyWindow(const DutyCycle& duty, double op_s) {
-  if (duty.always_on() || op_s <= 0) return "";
+Status CheckDutyWindow(const DutyCycle& duty, double op_s) {
+  if (duty.always_on() || op_s <= 0) return Status::Ok();
   const double on = duty.duty() * duty.period();
   constexpr double kMinOpsPerPeriod = 5;
   if (duty.period() < kMinOpsPerPeriod * op_s || on < op_s) {
@@ -189,9 +134,9 @@ std::string CheckDutyWindow(const DutyCycle& duty, double op_s) {
                   "period >= %.3g ms); raise period or make each operation smaller",
                   duty.period() * 1e3, duty.duty(), op_s * 1e3,
                   std::max(kMinOpsPerPeriod * op_s, op_s / duty.duty()) * 1e3);
-    return text;
+    return InvalidArgument(text);
   }
-  return "";
+  return Status::Ok();
 }
 
 std::string NoDeviceReason(int code, std::string_view text) {

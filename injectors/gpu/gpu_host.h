@@ -2,7 +2,7 @@
 // unit-tested on every machine (CI has no GPU). The CUDA/NCCL files call into these, so the rules
 // below are the ones that run on the H200, not copies of them.
 //   * nccl-tests' bus-bandwidth convention (BusBwFactor) and message shapes (NcclShapeFor);
-//   * the rendezvous wire format: ncclUniqueId <-> hex, and the stdout protocol lines;
+//   * the size of the rendezvous value (an ncclUniqueId);
 //   * DutyCycle, the on/off window shared by the nccl and mps_cotenant workers.
 #pragma once
 
@@ -48,21 +48,7 @@ Result<NcclShape> NcclShapeFor(NcclOp op, uint64_t size_bytes, int nranks, size_
 // ---- rendezvous (no MPI; the agent relays the id through the controller) ------------------
 
 constexpr size_t kNcclUniqueIdBytes = 128;  // sizeof(ncclUniqueId); static_assert'ed in nccl.cc
-
-std::string HexEncode(const uint8_t* data, size_t size);  // lowercase
-// Exact messages (tested):
-//   "expected 256 hex characters (128 bytes), got 10"
-//   "invalid hex character 'g' at offset 5"      (0-based; unprintable bytes shown as \xNN)
-Result<std::vector<uint8_t>> HexDecode(std::string_view hex, size_t expected_bytes);
-
-// The one stdout line rank 0 prints before ncclCommInitRank, flushed:
-//   {"rendezvous_publish":{"key":"<rendezvous_key>","value_hex":"<256 hex chars>"}}
-std::string RendezvousPublishLine(std::string_view key, std::string_view value_hex);
-
-// The stdout line mps_cotenant prints once its MPS client context exists:
-//   {"mps":{"pipe_dir":"...","log_dir":"...","started":true}}
-// started = this process started the control daemon (and will quit it when done).
-std::string MpsLine(std::string_view pipe_dir, std::string_view log_dir, bool started);
+// Its hex and the record that carries it are the protocol's (injectors/core/protocol.h).
 
 // ---- duty cycle ---------------------------------------------------------------------------
 
@@ -94,7 +80,7 @@ class DutyCycle {
 // Operations this long cannot be gated finely enough: "" when the duty cycle can be kept with
 // operations of `op_s` GPU seconds, else why not (the period must be at least 5 operations and
 // the on-window at least one; otherwise the achieved duty is off by more than ~20%).
-std::string CheckDutyWindow(const DutyCycle& duty, double op_s);
+Status CheckDutyWindow(const DutyCycle& duty, double op_s);
 
 // "no CUDA device: cudaGetDeviceCount returned 100 (no CUDA-capable device is detected)"
 std::string NoDeviceReason(int code, std::string_view text);

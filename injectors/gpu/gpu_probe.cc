@@ -11,8 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "injectors/core/stop_token.h"
 #include "injectors/gpu/gpu_host.h"
-#include "injectors/stop_token.h"
 #include "lib/common/subprocess.h"
 
 #ifdef CODL_HAVE_CUDA

@@ -2,10 +2,10 @@
 //
 // Under MPS, kernels of different processes run side by side on the SMs instead of
 // time-slicing, and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE caps the share of SMs one client may use.
-// Setup uses the control daemon listening in pipe_dir or starts one, and prints
-//   {"mps":{"pipe_dir":"...","log_dir":"...","started":true}}             (for people and logs)
-//   {"victim_env":{"CUDA_MPS_LOG_DIRECTORY":"...","CUDA_MPS_PIPE_DIRECTORY":"..."}}
-// so the agent starts the victim with the same directories (Capabilities::exports_victim_env).
+// Setup uses the control daemon listening in pipe_dir or starts one, reports it
+// (HostServices::ReportMps, for people and logs) and exports CUDA_MPS_PIPE_DIRECTORY and
+// CUDA_MPS_LOG_DIRECTORY (HostServices::ExportVictimEnv), so the agent starts the victim with the
+// same directories (Capabilities::exports_victim_env).
 //
 // In-process, not a child: the co-tenant's kernels run in this process, which becomes an MPS
 // client. That works because CUDA reads CUDA_MPS_PIPE_DIRECTORY when it initializes and
@@ -28,12 +28,11 @@
 #include <string>
 #include <vector>
 
+#include "injectors/core/injector.h"
+#include "injectors/core/paced_run.h"
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/gpu/mps_daemon.h"
-#include "injectors/injector.h"
-#include "injectors/paced_run.h"
-#include "injectors/victim_env.h"
 
 #ifdef CODL_HAVE_CUDA
 #include "injectors/gpu/compute_kernels.h"
@@ -110,18 +109,18 @@ class MpsCotenantInjector final : public Injector {
     return d;
   }
 
-  std::string Unsupported(const HostInfo&) const override {
-    if (std::string reason = gpu::CudaUnavailableReason(); !reason.empty()) return reason;
+  Status Unsupported(const HostInfo&) const override {
+    if (std::string reason = gpu::CudaUnavailableReason(); !reason.empty()) return NotHere(reason);
     if (gpu::FindOnPath("nvidia-cuda-mps-control").empty()) {
-      return "nvidia-cuda-mps-control not found on PATH (it ships with the NVIDIA driver)";
+      return NotHere("nvidia-cuda-mps-control not found on PATH (it ships with the NVIDIA driver)");
     }
-    return "";
+    return Status::Ok();
   }
 
-  std::string CheckOptions(const OptionValues& o) const override {
+  Status CheckOptions(const OptionValues& o) const override {
     const std::string& pipe = o.String("pipe_dir");
     if (!pipe.empty()) return gpu::CheckMpsPipeDir(pipe);
-    return "";
+    return Status::Ok();
   }
 
   using Injector::ToInjectorUnit;  // keep the (rate, options) overload visible
@@ -132,7 +131,8 @@ class MpsCotenantInjector final : public Injector {
         "(give a bare number, e.g. 2e13, an ops/s rate such as 20Tops/s, or --level)");
   }
 
-  Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override {
+  Status Setup(const OptionValues& o, const HostInfo& host, HostServices& services,
+               const StopToken& stop) override {
 #ifdef CODL_HAVE_CUDA
     if (gpu::CudaUsedHere()) {
       return Err(
@@ -196,13 +196,10 @@ class MpsCotenantInjector final : public Injector {
         !s.ok()) {
       return s;
     }
-    std::printf("%s\n", gpu::MpsLine(dirs.pipe_dir, dirs.log_dir, control_->started()).c_str());
-    std::printf("%s\n", VictimEnvLine({{"CUDA_MPS_PIPE_DIRECTORY", dirs.pipe_dir},
-                                       { "CUDA_MPS_LOG_DIRECTORY",
-                                         dirs.log_dir }})
-                            .c_str());
-    std::fflush(stdout);
-    return Status::Ok();
+    services.ReportMps({dirs.pipe_dir, dirs.log_dir, control_->started()});
+    return services.ExportVictimEnv({{"CUDA_MPS_PIPE_DIRECTORY", dirs.pipe_dir},
+                                     { "CUDA_MPS_LOG_DIRECTORY",
+                                       dirs.log_dir }});
 #else
     return Err("mps_cotenant: built without CUDA");
 #endif

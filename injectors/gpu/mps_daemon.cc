@@ -1,6 +1,6 @@
 #include "injectors/gpu/mps_daemon.h"
 
-#include "injectors/scratch.h"
+#include "injectors/core/scratch.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -54,16 +54,17 @@ MpsDirs ResolveMpsDirs(const std::string& pipe_option, const std::string& log_op
   return d;
 }
 
-std::string CheckMpsPipeDir(const std::string& pipe_dir) {
+Status CheckMpsPipeDir(const std::string& pipe_dir) {
   if (pipe_dir.empty() || pipe_dir.front() != '/') {
-    return "option 'pipe_dir': '" + pipe_dir + "' must be an absolute path";
+    return InvalidArgument("option 'pipe_dir': '" + pipe_dir + "' must be an absolute path");
   }
   if (pipe_dir.size() > kMaxPipeDirLength) {
-    return "option 'pipe_dir': '" + pipe_dir + "' is " + std::to_string(pipe_dir.size()) +
-           " characters; MPS creates Unix sockets in it, keep it at most " +
-           std::to_string(kMaxPipeDirLength);
+    return InvalidArgument("option 'pipe_dir': '" + pipe_dir + "' is " +
+                           std::to_string(pipe_dir.size()) +
+                           " characters; MPS creates Unix sockets in it, keep it at most " +
+                           std::to_string(kMaxPipeDirLength));
   }
-  return "";
+  return Status::Ok();
 }
 
 bool MpsControlRunning(const std::string& pipe_dir) {
@@ -79,18 +80,19 @@ bool MpsControlRunning(const std::string& pipe_dir) {
   return ok;
 }
 
-std::string MakeDirs(const std::string& path, mode_t mode) {
-  if (path.empty()) return "empty path";
+Status MakeDirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return InvalidArgument("empty path");
   size_t pos = 0;
   while (pos != std::string::npos) {
     pos = path.find('/', pos + 1);
     const std::string prefix = path.substr(0, pos);
     if (prefix.empty()) continue;
-    if (mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) return Errno("mkdir " + prefix);
+    if (mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) return Err(Errno("mkdir " + prefix));
   }
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return path + " is not a directory";
-  return "";
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return FailedPrecondition(path + " is not a directory");
+  return Status::Ok();
 }
 
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
@@ -119,7 +121,7 @@ std::map<std::string, std::string> MpsControl::Env() const {
 
 Result<std::unique_ptr<MpsControl>> MpsControl::Acquire(const MpsDirs& dirs, bool may_start,
                                                         const StopToken& stop) {
-  if (std::string p = CheckMpsPipeDir(dirs.pipe_dir); !p.empty()) return Err(p);
+  if (Status p = CheckMpsPipeDir(dirs.pipe_dir); !p.ok()) return p;
   const std::string binary = FindOnPath("nvidia-cuda-mps-control");
   if (binary.empty()) return Err("nvidia-cuda-mps-control not found on PATH");
   std::unique_ptr<MpsControl> control(new MpsControl(dirs, binary));

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "injectors/stop_token.h"
+#include "injectors/core/stop_token.h"
 #include "lib/common/result.h"
 
 namespace codl::injectors::gpu {
@@ -28,9 +28,9 @@ struct MpsDirs {
 MpsDirs ResolveMpsDirs(const std::string& pipe_option, const std::string& log_option,
                        const std::vector<std::string>& scratch_roots);
 
-// "" or why the pipe directory cannot work (Unix socket paths are limited to 107 bytes and the
-// daemon adds its own names under it).
-std::string CheckMpsPipeDir(const std::string& pipe_dir);
+// Ok, or InvalidArgument(why the pipe directory cannot work: Unix socket paths are limited to
+// 107 bytes and the daemon adds its own names under it).
+Status CheckMpsPipeDir(const std::string& pipe_dir);
 
 // Something accepts connections on <pipe_dir>/control: a live control daemon. A socket file
 // left by a crashed daemon refuses the connection and counts as not running.
@@ -50,8 +50,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env,
                                  const std::string& input, double timeout_s, bool capture = true);
 
-// mkdir -p; "" or the error.
-std::string MakeDirs(const std::string& path, mode_t mode);
+// mkdir -p: ok, or why not.
+Status MakeDirs(const std::string& path, mode_t mode);
 
 class MpsControl {
  public:

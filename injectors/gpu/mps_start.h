@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "injectors/stop_token.h"
+#include "injectors/core/stop_token.h"
 #include "lib/common/result.h"
 
 namespace codl::injectors::gpu {

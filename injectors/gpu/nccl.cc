@@ -2,11 +2,10 @@
 // bandwidth (gpu_host.h: BusBwFactor) so a level means the same thing at any rank count.
 //
 // Ranks meet WITHOUT MPI. Rank 0 (ranks > 1, no unique_id given) calls ncclGetUniqueId and
-// prints, before anything else happens, one stdout line
-//   {"rendezvous_publish":{"key":"<rendezvous_key>","value_hex":"<256 hex chars>"}}
+// publishes it (HostServices::PublishRendezvous: a rendezvous_publish record of 128 bytes),
 // which the agent relays through the controller; every other rank is started with
-// --set unique_id=<hex>. Then all call ncclCommInitRankConfig in non-blocking mode, so Setup
-// can time out (init_timeout) or be stopped instead of hanging on a rank that never comes.
+// --set unique_id=<256 hex chars>. Then all call ncclCommInitRankConfig in non-blocking mode, so
+// Setup can time out (init_timeout) or be stopped instead of hanging on a rank that never comes.
 //
 // Stopping several ranks: every rank must issue the same sequence of collectives or the last
 // ones never complete. So ranks > 1 vote: after every `vote_every` collectives each rank casts
@@ -29,12 +28,13 @@
 #include <memory>
 #include <string>
 
+#include "injectors/core/injector.h"
+#include "injectors/core/paced_run.h"
+#include "injectors/core/protocol.h"
 #include "injectors/gpu/duty_window.h"
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/gpu/gpu_probe.h"
 #include "injectors/gpu/nccl_host.h"
-#include "injectors/injector.h"
-#include "injectors/paced_run.h"
 #include "lib/common/units.h"
 
 #if defined(CODL_HAVE_CUDA) && defined(CODL_HAVE_NCCL)
@@ -100,44 +100,45 @@ class NcclInjector final : public Injector {
     return d;
   }
 
-  std::string Unsupported(const HostInfo&) const override {
+  Status Unsupported(const HostInfo&) const override {
 #ifdef CODL_NCCL_ENABLED
     const std::string cuda = gpu::CudaUnavailableReason();
-    return cuda.empty() ? Nccl().error : cuda;
+    return NotHereIf(cuda.empty() ? Nccl().error : cuda);
 #else
     const std::string cuda = gpu::CudaUnavailableReason();
-    return cuda == "built without CUDA" ? cuda : "built without NCCL";
+    return NotHere(cuda == "built without CUDA" ? cuda : "built without NCCL");
 #endif
   }
 
-  std::string CheckOptions(const OptionValues& o) const override {
+  Status CheckOptions(const OptionValues& o) const override {
     const int64_t ranks = o.Int("ranks"), rank = o.Int("rank");
     if (rank >= ranks) {
-      return "option 'rank': " + std::to_string(rank) + " must be less than ranks (" +
-             std::to_string(ranks) + ")";
+      return InvalidArgument("option 'rank': " + std::to_string(rank) +
+                             " must be less than ranks (" + std::to_string(ranks) + ")");
     }
     const std::string& id = o.String("unique_id");
     if (!id.empty()) {
-      auto bytes = gpu::HexDecode(id, gpu::kNcclUniqueIdBytes);
-      if (!bytes.ok()) return "option 'unique_id': " + bytes.error();
+      auto bytes = protocol::RendezvousFetch::DecodeValue(id, gpu::kNcclUniqueIdBytes);
+      if (!bytes.ok()) return InvalidArgument("option 'unique_id': " + bytes.error());
     }
     const std::string of = " of " + std::to_string(ranks);
     if (ranks > 1 && rank > 0 && id.empty()) {
-      return "nccl: rank " + std::to_string(rank) + of +
-             " needs unique_id: the value_hex of rank 0's rendezvous_publish line (the agent "
-             "relays it as --set unique_id=<hex>)";
+      return InvalidArgument(
+          "nccl: rank " + std::to_string(rank) + of +
+          " needs unique_id: the value_hex of rank 0's rendezvous_publish line (the agent "
+          "relays it as --set unique_id=<hex>)");
     }
     if (ranks > 1 && rank == 0 && id.empty() && o.String("rendezvous_key").empty()) {
-      return "nccl: rank 0" + of +
-             " publishes the ncclUniqueId for the other ranks: set rendezvous_key (the name the "
-             "agent relays it under) or pass unique_id";
+      return InvalidArgument(
+          "nccl: rank 0" + of +
+          " publishes the ncclUniqueId for the other ranks: set rendezvous_key (the name the "
+          "agent relays it under) or pass unique_id");
     }
-    if (std::string c = gpu::CheckNcclCtas(o.Int("min_ctas"), o.Int("max_ctas")); !c.empty())
-      return c;
+    if (Status c = gpu::CheckNcclCtas(o.Int("min_ctas"), o.Int("max_ctas")); !c.ok()) return c;
     auto op = gpu::ParseNcclOp(o.String("op"));
-    if (!op.ok()) return op.error();
+    if (!op.ok()) return InvalidArgument(op.error());
     auto shape = gpu::NcclShapeFor(*op, o.Size("size"), static_cast<int>(ranks), sizeof(float));
-    return shape.ok() ? "" : shape.error();
+    return shape.ok() ? Status::Ok() : InvalidArgument(shape.error());
   }
 
   using Injector::ToInjectorUnit;  // keep the (rate, options) overload visible
@@ -146,7 +147,8 @@ class NcclInjector final : public Injector {
     return Err("injector 'nccl' measures busbw bytes/s; an IOPS rate does not apply");
   }
 
-  Status Setup(const OptionValues& o, const HostInfo& host, const StopToken& stop) override {
+  Status Setup(const OptionValues& o, const HostInfo& host, HostServices& services,
+               const StopToken& stop) override {
 #ifdef CODL_NCCL_ENABLED
     if (!Nccl().error.empty()) return Err("nccl: " + Nccl().error);
     op_ = *gpu::ParseNcclOp(o.String("op"));
@@ -175,8 +177,7 @@ class NcclInjector final : public Injector {
     size_t free_before = 0, total = 0;
     CODL_CUDA_RETURN(cudaMemGetInfo(&free_before, &total));
     const uint64_t buffers = (shape_.send_count + shape_.recv_count) * sizeof(float);
-    if (std::string m = gpu::CheckNcclMemory(free_before, buffers, device_); !m.empty())
-      return Err(m);
+    if (Status m = gpu::CheckNcclMemory(free_before, buffers, device_); !m.ok()) return m;
     CODL_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CODL_CUDA_RETURN(cudaEventCreateWithFlags(&vote_event_, cudaEventDisableTiming));
     CODL_CUDA_RETURN(cudaMalloc(&send_, shape_.send_count * sizeof(float)));
@@ -186,21 +187,20 @@ class NcclInjector final : public Injector {
     CODL_CUDA_RETURN(cudaMalloc(&vote_dev_, 2));
     CODL_CUDA_RETURN(cudaHostAlloc(&vote_host_, 1, cudaHostAllocDefault));
 
-    RouteNcclDebug(host);
+    RouteNcclDebug(host, services);
     ncclUniqueId id;
     const std::string& hex = o.String("unique_id");
     if (!hex.empty()) {
-      auto bytes = gpu::HexDecode(hex, sizeof id);
-      if (!bytes.ok()) return Err("option 'unique_id': " + bytes.error());
+      auto bytes = protocol::RendezvousFetch::DecodeValue(hex, sizeof id);
+      if (!bytes.ok()) return InvalidArgument("option 'unique_id': " + bytes.error());
       std::memcpy(&id, bytes->data(), sizeof id);
     } else {
       if (ncclResult_t r = Nccl().GetUniqueId(&id); r != ncclSuccess)
         return NcclErr("ncclGetUniqueId", r);
       if (ranks_ > 1) {  // rank 0: the agent relays this to the other ranks
-        const std::string line = gpu::RendezvousPublishLine(
-            key_, gpu::HexEncode(reinterpret_cast<const uint8_t*>(&id), sizeof id));
-        std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
+        Status s = services.PublishRendezvous(
+            std::string_view(reinterpret_cast<const char*>(&id), sizeof id));
+        if (!s.ok()) return s;
       }
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -227,7 +227,7 @@ class NcclInjector final : public Injector {
                    " for the communicator)";
     return Status::Ok();
 #else
-    return Err("nccl: " + Unsupported(HostInfo{}));
+    return Err("nccl: " + Unsupported(HostInfo{}).message());
 #endif
   }
 
@@ -246,7 +246,7 @@ class NcclInjector final : public Injector {
     if (summary.ok() && !memory_note_.empty()) summary->notes.push_back(memory_note_);
     return summary;
 #else
-    return Err("nccl: " + Unsupported(HostInfo{}));
+    return Err("nccl: " + Unsupported(HostInfo{}).message());
 #endif
   }
 
@@ -266,14 +266,14 @@ class NcclInjector final : public Injector {
 
   // NCCL_DEBUG output must not reach stdout (the agent's JSON lines) nor truncate a stderr
   // redirected to a file (nccl_host.h: NcclDebugFile). An explicit NCCL_DEBUG_FILE wins.
-  static void RouteNcclDebug(const HostInfo& host) {
+  static void RouteNcclDebug(const HostInfo& host, HostServices& services) {
     if (std::getenv("NCCL_DEBUG") == nullptr || std::getenv("NCCL_DEBUG_FILE") != nullptr) return;
     struct stat st {};
     const bool regular = fstat(2, &st) == 0 && S_ISREG(st.st_mode);
     const std::string dir = host.scratch_roots.empty() ? "" : host.scratch_roots.front();
     const std::string file = gpu::NcclDebugFile(regular, dir);
     setenv("NCCL_DEBUG_FILE", file.c_str(), 0);
-    if (regular) std::fprintf(stderr, "nccl: NCCL_DEBUG output goes to %s\n", file.c_str());
+    if (regular) services.Note("NCCL_DEBUG output goes to " + file);
   }
 
   // Non-blocking NCCL: a call may return ncclInProgress; poll until it settles. After a stop,
@@ -380,8 +380,8 @@ class NcclInjector final : public Injector {
       if (st.window.empty()) duty.Idle();
       const double now = MonotonicSeconds();
       if (Status s = CheckHealth(now, &st); !s.ok()) return s;
-      if (std::string w = gpu::CheckDutyWindow(duty.duty(), st.op_s); !w.empty())
-        return Err("nccl: " + w);
+      if (Status w = gpu::CheckDutyWindow(duty.duty(), st.op_s); !w.ok())
+        return Err("nccl: " + w.message());
       const bool stopping = ctx.stop.stop_requested();
       if (!stopping) st.grace = StopGrace(ctx, st);
       if (stopping && st.stop_seen < 0) st.stop_seen = now;

@@ -20,22 +20,23 @@ std::string NcclDebugFile(bool stderr_is_regular_file, const std::string& log_di
   return (log_dir.empty() ? std::string("/tmp") : log_dir) + "/nccl.%h.%p.log";
 }
 
-std::string CheckNcclMemory(uint64_t free_bytes, uint64_t buffer_bytes, int device) {
+Status CheckNcclMemory(uint64_t free_bytes, uint64_t buffer_bytes, int device) {
   const uint64_t need = buffer_bytes + kNcclInitReserveBytes;
-  if (free_bytes >= need) return "";
-  return "nccl: device " + std::to_string(device) + " has " +
-         FormatSize(static_cast<double>(free_bytes)) + " free; the collective's buffers take " +
-         FormatSize(static_cast<double>(buffer_bytes)) + " and the communicator about " +
-         FormatSize(static_cast<double>(kNcclInitReserveBytes)) +
-         " more (is the victim holding the memory? use a smaller size)";
+  if (free_bytes >= need) return Status::Ok();
+  return ResourceExhausted(
+      "nccl: device " + std::to_string(device) + " has " +
+      FormatSize(static_cast<double>(free_bytes)) + " free; the collective's buffers take " +
+      FormatSize(static_cast<double>(buffer_bytes)) + " and the communicator about " +
+      FormatSize(static_cast<double>(kNcclInitReserveBytes)) +
+      " more (is the victim holding the memory? use a smaller size)");
 }
 
-std::string CheckNcclCtas(int64_t min_ctas, int64_t max_ctas) {
+Status CheckNcclCtas(int64_t min_ctas, int64_t max_ctas) {
   if (min_ctas > 0 && max_ctas > 0 && min_ctas > max_ctas) {
-    return "option 'min_ctas': " + std::to_string(min_ctas) + " exceeds max_ctas (" +
-           std::to_string(max_ctas) + ")";
+    return InvalidArgument("option 'min_ctas': " + std::to_string(min_ctas) +
+                           " exceeds max_ctas (" + std::to_string(max_ctas) + ")");
   }
-  return "";
+  return Status::Ok();
 }
 
 std::string NcclInitTimeoutMessage(int rank, int ranks, const std::string& timeout_text,

@@ -33,11 +33,13 @@ std::string NcclDebugFile(bool stderr_is_regular_file, const std::string& log_di
 // channels' FIFOs and proxy buffers; ~0.3-1 GiB on one H100-class node). A check, not a cap:
 // Setup also records what init really took.
 constexpr uint64_t kNcclInitReserveBytes = 1ull << 30;
-// "" or why `free_bytes` cannot hold `buffer_bytes` plus the communicator's own memory.
-std::string CheckNcclMemory(uint64_t free_bytes, uint64_t buffer_bytes, int device);
+// Ok, or ResourceExhausted(why `free_bytes` cannot hold `buffer_bytes` plus the communicator's
+// own memory).
+Status CheckNcclMemory(uint64_t free_bytes, uint64_t buffer_bytes, int device);
 
-// "" or why the CTA limits cannot be passed to ncclConfig_t (0 = NCCL's default).
-std::string CheckNcclCtas(int64_t min_ctas, int64_t max_ctas);
+// Ok, or InvalidArgument(why the CTA limits cannot be passed to ncclConfig_t; 0 = NCCL's
+// default).
+Status CheckNcclCtas(int64_t min_ctas, int64_t max_ctas);
 
 // The error when not all ranks joined within init_timeout, naming the usual causes.
 std::string NcclInitTimeoutMessage(int rank, int ranks, const std::string& timeout_text,

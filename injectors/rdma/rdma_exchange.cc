@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "injectors/net_socket.h"
+#include "injectors/net/net_socket.h"
 #include "lib/common/units.h"
 
 namespace codl::injectors::rdma {

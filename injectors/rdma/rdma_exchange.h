@@ -12,8 +12,8 @@
 #include <functional>
 #include <string>
 
+#include "injectors/core/stop_token.h"
 #include "injectors/rdma/rdma_wire.h"
-#include "injectors/stop_token.h"
 #include "lib/common/result.h"
 
 namespace codl::injectors::rdma {

@@ -51,35 +51,36 @@ bool ParseQps(std::string_view s, std::vector<QpInfo>* qps) {
   return !qps->empty();
 }
 
-// One key=value field into `c`; "" or what is wrong with it.
-std::string ParseField(const std::string& key, const std::string& value, ConnInfo* c) {
+// One key=value field into `c`: ok, or what is wrong with it.
+Status ParseField(const std::string& key, const std::string& value, ConnInfo* c) {
   uint64_t n = 0;
   const std::string bad = "'" + key + "': '" + value + "' is not ";
   if (key == "lid") {
-    if (!ParseNumber(value, 10, 0xffff, &n)) return bad + "a 16-bit LID";
+    if (!ParseNumber(value, 10, 0xffff, &n)) return InvalidArgument(bad + "a 16-bit LID");
     c->lid = static_cast<uint16_t>(n);
   } else if (key == "gid") {
-    if (!ParseGid(value, &c->gid)) return bad + "32 hex characters";
+    if (!ParseGid(value, &c->gid)) return InvalidArgument(bad + "32 hex characters");
   } else if (key == "mtu") {
     if (!ParseNumber(value, 10, 4096, &n) || MtuEnum(static_cast<int>(n)) < 0) {
-      return "'mtu': " + value + " is not 256, 512, 1024, 2048 or 4096";
+      return InvalidArgument("'mtu': " + value + " is not 256, 512, 1024, 2048 or 4096");
     }
     c->mtu = static_cast<int>(n);
   } else if (key == "rkey") {
-    if (!ParseNumber(value, 16, 0xffffffff, &n)) return bad + "a 32-bit hex key";
+    if (!ParseNumber(value, 16, 0xffffffff, &n)) return InvalidArgument(bad + "a 32-bit hex key");
     c->rkey = static_cast<uint32_t>(n);
   } else if (key == "addr") {
-    if (!ParseNumber(value, 16, ~0ull, &n)) return bad + "a 64-bit hex address";
+    if (!ParseNumber(value, 16, ~0ull, &n)) return InvalidArgument(bad + "a 64-bit hex address");
     c->addr = n;
   } else if (key == "len") {
-    if (!ParseNumber(value, 10, ~0ull, &n)) return bad + "a length";
+    if (!ParseNumber(value, 10, ~0ull, &n)) return InvalidArgument(bad + "a length");
     c->length = n;
   } else if (key == "qps") {
-    if (!ParseQps(value, &c->qps)) return bad + "<qpn>:<psn>,... with 24-bit numbers";
+    if (!ParseQps(value, &c->qps))
+      return InvalidArgument(bad + "<qpn>:<psn>,... with 24-bit numbers");
   } else {
-    return "unknown field '" + key + "'";
+    return InvalidArgument("unknown field '" + key + "'");
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace
@@ -131,8 +132,8 @@ Result<ConnInfo> DecodeConnInfo(std::string_view text) {
     }
   }
   for (const auto& [key, value] : fields) {
-    if (std::string why = ParseField(key, value, &c); !why.empty()) {
-      return Err("rdma connection info: " + why);
+    if (Status why = ParseField(key, value, &c); !why.ok()) {
+      return Err("rdma connection info: " + why.message());
     }
   }
   return c;

@@ -1,7 +1,9 @@
-// AntagonistManager acts on injector capabilities (injectors/injector.h), never on names: the
-// victim_env line of an exports_victim_env injector (safe names only), and the rendezvous value
-// fetched for a non-zero rank of a collective one. A stand-in codl-inject script plays the
-// injector, so no GPU is needed.
+// AntagonistManager (and the InjectChild of each antagonist) acts on injector capabilities
+// (injectors/core/injector.h), never on names: the victim_env record of an exports_victim_env
+// injector (safe names only), the rendezvous value fetched for a non-zero rank of a collective
+// one and rank 0's relayed; and it reads codl-inject's protocol records (start account, summary)
+// for runs and calibrations alike. A stand-in codl-inject script plays the injector, so no GPU
+// is needed.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +41,19 @@ class AntagonistManagerTest : public ::testing::Test {
     chmod(fake_.c_str(), 0755);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Replaces the stand-in by one that writes `lines` (after its argv), then idles until stopped
+  // (`idle`) or exits with `exit_code`.
+  void Fake(const std::vector<std::string>& lines, bool idle = true, int exit_code = 0) {
+    std::ofstream out(fake_);
+    out << "#!/bin/sh\necho \"$*\" > " << dir_ << "/argv.txt\n";
+    for (const auto& l : lines) out << "echo '" << l << "'\n";
+    if (idle) {
+      out << "trap 'exit 0' TERM\nwhile :; do sleep 0.05; done\n";
+    } else {
+      out << "echo 'oops on stderr' >&2\nexit " << exit_code << "\n";
+    }
+  }
 
   AntagonistManager Manager(RendezvousRelay relay = {}) {
     AntagonistPolicy p;
@@ -176,6 +191,120 @@ TEST_F(AntagonistManagerTest, ForwardsTheStartAccountAndLearnsTheMeasuredSetup) 
   ASSERT_TRUE(final.ok()) << final.error();
   EXPECT_EQ(final->first_load_unix_ns, 5100);
   EXPECT_EQ(final->first_done_unix_ns, 5300);
+}
+
+// Rank 0 of a collective publishes raw bytes (hex on the wire); the agent relays the bytes.
+TEST_F(AntagonistManagerTest, RelaysRankZerosRendezvousAsBytes) {
+  Fake({R"({"rendezvous_publish":{"key":"t1/bg","value_hex":"01ab"}})",
+        R"({"t_s":0.1,"achieved":1,"target":0,"unit":"u"})"});
+  std::string key, value;
+  RendezvousRelay relay;
+  relay.publish = [&](const std::string& k, const std::string& v) {
+    key = k;
+    value = v;
+    return Status::Ok();
+  };
+  auto m = Manager(relay);
+  ASSERT_TRUE(m.Start("a",
+                      Request("nccl", {{"ranks", "2"}, {"rank", "0"}, {"rendezvous_key", "t1/bg"}}),
+                      30)
+                  .ok());
+  ASSERT_TRUE(LinesRead(m, "a"));
+  EXPECT_EQ(key, "t1/bg");
+  EXPECT_EQ(value, std::string("\x01\xab", 2));
+  EXPECT_EQ(m.Get("a")->error, "");
+}
+
+// A rendezvous record the agent cannot read leaves the other ranks waiting: the antagonist fails.
+TEST_F(AntagonistManagerTest, ABrokenRendezvousRecordFailsTheAntagonist) {
+  Fake({R"({"rendezvous_publish":{"key":"k","value_hex":"0g"}})",
+        R"({"t_s":0.1,"achieved":1,"target":0,"unit":"u"})"});
+  bool published = false;
+  RendezvousRelay relay;
+  relay.publish = [&](const std::string&, const std::string&) {
+    published = true;
+    return Status::Ok();
+  };
+  auto m = Manager(relay);
+  ASSERT_TRUE(m.Start("a", Request("nccl"), 30).ok());
+  ASSERT_TRUE(LinesRead(m, "a"));
+  EXPECT_FALSE(published);
+  EXPECT_EQ(m.Get("a")->error,
+            "rendezvous_publish record: value_hex: invalid hex character 'g' at offset 1");
+  auto final = m.Stop("a");
+  ASSERT_TRUE(final.ok());
+  EXPECT_EQ(final->error,
+            "rendezvous_publish record: value_hex: invalid hex character 'g' at offset 1");
+}
+
+// The summary record, not the samples, is what a stopped run achieved; other text is skipped.
+TEST_F(AntagonistManagerTest, StopReportsTheSummaryRecord) {
+  Fake({"codl-inject noop (max): human text is not a record",
+        R"({"t_s":0.2,"achieved":10,"target":20,"unit":"units/s","phase":"run","saturated":false})",
+        R"({"summary":true,"injector":"noop","unit":"units/s","mode":"rate","target_rate":20,)"
+        R"("achieved_rate":19.5,"peak_rate":0,"cov":0.03,"seconds":1,"saturated":false,)"
+        R"("stopped_by_signal":false})"});
+  auto m = Manager();
+  InjectorRequest req = Request("noop");
+  req.max = false;
+  req.rate = 20;
+  ASSERT_TRUE(m.Start("a", req, 30).ok());
+  ASSERT_TRUE(LinesRead(m, "a"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the summary follows
+  auto final = m.Stop("a");
+  ASSERT_TRUE(final.ok()) << final.error();
+  EXPECT_TRUE(final->have_summary);
+  EXPECT_DOUBLE_EQ(final->achieved_rate, 19.5);
+  EXPECT_DOUBLE_EQ(final->target_rate, 20);
+  EXPECT_DOUBLE_EQ(final->cov, 0.03);
+  EXPECT_EQ(final->unit, "units/s");
+  ASSERT_EQ(final->samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(final->samples[0].achieved, 10);
+  EXPECT_EQ(final->error, "");
+  EXPECT_EQ(m.Get("a").code(), StatusCode::kNotFound) << "forgotten once stopped";
+}
+
+// A calibration is the same child: its summary's achieved rate is the peak, remembered per
+// injector; a run without a summary, or a failed one, is an error naming how it ended.
+TEST_F(AntagonistManagerTest, CalibrationTakesThePeakFromTheSummary) {
+  Fake({R"({"t_s":0.2,"achieved":5,"target":0,"unit":"units/s","phase":"calibrate"})",
+        R"({"summary":true,"injector":"noop","unit":"units/s","mode":"calibrate",)"
+        R"("target_rate":0,"achieved_rate":123.5,"peak_rate":123.5,"cov":0,"seconds":1,)"
+        R"("saturated":false,"stopped_by_signal":false})"},
+       /*idle=*/false, /*exit_code=*/0);
+  auto m = Manager();
+  auto c = m.Calibrate("noop", {{"threads", "2"}}, 1);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_DOUBLE_EQ(c->peak_rate, 123.5);
+  EXPECT_EQ(c->unit, "units/s");
+  EXPECT_EQ(m.CalibratedPeak("noop"), 123.5);
+  EXPECT_NE(Argv().find("noop --set threads=2 --json --calibrate --duration 1s"), std::string::npos)
+      << Argv();
+  EXPECT_EQ(m.Running(), 0) << "unregistered once done";
+
+  Fake({R"({"t_s":0.2,"achieved":5,"target":0,"unit":"units/s"})"}, /*idle=*/false, 0);
+  EXPECT_EQ(m.Calibrate("noop", {}, 1).error(),
+            "calibrating noop: codl-inject exited with status 0: oops on stderr");
+  Fake({}, /*idle=*/false, /*exit_code=*/1);
+  EXPECT_EQ(m.Calibrate("noop", {}, 1).error(),
+            "calibrating noop: codl-inject exited with status 1: oops on stderr");
+  EXPECT_EQ(m.CalibratedPeak("noop"), 123.5) << "failures keep the last peak";
+}
+
+// A deferred start whose codl-inject fails during setup: the start says how it ended, and the
+// antagonist is not left in the table.
+TEST_F(AntagonistManagerTest, ADeferredStartThatFailsSaysHow) {
+  Fake({}, /*idle=*/false, /*exit_code=*/1);
+  auto m = Manager();
+  InjectorRequest req = Request("noop");
+  req.start_at_unix_ns = SystemClock::Get()->UnixNanos() + 60'000'000'000LL;
+  auto started = m.Start("a", req, 30);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.error(),
+            "antagonist 'a': codl-inject did not start its load: exited with status 1: oops on "
+            "stderr");
+  EXPECT_EQ(m.Get("a").code(), StatusCode::kNotFound);
+  EXPECT_EQ(m.GetStats().started, 1);
 }
 
 }  // namespace

@@ -118,16 +118,17 @@ TEST(DutyWindowTest, SimulatedGpuBusyMatchesTheDuty) {
 }
 
 TEST(DutyWindowTest, RejectsPeriodsTooShortForTheOperations) {
-  EXPECT_EQ(CheckDutyWindow(DutyCycle(0.5, 0.1), 0.002), "");
-  EXPECT_EQ(CheckDutyWindow(DutyCycle(1, 0.001), 0.5), "");            // always on: no window
-  EXPECT_EQ(CheckDutyWindow(DutyCycle(0.5, 0.001), 0), "");            // not measured yet
-  const std::string e = CheckDutyWindow(DutyCycle(0.5, 0.01), 0.004);  // 2.5 ops per period
+  EXPECT_EQ(CheckDutyWindow(DutyCycle(0.5, 0.1), 0.002).message(), "");
+  EXPECT_EQ(CheckDutyWindow(DutyCycle(1, 0.001), 0.5).message(), "");  // always on: no window
+  EXPECT_EQ(CheckDutyWindow(DutyCycle(0.5, 0.001), 0).message(), "");  // not measured yet
+  const std::string e =
+      CheckDutyWindow(DutyCycle(0.5, 0.01), 0.004).message();  // 2.5 ops per period
   EXPECT_NE(e.find("option 'period': 10 ms with duty 0.5 is too short for operations of 4 ms"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("period >= 20 ms"), std::string::npos) << e;
   // 5 ops per period, but the 1 ms on-window is shorter than one 2 ms operation.
-  const std::string on = CheckDutyWindow(DutyCycle(0.01, 0.1), 0.002);
+  const std::string on = CheckDutyWindow(DutyCycle(0.01, 0.1), 0.002).message();
   EXPECT_NE(on.find("period >= 200 ms"), std::string::npos) << on;
 }
 

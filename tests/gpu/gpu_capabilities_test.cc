@@ -2,8 +2,8 @@
 // (with a reason), and none without the flag blames CUDA. On a GPU box the first test skips.
 #include <gtest/gtest.h>
 
+#include "injectors/core/registry.h"
 #include "injectors/gpu/gpu_probe.h"
-#include "injectors/registry.h"
 
 namespace codl::injectors {
 namespace {
@@ -14,7 +14,7 @@ TEST(GpuCapabilitiesTest, NeedsGpuInjectorsAreUnavailableWithoutADevice) {
   const HostInfo host = DetectHost({"/tmp"});
   for (const auto& name : InjectorNames()) {
     auto inj = CreateInjector(name);
-    const std::string why = inj->Unsupported(host);
+    const std::string why = inj->Unsupported(host).message();
     if (inj->descriptor().capabilities.needs_gpu) {
       EXPECT_NE(why, "") << name << " declares needs_gpu but runs without a device";
     } else {

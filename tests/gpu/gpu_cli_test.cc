@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "injectors/core/registry.h"
 #include "injectors/gpu/gpu_probe.h"
-#include "injectors/registry.h"
 #include "lib/common/json_line.h"
 #include "tests/injectors/test_util.h"
 

@@ -10,9 +10,9 @@
 #include <mutex>
 #include <thread>
 
+#include "injectors/core/registry.h"
 #include "injectors/gpu/gpu_host.h"
 #include "injectors/gpu/gpu_probe.h"
-#include "injectors/registry.h"
 
 namespace codl::injectors {
 namespace {
@@ -48,7 +48,7 @@ std::unique_ptr<Injector> SetUpInjector(const std::string& name,
   auto inj = CreateInjector(name);
   EXPECT_NE(inj, nullptr);
   const HostInfo host = DetectHost({"/tmp"});
-  const std::string why = inj->Unsupported(host);
+  const std::string why = inj->Unsupported(host).message();
   if (!why.empty()) {
     ADD_FAILURE() << name << " unsupported: " << why;
     return nullptr;
@@ -56,7 +56,8 @@ std::unique_ptr<Injector> SetUpInjector(const std::string& name,
   auto values = ParseInjectorOptions(*inj, options);
   EXPECT_TRUE(values.ok()) << values.error();
   if (!values.ok()) return nullptr;
-  Status s = inj->Setup(*values, host, StopToken());
+  CollectingHostServices services;
+  Status s = inj->Setup(*values, host, services, StopToken());
   EXPECT_TRUE(s.ok()) << s.error();
   return s.ok() ? std::move(inj) : nullptr;
 }
@@ -116,7 +117,8 @@ TEST(NcclDeviceTest, OneRankAllReduceReportsAlgbw) {
   const Descriptor* d = FindDescriptor("nccl");
   ASSERT_NE(d, nullptr);
   auto inj = CreateInjector("nccl");
-  if (std::string why = inj->Unsupported(DetectHost({})); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = inj->Unsupported(DetectHost({})).message(); !why.empty())
+    GTEST_SKIP() << why;
   inj = SetUpInjector("nccl", {{"op", "allreduce"}, {"size", "32MiB"}});
   ASSERT_NE(inj, nullptr);
   CollectingReporter r;
@@ -135,7 +137,8 @@ TEST(NcclDeviceTest, OneRankAllReduceReportsAlgbw) {
 TEST(NcclDeviceTest, TwoRanksMeetThroughTheRendezvousLine) {
   SKIP_WITHOUT_DEVICE();
   if (gpu::ProbeGpus().devices.size() < 2) GTEST_SKIP() << "needs 2 CUDA devices";
-  if (std::string why = CreateInjector("nccl")->Unsupported(DetectHost({})); !why.empty()) {
+  if (std::string why = CreateInjector("nccl")->Unsupported(DetectHost({})).message();
+      !why.empty()) {
     GTEST_SKIP() << why;
   }
   int fds[2];
@@ -204,7 +207,8 @@ TEST(NcclDeviceTest, TwoRanksMeetThroughTheRendezvousLine) {
 TEST(MpsCotenantDeviceTest, RunsUnderMps) {
   SKIP_WITHOUT_DEVICE();
   auto inj = CreateInjector("mps_cotenant");
-  if (std::string why = inj->Unsupported(DetectHost({})); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = inj->Unsupported(DetectHost({})).message(); !why.empty())
+    GTEST_SKIP() << why;
   if (gpu::CudaUsedHere()) {
     GTEST_SKIP() << "CUDA already used in this process by an earlier test; MPS must be the "
                     "first CUDA user (ctest runs each test in its own process)";

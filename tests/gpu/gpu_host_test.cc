@@ -78,57 +78,6 @@ TEST(NcclShapeTest, TooSmallSizeNamesTheOption) {
             "bytes)");
 }
 
-TEST(HexTest, RoundTripsAUniqueId) {
-  std::mt19937 rng(7);
-  std::vector<uint8_t> id(kNcclUniqueIdBytes);
-  for (auto& b : id) b = static_cast<uint8_t>(rng());
-  id[0] = 0x00;
-  id[1] = 0xff;
-  const std::string hex = HexEncode(id.data(), id.size());
-  ASSERT_EQ(hex.size(), 256u);
-  EXPECT_EQ(hex.substr(0, 4), "00ff");
-  EXPECT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos);
-  auto back = HexDecode(hex, kNcclUniqueIdBytes);
-  ASSERT_TRUE(back.ok()) << back.error();
-  EXPECT_EQ(*back, id);
-}
-
-TEST(HexTest, AcceptsUpperCase) {
-  auto v = HexDecode("00FFaB", 3);
-  ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, (std::vector<uint8_t>{0x00, 0xff, 0xab}));
-}
-
-TEST(HexTest, WrongLengthIsExact) {
-  auto v = HexDecode("0123456789", kNcclUniqueIdBytes);
-  ASSERT_FALSE(v.ok());
-  EXPECT_EQ(v.error(), "expected 256 hex characters (128 bytes), got 10");
-}
-
-TEST(HexTest, BadCharacterIsExact) {
-  std::string hex(256, '0');
-  hex[5] = 'g';
-  auto v = HexDecode(hex, kNcclUniqueIdBytes);
-  ASSERT_FALSE(v.ok());
-  EXPECT_EQ(v.error(), "invalid hex character 'g' at offset 5");
-  hex[5] = '\x01';
-  EXPECT_EQ(HexDecode(hex, kNcclUniqueIdBytes).error(),
-            "invalid hex character '\\x01' at offset 5");
-}
-
-TEST(ProtocolLineTest, RendezvousPublishIsOneExactLine) {
-  EXPECT_EQ(RendezvousPublishLine("exp42/trial3/nccl", "00ff"),
-            R"({"rendezvous_publish":{"key":"exp42/trial3/nccl","value_hex":"00ff"}})");
-  EXPECT_EQ(RendezvousPublishLine("a\"b", "00"),
-            R"({"rendezvous_publish":{"key":"a\"b","value_hex":"00"}})");
-}
-
-TEST(ProtocolLineTest, MpsLineIsExact) {
-  EXPECT_EQ(
-      MpsLine("/tmp/codl-mps/pipe", "/tmp/codl-mps/log", true),
-      R"({"mps":{"pipe_dir":"/tmp/codl-mps/pipe","log_dir":"/tmp/codl-mps/log","started":true}})");
-}
-
 TEST(DutyCycleTest, OpensTheFirstFractionOfEachPeriod) {
   DutyCycle d(0.25, 0.1);
   EXPECT_DOUBLE_EQ(d.WaitAt(0), 0);

@@ -6,15 +6,15 @@
 #include <iterator>
 #include <regex>
 
+#include "injectors/core/registry.h"
 #include "injectors/gpu/gpu_info.h"
 #include "injectors/gpu/gpu_probe.h"
-#include "injectors/registry.h"
 
 namespace codl::injectors {
 namespace {
 
 std::string Validate(const std::string& injector, std::map<std::string, std::string> options) {
-  return ValidateOptions(injector, options);
+  return ValidateOptions(injector, options).message();
 }
 
 const std::string kHex(256, 'a');
@@ -129,12 +129,12 @@ TEST(GpuAvailabilityTest, UnsupportedSaysWhy) {
   EXPECT_EQ(cuda, "built without CUDA");
 #endif
   const HostInfo host = DetectHost({});
-  EXPECT_EQ(CreateInjector("cuda_memcpy")->Unsupported(host), cuda);
-  EXPECT_EQ(CreateInjector("mps_cotenant")->Unsupported(host), cuda);
+  EXPECT_EQ(CreateInjector("cuda_memcpy")->Unsupported(host).message(), cuda);
+  EXPECT_EQ(CreateInjector("mps_cotenant")->Unsupported(host).message(), cuda);
 #if defined(CODL_TEST_HAVE_NCCL) || !defined(CODL_TEST_HAVE_CUDA)
-  EXPECT_EQ(CreateInjector("nccl")->Unsupported(host), cuda);
+  EXPECT_EQ(CreateInjector("nccl")->Unsupported(host).message(), cuda);
 #else
-  EXPECT_EQ(CreateInjector("nccl")->Unsupported(host), "built without NCCL");
+  EXPECT_EQ(CreateInjector("nccl")->Unsupported(host).message(), "built without NCCL");
 #endif
 }
 
@@ -143,7 +143,8 @@ TEST(GpuAvailabilityTest, SetupWithoutADeviceFailsCleanly) {
   auto inj = CreateInjector("cuda_memcpy");
   auto values = ParseInjectorOptions(*inj, {{"size", "1MiB"}});
   ASSERT_TRUE(values.ok());
-  Status s = inj->Setup(*values, DetectHost({}), StopToken());
+  CollectingHostServices services;
+  Status s = inj->Setup(*values, DetectHost({}), services, StopToken());
   EXPECT_FALSE(s.ok());
   EXPECT_FALSE(s.error().empty());
 }

@@ -66,8 +66,9 @@ TEST(MpsDirsTest, Defaults) {
 }
 
 TEST(MpsDirsTest, PipeDirChecks) {
-  EXPECT_EQ(CheckMpsPipeDir("/tmp/codl-mps/pipe"), "");
-  EXPECT_EQ(CheckMpsPipeDir("pipe"), "option 'pipe_dir': 'pipe' must be an absolute path");
+  EXPECT_EQ(CheckMpsPipeDir("/tmp/codl-mps/pipe").message(), "");
+  EXPECT_EQ(CheckMpsPipeDir("pipe").message(),
+            "option 'pipe_dir': 'pipe' must be an absolute path");
 }
 
 TEST(MpsControlRunningTest, LiveSocketOnlyCountsWhenSomeoneListens) {
@@ -127,9 +128,9 @@ TEST(RunProcessTest, ChildInheritsNoExtraDescriptors) {
 TEST(MakeDirsTest, CreatesNestedDirectories) {
   TempDir dir;
   const std::string nested = dir.path() + "/a/b/c";
-  EXPECT_EQ(MakeDirs(nested, 0755), "");
+  EXPECT_TRUE(MakeDirs(nested, 0755).ok());
   EXPECT_TRUE(fs::is_directory(nested));
-  EXPECT_EQ(MakeDirs(nested, 0755), "");  // idempotent
+  EXPECT_TRUE(MakeDirs(nested, 0755).ok());  // idempotent
 }
 
 // The fake control program: `-d` starts a background listener on $PIPE/control that exits on

@@ -35,17 +35,17 @@ TEST(NcclDebugFileTest, NeverTruncatesARegularFileStderr) {
 
 TEST(NcclMemoryTest, NeedsBuffersPlusTheCommunicator) {
   const uint64_t gib = 1ull << 30;
-  EXPECT_EQ(CheckNcclMemory(10 * gib, gib, 0), "");
-  const std::string e = CheckNcclMemory(gib, gib / 2, 3);
+  EXPECT_EQ(CheckNcclMemory(10 * gib, gib, 0).message(), "");
+  const std::string e = CheckNcclMemory(gib, gib / 2, 3).message();
   EXPECT_NE(e.find("nccl: device 3 has 1.00 GiB free"), std::string::npos) << e;
   EXPECT_NE(e.find("victim"), std::string::npos) << e;
 }
 
 TEST(NcclCtasTest, MinMustNotExceedMax) {
-  EXPECT_EQ(CheckNcclCtas(0, 0), "");
-  EXPECT_EQ(CheckNcclCtas(4, 0), "");
-  EXPECT_EQ(CheckNcclCtas(2, 8), "");
-  EXPECT_EQ(CheckNcclCtas(8, 2), "option 'min_ctas': 8 exceeds max_ctas (2)");
+  EXPECT_EQ(CheckNcclCtas(0, 0).message(), "");
+  EXPECT_EQ(CheckNcclCtas(4, 0).message(), "");
+  EXPECT_EQ(CheckNcclCtas(2, 8).message(), "");
+  EXPECT_EQ(CheckNcclCtas(8, 2).message(), "option 'min_ctas': 8 exceeds max_ctas (2)");
 }
 
 TEST(NcclInitTimeoutTest, NamesTheUsualMultiNodeCause) {

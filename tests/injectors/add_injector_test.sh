@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves docs/injectors.md's promise: adding an injector = one new file + one registry line.
 # In a scratch copy of the source tree (git ls-files), generate a throw-away injector from
-# noop.cc, add its line to registry.cc's CODL_INJECTORS list and NOTHING else, build codl-inject
+# noop.cc, add its line to core/registry.cc's CODL_INJECTORS list and NOTHING else, build codl-inject
 # tools-only, and check the new injector is listed, has --help and passes a smoke run.
 # Usage: add_injector_test.sh SOURCE_DIR WORK_DIR   (exit 77 = skipped, reason on stdout)
 set -euo pipefail
@@ -26,8 +26,8 @@ sed -e 's/"noop"/"scratch_probe"/' -e 's/NoopInjector/ScratchProbeInjector/g' \
   "$tree/injectors/noop.cc" >"$tree/injectors/scratch_probe.cc"
 # The one registry line.
 sed -i '/add new injectors above this line/i\  X("scratch_probe", MakeScratchProbeInjector) \\' \
-  "$tree/injectors/registry.cc"
-grep -q 'X("scratch_probe"' "$tree/injectors/registry.cc" || { echo "FAIL: registry line not added"; exit 1; }
+  "$tree/injectors/core/registry.cc"
+grep -q 'X("scratch_probe"' "$tree/injectors/core/registry.cc" || { echo "FAIL: registry line not added"; exit 1; }
 
 export CCACHE_BASEDIR="$tree" CCACHE_NOHASHDIR=1
 cmake -S "$tree" -B "$work/build" -G Ninja -DCODL_TOOLS_ONLY=ON -DCODL_BUILD_TESTS=OFF \

@@ -3,7 +3,7 @@
 // that need a missing library say so instead of running.
 #include <gtest/gtest.h>
 
-#include "injectors/registry.h"
+#include "injectors/core/registry.h"
 
 namespace codl::injectors {
 namespace {
@@ -14,10 +14,12 @@ TEST(InjectorCatalogTest, GpuInjectorsRegisterAndSayBuiltWithoutCuda) {
   for (const auto& name : InjectorNames()) {
     auto inj = CreateInjector(name);
     ASSERT_NE(inj, nullptr) << name;
-    EXPECT_EQ(CheckDescriptorContract(inj->descriptor()), "") << name;
+    EXPECT_TRUE(CheckDescriptorContract(inj->descriptor()).ok()) << name;
     if (inj->descriptor().capabilities.needs_gpu) {
       ++gpu;
-      EXPECT_EQ(inj->Unsupported(host), "built without CUDA") << name;
+      const Status why = inj->Unsupported(host);
+      EXPECT_EQ(why.code(), StatusCode::kFailedPrecondition) << name;
+      EXPECT_EQ(why.message(), "built without CUDA") << name;
     }
   }
   EXPECT_GT(gpu, 0);
@@ -57,16 +59,17 @@ TEST(InjectorCatalogTest, SetupEstimatesFollowWhatSetupPrepares) {
 }
 
 TEST(InjectorCatalogTest, IoUringSaysBuiltWithoutLiburing) {
-  EXPECT_EQ(CreateInjector("io_uring")->Unsupported(DetectHost({"/tmp"})),
+  EXPECT_EQ(CreateInjector("io_uring")->Unsupported(DetectHost({"/tmp"})).message(),
             "built without liburing (install liburing-dev and rebuild)");
 }
 
 // What the controller's YAML validator relies on: the same messages as codl-inject.
 TEST(InjectorCatalogTest, ValidatesOptionsWithoutTheLibraries) {
-  EXPECT_EQ(ValidateOption("io_uring", "queue_depth", "5000"),
+  EXPECT_EQ(ValidateOption("io_uring", "queue_depth", "5000").message(),
             "option 'queue_depth': 5000 is out of range [1, 4096]");
-  EXPECT_EQ(ValidateOption("nccl", "op", "allreduce"), "");
+  EXPECT_EQ(ValidateOption("nccl", "op", "allreduce").message(), "");
   EXPECT_EQ(ValidateOptions("nccl", {{"ranks", "2"}, {"rank", "1"}})
+                .message()
                 .rfind("nccl: rank 1 of 2 needs unique_id", 0),
             0u);
 }

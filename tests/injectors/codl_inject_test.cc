@@ -14,8 +14,8 @@
 #include <regex>
 #include <thread>
 
-#include "injectors/memcpy_kernels.h"
-#include "injectors/registry.h"
+#include "injectors/core/registry.h"
+#include "injectors/memcpy/memcpy_kernels.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::testing {
@@ -40,7 +40,9 @@ std::vector<std::string> QuickOptions(const std::string& injector) {
 
 // "" when `injector` can run on this host, else the reason its Unsupported() gives.
 std::string UnsupportedHere(const std::string& injector, const std::string& scratch) {
-  return injectors::CreateInjector(injector)->Unsupported(injectors::DetectHost({scratch}));
+  return injectors::CreateInjector(injector)
+      ->Unsupported(injectors::DetectHost({scratch}))
+      .message();
 }
 
 struct Stream {

@@ -13,9 +13,9 @@
 #include <set>
 #include <string>
 
-#include "injectors/io_uring_injector.h"
-#include "injectors/registry.h"
-#include "injectors/stop_token.h"
+#include "injectors/core/registry.h"
+#include "injectors/core/stop_token.h"
+#include "injectors/io_uring/io_uring_injector.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::injectors {
@@ -53,11 +53,12 @@ struct Flood {
   HostInfo host = DetectHost({scratch.path()});
 
   std::string SetUp(const std::map<std::string, std::string>& options) {
-    if (std::string why = inj->Unsupported(host); !why.empty()) return why;
+    if (std::string why = inj->Unsupported(host).message(); !why.empty()) return why;
     auto values = ParseInjectorOptions(*inj, options);
     if (!values.ok()) return values.error();
     StopSource stop;
-    Status s = inj->Setup(*values, host, stop.token());
+    CollectingHostServices services;
+    Status s = inj->Setup(*values, host, services, stop.token());
     return s.ok() ? "" : s.error();
   }
 

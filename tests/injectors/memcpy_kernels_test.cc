@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "injectors/memcpy_kernels.h"
+#include "injectors/memcpy/memcpy_kernels.h"
 
 namespace codl::injectors {
 namespace {

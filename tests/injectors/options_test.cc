@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "injectors/options.h"
-#include "injectors/registry.h"
+#include "injectors/core/options.h"
+#include "injectors/core/registry.h"
 
 namespace codl::injectors {
 namespace {
@@ -20,7 +20,7 @@ class BadOptionTest : public ::testing::TestWithParam<BadOption> {};
 
 TEST_P(BadOptionTest, ExactMessage) {
   const BadOption& c = GetParam();
-  EXPECT_EQ(ValidateOption(c.injector, c.key, c.value), c.message);
+  EXPECT_EQ(ValidateOption(c.injector, c.key, c.value).message(), c.message);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -75,49 +75,53 @@ INSTANTIATE_TEST_SUITE_P(
                   "option 'capacity': -1 is out of range [0, 1000000000000]"}));
 
 TEST(OptionsTest, GoodValuesPass) {
-  EXPECT_EQ(ValidateOption("io_uring", "queue_depth", "4096"), "");
-  EXPECT_EQ(ValidateOption("io_uring", "queue_depth", "1"), "");
-  EXPECT_EQ(ValidateOption("io_uring", "block_size", "4KiB"), "");
-  EXPECT_EQ(ValidateOption("io_uring", "block_size", "64MiB"), "");
-  EXPECT_EQ(ValidateOption("io_uring", "direct", "false"), "");
-  EXPECT_EQ(ValidateOption("memcpy", "pin", "0"), "");
+  EXPECT_EQ(ValidateOption("io_uring", "queue_depth", "4096").message(), "");
+  EXPECT_EQ(ValidateOption("io_uring", "queue_depth", "1").message(), "");
+  EXPECT_EQ(ValidateOption("io_uring", "block_size", "4KiB").message(), "");
+  EXPECT_EQ(ValidateOption("io_uring", "block_size", "64MiB").message(), "");
+  EXPECT_EQ(ValidateOption("io_uring", "direct", "false").message(), "");
+  EXPECT_EQ(ValidateOption("memcpy", "pin", "0").message(), "");
 }
 
 TEST(OptionsTest, UnknownInjectorNamesTheKnownOnes) {
-  const std::string msg = ValidateInjectorName("nope");
+  const std::string msg = ValidateInjectorName("nope").message();
   EXPECT_THAT(msg, StartsWith("unknown injector 'nope' (known: noop, memcpy, io_uring"));
-  EXPECT_THAT(ValidateInjectorName("memcopy"),
+  EXPECT_THAT(ValidateInjectorName("memcopy").message(),
               StartsWith("unknown injector 'memcopy' (did you mean 'memcpy'?) (known: noop, "));
-  EXPECT_THAT(ValidateInjectorName("zzzzzzzz"), StartsWith("unknown injector 'zzzzzzzz' (known:"));
-  EXPECT_EQ(ValidateOption("nope", "a", "b"), msg);
-  EXPECT_EQ(ValidateInjectorName("io_uring"), "");
+  EXPECT_THAT(ValidateInjectorName("zzzzzzzz").message(),
+              StartsWith("unknown injector 'zzzzzzzz' (known:"));
+  EXPECT_EQ(ValidateOption("nope", "a", "b").message(), msg);
+  EXPECT_EQ(ValidateInjectorName("io_uring").message(), "");
 }
 
 TEST(OptionsTest, CrossOptionChecks) {
-  EXPECT_THAT(ValidateOptions("io_uring", {{"queue_depth", "4096"}, {"block_size", "64MiB"}}),
-              HasSubstr("options 'queue_depth' x 'block_size' = 4096 x 64MiB needs 256.00 GiB"));
-  EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "4MiB"}, {"file_size", "2MiB"}}),
+  EXPECT_THAT(
+      ValidateOptions("io_uring", {{"queue_depth", "4096"}, {"block_size", "64MiB"}}).message(),
+      HasSubstr("options 'queue_depth' x 'block_size' = 4096 x 64MiB needs 256.00 GiB"));
+  EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "4MiB"}, {"file_size", "2MiB"}}).message(),
             "option 'file_size' (2MiB) must be at least 'block_size' (4MiB)");
-  EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "1000"}}),
+  EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "1000"}}).message(),
             "option 'block_size': 1000 must be a multiple of 512 with direct=true (O_DIRECT)");
-  EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "1000"}, {"direct", "false"}}), "");
-  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"complete_batch", "9"}}),
+  EXPECT_EQ(ValidateOptions("io_uring", {{"block_size", "1000"}, {"direct", "false"}}).message(),
+            "");
+  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"complete_batch", "9"}}).message(),
             "option 'complete_batch' (9) must not exceed 'queue_depth' (8)");
-  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"submit_batch", "9"}}),
+  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"submit_batch", "9"}}).message(),
             "option 'submit_batch' (9) must not exceed 'queue_depth' (8)");
-  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"submit_batch", "8"}}), "");
-  EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "zero"}}),
+  EXPECT_EQ(ValidateOptions("io_uring", {{"queue_depth", "8"}, {"submit_batch", "8"}}).message(),
+            "");
+  EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "zero"}}).message(),
             "option 'pin': 'zero' is not 'none' or a CPU list like 0-3,6");
-  EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "4000"}}),
+  EXPECT_EQ(ValidateOptions("memcpy", {{"pin", "4000"}}).message(),
             "option 'pin': CPU 4000 is not available to this process");
-  EXPECT_EQ(ValidateOptions("memcpy", {{"buffer_size", "1MiB"}, {"chunk_size", "2MiB"}}),
+  EXPECT_EQ(ValidateOptions("memcpy", {{"buffer_size", "1MiB"}, {"chunk_size", "2MiB"}}).message(),
             "option 'chunk_size' (2MiB) must not exceed 'buffer_size' (1MiB)");
-  EXPECT_EQ(ValidateOptions("memcpy", {{"threads", "1"}}), "");
-  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "sequential"}, {"nontemporal", "off"}}),
+  EXPECT_EQ(ValidateOptions("memcpy", {{"threads", "1"}}).message(), "");
+  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "sequential"}, {"nontemporal", "off"}}).message(),
             "option 'kernel' (sequential) picks a streaming-store kernel, but 'nontemporal' is "
             "off (regular stores copy with libc memcpy)");
-  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "sequential"}}), "");
-  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "auto"}, {"nontemporal", "off"}}), "");
+  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "sequential"}}).message(), "");
+  EXPECT_EQ(ValidateOptions("memcpy", {{"kernel", "auto"}, {"nontemporal", "off"}}).message(), "");
 }
 
 TEST(OptionsTest, TypedValuesAndDefaults) {
@@ -155,24 +159,24 @@ TEST(OptionsTest, EveryRegisteredInjectorKeepsTheContract) {
   for (const auto& name : InjectorNames()) {
     const Descriptor* d = FindDescriptor(name);
     ASSERT_NE(d, nullptr) << name;
-    EXPECT_EQ(CheckDescriptorContract(*d), "") << name;
+    EXPECT_EQ(CheckDescriptorContract(*d).message(), "") << name;
     auto inj = CreateInjector(name);
     ASSERT_NE(inj, nullptr);
     EXPECT_EQ(inj->descriptor().name, name);
     // Defaults alone must form a valid option set.
-    EXPECT_EQ(ValidateOptions(name, {}), "") << name;
+    EXPECT_EQ(ValidateOptions(name, {}).message(), "") << name;
   }
 }
 
 TEST(OptionsTest, ContractViolationsAreCaught) {
   Descriptor d{"x", "r", "u", "s", "h", {IntOption("a", "0", 1, 5, "help")}};
-  EXPECT_THAT(CheckDescriptorContract(d), HasSubstr("default of option 'a'"));
+  EXPECT_THAT(CheckDescriptorContract(d).message(), HasSubstr("default of option 'a'"));
   d.options = {IntOption("a", "1", 1, 5, "help"), IntOption("a", "1", 1, 5, "help")};
-  EXPECT_EQ(CheckDescriptorContract(d), "option 'a' is declared twice");
+  EXPECT_EQ(CheckDescriptorContract(d).message(), "option 'a' is declared twice");
   d.options = {EnumOption("m", "q", {}, "help")};
-  EXPECT_EQ(CheckDescriptorContract(d), "enum option 'm' has no choices");
+  EXPECT_EQ(CheckDescriptorContract(d).message(), "enum option 'm' has no choices");
   d.options = {IntOption("a", "1", 1, 5, "")};
-  EXPECT_EQ(CheckDescriptorContract(d), "option 'a' has no help");
+  EXPECT_EQ(CheckDescriptorContract(d).message(), "option 'a' has no help");
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 #include <functional>
 #include <vector>
 
-#include "injectors/paced_run.h"
-#include "injectors/rate_controller.h"
+#include "injectors/core/paced_run.h"
+#include "injectors/core/rate_controller.h"
 
 namespace codl::injectors {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <filesystem>
 
-#include "injectors/registry.h"
+#include "injectors/core/registry.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::testing {
@@ -20,7 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string RdmaUnavailable() {
-  return injectors::CreateInjector("rdma")->Unsupported(injectors::DetectHost({"/tmp"}));
+  return injectors::CreateInjector("rdma")->Unsupported(injectors::DetectHost({"/tmp"})).message();
 }
 
 std::string SummaryOf(const std::string& out) {

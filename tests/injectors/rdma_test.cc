@@ -11,13 +11,13 @@
 #include <fstream>
 #include <thread>
 
-#include "injectors/gpu/gpu_host.h"
-#include "injectors/net_endpoint.h"
-#include "injectors/net_socket.h"
+#include "injectors/core/protocol.h"
+#include "injectors/core/registry.h"
+#include "injectors/net/net_endpoint.h"
+#include "injectors/net/net_socket.h"
 #include "injectors/rdma/rdma_exchange.h"
 #include "injectors/rdma/rdma_host.h"
 #include "injectors/rdma/rdma_wire.h"
-#include "injectors/registry.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::injectors::rdma {
@@ -355,43 +355,45 @@ std::string HexEndpoint(int qps) {
   ConnInfo c = SampleInfo();
   c.qps.resize(static_cast<size_t>(qps), QpInfo{5, 6});
   const std::string v = EncodeEndpoint({std::string(32, 'a'), {"127.0.0.1:1"}, c});
-  return injectors::gpu::HexEncode(reinterpret_cast<const uint8_t*>(v.data()), v.size());
+  return injectors::protocol::HexEncode(v);
 }
 
 TEST(RdmaOptionsTest, PairRulesAndRanges) {
-  EXPECT_EQ(ValidateOptions("rdma", {}), "");
-  EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "3"}}),
+  EXPECT_EQ(ValidateOptions("rdma", {}).message(), "");
+  EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "3"}}).message(),
               HasSubstr("rdma: ranks 3: an rdma antagonist is one receiver/sender pair"));
-  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "2"}}),
+  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "2"}}).message(),
             "option 'rank': 2 must be less than ranks (2)");
-  EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "2"}}),
+  EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "2"}}).message(),
               HasSubstr("rdma: rank 0 of 2 publishes its endpoint for rank 1: set rendezvous_key"));
-  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rendezvous_key", "k"}}), "");
-  EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}}),
+  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rendezvous_key", "k"}}).message(), "");
+  EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}}).message(),
               HasSubstr("rdma: rank 1 of 2 needs endpoint"));
-  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", "zz"}}),
+  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", "zz"}}).message(),
             "option 'endpoint': invalid hex character 'z' at offset 0");
-  const std::string not_rdma =
-      injectors::gpu::HexEncode(reinterpret_cast<const uint8_t*>("codl-net1 x a:1"), 15);
-  EXPECT_THAT(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", not_rdma}}),
-              HasSubstr("option 'endpoint': not an rdma endpoint"));
-  EXPECT_EQ(
-      ValidateOptions(
-          "rdma",
-          {{"ranks", "2"}, {"rank", "1"}, {"endpoint", HexEndpoint(2)}, {"connections", "2"}}),
-      "");
-  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", HexEndpoint(2)}}),
+  const std::string not_rdma = injectors::protocol::HexEncode("codl-net1 x a:1");
+  EXPECT_THAT(
+      ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", not_rdma}}).message(),
+      HasSubstr("option 'endpoint': not an rdma endpoint"));
+  EXPECT_EQ(ValidateOptions(
+                "rdma",
+                {{"ranks", "2"}, {"rank", "1"}, {"endpoint", HexEndpoint(2)}, {"connections", "2"}})
+                .message(),
+            "");
+  EXPECT_EQ(ValidateOptions("rdma", {{"ranks", "2"}, {"rank", "1"}, {"endpoint", HexEndpoint(2)}})
+                .message(),
             "option 'endpoint': rank 0 opened 2 queue pairs, option 'connections' is 1: give both "
             "ranks the same options");
-  EXPECT_EQ(ValidateOption("rdma", "gid_index", "256"),
+  EXPECT_EQ(ValidateOption("rdma", "gid_index", "256").message(),
             "option 'gid_index': 256 is out of range [-1, 255]");
-  EXPECT_EQ(ValidateOption("rdma", "port", "-1"), "option 'port': -1 is out of range [0, 255]");
-  EXPECT_EQ(ValidateOption("rdma", "queue_depth", "0"),
+  EXPECT_EQ(ValidateOption("rdma", "port", "-1").message(),
+            "option 'port': -1 is out of range [0, 255]");
+  EXPECT_EQ(ValidateOption("rdma", "queue_depth", "0").message(),
             "option 'queue_depth': 0 is out of range [1, 1024]");
-  EXPECT_EQ(ValidateOption("rdma", "connections", "65"),
+  EXPECT_EQ(ValidateOption("rdma", "connections", "65").message(),
             "option 'connections': 65 is out of range [1, 64]");
-  EXPECT_THAT(ValidateOption("rdma", "op", "read"), HasSubstr("write, send"));
-  EXPECT_THAT(ValidateOption("rdma", "block", "32"), HasSubstr("out of range"));
+  EXPECT_THAT(ValidateOption("rdma", "op", "read").message(), HasSubstr("write, send"));
+  EXPECT_THAT(ValidateOption("rdma", "block", "32").message(), HasSubstr("out of range"));
 }
 
 TEST(RdmaOptionsTest, CollectiveLikeNetWithEndpointAsTheRendezvousOption) {
@@ -400,7 +402,7 @@ TEST(RdmaOptionsTest, CollectiveLikeNetWithEndpointAsTheRendezvousOption) {
   EXPECT_TRUE(d->capabilities.collective);
   EXPECT_EQ(d->capabilities.rendezvous_option, "endpoint");
   EXPECT_EQ(d->unit, "bytes/s");
-  EXPECT_EQ(CheckDescriptorContract(*d), "");
+  EXPECT_EQ(CheckDescriptorContract(*d).message(), "");
 }
 
 }  // namespace

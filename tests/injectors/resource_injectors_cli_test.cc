@@ -13,8 +13,8 @@
 
 #include <filesystem>
 
-#include "injectors/gpu/gpu_host.h"
-#include "injectors/net_endpoint.h"
+#include "injectors/core/protocol.h"
+#include "injectors/net/net_endpoint.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::testing {
@@ -196,6 +196,9 @@ TEST(ResourceInjectorsTest, NetSendsToLoopbackAndToAReceiver) {
   ASSERT_GT(port, 0);
   Child receiver(InjectCmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port),
                             "--max", "--duration", "4s", "--json"}));
+  // Its port, for whoever starts the sender, is a note record before the load.
+  EXPECT_EQ(receiver.ReadLine(10),
+            "{\"note\":\"listening on 127.0.0.1:" + std::to_string(port) + "\"}");
   EXPECT_THAT(receiver.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
   r = RunProcess(InjectCmd({"net", "--set", "peer=127.0.0.1:" + std::to_string(port), "--rate",
                             "10MiB/s", "--duration", "1.5s", "--json"}));
@@ -238,14 +241,13 @@ TEST(ResourceInjectorsTest, NetPairFlowsTowardsTheSecondNodeWhenAsked) {
   Child first(
       InjectCmd({"net", "--set", "ranks=2", "--set", "rank=0", "--set", "rendezvous_key=k", "--set",
                  "receiver=second", "--rate", "8MiB/s", "--duration", "2.5s", "--json"}));
-  const std::string publish = first.ReadLine(10);
-  const size_t at = publish.find("value_hex\":\"") + 12;
-  ASSERT_NE(at, std::string::npos + 12) << publish;
-  const std::string hex = publish.substr(at, publish.find('"', at) - at);
+  const std::string line = first.ReadLine(10);
+  auto publish = injectors::protocol::RendezvousPublish::Parse(line);
+  ASSERT_TRUE(publish.ok()) << line << ": " << publish.error();
+  EXPECT_EQ(publish->key, "k");
+  const std::string hex = injectors::protocol::HexEncode(publish->value);
   // A stranger on rank 0's port (its address is in the published value) gets no data.
-  auto bytes = injectors::gpu::HexDecode(hex, hex.size() / 2);
-  ASSERT_TRUE(bytes.ok());
-  auto endpoint = injectors::DecodeNetEndpoint(std::string(bytes->begin(), bytes->end()));
+  auto endpoint = injectors::DecodeNetEndpoint(publish->value);
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
   const std::string& addr = endpoint->addresses.at(0);
   const int stranger = socket(AF_INET, SOCK_STREAM, 0);
@@ -291,6 +293,7 @@ TEST(ResourceInjectorsTest, NetPairSenderRefusesAListenerWithoutTheToken) {
   const int port = FreeLoopbackPort();
   Child plain(InjectCmd({"net", "--set", "role=receive", "--set", "port=" + std::to_string(port),
                          "--max", "--duration", "6s", "--json"}));
+  EXPECT_THAT(plain.ReadLine(10), HasSubstr("{\"note\":\"listening on "));
   EXPECT_THAT(plain.ReadLine(10), HasSubstr("\"t_s\"")) << "receiver did not start";
   std::string hex;
   const std::string text =

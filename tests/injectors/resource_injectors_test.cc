@@ -8,12 +8,12 @@
 #include <fstream>
 #include <set>
 
-#include "injectors/cpu_kernels.h"
+#include "injectors/cpu/cpu_kernels.h"
 #include "injectors/cpu_list.h"
-#include "injectors/llc_topology.h"
-#include "injectors/net_endpoint.h"
-#include "injectors/net_rdma.h"
-#include "injectors/pagecache_memory.h"
+#include "injectors/llc/llc_topology.h"
+#include "injectors/net/net_endpoint.h"
+#include "injectors/net/net_rdma.h"
+#include "injectors/pagecache/pagecache_memory.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::injectors {

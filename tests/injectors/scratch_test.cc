@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "injectors/scratch.h"
+#include "injectors/core/scratch.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::injectors {

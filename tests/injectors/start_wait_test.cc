@@ -1,6 +1,6 @@
 // The synchronized start's wait (codl-inject --start-at, Target::start): never early, on time
 // when the CPU is free, and it gives up at once on a stop.
-#include "injectors/start_wait.h"
+#include "injectors/core/start_wait.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "injectors/paced_run.h"
+#include "injectors/core/paced_run.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::injectors {

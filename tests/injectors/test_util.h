@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "injectors/injector.h"
+#include "injectors/core/injector.h"
 #include "lib/common/subprocess.h"
 
 namespace codl::testing {

@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "injectors/core/scratch.h"
 #include "injectors/gpu/mps_daemon.h"
-#include "injectors/scratch.h"
 #include "lib/common/safe_fs.h"
 
 namespace codl {
