@@ -13,6 +13,7 @@
 #include "agent/telemetry_hub.h"
 #include "injectors/registry.h"
 #include "injectors/victim_env.h"
+#include "lib/common/statistics.h"
 #include "lib/common/utf8.h"
 
 namespace codl::agent {
@@ -408,12 +409,10 @@ Result<AntagonistManager::Final> AntagonistManager::Stop(const std::string& id) 
     f.target_rate = a->summary_target;
     f.cov = a->summary_cov;
   } else if (!f.samples.empty()) {
-    double sum = 0, sq = 0;
-    for (const auto& s : f.samples) sum += s.achieved;
-    double mean = sum / f.samples.size();
-    for (const auto& s : f.samples) sq += (s.achieved - mean) * (s.achieved - mean);
-    f.achieved_rate = mean;
-    f.cov = mean > 0 ? std::sqrt(sq / f.samples.size()) / mean : 0;
+    std::vector<double> achieved;
+    for (const auto& s : f.samples) achieved.push_back(s.achieved);
+    f.achieved_rate = Mean(achieved);
+    f.cov = CoefficientOfVariationOrZero(achieved);
     f.target_rate = f.samples.back().target;
   }
   spdlog::info("antagonist {} stopped: achieved {:.4g} {}, {:.2f} cores on CPUs {} (exit {})", id,
