@@ -17,8 +17,8 @@
 #include "agent/cpu_usage.h"
 #include "agent/subreaper.h"
 #include "lib/common/clock.h"
+#include "lib/common/cpu_list.h"
 #include "lib/common/utf8.h"
-#include "lib/spec/cpu_list.h"
 
 namespace codl::agent {
 namespace {
@@ -177,7 +177,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   c->options_.placement.reset();  // one owner: placement_ (released last, in the destructor)
   const std::string cgroup_cpus = cgroup ? cgroup->EffectiveCpus() : std::string();
   c->effective_cpus_ =
-      !cgroup_cpus.empty() ? cgroup_cpus : experiment::FormatCpuList(AffinityOf(c->proc_.pid()));
+      !cgroup_cpus.empty() ? cgroup_cpus : codl::FormatCpuList(AffinityOf(c->proc_.pid()));
   ChildProcess* raw = c.get();
   const int out = c->proc_.ReleaseStdout(), err = c->proc_.ReleaseStderr();
   const int progress = c->proc_.ReleaseExtra();

@@ -7,6 +7,7 @@
 
 #include "agent/telemetry_hub.h"
 #include "injectors/core/victim_env.h"
+#include "lib/common/statistics.h"
 #include "lib/common/utf8.h"
 
 namespace codl::agent {
@@ -226,13 +227,11 @@ InjectChild::Outcome InjectChild::outcome(bool terminated) const {
     f.target_rate = summary_->target_rate;
     f.cov = summary_->cov;
   } else if (!f.samples.empty()) {
-    // Killed before its summary: the population statistics of what it reported.
-    double sum = 0, sq = 0;
-    for (const auto& s : f.samples) sum += s.achieved;
-    const double mean = sum / static_cast<double>(f.samples.size());
-    for (const auto& s : f.samples) sq += (s.achieved - mean) * (s.achieved - mean);
-    f.achieved_rate = mean;
-    f.cov = mean > 0 ? std::sqrt(sq / static_cast<double>(f.samples.size())) / mean : 0;
+    // Killed before its summary: the statistics of what it reported (lib/common/statistics.h).
+    std::vector<double> achieved;
+    for (const auto& s : f.samples) achieved.push_back(s.achieved);
+    f.achieved_rate = Mean(achieved);
+    f.cov = CoefficientOfVariationOrZero(achieved);
     f.target_rate = f.samples.back().target;
   }
   return f;

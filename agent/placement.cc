@@ -15,7 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/cpu_usage.h"
-#include "lib/spec/cpu_list.h"
+#include "lib/common/cpu_list.h"
 
 namespace codl::agent {
 namespace {
@@ -23,7 +23,7 @@ namespace {
 constexpr int kMpolDefault = 0;  // <linux/mempolicy.h>: MPOL_DEFAULT, MPOL_BIND
 constexpr int kMpolBind = 2;
 
-using experiment::FormatCpuList;
+using codl::FormatCpuList;
 
 std::set<int> Minus(const std::set<int>& a, const std::set<int>& b) {
   std::set<int> out;
@@ -76,7 +76,7 @@ NodeCpus NodeCpus::Read(const std::string& node_sysfs) {
     std::ifstream in(node_sysfs + "/" + name + "/cpulist");
     std::string list;
     std::getline(in, list);
-    auto cpus = experiment::ParseCpuList(list);
+    auto cpus = codl::ParseCpuList(list);
     n.numa[std::atoi(name.c_str() + 4)] = cpus.ok() ? *cpus : std::set<int>{};  // memory-only
   }
   closedir(d);
@@ -89,7 +89,7 @@ Result<ResolvedPlacement> ResolvePlacement(const experiment::PlacementSpec& spec
   const std::string where = spec.where.empty() ? "placement" : spec.where;
   const std::string on = " on node " + node_name + " (its CPUs: " + FormatCpuList(node.cpus) + ")";
   if (!spec.cpus.empty()) {
-    auto cpus = experiment::ParseCpuList(spec.cpus);
+    auto cpus = codl::ParseCpuList(spec.cpus);
     if (!cpus.ok()) return Err(where + ": cpus " + spec.cpus + ": " + cpus.error());
     const std::set<int> missing = Minus(*cpus, node.cpus);
     if (!missing.empty()) {

@@ -17,6 +17,7 @@
 #include "injectors/core/registry.h"
 #include "lib/analysis/stats.h"
 #include "lib/common/units.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/spec/spec.h"
 
 namespace codl::cli {
@@ -66,7 +67,12 @@ void Note(const GlobalOptions& g, const char* level, const std::string& text) {
 
 bool JsonLines(const GlobalOptions& g) { return g.log_format == "json"; }
 
-int ExitFor(const v1::ExperimentStatus& s) { return s.state() == "done" ? kExitOk : kExitFailed; }
+bool IsDone(const v1::ExperimentStatus& s) {
+  auto state = rpc::StateOf(s);
+  return state.ok() && *state == ExperimentState::kDone;
+}
+
+int ExitFor(const v1::ExperimentStatus& s) { return IsDone(s) ? kExitOk : kExitFailed; }
 
 // SIGINT/SIGTERM during `run`/`watch`: the first cancels the experiment cleanly (antagonists
 // stopped, trials so far kept); the second exits at once (children die with us).
@@ -238,9 +244,9 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     fclose(f);
   }
   if (!o.report.empty() && rc == kExitOk) rc = WriteReport(c, "", id, o.report);
-  if (final->state() != "done") {
+  if (!IsDone(*final)) {
     Note(g, "error",
-         "experiment " + id + " " + final->state() +
+         "experiment " + id + " " + rpc::StateName(*final) +
              (final->error().empty() ? "" : ": " + final->error()));
   } else if (!o.quiet) {
     Note(g, "info",
@@ -296,7 +302,8 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
     fprintf(stderr, "codlctl watch: %s\n", final.error().c_str());
     return ExitCodeFor(final.status());
   }
-  fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(), final->state().c_str());
+  fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(),
+          rpc::StateName(*final).c_str());
   return ExitFor(*final);
 }
 

@@ -14,6 +14,7 @@
 #include "lib/common/json_line.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/spec/trial_metric.h"
 #include "lib/store/store.h"
 
@@ -76,13 +77,13 @@ int StatusFromDb(const std::string& id, const std::string& db, const std::string
     printf("%-24s %-24s %-12s %7s  %s\n", "ID", "NAME", "STATE", "TRIALS", "CREATED");
     for (const auto& s : statuses)
       printf("%-24s %-24s %-12s %3d/%-3d  %s\n", s.experiment_id().c_str(), s.name().c_str(),
-             s.state().c_str(), s.completed_trials(), s.total_trials(),
+             rpc::StateName(s).c_str(), s.completed_trials(), s.total_trials(),
              FormatTimeMs(s.created_unix_ms()).c_str());
     return kExitOk;
   }
   const auto& s = statuses.front();
   printf("experiment %s (%s): %s, %d/%d trials, %d failed%s%s", s.experiment_id().c_str(),
-         s.name().c_str(), s.state().c_str(), s.completed_trials(), s.total_trials(),
+         s.name().c_str(), rpc::StateName(s).c_str(), s.completed_trials(), s.total_trials(),
          s.failed_trials(), s.error().empty() ? "" : " — ", s.error().c_str());
   printf("%s\n", AdaptiveNote(s).c_str());
   return kExitOk;
@@ -121,7 +122,7 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
     return kExitOk;
   }
   printf("experiment %s (%s): %s, %d/%d trials, %d failed", s->experiment_id().c_str(),
-         s->name().c_str(), s->state().c_str(), s->completed_trials(), s->total_trials(),
+         s->name().c_str(), rpc::StateName(*s).c_str(), s->completed_trials(), s->total_trials(),
          s->failed_trials());
   if (!s->current_pairing().empty())
     printf(", now %s, ETA %s", s->current_pairing().c_str(), FormatEta(s->eta_s()).c_str());
@@ -138,19 +139,20 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
     return kExitBadInput;
   }
   bool header = true;
-  std::string state;
+  bool done = false;
   // One record per progress update, flushed at once so that a pipe reader sees it live.
   Status s = (*client)->Watch(id, [&](const v1::ExperimentEvent& ev) {
     fputs(RenderRecords(WatchTable(ev, NowUnixMs()), output, header).c_str(), stdout);
     fflush(stdout);
     header = false;
-    state = ev.status().state();
+    auto state = rpc::StateOf(ev.status());
+    done = state.ok() && *state == ExperimentState::kDone;
   });
   if (!s.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", s.error().c_str());
     return ExitCodeFor(s);
   }
-  return state == "done" ? kExitOk : kExitFailed;
+  return done ? kExitOk : kExitFailed;
 }
 
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,

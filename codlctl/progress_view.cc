@@ -8,6 +8,7 @@
 
 #include "lib/common/utf8.h"
 #include "lib/daemon/logging.h"
+#include "lib/rpc/records_proto.h"
 
 namespace codl::cli {
 
@@ -57,6 +58,34 @@ std::string AdaptiveNote(const v1::ExperimentStatus& s) {
   return "  " + (colon == std::string::npos ? p : p.substr(colon + 3));
 }
 
+EventLook LookOf(const v1::ExperimentEvent& ev) {
+  using E = v1::ExperimentEvent;
+  EventLook look;
+  switch (ev.kind_case()) {
+    case E::KIND_NOT_SET:
+      // A status update; or, from a controller older than typed events, a message: shown as is.
+      look.above_bar = !ev.message().empty();
+      break;
+    case E::kWatchStarted:
+    case E::kTrialStarted: break;  // routine: the bar says it
+    case E::kExperiment:
+      look.above_bar = true;
+      look.bad = ev.experiment().state() == v1::EXPERIMENT_FAILED;
+      break;
+    case E::kTrialFlagged:
+    case E::kTrialFailed: look.above_bar = look.bad = true; break;
+    case E::kCalibrating:
+    case E::kWarmUp: look.above_bar = look.activity = true; break;
+    case E::kNote:
+      look.above_bar = true;
+      look.bad =
+          ev.note().severity() == v1::Note::WARNING || ev.note().severity() == v1::Note::ERROR;
+      break;
+    default: look.above_bar = true;  // done, cancelled, dataset
+  }
+  return look;
+}
+
 void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
   const auto& s = ev.status();
   if (json_lines_) {
@@ -74,25 +103,20 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
     fflush(out_);
     return;
   }
-  // Messages that are not routine trial progress are printed above the bar.
-  bool routine =
-      ev.message().find(" started") != std::string::npos && ev.message().rfind("trial", 0) == 0;
-  if (!routine && !ev.message().empty() && ev.message() != "watching") {
+  const EventLook look = LookOf(ev);
+  if (look.above_bar && !ev.message().empty()) {
     const char* on = "";
     const char* off = "";
     if (color_) {
-      bool bad = ev.message().find("failed") != std::string::npos ||
-                 ev.message().find("flagged") != std::string::npos;
-      on = bad ? "\033[33m" : "\033[2m";
+      on = look.bad ? "\033[33m" : "\033[2m";
       off = "\033[0m";
     }
     fprintf(out_, "\r\033[K%s%s%s\n", on, codl::TerminalSafe(ev.message()).c_str(), off);
   }
-  if (ev.message().rfind("calibrating ", 0) == 0 || ev.message().rfind("warm-up", 0) == 0)
-    activity_ = ev.message();
+  if (look.activity) activity_ = ev.message();
   if (!s.current_pairing().empty()) activity_.clear();
   std::string where = s.current_pairing();
-  if (where.empty()) where = activity_.empty() ? s.state() : activity_;
+  if (where.empty()) where = activity_.empty() ? rpc::StateName(s) : activity_;
   // The victim generating its dataset: in place of what runs before the trials (the warm-up
   // run), after the pairing when it happens in a trial (warmup_trials: 0).
   if (std::string d = DatasetNote(s); !d.empty()) {

@@ -33,6 +33,14 @@ class ProgressView {
   std::string activity_;
 };
 
+// How the terminal view shows an event, decided from its kind alone (never from its text).
+struct EventLook {
+  bool above_bar = false;  // printed on a line of its own above the bar
+  bool bad = false;        // highlighted: a failure, a flag, a warning
+  bool activity = false;   // shown in the bar until the first trial (calibration, warm-up)
+};
+EventLook LookOf(const v1::ExperimentEvent& ev);
+
 std::string FormatEta(double seconds);
 // "dataset 120/256 samples" while the victim generates its dataset, else "".
 std::string DatasetNote(const v1::ExperimentStatus& status);

@@ -1,5 +1,7 @@
 #include "codlctl/status_output.h"
 
+#include "lib/rpc/records_proto.h"
+
 namespace codl::cli {
 namespace {
 
@@ -19,7 +21,7 @@ std::vector<Cell> StatusCells(const v1::ExperimentStatus& s) {
   auto known = [](double v) { return v > 0 ? Cell::Number(v) : Cell::Missing(); };
   return {Cell::Text(s.experiment_id()),
           Cell::Text(s.name()),
-          Cell::Text(s.state()),
+          Cell::Text(rpc::StateName(s)),
           Cell::Int(s.completed_trials()),
           Cell::Int(s.total_trials()),
           Cell::Int(s.failed_trials()),
@@ -44,12 +46,17 @@ std::vector<Cell> DatasetCells(const v1::ExperimentStatus& s) {
 
 }  // namespace
 
+std::string EventKind(const v1::ExperimentEvent& event) {
+  if (event.kind_case() == v1::ExperimentEvent::KIND_NOT_SET) return "";
+  return event.GetDescriptor()->FindFieldByNumber(event.kind_case())->name();
+}
+
 v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
                                        const std::vector<TrialRecord>& trials) {
   v1::ExperimentStatus s;
   s.set_experiment_id(e.id);
   s.set_name(e.name);
-  s.set_state(ToString(e.state));
+  rpc::SetState(e.state, &s);
   s.set_error(e.error);
   s.set_total_trials(e.total_trials);
   s.set_completed_trials(static_cast<int>(trials.size()));
@@ -80,10 +87,13 @@ experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_un
   t.columns.insert(t.columns.begin(), "ts_unix_ms");
   t.columns.push_back("message");
   t.columns.insert(t.columns.end(), kDatasetColumns.begin(), kDatasetColumns.end());
+  t.columns.push_back("event");
   std::vector<Cell> row = StatusCells(event.status());
   row.insert(row.begin(), Cell::Int(ts_unix_ms));
   row.push_back(Cell::Text(event.message()));
   for (Cell& c : DatasetCells(event.status())) row.push_back(std::move(c));
+  const std::string kind = EventKind(event);
+  row.push_back(kind.empty() ? Cell::Missing() : Cell::Text(kind));
   t.rows.push_back(std::move(row));
   return t;
 }

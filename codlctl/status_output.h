@@ -21,7 +21,10 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
 // current_pairing, eta_s, victim_step, victim_step_time_s, created_unix_ms, finished_unix_ms,
 // error, precision, stop_reason, then dataset_generated, dataset_total (the victim generating
 // its dataset; missing when it is not); watch rows add ts_unix_ms (when the update arrived)
-// first and message before the dataset columns.
+// first, message before the dataset columns and event (EventKind) last.
+// The event's kind as its field name in codl.v1.ExperimentEvent ("trial_done", "calibrating",
+// "note", ...); "" for a status update (or a controller older than typed events).
+std::string EventKind(const v1::ExperimentEvent& event);
 experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses);
 experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_unix_ms);
 

@@ -12,6 +12,7 @@
 #include "controller/distributed_victim.h"
 #include "controller/provenance.h"
 #include "controller/rendezvous.h"
+#include "controller/run_events.h"
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
 #include "injectors/core/registry.h"
@@ -188,14 +189,14 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
         if (why.empty()) {
           p->peaks[{static_cast<int>(i), node}] = **cached;
           prov->AddCalibration(a.name, **cached, "cached");
-          listener->OnMessage("calibration of " + a.name + " on " + node + " (cached): peak " +
-                              std::to_string((*cached)->peak_rate) + " " + (*cached)->unit);
+          listener->OnEvent(events::Note(
+              v1::Note::INFO, "calibration of " + a.name + " on " + node + " (cached): peak " +
+                                  std::to_string((*cached)->peak_rate) + " " + (*cached)->unit));
           continue;
         }
       }
       if (cancel) return Err("cancelled");
-      listener->OnMessage("calibrating " + a.name + " (" + a.injector + ") on " + node + " for " +
-                          std::to_string(spec.calibration_s) + " s (" + why + ")");
+      listener->OnEvent(events::Calibrating(a.name, a.injector, node, spec.calibration_s, why));
       auto c = Calibrate(node, a.injector, a.options, spec.calibration_s);
       if (!c.ok()) return Err("antagonist '" + a.name + "': " + c.error());
       p->peaks[{static_cast<int>(i), node}] = *c;
@@ -264,7 +265,7 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   } unplace{this};
   RecordNodes(p, prov);
   ConnectPlaced(exp, p, cancel);
-  listener->OnMessage(VictimPlacementMessage(p));
+  listener->OnEvent(events::Note(v1::Note::INFO, VictimPlacementMessage(p)));
   if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
   prov->Save();
   if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov); !s.ok()) return s;
@@ -326,9 +327,7 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
   // trial 1 (whose wall time they once multiplied by five).
   for (int run = 1; run <= spec.warmup_trials; ++run) {
     if (cancel) return Err("cancelled");
-    listener->OnMessage("warm-up run " + std::to_string(run) + "/" +
-                        std::to_string(spec.warmup_trials) + " on " + JoinNodes(p.victim_nodes) +
-                        " (antagonists off; discarded)");
+    listener->OnEvent(events::WarmUpStarted(run, spec.warmup_trials, JoinNodes(p.victim_nodes)));
     v1::RunVictimRequest req;
     req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
     *req.mutable_victim() = ToProto(spec.victim);
@@ -347,9 +346,7 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
     prov->AddWarmup(run, reply.ok() ? reply->wall_s() : 0, ok, error);
     prov->Save();
     if (!ok) return Err("warm-up run " + std::to_string(run) + " failed: " + error);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.2f s", reply->wall_s());
-    listener->OnMessage("warm-up run " + std::to_string(run) + " done in " + buf);
+    listener->OnEvent(events::WarmUpFinished(run, spec.warmup_trials, reply->wall_s()));
   }
   return Status::Ok();
 }

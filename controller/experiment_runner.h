@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codl/v1/controller.pb.h"
 #include "controller/agent_registry.h"
 #include "controller/rendezvous.h"
 #include "lib/common/clock.h"
@@ -37,7 +38,8 @@ struct RunnerOptions {
 class RunListener {
  public:
   virtual ~RunListener() = default;
-  virtual void OnMessage(const std::string& message) = 0;
+  // Calibration, warm-up runs and notes (controller/run_events.h); trials have their own calls.
+  virtual void OnEvent(const v1::ExperimentEvent& event) = 0;
   virtual void OnTrialStarted(const experiment::PlannedTrial& trial) = 0;
   virtual void OnTrialDone(const TrialRecord& trial) = 0;
   // Live, from the victim node's telemetry stream while the victim runs.

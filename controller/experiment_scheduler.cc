@@ -1,6 +1,8 @@
 #include "controller/experiment_scheduler.h"
 
 #include "controller/eta.h"
+#include "controller/run_events.h"
+#include "lib/rpc/records_proto.h"
 
 #include <memory>
 #include <random>
@@ -32,7 +34,7 @@ struct ExperimentScheduler::Live {
 class ExperimentScheduler::Listener : public RunListener {
  public:
   Listener(ExperimentScheduler* s, std::shared_ptr<Live> live) : s_(s), live_(std::move(live)) {}
-  void OnMessage(const std::string& m) override { s_->Publish(live_, m, false); }
+  void OnEvent(const v1::ExperimentEvent& ev) override { s_->Publish(live_, ev, false); }
   void OnTrialStarted(const experiment::PlannedTrial& t) override {
     {
       std::lock_guard<std::mutex> l(s_->mu_);
@@ -43,8 +45,7 @@ class ExperimentScheduler::Listener : public RunListener {
       live_->dataset_generated = live_->dataset_total = 0;
     }
     s_->Publish(live_,
-                "trial " + std::to_string(t.index + 1) + "/" + std::to_string(live_->plan.size()) +
-                    " " + t.pairing + " started",
+                events::TrialStarted(t.index, static_cast<int>(live_->plan.size()), t.pairing),
                 false);
   }
   void OnVictimStep(const VictimStep& step) override {
@@ -58,7 +59,7 @@ class ExperimentScheduler::Listener : public RunListener {
       publish = now - live_->last_step_publish_s >= 0.25;
       if (publish) live_->last_step_publish_s = now;
     }
-    if (publish) s_->Publish(live_, "", false);
+    if (publish) s_->Publish(live_, {}, false);
   }
   // Its start and end are messages (the phase shows in every view); updates between them are
   // throttled like steps.
@@ -73,12 +74,9 @@ class ExperimentScheduler::Listener : public RunListener {
       publish = started || generated >= total || now - live_->last_step_publish_s >= 0.25;
       if (publish) live_->last_step_publish_s = now;
     }
-    const std::string n = std::to_string(total);
-    if (generated >= total)
-      s_->Publish(live_, "dataset: the victim generated " + n + " samples", false);
-    else if (started)
-      s_->Publish(live_, "dataset: the victim is generating " + n + " samples", false);
-    else if (publish) s_->Publish(live_, "", false);
+    if (generated >= total || started)
+      s_->Publish(live_, events::DatasetChanged(generated, total), false);
+    else if (publish) s_->Publish(live_, {}, false);
   }
   void OnTrialDone(const TrialRecord& t) override {
     int completed;
@@ -93,25 +91,21 @@ class ExperimentScheduler::Listener : public RunListener {
       s_->metrics_->OnTrialProgress(t.experiment_id, completed,
                                     static_cast<int>(live_->plan.size()));
     }
-    char buf[512];
-    snprintf(buf, sizeof buf, "trial %d/%zu %s: %s, metric %.4g s%s%s", t.index + 1,
-             live_->plan.size(), t.pairing.c_str(), ToString(t.state), t.metric,
-             t.error.empty() ? "" : " — ", t.error.c_str());
-    s_->Publish(live_, buf, false);
+    s_->Publish(live_, events::TrialFinished(t, static_cast<int>(live_->plan.size())), false);
   }
   void OnPrecision(const std::string& line) override {
     {
       std::lock_guard<std::mutex> l(s_->mu_);
       live_->precision = line;
     }
-    s_->Publish(live_, line, false);
+    s_->Publish(live_, events::Note(v1::Note::INFO, line), false);
   }
   void OnStopped(const std::string& reason) override {
     {
       std::lock_guard<std::mutex> l(s_->mu_);
       live_->record.stop_reason = reason;
     }
-    s_->Publish(live_, "stopped: " + reason, false);
+    s_->Publish(live_, events::Note(v1::Note::INFO, "stopped: " + reason), false);
   }
 
  private:
@@ -227,7 +221,7 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   v1::ExperimentStatus s;
   s.set_experiment_id(live.record.id);
   s.set_name(live.record.name);
-  s.set_state(ToString(live.record.state));
+  rpc::SetState(live.record.state, &s);
   s.set_error(live.record.error);
   s.set_total_trials(live.record.total_trials);
   s.set_completed_trials(live.completed);
@@ -302,18 +296,20 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
   }
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled,
                                  "cancelled before it started", live->record.finished_unix_ms);
-  Publish(live, "cancelled", true);
+  Publish(live, events::ExperimentChanged(ExperimentState::kCancelled, ""), true);
   return std::string("cancelled");
 }
 
 Result<int> ExperimentScheduler::Watch(const std::string& id, Watcher w) {
   auto status = GetStatus(id);
   if (!status.ok()) return status.status();
-  const std::string& state = status->state();
-  bool final = state != "queued" && state != "running";
-  v1::ExperimentEvent ev;
+  const v1::ExperimentState state = status->state();
+  bool final = state != v1::EXPERIMENT_QUEUED && state != v1::EXPERIMENT_RUNNING;
+  auto rec_state = rpc::FromProto(state);
+  if (!rec_state.ok()) return rec_state.status();
+  v1::ExperimentEvent ev =
+      final ? events::ExperimentChanged(*rec_state, "") : events::WatchStarted();
   *ev.mutable_status() = *status;
-  ev.set_message(final ? "experiment " + state : "watching");
   int handle = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -333,9 +329,8 @@ void ExperimentScheduler::Unwatch(int handle) {
   watchers_.erase(handle);
 }
 
-void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, const std::string& message,
+void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, v1::ExperimentEvent ev,
                                   bool final) {
-  v1::ExperimentEvent ev;
   std::vector<Watcher> targets;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -351,8 +346,7 @@ void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, const std::
       ++it;
     }
   }
-  ev.set_message(message);
-  if (!message.empty()) spdlog::info("[{}] {}", live->record.id, message);
+  if (!ev.message().empty()) spdlog::info("[{}] {}", live->record.id, ev.message());
   for (auto& w : targets) w(ev, final);
 }
 
@@ -381,7 +375,10 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
     live->started_s = clock_->MonotonicSeconds();
   }
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kRunning, "", 0);
-  Publish(live, "experiment started: " + StartedLine(live->spec, live->plan.size()), false);
+  Publish(live,
+          events::ExperimentChanged(ExperimentState::kRunning,
+                                    StartedLine(live->spec, live->plan.size())),
+          false);
   Listener listener(this, live);
   Status s = runner_->Run(live->record, live->spec, live->plan, live->cancel, &listener);
   ExperimentState state = ExperimentState::kDone;
@@ -410,8 +407,7 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
   }
   (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms);
   if (metrics_) metrics_->OnExperimentFinished(live->record.id, state);
-  Publish(live, std::string("experiment ") + ToString(state) + (error.empty() ? "" : ": " + error),
-          true);
+  Publish(live, events::ExperimentChanged(state, error), true);
   std::lock_guard<std::mutex> l(mu_);
   live_.erase(live->record.id);
 }

@@ -58,7 +58,8 @@ class ExperimentScheduler {
   void WorkerLoop();
   void RunOne(const std::shared_ptr<Live>& live);
   v1::ExperimentStatus StatusOf(const Live& live) const;
-  void Publish(const std::shared_ptr<Live>& live, const std::string& message, bool final);
+  // Sends `ev` with the live status to the experiment's watchers; {}: a status update only.
+  void Publish(const std::shared_ptr<Live>& live, v1::ExperimentEvent ev, bool final);
   std::string NewExperimentId();
   Status CheckQueueRoom();
   Error QueueFull() const;

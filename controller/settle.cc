@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 namespace codl::controller {
 
@@ -44,6 +45,12 @@ bool TargetBoard::AllAtTarget(double now_s) const {
 double TargetBoard::Latest(const std::string& id) const {
   auto it = entries_.find(id);
   return it == entries_.end() || !it->second.achieved ? 0 : *it->second.achieved;
+}
+
+double TargetBoard::SampleAgeS(const std::string& id, double now_s) const {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || !it->second.achieved) return std::numeric_limits<double>::infinity();
+  return now_s - it->second.at_s;
 }
 
 std::string DidNotSettleReason(const SettleWindow& w, double waited_s) {

@@ -56,6 +56,8 @@ class TargetBoard {
   bool AtTarget(const std::string& id, double now_s) const;
   // The latest achieved rate of `id`, 0 before its first sample.
   double Latest(const std::string& id) const;
+  // How long ago `id`'s latest sample arrived; infinity before its first.
+  double SampleAgeS(const std::string& id, double now_s) const;
 
  private:
   struct Entry {

@@ -18,14 +18,14 @@ void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   for (const auto& s : victim.steps()) t->steps.push_back(rpc::FromProto(s));
 }
 
-std::string MissedTargets(const std::vector<AntagonistResult>& antagonists) {
-  std::string missed;
+std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antagonists) {
+  std::vector<FlagReason> missed;
   for (const auto& a : antagonists) {
     if (a.reached_target) continue;
     char buf[256];
     snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(), a.achieved_rate,
              a.target_rate, a.unit.c_str());
-    missed += (missed.empty() ? "" : "; ") + std::string(buf);
+    missed.push_back({FlagCode::kMissedTarget, buf});
   }
   return missed;
 }
@@ -42,8 +42,9 @@ void Classify(bool cancelled, const std::string& error, const v1::RunVictimReply
     t->state = TrialState::kFailed;
     t->error = victim ? victim->error() : "";
   } else {
-    t->error = MissedTargets(t->antagonists);
-    t->state = t->error.empty() ? TrialState::kDone : TrialState::kFlagged;
+    t->flag_reasons = MissedTargets(t->antagonists);
+    t->error = JoinFlagReasons(t->flag_reasons);
+    t->state = t->flag_reasons.empty() ? TrialState::kDone : TrialState::kFlagged;
   }
 }
 

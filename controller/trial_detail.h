@@ -20,9 +20,6 @@ namespace codl::controller {
 // Named (not anonymous): TrialRun, a member of an exported class, holds these.
 namespace trial_detail {
 
-// How often the settle step asks the agents how close their antagonists are to target, when
-// some agent cannot stream its telemetry (fakes in tests, an agent without StreamTelemetry).
-constexpr double kSettlePollS = 0.1;
 // Settling on the stream: a sample older than this no longer counts as "at target" (injectors
 // report at least 4x/s). An antagonist not at target is asked why (GetAntagonist: failed,
 // exited, or an agent that does not stream) at most once per kSilentCheckS, well inside the
@@ -35,11 +32,12 @@ constexpr double kSettleWakeS = 0.1;
 // The victim's reply copied into the trial record.
 void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t);
 
-// "membw reached 412 of target 1e+03 bytes/s; ..." for every antagonist below its target.
-std::string MissedTargets(const std::vector<AntagonistResult>& antagonists);
+// One reason per antagonist below its target: "membw reached 412 of target 1e+03 bytes/s".
+std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antagonists);
 
 // The trial's state, in order of precedence: cancelled, failed (a step's error, then the
-// victim's own), flagged (an antagonist missed its target), done. victim: null if it did not run.
+// victim's own), flagged (an antagonist missed its target: flag_reasons and error say which),
+// done. victim: null if it did not run.
 void Classify(bool cancelled, const std::string& error, const v1::RunVictimReply* victim,
               TrialRecord* t);
 
@@ -67,10 +65,10 @@ struct VictimWindow {
   double wall_s = 0;
 };
 
-// The settle step's state when every agent streams its telemetry: samples are judged on the
-// streams' reader threads as they arrive, one SettleWindow::Observe per sample, so a dip is
-// never lost between two wake-ups of the waiting thread and the verdict is known the moment
-// the sample that completes the window arrives.
+// The settle step's state: samples (streamed, or the answers of an agent asked why it is not at
+// target) are judged as they arrive, one SettleWindow::Observe per sample, so a dip is never
+// lost between two wake-ups of the waiting thread and the verdict is known the moment the
+// sample that completes the window arrives.
 struct StreamSettle {
   explicit StreamSettle(const Clock* c) : clock(c) {}
   // Under mu.

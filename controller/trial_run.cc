@@ -1,21 +1,23 @@
 // One trial, step by step (ExperimentRunner::TrialRun): start the antagonists at a common
 // time, wait until they hold their targets for the settle window, run the victim, stop and
 // collect, classify. Split from experiment_runner.cc, which runs the experiment around it.
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <future>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "controller/experiment_runner.h"
 #include "controller/rendezvous.h"
+#include "controller/run_events.h"
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
 #include "controller/trial_detail.h"
+#include "lib/common/fan_out.h"
+#include "lib/common/statistics.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
@@ -135,21 +137,16 @@ class ExperimentRunner::TrialRun {
 
   // The largest setup estimate over every instance's agent, asked all at once (callback API).
   double SlowestSetupEstimate() {
-    std::mutex mu;
-    std::condition_variable all_done;
-    size_t pending = instances_.size();
+    const std::vector<double> setups =
+        FanOut<double>(instances_.size(), [&](size_t i, std::function<void(double)> done) {
+          const Instance& r = instances_[i];
+          if (r.client) r.client->EstimateSetupAsync(Spec(r), std::move(done));
+          else done(0);
+        });
     double slowest = 0;
-    for (const Instance& r : instances_) {
-      auto done = [&](double setup_s) {
-        std::lock_guard<std::mutex> l(mu);
-        if (std::isfinite(setup_s)) slowest = std::max(slowest, setup_s);
-        if (--pending == 0) all_done.notify_all();
-      };
-      if (r.client) r.client->EstimateSetupAsync(Spec(r), done);
-      else done(0);
+    for (double setup_s : setups) {
+      if (std::isfinite(setup_s)) slowest = std::max(slowest, setup_s);
     }
-    std::unique_lock<std::mutex> l(mu);
-    all_done.wait(l, [&] { return pending == 0; });
     return slowest;
   }
 
@@ -181,27 +178,14 @@ class ExperimentRunner::TrialRun {
   // deadline (so every `done` runs), and the stops need to know which instances started.
   std::vector<Result<v1::StartAntagonistReply>> IssueStarts(
       const std::vector<v1::StartAntagonistRequest>& requests) {
-    std::mutex mu;
-    std::condition_variable all_done;
-    size_t pending = requests.size();
-    std::vector<std::optional<Result<v1::StartAntagonistReply>>> replies(requests.size());
-    for (size_t i = 0; i < requests.size(); ++i) {
-      auto done = [&, i](Result<v1::StartAntagonistReply> reply) {
-        std::lock_guard<std::mutex> l(mu);
-        replies[i].emplace(std::move(reply));
-        if (--pending == 0) all_done.notify_all();  // under the lock: the waiter owns these
-      };
+    using Reply = Result<v1::StartAntagonistReply>;
+    return FanOut<Reply>(requests.size(), [&](size_t i, std::function<void(Reply)> done) {
       if (instances_[i].client) {
-        instances_[i].client->StartAntagonistAsync(requests[i], done);
+        instances_[i].client->StartAntagonistAsync(requests[i], std::move(done));
       } else {
         done(Err("agent is gone"));
       }
-    }
-    std::unique_lock<std::mutex> l(mu);
-    all_done.wait(l, [&] { return pending == 0; });
-    std::vector<Result<v1::StartAntagonistReply>> out;
-    for (auto& r : replies) out.push_back(std::move(*r));
-    return out;
+    });
   }
 
   void RecordStart(const Result<v1::StartAntagonistReply>& reply, Instance* r) {
@@ -227,7 +211,8 @@ class ExperimentRunner::TrialRun {
     if (reply.ready_unix_ns() > 0) a.ready_ms = AgentMsFromStart(reply.ready_unix_ns(), r->node);
     if (std::string late = LateStartReason(r->result.name, r->node, a); !late.empty()) {
       spdlog::warn("trial {}: {}", trial_.index, late);
-      listener_->OnMessage("trial " + std::to_string(trial_.index) + ": " + late);
+      listener_->OnEvent(
+          events::Note(v1::Note::WARNING, "trial " + std::to_string(trial_.index) + ": " + late));
     }
   }
 
@@ -237,30 +222,27 @@ class ExperimentRunner::TrialRun {
   }
 
   // 3. Settle: every instance at >= settle_fraction of its target through one whole settle
-  // window (controller/settle.h) before the victim starts: judged on the agents' telemetry
-  // streams as samples arrive, or by polling when some agent cannot stream. A trial whose
-  // antagonists never hold that long still runs its victim, but is flagged "did not settle".
+  // window (controller/settle.h) before the victim starts, judged on the agents' telemetry
+  // streams as samples arrive. A trial whose antagonists never hold that long still runs its
+  // victim, but is flagged "did not settle".
   void AwaitSettled() {
     if (instances_.empty()) return;
-    if (stream_) AwaitSettledOnStream();
-    else AwaitSettledByPolling();
+    AwaitSettledOnStream();
   }
 
-  // One telemetry stream per agent, subscribed to the whole trial; none (polling) when any
-  // agent cannot stream.
+  // One telemetry stream per agent, subscribed to the whole trial. An agent that cannot stream
+  // has none: its instances settle on the answers AskWhyNotAtTarget gets.
   void OpenSettleStreams() {
-    auto s = std::make_unique<StreamSettle>(clock());
+    stream_ = std::make_unique<StreamSettle>(clock());
     std::set<AgentClient*> opened;
     for (const Instance& r : instances_) {
-      s->board.Expect(r.id, AtTargetLine(r));
+      stream_->board.Expect(r.id, AtTargetLine(r));
       if (!r.client || !opened.insert(r.client.get()).second) continue;
-      StreamSettle* raw = s.get();
+      StreamSettle* raw = stream_.get();
       auto h = r.client->OpenTelemetry(trial_id_,
                                        [raw](const v1::TelemetryEvent& ev) { raw->OnEvent(ev); });
-      if (!h) return;  // polling: `s` (and the streams opened so far) go now
-      s->streams.push_back(std::move(h));
+      if (h) stream_->streams.push_back(std::move(h));
     }
-    stream_ = std::move(s);
   }
 
   double AtTargetLine(const Instance& r) const {
@@ -287,7 +269,7 @@ class ExperimentRunner::TrialRun {
         NotSettled(*s.window, clock()->MonotonicSeconds() - t0);
         return;
       }
-      s.changed.wait_for(l, std::chrono::duration<double>(kSettleWakeS));
+      clock()->WaitFor(s.changed, l, kSettleWakeS);
       const double now = clock()->MonotonicSeconds();
       s.Judge(now);  // the give-up time, and samples going stale
       l.unlock();
@@ -296,13 +278,16 @@ class ExperimentRunner::TrialRun {
     }
   }
 
-  // An instance below its line or silent is asked (at most once per kSilentCheckS) whether it
-  // failed or exited: the stream carries samples, not deaths.
+  // An instance below its line, silent, or whose latest sample is getting old is asked (at most
+  // once per kSilentCheckS) whether it failed or exited: the stream carries samples, not deaths.
+  // Asking before its sample goes stale lets an agent that does not stream hold a window.
   void AskWhyNotAtTarget(double now_s, std::map<std::string, double>* asked_s) {
     for (auto& r : instances_) {
       {
         std::lock_guard<std::mutex> l(stream_->mu);
-        if (stream_->board.AtTarget(r.id, now_s)) continue;
+        if (stream_->board.AtTarget(r.id, now_s) &&
+            stream_->board.SampleAgeS(r.id, now_s) < kSilentCheckS)
+          continue;
       }
       auto it = asked_s->find(r.id);
       if (it != asked_s->end() && now_s - it->second < kSilentCheckS) continue;
@@ -321,43 +306,8 @@ class ExperimentRunner::TrialRun {
 
   void NotSettled(const SettleWindow& window, double waited_s) {
     not_settled_ = DidNotSettleReason(window, waited_s);
-    listener_->OnMessage("trial " + std::to_string(trial_.index) + ": " + not_settled_);
-  }
-
-  void AwaitSettledByPolling() {
-    const double t0 = clock()->MonotonicSeconds();
-    SettleWindow window(spec_.settle_s, GiveUpS());
-    while (error_.empty() && !cancel_) {
-      const bool all = AllAtTarget();
-      if (!error_.empty()) return;
-      const double now = clock()->MonotonicSeconds();
-      const SettleWindow::Verdict v = window.Observe(now, all);
-      if (v == SettleWindow::Verdict::kSettled) {
-        settled_ctrl_ns_ = clock()->UnixNanos();
-        return;
-      }
-      if (v == SettleWindow::Verdict::kDidNotSettle) {
-        NotSettled(window, now - t0);
-        return;
-      }
-      if (!clock()->SleepFor(kSettlePollS, cancel_)) return;
-    }
-  }
-
-  // Polls every instance once; false (with the error recorded) at the first that failed.
-  bool AllAtTarget() {
-    bool all = true;
-    for (auto& r : instances_) {
-      auto g = r.client->GetAntagonist(r.id);
-      if (std::string problem = SettleProblem(g); !problem.empty()) {
-        Fail(r.result.name + ": " + problem);
-        return false;
-      }
-      if (!g->unit().empty()) r.result.unit = g->unit();
-      r.result.reached_target = g->samples() > 0 && g->last_achieved() >= AtTargetLine(r);
-      all &= r.result.reached_target;
-    }
-    return all;
+    listener_->OnEvent(events::Note(v1::Note::WARNING,
+                                    "trial " + std::to_string(trial_.index) + ": " + not_settled_));
   }
 
   static std::string SettleProblem(const Result<v1::GetAntagonistReply>& g) {
@@ -397,15 +347,15 @@ class ExperimentRunner::TrialRun {
     LogSettleToVictim();
   }
 
-  // "All antagonists at target" (the sample or poll that completed the settle window) to the
+  // "All antagonists at target" (the sample or answer that completed the settle window) to the
   // victim's start, both on the controller's clock: the runner's own reaction time, which
   // settling on the stream keeps small (docs/performance.md, "Settle on the stream").
   void LogSettleToVictim() const {
     if (settled_ctrl_ns_ == 0) return;
     const int64_t victim_ctrl_ns =
         victim_->started_unix_ns() - Nanos(agents()->ClockOffset(p_.victim_node));
-    spdlog::info("trial {}: settle_to_victim_ms={:.3f} ({})", trial_.index,
-                 (victim_ctrl_ns - settled_ctrl_ns_) / 1e6, stream_ ? "stream" : "polling");
+    spdlog::info("trial {}: settle_to_victim_ms={:.3f}", trial_.index,
+                 (victim_ctrl_ns - settled_ctrl_ns_) / 1e6);
   }
 
   // 5. Stop every instance that started, whatever happened above, and collect its samples.
@@ -420,24 +370,22 @@ class ExperimentRunner::TrialRun {
 
   // One call per started instance, all at once: a slow or dead agent must not hold the others'
   // antagonists running while its call waits out its deadline. nullopt: never started.
+  // (A blocking call each, on a thread of its own: the stop has no callback form.)
   std::vector<std::optional<Result<v1::StopAntagonistReply>>> StopStarted() const {
-    std::vector<std::future<Result<v1::StopAntagonistReply>>> calls;
-    for (const Instance& r : instances_) {
+    using Reply = std::optional<Result<v1::StopAntagonistReply>>;
+    return FanOut<Reply>(instances_.size(), [&](size_t i, std::function<void(Reply)> done) {
+      const Instance& r = instances_[i];
       if (!r.started) {
-        calls.emplace_back();
-        continue;
+        done(std::nullopt);
+        return;
       }
       v1::StopAntagonistRequest req;
       req.set_idempotency_key(rpc::NewIdempotencyKey());
       req.set_antagonist_id(r.id);
-      calls.push_back(std::async(std::launch::async,
-                                 [client = r.client, req] { return client->StopAntagonist(req); }));
-    }
-    std::vector<std::optional<Result<v1::StopAntagonistReply>>> replies(calls.size());
-    for (size_t i = 0; i < calls.size(); ++i) {
-      if (calls[i].valid()) replies[i].emplace(calls[i].get());
-    }
-    return replies;
+      std::thread([client = r.client, req, done = std::move(done)] {
+        done(client->StopAntagonist(req));
+      }).detach();
+    });
   }
 
   VictimWindow VictimWindowOnControllerClock() const {
@@ -484,8 +432,7 @@ class ExperimentRunner::TrialRun {
                   Instance* r) const {
     r->window_samples = 0;
     const int64_t offset_ns = Nanos(agents()->ClockOffset(r->node));
-    double sum = 0, sq = 0;
-    int n = 0;
+    std::vector<double> in_window;
     for (const auto& s : reply.samples()) {
       RateSample rs;
       const int64_t abs_ctrl = r->started_agent_ns + Nanos(s.t_s()) - offset_ns;
@@ -494,21 +441,17 @@ class ExperimentRunner::TrialRun {
       rs.target = s.target();
       r->result.samples.push_back(rs);
       // Each sample covers the interval that ends at its time stamp.
-      if (window.ran && rs.t_s > 0 && rs.t_s <= window.wall_s + 0.25) {
-        sum += rs.achieved;
-        sq += rs.achieved * rs.achieved;
-        ++n;
-      }
+      if (window.ran && rs.t_s > 0 && rs.t_s <= window.wall_s + 0.25)
+        in_window.push_back(rs.achieved);
     }
-    r->window_samples = n;
-    if (n == 0) {
+    r->window_samples = static_cast<int>(in_window.size());
+    if (in_window.empty()) {
       r->result.achieved_rate = reply.achieved_rate();
       r->result.achieved_cov = reply.cov();
       return;
     }
-    const double mean = sum / n;
-    r->result.achieved_rate = mean;
-    r->result.achieved_cov = mean > 0 ? std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean : 0;
+    r->result.achieved_rate = Mean(in_window);
+    r->result.achieved_cov = CoefficientOfVariationOrZero(in_window);
   }
 
   // 6. The record.
@@ -525,11 +468,10 @@ class ExperimentRunner::TrialRun {
   // too briefly to judge whether they held their targets; every reason is kept, settle first.
   void FlagUnjudgeable(TrialRecord* t) const {
     if (t->state != TrialState::kDone && t->state != TrialState::kFlagged) return;
-    std::string reasons = not_settled_;
-    auto add = [&reasons](const std::string& r) {
-      if (!r.empty()) reasons += (reasons.empty() ? "" : "; ") + r;
-    };
-    add(t->error);  // the missed targets, if any
+    std::vector<FlagReason> reasons;
+    if (!not_settled_.empty()) reasons.push_back({FlagCode::kDidNotSettle, not_settled_});
+    // The missed targets, if any.
+    reasons.insert(reasons.end(), t->flag_reasons.begin(), t->flag_reasons.end());
     // By index: each instance's result has moved into t->antagonists.
     for (size_t i = 0; i < instances_.size(); ++i) {
       const Instance& r = instances_[i];
@@ -538,13 +480,14 @@ class ExperimentRunner::TrialRun {
       const std::string& name = t->antagonists[i].name;
       std::string s = TooShortReason(name, r.window_samples, spec_.min_antagonist_samples);
       if (!s.empty()) {
-        add(s);
+        reasons.push_back({FlagCode::kTooFewSamples, s});
         break;  // one instance says it; the others were sampled at the same rate
       }
     }
     if (reasons.empty()) return;
     t->state = TrialState::kFlagged;
-    t->error = reasons;
+    t->flag_reasons = std::move(reasons);
+    t->error = JoinFlagReasons(t->flag_reasons);
   }
 
   const ExperimentRunner& runner_;
@@ -560,7 +503,7 @@ class ExperimentRunner::TrialRun {
   std::vector<Instance> instances_;
   int64_t start_at_ctrl_ns_ = 0;
   double setup_estimate_s_ = 0;           // the slowest instance's, before the common start
-  std::unique_ptr<StreamSettle> stream_;  // null: settle by polling
+  std::unique_ptr<StreamSettle> stream_;  // the settle state: from the starts to the stops
   int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;
   std::string error_;        // the first thing that went wrong

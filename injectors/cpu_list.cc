@@ -2,31 +2,17 @@
 
 #include <sched.h>
 
-#include <cstdlib>
-#include <sstream>
+#include "lib/common/cpu_list.h"
 
 namespace codl::injectors {
 
 bool ParseCpuList(const std::string& text, std::vector<int>* cpus) {
   cpus->clear();
   if (text == "none") return true;
-  if (text.empty() || text.back() == ',') return false;  // getline drops a trailing empty field
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    if (part.empty() || part[0] < '0' || part[0] > '9') return false;
-    char* end = nullptr;
-    const long lo = std::strtol(part.c_str(), &end, 10);
-    long hi = lo;
-    if (*end == '-') {
-      const char* p = end + 1;
-      if (*p < '0' || *p > '9') return false;
-      hi = std::strtol(p, &end, 10);
-    }
-    if (*end != '\0' || hi < lo || hi > 4095) return false;
-    for (long c = lo; c <= hi; ++c) cpus->push_back(static_cast<int>(c));
-  }
-  return !cpus->empty();
+  auto parsed = codl::ParseCpuList(text);
+  if (!parsed.ok()) return false;
+  cpus->assign(parsed->begin(), parsed->end());
+  return true;
 }
 
 std::string CheckCpuListOption(const std::string& option, const std::string& text) {

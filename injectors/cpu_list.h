@@ -7,8 +7,8 @@
 
 namespace codl::injectors {
 
-// Parses "none" (empty list, returns true) or a comma list of CPUs and ranges like "0-3,6".
-// False on anything else (negative, reversed range, CPU > 4095, stray characters).
+// Parses "none" (empty list, returns true) or a CPU list like "0-3,6" (lib/common/cpu_list.h:
+// false on a negative CPU, a reversed range, a duplicate, a CPU > 4095, stray characters).
 bool ParseCpuList(const std::string& text, std::vector<int>* cpus);
 
 // "" if every CPU of `text` parses and is in this process's affinity mask, else a message

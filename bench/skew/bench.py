@@ -214,15 +214,15 @@ class Bench:
 
     def settle_to_victim(self, trials):
         """The runner logs, per trial, the time from the sample that completed the settle window
-        ("all antagonists at target") to the victim's start: settle_to_victim_ms=X (stream|polling).
-        The last `trials` such lines are this phase's."""
+        ("all antagonists at target") to the victim's start: settle_to_victim_ms=X (older
+        controllers add " (stream|polling)"). The last `trials` such lines are this phase's."""
         vals, how = [], set()
         with open(os.path.join(self.work, "controller.log"), errors="replace") as f:
             for line in f:
-                m = re.search(r"settle_to_victim_ms=(-?[0-9.]+) \((\w+)\)", line)
+                m = re.search(r"settle_to_victim_ms=(-?[0-9.]+)(?: \((\w+)\))?", line)
                 if m:
                     vals.append(float(m.group(1)))
-                    how.add(m.group(2))
+                    how.add(m.group(2) or "stream")
         vals = vals[-trials:] if trials else []
         return {"n": len(vals), "via": sorted(how), "p50": pct(vals, 50), "p99": pct(vals, 99),
                 "max": max(vals) if vals else None}

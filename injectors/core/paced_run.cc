@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "injectors/core/start_wait.h"
+#include "lib/common/statistics.h"
 
 namespace codl::injectors {
 
@@ -34,15 +35,7 @@ void Summarize(const std::vector<IntervalPoint>& points, double report_period_s,
     if (dt < 0.9 * report_period_s) continue;
     rates.push_back((points[i].units - points[i - 1].units) / dt);
   }
-  if (rates.size() >= 2) {
-    double mean = 0;
-    for (double r : rates) mean += r;
-    mean /= static_cast<double>(rates.size());
-    double var = 0;
-    for (double r : rates) var += (r - mean) * (r - mean);
-    var /= static_cast<double>(rates.size() - 1);
-    summary->cov = mean > 0 ? std::sqrt(var) / mean : 0;
-  }
+  if (rates.size() >= 2) summary->cov = CoefficientOfVariationOrZero(rates);
 }
 
 namespace {

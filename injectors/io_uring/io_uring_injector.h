@@ -17,6 +17,7 @@
 #include "injectors/core/injector.h"
 #include "injectors/core/paced_run.h"
 #include "injectors/core/scratch.h"
+#include "lib/common/random.h"
 #include "lib/common/units.h"
 
 namespace codl::injectors::io_uring_internal {
@@ -25,16 +26,7 @@ inline std::string Errno(int err) { return std::strerror(err); }
 
 inline bool ModeReads(const std::string& m) { return m != "write" && m != "randwrite"; }
 
-// xorshift64*: fast, good enough to spread offsets; not for anything cryptographic.
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    s ^= s >> 12;
-    s ^= s << 25;
-    s ^= s >> 27;
-    return s * 2685821657736338717ULL;
-  }
-};
+using Rng = XorShift64Star;  // spreads offsets, fills unique words (lib/common/random.h)
 
 // Written data gets a fresh random word every this many bytes (fill and every write), so no
 // two 4 KiB blocks of a run are alike: deduplicating storage cannot cheat the flood.

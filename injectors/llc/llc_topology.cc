@@ -5,6 +5,8 @@
 #include <fstream>
 #include <numeric>
 
+#include "lib/common/random.h"
+
 namespace codl::injectors {
 
 uint64_t ParseCacheSize(const std::string& text) {
@@ -49,16 +51,10 @@ const CacheInfo* LastLevelCache(const std::vector<CacheInfo>& caches) {
 std::vector<uint32_t> RandomCycle(size_t lines, uint64_t seed) {
   std::vector<uint32_t> order(lines);
   std::iota(order.begin(), order.end(), 0u);
-  uint64_t s = seed | 1;
-  auto next = [&s] {  // xorshift64*
-    s ^= s >> 12;
-    s ^= s << 25;
-    s ^= s >> 27;
-    return s * 2685821657736338717ULL;
-  };
+  XorShift64Star rng(seed | 1);
   // Shuffle the visiting order (Fisher-Yates), then link it into a ring: one cycle.
   for (size_t i = lines; i > 1; --i) {
-    const size_t j = static_cast<size_t>(next() % i);
+    const size_t j = static_cast<size_t>(rng.Next() % i);
     std::swap(order[i - 1], order[j]);
   }
   std::vector<uint32_t> succ(lines);

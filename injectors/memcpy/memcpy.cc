@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "injectors/cpu_list.h"
 #include "injectors/core/injector.h"
 #include "injectors/core/paced_run.h"
 #include "injectors/memcpy/memcpy_kernels.h"
@@ -52,29 +53,6 @@ uint64_t LastLevelCacheBytes() {
     }
   }
   return best > 0 ? best : 32 * kMiB;
-}
-
-// "none" or a CPU list like "0-3,6"; empty optional-like result via bool.
-bool ParseCpuList(const std::string& text, std::vector<int>* cpus) {
-  cpus->clear();
-  if (text == "none") return true;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    const size_t dash = part.find('-');
-    char* end = nullptr;
-    const long lo = std::strtol(part.c_str(), &end, 10);
-    if (end == part.c_str() || lo < 0) return false;
-    long hi = lo;
-    if (dash != std::string::npos) {
-      const char* p = part.c_str() + dash + 1;
-      hi = std::strtol(p, &end, 10);
-      if (end == p || hi < lo) return false;
-    }
-    if (*end != '\0' || hi > 4095) return false;
-    for (long c = lo; c <= hi; ++c) cpus->push_back(static_cast<int>(c));
-  }
-  return !cpus->empty();
 }
 
 struct AlignedFree {
@@ -139,19 +117,8 @@ class MemcpyInjector final : public Injector {
   Status Unsupported(const HostInfo&) const override { return Status::Ok(); }
 
   Status CheckOptions(const OptionValues& o) const override {
-    std::vector<int> cpus;
-    if (!ParseCpuList(o.String("pin"), &cpus)) {
-      return InvalidArgument("option 'pin': '" + o.String("pin") +
-                             "' is not 'none' or a CPU list like 0-3,6");
-    }
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-      for (int c : cpus) {
-        if (c >= CPU_SETSIZE || !CPU_ISSET(c, &allowed)) {
-          return InvalidArgument("option 'pin': CPU " + std::to_string(c) +
-                                 " is not available to this process");
-        }
-      }
+    if (std::string bad = CheckCpuListOption("pin", o.String("pin")); !bad.empty()) {
+      return InvalidArgument(bad);
     }
     if (o.Size("chunk_size") > o.Size("buffer_size")) {
       return InvalidArgument("option 'chunk_size' (" + o.Text("chunk_size") +

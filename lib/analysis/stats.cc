@@ -32,27 +32,6 @@ std::vector<int64_t> UDistribution(size_t m, size_t n) {
 
 double Median(std::vector<double> v) { return Quantile(std::move(v), 0.5); }
 
-double Mean(const std::vector<double>& v) {
-  if (v.empty()) return kNaN;
-  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-double SampleStdDev(const std::vector<double>& v) {
-  if (v.empty()) return kNaN;
-  if (v.size() == 1) return 0;
-  const double mean = Mean(v);
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  return std::sqrt(ss / static_cast<double>(v.size() - 1));
-}
-
-double CoefficientOfVariation(const std::vector<double>& v) {
-  if (v.empty()) return kNaN;
-  const double mean = Mean(v);
-  if (mean == 0) return kNaN;
-  return SampleStdDev(v) / std::fabs(mean);
-}
-
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return kNaN;
   std::sort(v.begin(), v.end());

@@ -8,15 +8,17 @@
 #include <limits>
 #include <vector>
 
+#include "lib/common/statistics.h"
+
 namespace codl::experiment {
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double Median(std::vector<double> values);               // NaN when empty
-double Mean(const std::vector<double>& values);          // NaN when empty
-double SampleStdDev(const std::vector<double>& values);  // n-1 denominator; 0 when n == 1
-// Sample standard deviation / |mean|. 0 for one value; NaN when empty or the mean is 0.
-double CoefficientOfVariation(const std::vector<double>& values);
+double Median(std::vector<double> values);  // NaN when empty
+// Mean, SampleStdDev and CoefficientOfVariation: lib/common/statistics.h (one definition).
+using codl::CoefficientOfVariation;
+using codl::Mean;
+using codl::SampleStdDev;
 // Linear interpolation between order statistics (R type 7, numpy's default); q in [0, 1].
 double Quantile(std::vector<double> values, double q);
 

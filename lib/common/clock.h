@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -24,6 +25,14 @@ class Clock {
   virtual bool WaitUntil(double deadline_s, const std::atomic<bool>& cancel) const = 0;
   bool SleepFor(double seconds, const std::atomic<bool>& cancel) const {
     return WaitUntil(MonotonicSeconds() + seconds, cancel);
+  }
+  // Waits on `cv` (`lock` holds its mutex) until notified or `seconds` pass; may wake early. The
+  // caller re-checks its condition and the time. A fake clock lets the time pass instead, with
+  // `lock` released meanwhile, so that a loop waiting for another thread's news is tested
+  // without sleeping (the news is sent from the fake's wait hook).
+  virtual void WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                       double seconds) const {
+    cv.wait_for(lock, std::chrono::duration<double>(seconds));
   }
 };
 
@@ -91,6 +100,13 @@ class FakeClock : public Clock {
     std::lock_guard<std::mutex> l(mu_);
     now_s_ = std::max(now_s_, deadline_s);
     return true;
+  }
+  void WaitFor(std::condition_variable&, std::unique_lock<std::mutex>& lock,
+               double seconds) const override {
+    static const std::atomic<bool> kNever{false};
+    lock.unlock();
+    SleepFor(seconds, kNever);  // counts as a wait and runs the hook
+    lock.lock();
   }
   int Waits() const {
     std::lock_guard<std::mutex> l(mu_);

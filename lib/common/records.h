@@ -21,6 +21,20 @@ const char* ToString(TrialState s);
 bool ParseExperimentState(const std::string& s, ExperimentState* out);
 bool ParseTrialState(const std::string& s, TrialState* out);
 
+// Why a measured trial was flagged. kUnknown: a code this build does not know, or a record
+// older than typed reasons, which kept only the text (RestoreFlagReasons).
+enum class FlagCode { kUnknown, kMissedTarget, kDidNotSettle, kTooFewSamples };
+const char* ToString(FlagCode c);              // "unknown", "missed_target", "did_not_settle", ...
+FlagCode ParseFlagCode(const std::string& s);  // kUnknown for anything else
+
+struct FlagReason {
+  FlagCode code = FlagCode::kUnknown;
+  std::string detail;  // "membw reached 412 of target 1e+03 bytes/s"
+  bool operator==(const FlagReason& o) const { return code == o.code && detail == o.detail; }
+};
+// The details joined by "; ": what TrialRecord::error says for a flagged trial.
+std::string JoinFlagReasons(const std::vector<FlagReason>& reasons);
+
 // One telemetry sample of an antagonist, t_s relative to the trial's start.
 struct RateSample {
   double t_s = 0;
@@ -63,7 +77,8 @@ struct TrialRecord {
   bool baseline = false;
   std::string pairing;  // canonical key: "baseline" or "membw@0.5+storage@1"
   TrialState state = TrialState::kPending;
-  std::string error;  // why it failed / was flagged
+  std::string error;                     // why it failed; flagged: JoinFlagReasons(flag_reasons)
+  std::vector<FlagReason> flag_reasons;  // kFlagged: why, in the order found
   int exit_code = 0;
   std::string stderr_tail;
   std::string victim_node;
@@ -80,6 +95,10 @@ struct TrialRecord {
   double victim_cpu_s = 0;            // CPU seconds of the victim's tree: cores = / wall_s
   std::string victim_effective_cpus;  // the CPUs the victim could run on, e.g. "0-3"
 };
+
+// A flagged record written before typed reasons has only its `error` text: it becomes one
+// kUnknown reason, so that readers can rely on flag_reasons. Other records are left as they are.
+void RestoreFlagReasons(TrialRecord* t);
 
 // Cores a child used on average: CPU seconds over wall seconds (0 when no time passed).
 inline double CoresUsed(double cpu_s, double wall_s) { return wall_s > 0 ? cpu_s / wall_s : 0; }

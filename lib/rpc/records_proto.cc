@@ -3,7 +3,6 @@
 #include <string>
 
 namespace codl::rpc {
-namespace {
 
 v1::ExperimentState ToProto(ExperimentState s) {
   switch (s) {
@@ -52,6 +51,49 @@ Result<TrialState> FromProto(v1::TrialState s) {
     default: return Internal("unknown trial state " + std::to_string(static_cast<int>(s)));
   }
 }
+
+v1::FlagReason ToProto(const FlagReason& r) {
+  v1::FlagReason p;
+  switch (r.code) {
+    case FlagCode::kMissedTarget: p.set_code(v1::FlagReason::MISSED_TARGET); break;
+    case FlagCode::kDidNotSettle: p.set_code(v1::FlagReason::DID_NOT_SETTLE); break;
+    case FlagCode::kTooFewSamples: p.set_code(v1::FlagReason::TOO_FEW_SAMPLES); break;
+    case FlagCode::kUnknown: p.set_code(v1::FlagReason::CODE_UNSPECIFIED); break;
+  }
+  p.set_detail(r.detail);
+  return p;
+}
+
+FlagReason FromProto(const v1::FlagReason& p) {
+  FlagReason r;
+  switch (p.code()) {
+    case v1::FlagReason::MISSED_TARGET: r.code = FlagCode::kMissedTarget; break;
+    case v1::FlagReason::DID_NOT_SETTLE: r.code = FlagCode::kDidNotSettle; break;
+    case v1::FlagReason::TOO_FEW_SAMPLES: r.code = FlagCode::kTooFewSamples; break;
+    default: r.code = FlagCode::kUnknown;
+  }
+  r.detail = p.detail();
+  return r;
+}
+
+void SetState(ExperimentState state, v1::ExperimentStatus* s) {
+  s->set_state(ToProto(state));
+  s->set_state_name(ToString(state));
+}
+
+Result<ExperimentState> StateOf(const v1::ExperimentStatus& s) {
+  if (s.state() != v1::EXPERIMENT_STATE_UNSPECIFIED) return FromProto(s.state());
+  ExperimentState state;
+  if (ParseExperimentState(s.state_name(), &state)) return state;
+  return Internal("unknown experiment state '" + s.state_name() + "'");
+}
+
+std::string StateName(const v1::ExperimentStatus& s) {
+  auto state = StateOf(s);
+  return state.ok() ? ToString(*state) : s.state_name();
+}
+
+namespace {
 
 v1::AntagonistResult ToProto(const AntagonistResult& a) {
   v1::AntagonistResult p;
@@ -179,6 +221,7 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   p.set_victim_cpu_s(t.victim_cpu_s);
   p.set_victim_effective_cpus(t.victim_effective_cpus);
   for (const auto& name : t.phase_order) p.add_phase_order(name);
+  for (const auto& r : t.flag_reasons) *p.add_flag_reasons() = ToProto(r);
   return p;
 }
 
@@ -208,6 +251,8 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   t.victim_cpu_s = p.victim_cpu_s();
   t.victim_effective_cpus = p.victim_effective_cpus();
   t.phase_order.assign(p.phase_order().begin(), p.phase_order().end());
+  for (const auto& r : p.flag_reasons()) t.flag_reasons.push_back(FromProto(r));
+  RestoreFlagReasons(&t);  // from a controller older than typed reasons
   return t;
 }
 

@@ -26,4 +26,21 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p);
 Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> FromProto(
     const v1::GetResultsReply& reply);
 
+// The states one to one; an unspecified or unknown value is an error.
+v1::ExperimentState ToProto(ExperimentState s);
+v1::TrialState ToProto(TrialState s);
+Result<ExperimentState> FromProto(v1::ExperimentState s);
+Result<TrialState> FromProto(v1::TrialState s);
+
+// Flag reasons; a code this build does not know reads as FlagCode::kUnknown, its text kept.
+v1::FlagReason ToProto(const FlagReason& r);
+FlagReason FromProto(const v1::FlagReason& p);
+
+// ExperimentStatus carries its state twice (docs/design.md, "Wire compatibility"): SetState
+// fills both; StateOf reads the enum, or the name when a controller older than it sent none.
+void SetState(ExperimentState state, v1::ExperimentStatus* s);
+Result<ExperimentState> StateOf(const v1::ExperimentStatus& s);
+// ToString(StateOf(s)), or the name as sent when it is not one this build knows.
+std::string StateName(const v1::ExperimentStatus& s);
+
 }  // namespace codl::rpc

@@ -16,8 +16,8 @@
 #include <set>
 #include <sstream>
 
+#include "lib/common/cpu_list.h"
 #include "lib/common/units.h"
-#include "lib/spec/cpu_list.h"
 #include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
 #include "lib/spec/trial_metric.h"
@@ -135,18 +135,22 @@ ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
   return p;
 }
 
+// The agent applies a placement through a cpu_set_t: CPUs up to CPU_SETSIZE - 1.
+constexpr int kMaxPlacementCpu = 1023;
+
 // cpus: and numa: of a victim or an antagonist (syntax only: the agent checks its node).
 PlacementSpec ParsePlacement(const MapReader& m, const YAML::Node& n, const std::string& path,
                              const std::string& source_path) {
   PlacementSpec p;
   if (m.Has("cpus")) {
     const YAML::Node& v = m.Value("cpus");
-    auto cpus = ParseCpuList(ScalarOf(v, m.PathOf("cpus"), "a CPU list such as \"0-3,6\""));
+    auto cpus = ParseCpuList(ScalarOf(v, m.PathOf("cpus"), "a CPU list such as \"0-3,6\""),
+                             kMaxPlacementCpu);
     if (!cpus.ok()) Fail(v, m.PathOf("cpus"), cpus.error());
     p.cpus = FormatCpuList(*cpus);
   }
   if (m.Has("numa")) {
-    p.numa = static_cast<int>(Integer(m.Value("numa"), m.PathOf("numa"), 0, kMaxCpu));
+    p.numa = static_cast<int>(Integer(m.Value("numa"), m.PathOf("numa"), 0, kMaxPlacementCpu));
   }
   const YAML::Mark mark = n.Mark();
   p.where = source_path + ":" + std::to_string(mark.line + 1) + ":" +

@@ -151,6 +151,18 @@ ALTER TABLE experiments ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
     {"add trial_phase_medians.seq", R"sql(
 ALTER TABLE trial_phase_medians ADD COLUMN seq INTEGER;
 )sql"},
+    // 8: why a trial was flagged, as a list (TrialRecord::flag_reasons). trials.error keeps the
+    // joined text, so older readers still show it; flagged rows stored before this step have no
+    // reasons here and read back as one "unknown" reason holding that text.
+    {"create trial_flag_reasons", R"sql(
+CREATE TABLE trial_flag_reasons (
+  trial_id INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  seq      INTEGER NOT NULL,
+  code     TEXT NOT NULL,  -- ToString(FlagCode): "missed_target", "did_not_settle", ...
+  detail   TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (trial_id, seq)
+) WITHOUT ROWID;
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

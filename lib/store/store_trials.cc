@@ -46,9 +46,29 @@ Status InsertMetrics(sql::Db db, int64_t trial_id, const TrialRecord& t, const s
   return Status::Ok();
 }
 
+Status InsertFlagReasons(sql::Db db, int64_t trial_id, const TrialRecord& t,
+                         const std::string& what) {
+  if (t.flag_reasons.empty()) return Status::Ok();
+  auto has = HasTable(db, "trial_flag_reasons", what);
+  if (!has) return has.status();
+  if (!*has) return Status::Ok();
+  auto insert = sql::Stmt::Prepare(
+      db, "INSERT INTO trial_flag_reasons (trial_id, seq, code, detail) VALUES (?1, ?2, ?3, ?4)");
+  if (!insert) return insert.status();
+  for (size_t i = 0; i < t.flag_reasons.size(); ++i) {
+    insert->BindInt(1, trial_id);
+    insert->BindInt(2, static_cast<int64_t>(i));
+    insert->BindText(3, ToString(t.flag_reasons[i].code));
+    insert->BindText(4, t.flag_reasons[i].detail);
+    if (Status s = insert->Run(what); !s) return s;
+  }
+  return Status::Ok();
+}
+
 Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
                       const std::vector<std::string>& step_phases, const std::string& what) {
   if (Status s = InsertMetrics(db, trial_id, t, what); !s) return s;
+  if (Status s = InsertFlagReasons(db, trial_id, t, what); !s) return s;
   auto median = sql::Stmt::Prepare(
       db,
       "INSERT INTO trial_phase_medians (trial_id, phase, median_s, seq) VALUES (?1, ?2, ?3, ?4)");
@@ -245,6 +265,29 @@ class TrialLoader {
     });
   }
 
+  // Reasons of flagged trials; a store older than the table, or a row older than it, has none
+  // (RestoreFlagReasons then makes one of the error text).
+  Status LoadFlagReasons() {
+    auto has = HasTable(db_, "trial_flag_reasons", what_);
+    if (!has) return has.status();
+    if (*has) {
+      auto rows =
+          sql::Stmt::Prepare(db_,
+                             "SELECT f.trial_id, f.code, f.detail FROM trial_flag_reasons f "
+                             "JOIN trials t ON t.id = f.trial_id WHERE t.experiment_id = ?1 "
+                             "ORDER BY t.idx, f.seq");
+      Status s = ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+        auto it = trial_pos_.find(r.Int(0));
+        if (it == trial_pos_.end()) return Orphan("flag reason");
+        trials_[it->second].flag_reasons.push_back({ParseFlagCode(r.Text(1)), r.Text(2)});
+        return Status::Ok();
+      });
+      if (!s) return s;
+    }
+    for (TrialRecord& t : trials_) RestoreFlagReasons(&t);
+    return Status::Ok();
+  }
+
   Status LoadSteps() {
     auto rows =
         sql::Stmt::Prepare(db_,
@@ -374,6 +417,7 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   if (loader.trials().empty()) return std::move(loader.trials());
   Status s = loader.LoadPhaseMedians();
   if (s) s = loader.LoadAntagonists();
+  if (s) s = loader.LoadFlagReasons();
   if (s && with_series) s = loader.LoadSteps();
   if (s && with_series) s = loader.LoadSamples();
   if (!s) return Err(s.error());

@@ -16,7 +16,7 @@
 #include "agent/child_process.h"
 #include "agent/cpu_usage.h"
 #include "agent/placement.h"
-#include "lib/spec/cpu_list.h"
+#include "lib/common/cpu_list.h"
 
 namespace codl::agent {
 namespace {
@@ -100,7 +100,7 @@ TEST(AffinityPlacement, ChildRunsOnlyOnTheRequestedCpuAndReportsIt) {
   free.argv = {"true"};
   auto d = ChildProcess::Spawn(free);
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ((*d)->effective_cpus(), experiment::FormatCpuList(AffinityOf(0)));
+  EXPECT_EQ((*d)->effective_cpus(), codl::FormatCpuList(AffinityOf(0)));
 }
 
 TEST(AffinityPlacement, ARefusedPlacementStartsNothing) {

@@ -1,5 +1,6 @@
 // codlctl's live progress: a redrawn bar on a terminal (a real pty here), plain lines otherwise,
-// colour only on a terminal and never with NO_COLOR.
+// colour only on a terminal and never with NO_COLOR. What is highlighted or kept in the bar is
+// decided by the event's kind, never by its text.
 #include <fcntl.h>
 #include <pty.h>
 #include <stdlib.h>
@@ -12,18 +13,54 @@
 #include <gtest/gtest.h>
 
 #include "codlctl/progress_view.h"
+#include "lib/rpc/records_proto.h"
 
 namespace codl::cli {
 namespace {
 
+// An event without a kind: a status update, or (with a message) what a controller older than
+// typed events sends.
 v1::ExperimentEvent Event(int done, int total, const std::string& pairing, const std::string& msg) {
   v1::ExperimentEvent ev;
   ev.mutable_status()->set_completed_trials(done);
   ev.mutable_status()->set_total_trials(total);
   ev.mutable_status()->set_current_pairing(pairing);
-  ev.mutable_status()->set_state("running");
+  rpc::SetState(ExperimentState::kRunning, ev.mutable_status());
   ev.mutable_status()->set_eta_s(75);
   ev.set_message(msg);
+  return ev;
+}
+
+v1::ExperimentEvent Started(int done, int total, const std::string& pairing,
+                            const std::string& msg) {
+  auto ev = Event(done, total, pairing, msg);
+  ev.mutable_trial_started()->set_pairing(pairing);
+  return ev;
+}
+
+v1::ExperimentEvent Failed(int done, int total, const std::string& pairing,
+                           const std::string& msg) {
+  auto ev = Event(done, total, pairing, msg);
+  ev.mutable_trial_failed()->set_state(v1::TRIAL_FAILED);
+  return ev;
+}
+
+v1::ExperimentEvent Calibrating(int done, int total, const std::string& msg) {
+  auto ev = Event(done, total, "", msg);
+  ev.mutable_calibrating()->set_antagonist("membw");
+  return ev;
+}
+
+v1::ExperimentEvent WarmUp(int done, int total, const std::string& msg) {
+  auto ev = Event(done, total, "", msg);
+  ev.mutable_warm_up()->set_run(1);
+  return ev;
+}
+
+v1::ExperimentEvent Note(v1::Note::Severity severity, const std::string& msg) {
+  auto ev = Event(0, 4, "", msg);
+  ev.mutable_note()->set_severity(severity);
+  ev.mutable_note()->set_text(msg);
   return ev;
 }
 
@@ -57,8 +94,8 @@ std::string OnTerminal(const std::vector<v1::ExperimentEvent>& events, bool no_c
 
 // The routine trial start and a failure, on a terminal.
 std::string OnTerminal(bool no_color) {
-  return OnTerminal({Event(3, 12, "membw@0.5", "trial 4/12 membw@0.5 started"),
-                     Event(4, 12, "membw@0.5", "trial 4/12 membw@0.5: failed, metric 0 s")},
+  return OnTerminal({Started(3, 12, "membw@0.5", "trial 4/12 membw@0.5 started"),
+                     Failed(4, 12, "membw@0.5", "trial 4/12 membw@0.5: failed, metric 0 s")},
                     no_color);
 }
 
@@ -75,14 +112,78 @@ TEST(ProgressView, TerminalGetsABarWithPairingAndEta) {
 
 TEST(ProgressView, CalibrationShowsInTheBarUntilTheFirstTrial) {
   std::string out =
-      OnTerminal({Event(0, 12, "", "calibrating membw (memcpy) on n1 for 5 s"),
-                  Event(0, 12, "", ""), Event(0, 12, "baseline", "trial 1/12 baseline started")});
+      OnTerminal({Calibrating(0, 12, "calibrating membw (memcpy) on n1 for 5 s"),
+                  Event(0, 12, "", ""), Started(0, 12, "baseline", "trial 1/12 baseline started")});
   // Printed once above the bar, and kept in the bar on the next redraw.
   EXPECT_NE(out.find("0/12 trials  calibrating membw (memcpy) on n1 for 5 s  ETA"),
             std::string::npos)
       << out;
   const size_t last_bar = out.rfind("0/12 trials  ");
   EXPECT_EQ(out.compare(last_bar, 21, "0/12 trials  baseline"), 0) << out;
+}
+
+// The kind decides, whatever the text says: a note mentioning "failed" and "started" is printed
+// plainly, a flagged trial whose text names neither is highlighted, and text that looks like a
+// calibration is not kept in the bar unless the event is one.
+TEST(ProgressView, HighlightAndActivityComeFromTheKindNotTheText) {
+  auto flagged = Event(1, 4, "membw@1", "trial 1/4 membw@1: membw reached 412 of 1e3");
+  flagged.mutable_trial_flagged()->add_flag_reasons()->set_code(v1::FlagReason::MISSED_TARGET);
+  const std::string out = OnTerminal({Note(v1::Note::INFO, "trial 2 started; nothing failed"),
+                                      flagged, Note(v1::Note::WARNING, "trial 3: did not settle"),
+                                      Note(v1::Note::INFO, "calibrating nothing, just a note")},
+                                     /*no_color=*/false);
+  EXPECT_NE(out.find("\033[2mtrial 2 started; nothing failed\033[0m"), std::string::npos) << out;
+  EXPECT_NE(out.find("\033[33mtrial 1/4 membw@1: membw reached 412 of 1e3\033[0m"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\033[33mtrial 3: did not settle\033[0m"), std::string::npos) << out;
+  EXPECT_EQ(out.find("trials  calibrating nothing"), std::string::npos)
+      << "a note is not an activity: " << out;
+  // A routine start is not printed above the bar whatever its text.
+  const std::string quiet = OnTerminal({Started(0, 4, "baseline", "trial 1/4 baseline: failed?")});
+  EXPECT_EQ(quiet.find("failed?"), std::string::npos) << quiet;
+}
+
+TEST(ProgressView, LookOfEveryKind) {
+  v1::ExperimentEvent ev;
+  EXPECT_FALSE(LookOf(ev).above_bar) << "a status update";
+  ev.set_message("from an older controller");
+  EXPECT_TRUE(LookOf(ev).above_bar);
+  EXPECT_FALSE(LookOf(ev).bad);
+  ev.mutable_watch_started();
+  EXPECT_FALSE(LookOf(ev).above_bar);
+  ev.mutable_experiment()->set_state(v1::EXPERIMENT_FAILED);
+  EXPECT_TRUE(LookOf(ev).bad);
+  ev.mutable_experiment()->set_state(v1::EXPERIMENT_CANCELLED);
+  EXPECT_TRUE(LookOf(ev).above_bar);
+  EXPECT_FALSE(LookOf(ev).bad);
+  ev.mutable_trial_done();
+  EXPECT_TRUE(LookOf(ev).above_bar);
+  EXPECT_FALSE(LookOf(ev).bad);
+  ev.mutable_trial_cancelled();
+  EXPECT_FALSE(LookOf(ev).bad);
+  ev.mutable_trial_failed();
+  EXPECT_TRUE(LookOf(ev).bad);
+  ev.mutable_trial_flagged();
+  EXPECT_TRUE(LookOf(ev).bad);
+  ev.mutable_dataset();
+  EXPECT_TRUE(LookOf(ev).above_bar);
+  EXPECT_FALSE(LookOf(ev).activity);
+  ev.mutable_warm_up();
+  EXPECT_TRUE(LookOf(ev).activity);
+  ev.mutable_calibrating();
+  EXPECT_TRUE(LookOf(ev).activity);
+  ev.mutable_note()->set_severity(v1::Note::ERROR);
+  EXPECT_TRUE(LookOf(ev).bad);
+  EXPECT_FALSE(LookOf(ev).activity);
+}
+
+// A controller older than the state enum sends the state's name only: the bar still shows it.
+TEST(ProgressView, StateNameFromAnOlderControllerIsShown) {
+  v1::ExperimentEvent ev;
+  ev.mutable_status()->set_total_trials(3);
+  ev.mutable_status()->set_state_name("queued");
+  EXPECT_NE(OnTerminal({ev}).find("0/3 trials  queued  ETA"), std::string::npos);
 }
 
 TEST(ProgressView, NoColorMeansNoColourCodes) {
@@ -134,10 +235,10 @@ v1::ExperimentEvent Dataset(int64_t generated, int64_t total, const std::string&
 // The victim generating its dataset is a phase of its own, shown like calibration.
 TEST(ProgressView, DatasetGenerationShowsInTheBarWithItsProgress) {
   const std::string out = OnTerminal(
-      {Event(0, 4, "", "warm-up run 1/1 on n1"),
+      {WarmUp(0, 4, "warm-up run 1/1 on n1"),
        Dataset(0, 256, "dataset: the victim is generating 256 samples"), Dataset(120, 256, ""),
        Dataset(256, 256, "dataset: the victim generated 256 samples"),
-       Event(0, 4, "baseline", "trial 1/4 baseline started")});
+       Started(0, 4, "baseline", "trial 1/4 baseline started")});
   EXPECT_NE(out.find("\033[Kdataset: the victim is generating 256 samples"), std::string::npos)
       << out;
   EXPECT_NE(out.find("0/4 trials  dataset 0/256 samples  ETA"), std::string::npos) << out;

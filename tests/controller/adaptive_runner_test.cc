@@ -33,7 +33,7 @@ class NoisyAgent : public FakeAgent {
 };
 
 struct Recorder : RunListener {
-  void OnMessage(const std::string&) override {}
+  void OnEvent(const v1::ExperimentEvent&) override {}
   void OnTrialStarted(const experiment::PlannedTrial&) override {}
   void OnTrialDone(const TrialRecord&) override { ++trials; }
   void OnPrecision(const std::string& line) override { precision.push_back(line); }

@@ -48,7 +48,7 @@ class RunnerTest : public ::testing::Test {
     info.set_address("fake");
     ASSERT_TRUE(registry_->Register(info).ok());
   }
-  // The runner's waits (settle polls, cooldown) then take no real time; the test cancels from
+  // The runner's waits (settle wake-ups, cooldown) then take no real time; the test cancels from
   // inside a wait with fake_clock_.OnWait.
   void UseFakeClock() {
     runner_ = std::make_unique<ExperimentRunner>(registry_.get(), store_.get(), &fake_clock_,
@@ -122,17 +122,22 @@ TEST_F(RunnerTest, EveryTrialStoredEveryAntagonistStoppedSlowdownMeasured) {
   EXPECT_EQ(agent_->calibrations, 1);
 }
 
-// One interference trial (membw@1) and its baseline, on the fake clock; every settle poll's time
-// is recorded by the fake agent.
+// One interference trial (membw@1) and its baseline, on the fake clock. Every wait of the
+// runner is one 0.1 s telemetry interval: its time is recorded and the fake agent streams the
+// next sample of each running antagonist.
 class SettleTest : public RunnerTest {
  protected:
   void SetUp() override {
     RunnerTest::SetUp();
     UseFakeClock();
     agent_->clock = &fake_clock_;
+    t0_ = fake_clock_.MonotonicSeconds();
     fake_clock_.OnWait([this](double) {
-      std::lock_guard<std::mutex> l(agent_->mu);
-      poll_ends_s_.push_back(fake_clock_.MonotonicSeconds());
+      {
+        std::lock_guard<std::mutex> l(agent_->mu);
+        poll_ends_s_.push_back(fake_clock_.MonotonicSeconds());
+      }
+      agent_->Tick();
     });
   }
   experiment::ExperimentSpec OneTrial(const std::string& settle) {
@@ -151,15 +156,17 @@ class SettleTest : public RunnerTest {
     ADD_FAILURE() << "no interference trial";
     return {};
   }
+  double t0_ = 0;
   std::vector<double> poll_ends_s_;  // clock time at the start of each settle wait
 };
 
 TEST_F(SettleTest, VictimStartsOnlyAfterTheTargetsWereHeldForTheWholeWindow) {
-  // At target from the first poll, one dip at poll 5 (t = 0.5 s), then at target again: the
-  // window restarts at poll 6 (t = 0.6 s), so the victim may not start before t = 1.6 s. Before
-  // this rule, it started at the first poll at target (t = 0).
-  agent_->fraction_at_poll = [](int poll) { return poll == 5 ? 0.5 : 1.0; };
-  const double t0 = fake_clock_.MonotonicSeconds();
+  // At target from the start (sample 0 at t = 0, sample n at t = (n - 1) * 0.1 s), one dip at
+  // sample 5 (t = 0.4 s), then at target again: the window restarts at sample 6 (t = 0.5 s), so
+  // the victim may not start before t = 1.5 s. Before this rule, it started at the first
+  // sample at target (t = 0).
+  agent_->fraction_at_sample = [](int n) { return n == 5 ? 0.5 : 1.0; };
+  const double t0 = t0_;
   ExperimentRecord rec;
   ASSERT_TRUE(Run(OneTrial("1s"), &rec).ok());
   TrialRecord t = Interference(rec.id);
@@ -169,16 +176,16 @@ TEST_F(SettleTest, VictimStartsOnlyAfterTheTargetsWereHeldForTheWholeWindow) {
   for (const auto& [at, running] : agent_->victim_starts) {
     if (running > 0) victim_s = at - t0;
   }
-  EXPECT_GE(victim_s, 1.6 - 1e-6) << "the dip at 0.5 s did not restart the settle window";
-  EXPECT_LE(victim_s, 1.6 + 0.1 + 1e-6) << "settle waited longer than the window";
-  EXPECT_GE(agent_->polls.begin()->second, 17) << "a poll every 0.1 s through the window";
+  EXPECT_GE(victim_s, 1.5 - 1e-6) << "the dip at 0.4 s did not restart the settle window";
+  EXPECT_LE(victim_s, 1.5 + 0.1 + 1e-6) << "settle waited longer than the window";
+  ASSERT_EQ(agent_->polls.size(), 1u);
+  EXPECT_EQ(agent_->polls.begin()->second, 1) << "asked why only while below its line";
   ExpectAllStopped(*agent_);
 }
 
 TEST_F(RunnerTest, SettlesOnTheTelemetryStreamWithoutPolling) {
   // Every start sends one sample at its target on the trial's stream: with a zero settle
   // window that sample alone settles the trial, and no GetAntagonist poll is needed.
-  agent_->streams = true;
   auto spec = Spec();
   spec.repetitions = 1;
   ExperimentRecord rec;
@@ -194,8 +201,6 @@ TEST_F(RunnerTest, SettlesOnTheTelemetryStreamWithoutPolling) {
 TEST_F(RunnerTest, BelowTargetOnTheStreamIsAskedAndDoesNotSettle) {
   // The stream says 50 % of the target: the runner asks the agent (which agrees) and, with no
   // grace on this runner, gives up at once: "did not settle".
-  agent_->streams = true;
-  agent_->stream_fraction = 0.5;
   agent_->achieved_fraction = 0.5;
   auto spec = Spec("", "1s");
   spec.repetitions = 1;
@@ -208,6 +213,21 @@ TEST_F(RunnerTest, BelowTargetOnTheStreamIsAskedAndDoesNotSettle) {
     EXPECT_EQ(t.state, TrialState::kFlagged);
     EXPECT_EQ(t.error.rfind("did not settle: ", 0), 0u) << t.error;
   }
+  ExpectAllStopped(*agent_);
+}
+
+// An agent without StreamTelemetry (no stream opens) still settles, on the answers it gives
+// when asked, which count as samples: it is asked again before its last answer goes stale
+// (1 s), so a window longer than that holds.
+TEST_F(SettleTest, AnAgentThatCannotStreamSettlesOnItsAnswers) {
+  agent_->streams = false;
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(OneTrial("2s"), &rec).ok());
+  TrialRecord t = Interference(rec.id);
+  EXPECT_EQ(t.state, TrialState::kDone) << t.error;
+  EXPECT_EQ(agent_->open_streams, 0);
+  ASSERT_EQ(agent_->polls.size(), 1u);
+  EXPECT_GE(agent_->polls.begin()->second, 4) << "a 2 s window on answers every 0.4 s";
   ExpectAllStopped(*agent_);
 }
 
@@ -232,9 +252,9 @@ TEST_F(RunnerTest, CommonStartWaitsForTheSlowestSetupEstimate) {
 }
 
 TEST_F(SettleTest, TargetsNeverHeldForAWholeWindowFlagTheTrialDidNotSettle) {
-  // At target 4 polls in 5: never 1 s without a gap. The runner gives up after settle + the
+  // At target 4 samples in 5: never 1 s without a gap. The runner gives up after settle + the
   // grace (10 s), still runs the victim, and flags the trial with its own reason.
-  agent_->fraction_at_poll = [](int poll) { return poll % 5 == 4 ? 0.5 : 1.0; };
+  agent_->fraction_at_sample = [](int n) { return n % 5 == 4 ? 0.5 : 1.0; };
   ExperimentRecord rec;
   ASSERT_TRUE(Run(OneTrial("1s"), &rec).ok());
   TrialRecord t = Interference(rec.id);
@@ -243,7 +263,11 @@ TEST_F(SettleTest, TargetsNeverHeldForAWholeWindowFlagTheTrialDidNotSettle) {
   EXPECT_NE(t.error.find("of the 1 s settle window"), std::string::npos) << t.error;
   EXPECT_EQ(agent_->victims, 2) << "the victim still runs (its figures are kept, flagged)";
   ASSERT_FALSE(poll_ends_s_.empty());
-  EXPECT_GE(poll_ends_s_.back(), 11 - 0.2) << "gave up before settle + grace";
+  EXPECT_GE(poll_ends_s_.back() - t0_, 11 - 0.2) << "gave up before settle + grace";
+  EXPECT_LE(poll_ends_s_.back() - t0_, 11 + 0.2) << "kept trying past settle + grace";
+  ASSERT_EQ(t.flag_reasons.size(), 1u);
+  EXPECT_EQ(t.flag_reasons[0].code, FlagCode::kDidNotSettle);
+  EXPECT_EQ(t.flag_reasons[0].detail, t.error);
   ExpectAllStopped(*agent_);
 }
 
@@ -382,7 +406,45 @@ TEST_F(RunnerTest, AntagonistThatMissesTargetFlagsTheTrial) {
     EXPECT_EQ(t.state, TrialState::kFlagged);
     EXPECT_NE(t.error.find("membw reached"), std::string::npos) << t.error;
     EXPECT_FALSE(t.antagonists[0].reached_target);
+    // Every reason as its own entry, settle first; `error` is their text joined.
+    ASSERT_EQ(t.flag_reasons.size(), 2u) << t.error;
+    EXPECT_EQ(t.flag_reasons[0].code, FlagCode::kDidNotSettle);
+    EXPECT_EQ(t.flag_reasons[1].code, FlagCode::kMissedTarget);
+    EXPECT_EQ(t.flag_reasons[1].detail.rfind("membw reached ", 0), 0u) << t.flag_reasons[1].detail;
+    EXPECT_EQ(t.error, JoinFlagReasons(t.flag_reasons));
   }
+}
+
+TEST_F(RunnerTest, TellsCalibrationWarmUpsAndWarningsAsTypedEvents) {
+  agent_->achieved_fraction = 0.5;  // every interference trial: "did not settle"
+  EventLog log;
+  ExperimentRecord rec;
+  ASSERT_TRUE(
+      RunWholePlan(*runner_, *store_, Spec("", "0s", "1"), &counter_, cancel_, &rec, &log).ok());
+  using E = v1::ExperimentEvent;
+  std::vector<E::KindCase> kinds;
+  for (const auto& ev : log.events) kinds.push_back(ev.kind_case());
+  ASSERT_GE(kinds.size(), 5u);
+  EXPECT_EQ(kinds[0], E::kNote) << log.events[0].message();  // where the victim runs
+  EXPECT_EQ(kinds[1], E::kCalibrating);
+  EXPECT_EQ(log.events[1].calibrating().antagonist(), "membw");
+  EXPECT_EQ(log.events[1].calibrating().injector(), "memcpy");
+  EXPECT_EQ(log.events[1].calibrating().node(), "node-1");
+  EXPECT_EQ(log.events[1].calibrating().reason(), "none cached");
+  EXPECT_EQ(kinds[2], E::kWarmUp);
+  EXPECT_FALSE(log.events[2].warm_up().finished());
+  EXPECT_EQ(kinds[3], E::kWarmUp);
+  EXPECT_TRUE(log.events[3].warm_up().finished());
+  EXPECT_EQ(log.events[3].warm_up().wall_s(), agent_->victim_wall_s);
+  int warnings = 0;
+  for (const auto& ev : log.events) {
+    EXPECT_FALSE(ev.message().empty()) << "every event says something";
+    if (ev.has_note() && ev.note().severity() == v1::Note::WARNING) {
+      ++warnings;
+      EXPECT_NE(ev.message().find("did not settle"), std::string::npos) << ev.message();
+    }
+  }
+  EXPECT_EQ(warnings, 6) << "one per interference trial (2 levels x 3 repetitions)";
 }
 
 TEST_F(RunnerTest, FailedVictimIsRecordedNotMeasuredAndStopsEarly) {

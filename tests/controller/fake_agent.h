@@ -28,8 +28,9 @@ class FakeAgent : public AgentClient {
   double achieved_fraction = 1.0;  // of the target
   double peak = 1000;
   double victim_wall_s = 2.0;  // 10 antagonist samples (one per 0.2 s) fall in the victim's run
-  // When set: the fraction of its target an antagonist reports at its poll-th settle poll.
-  std::function<double(int poll)> fraction_at_poll;
+  // When set: the fraction of its target an antagonist reports as its n-th telemetry sample
+  // (n = 0 at its start); else achieved_fraction.
+  std::function<double(int n)> fraction_at_sample;
   std::map<std::string, int> polls;  // id -> GetAntagonist calls
   std::map<std::string, int64_t> started_ns;
   int64_t victim_started_ns = 0;
@@ -37,10 +38,11 @@ class FakeAgent : public AgentClient {
   // Per victim run: when it started on `clock`, with how many antagonists running.
   std::vector<std::pair<double, size_t>> victim_starts;
   std::vector<size_t> started_before_victim;  // per victim run: antagonists ever started
-  // Streaming (off: OpenTelemetry returns nullptr, as an agent that cannot stream): every start
-  // sends one sample at stream_fraction of its target to the open streams of its trial.
-  bool streams = false;
-  double stream_fraction = 1.0;
+  // Telemetry like the agent's: every start sends its first sample to the open streams of its
+  // trial, and each Tick() one more per running antagonist (a test ticks from its fake clock's
+  // wait hook: one telemetry interval per wait). Off: OpenTelemetry returns nullptr, as an agent
+  // without StreamTelemetry; GetAntagonist's answer is then each next sample.
+  bool streams = true;
   int open_streams = 0;
   // EstimateSetup's answer (0: the default, negligible); the start times it was sent with.
   double setup_estimate_s = 0;
@@ -79,7 +81,7 @@ class FakeAgent : public AgentClient {
     r.set_pid(1234);
     r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
     started_ns[req.antagonist_id()] = r.started_unix_ns();
-    SendSample(req.antagonist_id(), req.spec().rate() * stream_fraction);
+    if (streams) SendSample(req.antagonist_id(), NextSample(req.antagonist_id()));
     return r;
   }
   Result<v1::GetAntagonistReply> GetAntagonist(const std::string& id) override {
@@ -89,9 +91,8 @@ class FakeAgent : public AgentClient {
     r.set_unit("bytes/s");
     r.set_samples(3);
     r.set_target(running[id]);
-    const int poll = polls[id]++;
-    const double fraction = fraction_at_poll ? fraction_at_poll(poll) : achieved_fraction;
-    r.set_last_achieved(running[id] * fraction);
+    ++polls[id];
+    r.set_last_achieved(streams ? last_achieved_[id] : NextSample(id));
     return r;
   }
   Result<v1::StopAntagonistReply> StopAntagonist(const v1::StopAntagonistRequest& req) override {
@@ -141,6 +142,12 @@ class FakeAgent : public AgentClient {
   }
   Status StopAll(const std::string&) override { return Status::Ok(); }
 
+  // One telemetry interval: the next sample of every running antagonist, streamed.
+  void Tick() {
+    std::lock_guard<std::mutex> l(mu);
+    for (const auto& [id, rate] : running) SendSample(id, NextSample(id));
+  }
+
  private:
   class Stream : public TelemetryStream {
    public:
@@ -156,6 +163,13 @@ class FakeAgent : public AgentClient {
     int handle_;
   };
 
+  // Under mu: the achieved rate of `id`'s next sample.
+  double NextSample(const std::string& id) {
+    const int n = samples_sent_[id]++;
+    const double fraction = fraction_at_sample ? fraction_at_sample(n) : achieved_fraction;
+    return last_achieved_[id] = running[id] * fraction;
+  }
+
   // Under mu, like the agent's TelemetryHub: to every stream whose trial id prefixes `id`.
   void SendSample(const std::string& id, double achieved) {
     v1::TelemetryEvent ev;
@@ -167,6 +181,8 @@ class FakeAgent : public AgentClient {
   }
 
   int next_stream_ = 1;
+  std::map<std::string, int> samples_sent_;
+  std::map<std::string, double> last_achieved_;
   std::map<int, std::pair<std::string, std::function<void(const v1::TelemetryEvent&)>>>
       subscribers_;
 };

@@ -2,6 +2,8 @@
 // it; no complete window within the give-up time is "did not settle".
 #include "controller/settle.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace codl::controller {
@@ -64,6 +66,17 @@ TEST(TargetBoard, AStaleSampleNoLongerCounts) {
   b.OnSample("a", 20, 5.0);
   EXPECT_TRUE(b.AllAtTarget(6.0));
   EXPECT_FALSE(b.AllAtTarget(6.01)) << "a stream that went quiet must not hold the window";
+}
+
+TEST(TargetBoard, SampleAgeIsTimeSinceTheLatestSample) {
+  TargetBoard b(1.0);
+  b.Expect("a", 10);
+  EXPECT_TRUE(std::isinf(b.SampleAgeS("a", 5.0))) << "no sample yet";
+  EXPECT_TRUE(std::isinf(b.SampleAgeS("unknown", 5.0)));
+  b.OnSample("a", 12, 5.0);
+  EXPECT_DOUBLE_EQ(b.SampleAgeS("a", 5.25), 0.25);
+  b.OnSample("a", 3, 6.0);
+  EXPECT_DOUBLE_EQ(b.SampleAgeS("a", 6.5), 0.5);
 }
 
 TEST(TargetBoard, SamplesOfOtherAntagonistsAreIgnored) {

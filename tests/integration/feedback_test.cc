@@ -59,7 +59,8 @@ const std::vector<std::string> kWatchColumns = {"ts_unix_ms",
                                                 "stop_reason",
                                                 "message",
                                                 "dataset_generated",
-                                                "dataset_total"};
+                                                "dataset_total",
+                                                "event"};
 
 constexpr int kSamples = 400;
 
@@ -151,6 +152,7 @@ TEST_F(FeedbackTest, WatchJsonAndCsvFollowALiveExperimentWithItsDatasetPhase) {
   }
   const json& last = records.back();
   EXPECT_EQ(last["state"], "done") << last;
+  EXPECT_EQ(last["event"], "experiment") << last;
   EXPECT_EQ(last["completed_trials"], last["total_trials"]) << last;
   EXPECT_EQ(last["total_trials"], 2) << last;
   // The dataset phase: its start and end are messages carrying the progress fields.
@@ -164,9 +166,10 @@ TEST_F(FeedbackTest, WatchJsonAndCsvFollowALiveExperimentWithItsDatasetPhase) {
     ++dataset_records;
     EXPECT_EQ(r["dataset_total"], kSamples) << r;
     EXPECT_LE(r["dataset_generated"].get<int>(), kSamples) << r;
-    generated_all = generated_all || (r["dataset_generated"] == kSamples &&
-                                      r["message"] == "dataset: the victim generated " +
-                                                          std::to_string(kSamples) + " samples");
+    generated_all =
+        generated_all ||
+        (r["dataset_generated"] == kSamples && r["event"] == "dataset" &&
+         r["message"] == "dataset: the victim generated " + std::to_string(kSamples) + " samples");
   }
   EXPECT_GE(dataset_records, 1) << ReadFile(dir_ + "/watch.json");
   EXPECT_TRUE(generated_all) << ReadFile(dir_ + "/watch.json");

@@ -30,7 +30,9 @@ TrialRecord SampleTrial() {
   t.baseline = false;
   t.pairing = "membw@0.5+storage@1";
   t.state = TrialState::kFlagged;
-  t.error = "storage missed its target";
+  t.flag_reasons = {{FlagCode::kDidNotSettle, "did not settle: storage held 0.3 s of 1 s"},
+                    {FlagCode::kMissedTarget, "storage missed its target"}};
+  t.error = JoinFlagReasons(t.flag_reasons);
   t.exit_code = -9;
   t.stderr_tail = "killed";
   t.victim_node = "node-a";
@@ -88,6 +90,7 @@ TEST(RecordsProto, TrialRoundTripKeepsStepsAndSamples) {
   EXPECT_EQ(out->pairing, in.pairing);
   EXPECT_EQ(out->state, in.state);
   EXPECT_EQ(out->error, in.error);
+  EXPECT_EQ(out->flag_reasons, in.flag_reasons);
   EXPECT_EQ(out->exit_code, in.exit_code);
   EXPECT_EQ(out->stderr_tail, in.stderr_tail);
   EXPECT_EQ(out->victim_node, in.victim_node);
@@ -141,6 +144,68 @@ TEST(RecordsProto, EveryStateSurvives) {
     ASSERT_TRUE(out.ok()) << ToString(s);
     EXPECT_EQ(out->state, s);
   }
+}
+
+TEST(RecordsProto, FlagReasonsKeepTheirCodesAndAnUnknownCodeItsDetail) {
+  v1::TrialRecord p = ToProto(SampleTrial());
+  ASSERT_EQ(p.flag_reasons_size(), 2);
+  EXPECT_EQ(p.flag_reasons(0).code(), v1::FlagReason::DID_NOT_SETTLE);
+  EXPECT_EQ(p.flag_reasons(1).code(), v1::FlagReason::MISSED_TARGET);
+  EXPECT_EQ(p.error(), "did not settle: storage held 0.3 s of 1 s; storage missed its target")
+      << "the joined text stays for older readers";
+  p.mutable_flag_reasons(0)->set_code(static_cast<v1::FlagReason::Code>(99));  // a newer code
+  auto out = FromProto(p);
+  ASSERT_TRUE(out.ok()) << out.error();
+  const std::vector<FlagReason> want = {
+      {FlagCode::kUnknown, "did not settle: storage held 0.3 s of 1 s"},
+      {FlagCode::kMissedTarget, "storage missed its target"}};
+  EXPECT_EQ(out->flag_reasons, want);
+  EXPECT_EQ(FromProto(ToProto(FlagReason{FlagCode::kTooFewSamples, "x"})).code,
+            FlagCode::kTooFewSamples);
+}
+
+TEST(RecordsProto, AFlaggedTrialFromAnOlderControllerHasItsTextAsOneReason) {
+  v1::TrialRecord p = ToProto(SampleTrial());
+  p.clear_flag_reasons();
+  auto out = FromProto(p);
+  ASSERT_TRUE(out.ok()) << out.error();
+  ASSERT_EQ(out->flag_reasons.size(), 1u);
+  EXPECT_EQ(out->flag_reasons[0].code, FlagCode::kUnknown);
+  EXPECT_EQ(out->flag_reasons[0].detail, p.error());
+  p.set_state(v1::TRIAL_FAILED);  // a failure's error is not a flag reason
+  EXPECT_TRUE(FromProto(p)->flag_reasons.empty());
+}
+
+TEST(RecordsProto, StatusCarriesItsStateAsEnumAndAsName) {
+  const std::vector<std::pair<ExperimentState, v1::ExperimentState>> all = {
+      {ExperimentState::kQueued, v1::EXPERIMENT_QUEUED},
+      {ExperimentState::kRunning, v1::EXPERIMENT_RUNNING},
+      {ExperimentState::kDone, v1::EXPERIMENT_DONE},
+      {ExperimentState::kFailed, v1::EXPERIMENT_FAILED},
+      {ExperimentState::kCancelled, v1::EXPERIMENT_CANCELLED},
+      {ExperimentState::kInterrupted, v1::EXPERIMENT_INTERRUPTED}};
+  for (const auto& [state, wire] : all) {
+    v1::ExperimentStatus s;
+    SetState(state, &s);
+    EXPECT_EQ(s.state(), wire) << ToString(state);
+    EXPECT_EQ(s.state_name(), ToString(state)) << "for readers older than the enum";
+    EXPECT_EQ(*StateOf(s), state);
+    // From an older controller: the name only.
+    v1::ExperimentStatus old;
+    old.set_state_name(ToString(state));
+    ASSERT_TRUE(StateOf(old).ok()) << ToString(state);
+    EXPECT_EQ(*StateOf(old), state);
+    EXPECT_EQ(StateName(old), ToString(state));
+  }
+  // The enum wins over a disagreeing name.
+  v1::ExperimentStatus both;
+  both.set_state(v1::EXPERIMENT_DONE);
+  both.set_state_name("running");
+  EXPECT_EQ(*StateOf(both), ExperimentState::kDone);
+  v1::ExperimentStatus unknown;
+  unknown.set_state_name("paused");
+  EXPECT_FALSE(StateOf(unknown).ok());
+  EXPECT_EQ(StateName(unknown), "paused") << "shown as sent";
 }
 
 TEST(RecordsProto, ReplyCarriesTheExperimentAndItsTrialsInOrder) {

@@ -1,28 +1,11 @@
-// cpus: / numa: in the experiment YAML (syntax only; the agent checks the node) and the CPU list
-// format they share with the agent.
+// cpus: / numa: in the experiment YAML (syntax only; the agent checks the node). The CPU list
+// parser itself: tests/lib/common/cpu_list_test.cc.
 #include <gtest/gtest.h>
 
-#include "lib/spec/cpu_list.h"
 #include "lib/spec/spec.h"
 
 namespace codl::experiment {
 namespace {
-
-TEST(CpuList, ParsesRangesAndFormatsCanonically) {
-  auto cpus = ParseCpuList(" 6, 0-3 ");
-  ASSERT_TRUE(cpus.ok()) << cpus.error();
-  EXPECT_EQ(*cpus, (std::set<int>{0, 1, 2, 3, 6}));
-  EXPECT_EQ(FormatCpuList(*cpus), "0-3,6");
-  EXPECT_EQ(FormatCpuList({0, 1, 4, 5, 6, 9}), "0,1,4-6,9");
-  EXPECT_EQ(FormatCpuList({}), "");
-}
-
-TEST(CpuList, RejectsMalformedLists) {
-  for (const char* bad : {"", "a", "1-", "-1", "3-1", "0,,1", "1,1", "0-2,2", "1024", "0x1"}) {
-    EXPECT_FALSE(ParseCpuList(bad).ok()) << "'" << bad << "'";
-  }
-  EXPECT_EQ(ParseCpuList("3-1").error(), "reversed range '3-1'");
-}
 
 TEST(PlacementSpec, VictimAndAntagonistCarryCpusNumaAndTheirLocation) {
   auto spec = ParseExperiment(
@@ -57,6 +40,10 @@ TEST(PlacementSpec, SyntaxErrorsNameTheYamlLocation) {
   ASSERT_FALSE(bad_cpus.ok());
   EXPECT_EQ(bad_cpus.error(),
             "e.yaml:4:9: victim.cpus: '0-x' is not a CPU number or range (e.g. 0-3,6)");
+  // Placement goes through a cpu_set_t: CPUs past 1023 cannot be applied.
+  auto too_high = ParseExperiment("name: x\nvictim:\n  command: [a]\n  cpus: 1024\n", "e.yaml");
+  ASSERT_FALSE(too_high.ok());
+  EXPECT_EQ(too_high.error(), "e.yaml:4:9: victim.cpus: CPU 1024 is out of range 0-1023");
   auto bad_numa = ParseExperiment("name: x\nvictim:\n  command: [a]\n  numa: -1\n", "e.yaml");
   ASSERT_FALSE(bad_numa.ok());
   EXPECT_NE(bad_numa.error().find("e.yaml:4:9: victim.numa:"), std::string::npos)

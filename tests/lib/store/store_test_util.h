@@ -75,6 +75,11 @@ inline void ExpectSameTrial(const TrialRecord& a, const TrialRecord& b, bool wit
   EXPECT_EQ(a.pairing, b.pairing);
   EXPECT_EQ(a.state, b.state);
   EXPECT_EQ(a.error, b.error);
+  ASSERT_EQ(a.flag_reasons.size(), b.flag_reasons.size());
+  for (size_t i = 0; i < a.flag_reasons.size(); ++i) {
+    EXPECT_EQ(a.flag_reasons[i].code, b.flag_reasons[i].code) << "reason " << i;
+    EXPECT_EQ(a.flag_reasons[i].detail, b.flag_reasons[i].detail) << "reason " << i;
+  }
   EXPECT_EQ(a.exit_code, b.exit_code);
   EXPECT_EQ(a.stderr_tail, b.stderr_tail);
   EXPECT_EQ(a.victim_node, b.victim_node);
@@ -153,7 +158,9 @@ inline TrialRecord MakeTrial(const std::string& experiment_id, int index, int st
   t.baseline = index % 2 == 0;
   t.pairing = t.baseline ? "baseline" : "membw@0.5+storage@1";
   t.state = TrialState::kFlagged;
-  t.error = "antagonist 'storage' reached 0.87 of its target";
+  t.flag_reasons = {{FlagCode::kDidNotSettle, "did not settle: 'storage' held 0.4 s of 1 s"},
+                    {FlagCode::kMissedTarget, "antagonist 'storage' reached 0.87 of its target"}};
+  t.error = JoinFlagReasons(t.flag_reasons);
   t.exit_code = -9;
   t.stderr_tail = std::string("Traceback (most recent call last):\n  \"quoted\" 'x'\n") +
                   std::string("nul:\0:end\n", 10) + "\xff\xfe not utf-8";

@@ -1,8 +1,8 @@
-#include "lib/spec/cpu_list.h"
+#include "lib/common/cpu_list.h"
 
 #include <charconv>
 
-namespace codl::experiment {
+namespace codl {
 namespace {
 
 std::string_view Trim(std::string_view s) {
@@ -15,22 +15,22 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-Result<int> CpuNumber(std::string_view s, std::string_view item) {
+Result<int> CpuNumber(std::string_view s, std::string_view item, int max_cpu) {
   s = Trim(s);
   int v = -1;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
     return Err("'" + std::string(item) + "' is not a CPU number or range (e.g. 0-3,6)");
   }
-  if (v < 0 || v > kMaxCpu) {
-    return Err("CPU " + std::string(s) + " is out of range 0-" + std::to_string(kMaxCpu));
+  if (v < 0 || v > max_cpu) {
+    return Err("CPU " + std::string(s) + " is out of range 0-" + std::to_string(max_cpu));
   }
   return v;
 }
 
 }  // namespace
 
-Result<std::set<int>> ParseCpuList(std::string_view text) {
+Result<std::set<int>> ParseCpuList(std::string_view text, int max_cpu) {
   if (Trim(text).empty()) return Err("empty CPU list (expected e.g. 0-3,6)");
   std::set<int> cpus;
   size_t pos = 0;
@@ -41,11 +41,11 @@ Result<std::set<int>> ParseCpuList(std::string_view text) {
     pos = comma + 1;
     if (item.empty()) return Err("empty item in CPU list '" + std::string(text) + "'");
     const size_t dash = item.find('-');
-    auto lo = CpuNumber(item.substr(0, dash), item);
+    auto lo = CpuNumber(item.substr(0, dash), item, max_cpu);
     if (!lo.ok()) return Err(lo.error());
     int hi_v = *lo;
     if (dash != std::string_view::npos) {
-      auto hi = CpuNumber(item.substr(dash + 1), item);
+      auto hi = CpuNumber(item.substr(dash + 1), item, max_cpu);
       if (!hi.ok()) return Err(hi.error());
       if (*hi < *lo) return Err("reversed range '" + std::string(item) + "'");
       hi_v = *hi;
@@ -72,4 +72,4 @@ std::string FormatCpuList(const std::set<int>& cpus) {
   return out;
 }
 
-}  // namespace codl::experiment
+}  // namespace codl
