@@ -13,6 +13,7 @@
 #include "agent/telemetry_hub.h"
 #include "injectors/registry.h"
 #include "injectors/victim_env.h"
+#include "lib/common/tunables.h"
 #include "lib/common/utf8.h"
 
 namespace codl::agent {
@@ -267,7 +268,9 @@ std::vector<std::string> AntagonistManager::RunArgs(const Antagonist& a, bool de
 
 Status AntagonistManager::AwaitLoadStart(const std::shared_ptr<Antagonist>& a) {
   // Setup may take a while: files are preallocated first.
-  const double give_up = clock_->MonotonicSeconds() + 120;
+  const double timeout_s = a->request.start_timeout_s > 0 ? a->request.start_timeout_s
+                                                          : tunables::kAntagonistStartTimeoutS;
+  const double give_up = clock_->MonotonicSeconds() + timeout_s;
   std::unique_lock<std::mutex> l(a->mu);
   while (!a->load_started && !a->child->exited() && clock_->MonotonicSeconds() < give_up) {
     a->started_cv.wait_for(l, std::chrono::milliseconds(100));
@@ -283,7 +286,7 @@ Status AntagonistManager::AwaitLoadStart(const std::shared_ptr<Antagonist>& a) {
              (a->child->exited() && a->child->exit_code() > 0
                   ? ": exited with status " + std::to_string(a->child->exit_code()) + ": " +
                         Tail(a->child->stderr_tail())
-                  : std::string(" (stopped, or no start within 120 s)")));
+                  : " (stopped, or no start within " + FormatNumber(timeout_s) + " s)"));
 }
 
 Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& id,

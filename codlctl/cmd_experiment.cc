@@ -66,8 +66,6 @@ void Note(const GlobalOptions& g, const char* level, const std::string& text) {
 
 bool JsonLines(const GlobalOptions& g) { return g.log_format == "json"; }
 
-int ExitFor(const v1::ExperimentStatus& s) { return s.state() == "done" ? kExitOk : kExitFailed; }
-
 // SIGINT/SIGTERM during `run`/`watch`: the first cancels the experiment cleanly (antagonists
 // stopped, trials so far kept); the second exits at once (children die with us).
 class InterruptHandler {
@@ -248,7 +246,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
              (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
              " (codlctl results " + id + " --db " + o.db + ")");
   }
-  return rc != kExitOk ? rc : ExitFor(*final);
+  return rc != kExitOk ? rc : ExitCodeFor(*final);
 }
 
 int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
@@ -281,7 +279,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
     fprintf(stderr, "codlctl submit: %s\n", final.error().c_str());
     return ExitCodeFor(final.status());
   }
-  return ExitFor(*final);
+  return ExitCodeFor(*final);
 }
 
 int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output) {
@@ -297,7 +295,7 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
     return ExitCodeFor(final.status());
   }
   fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(), final->state().c_str());
-  return ExitFor(*final);
+  return ExitCodeFor(*final);
 }
 
 int CmdCancel(const GlobalOptions& g, const std::string& id) {

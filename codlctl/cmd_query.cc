@@ -10,8 +10,8 @@
 #include "codlctl/status_output.h"
 #include "injectors/registry.h"
 #include "lib/common/csv.h"
-#include "lib/common/defaults.h"
 #include "lib/common/json_line.h"
+#include "lib/common/tunables.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 #include "lib/spec/trial_metric.h"
@@ -21,7 +21,7 @@ namespace codl::cli {
 
 Result<std::unique_ptr<ControllerClient>> ConnectController(const GlobalOptions& g) {
   std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = kDefaultControllerAddress;
+  if (address.empty()) address = tunables::kDefaultControllerAddress;
   return ControllerClient::Connect(rpc::Endpoint{address, g.tls});
 }
 
@@ -138,19 +138,19 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
     return kExitBadInput;
   }
   bool header = true;
-  std::string state;
+  v1::ExperimentStatus last;
   // One record per progress update, flushed at once so that a pipe reader sees it live.
   Status s = (*client)->Watch(id, [&](const v1::ExperimentEvent& ev) {
     fputs(RenderRecords(WatchTable(ev, NowUnixMs()), output, header).c_str(), stdout);
     fflush(stdout);
     header = false;
-    state = ev.status().state();
+    last = ev.status();
   });
   if (!s.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", s.error().c_str());
     return ExitCodeFor(s);
   }
-  return state == "done" ? kExitOk : kExitFailed;
+  return ExitCodeFor(last);
 }
 
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,

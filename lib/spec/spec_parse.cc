@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "lib/common/tunables.h"
 #include "lib/common/units.h"
 #include "lib/spec/cpu_list.h"
 #include "lib/spec/progress_pattern.h"
@@ -469,7 +470,10 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   }
   if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
   // Agents refuse leases under 1 s (security issue, item 3): say so at submit, not per trial.
-  if (m.Has("lease") && spec.lease_s < 1) Fail(m.Value("lease"), "lease", "must be at least 1s");
+  if (m.Has("lease") && spec.lease_s < tunables::kMinLeaseS) {
+    Fail(m.Value("lease"), "lease",
+         "must be at least " + tunables::DurationFlagText(tunables::kMinLeaseS));
+  }
 
   double trials = CountPlannedTrials(spec);
   if (trials > kMaxPlannedTrials) {
