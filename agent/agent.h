@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "lib/common/clock.h"
-#include "lib/common/defaults.h"
 #include "lib/common/result.h"
 #include "lib/common/subprocess.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace grpc {
@@ -32,7 +32,7 @@ class LeaseMonitor;
 class Placer;
 
 struct AgentOptions {
-  std::string controller = kDefaultControllerAddress;  // controller address
+  std::string controller = tunables::kDefaultControllerAddress;  // controller address
   std::string listen = "127.0.0.1:0";         // this agent's service; TCP needs TLS or `insecure`
   std::string advertise;                      // address the controller dials; default: listen
   std::string agent_id;                       // default: hostname
@@ -40,8 +40,8 @@ struct AgentOptions {
   std::vector<std::string> scratch_roots;     // where injectors may write
   bool allow_victim = true;                   // may the controller run victim commands here?
   double max_level = 1.0;                     // policy: highest level an antagonist may run at
-  double lease_s = 10;                        // dead-man switch default
-  double heartbeat_interval_s = 1;
+  double lease_s = tunables::kDefaultLeaseS;  // dead-man switch default
+  double heartbeat_interval_s = tunables::kDefaultHeartbeatIntervalS;
   std::string state_dir;  // leftovers file; empty: none
   std::string inject_binary = "codl-inject";
   rpc::TlsFiles tls;

@@ -53,7 +53,8 @@ experiment::PlacementSpec FromProto(const v1::Placement& p) {
 Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy,
                          std::optional<double> calibrated_peak) {
   const auto& spec = req.spec();
-  for (double v : {req.level(), spec.rate(), spec.max_duration_s(), req.lease_s()}) {
+  for (double v :
+       {req.level(), spec.rate(), spec.max_duration_s(), req.lease_s(), req.start_timeout_s()}) {
     if (!std::isfinite(v)) return InvalidArgument("a number in the request is NaN or infinite");
   }
   if (req.level() < 0) return InvalidArgument("level must not be negative");
@@ -62,6 +63,7 @@ Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolic
                            FormatShort(kMinLeaseS) + " s");
   }
   if (spec.max_duration_s() < 0) return InvalidArgument("max_duration_s must not be negative");
+  if (req.start_timeout_s() < 0) return InvalidArgument("start_timeout_s must not be negative");
   auto deny = [&](const std::string& what) {
     return PermissionDenied(what + " exceeds this agent's max_level " +
                             FormatShort(policy.max_level));
@@ -166,6 +168,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
     ir.max = req->spec().target_case() == v1::InjectorSpec::kMax && req->spec().max();
     ir.rate = req->spec().rate();
     ir.max_duration_s = req->spec().max_duration_s();
+    ir.start_timeout_s = req->start_timeout_s();
     // Absent: numa 0 would read as "node 0"; proto3 has no unset ints, so has_placement decides.
     if (req->has_placement()) ir.placement = FromProto(req->placement());
     // Synchronized start: codl-inject is spawned now and begins its load at the common time,

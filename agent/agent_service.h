@@ -13,6 +13,7 @@
 #include "agent/victim_threads.h"
 #include "codl/v1/agent.grpc.pb.h"
 #include "lib/common/executor.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/idempotency_cache.h"
 
 namespace codl::agent {
@@ -31,7 +32,7 @@ struct AgentPolicy {
 // calibrated peak for that injector (and refused under a max_level below 1 when there is none).
 Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy,
                          std::optional<double> calibrated_peak);
-inline constexpr double kMinLeaseS = 1;
+using tunables::kMinLeaseS;
 
 class AgentServiceImpl final : public v1::Agent::CallbackService {
  public:

@@ -11,13 +11,11 @@
 #include "agent/placement.h"
 #include "injectors/core/protocol.h"
 #include "injectors/core/registry.h"
+#include "lib/common/tunables.h"
 
 namespace codl::agent {
 namespace {
 
-// How long a deferred start may take until codl-inject says its load began: its setup
-// (file preallocation, buffers) and calibration come first.
-constexpr double kLoadStartTimeoutS = 120;
 // A calibration's setup, on top of its duration.
 constexpr double kCalibrationSetupS = 120;
 
@@ -171,7 +169,11 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
     std::lock_guard<std::mutex> l(mu_);
     ++started_;
   }
-  if (deferred && !c->AwaitLoadStart(kLoadStartTimeoutS)) {
+  // How long a deferred start may take until codl-inject says its load began (its setup, file
+  // preallocation and buffers, comes first): what the request carries, else the default.
+  const double start_timeout_s =
+      req.start_timeout_s > 0 ? req.start_timeout_s : tunables::kAntagonistStartTimeoutS;
+  if (deferred && !c->AwaitLoadStart(start_timeout_s)) {
     // Exited by itself with a failure, or stopped (a lease, StopAll) or timed out: say which.
     const bool failed = c->exited() && c->exit_code() > 0;
     Unregister(id);
@@ -179,7 +181,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
     return Err(
         "antagonist '" + id + "': codl-inject did not start its load" +
         (failed ? ": exited with status " + std::to_string(c->exit_code()) + ": " + c->StderrTail()
-                : std::string(" (stopped, or no start within 120 s)")));
+                : " (stopped, or no start within " + FormatNumber(start_timeout_s) + " s)"));
   }
   const InjectChild::Start start = c->start();
   Started s;

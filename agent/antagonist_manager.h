@@ -27,6 +27,7 @@ struct InjectorRequest {
   double rate = 0;  // absolute target in the injector's unit (when !max)
   double max_duration_s = 3600;
   int64_t start_at_unix_ns = 0;         // common start (agent clock); 0 = now
+  double start_timeout_s = 0;           // give up on the load's start after this; 0 = default
   experiment::PlacementSpec placement;  // cpus / numa; empty: anywhere
 };
 

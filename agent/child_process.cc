@@ -166,7 +166,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
     if (p.ok()) RegisterChild(p->pid(), tag);
     return p;
   });
-  if (!proc.ok()) return Err(proc.error());
+  if (!proc.ok()) return proc.status();
   std::unique_ptr<ChildProcess> c(new ChildProcess());
   c->options_ = std::move(options);
   c->tag_ = tag;

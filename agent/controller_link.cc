@@ -4,6 +4,7 @@
 
 #include "agent/node_snapshot.h"
 #include "codl/v1/controller.grpc.pb.h"
+#include "lib/common/tunables.h"
 
 namespace codl::agent {
 
@@ -52,7 +53,7 @@ bool ControllerLink::Register() {
   *req.mutable_node() = DetectNodeSnapshot(options_.labels);
   req.set_agent_time_unix_ns(clock_->UnixNanos());
   v1::RegisterAgentReply reply;
-  auto ctx = rpc::MakeContext(3.0);
+  auto ctx = rpc::MakeContext(tunables::kRegisterDeadlineS);
   grpc::Status s = StubOf(stub_holder_)->RegisterAgent(ctx.get(), req, &reply);
   if (!s.ok()) {
     if (!warned_) {
@@ -82,7 +83,8 @@ bool ControllerLink::Heartbeat() {
   req.set_load_avg_1m(LoadAverage1m());
   v1::HeartbeatReply reply;
   // The deadline is short: a heartbeat that takes longer than the interval is a lost one.
-  auto ctx = rpc::MakeContext(std::max(0.5, options_.heartbeat_interval_s));
+  auto ctx =
+      rpc::MakeContext(std::max(tunables::kMinHeartbeatDeadlineS, options_.heartbeat_interval_s));
   grpc::Status s = StubOf(stub_holder_)->Heartbeat(ctx.get(), req, &reply);
   const int64_t t3 = clock_->UnixNanos();
   if (!s.ok()) {
@@ -113,7 +115,7 @@ Status ControllerLink::PublishRendezvous(const std::string& key, const std::stri
   req.set_key(key);
   req.set_value(value);
   v1::PublishRendezvousReply reply;
-  auto ctx = rpc::MakeContext(5);
+  auto ctx = rpc::MakeContext(tunables::kPublishRendezvousDeadlineS);
   return rpc::FromGrpc(StubOf(stub_holder_)->PublishRendezvous(ctx.get(), req, &reply),
                        "controller PublishRendezvous");
 }
@@ -124,7 +126,7 @@ Result<std::string> ControllerLink::FetchRendezvous(const std::string& key, doub
   req.set_key(key);
   req.set_wait_s(wait_s);
   v1::FetchRendezvousReply reply;
-  auto ctx = rpc::MakeContext(wait_s + 5);
+  auto ctx = rpc::MakeContext(wait_s + tunables::kFetchRendezvousMarginS);
   grpc::Status s = StubOf(stub_holder_)->FetchRendezvous(ctx.get(), req, &reply);
   if (Status st = rpc::FromGrpc(s, "controller FetchRendezvous"); !st.ok()) return st;
   if (!reply.found()) {

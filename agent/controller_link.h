@@ -12,6 +12,7 @@
 
 #include "agent/lease_monitor.h"
 #include "lib/common/clock.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::v1 {
@@ -27,7 +28,7 @@ class ControllerLink {
     std::string agent_id;
     std::string advertise;
     std::map<std::string, std::string> labels;
-    double heartbeat_interval_s = 1;
+    double heartbeat_interval_s = tunables::kDefaultHeartbeatIntervalS;
   };
   ControllerLink(Options options, LeaseMonitor* lease, const Clock* clock,
                  std::function<int()> running_antagonists);

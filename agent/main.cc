@@ -9,12 +9,14 @@
 
 #include "agent/agent.h"
 #include "agent/subreaper.h"
+#include "lib/common/tunables.h"
 #include "lib/common/version.h"
 #include "lib/daemon/bootstrap.h"
 #include "lib/daemon/cli_flags.h"
 #include "lib/daemon/victim_user.h"
 
 namespace cfg = codl::daemon;
+namespace tunables = codl::tunables;
 
 namespace {
 
@@ -63,11 +65,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   boot.AddDurationFlag("--lease", &o.lease_s,
-                       "dead-man lease: stop antagonists after this much controller silence", "10s")
-      ->check(CLI::Range(1.0, 1e7));
+                       "dead-man lease: stop antagonists after this much controller silence",
+                       tunables::DurationFlagText(tunables::kDefaultLeaseS))
+      ->check(CLI::Range(tunables::kMinLeaseS, 1e7));
   boot.AddDurationFlag("--heartbeat-interval", &o.heartbeat_interval_s,
-                       "heartbeat period until the controller sets its own at registration", "1s")
-      ->check(CLI::Range(0.05, 1e7));
+                       "heartbeat period until the controller sets its own at registration",
+                       tunables::DurationFlagText(tunables::kDefaultHeartbeatIntervalS))
+      ->check(CLI::Range(tunables::kMinHeartbeatIntervalS, 1e7));
   app.add_option("--state-dir", o.state_dir, "where the agent keeps its leftovers file");
   app.add_option("--inject-binary", o.inject_binary,
                  "codl-inject to run (default: beside codl-agent)")

@@ -90,7 +90,7 @@ Result<ResolvedPlacement> ResolvePlacement(const experiment::PlacementSpec& spec
   const std::string on = " on node " + node_name + " (its CPUs: " + FormatCpuList(node.cpus) + ")";
   if (!spec.cpus.empty()) {
     auto cpus = codl::ParseCpuList(spec.cpus);
-    if (!cpus.ok()) return Err(where + ": cpus " + spec.cpus + ": " + cpus.error());
+    if (!cpus.ok()) return cpus.status().WithContext(where + ": cpus " + spec.cpus);
     const std::set<int> missing = Minus(*cpus, node.cpus);
     if (!missing.empty()) {
       return Err(where + ": cpus " + spec.cpus + ": CPU " + FormatCpuList(missing) +
@@ -137,7 +137,7 @@ Placer::Placer(PlacementMode mode, std::string cgroup_dir, NodeCpus node, std::s
 Result<std::shared_ptr<ChildPlacement>> Placer::Prepare(const experiment::PlacementSpec& spec,
                                                         const std::string& child_name) const {
   auto resolved = ResolvePlacement(spec, node_, node_name_);
-  if (!resolved.ok()) return Err(resolved.error());
+  if (!resolved.ok()) return resolved.status();
   auto p = std::make_shared<ChildPlacement>();
   p->resolved = *resolved;
   if (mode_ != PlacementMode::kCgroupV2) return p;
@@ -146,10 +146,10 @@ Result<std::shared_ptr<ChildPlacement>> Placer::Prepare(const experiment::Placem
   for (char c : child_name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   name = name.substr(0, 64) + "-" + std::to_string(getpid()) + "-" + std::to_string(++serial);
   auto cg = Cgroup::Create(cgroup_dir_, name);
-  if (!cg.ok()) return Err(cg.error());
+  if (!cg.ok()) return cg.status();
   const std::string mems = resolved->numa >= 0 ? std::to_string(resolved->numa) : "";
   if (Status s = (*cg)->SetCpuset(FormatCpuList(resolved->cpus), mems); !s.ok()) {
-    return Err((spec.where.empty() ? "placement" : spec.where) + ": " + s.error());
+    return s.WithContext((spec.where.empty() ? "placement" : spec.where));
   }
   p->cgroup = std::move(*cg);
   return p;

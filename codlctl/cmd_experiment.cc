@@ -72,8 +72,6 @@ bool IsDone(const v1::ExperimentStatus& s) {
   return state.ok() && *state == ExperimentState::kDone;
 }
 
-int ExitFor(const v1::ExperimentStatus& s) { return IsDone(s) ? kExitOk : kExitFailed; }
-
 // SIGINT/SIGTERM during `run`/`watch`: the first cancels the experiment cleanly (antagonists
 // stopped, trials so far kept); the second exits at once (children die with us).
 class InterruptHandler {
@@ -254,7 +252,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
              (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
              " (codlctl results " + id + " --db " + o.db + ")");
   }
-  return rc != kExitOk ? rc : ExitFor(*final);
+  return rc != kExitOk ? rc : ExitCodeFor(*final);
 }
 
 int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
@@ -287,7 +285,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
     fprintf(stderr, "codlctl submit: %s\n", final.error().c_str());
     return ExitCodeFor(final.status());
   }
-  return ExitFor(*final);
+  return ExitCodeFor(*final);
 }
 
 int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output) {
@@ -304,7 +302,7 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
   }
   fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(),
           rpc::StateName(*final).c_str());
-  return ExitFor(*final);
+  return ExitCodeFor(*final);
 }
 
 int CmdCancel(const GlobalOptions& g, const std::string& id) {

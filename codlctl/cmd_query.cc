@@ -10,8 +10,8 @@
 #include "codlctl/status_output.h"
 #include "injectors/core/registry.h"
 #include "lib/common/csv.h"
-#include "lib/common/defaults.h"
 #include "lib/common/json_line.h"
+#include "lib/common/tunables.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 #include "lib/rpc/records_proto.h"
@@ -22,7 +22,7 @@ namespace codl::cli {
 
 Result<std::unique_ptr<ControllerClient>> ConnectController(const GlobalOptions& g) {
   std::string address = ConfiguredController(g.controller);
-  if (address.empty()) address = kDefaultControllerAddress;
+  if (address.empty()) address = tunables::kDefaultControllerAddress;
   return ControllerClient::Connect(rpc::Endpoint{address, g.tls});
 }
 
@@ -139,20 +139,19 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
     return kExitBadInput;
   }
   bool header = true;
-  bool done = false;
+  v1::ExperimentStatus last;
   // One record per progress update, flushed at once so that a pipe reader sees it live.
   Status s = (*client)->Watch(id, [&](const v1::ExperimentEvent& ev) {
     fputs(RenderRecords(WatchTable(ev, NowUnixMs()), output, header).c_str(), stdout);
     fflush(stdout);
     header = false;
-    auto state = rpc::StateOf(ev.status());
-    done = state.ok() && *state == ExperimentState::kDone;
+    last = ev.status();
   });
   if (!s.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", s.error().c_str());
     return ExitCodeFor(s);
   }
-  return done ? kExitOk : kExitFailed;
+  return ExitCodeFor(last);
 }
 
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,

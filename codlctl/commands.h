@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codlctl/controller_client.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace CLI {
@@ -41,7 +42,7 @@ struct RunOptions {
   std::string report;  // --report FILE: also write the HTML report
   std::string csv;     // --csv FILE: also write the CSV results
   std::string json;    // --json FILE: also write the JSON results
-  std::string lease = "10s";
+  std::string lease = tunables::DurationFlagText(tunables::kDefaultLeaseS);
   std::vector<std::string> scratch_roots;  // embedded agent: where injectors may write
   bool quiet = false;
 };

@@ -1,7 +1,9 @@
 #include "codlctl/controller_client.h"
 
 #include "codlctl/commands.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/records_proto.h"
+#include "lib/rpc/status.h"
 
 namespace codl::cli {
 
@@ -17,6 +19,13 @@ int ExitCodeFor(const Status& s) {
     case StatusCode::kUnavailable: return kExitUnreachable;
     default: return kExitFailed;
   }
+}
+
+int ExitCodeFor(const v1::ExperimentStatus& s) {
+  if (auto state = rpc::StateOf(s); state.ok() && *state == ExperimentState::kDone) return kExitOk;
+  // 0 (no code: an older controller, or a cancel) reads as kUnknown: 1.
+  const StatusCode code = rpc::FromGrpcCode(static_cast<grpc::StatusCode>(s.error_code()));
+  return ExitCodeFor(Status(Error{s.error(), code}));
 }
 
 std::string ConfiguredController(const std::string& flag) {
@@ -70,7 +79,7 @@ Result<v1::SubmitExperimentReply> ControllerClient::Submit(const std::string& ya
   v1::SubmitExperimentReply reply;
   grpc::Status s;
   for (int attempt = 0; attempt < 3; ++attempt) {  // same key: a retry cannot submit twice
-    auto ctx = rpc::MakeContext(30);
+    auto ctx = rpc::MakeContext(tunables::kCliSubmitDeadlineS);
     s = stub_->SubmitExperiment(ctx.get(), req, &reply);
     if (!Unreachable(s)) break;
   }
@@ -81,7 +90,7 @@ Result<v1::ExperimentStatus> ControllerClient::GetStatus(const std::string& id) 
   v1::GetExperimentRequest req;
   req.set_experiment_id(id);
   v1::ExperimentStatus reply;
-  auto ctx = rpc::MakeContext(10);
+  auto ctx = rpc::MakeContext(tunables::kCliCallDeadlineS);
   grpc::Status s = stub_->GetExperiment(ctx.get(), req, &reply);
   return Reply(Check(s, "status", address_), reply);
 }
@@ -90,7 +99,7 @@ Status ControllerClient::Watch(const std::string& id,
                                const std::function<void(const v1::ExperimentEvent&)>& on_event) {
   v1::WatchExperimentRequest req;
   req.set_experiment_id(id);
-  auto ctx = rpc::MakeContext(7 * 24 * 3600.0);  // a watch lasts as long as the experiment
+  auto ctx = rpc::MakeContext(tunables::kCliWatchDeadlineS);
   auto reader = stub_->WatchExperiment(ctx.get(), req);
   v1::ExperimentEvent ev;
   while (reader->Read(&ev)) on_event(ev);
@@ -102,7 +111,7 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::
   v1::GetResultsRequest req;
   req.set_experiment_id(id);
   v1::GetResultsReply reply;
-  auto ctx = rpc::MakeContext(60);
+  auto ctx = rpc::MakeContext(tunables::kCliResultsDeadlineS);
   grpc::Status gs = stub_->GetResults(ctx.get(), req, &reply);
   if (Status st = Check(gs, "results", address_); !st.ok()) return st;
   auto records = rpc::FromProto(reply);
@@ -112,7 +121,7 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::
 
 Result<std::vector<v1::AgentInfo>> ControllerClient::ListAgents() {
   v1::ListAgentsReply reply;
-  auto ctx = rpc::MakeContext(10);
+  auto ctx = rpc::MakeContext(tunables::kCliCallDeadlineS);
   grpc::Status gs = stub_->ListAgents(ctx.get(), v1::ListAgentsRequest(), &reply);
   if (Status st = Check(gs, "agents", address_); !st.ok()) return st;
   return std::vector<v1::AgentInfo>(reply.agents().begin(), reply.agents().end());
@@ -123,7 +132,7 @@ Result<std::string> ControllerClient::Cancel(const std::string& id) {
   req.set_idempotency_key(rpc::NewIdempotencyKey());
   req.set_experiment_id(id);
   v1::CancelExperimentReply reply;
-  auto ctx = rpc::MakeContext(10);
+  auto ctx = rpc::MakeContext(tunables::kCliCallDeadlineS);
   grpc::Status gs = stub_->CancelExperiment(ctx.get(), req, &reply);
   if (Status st = Check(gs, "cancel", address_); !st.ok()) return st;
   return reply.state();
@@ -139,7 +148,7 @@ Result<v1::CalibrateNodeReply> ControllerClient::Calibrate(
   for (const auto& [k, v] : options) (*req.mutable_options())[k] = v;
   req.set_duration_s(duration_s);
   v1::CalibrateNodeReply reply;
-  auto ctx = rpc::MakeContext(duration_s * 4 + 300);
+  auto ctx = rpc::MakeContext(tunables::CliCalibrateDeadlineS(duration_s));
   grpc::Status gs = stub_->CalibrateNode(ctx.get(), req, &reply);
   return Reply(Check(gs, "calibrate", address_), reply);
 }

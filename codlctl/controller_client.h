@@ -41,6 +41,10 @@ class ControllerClient {
 // permission-denied — fixing the input, flags or token fixes them; 1 for every other failure;
 // 0 for ok.
 int ExitCodeFor(const Status& s);
+// For an experiment that ended: 0 when done; a failed one by the code it failed with (3 when an
+// agent was unreachable, as for a call that could not reach the controller); 1 otherwise,
+// including a failure from a controller that sends no code.
+int ExitCodeFor(const v1::ExperimentStatus& s);
 
 // The controller to talk to: --controller, else $CODL_CONTROLLER, else "" (none configured).
 std::string ConfiguredController(const std::string& flag);

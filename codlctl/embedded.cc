@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "controller/agent_registry.h"
 #include "controller/controller.h"
+#include "lib/common/tunables.h"
 
 namespace codl::cli {
 
@@ -27,8 +28,8 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
   co.listen = "unix:" + dir_ + "/controller.sock";
   co.db_path = db_path;
   co.lease_s = lease_s;
-  co.heartbeat_interval_s = 0.5;
-  co.agent_dead_after_s = 3;
+  co.heartbeat_interval_s = tunables::kEmbeddedHeartbeatIntervalS;
+  co.agent_dead_after_s = tunables::kEmbeddedAgentDeadAfterS;
   controller_ = std::make_unique<controller::Controller>(co);
   if (Status s = controller_->Start(); !s.ok()) return s;
   controller_address_ = controller_->address();
@@ -37,7 +38,7 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
   ao.controller = controller_address_;
   ao.listen = "unix:" + dir_ + "/agent.sock";
   ao.lease_s = lease_s;
-  ao.heartbeat_interval_s = 0.5;
+  ao.heartbeat_interval_s = tunables::kEmbeddedHeartbeatIntervalS;
   ao.labels["embedded"] = "true";
   ao.scratch_roots = scratch_roots;
   agent_ = std::make_unique<agent::Agent>(ao);

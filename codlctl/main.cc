@@ -191,7 +191,7 @@ Subcommand AddResults(CLI::App& app) {
 }
 
 // `report` reads the database when given one, else asks the controller (default address
-// kDefaultControllerAddress when none is configured).
+// tunables::kDefaultControllerAddress when none is configured).
 int RunReport(const GlobalOptions& g, const std::string& id, const std::string& db,
               const std::string& path, const std::string& figures) {
   std::unique_ptr<ControllerClient> client;

@@ -25,7 +25,7 @@ Status Controller::Start() {
     spdlog::info("controller metrics on http://{}/metrics", options_.metrics_listen);
   }
   auto store = store::Store::Open(options_.db_path);
-  if (!store.ok()) return Err(store.error());
+  if (!store.ok()) return store.status();
   store_ = std::move(store.value());
   auto interrupted = store_->MarkUnfinishedInterrupted();
   if (interrupted.ok()) {

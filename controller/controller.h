@@ -7,8 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "lib/common/defaults.h"
 #include "lib/common/result.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace grpc {
@@ -28,11 +28,12 @@ class ControllerServiceImpl;
 class ControllerMetrics;
 
 struct ControllerOptions {
-  std::string listen = kDefaultControllerAddress;
+  std::string listen = tunables::kDefaultControllerAddress;
   std::string db_path = "codl-controller.db";
-  double heartbeat_interval_s = 1;
-  double agent_dead_after_s = 5;  // no heartbeat for this long: the agent is down
-  double lease_s = 10;
+  double heartbeat_interval_s = tunables::kDefaultHeartbeatIntervalS;
+  // No heartbeat for this long: the agent is down.
+  double agent_dead_after_s = tunables::kDefaultAgentDeadAfterS;
+  double lease_s = tunables::kDefaultLeaseS;
   rpc::TlsFiles tls;
   bool insecure = false;                          // plaintext TCP listen allowed (--insecure)
   std::shared_ptr<const rpc::TokenTable> tokens;  // callers' token hashes; null: none

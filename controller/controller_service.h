@@ -8,14 +8,15 @@
 #include "controller/experiment_scheduler.h"
 #include "controller/rendezvous.h"
 #include "lib/common/executor.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/idempotency_cache.h"
 #include "lib/store/store.h"
 
 namespace codl::controller {
 
 struct ServiceConfig {
-  double heartbeat_interval_s = 1;
-  double lease_s = 10;
+  double heartbeat_interval_s = tunables::kDefaultHeartbeatIntervalS;
+  double lease_s = tunables::kDefaultLeaseS;
 };
 
 class ControllerServiceImpl final : public v1::Controller::CallbackService {

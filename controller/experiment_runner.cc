@@ -17,6 +17,7 @@
 #include "controller/settle.h"
 #include "injectors/core/registry.h"
 #include "lib/analysis/adaptive.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
@@ -87,7 +88,7 @@ Status ExperimentRunner::PlaceVictim(const experiment::VictimSpec& v,
       if (a.agent_id() == selected.front()) registered = a.address();
     }
     auto addr = MasterAddress(selected.front(), registered);
-    if (!addr.ok()) return Err(addr.error());
+    if (!addr.ok()) return addr.status();
     p->master_addr = *addr;
   }
   p->victim_node = p->victim_nodes.front();
@@ -108,7 +109,7 @@ Result<v1::RunVictimReply> ExperimentRunner::RunVictimOnce(const experiment::Exp
       r.request.set_start_at_unix_ns(start_ctrl_ns + Nanos(agents_->ClockOffset(r.node)));
     }
   }
-  return RunVictimRanks(std::move(ranks), spec.victim.timeout_s + 30);
+  return RunVictimRanks(std::move(ranks), spec.victim.timeout_s + tunables::kVictimDeadlineMarginS);
 }
 
 Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement* p) {
@@ -117,14 +118,14 @@ Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement
                          ? spec.nodes
                          : spec.victim.nodes;
   auto victim_nodes = agents_->Select(vsel);
-  if (!victim_nodes.ok()) return Err("victim: " + victim_nodes.error());
+  if (!victim_nodes.ok()) return victim_nodes.status().WithContext("victim");
   if (Status s = PlaceVictim(spec.victim, vsel, *victim_nodes, p); !s.ok()) return s;
   for (const auto& a : spec.antagonists) {
     // Default placement: the victim's node (colocated interference).
     std::vector<std::string> nodes = {p->victim_node};
     if (a.nodes.specified) {
       auto sel = agents_->Select(a.nodes);
-      if (!sel.ok()) return Err("antagonist '" + a.name + "': " + sel.error());
+      if (!sel.ok()) return sel.status().WithContext("antagonist '" + a.name + "'");
       nodes = *sel;
     }
     p->antagonist_nodes.push_back(nodes);
@@ -143,7 +144,7 @@ Result<CalibrationRecord> ExperimentRunner::Calibrate(
   for (const auto& [k, v] : options) (*req.mutable_options())[k] = v;
   req.set_duration_s(duration_s);
   auto reply = client->Calibrate(req);
-  if (!reply.ok()) return Err(reply.error());
+  if (!reply.ok()) return reply.status();
   CalibrationRecord c;
   c.node = agent_id;
   c.node_fingerprint = NodeFingerprint(agents_->Snapshot(agent_id));
@@ -153,7 +154,7 @@ Result<CalibrationRecord> ExperimentRunner::Calibrate(
   c.unit = reply->unit();
   c.duration_s = duration_s;
   c.measured_unix_ms = NowMs(clock_);
-  if (Status s = store_->PutCalibration(c); !s.ok()) return Err(s.error());
+  if (Status s = store_->PutCalibration(c); !s.ok()) return s;
   return c;
 }
 
@@ -195,10 +196,10 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
           continue;
         }
       }
-      if (cancel) return Err("cancelled");
+      if (cancel) return Cancelled("cancelled");
       listener->OnEvent(events::Calibrating(a.name, a.injector, node, spec.calibration_s, why));
       auto c = Calibrate(node, a.injector, a.options, spec.calibration_s);
-      if (!c.ok()) return Err("antagonist '" + a.name + "': " + c.error());
+      if (!c.ok()) return c.status().WithContext("antagonist '" + a.name + "'");
       p->peaks[{static_cast<int>(i), node}] = *c;
       prov->AddCalibration(a.name, *c, "measured: " + why);
     }
@@ -274,29 +275,31 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   int failed_in_a_row = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     const auto& trial = plan[i];
-    if (cancel) return Err("cancelled");
+    if (cancel) return Cancelled("cancelled");
     for (const auto& n : p.victim_nodes) {
-      if (!agents_->Alive(n)) return Err("victim node " + n + " stopped heartbeating");
+      if (!agents_->Alive(n)) return Unavailable("victim node " + n + " stopped heartbeating");
     }
     listener->OnTrialStarted(trial);
     prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
-    TrialRecord t = RunTrial(exp, spec, trial, p, cancel, listener);
+    StatusCode failure = StatusCode::kOk;
+    TrialRecord t = RunTrial(exp, spec, trial, p, cancel, listener, &failure);
     prov->Save();
-    if (Status s = store_->SaveTrial(t); !s.ok()) return Err("saving trial: " + s.error());
+    if (Status s = store_->SaveTrial(t); !s.ok()) return s.WithContext("saving trial");
     listener->OnTrialDone(t);
     if (stopper) stopper->Add(t);
-    if (t.state == TrialState::kCancelled) return Err("cancelled");
+    if (t.state == TrialState::kCancelled) return Cancelled("cancelled");
     // A victim that cannot run at all (bad command) fails every trial: stop early and say so.
     failed_in_a_row = t.state == TrialState::kFailed ? failed_in_a_row + 1 : 0;
     if (failed_in_a_row >= 3 && trial.index + 1 == failed_in_a_row) {
-      return Err("the first 3 trials failed; last error: " + t.error);
+      // The last failure's kind (kOk, read as kUnknown, when the victim itself failed).
+      return Error{"the first 3 trials failed; last error: " + t.error, failure};
     }
     if (stopper && BlockStopper::ClosesBlock(plan, i) &&
         StopAfterBlock(exp, *stopper, trial.repetition + 1, listener)) {
       return Status::Ok();
     }
     if (spec.cooldown_s > 0 && !clock_->SleepFor(spec.cooldown_s, cancel)) {
-      return Err("cancelled");
+      return Cancelled("cancelled");
     }
   }
   return Status::Ok();
@@ -326,7 +329,7 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
   // Dataset generation, page-cache fill, JIT and allocator warm-up happen in these runs, not in
   // trial 1 (whose wall time they once multiplied by five).
   for (int run = 1; run <= spec.warmup_trials; ++run) {
-    if (cancel) return Err("cancelled");
+    if (cancel) return Cancelled("cancelled");
     listener->OnEvent(events::WarmUpStarted(run, spec.warmup_trials, JoinNodes(p.victim_nodes)));
     v1::RunVictimRequest req;
     req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
@@ -345,7 +348,11 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
     const std::string error = !reply.ok() ? reply.error() : reply->error();
     prov->AddWarmup(run, reply.ok() ? reply->wall_s() : 0, ok, error);
     prov->Save();
-    if (!ok) return Err("warm-up run " + std::to_string(run) + " failed: " + error);
+    if (!ok) {
+      // An agent that could not be reached keeps its code; a victim that failed is unclassified.
+      const StatusCode code = reply.ok() ? StatusCode::kUnknown : reply.code();
+      return Error{"warm-up run " + std::to_string(run) + " failed: " + error, code};
+    }
     listener->OnEvent(events::WarmUpFinished(run, spec.warmup_trials, reply->wall_s()));
   }
   return Status::Ok();

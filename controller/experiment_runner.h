@@ -119,9 +119,11 @@ class ExperimentRunner {
   Result<v1::RunVictimReply> RunVictimOnce(const experiment::ExperimentSpec& spec,
                                            const Placement& p,
                                            const v1::RunVictimRequest& base) const;
+  // `failure_code`: the kind of the trial's first failure (kOk when none was seen).
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,
-                       const std::atomic<bool>& cancel, RunListener* listener);
+                       const std::atomic<bool>& cancel, RunListener* listener,
+                       StatusCode* failure_code = nullptr);
 
   AgentRegistry* agents_;
   store::Store* store_;

@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lib/rpc/status.h"
+
 namespace codl::controller {
 
 struct ExperimentScheduler::Live {
@@ -193,7 +195,7 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   r.seed = live->spec.seed;
   r.total_trials = static_cast<int>(live->plan.size());
   r.created_unix_ms = clock_->UnixNanos() / 1'000'000;
-  if (Status s = store_->CreateExperiment(r); !s.ok()) return Err(s.error());
+  if (Status s = store_->CreateExperiment(r); !s.ok()) return s;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stopping_) return Unavailable("controller is shutting down");
@@ -223,6 +225,7 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   s.set_name(live.record.name);
   rpc::SetState(live.record.state, &s);
   s.set_error(live.record.error);
+  s.set_error_code(static_cast<int>(rpc::ToGrpcCode(live.record.error_code)));
   s.set_total_trials(live.record.total_trials);
   s.set_completed_trials(live.completed);
   s.set_failed_trials(live.failed);
@@ -383,6 +386,7 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
   Status s = runner_->Run(live->record, live->spec, live->plan, live->cancel, &listener);
   ExperimentState state = ExperimentState::kDone;
   std::string error;
+  StatusCode code = StatusCode::kOk;
   bool shutting_down;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -397,15 +401,18 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
   } else if (!s.ok()) {
     state = ExperimentState::kFailed;
     error = s.error();
+    code = s.code();
   }
   {
     std::lock_guard<std::mutex> l(mu_);
     live->record.state = state;
     live->record.error = error;
+    live->record.error_code = code;
     live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
     live->current_pairing.clear();
   }
-  (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms);
+  (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms,
+                                 code);
   if (metrics_) metrics_->OnExperimentFinished(live->record.id, state);
   Publish(live, events::ExperimentChanged(state, error), true);
   std::lock_guard<std::mutex> l(mu_);

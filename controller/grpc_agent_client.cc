@@ -5,16 +5,16 @@
 
 #include "codl/v1/agent.grpc.pb.h"
 #include "controller/agent_client.h"
+#include "lib/common/tunables.h"
 
 namespace codl::controller {
 namespace {
 
 // A start replies once the antagonist's load has begun, after its setup (an io_uring file set
-// is preallocated first; the agent gives up after 120 s), hence the long deadline.
-constexpr double kStartDeadlineS = 150;
-// An estimate is arithmetic on the agent: a slow answer means a sick agent, and its start will
-// tell.
-constexpr double kEstimateDeadlineS = 5;
+// is preallocated first): the deadline outlasts the start timeout the request gives the agent.
+double StartDeadlineS(const v1::StartAntagonistRequest& req) {
+  return tunables::StartDeadlineS(req.start_timeout_s());
+}
 
 // Reads a StreamTelemetry stream on its own thread; destroying it cancels and joins.
 class GrpcTelemetryStream : public AgentClient::TelemetryStream {
@@ -67,7 +67,7 @@ class GrpcAgentClient : public AgentClient {
       StartDone done;
     };
     auto p = std::make_shared<Pending>();
-    p->ctx = rpc::MakeContext(kStartDeadlineS);
+    p->ctx = rpc::MakeContext(StartDeadlineS(req));
     p->req = req;
     p->done = std::move(done);
     stub_->async()->StartAntagonist(p->ctx.get(), &p->req, &p->reply, [this, p](grpc::Status s) {
@@ -77,7 +77,7 @@ class GrpcAgentClient : public AgentClient {
         std::thread([this, p] {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
           v1::StartAntagonistReply reply;
-          auto ctx = rpc::MakeContext(kStartDeadlineS);
+          auto ctx = rpc::MakeContext(StartDeadlineS(p->req));
           grpc::Status again = stub_->StartAntagonist(ctx.get(), p->req, &reply);
           if (again.ok()) {
             p->done(std::move(reply));
@@ -101,7 +101,7 @@ class GrpcAgentClient : public AgentClient {
       EstimateDone done;
     };
     auto p = std::make_shared<Pending>();
-    p->ctx = rpc::MakeContext(kEstimateDeadlineS);
+    p->ctx = rpc::MakeContext(tunables::kEstimateSetupDeadlineS);
     *p->req.mutable_spec() = spec;
     p->done = std::move(done);
     stub_->async()->EstimateSetup(p->ctx.get(), &p->req, &p->reply, [this, p](grpc::Status s) {
@@ -114,25 +114,25 @@ class GrpcAgentClient : public AgentClient {
 
   Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest& req) override {
     return Call<v1::CalibrateReply>(
-        "Calibrate", req.duration_s() + 180,
+        "Calibrate", req.duration_s() + tunables::kCalibrateDeadlineMarginS,
         [&](auto* ctx, auto* reply) { return stub_->Calibrate(ctx, req, reply); });
   }
   Result<v1::StartAntagonistReply> StartAntagonist(const v1::StartAntagonistRequest& req) override {
     return Call<v1::StartAntagonistReply>(
-        "StartAntagonist", kStartDeadlineS,
+        "StartAntagonist", StartDeadlineS(req),
         [&](auto* ctx, auto* reply) { return stub_->StartAntagonist(ctx, req, reply); });
   }
   Result<v1::GetAntagonistReply> GetAntagonist(const std::string& id) override {
     v1::GetAntagonistRequest req;
     req.set_antagonist_id(id);
-    return Call<v1::GetAntagonistReply>("GetAntagonist", 3, [&](auto* ctx, auto* reply) {
-      return stub_->GetAntagonist(ctx, req, reply);
-    });
+    return Call<v1::GetAntagonistReply>(
+        "GetAntagonist", tunables::kGetAntagonistDeadlineS,
+        [&](auto* ctx, auto* reply) { return stub_->GetAntagonist(ctx, req, reply); });
   }
   Result<v1::StopAntagonistReply> StopAntagonist(const v1::StopAntagonistRequest& req) override {
-    return Call<v1::StopAntagonistReply>("StopAntagonist", 15, [&](auto* ctx, auto* reply) {
-      return stub_->StopAntagonist(ctx, req, reply);
-    });
+    return Call<v1::StopAntagonistReply>(
+        "StopAntagonist", tunables::kStopAntagonistDeadlineS,
+        [&](auto* ctx, auto* reply) { return stub_->StopAntagonist(ctx, req, reply); });
   }
   Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest& req,
                                        double deadline_s) override {
@@ -150,7 +150,8 @@ class GrpcAgentClient : public AgentClient {
     v1::StopAllRequest req;
     req.set_reason(reason);
     auto r = Call<v1::StopAllReply>(
-        "StopAll", 10, [&](auto* ctx, auto* reply) { return stub_->StopAll(ctx, req, reply); });
+        "StopAll", tunables::kStopAllDeadlineS,
+        [&](auto* ctx, auto* reply) { return stub_->StopAll(ctx, req, reply); });
     return r.ok() ? Status::Ok() : r.status();
   }
 

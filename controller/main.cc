@@ -6,11 +6,13 @@
 #include <memory>
 
 #include "controller/controller.h"
+#include "lib/common/tunables.h"
 #include "lib/common/version.h"
 #include "lib/daemon/bootstrap.h"
 #include "lib/daemon/cli_flags.h"
 
 namespace cfg = codl::daemon;
+namespace tunables = codl::tunables;
 
 namespace {
 
@@ -41,11 +43,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--db", o.db_path, "SQLite database file")->capture_default_str();
   boot.AddDurationFlag("--lease", &o.lease_s,
-                       "antagonist lease agents enforce when the controller goes silent", "10s")
-      ->check(CLI::Range(1.0, 1e7));
+                       "antagonist lease agents enforce when the controller goes silent",
+                       tunables::DurationFlagText(tunables::kDefaultLeaseS))
+      ->check(CLI::Range(tunables::kMinLeaseS, 1e7));
   boot.AddDurationFlag("--heartbeat-interval", &o.heartbeat_interval_s,
-                       "how often agents heartbeat", "1s")
-      ->check(CLI::Range(0.05, 1e7));
+                       "how often agents heartbeat",
+                       tunables::DurationFlagText(tunables::kDefaultHeartbeatIntervalS))
+      ->check(CLI::Range(tunables::kMinHeartbeatIntervalS, 1e7));
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddHealthFlag("codl.v1.Controller");
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);
@@ -58,8 +62,7 @@ int main(int argc, char** argv) {
   ApplyFile(file, app, o);
   codl::rpc::SetBearerToken(boot.token());
   o.tokens = boot.tokens();
-  // Agents heartbeat every interval: three missed ones (at least 2 s) mean the agent is down.
-  o.agent_dead_after_s = std::max(3 * o.heartbeat_interval_s, 2.0);
+  o.agent_dead_after_s = tunables::AgentDeadAfterS(o.heartbeat_interval_s);
 
   std::unique_ptr<codl::controller::Controller> controller;
   return boot.Serve({

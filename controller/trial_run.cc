@@ -18,6 +18,7 @@
 #include "controller/trial_detail.h"
 #include "lib/common/fan_out.h"
 #include "lib/common/statistics.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
@@ -57,13 +58,18 @@ class ExperimentRunner::TrialRun {
     StopAndCollect();
     return Finish(std::move(t));
   }
+  StatusCode error_code() const { return error_code_; }
 
  private:
   const Clock* clock() const { return runner_.clock_; }
   AgentRegistry* agents() const { return runner_.agents_; }
   const RunnerOptions& options() const { return runner_.options_; }
-  void Fail(const std::string& error) {
-    if (error_.empty()) error_ = error;
+  void Fail(const std::string& error) { Fail(Err(error), ""); }
+  // Keeps the failure's kind (an unreachable agent stays kUnavailable up to codlctl's exit).
+  void Fail(const Status& failed, const std::string& context) {
+    if (!error_.empty()) return;
+    error_ = JoinContext(context, failed.message());
+    error_code_ = failed.code();
   }
 
   TrialRecord NewRecord() const {
@@ -168,6 +174,9 @@ class ExperimentRunner::TrialRun {
     const auto& a = spec_.antagonists[r.antagonist];
     *req.mutable_spec() = Spec(r);
     req.set_lease_s(spec_.lease_s);
+    // The agent's clock for giving up starts at the request; the load only at the common start.
+    req.set_start_timeout_s(tunables::kAntagonistStartTimeoutS + options().start_delay_s +
+                            setup_estimate_s_);
     req.set_level(r.result.level);
     req.set_start_at_unix_ns(start_at_ctrl_ns_ + Nanos(agents()->ClockOffset(r.node)));
     if (!a.placement.empty()) SetPlacement(a.placement, req.mutable_placement());
@@ -190,7 +199,7 @@ class ExperimentRunner::TrialRun {
 
   void RecordStart(const Result<v1::StartAntagonistReply>& reply, Instance* r) {
     if (!reply.ok()) {
-      Fail("starting " + r->result.name + ": " + reply.error());
+      Fail(reply.status(), "starting " + r->result.name);
       return;
     }
     r->started = true;
@@ -340,7 +349,7 @@ class ExperimentRunner::TrialRun {
     });
     auto reply = runner_.RunVictimOnce(spec_, p_, req);
     if (!reply.ok()) {
-      Fail(reply.error());
+      Fail(reply.status(), "");
       return;
     }
     victim_ = std::move(*reply);
@@ -506,15 +515,20 @@ class ExperimentRunner::TrialRun {
   std::unique_ptr<StreamSettle> stream_;  // the settle state: from the starts to the stops
   int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;
-  std::string error_;        // the first thing that went wrong
-  std::string not_settled_;  // the "did not settle" reason, when it did not
+  std::string error_;                        // the first thing that went wrong
+  StatusCode error_code_ = StatusCode::kOk;  // and its kind
+  std::string not_settled_;                  // the "did not settle" reason, when it did not
 };
 
 TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
                                        const experiment::ExperimentSpec& spec,
                                        const experiment::PlannedTrial& trial, const Placement& p,
-                                       const std::atomic<bool>& cancel, RunListener* listener) {
-  return TrialRun(*this, exp, spec, trial, p, cancel, listener).Run();
+                                       const std::atomic<bool>& cancel, RunListener* listener,
+                                       StatusCode* failure_code) {
+  TrialRun run(*this, exp, spec, trial, p, cancel, listener);
+  TrialRecord t = run.Run();
+  if (failure_code != nullptr) *failure_code = run.error_code();
+  return t;
 }
 
 }  // namespace codl::controller

@@ -212,7 +212,7 @@ int CudaDeviceCount(std::string* note) {
 
 Result<std::unique_ptr<Device>> MakeCudaDevice(int ordinal, const DeviceConfig& config) {
   auto device = std::make_unique<CudaDevice>(ordinal, config);
-  if (Status s = device->Init(); !s.ok()) return Err(s.error());
+  if (Status s = device->Init(); !s.ok()) return s;
   return std::unique_ptr<Device>(std::move(device));
 }
 
@@ -228,7 +228,7 @@ Result<std::unique_ptr<Communicator>> MakeNcclCommunicator(const std::vector<Dev
     cuda.push_back(c);
   }
   auto comm = std::make_unique<NcclCommunicator>(std::move(cuda), floats);
-  if (Status s = comm->Init(); !s.ok()) return Err(s.error());
+  if (Status s = comm->Init(); !s.ok()) return s;
   return std::unique_ptr<Communicator>(std::move(comm));
 #else
   return Err("built without NCCL");

@@ -32,7 +32,7 @@ Result<std::unique_ptr<Loader>> Loader::Start(LoaderConfig config, Device* devic
   const LoaderConfig& c = loader->config_;
   for (int t = 0; t < c.threads; ++t) {
     auto reader = MakeSampleReader(c.reader);
-    if (!reader.ok()) return Err(reader.error());
+    if (!reader.ok()) return reader.status();
     loader->readers_.push_back(std::move(*reader));
   }
   loader->buffer_bytes_ =

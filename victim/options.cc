@@ -116,7 +116,7 @@ Result<OptionValues> ParseFlags(const std::vector<std::string>& args,
                  flags.name() + "'" + see);
     }
     auto value = flags.Value();
-    if (!value.ok()) return Err(value.error() + see);
+    if (!value.ok()) return Error{value.error() + see, value.code()};
     given[name] = CanonicalValue(name, *value);
   }
   return ParseOptionTable("codl-victim " + command, table, given);
@@ -223,7 +223,7 @@ void StoreRunFlags(const OptionValues& v, RunOptions& o) {
 Result<int64_t> H2dSize(const std::string& text) {
   if (text == "batch") return int64_t{-1};
   auto size = ParseOptionValue(SizeOption("--h2d-size", "0", 0, 64.0 * kGiB, ""), text);
-  if (!size.ok()) return Err(size.error() + " (or 'batch')");
+  if (!size.ok()) return Error{size.error() + " (or 'batch')", size.code()};
   return static_cast<int64_t>(std::get<uint64_t>(*size));
 }
 
@@ -254,7 +254,7 @@ Status SplitMaster(const std::string& text, RunOptions& o) {
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   auto port = ParseOptionValue(IntOption("--master", "1", 1, 65535, ""), text.substr(colon + 1));
-  if (!port.ok()) return Err(port.error() + " (the port of ADDR:PORT)");
+  if (!port.ok()) return Error{port.error() + " (the port of ADDR:PORT)", port.code()};
   o.master_host = host;
   o.master_port = static_cast<int>(std::get<int64_t>(*port));
   return Status::Ok();
@@ -268,7 +268,7 @@ Result<std::optional<int64_t>> FlagOrEnv(const OptionValues& v, const char* flag
   const char* text = env ? env(var) : nullptr;
   if (text == nullptr) return std::optional<int64_t>();
   auto parsed = ParseOptionValue(IntOption(var, "0", min, max, ""), text);
-  if (!parsed.ok()) return Err("environment: " + parsed.error());
+  if (!parsed.ok()) return parsed.status().WithContext("environment");
   return std::optional<int64_t>(std::get<int64_t>(*parsed));
 }
 
@@ -290,9 +290,9 @@ Status ResolveComm(const OptionValues& v, const EnvLookup& env, RunOptions& o) {
         "rank, with RANK/WORLD_SIZE or --rank/--world-size)");
   }
   auto world = FlagOrEnv(v, "--world-size", "WORLD_SIZE", 1, kMaxWorld, env);
-  if (!world.ok()) return Err(world.error());
+  if (!world.ok()) return world.status();
   auto rank = FlagOrEnv(v, "--rank", "RANK", 0, kMaxWorld - 1, env);
-  if (!rank.ok()) return Err(rank.error());
+  if (!rank.ok()) return rank.status();
   if (!world->has_value() || !rank->has_value()) {
     return Err(
         "--comm tcp: set RANK and WORLD_SIZE in the environment, or --rank and "
@@ -308,7 +308,7 @@ Status ResolveComm(const OptionValues& v, const EnvLookup& env, RunOptions& o) {
   const char* port_text = env ? env("MASTER_PORT") : nullptr;
   if (port_text != nullptr) {
     auto p = ParseOptionValue(IntOption("MASTER_PORT", "1", 1, 65535, ""), port_text);
-    if (!p.ok()) return Err("environment: " + p.error());
+    if (!p.ok()) return p.status().WithContext("environment");
     o.master_port = static_cast<int>(std::get<int64_t>(*p));
   }
   const char* addr = env ? env("MASTER_ADDR") : nullptr;
@@ -342,7 +342,7 @@ Result<Parsed<GenDataOptions>> ParseGenDataArgs(const std::vector<std::string>& 
     return parsed;
   }
   auto v = ParseFlags(args, GenDataTable(), "gen-data");
-  if (!v.ok()) return Err(v.error());
+  if (!v.ok()) return v.status();
   GenDataOptions& o = parsed.options;
   o.dir = v->String("--dir");
   o.samples = v->Int("--samples");
@@ -364,13 +364,13 @@ Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args,
     return parsed;
   }
   auto v = ParseFlags(args, RunTable(), "run");
-  if (!v.ok()) return Err(v.error());
+  if (!v.ok()) return v.status();
   RunOptions& out = parsed.options;
   // The profile first wherever it appears on the line, so explicit flags always win.
   ApplyProfile(ToProfile(v->String("--profile")), out);
   StoreRunFlags(*v, out);
   auto h2d = H2dSize(v->String("--h2d-size"));
-  if (!h2d.ok()) return Err(h2d.error());
+  if (!h2d.ok()) return h2d.status();
   out.h2d_size = *h2d;
 
   if (out.dir.empty())
@@ -378,8 +378,8 @@ Result<Parsed<RunOptions>> ParseRunArgs(const std::vector<std::string>& args,
   if (out.read_block % 4096 != 0) {
     return Err("--read-block: must be a multiple of 4KiB (O_DIRECT needs aligned reads)");
   }
-  if (Status s = ApplyGemmFlops(*v, out); !s.ok()) return Err(s.error());
-  if (Status s = ResolveComm(*v, env, out); !s.ok()) return Err(s.error());
+  if (Status s = ApplyGemmFlops(*v, out); !s.ok()) return s;
+  if (Status s = ResolveComm(*v, env, out); !s.ok()) return s;
   const uint64_t batch_bytes = out.sample_size * static_cast<uint64_t>(out.batch_size);
   if (batch_bytes > 16 * kGiB) {
     return Err("--batch-size x --sample-size: " + FormatSize(static_cast<double>(batch_bytes)) +

@@ -45,7 +45,7 @@ Status SendWords(const Socket& s, std::vector<uint32_t> words, double deadline) 
 Result<std::vector<uint32_t>> RecvWords(const Socket& s, size_t n, double deadline) {
   std::vector<uint32_t> words(n);
   if (Status st = tcp::RecvAll(s, words.data(), n * sizeof(uint32_t), deadline); !st.ok())
-    return Err(st.error());
+    return st;
   for (auto& w : words) w = ntohl(w);
   return words;
 }
@@ -57,7 +57,7 @@ Status SendHello(const Socket& s, const Hello& h, double deadline) {
 
 Result<Hello> RecvHello(const Socket& s, double deadline) {
   auto w = RecvWords(s, 7, deadline);
-  if (!w.ok()) return Err(w.error());
+  if (!w.ok()) return w.status();
   Hello h{(*w)[0], (*w)[1], (*w)[2], (*w)[3], (*w)[4], (*w)[5], (*w)[6]};
   if (h.magic != kMagic || h.version != kVersion) {
     return Err("not a codl-victim --comm tcp peer of this version (another service on the port?)");
@@ -79,10 +79,10 @@ class TcpCommunicator : public Communicator {
   Status Connect() {
     const double deadline = SteadySeconds() + c_.connect_timeout_s;
     auto ring = tcp::Listen(0);
-    if (!ring.ok()) return Err("rank " + std::to_string(c_.rank) + ": " + ring.error());
+    if (!ring.ok()) return ring.status().WithContext("rank " + std::to_string(c_.rank));
     auto peers = c_.rank == 0 ? GatherAsMaster(tcp::LocalPort(*ring), deadline)
                               : JoinMaster(tcp::LocalPort(*ring), deadline);
-    if (!peers.ok()) return Err(peers.error());
+    if (!peers.ok()) return peers.status();
     return ConnectRing(*ring, *peers, deadline);
   }
 
@@ -153,7 +153,9 @@ class TcpCommunicator : public Communicator {
   // Rank 0: every other rank's hello, then the table to each.
   Result<std::vector<Peer>> GatherAsMaster(int ring_port, double deadline) {
     auto listener = tcp::Listen(c_.master_port);
-    if (!listener.ok()) return Err("rank 0: " + listener.error() + " (MASTER_PORT)");
+    if (!listener.ok()) {
+      return Error{"rank 0: " + listener.error() + " (MASTER_PORT)", listener.code()};
+    }
     std::vector<Peer> peers(static_cast<size_t>(c_.world_size));
     peers[0] = {"", ring_port};  // the others dial rank 0 at MASTER_ADDR
     std::vector<Socket> joined;
@@ -163,14 +165,14 @@ class TcpCommunicator : public Communicator {
         return Err(Missing(peers, "rank 0 waited on port " + std::to_string(c_.master_port)));
       auto h = RecvHello(*s, deadline);
       const std::string from = tcp::PeerHost(*s);
-      if (!h.ok()) return Err("rank 0: a peer at " + from + ": " + h.error());
+      if (!h.ok()) return h.status().WithContext("rank 0: a peer at " + from);
       if (std::string why = Disagreement(*h, peers); !why.empty())
         return Err("rank 0: the peer at " + from + " does not fit this run: " + why);
       peers[h->rank] = {from, static_cast<int>(h->ring_port)};
       joined.push_back(std::move(*s));
     }
     for (const Socket& s : joined) {
-      if (Status st = SendTable(s, peers, deadline); !st.ok()) return Err("rank 0: " + st.error());
+      if (Status st = SendTable(s, peers, deadline); !st.ok()) return st.WithContext("rank 0");
     }
     return peers;
   }
@@ -198,19 +200,20 @@ class TcpCommunicator : public Communicator {
   Result<std::vector<Peer>> JoinMaster(int ring_port, double deadline) {
     const std::string me = "rank " + std::to_string(c_.rank) + ": ";
     auto s = tcp::ConnectUntil(c_.master_host, c_.master_port, deadline);
-    if (!s.ok()) return Err(me + "rank 0 (MASTER_ADDR:MASTER_PORT): " + s.error());
+    if (!s.ok()) return s.status().WithContext(me + "rank 0 (MASTER_ADDR:MASTER_PORT)");
     if (Status st = SendHello(*s, MyHello(ring_port), deadline); !st.ok())
-      return Err(me + "hello to rank 0: " + st.error());
+      return st.WithContext(me + "hello to rank 0");
     std::vector<Peer> peers(static_cast<size_t>(c_.world_size));
     for (auto& p : peers) {
       auto w = RecvWords(*s, 2, deadline);
       if (!w.ok() || (*w)[1] > 1024)
-        return Err(me + "rank 0 refused this rank or went away (see rank 0's error): " +
-                   (w.ok() ? "bad table" : w.error()));
+        return Error{me + "rank 0 refused this rank or went away (see rank 0's error): " +
+                         (w.ok() ? "bad table" : w.error()),
+                     w.ok() ? StatusCode::kUnknown : w.code()};
       p.port = static_cast<int>((*w)[0]);
       p.host.resize((*w)[1]);
       if (Status st = tcp::RecvAll(*s, p.host.data(), p.host.size(), deadline); !st.ok())
-        return Err(me + st.error());
+        return st.WithContext("rank " + std::to_string(c_.rank));
     }
     peers[0].host = c_.master_host;
     return peers;
@@ -223,12 +226,12 @@ class TcpCommunicator : public Communicator {
     const Peer& right = peers[static_cast<size_t>(Right())];
     auto out = tcp::ConnectUntil(right.host, right.port, deadline);
     if (!out.ok())
-      return Err(me + "ring neighbour rank " + std::to_string(Right()) + ": " + out.error());
+      return out.status().WithContext(me + "ring neighbour rank " + std::to_string(Right()));
     if (Status st = SendWords(*out, {kMagic, static_cast<uint32_t>(c_.rank)}, deadline); !st.ok())
-      return Err(me + st.error());
+      return st.WithContext("rank " + std::to_string(c_.rank));
     auto in = tcp::AcceptUntil(ring, deadline);
     if (!in.ok())
-      return Err(me + "rank " + std::to_string(Left()) + " never connected: " + in.error());
+      return in.status().WithContext(me + "rank " + std::to_string(Left()) + " never connected");
     auto who = RecvWords(*in, 2, deadline);
     if (!who.ok() || (*who)[0] != kMagic || (*who)[1] != static_cast<uint32_t>(Left()))
       return Err(me + "the ring connection did not come from rank " + std::to_string(Left()));
@@ -308,7 +311,7 @@ Result<std::unique_ptr<Communicator>> MakeTcpCommunicator(const TcpCommConfig& c
   if (floats < static_cast<size_t>(config.world_size))
     return Err("the gradient buffer is smaller than one float per rank");
   auto comm = std::make_unique<TcpCommunicator>(config, device, floats);
-  if (Status s = comm->Connect(); !s.ok()) return Err(s.error());
+  if (Status s = comm->Connect(); !s.ok()) return s;
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 

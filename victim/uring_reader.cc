@@ -154,7 +154,7 @@ class UringReader : public SampleReader {
 
 Result<std::unique_ptr<SampleReader>> MakeUringReader(const ReaderConfig& config) {
   auto reader = std::make_unique<UringReader>(config);
-  if (Status s = reader->Init(); !s.ok()) return Err(s.error());
+  if (Status s = reader->Init(); !s.ok()) return s;
   return std::unique_ptr<SampleReader>(std::move(reader));
 }
 

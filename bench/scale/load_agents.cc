@@ -50,7 +50,7 @@ std::atomic<bool> g_stop{false};
 codl::Status Load::Start() {
   if (codl::Status s = codl::rpc::CheckEndpointSecurity({o_.controller, o_.tls}); !s.ok()) return s;
   auto creds = codl::rpc::MakeServerCredentials({o_.listen_host + ":0", o_.tls});
-  if (!creds.ok()) return codl::Err(creds.error());
+  if (!creds.ok()) return creds.status();
   agents_.resize(o_.agents);
   grpc::ServerBuilder builder;
   for (int i = 0; i < o_.agents; ++i) {
@@ -70,7 +70,7 @@ codl::Status Load::Start() {
     a->address = o_.listen_host + ":" + std::to_string(a->port);
     by_port_[a->port] = a.get();
     auto ch = MakeControllerChannel();
-    if (!ch.ok()) return codl::Err(ch.error());
+    if (!ch.ok()) return ch.status();
     a->stub = v1::Controller::NewStub(*ch);
   }
   // Registrations spread over register_spread_s, so heartbeat phases are spread too (agents

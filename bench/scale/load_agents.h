@@ -7,14 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/common/defaults.h"
 #include "lib/common/result.h"
+#include "lib/common/tunables.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::bench {
 
 struct LoadOptions {
-  std::string controller = codl::kDefaultControllerAddress;
+  std::string controller = codl::tunables::kDefaultControllerAddress;
   int agents = 100;
   std::string listen_host = "127.0.0.1";
   std::string id_prefix = "load-";

@@ -42,11 +42,11 @@ Result<std::set<int>> ParseCpuList(std::string_view text, int max_cpu) {
     if (item.empty()) return Err("empty item in CPU list '" + std::string(text) + "'");
     const size_t dash = item.find('-');
     auto lo = CpuNumber(item.substr(0, dash), item, max_cpu);
-    if (!lo.ok()) return Err(lo.error());
+    if (!lo.ok()) return lo.status();
     int hi_v = *lo;
     if (dash != std::string_view::npos) {
       auto hi = CpuNumber(item.substr(dash + 1), item, max_cpu);
-      if (!hi.ok()) return Err(hi.error());
+      if (!hi.ok()) return hi.status();
       if (*hi < *lo) return Err("reversed range '" + std::string(item) + "'");
       hi_v = *hi;
     }

@@ -12,10 +12,11 @@ namespace codl {
 namespace {
 
 // A flag is named as the user typed it; a KEY of a KEY=VALUE set as "option 'KEY'".
-std::string Prefix(const OptionSpec& spec) {
-  if (spec.name.rfind("-", 0) == 0) return spec.name + ": ";
-  return "option '" + spec.name + "': ";
+std::string Named(const OptionSpec& spec) {
+  if (spec.name.rfind("-", 0) == 0) return spec.name;
+  return "option '" + spec.name + "'";
 }
+std::string Prefix(const OptionSpec& spec) { return Named(spec) + ": "; }
 
 std::string Num(double v) {
   char buf[48];
@@ -190,13 +191,13 @@ Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string
       if (!n.ok() || *n != std::floor(*n) || std::fabs(*n) > 9.2e18) {
         return Err(Prefix(spec) + "'" + text + "' is not an integer");
       }
-      if (auto s = CheckRange(spec, *n, text); !s) return Err(s.error());
+      if (auto s = CheckRange(spec, *n, text); !s) return s;
       return OptionValues::Value(static_cast<int64_t>(*n));
     }
     case OptionType::kDouble: {
       auto n = ParseNumber(text);
       if (!n.ok()) return Err(Prefix(spec) + "'" + text + "' is not a number");
-      if (auto s = CheckRange(spec, *n, text); !s) return Err(s.error());
+      if (auto s = CheckRange(spec, *n, text); !s) return s;
       return OptionValues::Value(*n);
     }
     case OptionType::kBool: {
@@ -209,20 +210,20 @@ Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string
     case OptionType::kString: return OptionValues::Value(std::string(raw));
     case OptionType::kSize: {
       auto n = ParseSize(text);
-      if (!n.ok()) return Err(Prefix(spec) + n.error());
-      if (auto s = CheckRange(spec, static_cast<double>(*n), text); !s) return Err(s.error());
+      if (!n.ok()) return n.status().WithContext(Named(spec));
+      if (auto s = CheckRange(spec, static_cast<double>(*n), text); !s) return s;
       return OptionValues::Value(static_cast<uint64_t>(*n));
     }
     case OptionType::kDuration: {
       auto d = ParseDuration(text);
-      if (!d.ok()) return Err(Prefix(spec) + d.error());
-      if (auto s = CheckRange(spec, *d, text); !s) return Err(s.error());
+      if (!d.ok()) return d.status().WithContext(Named(spec));
+      if (auto s = CheckRange(spec, *d, text); !s) return s;
       return OptionValues::Value(*d);
     }
     case OptionType::kRate: {
       auto r = ParseRate(text);
-      if (!r.ok()) return Err(Prefix(spec) + r.error());
-      if (auto s = CheckRange(spec, r->value, text); !s) return Err(s.error());
+      if (!r.ok()) return r.status().WithContext(Named(spec));
+      if (auto s = CheckRange(spec, r->value, text); !s) return s;
       return OptionValues::Value(r->value);
     }
     case OptionType::kEnum: {
@@ -235,7 +236,7 @@ Result<OptionValues::Value> ParseOptionValue(const OptionSpec& spec, std::string
     }
     case OptionType::kUint: {
       auto n = ParseUint(text);
-      if (!n.ok()) return Err(Prefix(spec) + n.error());
+      if (!n.ok()) return n.status().WithContext(Named(spec));
       return OptionValues::Value(*n);
     }
   }
@@ -267,7 +268,8 @@ Result<OptionValues> ParseOptionTable(const std::string& owner,
     auto parsed = ParseOptionValue(spec, text);
     if (!parsed.ok()) {
       // A bad default is a bug in the table, not the user's fault: say so.
-      return Err(was_set ? parsed.error() : owner + " has an invalid default: " + parsed.error());
+      if (was_set) return parsed.status();
+      return parsed.status().WithContext(owner + " has an invalid default");
     }
     values.Put(spec.name, spec.type, std::move(parsed).value(), text, was_set);
   }

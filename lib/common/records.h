@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/common/result.h"
+
 namespace codl {
 
 // Experiment lifecycle. "interrupted" = the controller died while it ran; never silently lost.
@@ -110,6 +112,9 @@ struct ExperimentRecord {
   std::string yaml;         // the YAML text, kept verbatim for reproducibility
   ExperimentState state = ExperimentState::kQueued;
   std::string error;
+  // A failed run's kind of failure, so that codlctl's exit status (3: an agent was unreachable)
+  // does not depend on `error`'s text; kOk when it did not fail or was stored without one.
+  StatusCode error_code = StatusCode::kOk;
   uint64_t seed = 0;
   int total_trials = 0;
   int64_t created_unix_ms = 0;

@@ -8,6 +8,7 @@
 #include <cassert>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace codl {
@@ -58,10 +59,31 @@ inline const char* StatusCodeName(StatusCode code) {
   return "unknown";
 }
 
+// The inverse of StatusCodeName; a name it does not know is kUnknown.
+inline StatusCode StatusCodeFromName(std::string_view name) {
+  for (int c = 0; c <= static_cast<int>(StatusCode::kUnauthenticated); ++c) {
+    if (name == StatusCodeName(static_cast<StatusCode>(c))) return static_cast<StatusCode>(c);
+  }
+  return StatusCode::kUnknown;
+}
+
+// "prefix: message"; either may be empty, and then no separator is added.
+inline std::string JoinContext(std::string_view prefix, const std::string& message) {
+  if (prefix.empty()) return message;
+  if (message.empty()) return std::string(prefix);
+  std::string s;
+  s.reserve(prefix.size() + 2 + message.size());
+  s.append(prefix).append(": ").append(message);
+  return s;
+}
+
 // What a failing function returns; converts implicitly to any Result<T> or Status.
 struct Error {
   std::string message;
   StatusCode code = StatusCode::kUnknown;
+
+  // The same kind of failure, said from further out: "prefix: message", code unchanged.
+  Error WithContext(std::string_view prefix) const { return {JoinContext(prefix, message), code}; }
 };
 
 // An error whose kind the producer does not state: code kUnknown (gRPC UNKNOWN; codlctl treats
@@ -103,6 +125,16 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   const std::string& error() const { return message_; }  // the message; "" when ok
 
+  // Adds where the failure happened without changing what kind it is: "prefix: message", same
+  // code (`Err(prefix + ": " + s.error())` would make it kUnknown). An ok Status stays ok.
+  Status WithContext(std::string_view prefix) const& {
+    return ok() ? Status() : Status(Error{JoinContext(prefix, message_), code_});
+  }
+  Status WithContext(std::string_view prefix) && {
+    if (!ok()) message_ = JoinContext(prefix, message_);
+    return std::move(*this);
+  }
+
  private:
   std::string message_;
   StatusCode code_ = StatusCode::kOk;
@@ -123,6 +155,16 @@ class [[nodiscard]] Result {
   const Status& status() const { return status_; }
   StatusCode code() const { return status_.code(); }
   const std::string& error() const { return status_.message(); }
+
+  // As Status::WithContext; a value passes through untouched.
+  Result WithContext(std::string_view prefix) const& {
+    if (ok()) return *this;
+    return Result(status_.WithContext(prefix));
+  }
+  Result WithContext(std::string_view prefix) && {
+    if (!ok()) status_ = std::move(status_).WithContext(prefix);
+    return std::move(*this);
+  }
 
   const T& value() const& {
     assert(ok());
@@ -146,4 +188,35 @@ class [[nodiscard]] Result {
   Status status_;
 };
 
+namespace internal {
+inline const Status& StatusOf(const Status& s) { return s; }
+inline Status StatusOf(Status&& s) { return std::move(s); }
+template <class T>
+const Status& StatusOf(const Result<T>& r) {
+  return r.status();
+}
+}  // namespace internal
+
 }  // namespace codl
+
+#define CODL_CONCAT_INNER_(a, b) a##b
+#define CODL_CONCAT_(a, b) CODL_CONCAT_INNER_(a, b)
+
+// Returns from the enclosing function (returning Status or any Result<U>) when `expr`, a Status
+// or a Result<T>, failed; its code and message pass on unchanged. Add context with
+// `CODL_RETURN_IF_ERROR(Load(path).WithContext(path))`.
+#define CODL_RETURN_IF_ERROR(expr)                                                            \
+  do {                                                                                        \
+    if (::codl::Status codl_status_ = ::codl::internal::StatusOf(expr); !codl_status_.ok()) { \
+      return codl_status_;                                                                    \
+    }                                                                                         \
+  } while (false)
+
+// `CODL_ASSIGN_OR_RETURN(auto rows, ReadRows(db));` : declares (or assigns) `lhs` from the
+// value of the Result `expr`, or returns its failure as CODL_RETURN_IF_ERROR does.
+#define CODL_ASSIGN_OR_RETURN(lhs, expr) \
+  CODL_ASSIGN_OR_RETURN_IMPL_(CODL_CONCAT_(codl_result_, __LINE__), lhs, expr)
+#define CODL_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  if (!tmp.ok()) return tmp.status();               \
+  lhs = std::move(tmp).value()

@@ -161,7 +161,7 @@ Result<std::unique_ptr<ChildPlan>> Prepare(const SpawnOptions& o) {
   const Stdio* streams[3] = {&o.in, &o.out, &o.err};
   for (int slot = 0; slot < 3; ++slot) {
     auto ends = OpenStream(*streams[slot], slot);
-    if (!ends.ok()) return Err(ends.error());
+    if (!ends.ok()) return ends.status();
     if (streams[slot]->kind != Stdio::Kind::kInherit &&
         streams[slot]->kind != Stdio::Kind::kSameAsStdout && ends->child.get() < 0) {
       return Err(Errno("fcntl"));  // AboveStdio could not move it
@@ -248,7 +248,7 @@ Subprocess Adopt(pid_t pid, SpawnOptions::Group group, ChildPlan& plan) {
 Result<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return Err("spawn: empty argv");
   auto plan = Prepare(options);
-  if (!plan.ok()) return Err("spawn " + options.argv[0] + ": " + plan.error());
+  if (!plan.ok()) return plan.status().WithContext("spawn " + options.argv[0]);
   const ChildPlan& p = **plan;
   const pid_t pid = fork();
   if (pid < 0) return Err(Errno("fork"));
@@ -266,7 +266,7 @@ Result<Subprocess> Subprocess::ForkCall(const SpawnOptions& options,
     return Err("ForkCall: argv and env must be empty (nothing is exec'ed)");
   }
   auto plan = Prepare(options);
-  if (!plan.ok()) return Err("fork: " + plan.error());
+  if (!plan.ok()) return plan.status().WithContext("fork");
   const pid_t pid = fork();
   if (pid < 0) return Err(Errno("fork"));
   if (pid == 0) {
@@ -427,7 +427,7 @@ Result<CapturedRun> RunAndCapture(SpawnOptions options, double timeout_s) {
   if (options.out.kind == Stdio::Kind::kInherit) options.out = Stdio::Pipe();
   if (options.err.kind == Stdio::Kind::kInherit) options.err = Stdio::Pipe();
   auto child = Subprocess::Spawn(options);
-  if (!child.ok()) return Err(child.error());
+  if (!child.ok()) return child.status();
   return CaptureOutput(*child, timeout_s);
 }
 

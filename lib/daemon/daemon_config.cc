@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "lib/common/tunables.h"
 #include "lib/daemon/logging.h"
 #include "lib/daemon/yaml_reader.h"
 
@@ -61,8 +62,11 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
   }
   // Lower bounds (security issue, item 3): a lease shorter than a second stops antagonists on
   // any hiccup; a heartbeat faster than 20 Hz per agent is load, not liveness.
-  if (c->lease_s && *c->lease_s < 1) Fail(m.Value("lease"), "lease", "must be at least 1s");
-  if (c->heartbeat_interval_s && *c->heartbeat_interval_s < 0.05) {
+  if (c->lease_s && *c->lease_s < tunables::kMinLeaseS) {
+    Fail(m.Value("lease"), "lease",
+         "must be at least " + tunables::DurationFlagText(tunables::kMinLeaseS));
+  }
+  if (c->heartbeat_interval_s && *c->heartbeat_interval_s < tunables::kMinHeartbeatIntervalS) {
     Fail(m.Value("heartbeat_interval"), "heartbeat_interval", "must be at least 50ms");
   }
   CheckHeartbeatBelowLease(m, c->heartbeat_interval_s, c->lease_s);
@@ -167,20 +171,20 @@ Result<std::string> ResolveConfigPath(const std::string& flag_value, bool flag_g
 Result<AgentConfig> LoadAgentConfig(const std::string& path) {
   if (path.empty()) return AgentConfig{};
   auto text = ReadWholeFile(path, "config");
-  if (!text.ok()) return Err(text.error());
+  if (!text.ok()) return text.status();
   return ParseAgentConfig(*text, path);
 }
 
 Result<ControllerConfig> LoadControllerConfig(const std::string& path) {
   if (path.empty()) return ControllerConfig{};
   auto text = ReadWholeFile(path, "config");
-  if (!text.ok()) return Err(text.error());
+  if (!text.ok()) return text.status();
   return ParseControllerConfig(*text, path);
 }
 
 Result<std::string> ReadTokenFile(const std::string& path) {
   auto text = ReadWholeFile(path, "token file");
-  if (!text.ok()) return Err(text.error());
+  if (!text.ok()) return text.status();
   const char* ws = " \t\r\n";
   size_t b = text->find_first_not_of(ws);
   if (b == std::string::npos) return Err("token file " + path + " is empty");

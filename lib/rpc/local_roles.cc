@@ -33,7 +33,7 @@ Result<std::pair<bool, uint32_t>> Principal(const std::string& who) {
                     name = colon == std::string::npos ? std::string() : who.substr(colon + 1);
   if (kind == "uid" || kind == "gid") {
     auto n = Number(name);
-    if (!n.ok()) return Err(n.error());
+    if (!n.ok()) return n.status();
     return std::make_pair(kind == "gid", *n);
   }
   if (kind == "user" && !name.empty()) {
@@ -68,7 +68,7 @@ Result<LocalRoles> LocalRoles::Parse(const std::vector<std::string>& entries) {
                  "admin");
     }
     auto who = Principal(e.substr(eq + 1));
-    if (!who.ok()) return Err("unix role '" + e + "': " + who.error());
+    if (!who.ok()) return who.status().WithContext("unix role '" + e + "'");
     auto& table = who->first ? out.gids_ : out.uids_;
     auto [it, added] = table.emplace(who->second, *role);
     if (!added && Rank(*role) > Rank(it->second)) it->second = *role;

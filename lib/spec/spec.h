@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/common/result.h"
+#include "lib/common/tunables.h"
 
 namespace codl::experiment {
 
@@ -121,7 +122,7 @@ struct ExperimentSpec {
   double settle_s = 2;       // settle
   double cooldown_s = 0;     // cooldown
   double calibration_s = 2;  // calibration.duration
-  double lease_s = 10;       // lease
+  double lease_s = tunables::kDefaultLeaseS;  // lease
   // Whether order.seed was written; else the seed was drawn (and is recorded as provenance).
   bool seed_explicit = false;
   // calibration.max_age: a cached calibration older than this is measured again.

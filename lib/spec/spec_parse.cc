@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "lib/common/cpu_list.h"
+#include "lib/common/tunables.h"
 #include "lib/common/units.h"
 #include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
@@ -473,7 +474,10 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   }
   if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
   // Agents refuse leases under 1 s (security issue, item 3): say so at submit, not per trial.
-  if (m.Has("lease") && spec.lease_s < 1) Fail(m.Value("lease"), "lease", "must be at least 1s");
+  if (m.Has("lease") && spec.lease_s < tunables::kMinLeaseS) {
+    Fail(m.Value("lease"), "lease",
+         "must be at least " + tunables::DurationFlagText(tunables::kMinLeaseS));
+  }
 
   double trials = CountPlannedTrials(spec);
   if (trials > kMaxPlannedTrials) {

@@ -163,15 +163,20 @@ CREATE TABLE trial_flag_reasons (
   PRIMARY KEY (trial_id, seq)
 ) WITHOUT ROWID;
 )sql"},
+    // 9: a failed experiment's kind of failure (ExperimentRecord::error_code, StatusCodeName:
+    // "unavailable", ...); '' for one that did not fail and for experiments stored before this.
+    {"add experiments.error_code", R"sql(
+ALTER TABLE experiments ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
 
 Result<int> ReadIntPragma(sql::Db db, const char* pragma, std::string_view what) {
   auto stmt = sql::Stmt::Prepare(db, pragma);
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   auto row = stmt->Next(what);
-  if (!row) return Err(row.error());
+  if (!row) return row.status();
   if (!*row) return db.Fail(what, SQLITE_ERROR);
   int v = static_cast<int>(stmt->Int(0));
   stmt->Reset();
@@ -188,7 +193,7 @@ std::string NewerMessage(const sql::Db& db, int version) {
 // rather than add our tables beside someone else's.
 Status CheckIsCodlDatabase(sql::Db db, int version) {
   auto app_id = ReadIntPragma(db, "PRAGMA application_id", "reading the application id");
-  if (!app_id) return Err(app_id.error());
+  if (!app_id) return app_id.status();
   if (*app_id != 0 && *app_id != kApplicationId) {
     return Err(*db.path + " is a SQLite database of another application (application_id " +
                std::to_string(*app_id) + "), not a CoDL results database");
@@ -196,9 +201,9 @@ Status CheckIsCodlDatabase(sql::Db db, int version) {
   if (version != 0) return Status::Ok();
   auto stmt =
       sql::Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   auto row = stmt->Next("reading the schema");
-  if (!row) return Err(row.error());
+  if (!row) return row.status();
   if (*row && stmt->Int(0) > 0) {
     return Err(*db.path +
                " is a SQLite database with tables but no CoDL schema version; not a CoDL "
@@ -219,7 +224,7 @@ Status CheckCompatible(sql::Db db) {
   sql::Txn txn(db);  // one snapshot: the version and the table list must agree
   if (Status s = txn.Begin(sql::Txn::Kind::kRead, "checking the schema"); !s) return s;
   auto version = ReadSchemaVersion(db);
-  if (!version) return Err(version.error());
+  if (!version) return version.status();
   if (*version > kLatest) return Err(NewerMessage(db, *version));
   if (Status s = CheckIsCodlDatabase(db, *version); !s) return s;
   return txn.Commit("checking the schema");
@@ -231,7 +236,7 @@ Status Migrate(sql::Db db, int target) {
                std::to_string(kLatest) + ")");
   }
   auto version = ReadSchemaVersion(db);
-  if (!version) return Err(version.error());
+  if (!version) return version.status();
   if (*version > kLatest) return Err(NewerMessage(db, *version));
   // Up to date: no write lock needed, so a reader opening beside a busy writer never waits here.
   if (*version == target) return Status::Ok();
@@ -243,7 +248,7 @@ Status Migrate(sql::Db db, int target) {
     sql::Txn txn(db);
     if (Status s = txn.Begin(sql::Txn::Kind::kWrite, "starting a migration"); !s) return s;
     version = ReadSchemaVersion(db);  // another process may have migrated meanwhile
-    if (!version) return Err(version.error());
+    if (!version) return version.status();
     if (*version > kLatest) return Err(NewerMessage(db, *version));
     if (Status s = CheckIsCodlDatabase(db, *version); !s) return s;
     if (*version >= target) return Status::Ok();  // txn rolls back: nothing was written

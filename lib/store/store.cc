@@ -21,7 +21,7 @@ constexpr int kBusyTimeoutMs = 10000;
 
 constexpr const char* kExperimentColumns =
     "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
-    "finished_unix_ms, provenance, stop_reason";
+    "finished_unix_ms, provenance, stop_reason, error_code";
 
 Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   ExperimentRecord e;
@@ -40,6 +40,8 @@ Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   e.finished_unix_ms = row.Int(9);
   e.provenance_json = row.Text(10);
   e.stop_reason = row.Text(11);
+  const std::string code = row.Text(12);
+  e.error_code = code.empty() ? StatusCode::kOk : StatusCodeFromName(code);
   return e;
 }
 
@@ -71,10 +73,10 @@ Result<std::string> ResolveExperimentId(sql::Db db, const std::string& id) {
   auto stmt = sql::Stmt::Prepare(
       db, latest ? "SELECT id FROM experiments ORDER BY created_unix_ms DESC, rowid DESC LIMIT 1"
                  : "SELECT id FROM experiments WHERE id = ?1");
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   if (!latest) stmt->BindText(1, id);
   auto row = stmt->Next("looking up experiment '" + id + "'");
-  if (!row) return Err(row.error());
+  if (!row) return row.status();
   if (!*row) {
     if (latest) return NotFound("no experiments in " + *db.path);
     return NoSuchExperiment(db, id);
@@ -117,10 +119,9 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
 
   // Per connection, and only outside a transaction: enforce the parent/child links so replacing
   // a trial also deletes its steps, antagonists and samples (ON DELETE CASCADE).
-  if (Status s = db.Exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !s)
-    return Err(s.error());
+  if (Status s = db.Exec("PRAGMA foreign_keys = ON", "enabling foreign keys"); !s) return s;
   // Before any write (even the switch to WAL): refuse foreign files and newer schemas untouched.
-  if (Status s = CheckCompatible(db); !s) return Err(s.error());
+  if (Status s = CheckCompatible(db); !s) return s;
 
   // WAL: readers (codlctl results) and the writer (controller) don't block each other, and a
   // commit is one append to the log. The mode is persistent in the file.
@@ -131,7 +132,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
       std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
   while (true) {
     auto mode = sql::Stmt::Prepare(db, "PRAGMA journal_mode = WAL");
-    if (!mode) return Err(mode.error());
+    if (!mode) return mode.status();
     auto row = mode->Next("switching to WAL");
     if (row) {
       got = *row ? mode->Text(0) : "";
@@ -140,7 +141,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
     const int code = sqlite3_errcode(handle);
     if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) ||
         std::chrono::steady_clock::now() > deadline) {
-      return Err(row.error());
+      return row.status();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -152,10 +153,9 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
   // so it survives the controller being killed (kill -9, OOM, crash) at any moment; only an OS
   // crash or power loss can lose the last transactions (never corrupt the file). FULL would add
   // an fsync per trial for that case alone, which a re-run trial makes up for more cheaply.
-  if (Status s = db.Exec("PRAGMA synchronous = NORMAL", "setting synchronous"); !s)
-    return Err(s.error());
+  if (Status s = db.Exec("PRAGMA synchronous = NORMAL", "setting synchronous"); !s) return s;
 
-  if (Status s = Migrate(db, schema_version); !s) return Err(s.error());
+  if (Status s = Migrate(db, schema_version); !s) return s;
   return store;
 }
 
@@ -176,17 +176,17 @@ Status Store::CreateExperiment(const ExperimentRecord& e) {
   sql::Txn txn(db);
   if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return s;
   auto exists = sql::Stmt::Prepare(db, "SELECT 1 FROM experiments WHERE id = ?1");
-  if (!exists) return Err(exists.error());
+  if (!exists) return exists.status();
   exists->BindText(1, e.id);
   auto found = exists->Next(what);
-  if (!found) return Err(found.error());
+  if (!found) return found.status();
   if (*found) return Err("experiment '" + e.id + "' already exists in " + path_);
 
   auto insert = sql::Stmt::Prepare(
       db,
       "INSERT INTO experiments (id, name, source_path, yaml, state, error, seed, total_trials, "
       "created_unix_ms, finished_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
-  if (!insert) return Err(insert.error());
+  if (!insert) return insert.status();
   insert->BindText(1, e.id);
   insert->BindText(2, e.name);
   insert->BindText(3, e.source_path);
@@ -202,16 +202,19 @@ Status Store::CreateExperiment(const ExperimentRecord& e) {
 }
 
 Status Store::UpdateExperiment(const std::string& id, ExperimentState state,
-                               const std::string& error, int64_t finished_unix_ms) {
+                               const std::string& error, int64_t finished_unix_ms,
+                               StatusCode error_code) {
   std::lock_guard<std::mutex> lock(mu_);
   sql::Db db{db_, &path_};
-  auto stmt = sql::Stmt::Prepare(
-      db, "UPDATE experiments SET state = ?2, error = ?3, finished_unix_ms = ?4 WHERE id = ?1");
-  if (!stmt) return Err(stmt.error());
+  auto stmt = sql::Stmt::Prepare(db,
+                                 "UPDATE experiments SET state = ?2, error = ?3, "
+                                 "finished_unix_ms = ?4, error_code = ?5 WHERE id = ?1");
+  if (!stmt) return stmt.status();
   stmt->BindText(1, id);
   stmt->BindText(2, ToString(state));
   stmt->BindText(3, error);
   stmt->BindInt(4, finished_unix_ms);
+  stmt->BindText(5, error_code == StatusCode::kOk ? "" : StatusCodeName(error_code));
   if (Status s = stmt->Run("updating experiment '" + id + "'"); !s) return s;
   if (sqlite3_changes(db_) == 0) return NoSuchExperiment(db, id);
   return Status::Ok();
@@ -221,7 +224,7 @@ Status Store::SetProvenance(const std::string& id, const std::string& provenance
   std::lock_guard<std::mutex> lock(mu_);
   sql::Db db{db_, &path_};
   auto stmt = sql::Stmt::Prepare(db, "UPDATE experiments SET provenance = ?2 WHERE id = ?1");
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, id);
   stmt->BindText(2, provenance_json);
   if (Status s = stmt->Run("saving the provenance of experiment '" + id + "'"); !s) return s;
@@ -233,7 +236,7 @@ Status Store::SetStopReason(const std::string& id, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   sql::Db db{db_, &path_};
   auto stmt = sql::Stmt::Prepare(db, "UPDATE experiments SET stop_reason = ?2 WHERE id = ?1");
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, id);
   stmt->BindText(2, reason);
   if (Status s = stmt->Run("saving the stop reason of experiment '" + id + "'"); !s) return s;
@@ -246,21 +249,21 @@ Result<ExperimentRecord> Store::GetExperiment(const std::string& id) {
   sql::Db db{db_, &path_};
   const std::string what = "reading experiment '" + id + "'";
   sql::Txn txn(db);  // "latest" and the row must come from the same snapshot
-  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return s;
   auto resolved = ResolveExperimentId(db, id);
   if (!resolved) return resolved.status();
   auto stmt = sql::Stmt::Prepare(
       db,
       (std::string("SELECT ") + kExperimentColumns + " FROM experiments WHERE id = ?1").c_str());
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, *resolved);
   auto row = stmt->Next(what);
-  if (!row) return Err(row.error());
+  if (!row) return row.status();
   if (!*row) return NoSuchExperiment(db, id);
   auto e = ReadExperiment(db, *stmt);
   stmt->Reset();
   if (!e) return e;
-  if (Status s = txn.Commit(what); !s) return Err(s.error());
+  if (Status s = txn.Commit(what); !s) return s;
   return e;
 }
 
@@ -270,14 +273,14 @@ Result<std::vector<ExperimentRecord>> Store::ListExperiments() {
   auto stmt = sql::Stmt::Prepare(db, (std::string("SELECT ") + kExperimentColumns +
                                       " FROM experiments ORDER BY created_unix_ms DESC, rowid DESC")
                                          .c_str());
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   std::vector<ExperimentRecord> out;
   while (true) {
     auto row = stmt->Next("listing experiments");
-    if (!row) return Err(row.error());
+    if (!row) return row.status();
     if (!*row) break;
     auto e = ReadExperiment(db, *stmt);
-    if (!e) return Err(e.error());
+    if (!e) return e.status();
     out.push_back(std::move(e).value());
   }
   return out;
@@ -288,16 +291,16 @@ Result<std::vector<std::string>> Store::MarkUnfinishedInterrupted() {
   sql::Db db{db_, &path_};
   const char* what = "marking unfinished experiments interrupted";
   sql::Txn txn(db);
-  if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return Err(s.error());
+  if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return s;
   auto select =
       sql::Stmt::Prepare(db,
                          "SELECT id FROM experiments WHERE state IN ('queued', 'running') "
                          "ORDER BY created_unix_ms, rowid");
-  if (!select) return Err(select.error());
+  if (!select) return select.status();
   std::vector<std::string> ids;
   while (true) {
     auto row = select->Next(what);
-    if (!row) return Err(row.error());
+    if (!row) return row.status();
     if (!*row) break;
     ids.push_back(select->Text(0));
   }
@@ -313,9 +316,9 @@ Result<std::vector<std::string>> Store::MarkUnfinishedInterrupted() {
                   "WHERE state IN ('queued', 'running');",
                   what);
       !s) {
-    return Err(s.error());
+    return s;
   }
-  if (Status s = txn.Commit(what); !s) return Err(s.error());
+  if (Status s = txn.Commit(what); !s) return s;
   return ids;
 }
 
@@ -330,7 +333,7 @@ Status Store::PutCalibration(const CalibrationRecord& c) {
       "unit = excluded.unit, duration_s = excluded.duration_s, "
       "measured_unix_ms = excluded.measured_unix_ms, "
       "node_fingerprint = excluded.node_fingerprint");
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, c.node);
   stmt->BindText(2, c.injector);
   stmt->BindText(3, c.options_key);
@@ -351,12 +354,12 @@ Result<std::optional<CalibrationRecord>> Store::GetCalibration(const std::string
                                       " FROM calibrations WHERE node = ?1 AND injector = ?2 AND "
                                       "options_key = ?3")
                                          .c_str());
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, node);
   stmt->BindText(2, injector);
   stmt->BindText(3, options_key);
   auto row = stmt->Next("reading the calibration of " + injector + " on " + node);
-  if (!row) return Err(row.error());
+  if (!row) return row.status();
   if (!*row) return std::optional<CalibrationRecord>();
   CalibrationRecord c = ReadCalibration(*stmt);
   stmt->Reset();
@@ -369,11 +372,11 @@ Result<std::vector<CalibrationRecord>> Store::ListCalibrations() {
   auto stmt = sql::Stmt::Prepare(db, (std::string("SELECT ") + kCalibrationColumns +
                                       " FROM calibrations ORDER BY node, injector, options_key")
                                          .c_str());
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   std::vector<CalibrationRecord> out;
   while (true) {
     auto row = stmt->Next("listing calibrations");
-    if (!row) return Err(row.error());
+    if (!row) return row.status();
     if (!*row) break;
     out.push_back(ReadCalibration(*stmt));
   }

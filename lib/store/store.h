@@ -42,8 +42,9 @@ class Store {
 
   // Fails if the id exists, is empty, or is "latest" (reserved for GetExperiment).
   Status CreateExperiment(const ExperimentRecord& e);
+  // `error_code`: a failed run's kind of failure (ExperimentRecord::error_code).
   Status UpdateExperiment(const std::string& id, ExperimentState state, const std::string& error,
-                          int64_t finished_unix_ms);
+                          int64_t finished_unix_ms, StatusCode error_code = StatusCode::kOk);
   // Replaces the experiment's provenance (a JSON object, docs/results.md "provenance").
   Status SetProvenance(const std::string& id, const std::string& provenance_json);
   // Adaptive repetitions: why the controller stopped running blocks (ExperimentRecord::

@@ -22,21 +22,21 @@ std::string TrialName(const std::string& experiment_id, int index) {
 // tables; asking by name keeps this right whatever number the migration ends up with).
 Result<bool> HasTable(sql::Db db, const char* table, const std::string& what) {
   auto stmt = sql::Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master WHERE name = ?1");
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, table);
   auto row = stmt->Next(what);
-  if (!row) return Err(row.error());
+  if (!row) return row.status();
   return *row && stmt->Int(0) > 0;
 }
 
 // The per-trial value of every stored metric, computed from the trial's steps.
 Status InsertMetrics(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what) {
   auto has = HasTable(db, "trial_metrics", what);
-  if (!has) return Err(has.error());
+  if (!has) return has.status();
   if (!*has) return Status::Ok();
   auto insert = sql::Stmt::Prepare(
       db, "INSERT INTO trial_metrics (trial_id, metric, value) VALUES (?1, ?2, ?3)");
-  if (!insert) return Err(insert.error());
+  if (!insert) return insert.status();
   for (const auto& [name, value] : experiment::AllTrialMetricValues(t)) {
     insert->BindInt(1, trial_id);
     insert->BindText(2, name);
@@ -72,7 +72,7 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
   auto median = sql::Stmt::Prepare(
       db,
       "INSERT INTO trial_phase_medians (trial_id, phase, median_s, seq) VALUES (?1, ?2, ?3, ?4)");
-  if (!median) return Err(median.error());
+  if (!median) return median.status();
   const std::vector<std::string> phases = experiment::ReportedPhases(t);
   for (size_t i = 0; i < phases.size(); ++i) {
     median->BindInt(1, trial_id);
@@ -86,7 +86,7 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
       db,
       "INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup, phases) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-  if (!step) return Err(step.error());
+  if (!step) return step.status();
   for (size_t i = 0; i < t.steps.size(); ++i) {
     const VictimStep& s = t.steps[i];
     step->BindInt(1, trial_id);
@@ -105,12 +105,12 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
       "achieved_rate, achieved_cov, peak_rate, unit, reached_target, start_skew_s, cpu_s, run_s, "
       "effective_cpus) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
-  if (!antagonist) return Err(antagonist.error());
+  if (!antagonist) return antagonist.status();
   auto sample = sql::Stmt::Prepare(
       db,
       "INSERT INTO antagonist_samples (antagonist_id, seq, t_s, achieved, target) "
       "VALUES (?1, ?2, ?3, ?4, ?5)");
-  if (!sample) return Err(sample.error());
+  if (!sample) return sample.status();
   for (size_t i = 0; i < t.antagonists.size(); ++i) {
     const AntagonistResult& a = t.antagonists[i];
     antagonist->BindInt(1, trial_id);
@@ -148,11 +148,11 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
 template <class F>
 Status ForEachRow(Result<sql::Stmt>& stmt, const std::string& experiment_id,
                   const std::string& what, F&& on_row) {
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, experiment_id);
   while (true) {
     auto row = stmt->Next(what);
-    if (!row) return Err(row.error());
+    if (!row) return row.status();
     if (!*row) return Status::Ok();
     if (Status s = on_row(*stmt); !s) {
       stmt->Reset();
@@ -305,8 +305,8 @@ class TrialLoader {
       TrialRecord& t = trials_[it->second];
       auto phases = DecodePhases(r.Text(5));
       if (!phases) {
-        return Err(TrialName(id_, t.index) + " in " + *db_.path + ", step " +
-                   std::to_string(v.step) + ": " + phases.error());
+        return phases.status().WithContext(TrialName(id_, t.index) + " in " + *db_.path +
+                                           ", step " + std::to_string(v.step));
       }
       v.phases = std::move(phases).value();
       t.steps.push_back(std::move(v));
@@ -354,7 +354,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
   for (const VictimStep& s : t.steps) {
     auto json = EncodePhases(s.phases);
     if (!json)
-      return Err(what + " in " + path_ + ": step " + std::to_string(s.step) + ": " + json.error());
+      return json.status().WithContext(what + " in " + path_ + ": step " + std::to_string(s.step));
     step_phases.push_back(std::move(json).value());
   }
 
@@ -363,11 +363,11 @@ Status Store::SaveTrial(const TrialRecord& t) {
   sql::Txn txn(db);
   if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return s;
   if (t.experiment_id == kLatestId) return NoSuchExperiment(db, t.experiment_id);
-  if (auto id = ResolveExperimentId(db, t.experiment_id); !id) return Err(id.error());
+  if (auto id = ResolveExperimentId(db, t.experiment_id); !id) return id.status();
 
   // Replace: the old row's steps, antagonists and samples go with it (ON DELETE CASCADE).
   auto remove = sql::Stmt::Prepare(db, "DELETE FROM trials WHERE experiment_id = ?1 AND idx = ?2");
-  if (!remove) return Err(remove.error());
+  if (!remove) return remove.status();
   remove->BindText(1, t.experiment_id);
   remove->BindInt(2, t.index);
   if (Status s = remove->Run(what); !s) return s;
@@ -378,7 +378,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
       "exit_code, stderr_tail, victim_node, metric, wall_s, started_unix_ms, finished_unix_ms, "
       "victim_cpu_s, victim_effective_cpus) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
-  if (!insert) return Err(insert.error());
+  if (!insert) return insert.status();
   insert->BindText(1, t.experiment_id);
   insert->BindInt(2, t.index);
   insert->BindInt(3, t.repetition);
@@ -408,20 +408,20 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   sql::Db db{db_, &path_};
   const std::string what = "reading the trials of experiment '" + experiment_id + "'";
   sql::Txn txn(db);  // one snapshot: a trial replaced meanwhile is seen whole, old or new
-  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return s;
   auto resolved = ResolveExperimentId(db, experiment_id);
-  if (!resolved) return Err(resolved.error());
+  if (!resolved) return resolved.status();
 
   TrialLoader loader(db, *resolved, what);
-  if (Status s = loader.LoadTrials(); !s) return Err(s.error());
+  if (Status s = loader.LoadTrials(); !s) return s;
   if (loader.trials().empty()) return std::move(loader.trials());
   Status s = loader.LoadPhaseMedians();
   if (s) s = loader.LoadAntagonists();
   if (s) s = loader.LoadFlagReasons();
   if (s && with_series) s = loader.LoadSteps();
   if (s && with_series) s = loader.LoadSamples();
-  if (!s) return Err(s.error());
-  if (Status c = txn.Commit(what); !c) return Err(c.error());
+  if (!s) return s;
+  if (Status c = txn.Commit(what); !c) return c;
   return std::move(loader.trials());
 }
 
@@ -431,22 +431,22 @@ Result<std::map<int, std::map<std::string, double>>> Store::GetTrialMetrics(
   sql::Db db{db_, &path_};
   const std::string what = "reading the trial metrics of experiment '" + experiment_id + "'";
   sql::Txn txn(db);
-  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return Err(s.error());
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return s;
   auto resolved = ResolveExperimentId(db, experiment_id);
-  if (!resolved) return Err(resolved.error());
+  if (!resolved) return resolved.status();
   auto stmt = sql::Stmt::Prepare(db,
                                  "SELECT t.idx, m.metric, m.value FROM trial_metrics m "
                                  "JOIN trials t ON t.id = m.trial_id WHERE t.experiment_id = ?1");
-  if (!stmt) return Err(stmt.error());
+  if (!stmt) return stmt.status();
   stmt->BindText(1, *resolved);
   std::map<int, std::map<std::string, double>> out;
   while (true) {
     auto row = stmt->Next(what);
-    if (!row) return Err(row.error());
+    if (!row) return row.status();
     if (!*row) break;
     out[static_cast<int>(stmt->Int(0))][stmt->Text(1)] = stmt->Real(2);
   }
-  if (Status c = txn.Commit(what); !c) return Err(c.error());
+  if (Status c = txn.Commit(what); !c) return c;
   return out;
 }
 

@@ -307,5 +307,24 @@ TEST_F(AntagonistManagerTest, ADeferredStartThatFailsSaysHow) {
   EXPECT_EQ(m.GetStats().started, 1);
 }
 
+// The agent gives up on a start after the timeout the request carries (the controller derives
+// its own deadline for the call from it), not after a constant of its own.
+TEST_F(AntagonistManagerTest, GivesUpOnAStartAfterTheTimeoutTheRequestCarries) {
+  auto m = Manager();
+  InjectorRequest req = Request("noop", {});
+  // Deferred: the stand-in never says that its load started.
+  req.start_at_unix_ns = SystemClock::Get()->UnixNanos() + 60'000'000'000LL;
+  req.start_timeout_s = 0.5;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto started = m.Start("a", req, 30);
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.error().find("no start within 0.5 s"), std::string::npos) << started.error();
+  EXPECT_GE(took_s, 0.5);
+  EXPECT_LT(took_s, 20) << "waited for the agent's default, not the request's timeout";
+  EXPECT_EQ(m.Running(), 0) << "the child is killed when the start is given up";
+}
+
 }  // namespace
 }  // namespace codl::agent

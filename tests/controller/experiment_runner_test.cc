@@ -12,6 +12,7 @@
 #include "controller/agent_registry.h"
 #include "controller/experiment_runner.h"
 #include "lib/analysis/results.h"
+#include "lib/common/tunables.h"
 #include "lib/common/version.h"
 #include "lib/spec/spec.h"
 #include "lib/store/store.h"
@@ -322,8 +323,40 @@ TEST_F(RunnerTest, AFailedWarmupStopsTheExperimentBeforeTrialOne) {
   Status s = Run(Spec("", "0s", "1"), &rec);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error(), "warm-up run 1 failed: victim exited with status 3");
+  EXPECT_EQ(s.code(), StatusCode::kUnknown) << "the victim failed, not the transport";
   EXPECT_TRUE(store_->GetTrials(rec.id)->empty());
   EXPECT_TRUE(agent_->ever_started.empty());
+}
+
+TEST_F(RunnerTest, AnUnreachableAgentKeepsItsCodeThroughWarmupAndTrials) {
+  agent_->unreachable_victim = true;
+  ExperimentRecord rec;
+  Status warmup = Run(Spec("", "0s", "1"), &rec);
+  ASSERT_FALSE(warmup.ok());
+  EXPECT_EQ(warmup.code(), StatusCode::kUnavailable) << warmup.error();
+  EXPECT_NE(warmup.error().find("warm-up run 1 failed"), std::string::npos) << warmup.error();
+
+  Status trials = Run(Spec(), &rec);
+  ASSERT_FALSE(trials.ok());
+  EXPECT_EQ(trials.code(), StatusCode::kUnavailable) << trials.error();
+  EXPECT_NE(trials.error().find("the first 3 trials failed"), std::string::npos) << trials.error();
+  auto stored = store_->GetTrials(rec.id);
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 3u);
+  for (const auto& t : *stored) EXPECT_EQ(t.state, TrialState::kFailed);
+  ExpectAllStopped(*agent_);
+}
+
+TEST_F(RunnerTest, StartsCarryTheAgentsStartTimeout) {
+  // The controller sends the agent the time to give up on a start; its own deadline for the
+  // call is derived from that (tunables::StartDeadlineS), so the two cannot drift apart.
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(Spec("pairings: singles\n"), &rec).ok());
+  ASSERT_FALSE(agent_->start_timeouts.empty());
+  for (double t : agent_->start_timeouts) {
+    EXPECT_GE(t, tunables::kAntagonistStartTimeoutS);
+    EXPECT_GT(tunables::StartDeadlineS(t), t);
+  }
 }
 
 TEST_F(RunnerTest, ProvenanceRecordsVersionSeedNodesCalibrationsAndTrialLoad) {
@@ -492,6 +525,7 @@ TEST_F(RunnerTest, CancelDuringSettleStopsEveryAntagonistAndSkipsTheVictim) {
   Status s = Run(Spec("pairings: singles\n", "3600s"), &rec);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error(), "cancelled");
+  EXPECT_EQ(s.code(), StatusCode::kCancelled);
   EXPECT_EQ(fake_clock_.Waits(), 3) << "the cancelled wait must end the settle at once";
   EXPECT_LT(fake_clock_.MonotonicSeconds() - t0, 1.0) << "settle ran on after the cancel";
   auto trials = store_->GetTrials(rec.id);

@@ -24,6 +24,8 @@ class FakeAgent : public AgentClient {
   bool fail_start = false;
   bool fail_victim = false;
   bool fail_stop = false;  // as an unreachable agent: the antagonist keeps running
+  // RunVictim fails as a call to an agent that cannot be reached does (UNAVAILABLE).
+  bool unreachable_victim = false;
   int victims = 0;
   double achieved_fraction = 1.0;  // of the target
   double peak = 1000;
@@ -47,6 +49,7 @@ class FakeAgent : public AgentClient {
   // EstimateSetup's answer (0: the default, negligible); the start times it was sent with.
   double setup_estimate_s = 0;
   std::vector<int64_t> start_at_ns;
+  std::vector<double> start_timeouts;  // each start request's start_timeout_s
 
   void EstimateSetupAsync(const v1::InjectorSpec&, EstimateDone done) override {
     done(setup_estimate_s);
@@ -77,6 +80,7 @@ class FakeAgent : public AgentClient {
     running[req.antagonist_id()] = req.spec().rate();
     ever_started.insert(req.antagonist_id());
     start_at_ns.push_back(req.start_at_unix_ns());
+    start_timeouts.push_back(req.start_timeout_s());
     v1::StartAntagonistReply r;
     r.set_pid(1234);
     r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
@@ -119,6 +123,9 @@ class FakeAgent : public AgentClient {
   Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest&, double) override {
     std::lock_guard<std::mutex> l(mu);
     ++victims;
+    if (unreachable_victim) {
+      return Unavailable("agent fake RunVictim: unavailable: failed to connect to all addresses");
+    }
     v1::RunVictimReply r;
     r.set_started_unix_ns(SystemClock::Get()->UnixNanos());
     victim_started_ns = r.started_unix_ns();

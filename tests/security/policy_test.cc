@@ -57,6 +57,11 @@ TEST(MaxLevelPolicy, AppliesToTheLoadThatWouldRun) {
   auto lease = Rate(40);
   lease.set_lease_s(0.001);
   EXPECT_EQ(CheckStartRequest(lease, p, 100.0).code(), StatusCode::kInvalidArgument);
+  auto timeout = Rate(40);
+  timeout.set_start_timeout_s(-1);
+  EXPECT_EQ(CheckStartRequest(timeout, p, 100.0).code(), StatusCode::kInvalidArgument);
+  timeout.set_start_timeout_s(NAN);
+  EXPECT_EQ(CheckStartRequest(timeout, p, 100.0).code(), StatusCode::kInvalidArgument);
   p.max_level = 1;
   EXPECT_TRUE(CheckStartRequest(Max(0), p, std::nullopt).ok());
   EXPECT_TRUE(CheckStartRequest(Rate(1e9), p, std::nullopt).ok());
