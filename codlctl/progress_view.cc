@@ -92,7 +92,9 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
     if (ev.message().empty()) return;
     char where[32];
     snprintf(where, sizeof where, "[%d/%d] ", s.completed_trials(), s.total_trials());
-    fprintf(out_, "%s\n", JsonNote("info", where + ev.message()).c_str());
+    // A failure, a flag or a warning is a "warn" line, by its kind as on the terminal.
+    const char* level = LookOf(ev).bad ? "warn" : "info";
+    fprintf(out_, "%s\n", JsonNote(level, where + ev.message()).c_str());
     fflush(out_);
     return;
   }

@@ -5,7 +5,8 @@
 // victim generating its dataset ("dataset 120/256 samples").
 // With json_lines (`codlctl run --log-format json`): neither, but one JSON log line per event
 // with a message, in the daemons' log format (lib/daemon/logging.h, component "codlctl"), so that
-// the stream it shares with the embedded daemons' logs stays one JSON object per line.
+// the stream it shares with the embedded daemons' logs stays one JSON object per line; level
+// "warn" for what the terminal highlights.
 #pragma once
 
 #include <cstdio>

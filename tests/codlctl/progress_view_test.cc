@@ -296,6 +296,25 @@ TEST(ProgressView, JsonLinesAreLogLines) {
   EXPECT_EQ(out.find('\r'), std::string::npos) << out;
 }
 
+TEST(ProgressView, JsonLinesWarnForWhatTheTerminalHighlights) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  FILE* f = fdopen(fds[1], "w");
+  {
+    ProgressView view(f, /*json_lines=*/true);
+    view.OnEvent(Failed(1, 2, "baseline", "trial 1/2 baseline: failed, metric 0 s"));
+    view.OnEvent(Note(v1::Note::INFO, "nothing failed here"));
+    view.Finish();
+  }
+  fclose(f);
+  const std::string out = Drain(fds[0]);
+  close(fds[0]);
+  const size_t nl = out.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  EXPECT_NE(out.substr(0, nl).find("\"level\":\"warn\""), std::string::npos) << out;
+  EXPECT_NE(out.substr(nl + 1).find("\"level\":\"info\""), std::string::npos) << out;
+}
+
 TEST(ProgressView, EtaFormatting) {
   EXPECT_EQ(FormatEta(0), "--");
   EXPECT_EQ(FormatEta(42), "42s");
