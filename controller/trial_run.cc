@@ -332,7 +332,7 @@ class ExperimentRunner::TrialRun {
   void RunVictim() {
     auto client = agents()->Client(p_.victim_node);
     if (!client) {
-      Fail("victim agent is gone");
+      Fail(Unavailable("victim agent is gone"), "");
       return;
     }
     v1::RunVictimRequest req;

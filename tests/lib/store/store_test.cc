@@ -212,6 +212,22 @@ TEST_F(StoreTest, UpdateExperimentSetsStateErrorAndFinishTime) {
   e.error = "agent lost";
   e.finished_unix_ms = 77;
   ExpectSameExperiment(*got, e);
+  EXPECT_EQ(got->error_code, StatusCode::kOk) << "a failure stored without a code";
+}
+
+TEST_F(StoreTest, AFailedExperimentKeepsItsCode) {
+  ASSERT_TRUE(store_->CreateExperiment(MakeExperiment("e1", 1)).ok());
+  ASSERT_TRUE(store_
+                  ->UpdateExperiment("e1", ExperimentState::kFailed, "agent unreachable", 77,
+                                     StatusCode::kUnavailable)
+                  .ok());
+  auto got = store_->GetExperiment("e1");
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(got->error_code, StatusCode::kUnavailable);
+  auto listed = store_->ListExperiments();
+  ASSERT_TRUE(listed.ok()) << listed.error();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().error_code, StatusCode::kUnavailable);
 }
 
 TEST_F(StoreTest, MarkUnfinishedInterruptedMarksExperimentsAndCancelsRunningTrials) {
