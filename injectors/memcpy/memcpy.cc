@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
-#include "injectors/cpu_list.h"
 #include "injectors/core/injector.h"
 #include "injectors/core/paced_run.h"
+#include "injectors/cpu_list.h"
 #include "injectors/memcpy/memcpy_kernels.h"
 #include "lib/common/units.h"
 
