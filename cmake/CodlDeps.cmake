@@ -82,6 +82,12 @@ function(codl_add_gtest name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
+  if(CODL_SANITIZE)
+    # GCC 12 at -O1 with ASan+UBSan reports the std::function members of libstdc++'s std::regex
+    # as maybe-uninitialized (a false positive of the instrumented code; the tests use regexes).
+    # Only here: the optimized build keeps the warning, as an error under CODL_WERROR.
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+  endif()
   set(props TIMEOUT 600)
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")

@@ -72,9 +72,9 @@ Result<double> ParseRateFor(const injectors::Injector& inj, const injectors::Opt
     return *n;
   }
   auto rate = ParseRate(text);
-  if (!rate.ok()) return Err(flag + ": " + rate.error());
+  if (!rate.ok()) return rate.status().WithContext(flag);
   auto converted = inj.ToInjectorUnit(*rate, options);
-  if (!converted.ok()) return Err(flag + ": " + converted.error());
+  if (!converted.ok()) return converted.status().WithContext(flag);
   return *converted;
 }
 

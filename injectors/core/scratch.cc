@@ -148,7 +148,7 @@ Result<std::vector<std::string>> ResolveScratchRoots(const std::vector<std::stri
   std::vector<std::string> out;
   for (const auto& r : roots) {
     auto real = RealPath(r);
-    if (!real.ok()) return Err("scratch root " + real.error());
+    if (!real.ok()) return Error{"scratch root " + real.error(), real.code()};
     struct stat st {};
     if (stat(real->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return Err("scratch root '" + r + "' " + DescribeNonDirectory(st));
@@ -178,7 +178,7 @@ Result<std::string> ResolveScratchDir(const std::string& dir_in,
     existing = slash == 0 ? "/" : existing.substr(0, slash);
   }
   auto real = RealPath(existing);
-  if (!real.ok()) return Err("dir " + real.error());
+  if (!real.ok()) return Error{"dir " + real.error(), real.code()};
   if (stat(real->c_str(), &st) != 0) return Err("dir '" + dir + "': " + Errno(errno));
   if (!S_ISDIR(st.st_mode)) return Err("dir '" + existing + "' " + DescribeNonDirectory(st));
   bool inside = false;
@@ -197,7 +197,7 @@ Result<std::string> ResolveScratchDir(const std::string& dir_in,
   }
   // Re-check after creation: a racing symlink must not move us outside.
   auto final_real = RealPath(path);
-  if (!final_real.ok()) return Err("dir " + final_real.error());
+  if (!final_real.ok()) return Error{"dir " + final_real.error(), final_real.code()};
   inside = false;
   for (const auto& root : roots) inside = inside || Under(*final_real, root);
   if (!inside) return Err("dir '" + dir + "' escaped the scratch roots; refused");
@@ -231,9 +231,9 @@ Status MakePrivateDirBeneath(const std::string& dir, const std::vector<std::stri
     return Err("'" + dir + "' is outside the scratch roots [" + Join(roots) + "]");
   }
   auto root_fd = OpenRootDir(*root);
-  if (!root_fd.ok()) return Err("scratch root: " + root_fd.error());
+  if (!root_fd.ok()) return root_fd.status().WithContext("scratch root");
   auto fd = OpenDirBeneath(root_fd->get(), Beneath(dir, *root), /*create=*/true, mode);
-  if (!fd.ok()) return Err("'" + dir + "': " + fd.error());
+  if (!fd.ok()) return fd.status().WithContext("'" + dir + "'");
   return CheckPrivateDir(fd->get(), "'" + dir + "'");
 }
 
@@ -273,7 +273,7 @@ bool ParseRunDirName(const std::string& name, pid_t* pid, uint64_t* start_time) 
 
 Result<RunDir> RunDir::Create(const std::string& parent) {
   auto fd = OpenRootDir(parent);
-  if (!fd.ok()) return Err("run dir parent: " + fd.error());
+  if (!fd.ok()) return fd.status().WithContext("run dir parent");
   return CreateIn(std::move(fd.value()), parent);
 }
 
@@ -282,15 +282,15 @@ Result<RunDir> RunDir::CreateBeneath(const std::string& dir,
   const std::string* best = RootOf(dir, roots);
   if (best == nullptr) return Err("dir '" + dir + "' is outside the scratch roots");
   auto root_fd = OpenRootDir(*best);
-  if (!root_fd.ok()) return Err("scratch root: " + root_fd.error());
+  if (!root_fd.ok()) return root_fd.status().WithContext("scratch root");
   auto parent = OpenDirBeneath(root_fd->get(), Beneath(dir, *best), /*create=*/true);
-  if (!parent.ok()) return Err("dir '" + dir + "': " + parent.error());
+  if (!parent.ok()) return parent.status().WithContext("dir '" + dir + "'");
   return CreateIn(std::move(parent.value()), dir);
 }
 
 Result<RunDir> RunDir::CreateIn(UniqueFd parent, const std::string& parent_path) {
   auto start = ProcessStartTime(getpid());
-  if (!start.ok()) return Err("cannot read /proc/self/stat: " + start.error());
+  if (!start.ok()) return start.status().WithContext("cannot read /proc/self/stat");
   RunDir run;
   run.name_ = RunDirName(getpid(), *start);
   run.path_ = parent_path + "/" + run.name_;

@@ -115,7 +115,7 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
   while (!ctx.stop.stop_requested()) {
     double busy = 0;
     auto harvested = window.Harvest(&ctx, &busy);
-    if (!harvested.ok()) return Err(harvested.error());
+    if (!harvested.ok()) return harvested.status();
     if (window.empty()) duty.Idle();
     if (*harvested > 0 && busy > 0) {
       const double sample = busy / *harvested;
@@ -144,7 +144,7 @@ Status RunPacedStream(WorkerContext& ctx, cudaStream_t stream, const PacedStream
     PollSleep(wait, ctx.stop);
   }
   auto last = window.Harvest(&ctx);
-  return last.ok() ? Status::Ok() : Status(Err(last.error()));
+  return last.ok() ? Status::Ok() : last.status();
 }
 
 }  // namespace codl::injectors::gpu

@@ -148,7 +148,7 @@ class MpsCotenantInjector final : public Injector {
     const gpu::MpsDirs dirs =
         gpu::ResolveMpsDirs(o.String("pipe_dir"), o.String("log_dir"), host.scratch_roots);
     auto control = gpu::MpsControl::Acquire(dirs, o.Bool("start_daemon"), stop);
-    if (!control.ok()) return Err("mps_cotenant: " + control.error());
+    if (!control.ok()) return control.status().WithContext("mps_cotenant");
     control_ = std::move(*control);
 
     // Before the first CUDA call: the driver joins the MPS server named here when it
@@ -244,13 +244,13 @@ class MpsCotenantInjector final : public Injector {
         cudaMalloc(&sink_, static_cast<size_t>(blocks_) * gpu::kFmaThreads * sizeof(float)));
     iterations_ = 4096;
     auto probe = FastestLaunchS(3);  // the first launch pays module loading
-    if (!probe.ok()) return Err(probe.error());
+    if (!probe.ok()) return probe.status();
     const double scale = *probe > 0 ? kernel_time_s / *probe : 1.0;
     iterations_ = static_cast<int>(std::clamp(iterations_ * scale, 64.0, 1e9));
     flop_per_launch_ = static_cast<uint64_t>(blocks_) * gpu::kFmaThreads *
                        static_cast<uint64_t>(iterations_) * gpu::kFmaFlopPerIteration;
     auto solo = FastestLaunchS(3);
-    if (!solo.ok()) return Err(solo.error());
+    if (!solo.ok()) return solo.status();
     solo_launch_s_ = *solo;
     return Status::Ok();
   }
@@ -278,7 +278,7 @@ class MpsCotenantInjector final : public Injector {
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
-    if (!status.ok()) return Err(status.error());
+    if (!status.ok()) return status;
     return best;
   }
 
@@ -298,7 +298,7 @@ class MpsCotenantInjector final : public Injector {
     flop_per_launch_ =
         2ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
     auto solo = FastestLaunchS(4);  // the first also loads cuBLAS's kernels
-    if (!solo.ok()) return Err(solo.error());
+    if (!solo.ok()) return solo.status();
     solo_launch_s_ = *solo;
     return Status::Ok();
   }

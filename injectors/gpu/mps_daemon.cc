@@ -107,7 +107,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
   o.out = capture ? Stdio::Pipe() : Stdio::Null();
   o.err = capture ? Stdio::SameAsStdout() : Stdio::Null();
   auto run = RunAndCapture(o, timeout_s);
-  if (!run.ok()) return Err(run.error());
+  if (!run.ok()) return run.status();
   ProcessResult result;
   result.timed_out = run->timed_out;
   result.output = std::move(run->out);
@@ -142,14 +142,14 @@ Result<std::unique_ptr<MpsControl>> MpsControl::Acquire(const MpsDirs& dirs, boo
   // Check-and-start under a lock (mps_start.h); held until the socket is up, so whoever waited
   // for it finds the daemon and joins it.
   auto lock = MpsStartLock::Take(dirs.pipe_dir, 60, stop);
-  if (!lock.ok()) return Err(lock.error());
+  if (!lock.ok()) return lock.status();
   if (MpsControlRunning(dirs.pipe_dir)) return control;
   const std::string env_binary = FindOnPath("env");
   if (env_binary.empty()) return Err("env not found on PATH (starts the MPS daemon)");
   // -d forks the daemon and returns; its output goes to control.log, not to our pipes.
   auto run = RunProcess(MpsDaemonStartArgv(binary, env_binary), control->Env(), "", 15,
                         /*capture=*/false);
-  if (!run.ok()) return Err("starting " + binary + " -d: " + run.error());
+  if (!run.ok()) return run.status().WithContext("starting " + binary + " -d");
   // A daemon started outside codl (no lock) between the check and -d: join it.
   if (run->exit_code != 0 && MpsControlRunning(dirs.pipe_dir)) return control;
   if (run->timed_out || run->exit_code != 0) {
@@ -180,7 +180,7 @@ MpsControl::~MpsControl() {
 
 Result<std::string> MpsControl::Command(const std::string& command, double timeout_s) const {
   auto run = RunProcess({binary_}, Env(), command + "\n", timeout_s);
-  if (!run.ok()) return Err(run.error());
+  if (!run.ok()) return run.status();
   if (run->timed_out) return Err("'" + command + "' to the MPS control daemon timed out");
   if (run->exit_code != 0) {
     return Err("'" + command + "' to the MPS control daemon failed (exit " +
@@ -191,11 +191,11 @@ Result<std::string> MpsControl::Command(const std::string& command, double timeo
 
 Result<std::vector<long>> MpsControl::Clients() const {
   auto servers = Command("get_server_list");
-  if (!servers.ok()) return Err(servers.error());
+  if (!servers.ok()) return servers.status();
   std::vector<long> all;
   for (long server : ParsePids(*servers)) {
     auto clients = Command("get_client_list " + std::to_string(server));
-    if (!clients.ok()) return Err(clients.error());
+    if (!clients.ok()) return clients.status();
     for (long c : ParsePids(*clients)) all.push_back(c);
   }
   return all;
@@ -235,7 +235,7 @@ Status MpsControl::QuitIfUnused() {
 Status MpsControl::Quit() {
   auto r = Command("quit", 15);
   started_ = false;
-  if (!r.ok()) return Err(r.error());
+  if (!r.ok()) return r.status();
   const double deadline = MonotonicSeconds() + 10;
   while (MpsControlRunning(dirs_.pipe_dir)) {
     if (MonotonicSeconds() > deadline) {

@@ -387,7 +387,7 @@ class NcclInjector final : public Injector {
       if (stopping && st.stop_seen < 0) st.stop_seen = now;
       auto step = ranks_ == 1 ? Result<Step>(stopping ? Step::kEnd : Step::kIssue)
                               : VoteStep(now, stopping, ctx, &st);
-      if (!step.ok()) return Err(step.error());
+      if (!step.ok()) return step.status();
       if (*step == Step::kEnd) break;
       if (*step == Step::kWait) continue;
       if (st.window.size() >= st.depth) {
@@ -415,7 +415,7 @@ class NcclInjector final : public Injector {
   Status HarvestDone(WorkerContext& ctx, LoopState* st) {
     double busy = 0;
     auto h = st->window.Harvest(&ctx, &busy);
-    if (!h.ok()) return Err(h.error());
+    if (!h.ok()) return h.status();
     if (*h > 0 && busy > 0) {
       st->op_s = st->op_s == 0 ? busy / *h : 0.8 * st->op_s + 0.2 * busy / *h;
       st->depth = static_cast<int>(std::clamp(std::ceil(gpu::kQueuedWorkS / st->op_s) + 1,
@@ -467,7 +467,7 @@ class NcclInjector final : public Injector {
       st->vote_pending = false;
       if (*vote_host_ != 0) return Step::kEnd;  // someone voted to stop: everyone ends here
     }
-    if (Status s = CastVote(stopping, ctx.stop, st->grace); !s.ok()) return Err(s.error());
+    if (Status s = CastVote(stopping, ctx.stop, st->grace); !s.ok()) return s;
     st->vote_pending = true;
     st->in_segment = 0;
     return Step::kWait;

@@ -73,7 +73,7 @@ Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, HostS
   huge_buffers_ = o.Bool("huge_buffers");
 
   auto dir = ResolveScratchDir(o.String("dir"), host.scratch_roots);
-  if (!dir.ok()) return Err("option 'dir': " + dir.error());
+  if (!dir.ok()) return dir.status().WithContext("option 'dir'");
   dir_ = *dir;
   struct statvfs vfs;
   const double need = static_cast<double>(file_size_) * nr_files_;
@@ -86,7 +86,7 @@ Status IoUringInjector::Setup(const OptionValues& o, const HostInfo& host, HostS
   }
   // By descriptor from the scratch root: `dir_` was checked by name, and may have been swapped.
   auto run_dir = RunDir::CreateBeneath(dir_, host.scratch_roots);
-  if (!run_dir.ok()) return Err("io_uring: " + run_dir.error());
+  if (!run_dir.ok()) return run_dir.status().WithContext("io_uring");
   run_dir_ = std::move(*run_dir);
 
   std::string note;

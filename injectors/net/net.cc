@@ -247,7 +247,7 @@ class NetInjector final : public Injector {
     auto bytes = protocol::RendezvousFetch::DecodeValue(hex);
     if (!bytes.ok()) return InvalidArgument("option 'endpoint': " + bytes.error());
     auto e = DecodeNetEndpoint(*bytes);
-    if (!e.ok()) return Err("option 'endpoint': " + e.error());
+    if (!e.ok()) return e.status().WithContext("option 'endpoint'");
     std::string tried;
     for (const auto& addr : e->addresses) {
       std::string why;

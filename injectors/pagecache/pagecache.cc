@@ -234,7 +234,7 @@ class PagecacheInjector final : public Injector {
     limit_ = o.Size("limit");
     if (kind_ == "file") {
       auto dir = ResolveScratchDir(o.String("dir"), host.scratch_roots);
-      if (!dir.ok()) return Err("option 'dir': " + dir.error());
+      if (!dir.ok()) return dir.status().WithContext("option 'dir'");
       dir_ = *dir;
     }
     return Status::Ok();
@@ -255,7 +255,7 @@ class PagecacheInjector final : public Injector {
 Result<std::unique_ptr<Holding>> PagecacheInjector::MakeHolding() const {
   if (kind_ == "anon") return std::unique_ptr<Holding>(std::make_unique<AnonHolding>());
   auto run_dir = RunDir::Create(dir_);
-  if (!run_dir.ok()) return Err("pagecache: " + run_dir.error());
+  if (!run_dir.ok()) return run_dir.status().WithContext("pagecache");
   // openat on our own fresh run dir, O_EXCL|O_NOFOLLOW: never an existing file or a symlink.
   const int fd =
       openat(run_dir->fd(), "held", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -295,7 +295,7 @@ Result<RunSummary> PagecacheInjector::Calibrate(double duration_s, const StopTok
 Result<RunSummary> PagecacheInjector::Run(const Target& target, const StopToken& stop,
                                           Reporter& reporter) {
   auto holding = MakeHolding();
-  if (!holding.ok()) return Err(holding.error());
+  if (!holding.ok()) return holding.status();
   if (!AwaitStart(target.start, stop)) return RunSummary{};  // stopped before the start
   Holding& h = **holding;
   uint64_t desired = target.is_max() ? std::numeric_limits<uint64_t>::max()

@@ -175,10 +175,10 @@ class RdmaInjector final : public Injector {
     shape_.connections = static_cast<int>(o.Int("connections"));
     auto port = rdma::ChoosePort(rdma::HostAvailability().ports, o.String("device"),
                                  static_cast<int>(o.Int("port")));
-    if (!port.ok()) return Err(port.error());
+    if (!port.ok()) return port.status();
     auto device =
         rdma::Device::Open(*port, static_cast<int>(o.Int("gid_index")), shape_.connections);
-    if (!device.ok()) return Err(device.error());
+    if (!device.ok()) return device.status();
     device_ = std::move(*device);
     inflight_.assign(shape_.connections, 0);
     if (o.Int("ranks") == 2) return SetupPair(o, services, stop);
@@ -209,9 +209,9 @@ class RdmaInjector final : public Injector {
   // ranks=1: a sending and a receiving side in this process, QP i to QP i.
   Status SetupLoopback() {
     auto sender = rdma::Side::Create(*device_, false, shape_);
-    if (!sender.ok()) return Err(sender.error());
+    if (!sender.ok()) return sender.status();
     auto receiver = rdma::Side::Create(*device_, true, shape_);
-    if (!receiver.ok()) return Err(receiver.error());
+    if (!receiver.ok()) return receiver.status();
     side_ = std::move(*sender);
     loop_ = std::move(*receiver);
     if (Status s = loop_->Connect(side_->Local()); !s.ok()) return s;
@@ -225,7 +225,7 @@ class RdmaInjector final : public Injector {
     const bool rank0 = o.Int("rank") == 0;
     const bool receives = rank0 == (o.String("receiver") == "first");
     auto side = rdma::Side::Create(*device_, receives, shape_);
-    if (!side.ok()) return Err(side.error());
+    if (!side.ok()) return side.status();
     side_ = std::move(*side);
     Status s = rank0 ? AwaitRank1(o, services, stop) : JoinRank0(o);
     if (!s.ok()) return s;
@@ -248,7 +248,7 @@ class RdmaInjector final : public Injector {
                                 [this](const rdma::ConnInfo& r) { return side_->Connect(r); });
     close(listen_fd_);
     listen_fd_ = -1;
-    if (!fd.ok()) return Err(fd.error());
+    if (!fd.ok()) return fd.status();
     control_fd_ = *fd;
     peer_ = "rank 1";
     return Status::Ok();
@@ -257,11 +257,11 @@ class RdmaInjector final : public Injector {
   // Rank 1: reach rank 0 at an address it published, send our half, connect to its half.
   Status JoinRank0(const OptionValues& o) {
     auto e = EndpointOption(o);
-    if (!e.ok()) return Err(e.error());
+    if (!e.ok()) return e.status();
     std::string addr;
     auto fd = rdma::JoinRank0(
         *e, side_->Local(), [this](const rdma::ConnInfo& r) { return side_->Connect(r); }, &addr);
-    if (!fd.ok()) return Err(fd.error());
+    if (!fd.ok()) return fd.status();
     control_fd_ = *fd;
     peer_ = "rank 0 at " + addr;
     return Status::Ok();
@@ -277,7 +277,7 @@ class RdmaInjector final : public Injector {
       inflight -= *done;
       ctx.Done(static_cast<uint64_t>(*done) * shape_.block);
       auto drained = Replenish(loop_.get(), i);
-      if (!drained.ok()) return Err("rdma: loopback receiver: " + drained.error());
+      if (!drained.ok()) return drained.status().WithContext("rdma: loopback receiver");
       double wait = 0.05;  // window full: until a completion
       bool posted = false;
       while (inflight < shape_.queue_depth) {
@@ -318,7 +318,7 @@ class RdmaInjector final : public Injector {
     auto n = side->Reap(i);
     if (!n.ok()) return n;
     for (int k = 0; k < *n; ++k) {
-      if (Status s = side->Post(i); !s.ok()) return Err(s.error());
+      if (Status s = side->Post(i); !s.ok()) return s;
     }
     return n;
   }

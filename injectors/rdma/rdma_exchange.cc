@@ -16,7 +16,7 @@ constexpr int kAnswerMs = 10000;   // a peer that connected answers within this
 // The token-holder on fd sent its half: connect to it and settle who is ready.
 Status Settle(int fd, const StopToken& stop, const ConnectFn& connect) {
   auto remote = DecodeConnInfo(ReadLine(fd, kMaxLine, kAnswerMs, &stop));
-  if (!remote.ok()) return Err("rdma: rank 1's connection info: " + remote.error());
+  if (!remote.ok()) return remote.status().WithContext("rdma: rank 1's connection info");
   if (Status s = connect(*remote); !s.ok()) {
     WriteAll(fd, "error " + s.error() + "\n");
     return s;

@@ -166,7 +166,7 @@ Result<Endpoint> DecodeEndpoint(std::string_view text) {
   std::string rest;
   std::getline(in, rest);
   auto info = DecodeConnInfo(rest);
-  if (!info.ok()) return Err(info.error());
+  if (!info.ok()) return info.status();
   e.info = std::move(*info);
   return e;
 }

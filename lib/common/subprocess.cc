@@ -171,7 +171,7 @@ Result<std::unique_ptr<ChildPlan>> Prepare(const SpawnOptions& o) {
   if (o.extra_out_fd >= 0) {
     if (o.extra_out_fd < 3) return Err("extra_out_fd must be 3 or more (0-2 are stdio)");
     auto ends = OpenPipe(/*child_reads=*/false);
-    if (!ends.ok()) return Err(ends.error());
+    if (!ends.ok()) return ends.status();
     if (ends->child.get() < 0) return Err(Errno("fcntl"));
     plan->extra = std::move(*ends);
     plan->extra_slot = o.extra_out_fd;

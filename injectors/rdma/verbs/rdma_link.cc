@@ -73,7 +73,7 @@ Result<std::unique_ptr<Device>> Device::Open(const Port& port, int gid_index, in
   Port as_seen = port;
   as_seen.link_layer = attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
   auto gid = ChooseGid(ReadGids(kSysfsRoot, as_seen), as_seen, gid_index);
-  if (!gid.ok()) return Err(gid.error());
+  if (!gid.ok()) return gid.status();
   d->gid_index_ = *gid;
   if (d->gid_index_ >= 0) {
     ibv_gid g;
@@ -130,7 +130,7 @@ bool Device::Wait(int i, double seconds, int extra_fd) const {
 
 Result<std::unique_ptr<Side>> Side::Create(Device& device, bool receiver, const FloodShape& shape) {
   std::unique_ptr<Side> s(new Side(device, receiver, shape));
-  if (Status st = s->Init(); !st.ok()) return Err(st.error());
+  if (Status st = s->Init(); !st.ok()) return st;
   return s;
 }
 
