@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "injectors/core/registry.h"
 #include "injectors/core/victim_env.h"
@@ -197,17 +198,28 @@ void PrintUsage(std::FILE* out) {
 }
 
 void PrintList(bool json, const injectors::HostInfo& host) {
+  std::vector<protocol::ListEntry> rows;
   for (const auto& name : injectors::InjectorNames()) {
     auto inj = injectors::CreateInjector(name);
     const auto& d = inj->descriptor();
     const std::string reason = inj->Unsupported(host).message();
+    rows.push_back(protocol::ListEntry{d.name, d.resource, d.unit, reason.empty(), reason});
+  }
+  // Each column as wide as its widest cell: a resource text that names what the host has
+  // (net's RDMA note) must not push the rows below it out of line.
+  size_t name_w = 0, resource_w = 0, unit_w = 0;
+  for (const auto& r : rows) {
+    name_w = std::max(name_w, r.name.size());
+    resource_w = std::max(resource_w, r.resource.size());
+    unit_w = std::max(unit_w, r.unit.size());
+  }
+  for (const auto& r : rows) {
     if (json) {
-      std::printf(
-          "%s\n",
-          protocol::ListEntry{d.name, d.resource, d.unit, reason.empty(), reason}.Format().c_str());
+      std::printf("%s\n", r.Format().c_str());
     } else {
-      std::printf("%-12s %-28s %-14s %s\n", d.name.c_str(), d.resource.c_str(), d.unit.c_str(),
-                  reason.empty() ? "available" : ("unavailable: " + reason).c_str());
+      std::printf("%-*s  %-*s  %-*s  %s\n", static_cast<int>(name_w), r.name.c_str(),
+                  static_cast<int>(resource_w), r.resource.c_str(), static_cast<int>(unit_w),
+                  r.unit.c_str(), r.available ? "available" : ("unavailable: " + r.reason).c_str());
     }
   }
   // The agent's GPU registration labels, after the injectors (the agent links no CUDA library,

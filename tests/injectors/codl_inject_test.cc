@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <thread>
 
@@ -67,6 +68,30 @@ Stream ParseStream(const std::string& out) {
 }
 
 // --start-at: the load begins at the given wall-clock time, not before; the tool says when.
+// --list is a table: every row's unit column starts where the first row's does, however long a
+// resource text that describes the host (net's RDMA note) is.
+TEST(CodlInjectTest, ListColumnsAlign) {
+  ProcessResult r = RunProcess(CodlInjectCmd({"--list"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = Lines(r.out);
+  ASSERT_EQ(rows.size(), injectors::InjectorNames().size()) << r.out;
+  std::optional<size_t> status_col;
+  for (const auto& name : injectors::InjectorNames()) {
+    const auto* d = injectors::FindDescriptor(name);
+    ASSERT_NE(d, nullptr);
+    auto row = std::find_if(rows.begin(), rows.end(),
+                            [&](const std::string& l) { return l.rfind(name + " ", 0) == 0; });
+    ASSERT_NE(row, rows.end()) << name << " missing:\n" << r.out;
+    // The status column follows the unit: find it after the resource text.
+    const size_t unit_at =
+        row->find("  " + d->unit + " ", row->find(d->resource) + d->resource.size());
+    ASSERT_NE(unit_at, std::string::npos) << *row;
+    const size_t status_at = row->find_first_not_of(' ', unit_at + 2 + d->unit.size());
+    if (!status_col) status_col = status_at;
+    EXPECT_EQ(status_at, *status_col) << "row out of line:\n" << r.out;
+  }
+}
+
 TEST(CodlInjectTest, StartAtDefersTheLoadAndReportsWhenItBegan) {
   const auto now_ns = [] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
