@@ -17,6 +17,7 @@
 #include "controller/agent_registry.h"
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/store/store.h"
 #include "tests/controller/fake_agent.h"
 
@@ -98,7 +99,7 @@ class UnreachableAgentTest : public ::testing::Test {
 TEST_F(UnreachableAgentTest, AnUnreachableVictimAgentInEveryTrialExitsThree) {
   agent_->unreachable_victim = true;
   const v1::ExperimentStatus live = RunToEnd();
-  EXPECT_EQ(live.state(), "failed");
+  EXPECT_EQ(rpc::StateName(live), "failed");
   EXPECT_NE(live.error().find("the first 3 trials failed"), std::string::npos) << live.error();
   EXPECT_NE(live.error().find("failed to connect"), std::string::npos) << live.error();
   EXPECT_EQ(live.error_code(), static_cast<int>(grpc::StatusCode::UNAVAILABLE));
@@ -107,7 +108,7 @@ TEST_F(UnreachableAgentTest, AnUnreachableVictimAgentInEveryTrialExitsThree) {
   // Read back after the run (from the store, as `codlctl status` or a late watch would).
   auto stored = scheduler_->GetStatus(id_);
   ASSERT_TRUE(stored.ok()) << stored.error();
-  EXPECT_EQ(stored->state(), "failed");
+  EXPECT_EQ(rpc::StateName(*stored), "failed");
   EXPECT_EQ(ExitCodeFor(OverTheWire(*stored)), kExitUnreachable);
   auto rec = store_->GetExperiment(id_);
   ASSERT_TRUE(rec.ok()) << rec.error();
@@ -121,7 +122,7 @@ TEST_F(UnreachableAgentTest, AnUnreachableVictimAgentInEveryTrialExitsThree) {
 TEST_F(UnreachableAgentTest, AVictimThatFailsOnItsOwnIsARuntimeFailureNotThree) {
   agent_->fail_victim = true;  // the agent answers: the victim exited with status 3
   const v1::ExperimentStatus live = RunToEnd();
-  EXPECT_EQ(live.state(), "failed");
+  EXPECT_EQ(rpc::StateName(live), "failed");
   EXPECT_EQ(ExitCodeFor(live), kExitFailed);
   auto stored = scheduler_->GetStatus(id_);
   ASSERT_TRUE(stored.ok()) << stored.error();
@@ -130,19 +131,19 @@ TEST_F(UnreachableAgentTest, AVictimThatFailsOnItsOwnIsARuntimeFailureNotThree) 
 
 TEST_F(UnreachableAgentTest, ADoneExperimentExitsZero) {
   const v1::ExperimentStatus live = RunToEnd();
-  EXPECT_EQ(live.state(), "done") << live.error();
+  EXPECT_EQ(rpc::StateName(live), "done") << live.error();
   EXPECT_EQ(live.error_code(), 0);
   EXPECT_EQ(ExitCodeFor(live), kExitOk);
 }
 
 TEST(ExitCodeForExperiment, AFailureWithoutACodeFromAnOlderControllerIsOne) {
   v1::ExperimentStatus s;
-  s.set_state("failed");
+  s.set_state_name("failed");
   s.set_error("victim node node-1 stopped heartbeating");  // text alone decides nothing
   EXPECT_EQ(ExitCodeFor(s), kExitFailed);
-  s.set_state("cancelled");
+  s.set_state_name("cancelled");
   EXPECT_EQ(ExitCodeFor(s), kExitFailed);
-  s.set_state("failed");
+  s.set_state_name("failed");
   s.set_error_code(static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_EQ(ExitCodeFor(s), kExitBadInput);
 }
