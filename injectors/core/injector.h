@@ -206,5 +206,21 @@ inline Status NotHereIf(std::string reason) {
 inline Status InvalidOptionsIf(std::string problem) {
   return problem.empty() ? Status::Ok() : InvalidArgument(std::move(problem));
 }
+// The ranks of a receiver/sender pair (net, rdma): at most 2, and rank below ranks. `one` names
+// a single instance in the message ("a net antagonist").
+inline Status CheckPairRanks(const std::string& injector, const std::string& one,
+                             const OptionValues& o) {
+  const int64_t ranks = o.Int("ranks");
+  if (ranks > 2) {
+    return InvalidArgument(injector + ": ranks " + std::to_string(ranks) + ": " + one +
+                           " is one receiver/sender pair (2 nodes; option receiver says "
+                           "which receives); give each further pair an antagonist of its own");
+  }
+  if (o.Int("rank") >= ranks) {
+    return InvalidArgument("option 'rank': " + std::to_string(o.Int("rank")) +
+                           " must be less than ranks (" + std::to_string(ranks) + ")");
+  }
+  return Status::Ok();
+}
 
 }  // namespace codl::injectors

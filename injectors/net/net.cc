@@ -136,17 +136,8 @@ class NetInjector final : public Injector {
   Status Unsupported(const HostInfo&) const override { return Status::Ok(); }
 
   Status CheckOptions(const OptionValues& o) const override {
+    if (Status s = CheckPairRanks("net", "a net antagonist", o); !s.ok()) return s;
     const int64_t ranks = o.Int("ranks");
-    if (ranks > 2) {
-      return InvalidArgument(
-          "net: ranks " + std::to_string(ranks) +
-          ": a net antagonist is one receiver/sender pair (2 nodes; option receiver says "
-          "which receives); give each further pair an antagonist of its own");
-    }
-    if (o.Int("rank") >= ranks) {
-      return InvalidArgument("option 'rank': " + std::to_string(o.Int("rank")) +
-                             " must be less than ranks (" + std::to_string(ranks) + ")");
-    }
     if (ranks == 2) return CheckPair(o);
     sockaddr_storage a;
     socklen_t len;

@@ -131,17 +131,8 @@ class RdmaInjector final : public Injector {
   }
 
   Status CheckOptions(const OptionValues& o) const override {
+    if (Status s = CheckPairRanks("rdma", "an rdma antagonist", o); !s.ok()) return s;
     const int64_t ranks = o.Int("ranks");
-    if (ranks > 2) {
-      return InvalidArgument(
-          "rdma: ranks " + std::to_string(ranks) +
-          ": an rdma antagonist is one receiver/sender pair (2 nodes; option receiver says "
-          "which receives); give each further pair an antagonist of its own");
-    }
-    if (o.Int("rank") >= ranks) {
-      return InvalidArgument("option 'rank': " + std::to_string(o.Int("rank")) +
-                             " must be less than ranks (" + std::to_string(ranks) + ")");
-    }
     if (ranks == 1) return Status::Ok();
     if (o.Int("rank") == 0) {
       if (!o.String("rendezvous_key").empty()) return Status::Ok();
