@@ -1,5 +1,6 @@
 #include "agent/child_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -210,6 +211,22 @@ void ChildProcess::ReaderLoop(int out_fd, int err_fd, int progress_fd) {
   for (const pollfd& p : fds) open_fds += p.fd >= 0 ? 1 : 0;
   char buf[8192];
   while (open_fds > 0) {
+    // stdout and stderr closed but the progress pipe open: the child has most likely ended, and
+    // a daemonized descendant (which redirected only 0-2) still holds the pipe. Take what is
+    // there and stop, so that the child is reaped and its descendants can be killed.
+    if (fds[0].fd < 0 && fds[1].fd < 0 && fds[2].fd >= 0) {
+      fcntl(fds[2].fd, F_SETFL, fcntl(fds[2].fd, F_GETFL) | O_NONBLOCK);
+      ssize_t n;
+      while ((n = read(fds[2].fd, buf, sizeof buf)) > 0) line_buf[2].append(buf, n);
+      size_t pos;
+      while ((pos = line_buf[2].find('\n')) != std::string::npos) {
+        if (*sinks[2]) (*sinks[2])(std::string_view(line_buf[2].data(), pos));
+        line_buf[2].erase(0, pos + 1);
+      }
+      close(fds[2].fd);
+      fds[2].fd = -1;
+      break;
+    }
     if (poll(fds, 3, -1) < 0) {
       if (errno == EINTR) continue;
       break;
