@@ -65,7 +65,11 @@ Status AntagonistManager::FetchRendezvous(const std::string& id,
     return Err("antagonist '" + id + "': no controller link for the rendezvous");
   }
   auto v = policy_.relay.fetch(key, 10.0);
-  if (!v.ok()) return Err("antagonist '" + id + "': rendezvous '" + key + "': " + v.error());
+  // Classified here on purpose: the relay's own code (a deadline, an unavailable controller)
+  // must not reach the controller as if this agent were the one it could not reach.
+  if (!v.ok()) {
+    return FailedPrecondition("antagonist '" + id + "': rendezvous '" + key + "': " + v.error());
+  }
   (*options)[target] = injectors::protocol::RendezvousFetch{target, *v}.OptionValue();
   return Status::Ok();
 }
@@ -153,7 +157,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   spec.argv = RunArgs(run, deferred);
   if (policy_.placer) {
     auto placement = policy_.placer->Prepare(req.placement, id);
-    if (!placement.ok()) return Err("antagonist '" + id + "': " + placement.error());
+    if (!placement.ok()) return placement.status().WithContext("antagonist '" + id + "'");
     spec.placement = *placement;
   } else if (!req.placement.empty()) {
     return Err("antagonist '" + id + "': this agent cannot place children (cpus/numa)");
@@ -163,7 +167,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   spec.clock = clock_;
   // Registered before the wait: a lease expiry or StopAll during setup reaches it too.
   auto child = Launch(std::move(spec), lease_s > 0 ? lease_s : policy_.default_lease_s);
-  if (!child.ok()) return Err("antagonist '" + id + "': " + child.error());
+  if (!child.ok()) return child.status().WithContext("antagonist '" + id + "'");
   std::shared_ptr<InjectChild> c = *child;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -297,7 +301,7 @@ Result<AntagonistManager::Calibration> AntagonistManager::Calibrate(
   spec.clock = clock_;
   const std::string id = spec.id;
   auto child = Launch(std::move(spec), policy_.default_lease_s);
-  if (!child.ok()) return Err("calibrating " + injector + ": " + child.error());
+  if (!child.ok()) return child.status().WithContext("calibrating " + injector);
   std::shared_ptr<InjectChild> c = *child;
   const bool finished = c->WaitExit(duration_s + kCalibrationSetupS);
   Unregister(id);

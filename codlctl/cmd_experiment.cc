@@ -87,11 +87,12 @@ class InterruptHandler {
       while (sigwait(&set, &sig) == 0) {
         if (done_) return;
         if (++count_ == 1) {
+          signal_ = sig;
           fprintf(stderr,
                   "\ncodlctl: interrupted — cancelling the experiment (again to quit now)\n");
           if (on_first_) on_first_();
         } else {
-          _exit(130);
+          _exit(128 + sig);
         }
       }
     });
@@ -103,10 +104,13 @@ class InterruptHandler {
     thread_.join();
   }
   bool interrupted() const { return count_ > 0; }
+  // 128 + the first signal (130 for Ctrl-C) once interrupted; `otherwise` before.
+  int ExitCode(int otherwise) const { return interrupted() ? 128 + signal_ : otherwise; }
 
  private:
   std::thread thread_;
   std::atomic<int> count_{0};
+  std::atomic<int> signal_{SIGINT};
   std::atomic<bool> done_{false};
   std::function<void()> on_first_;
 };
@@ -227,7 +231,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   auto final = WatchToEnd(c, id, o.quiet, JsonLines(g));
   if (!final.ok()) {
     Note(g, "error", "codlctl run: " + final.error());
-    return ExitCodeFor(final.status());
+    return interrupts.ExitCode(ExitCodeFor(final.status()));
   }
   int rc = PrintResults(c, "", id, o.output, stdout);
   for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
@@ -252,7 +256,8 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
              (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
              " (codlctl results " + id + " --db " + o.db + ")");
   }
-  return rc != kExitOk ? rc : ExitCodeFor(*final);
+  if (rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(c, "", id);
+  return interrupts.ExitCode(rc != kExitOk ? rc : ExitCodeFor(*final));
 }
 
 int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
@@ -280,12 +285,17 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   fflush(stdout);
   if (!watch) return kExitOk;
   InterruptHandler interrupts;
-  auto final = WatchToEnd(client->get(), sub->experiment_id(), false, false);
+  ControllerClient* c = client->get();
+  const std::string id = sub->experiment_id();
+  interrupts.OnFirst([c, id] { (void)c->Cancel(id); });
+  auto final = WatchToEnd(c, id, false, false);
   if (!final.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", final.error().c_str());
-    return ExitCodeFor(final.status());
+    return interrupts.ExitCode(ExitCodeFor(final.status()));
   }
-  return ExitCodeFor(*final);
+  int rc = ExitCodeFor(*final);
+  if (rc == kExitOk) rc = MeasuredExitCode(c, "", id);
+  return interrupts.ExitCode(rc);
 }
 
 int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output) {
@@ -302,7 +312,8 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
   }
   fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(),
           rpc::StateName(*final).c_str());
-  return ExitCodeFor(*final);
+  const int rc = ExitCodeFor(*final);
+  return rc == kExitOk ? MeasuredExitCode(client->get(), "", final->experiment_id()) : rc;
 }
 
 int CmdCancel(const GlobalOptions& g, const std::string& id) {

@@ -23,6 +23,9 @@ constexpr int kExitBadInput = 2;
 // The controller (or, through it, an agent) could not be reached: retrying may help, the
 // experiment itself neither failed nor was rejected.
 constexpr int kExitUnreachable = 3;
+// `run` or `submit --watch` stopped by Ctrl-C (SIGINT; 143 for SIGTERM): 128 + the signal, as
+// a shell reports a job it interrupted. The experiment was cancelled first.
+constexpr int kExitInterrupted = 130;
 
 struct GlobalOptions {
   std::string controller;  // --controller / $CODL_CONTROLLER
@@ -56,7 +59,7 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
 int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output = "table");
 // watch -o json|csv: one record per progress update (status_output.h).
 int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output);
-// tidy: "" (per-pairing summary), "trials" or "phases" (long format, results_output.h).
+// tidy: "" (per-pairing summary), "trials", "phases" or "ranks" (long format, results_output.h).
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
                const std::string& output, const std::string& metric = "",
                const std::string& tidy = "");

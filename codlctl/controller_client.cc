@@ -135,7 +135,7 @@ Result<std::string> ControllerClient::Cancel(const std::string& id) {
   auto ctx = rpc::MakeContext(tunables::kCliCallDeadlineS);
   grpc::Status gs = stub_->CancelExperiment(ctx.get(), req, &reply);
   if (Status st = Check(gs, "cancel", address_); !st.ok()) return st;
-  return reply.state();
+  return rpc::StateName(reply);
 }
 
 Result<v1::CalibrateNodeReply> ControllerClient::Calibrate(

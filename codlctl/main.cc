@@ -12,6 +12,7 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
+#include "lib/common/cli_help.h"
 #include "lib/common/suggest.h"
 #include "lib/common/version.h"
 #include "lib/daemon/daemon_config.h"
@@ -160,7 +161,7 @@ Subcommand AddWatch(CLI::App& app) {
 Subcommand AddResults(CLI::App& app) {
   struct Options {
     std::string id, db, output = "table", metric;
-    bool trials = false, phases = false, json = false, csv = false;
+    bool trials = false, phases = false, ranks = false, json = false, csv = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
@@ -177,13 +178,23 @@ Subcommand AddResults(CLI::App& app) {
                   "re-analyse under this per-trial metric: elapsed | throughput | mean | median | "
                   "pNN (default: the experiment's victim.metric)");
   auto* trials = cmd->add_flag("--trials", o->trials,
-                               "long format: one row per trial (CSV unless -o is given)");
-  cmd->add_flag("--phases", o->phases,
-                "long format: one row per trial and phase (CSV unless -o is given)")
-      ->excludes(trials);
+                               "long format: one row per trial (CSV unless -o is given); "
+                               "--trials, --phases and --ranks exclude each other");
+  auto* phases = cmd->add_flag("--phases", o->phases,
+                               "long format: one row per trial, rank and phase (CSV unless -o is "
+                               "given)")
+                     ->excludes(trials);
+  cmd->add_flag("--ranks", o->ranks,
+                "long format: one row per trial and victim rank, its node, step and busy time "
+                "(CSV unless -o is given)")
+      ->excludes(trials)
+      ->excludes(phases);
   return {cmd, [o, cmd](const GlobalOptions& g) {
             std::string output = o->json ? "json" : o->csv ? "csv" : o->output;
-            const std::string tidy = o->trials ? "trials" : o->phases ? "phases" : "";
+            const std::string tidy = o->trials   ? "trials"
+                                     : o->phases ? "phases"
+                                     : o->ranks  ? "ranks"
+                                                 : "";
             // The long formats are for pandas/R: CSV unless an output was asked for.
             if (!tidy.empty() && cmd->count("-o") == 0 && !o->json && !o->csv) output = "csv";
             return CmdResults(g, o->id, o->db, output, o->metric, tidy);
@@ -343,9 +354,11 @@ int main(int argc, char** argv) {
       "  codlctl validate exp.yaml --plan             check a file, print the trial plan\n"
       "  codlctl submit exp.yaml --controller H:P     send to a cluster controller\n"
       "  codlctl results latest --db codl-results.db  slowdown table from a results file\n\n"
-      "Exit codes: 0 ok, 1 experiment failed, 2 bad input, 3 controller or agent unreachable.\n"
+      "Exit codes: 0 ok, 1 experiment failed or measured nothing, 2 bad input,\n"
+      "3 controller or agent unreachable, 130 interrupted (Ctrl-C: the experiment is cancelled).\n"
       "Global options (--controller, --tls-*, --token-file, --log-level, --log-format) may come\n"
       "before or after the command."};
+  codl::UsePlainHelp(app);
   app.require_subcommand(1);
   // Global options may follow the subcommand too (`codlctl submit e.yaml --controller H:P`):
   // a subcommand passes the options it does not know up to codlctl itself.

@@ -64,6 +64,20 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
   return client->GetResults(id.empty() ? "latest" : id);
 }
 
+int MeasuredExitCode(ControllerClient* client, const std::string& db, const std::string& id) {
+  auto rec = LoadRecords(client, db, id);
+  if (!rec.ok()) {
+    fprintf(stderr, "codlctl: %s\n", rec.error().c_str());
+    return ExitCodeFor(rec.status());
+  }
+  const std::string why = experiment::NothingMeasured(
+      experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, "")));
+  if (why.empty()) return kExitOk;
+  fprintf(stderr, "codlctl: experiment %s measured nothing: %s\n", rec->first.id.c_str(),
+          why.c_str());
+  return kExitFailed;
+}
+
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
                  const std::string& output, FILE* out, const std::string& metric) {
   auto rec = LoadRecords(client, db, id);
@@ -91,8 +105,9 @@ int PrintTidy(ControllerClient* client, const std::string& db, const std::string
   }
   const auto& [e, trials] = *rec;
   const experiment::TidyTable table =
-      kind == "phases" ? experiment::PhasesTable(e, trials)
-                       : experiment::TrialsTable(e, trials, OptionsFor(e, metric).metric);
+      kind == "phases"  ? experiment::PhasesTable(e, trials)
+      : kind == "ranks" ? experiment::RanksTable(e, trials)
+                        : experiment::TrialsTable(e, trials, OptionsFor(e, metric).metric);
   Emit(experiment::Render(table, output), out);
   return kExitOk;
 }

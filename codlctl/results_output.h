@@ -22,7 +22,11 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
 // its stored YAML; elapsed when that cannot be read).
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
                  const std::string& output, FILE* out, const std::string& metric = "");
-// The long (tidy) exports: `kind` "trials" (one row per trial) or "phases" (per trial x phase);
+// For an experiment that ended done: 0 when it measured what it set out to, else 1 with the
+// reason on stderr ("codlctl: experiment ID measured nothing: ..."; experiment::NothingMeasured).
+int MeasuredExitCode(ControllerClient* client, const std::string& db, const std::string& id);
+// The long (tidy) exports: `kind` "trials" (one row per trial), "phases" (per trial x rank x
+// phase) or "ranks" (per trial x rank);
 // `output` csv | json (JSON lines) | table.
 int PrintTidy(ControllerClient* client, const std::string& db, const std::string& id,
               const std::string& kind, const std::string& output, FILE* out,

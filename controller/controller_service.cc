@@ -231,7 +231,9 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::CancelExperiment(
       r->Finish(rpc::ToGrpc(s.status()));
       return;
     }
-    reply->set_state(*s);
+    reply->set_experiment_state(rpc::ToProto(s->state));
+    reply->set_stopping(s->stopping);
+    reply->set_state(s->stopping ? "cancelling" : ToString(s->state));
     r->Finish(grpc::Status::OK);
   });
   return r;

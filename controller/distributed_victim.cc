@@ -6,6 +6,8 @@
 #include <optional>
 #include <thread>
 
+#include "lib/analysis/rank_summary.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
 
 namespace codl::controller {
@@ -30,6 +32,20 @@ std::string Failure(const Reply& r) {
       r->error().empty() ? "exit status " + std::to_string(r->exit_code()) : r->error();
   if (std::string last = LastLine(r->stderr_tail()); !last.empty()) why += ": " + last;
   return why;
+}
+
+// A rank's record from its reply; rank 0's steps are left to the trial's record.
+RankRecord RankOf(size_t i, const std::string& node, const v1::RunVictimReply& r) {
+  RankRecord rank;
+  rank.rank = static_cast<int>(i);
+  rank.node = node;
+  rank.exit_code = r.exit_code();
+  rank.wall_s = r.wall_s();
+  for (const auto& [k, v] : r.phase_medians()) rank.phase_medians[k] = v;
+  for (const auto& s : r.steps()) rank.steps.push_back(rpc::FromProto(s));
+  experiment::SummarizeRankSteps(rank.steps, &rank);
+  if (i == 0) rank.steps.clear();
+  return rank;
 }
 
 std::string RankName(const std::vector<VictimRank>& ranks, size_t i) {
@@ -119,10 +135,12 @@ std::vector<VictimRank> VictimRanks(const v1::RunVictimRequest& base,
   return ranks;
 }
 
-Result<v1::RunVictimReply> RunVictimRanks(std::vector<VictimRank> ranks, double deadline_s) {
+Result<VictimRun> RunVictimRanks(std::vector<VictimRank> ranks, double deadline_s) {
   if (ranks.size() == 1) {
     if (!ranks[0].client) return Err("victim agent is gone");
-    return ranks[0].client->RunVictim(ranks[0].request, deadline_s);
+    CODL_ASSIGN_OR_RETURN(v1::RunVictimReply reply,
+                          ranks[0].client->RunVictim(ranks[0].request, deadline_s));
+    return VictimRun{std::move(reply), {}};
   }
   Calls calls(ranks, deadline_s);
   std::optional<size_t> failed;
@@ -137,7 +155,11 @@ Result<v1::RunVictimReply> RunVictimRanks(std::vector<VictimRank> ranks, double 
     }
   }
   Reply& zero = calls.reply(0);
-  if (!failed) return std::move(zero);
+  std::vector<RankRecord> records;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (calls.reply(i).ok()) records.push_back(RankOf(i, ranks[i].node, *calls.reply(i)));
+  }
+  if (!failed) return VictimRun{std::move(*zero), std::move(records)};
   const size_t f = *failed;
   const std::string error = RankName(ranks, f) + " failed: " + Failure(calls.reply(f)) +
                             " (the other ranks were stopped)";
@@ -149,7 +171,7 @@ Result<v1::RunVictimReply> RunVictimRanks(std::vector<VictimRank> ranks, double 
     r.set_exit_code(bad->exit_code());
     r.set_stderr_tail(bad->stderr_tail());
   }
-  return r;
+  return VictimRun{std::move(r), std::move(records)};
 }
 
 }  // namespace codl::controller

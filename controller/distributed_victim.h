@@ -9,6 +9,7 @@
 
 #include "codl/v1/agent.pb.h"
 #include "controller/agent_client.h"
+#include "lib/common/records.h"
 #include "lib/common/result.h"
 #include "lib/spec/spec.h"
 
@@ -34,10 +35,18 @@ std::vector<VictimRank> VictimRanks(const v1::RunVictimRequest& base,
                                     bool distributed, const std::string& master_addr,
                                     int master_port);
 
+// What one run of the victim gave.
+struct VictimRun {
+  v1::RunVictimReply reply;  // rank 0's: the run's record (its error names a failed rank)
+  // Several ranks: every rank that replied, rank 0 first, each summarized from its steps
+  // (rank 0's steps stay in `reply`). Empty for a single instance.
+  std::vector<RankRecord> ranks;
+};
+
 // Issues every rank's RunVictim at once and waits for all. The first rank to fail (or time
 // out) makes the others stop (StopAll on their agents, which also stops that node's
 // antagonists: the trial has failed anyway) and the error names it: "victim rank 1 (node b)
-// failed: ...". A single instance's error is its own, unchanged. On success: rank 0's reply.
-Result<v1::RunVictimReply> RunVictimRanks(std::vector<VictimRank> ranks, double deadline_s);
+// failed: ...". A single instance's error is its own, unchanged.
+Result<VictimRun> RunVictimRanks(std::vector<VictimRank> ranks, double deadline_s);
 
 }  // namespace codl::controller

@@ -95,9 +95,9 @@ Status ExperimentRunner::PlaceVictim(const experiment::VictimSpec& v,
   return Status::Ok();
 }
 
-Result<v1::RunVictimReply> ExperimentRunner::RunVictimOnce(const experiment::ExperimentSpec& spec,
-                                                           const Placement& p,
-                                                           const v1::RunVictimRequest& base) const {
+Result<VictimRun> ExperimentRunner::RunVictimOnce(const experiment::ExperimentSpec& spec,
+                                                  const Placement& p,
+                                                  const v1::RunVictimRequest& base) const {
   std::vector<std::shared_ptr<AgentClient>> clients;
   for (const auto& n : p.victim_nodes) clients.push_back(agents_->Client(n));
   auto ranks = VictimRanks(base, p.victim_nodes, clients, spec.victim.distributed, p.master_addr,
@@ -342,15 +342,17 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
           listener->OnVictimDataset(ev.victim_dataset().generated(), ev.victim_dataset().total());
       });
     }
-    auto reply = RunVictimOnce(spec, p, req);
+    auto run_reply = RunVictimOnce(spec, p, req);
     live.reset();
-    const bool ok = reply.ok() && reply->ok();
-    const std::string error = !reply.ok() ? reply.error() : reply->error();
-    prov->AddWarmup(run, reply.ok() ? reply->wall_s() : 0, ok, error);
+    const v1::RunVictimReply* reply = run_reply.ok() ? &run_reply->reply : nullptr;
+    const bool ok = reply && reply->ok();
+    const std::string error =
+        !reply ? run_reply.error() : FailureWithStderr(reply->error(), reply->stderr_tail());
+    prov->AddWarmup(run, reply ? reply->wall_s() : 0, ok, error);
     prov->Save();
     if (!ok) {
       // An agent that could not be reached keeps its code; a victim that failed is unclassified.
-      const StatusCode code = reply.ok() ? StatusCode::kUnknown : reply.code();
+      const StatusCode code = reply ? StatusCode::kUnknown : run_reply.code();
       return Error{"warm-up run " + std::to_string(run) + " failed: " + error, code};
     }
     listener->OnEvent(events::WarmUpFinished(run, spec.warmup_trials, reply->wall_s()));

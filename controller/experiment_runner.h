@@ -14,6 +14,7 @@
 
 #include "codl/v1/controller.pb.h"
 #include "controller/agent_registry.h"
+#include "controller/distributed_victim.h"
 #include "controller/rendezvous.h"
 #include "lib/common/clock.h"
 #include "lib/common/records.h"
@@ -115,8 +116,8 @@ class ExperimentRunner {
                       RunListener* listener);
   void RecordStop(const std::string& experiment_id, const std::string& reason,
                   RunListener* listener);
-  // One run of the victim on its node(s) (controller/distributed_victim.h): rank 0's reply.
-  Result<v1::RunVictimReply> RunVictimOnce(const experiment::ExperimentSpec& spec,
+  // One run of the victim on its node(s) (controller/distributed_victim.h).
+  Result<VictimRun> RunVictimOnce(const experiment::ExperimentSpec& spec,
                                            const Placement& p,
                                            const v1::RunVictimRequest& base) const;
   // `failure_code`: the kind of the trial's first failure (kOk when none was seen).

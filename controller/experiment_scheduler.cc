@@ -266,7 +266,7 @@ Result<v1::ExperimentStatus> ExperimentScheduler::GetStatus(const std::string& i
   return StatusOf(finished);
 }
 
-Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
+Result<ExperimentScheduler::CancelOutcome> ExperimentScheduler::Cancel(const std::string& id) {
   auto rec = store_->GetExperiment(id);
   if (!rec.ok()) return rec.status();
   std::shared_ptr<Live> live;
@@ -274,7 +274,7 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = live_.find(rec->id);
-    if (it == live_.end()) return std::string(ToString(rec->state));  // already finished
+    if (it == live_.end()) return CancelOutcome{rec->state, false};  // already finished
     live = it->second;
     live->cancel = true;
     if (live->record.state == ExperimentState::kQueued) {
@@ -295,12 +295,12 @@ Result<std::string> ExperimentScheduler::Cancel(const std::string& id) {
   if (cancelling) {
     // The runner notices the flag between steps; a victim mid-run is stopped by its agent.
     runner_->StopPlaced("experiment " + live->record.id + " cancelled");
-    return std::string("cancelling");
+    return CancelOutcome{ExperimentState::kRunning, true};
   }
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled,
                                  "cancelled before it started", live->record.finished_unix_ms);
   Publish(live, events::ExperimentChanged(ExperimentState::kCancelled, ""), true);
-  return std::string("cancelled");
+  return CancelOutcome{ExperimentState::kCancelled, false};
 }
 
 Result<int> ExperimentScheduler::Watch(const std::string& id, Watcher w) {

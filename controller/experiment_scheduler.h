@@ -41,7 +41,12 @@ class ExperimentScheduler {
   // Bad YAML -> error "FILE:LINE:COL: message" (the caller maps it to INVALID_ARGUMENT).
   Result<Submitted> Submit(const std::string& yaml, const std::string& source_path);
   Result<v1::ExperimentStatus> GetStatus(const std::string& id);  // id or "latest"
-  Result<std::string> Cancel(const std::string& id);              // returns the new state
+  // The state after the call; `stopping` while a running experiment's trial is being stopped.
+  struct CancelOutcome {
+    ExperimentState state = ExperimentState::kCancelled;
+    bool stopping = false;
+  };
+  Result<CancelOutcome> Cancel(const std::string& id);
 
   using Watcher = std::function<void(const v1::ExperimentEvent& event, bool final)>;
   // Calls `w` with the current status at once; then on every event until the experiment ends

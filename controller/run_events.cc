@@ -65,9 +65,15 @@ v1::ExperimentEvent TrialFinished(const TrialRecord& t, int total) {
   if (t.state != TrialState::kFlagged) f->set_error(t.error);
   for (const auto& r : t.flag_reasons) *f->add_flag_reasons() = rpc::ToProto(r);
   char buf[512];
-  std::snprintf(buf, sizeof buf, "trial %d/%d %s: %s, metric %.4g s%s%s", t.index + 1, total,
-                t.pairing.c_str(), ToString(t.state), t.metric, t.error.empty() ? "" : " — ",
-                t.error.c_str());
+  if (t.state == TrialState::kFailed) {
+    // No metric: a failed trial has none. Why, with the victim's last stderr line.
+    std::snprintf(buf, sizeof buf, "trial %d/%d %s: failed — %s", t.index + 1, total,
+                  t.pairing.c_str(), FailureWithStderr(t.error, t.stderr_tail).c_str());
+  } else {
+    std::snprintf(buf, sizeof buf, "trial %d/%d %s: %s, metric %.4g s%s%s", t.index + 1, total,
+                  t.pairing.c_str(), ToString(t.state), t.metric, t.error.empty() ? "" : " — ",
+                  t.error.c_str());
+  }
   ev.set_message(buf);
   return ev;
 }

@@ -352,7 +352,8 @@ class ExperimentRunner::TrialRun {
       Fail(reply.status(), "");
       return;
     }
-    victim_ = std::move(*reply);
+    victim_ = std::move(reply->reply);
+    ranks_ = std::move(reply->ranks);
     LogSettleToVictim();
   }
 
@@ -468,6 +469,7 @@ class ExperimentRunner::TrialRun {
     for (auto& r : instances_) t.antagonists.push_back(std::move(r.result));
     t.finished_unix_ms = NowMs(clock());
     if (victim_) CopyVictim(*victim_, &t);
+    t.ranks = ranks_;
     Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
     FlagUnjudgeable(&t);
     return t;
@@ -515,6 +517,7 @@ class ExperimentRunner::TrialRun {
   std::unique_ptr<StreamSettle> stream_;  // the settle state: from the starts to the stops
   int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;
+  std::vector<RankRecord> ranks_;  // several ranks: each rank's record (distributed_victim.h)
   std::string error_;                        // the first thing that went wrong
   StatusCode error_code_ = StatusCode::kOk;  // and its kind
   std::string not_settled_;                  // the "did not settle" reason, when it did not

@@ -15,20 +15,21 @@ bool ParseCpuList(const std::string& text, std::vector<int>* cpus) {
   return true;
 }
 
-std::string CheckCpuListOption(const std::string& option, const std::string& text) {
+Status CheckCpuListOption(const std::string& option, const std::string& text) {
   std::vector<int> cpus;
   if (!ParseCpuList(text, &cpus)) {
-    return "option '" + option + "': '" + text + "' is not 'none' or a CPU list like 0-3,6";
+    return InvalidArgument("option '" + option + "': '" + text +
+                           "' is not 'none' or a CPU list like 0-3,6");
   }
   cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return "";
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return Status::Ok();
   for (int c : cpus) {
     if (c >= CPU_SETSIZE || !CPU_ISSET(c, &allowed)) {
-      return "option '" + option + "': CPU " + std::to_string(c) +
-             " is not available to this process";
+      return InvalidArgument("option '" + option + "': CPU " + std::to_string(c) +
+                             " is not available to this process");
     }
   }
-  return "";
+  return Status::Ok();
 }
 
 void PinThisThread(int cpu) {

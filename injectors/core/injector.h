@@ -202,10 +202,6 @@ inline Status NotHere(std::string reason) { return FailedPrecondition(std::move(
 inline Status NotHereIf(std::string reason) {
   return reason.empty() ? Status::Ok() : NotHere(std::move(reason));
 }
-// A string-valued option check ("" = fine) as CheckOptions()'s answer.
-inline Status InvalidOptionsIf(std::string problem) {
-  return problem.empty() ? Status::Ok() : InvalidArgument(std::move(problem));
-}
 // The ranks of a receiver/sender pair (net, rdma): at most 2, and rank below ranks. `one` names
 // a single instance in the message ("a net antagonist").
 inline Status CheckPairRanks(const std::string& injector, const std::string& one,

@@ -92,7 +92,7 @@ class CpuInjector final : public Injector {
   Status Unsupported(const HostInfo&) const override { return Status::Ok(); }
 
   Status CheckOptions(const OptionValues& o) const override {
-    return InvalidOptionsIf(CheckCpuListOption("cpus", o.String("cpus")));
+    return CheckCpuListOption("cpus", o.String("cpus"));
   }
 
   Status Setup(const OptionValues& o, const HostInfo&, HostServices&, const StopToken&) override {

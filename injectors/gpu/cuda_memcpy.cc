@@ -66,7 +66,7 @@ class CudaMemcpyInjector final : public Injector {
   }
 
   Status Unsupported(const HostInfo&) const override {
-    return NotHereIf(gpu::CudaUnavailableReason());
+    return gpu::CudaUsable();
   }
 
   Status CheckOptions(const OptionValues& o) const override {

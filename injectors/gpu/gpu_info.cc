@@ -11,7 +11,7 @@ namespace codl::injectors {
 
 std::map<std::string, std::string> DetectGpuLabels() {
   const gpu::GpuProbe& probe = gpu::ProbeGpus();
-  const std::string reason = gpu::CudaUnavailableReason();
+  const std::string reason = gpu::CudaUsable().message();  // "" when usable
   std::map<std::string, std::string> labels;
   const size_t count = reason.empty() ? probe.devices.size() : 0;
   labels["gpu_count"] = std::to_string(count);

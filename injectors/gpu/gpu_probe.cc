@@ -141,13 +141,17 @@ const GpuProbe& ProbeGpus() {
   return probe;
 }
 
-std::string CudaUnavailableReason() {
+Status CudaUsable() {
   const GpuProbe& p = ProbeGpus();
-  if (!p.built_with_cuda) return "built without CUDA";
-  if (!p.probe_error.empty()) return "no CUDA device: " + p.probe_error;
-  if (p.count_error != 0) return NoDeviceReason(p.count_error, p.count_error_text);
-  if (p.devices.empty()) return "no CUDA device: cudaGetDeviceCount returned 0 devices";
-  return "";
+  if (!p.built_with_cuda) return FailedPrecondition("built without CUDA");
+  if (!p.probe_error.empty()) return FailedPrecondition("no CUDA device: " + p.probe_error);
+  if (p.count_error != 0) {
+    return FailedPrecondition(NoDeviceReason(p.count_error, p.count_error_text));
+  }
+  if (p.devices.empty()) {
+    return FailedPrecondition("no CUDA device: cudaGetDeviceCount returned 0 devices");
+  }
+  return Status::Ok();
 }
 
 std::string FindOnPath(const std::string& program) {

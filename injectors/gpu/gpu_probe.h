@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/common/result.h"
+
 namespace codl::injectors::gpu {
 
 struct GpuDeviceInfo {
@@ -37,9 +39,10 @@ struct GpuProbe {
 // Cached after the first call; thread-safe.
 const GpuProbe& ProbeGpus();
 
-// "" when at least one CUDA device can be used, else "built without CUDA" or
-// "no CUDA device: cudaGetDeviceCount returned 100 (no CUDA-capable device is detected)".
-std::string CudaUnavailableReason();
+// Ok when at least one CUDA device can be used, else FailedPrecondition saying why: "built
+// without CUDA" or "no CUDA device: cudaGetDeviceCount returned 100 (no CUDA-capable device is
+// detected)". The answer to a needs_gpu injector's Unsupported().
+Status CudaUsable();
 
 // Full path of `program` found on $PATH (executable), or "".
 std::string FindOnPath(const std::string& program);

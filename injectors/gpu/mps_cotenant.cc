@@ -110,7 +110,7 @@ class MpsCotenantInjector final : public Injector {
   }
 
   Status Unsupported(const HostInfo&) const override {
-    if (std::string reason = gpu::CudaUnavailableReason(); !reason.empty()) return NotHere(reason);
+    CODL_RETURN_IF_ERROR(gpu::CudaUsable());
     if (gpu::FindOnPath("nvidia-cuda-mps-control").empty()) {
       return NotHere("nvidia-cuda-mps-control not found on PATH (it ships with the NVIDIA driver)");
     }

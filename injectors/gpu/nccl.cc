@@ -102,11 +102,11 @@ class NcclInjector final : public Injector {
 
   Status Unsupported(const HostInfo&) const override {
 #ifdef CODL_NCCL_ENABLED
-    const std::string cuda = gpu::CudaUnavailableReason();
-    return NotHereIf(cuda.empty() ? Nccl().error : cuda);
+    CODL_RETURN_IF_ERROR(gpu::CudaUsable());
+    return NotHereIf(Nccl().error);
 #else
-    const std::string cuda = gpu::CudaUnavailableReason();
-    return NotHere(cuda == "built without CUDA" ? cuda : "built without NCCL");
+    const Status cuda = gpu::CudaUsable();
+    return NotHere(cuda.message() == "built without CUDA" ? cuda.message() : "built without NCCL");
 #endif
   }
 

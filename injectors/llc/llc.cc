@@ -188,7 +188,7 @@ class LlcInjector final : public Injector {
       return InvalidArgument("option 'working_set' (" + o.Text("working_set") +
                              ") exceeds 2^32 lines");
     }
-    return InvalidOptionsIf(CheckCpuListOption("cpus", o.String("cpus")));
+    return CheckCpuListOption("cpus", o.String("cpus"));
   }
 
   Status Setup(const OptionValues& o, const HostInfo&, HostServices&,

@@ -117,9 +117,7 @@ class MemcpyInjector final : public Injector {
   Status Unsupported(const HostInfo&) const override { return Status::Ok(); }
 
   Status CheckOptions(const OptionValues& o) const override {
-    if (std::string bad = CheckCpuListOption("pin", o.String("pin")); !bad.empty()) {
-      return InvalidArgument(bad);
-    }
+    CODL_RETURN_IF_ERROR(CheckCpuListOption("pin", o.String("pin")));
     if (o.Size("chunk_size") > o.Size("buffer_size")) {
       return InvalidArgument("option 'chunk_size' (" + o.Text("chunk_size") +
                              ") must not exceed 'buffer_size' (" + o.Text("buffer_size") + ")");

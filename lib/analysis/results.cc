@@ -12,6 +12,7 @@
 #include "lib/analysis/multiple_comparisons.h"
 #include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/phase_order.h"
+#include "lib/analysis/rank_summary.h"
 #include "lib/common/units.h"
 
 #include <cmath>
@@ -288,10 +289,46 @@ PairingSummary SummarizePairing(const std::string& key,
     if (b != base.phase_medians.end() && b->second > 0) ps.slowdown = median / b->second;
     p.phases.push_back(ps);
   }
+  p.ranks = SpreadOfRanks(s.measured);
   return p;
 }
 
 }  // namespace
+
+std::string NothingMeasured(const ExperimentResults& r) {
+  int measured = 0, failed = 0, flagged = 0, not_run = 0, interfered = 0, with_slowdown = 0;
+  bool baseline_measured = false;
+  for (const PairingSummary& p : r.pairings) {
+    measured += p.n;
+    failed += p.n_failed;
+    flagged += p.n_flagged;
+    not_run += p.n_not_run;
+    if (p.baseline) {
+      baseline_measured = p.n > 0;
+      continue;
+    }
+    ++interfered;
+    // Held-target, or over all trials (flagged ones included): either is a figure to read.
+    with_slowdown += std::isfinite(p.slowdown) || std::isfinite(p.slowdown_all) ? 1 : 0;
+  }
+  const int all = measured + failed + flagged + not_run;
+  if (measured + flagged == 0) {
+    std::string why = "none of its " + std::to_string(all) + " trials was measured (";
+    std::string parts;
+    auto add = [&parts](int n, const char* what) {
+      if (n > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    add(failed, "failed");
+    add(flagged, "flagged");
+    add(not_run, "not run");
+    return why + (parts.empty() ? "no trials" : parts) + ")";
+  }
+  if (interfered > 0 && with_slowdown == 0) {
+    return baseline_measured ? "no interfered pairing has a trial whose victim ran to its end"
+                             : "no baseline trial was measured, so no slowdown is known";
+  }
+  return "";
+}
 
 std::map<std::string, std::string> PairingIntensities(const std::string& key) {
   return ParsePairingKey(key);
@@ -327,6 +364,13 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.interactions = SummarizeInteractions(
       MeasuredSamples(trials, options.metric), g.order,
       {kResamples, kConfidence, experiment.seed, options.metric.HigherIsFaster()});
+  for (const TrialRecord& t : trials) {
+    if (t.state != TrialState::kFailed) continue;
+    res.failed_trials.push_back(
+        {t.index, t.pairing, FailureWithStderr(t.error, t.stderr_tail), FailureHint(t.stderr_tail)});
+  }
+  std::sort(res.failed_trials.begin(), res.failed_trials.end(),
+            [](const FailedTrial& a, const FailedTrial& b) { return a.index < b.index; });
   return res;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/analysis/interaction.h"
+#include "lib/analysis/rank_summary.h"
 #include "lib/analysis/stats.h"
 #include "lib/analysis/trial_metric.h"
 #include "lib/common/records.h"
@@ -80,6 +81,15 @@ struct PairingSummary {
   std::vector<PhaseSlowdown> phases;  // in OrderPhases order (phase_order.h)
   double victim_cores = kNaN;         // mean CPU cores the victim's tree used (measured trials)
   std::string victim_cpus;            // CPUs the victim could run on (as AntagonistSummary::cpus)
+  RankSpread ranks;  // a victim with several ranks: per-rank medians, spread, slowest rank
+};
+
+// A trial whose victim failed, for the "failed trials" section: why, with its stderr's last line.
+struct FailedTrial {
+  int index = 0;  // 0-based, as TrialRecord::index
+  std::string pairing;
+  std::string reason;  // FailureWithStderr(error, stderr_tail)
+  std::string hint;    // FailureHint(stderr_tail); "" when none applies
 };
 
 struct ExperimentResults {
@@ -103,6 +113,7 @@ struct ExperimentResults {
   int64_t finished_unix_ms = 0;
   std::string provenance_json = "{}";
   std::string stop_reason;  // adaptive repetitions: why the runs stopped ("" for fixed ones)
+  std::vector<FailedTrial> failed_trials;  // in index order
 };
 
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when
@@ -118,6 +129,12 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             double noisy_cov_threshold = 0.10);
+
+// Why an experiment that ran to its end measured nothing it set out to, or "" when it did: no
+// trial's victim ran to its end (every one failed or did not run), or it has interfered
+// pairings and none got a slowdown, held-target or over all trials (e.g. no measured
+// baseline). codlctl then exits 1.
+std::string NothingMeasured(const ExperimentResults& results);
 
 // A pairing key's antagonists and their intensity labels: "membw@0.5+storage@2GiB/s" ->
 // {membw: "0.5", storage: "2GiB/s"}; empty for "baseline".

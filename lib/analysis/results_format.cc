@@ -120,6 +120,75 @@ std::string PCell(const PairingSummary& p) {
   return s;
 }
 
+namespace {
+
+// "ranks (busy: step minus comm_s): 0@a 41 ms, 1@b 78 ms; spread 62%; slowest: rank 1 (b),
+// 31% behind the median rank".
+std::string RanksLine(const RankSpread& s) {
+  std::string line = "ranks (busy time: step minus comm_s):";
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    const RankFigure& f = s.ranks[i];
+    line += std::string(i ? ", " : " ") + std::to_string(f.rank) + "@" + TerminalSafe(f.node) +
+            " " + FormatDuration(f.busy_median_s);
+  }
+  if (std::isfinite(s.spread)) line += "; spread " + Fmt("%.0f", s.spread * 100) + "%";
+  if (s.SlowestNamed()) {
+    const RankFigure& f = *std::find_if(s.ranks.begin(), s.ranks.end(),
+                                        [&](const RankFigure& x) { return x.rank == s.slowest; });
+    line += "; slowest: rank " + std::to_string(f.rank) + " (" + TerminalSafe(f.node) + "), " +
+            Fmt("%.0f", s.behind * 100) + "% behind the median rank";
+  } else if (s.slowest >= 0) {
+    line += "; no rank more than " + Fmt("%.0f", kSlowestRankBehind * 100) +
+            "% behind the median rank";
+  }
+  return line;
+}
+
+Json RanksJson(const RankSpread& s) {
+  if (s.ranks.empty()) return Json();
+  Json j;
+  j["ranks"] = Json::array();
+  for (const RankFigure& f : s.ranks) {
+    j["ranks"].push_back({{"rank", f.rank},
+                          {"node", f.node},
+                          {"trials", f.trials},
+                          {"busy_median_s", Num(f.busy_median_s)},
+                          {"step_median_s", Num(f.step_median_s)}});
+  }
+  j["median_busy_s"] = Num(s.median_busy_s);
+  j["spread"] = Num(s.spread);
+  j["slowest_rank"] = s.SlowestNamed() ? Json(s.slowest) : Json();
+  j["slowest_behind"] = s.slowest >= 0 ? Num(s.behind) : Json();
+  return j;
+}
+
+// "failed trials:" with each one's reason (trials numbered from 1, as the progress shows
+// them), at most kShown of them, and each distinct hint once.
+std::string FailedTrialsSection(const std::vector<FailedTrial>& failed) {
+  if (failed.empty()) return "";
+  constexpr size_t kShown = 10;
+  std::string out = "failed trials (" + std::to_string(failed.size()) + "):\n";
+  std::vector<std::string> hints;
+  for (size_t i = 0; i < failed.size(); ++i) {
+    const FailedTrial& f = failed[i];
+    if (i < kShown) {
+      out += "    trial " + std::to_string(f.index + 1) + " " + TerminalSafe(f.pairing) + ": " +
+             (f.reason.empty() ? "failed" : f.reason) + "\n";
+    }
+    if (!f.hint.empty() && std::find(hints.begin(), hints.end(), f.hint) == hints.end()) {
+      hints.push_back(f.hint);
+    }
+  }
+  if (failed.size() > kShown) {
+    out += "    ... and " + std::to_string(failed.size() - kShown) +
+           " more (codlctl results ID --trials: exclude_reason)\n";
+  }
+  for (const auto& h : hints) out += "hint: " + h + "\n";
+  return out;
+}
+
+}  // namespace
+
 std::string FormatTable(const ExperimentResults& r) {
   std::ostringstream out;
   out << "experiment " << TerminalSafe(r.name) << " (id " << r.experiment_id << ", seed " << r.seed
@@ -157,6 +226,7 @@ std::string FormatTable(const ExperimentResults& r) {
       }
       lines.push_back(s);
     }
+    if (!p.ranks.ranks.empty()) lines.push_back(RanksLine(p.ranks));
     if (!p.baseline && std::isfinite(p.p_min) && p.p_min > 0.05) {
       lines.push_back("note: with " + std::to_string(p.n) +
                       " trials against the baseline's, p "
@@ -203,6 +273,7 @@ std::string FormatTable(const ExperimentResults& r) {
         << Fmt("%.1f", r.noisy_cov_threshold * 100) << "%; small slowdowns are not trustworthy\n";
   }
   out << FormatInteractionTable(r.interactions, r.confidence);
+  out << FailedTrialsSection(r.failed_trials);
   return out.str();
 }
 
@@ -361,6 +432,7 @@ std::string FormatJson(const ExperimentResults& r) {
       pj["phases"].push_back(
           {{"phase", ph.phase}, {"median_s", Num(ph.median_s)}, {"slowdown", Num(ph.slowdown)}});
     }
+    pj["ranks"] = RanksJson(p.ranks);
     pj["antagonists"] = Json::array();
     for (const auto& a : p.antagonists) {
       pj["antagonists"].push_back({{"name", a.name},
@@ -379,6 +451,13 @@ std::string FormatJson(const ExperimentResults& r) {
     j["pairings"].push_back(std::move(pj));
   }
   j["interactions"] = InteractionsJson(r.interactions);
+  j["failed_trials"] = Json::array();
+  for (const FailedTrial& f : r.failed_trials) {
+    j["failed_trials"].push_back({{"trial", f.index},
+                                  {"pairing", f.pairing},
+                                  {"reason", f.reason},
+                                  {"hint", f.hint.empty() ? Json() : Json(f.hint)}});
+  }
   return j.dump(2) + "\n";
 }
 

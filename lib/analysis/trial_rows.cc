@@ -5,6 +5,7 @@
 
 #include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/phase_order.h"
+#include "lib/analysis/rank_summary.h"
 #include "lib/analysis/results.h"
 #include "lib/analysis/trial_metric.h"
 
@@ -54,6 +55,26 @@ double AntagonistCores(const TrialRecord& t) {
   return any ? sum : std::nan("");
 }
 
+// A flagged trial's reason codes in the order found, joined by ';' ("missed_target;did_not_settle").
+std::string FlagCodes(const TrialRecord& t) {
+  std::string codes;
+  for (const FlagReason& r : t.flag_reasons) codes += (codes.empty() ? "" : ";") + std::string(ToString(r.code));
+  return codes;
+}
+
+// The rank with the largest busy time in this trial (its straggler); -1 for a single instance.
+int SlowestRank(const TrialRecord& t) {
+  int slowest = -1;
+  double most = -1;
+  for (const RankRecord& r : t.ranks) {
+    if (r.step_median_s > 0 && r.busy_median_s > most) {
+      most = r.busy_median_s;
+      slowest = r.rank;
+    }
+  }
+  return slowest;
+}
+
 void Append(std::vector<Cell>* row, std::initializer_list<Cell> cells) {
   row->insert(row->end(), cells.begin(), cells.end());
 }
@@ -68,7 +89,10 @@ std::string ExclusionReason(const TrialRecord& t, double metric_value) {
     case TrialState::kDone:
       return std::isfinite(metric_value) ? "" : "no measurement (no steps or metric recorded)";
     case TrialState::kFlagged: return with("flagged (an antagonist missed its target)");
-    case TrialState::kFailed: return with("failed (the victim failed)");
+    case TrialState::kFailed: {
+      const std::string why = FailureWithStderr(t.error, t.stderr_tail);
+      return why.empty() ? "failed (the victim failed)" : "failed (the victim failed): " + why;
+    }
     default: return std::string("not run (") + ToString(t.state) + ")";
   }
 }
@@ -77,9 +101,10 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
                       const TrialMetric& metric) {
   TidyTable table;
   table.columns = kTrialColumns;
-  for (const char* c : {"state", "metric", "metric_unit", "value", "flagged", "excluded",
+  for (const char* c : {"state", "metric", "metric_unit", "value", "flagged", "flag_reasons", "excluded",
                         "exclude_reason", "wall_s", "victim_cores", "antagonist_cores",
-                        "victim_cpus", "victim_node", "started_unix_ms", "finished_unix_ms"})
+                        "victim_cpus", "victim_node", "ranks", "slowest_rank", "started_unix_ms",
+                        "finished_unix_ms"})
     table.columns.push_back(c);
   for (const TrialRecord* t : ByIndex(trials)) {
     const double value = TrialMetricValue(*t, metric);
@@ -89,10 +114,14 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
     Append(&row,
            {Cell::Text(ToString(t->state)), Cell::Text(metric.Name()), Cell::Text(metric.Unit()),
             Cell::Number(value), Cell::Bool(t->state == TrialState::kFlagged),
+            Cell::Text(t->state == TrialState::kFlagged ? FlagCodes(*t) : ""),
             Cell::Bool(!reason.empty()), Cell::Text(reason), Cell::Number(t->wall_s),
             cpu_measured ? Cell::Number(CoresUsed(t->victim_cpu_s, t->wall_s)) : Cell::Missing(),
             Cell::Number(AntagonistCores(*t)), Cell::Text(t->victim_effective_cpus),
-            Cell::Text(t->victim_node), Cell::Int(t->started_unix_ms),
+            Cell::Text(t->victim_node),
+            Cell::Int(t->ranks.empty() ? 1 : static_cast<int64_t>(t->ranks.size())),
+            SlowestRank(*t) >= 0 ? Cell::Int(SlowestRank(*t)) : Cell::Missing(),
+            Cell::Int(t->started_unix_ms),
             Cell::Int(t->finished_unix_ms)});
     table.rows.push_back(std::move(row));
   }
@@ -102,21 +131,65 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
 TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials) {
   TidyTable table;
   table.columns = kTrialColumns;
-  for (const char* c : {"state", "excluded", "phase", "seconds"}) table.columns.push_back(c);
+  for (const char* c : {"state", "excluded", "rank", "phase", "seconds"}) {
+    table.columns.push_back(c);
+  }
   const std::vector<const TrialRecord*> ordered = ByIndex(trials);
   const std::vector<std::string> phases = OrderPhases(ordered);  // one order for every trial
   for (const TrialRecord* t : ordered) {
     // A phase median exists only for trials with steps: the metric's value does not matter.
     const bool excluded = t->state != TrialState::kDone;
-    for (const auto& phase : phases) {
-      auto it = t->phase_medians.find(phase);
-      if (it == t->phase_medians.end()) continue;
-      const double seconds = it->second;
-      std::vector<Cell> row = TrialCells(e, *t);
-      Append(&row, {Cell::Text(ToString(t->state)), Cell::Bool(excluded), Cell::Text(phase),
-                    Cell::Number(seconds)});
-      table.rows.push_back(std::move(row));
+    // Rank 0 (the trial's own medians), then each later rank's.
+    std::vector<std::pair<int, const std::map<std::string, double>*>> ranks = {
+        {0, &t->phase_medians}};
+    for (const RankRecord& r : t->ranks) {
+      if (r.rank != 0) ranks.push_back({r.rank, &r.phase_medians});
     }
+    for (const auto& [rank, medians] : ranks) {
+      for (const auto& phase : phases) {
+        auto it = medians->find(phase);
+        if (it == medians->end()) continue;
+        std::vector<Cell> row = TrialCells(e, *t);
+        Append(&row, {Cell::Text(ToString(t->state)), Cell::Bool(excluded), Cell::Int(rank),
+                      Cell::Text(phase), Cell::Number(it->second)});
+        table.rows.push_back(std::move(row));
+      }
+    }
+  }
+  return table;
+}
+
+TidyTable RanksTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials) {
+  TidyTable table;
+  table.columns = kTrialColumns;
+  for (const char* c : {"state", "excluded", "rank", "node", "exit_code", "wall_s",
+                        "step_median_s", "busy_median_s", "slowest"}) {
+    table.columns.push_back(c);
+  }
+  for (const TrialRecord* t : ByIndex(trials)) {
+    const bool excluded = t->state != TrialState::kDone;
+    const int slowest = SlowestRank(*t);
+    auto add = [&](const RankRecord& r) {
+      std::vector<Cell> row = TrialCells(e, *t);
+      const bool stepped = r.step_median_s > 0;
+      Append(&row, {Cell::Text(ToString(t->state)), Cell::Bool(excluded), Cell::Int(r.rank),
+                    Cell::Text(r.node), Cell::Int(r.exit_code), Cell::Number(r.wall_s),
+                    stepped ? Cell::Number(r.step_median_s) : Cell::Missing(),
+                    stepped ? Cell::Number(r.busy_median_s) : Cell::Missing(),
+                    Cell::Bool(r.rank == slowest)});
+      table.rows.push_back(std::move(row));
+    };
+    if (!t->ranks.empty()) {
+      for (const RankRecord& r : t->ranks) add(r);
+      continue;
+    }
+    // A single instance is its rank 0.
+    RankRecord only;
+    only.node = t->victim_node;
+    only.exit_code = t->exit_code;
+    only.wall_s = t->wall_s;
+    SummarizeRankSteps(t->steps, &only);
+    add(only);
   }
   return table;
 }

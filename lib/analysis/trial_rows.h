@@ -1,5 +1,5 @@
-// The long (tidy) exports of one experiment: `codlctl results ID --trials` (one row per trial)
-// and `--phases` (one row per trial x phase). Column names are a public interface, documented in
+// The long (tidy) exports of one experiment: `codlctl results ID --trials` (one row per trial),
+// `--phases` (one row per trial x rank x phase) and `--ranks` (one row per trial x rank). Column names are a public interface, documented in
 // docs/results.md ("Long format").
 #pragma once
 
@@ -18,7 +18,11 @@ std::string ExclusionReason(const TrialRecord& t, double metric_value);
 // Trials in index order; `value` is the trial's `metric` (TrialMetricValue).
 TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials,
                       const TrialMetric& metric);
-// One row per trial and phase the victim reported (its per-trial median of that phase).
+// One row per trial, rank and phase the victim reported (its per-trial median of that phase);
+// a single instance is rank 0.
 TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials);
+// `--ranks`: one row per trial and rank (a single instance is rank 0) with the rank's node,
+// exit status, wall time, median step and busy time, and whether it was the trial's slowest.
+TidyTable RanksTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials);
 
 }  // namespace codl::experiment

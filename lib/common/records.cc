@@ -1,5 +1,7 @@
 #include "lib/common/records.h"
 
+#include "lib/common/utf8.h"
+
 namespace codl {
 namespace {
 constexpr const char* kExperimentStates[] = {"queued", "running",   "done",
@@ -46,6 +48,48 @@ std::string JoinFlagReasons(const std::vector<FlagReason>& reasons) {
   std::string out;
   for (const auto& r : reasons) out += (out.empty() ? "" : "; ") + r.detail;
   return out;
+}
+
+namespace {
+
+std::string LastLine(const std::string& text) {
+  const size_t end = text.find_last_not_of("\r\n \t");
+  if (end == std::string::npos) return "";
+  const size_t newline = text.find_last_of("\r\n", end);
+  const size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end + 1 - start);
+}
+
+constexpr size_t kQuotedLineBytes = 240;
+
+}  // namespace
+
+std::string FailureWithStderr(const std::string& error, const std::string& stderr_tail) {
+  std::string line = LastLine(stderr_tail);
+  if (line.size() > kQuotedLineBytes) line = "..." + Utf8Tail(line, kQuotedLineBytes);
+  line = TerminalSafe(line);
+  if (line.empty() || error.find(line) != std::string::npos) return error;
+  return error.empty() ? line : error + ": " + line;
+}
+
+std::string FailureHint(const std::string& stderr_tail) {
+  const std::string& s = stderr_tail;
+  auto has = [&s](const char* what) { return s.find(what) != std::string::npos; };
+  const std::string who =
+      "the victim runs as the agent's victim_user (nobody under a root agent) with the agent's "
+      "environment";
+  if (has("ModuleNotFoundError") || has("No module named")) {
+    return "a Python module is missing for the victim's interpreter: " + who +
+           "; use /usr/bin/python3 (Debian's, with python3-torch) or set victim.env";
+  }
+  if (has("Permission denied")) {
+    return "permission denied: " + who + "; make the files it reads readable by that user";
+  }
+  if (has("command not found") || has("No such file or directory") || has("not found")) {
+    return "a command or file was not found: " + who + " and PATH; give full paths in "
+           "victim.command";
+  }
+  return "";
 }
 
 void RestoreFlagReasons(TrialRecord* t) {

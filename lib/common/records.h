@@ -72,6 +72,21 @@ struct VictimStep {
   bool warmup = false;
 };
 
+// One rank of a victim run as several ranks (victim.distributed).
+struct RankRecord {
+  int rank = 0;
+  std::string node;
+  int exit_code = 0;
+  double wall_s = 0;
+  // Over its measured steps (RankSummaries, lib/analysis/rank_summary.h): the median step time
+  // and the median busy time, step time minus comm_s (what the rank did itself, without
+  // waiting for the others: the straggler has the largest). 0 without steps.
+  double step_median_s = 0;
+  double busy_median_s = 0;
+  std::map<std::string, double> phase_medians;  // listed in the trial's phase_order
+  std::vector<VictimStep> steps;  // ranks after 0, with series (rank 0's are the trial's steps)
+};
+
 struct TrialRecord {
   std::string experiment_id;
   int index = 0;  // position in the executed order (0-based)
@@ -96,11 +111,24 @@ struct TrialRecord {
   std::vector<AntagonistResult> antagonists;
   double victim_cpu_s = 0;            // CPU seconds of the victim's tree: cores = / wall_s
   std::string victim_effective_cpus;  // the CPUs the victim could run on, e.g. "0-3"
+  // Several ranks (victim.distributed): every rank, rank 0 first; the fields above are rank
+  // 0's (its elapsed is the job's: a synchronous job's rank 0 waits for the slowest). Empty
+  // for a single instance.
+  std::vector<RankRecord> ranks;
 };
 
 // A flagged record written before typed reasons has only its `error` text: it becomes one
 // kUnknown reason, so that readers can rely on flag_reasons. Other records are left as they are.
 void RestoreFlagReasons(TrialRecord* t);
+
+// Why a failed trial failed, as people should read it: its error and the last non-empty line of
+// the victim's stderr, escaped for a terminal and capped ("victim exited with status 1:
+// ModuleNotFoundError: No module named 'torch'"). The error alone when stderr is empty or ends
+// in the same words.
+std::string FailureWithStderr(const std::string& error, const std::string& stderr_tail);
+// A hint for the common causes a victim's stderr shows (a module, command or file not found,
+// permission denied), pointing at the victim user and its environment; "" otherwise.
+std::string FailureHint(const std::string& stderr_tail);
 
 // Cores a child used on average: CPU seconds over wall seconds (0 when no time passed).
 inline double CoresUsed(double cpu_s, double wall_s) { return wall_s > 0 ? cpu_s / wall_s : 0; }

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lib/common/cli_help.h"
 #include "lib/daemon/cli_flags.h"
 #include "lib/daemon/logging.h"
 #include "lib/daemon/service_notifier.h"
@@ -16,6 +17,7 @@ namespace codl::daemon {
 DaemonBootstrap::DaemonBootstrap(std::string name, const std::string& description,
                                  std::string default_config)
     : name_(std::move(name)), default_config_(std::move(default_config)), app_{description} {
+  UsePlainHelp(app_);
   config_flag_ = AddConfigFlag(app_, &config_path_, default_config_);
   app_.add_option("--log-level", log_level_, "debug | info | warn | error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))

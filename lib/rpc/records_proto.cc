@@ -93,6 +93,13 @@ std::string StateName(const v1::ExperimentStatus& s) {
   return state.ok() ? ToString(*state) : s.state_name();
 }
 
+std::string StateName(const v1::CancelExperimentReply& r) {
+  if (r.experiment_state() == v1::EXPERIMENT_STATE_UNSPECIFIED) return r.state();
+  if (r.stopping()) return "cancelling";
+  auto state = FromProto(r.experiment_state());
+  return state.ok() ? ToString(*state) : r.state();
+}
+
 namespace {
 
 v1::AntagonistResult ToProto(const AntagonistResult& a) {
@@ -162,6 +169,36 @@ VictimStep FromProto(const v1::VictimStep& p) {
   return s;
 }
 
+namespace {
+
+v1::RankRecord ToProto(const RankRecord& r) {
+  v1::RankRecord p;
+  p.set_rank(r.rank);
+  p.set_node(r.node);
+  p.set_exit_code(r.exit_code);
+  p.set_wall_s(r.wall_s);
+  p.set_step_median_s(r.step_median_s);
+  p.set_busy_median_s(r.busy_median_s);
+  p.mutable_phase_medians()->insert(r.phase_medians.begin(), r.phase_medians.end());
+  for (const auto& s : r.steps) *p.add_steps() = rpc::ToProto(s);
+  return p;
+}
+
+RankRecord FromProto(const v1::RankRecord& p) {
+  RankRecord r;
+  r.rank = p.rank();
+  r.node = p.node();
+  r.exit_code = p.exit_code();
+  r.wall_s = p.wall_s();
+  r.step_median_s = p.step_median_s();
+  r.busy_median_s = p.busy_median_s();
+  r.phase_medians.insert(p.phase_medians().begin(), p.phase_medians().end());
+  for (const auto& s : p.steps()) r.steps.push_back(rpc::FromProto(s));
+  return r;
+}
+
+}  // namespace
+
 v1::ExperimentRecord ToProto(const ExperimentRecord& e) {
   v1::ExperimentRecord p;
   p.set_id(e.id);
@@ -222,6 +259,7 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   p.set_victim_effective_cpus(t.victim_effective_cpus);
   for (const auto& name : t.phase_order) p.add_phase_order(name);
   for (const auto& r : t.flag_reasons) *p.add_flag_reasons() = ToProto(r);
+  for (const auto& r : t.ranks) *p.add_ranks() = ToProto(r);
   return p;
 }
 
@@ -252,6 +290,7 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   t.victim_effective_cpus = p.victim_effective_cpus();
   t.phase_order.assign(p.phase_order().begin(), p.phase_order().end());
   for (const auto& r : p.flag_reasons()) t.flag_reasons.push_back(FromProto(r));
+  for (const auto& r : p.ranks()) t.ranks.push_back(FromProto(r));
   RestoreFlagReasons(&t);  // from a controller older than typed reasons
   return t;
 }

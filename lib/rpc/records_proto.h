@@ -42,5 +42,8 @@ void SetState(ExperimentState state, v1::ExperimentStatus* s);
 Result<ExperimentState> StateOf(const v1::ExperimentStatus& s);
 // ToString(StateOf(s)), or the name as sent when it is not one this build knows.
 std::string StateName(const v1::ExperimentStatus& s);
+// What a cancel left: "cancelling" while the experiment is being stopped, else its state's name;
+// from a controller older than `experiment_state`, the name it sent.
+std::string StateName(const v1::CancelExperimentReply& r);
 
 }  // namespace codl::rpc

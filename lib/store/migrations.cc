@@ -168,6 +168,23 @@ CREATE TABLE trial_flag_reasons (
     {"add experiments.error_code", R"sql(
 ALTER TABLE experiments ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
 )sql"},
+    // 10: every rank of a victim run as several ranks (TrialRecord::ranks): a row per rank
+    // with its summary, and the steps of ranks after 0 in victim_steps with their rank (rank
+    // 0's steps, and every step stored before this, have rank 0).
+    {"create trial_ranks", R"sql(
+ALTER TABLE victim_steps ADD COLUMN rank INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE trial_ranks (
+  trial_id      INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  rank          INTEGER NOT NULL,
+  node          TEXT NOT NULL DEFAULT '',
+  exit_code     INTEGER NOT NULL DEFAULT 0,
+  wall_s        REAL,
+  step_median_s REAL,
+  busy_median_s REAL,
+  phase_medians TEXT NOT NULL DEFAULT '{}',  -- JSON object: phase name -> median seconds
+  PRIMARY KEY (trial_id, rank)
+) WITHOUT ROWID;
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

@@ -1,6 +1,7 @@
 // Store: trials with their phase medians, victim steps, antagonists and rate samples.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <utility>
 
@@ -65,8 +66,62 @@ Status InsertFlagReasons(sql::Db db, int64_t trial_id, const TrialRecord& t,
   return Status::Ok();
 }
 
+// The JSON texts SaveTrial encodes outside its lock: each step's phases (rank 0's steps, then
+// each later rank's in rank order) and each rank's phase medians.
+struct EncodedPhases {
+  std::vector<std::string> steps;
+  std::vector<std::string> rank_medians;
+};
+
+// Every rank's row, and the steps of ranks after 0 (seq continuing after rank 0's).
+Status InsertRanks(sql::Db db, int64_t trial_id, const TrialRecord& t,
+                   const EncodedPhases& encoded, const std::string& what) {
+  if (t.ranks.empty()) return Status::Ok();
+  auto has = HasTable(db, "trial_ranks", what);
+  if (!has) return has.status();
+  if (!*has) return Status::Ok();
+  auto rank = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO trial_ranks (trial_id, rank, node, exit_code, wall_s, step_median_s, "
+      "busy_median_s, phase_medians) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  if (!rank) return rank.status();
+  auto step = sql::Stmt::Prepare(
+      db,
+      "INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup, phases, rank) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  if (!step) return step.status();
+  size_t seq = t.steps.size();
+  for (size_t i = 0; i < t.ranks.size(); ++i) {
+    const RankRecord& r = t.ranks[i];
+    rank->BindInt(1, trial_id);
+    rank->BindInt(2, r.rank);
+    rank->BindText(3, r.node);
+    rank->BindInt(4, r.exit_code);
+    rank->BindReal(5, r.wall_s);
+    rank->BindReal(6, r.step_median_s);
+    rank->BindReal(7, r.busy_median_s);
+    rank->BindText(8, encoded.rank_medians[i]);
+    if (Status s = rank->Run(what); !s) return s;
+    if (r.rank == 0) continue;  // its steps are the trial's
+    for (const VictimStep& s : r.steps) {
+      step->BindInt(1, trial_id);
+      step->BindInt(2, static_cast<int64_t>(seq));
+      step->BindInt(3, s.step);
+      step->BindReal(4, s.step_time_s);
+      step->BindReal(5, s.t_s);
+      step->BindBool(6, s.warmup);
+      step->BindText(7, encoded.steps[seq]);
+      step->BindInt(8, r.rank);
+      ++seq;
+      if (Status st = step->Run(what); !st) return st;
+    }
+  }
+  return Status::Ok();
+}
+
 Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
-                      const std::vector<std::string>& step_phases, const std::string& what) {
+                      const EncodedPhases& encoded, const std::string& what) {
+  const std::vector<std::string>& step_phases = encoded.steps;
   if (Status s = InsertMetrics(db, trial_id, t, what); !s) return s;
   if (Status s = InsertFlagReasons(db, trial_id, t, what); !s) return s;
   auto median = sql::Stmt::Prepare(
@@ -98,6 +153,7 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
     step->BindText(7, step_phases[i]);
     if (Status st = step->Run(what); !st) return st;
   }
+  if (Status s = InsertRanks(db, trial_id, t, encoded, what); !s) return s;
 
   auto antagonist = sql::Stmt::Prepare(
       db,
@@ -288,12 +344,48 @@ class TrialLoader {
     return Status::Ok();
   }
 
+  // Every rank's summary row; a store older than the table has none.
+  Status LoadRanks() {
+    auto has = HasTable(db_, "trial_ranks", what_);
+    if (!has) return has.status();
+    if (!*has) return Status::Ok();
+    auto rows = sql::Stmt::Prepare(
+        db_,
+        "SELECT r.trial_id, r.rank, r.node, r.exit_code, r.wall_s, r.step_median_s, "
+        "r.busy_median_s, r.phase_medians FROM trial_ranks r JOIN trials t ON t.id = r.trial_id "
+        "WHERE t.experiment_id = ?1 ORDER BY t.idx, r.rank");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      auto it = trial_pos_.find(r.Int(0));
+      if (it == trial_pos_.end()) return Orphan("victim rank");
+      TrialRecord& t = trials_[it->second];
+      RankRecord rank;
+      rank.rank = static_cast<int>(r.Int(1));
+      rank.node = r.Text(2);
+      rank.exit_code = static_cast<int>(r.Int(3));
+      rank.wall_s = r.Real(4);
+      rank.step_median_s = r.Real(5);
+      rank.busy_median_s = r.Real(6);
+      auto medians = DecodePhases(r.Text(7));
+      if (!medians) {
+        return medians.status().WithContext(TrialName(id_, t.index) + " in " + *db_.path +
+                                            ", rank " + std::to_string(rank.rank));
+      }
+      rank.phase_medians = std::move(medians).value();
+      t.ranks.push_back(std::move(rank));
+      return Status::Ok();
+    });
+  }
+
+  // Rank 0's steps into the trial, a later rank's into its RankRecord (loaded first).
   Status LoadSteps() {
-    auto rows =
-        sql::Stmt::Prepare(db_,
-                           "SELECT s.trial_id, s.step, s.step_time_s, s.t_s, s.warmup, s.phases "
-                           "FROM victim_steps s JOIN trials t ON t.id = s.trial_id "
-                           "WHERE t.experiment_id = ?1 ORDER BY t.idx, s.seq");
+    auto has_ranks = HasTable(db_, "trial_ranks", what_);
+    if (!has_ranks) return has_ranks.status();
+    const std::string query =
+        std::string("SELECT s.trial_id, s.step, s.step_time_s, s.t_s, s.warmup, s.phases, ") +
+        (*has_ranks ? "s.rank" : "0") +  // victim_steps.rank came with trial_ranks
+        " FROM victim_steps s JOIN trials t ON t.id = s.trial_id "
+        "WHERE t.experiment_id = ?1 ORDER BY t.idx, s.seq";
+    auto rows = sql::Stmt::Prepare(db_, query.c_str());
     return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
       VictimStep v;
       v.step = r.Int(1);
@@ -309,7 +401,15 @@ class TrialLoader {
                                            ", step " + std::to_string(v.step));
       }
       v.phases = std::move(phases).value();
-      t.steps.push_back(std::move(v));
+      const int rank = static_cast<int>(r.Int(6));
+      if (rank == 0) {
+        t.steps.push_back(std::move(v));
+        return Status::Ok();
+      }
+      auto owner = std::find_if(t.ranks.begin(), t.ranks.end(),
+                                [rank](const RankRecord& x) { return x.rank == rank; });
+      if (owner == t.ranks.end()) return Orphan("victim step of a rank");
+      owner->steps.push_back(std::move(v));
       return Status::Ok();
     });
   }
@@ -349,13 +449,25 @@ class TrialLoader {
 Status Store::SaveTrial(const TrialRecord& t) {
   const std::string what = "saving " + TrialName(t.experiment_id, t.index);
   // Encode outside the lock; a phase map that cannot be encoded writes nothing.
-  std::vector<std::string> step_phases;
-  step_phases.reserve(t.steps.size());
-  for (const VictimStep& s : t.steps) {
-    auto json = EncodePhases(s.phases);
-    if (!json)
-      return json.status().WithContext(what + " in " + path_ + ": step " + std::to_string(s.step));
-    step_phases.push_back(std::move(json).value());
+  EncodedPhases encoded;
+  auto encode_steps = [&](const std::vector<VictimStep>& steps, const std::string& rank) {
+    for (const VictimStep& s : steps) {
+      auto json = EncodePhases(s.phases);
+      if (!json) {
+        return json.status().WithContext(what + " in " + path_ + ": " + rank + "step " +
+                                         std::to_string(s.step));
+      }
+      encoded.steps.push_back(std::move(json).value());
+    }
+    return Status::Ok();
+  };
+  CODL_RETURN_IF_ERROR(encode_steps(t.steps, ""));
+  for (const RankRecord& r : t.ranks) {
+    const std::string rank = "rank " + std::to_string(r.rank);
+    if (r.rank != 0) CODL_RETURN_IF_ERROR(encode_steps(r.steps, rank + ", "));
+    auto json = EncodePhases(r.phase_medians);
+    if (!json) return json.status().WithContext(what + " in " + path_ + ": " + rank);
+    encoded.rank_medians.push_back(std::move(json).value());
   }
 
   std::lock_guard<std::mutex> lock(mu_);
@@ -398,7 +510,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
   if (Status s = insert->Run(what); !s) return s;
   const int64_t trial_id = sqlite3_last_insert_rowid(db_);
 
-  if (Status s = InsertChildren(db, trial_id, t, step_phases, what); !s) return s;
+  if (Status s = InsertChildren(db, trial_id, t, encoded, what); !s) return s;
   return txn.Commit(what);
 }
 
@@ -418,6 +530,7 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   Status s = loader.LoadPhaseMedians();
   if (s) s = loader.LoadAntagonists();
   if (s) s = loader.LoadFlagReasons();
+  if (s) s = loader.LoadRanks();
   if (s && with_series) s = loader.LoadSteps();
   if (s && with_series) s = loader.LoadSamples();
   if (!s) return s;

@@ -52,5 +52,42 @@ grep -qF "p cannot fall below 1: no slowdown can be significant" "$tmp/out" || {
   fails=$((fails + 1))
 }
 
-echo "$((12 - fails)) passed, $fails failed"
+# Exit statuses a script can trust (embedded controller + agent, baseline-only experiments).
+cat >"$tmp/fails.yaml" <<YAML
+name: all-fail
+victim:
+  command: [/bin/sh, -c, "echo 'no module named torch' >&2; exit 1"]
+  timeout: 20s
+repetitions: 2
+warmup_trials: 0
+YAML
+expect nothing-measured-exits-1 1 "measured nothing: none of its 2 trials was measured (2 failed)" \
+  -- run "$tmp/fails.yaml" --db "$tmp/fails.db" -q
+cat >"$tmp/long.yaml" <<YAML
+name: long
+victim:
+  command: [/bin/sleep, "30"]
+  timeout: 60s
+repetitions: 1
+warmup_trials: 0
+YAML
+"$codlctl" run "$tmp/long.yaml" --db "$tmp/long.db" -q >"$tmp/out" 2>"$tmp/err" &
+run_pid=$!
+# Interrupt once the victim runs (its sleep is a descendant of the embedded agent).
+for _ in $(seq 1 100); do
+  pgrep -P "$run_pid" >/dev/null 2>&1 && grep -q . "$tmp/long.db" 2>/dev/null && break
+  sleep 0.2
+done
+sleep 2
+kill -INT "$run_pid"
+wait "$run_pid"
+rc=$?
+if [[ $rc -eq 130 ]]; then
+  echo "ok   ctrl-c-exits-130"
+else
+  echo "FAIL ctrl-c-exits-130: exit $rc; stderr: $(head -c 400 "$tmp/err")"
+  fails=$((fails + 1))
+fi
+
+echo "$((14 - fails)) passed, $fails failed"
 [[ $fails -eq 0 ]]

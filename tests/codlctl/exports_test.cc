@@ -29,7 +29,11 @@ TrialRecord Trial(const std::string& exp, int index, int rep, const std::string&
   t.metric = metric;
   t.wall_s = metric;
   t.phase_medians = {{"compute_s", 0.1}, {"read_s", metric / 10}};
-  if (state == TrialState::kFlagged) t.error = "membw reached 80% of its target";
+  if (state == TrialState::kFlagged) {
+    t.flag_reasons = {{FlagCode::kMissedTarget, "membw reached 80% of its target"},
+                      {FlagCode::kDidNotSettle, "membw did not settle"}};
+    t.error = JoinFlagReasons(t.flag_reasons);
+  }
   if (state == TrialState::kFailed) t.error = "victim exited with 1";
   if (!t.baseline) {
     AntagonistResult a;
@@ -109,6 +113,8 @@ TEST_F(ExportsTest, TrialsAreCsvByDefaultOneRowPerTrial) {
   EXPECT_NE(r.out.find("flagged (an antagonist missed its target): membw reached 80%"),
             std::string::npos);
   EXPECT_NE(r.out.find("failed (the victim failed): victim exited with 1"), std::string::npos);
+  EXPECT_NE(r.out.find(",1,missed_target;did_not_settle,1,"), std::string::npos)
+      << "flagged, its reason codes in order, excluded:\n" << r.out;
 }
 
 TEST_F(ExportsTest, PhasesAreOneRowPerTrialAndPhase) {

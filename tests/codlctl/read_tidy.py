@@ -9,8 +9,8 @@ import sys
 path, kind, expected_rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
 REQUIRED = {
     "trials": ["experiment_id", "experiment", "trial", "repetition", "pairing", "role",
-               "antagonists", "intensities", "state", "metric", "value", "flagged", "excluded",
-               "exclude_reason"],
+               "antagonists", "intensities", "state", "metric", "value", "flagged", "flag_reasons",
+               "excluded", "exclude_reason"],
     "phases": ["experiment_id", "trial", "pairing", "role", "phase", "seconds"],
 }[kind]
 NUMERIC = {"trials": ["trial", "repetition", "value", "wall_s"],
@@ -33,6 +33,8 @@ for i, r in enumerate(rows):
     if kind == "trials":
         if r["role"] not in ("baseline", "interfered"):
             errors.append(f"row {i}: role {r['role']!r}")
+        if (r["flagged"] == "1") != bool(r["flag_reasons"]):
+            errors.append(f"row {i}: flagged {r['flagged']!r} with reasons {r['flag_reasons']!r}")
         if r["excluded"] == "1" and not r["exclude_reason"]:
             errors.append(f"row {i}: excluded without a reason")
         if r["excluded"] == "0" and not r["value"]:

@@ -322,7 +322,8 @@ TEST_F(RunnerTest, AFailedWarmupStopsTheExperimentBeforeTrialOne) {
   ExperimentRecord rec;
   Status s = Run(Spec("", "0s", "1"), &rec);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error(), "warm-up run 1 failed: victim exited with status 3");
+  EXPECT_EQ(s.error(), "warm-up run 1 failed: victim exited with status 3: boom")
+      << "with the last line of the victim's stderr";
   EXPECT_EQ(s.code(), StatusCode::kUnknown) << "the victim failed, not the transport";
   EXPECT_TRUE(store_->GetTrials(rec.id)->empty());
   EXPECT_TRUE(agent_->ever_started.empty());

@@ -50,10 +50,13 @@ TEST(RunEvents, AFlaggedTrialCarriesItsReasonsAsAList) {
 TEST(RunEvents, AFailedTrialCarriesItsError) {
   TrialRecord t = Trial(TrialState::kFailed);
   t.error = "victim exited with status 3";
+  t.stderr_tail = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'torch'\n";
   const v1::ExperimentEvent ev = events::TrialFinished(t, 4);
   EXPECT_EQ(ev.trial_failed().error(), "victim exited with status 3");
   EXPECT_EQ(ev.message(),
-            "trial 3/4 membw@0.5: failed, metric 0.125 s — victim exited with status 3");
+            "trial 3/4 membw@0.5: failed — victim exited with status 3: ModuleNotFoundError: No "
+            "module named 'torch'")
+      << "no metric (a failed trial has none), and why, from the victim's stderr";
 }
 
 TEST(RunEvents, StartsCalibrationsAndWarmUps) {

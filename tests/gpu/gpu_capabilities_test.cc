@@ -9,7 +9,7 @@ namespace codl::injectors {
 namespace {
 
 TEST(GpuCapabilitiesTest, NeedsGpuInjectorsAreUnavailableWithoutADevice) {
-  const std::string reason = gpu::CudaUnavailableReason();
+  const std::string reason = gpu::CudaUsable().message();
   if (reason.empty()) GTEST_SKIP() << "a CUDA device is usable here";
   const HostInfo host = DetectHost({"/tmp"});
   for (const auto& name : InjectorNames()) {

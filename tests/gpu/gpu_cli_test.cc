@@ -24,7 +24,7 @@ TEST(GpuCliTest, ListJsonShowsEachGpuInjectorsAvailability) {
   REQUIRE_BINARY(bin);
   ProcessResult r = RunProcess({bin, "--list", "--json"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string reason = injectors::gpu::CudaUnavailableReason();
+  const std::string reason = injectors::gpu::CudaUsable().message();
   int gpu_injectors = 0;
   for (const std::string& name : injectors::InjectorNames()) {  // every needs_gpu injector
     if (!injectors::FindDescriptor(name)->capabilities.needs_gpu) continue;

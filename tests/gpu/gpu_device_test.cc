@@ -39,7 +39,7 @@ class CollectingReporter final : public Reporter {
 
 #define SKIP_WITHOUT_DEVICE()                                 \
   do {                                                        \
-    const std::string reason_ = gpu::CudaUnavailableReason(); \
+    const std::string reason_ = gpu::CudaUsable().message(); \
     if (!reason_.empty()) GTEST_SKIP() << reason_;            \
   } while (0)
 

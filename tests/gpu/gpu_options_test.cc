@@ -121,7 +121,7 @@ TEST(GpuOptionsTest, RatesConvertToEachUnit) {
 
 // The reason --list shows. With a device this host is not the CI case: nothing to compare.
 TEST(GpuAvailabilityTest, UnsupportedSaysWhy) {
-  const std::string cuda = gpu::CudaUnavailableReason();
+  const std::string cuda = gpu::CudaUsable().message();
   if (cuda.empty()) GTEST_SKIP() << "this host has a CUDA device; see gpu_device_test";
 #ifdef CODL_TEST_HAVE_CUDA
   EXPECT_EQ(cuda.rfind("no CUDA device: ", 0), 0u) << cuda;
@@ -139,7 +139,7 @@ TEST(GpuAvailabilityTest, UnsupportedSaysWhy) {
 }
 
 TEST(GpuAvailabilityTest, SetupWithoutADeviceFailsCleanly) {
-  if (gpu::CudaUnavailableReason().empty()) GTEST_SKIP() << "this host has a CUDA device";
+  if (gpu::CudaUsable().message().empty()) GTEST_SKIP() << "this host has a CUDA device";
   auto inj = CreateInjector("cuda_memcpy");
   auto values = ParseInjectorOptions(*inj, {{"size", "1MiB"}});
   ASSERT_TRUE(values.ok());
@@ -153,7 +153,7 @@ TEST(GpuLabelsTest, DescribeThisHost) {
   auto labels = DetectGpuLabels();
   ASSERT_TRUE(labels.count("gpu_count"));
   ASSERT_TRUE(labels.count("mps_available"));
-  const std::string reason = gpu::CudaUnavailableReason();
+  const std::string reason = gpu::CudaUsable().message();
   if (reason.empty()) {
     EXPECT_NE(labels["gpu_count"], "0");
     EXPECT_TRUE(labels.count("gpu_names"));

@@ -33,10 +33,11 @@ TEST(CpuListTest, ParsesListsAndRangesAndRefusesJunk) {
   for (const char* bad : {"", "-1", "3-1", "1,", "a", "1-", "0-5000", "1x"}) {
     EXPECT_FALSE(ParseCpuList(bad, &cpus)) << bad;
   }
-  EXPECT_EQ(CheckCpuListOption("cpus", "0"), "");
-  EXPECT_EQ(CheckCpuListOption("cpus", "4095"),
-            "option 'cpus': CPU 4095 is not available to this process");
-  EXPECT_THAT(CheckCpuListOption("cpus", "x"), HasSubstr("is not 'none' or a CPU list"));
+  EXPECT_TRUE(CheckCpuListOption("cpus", "0").ok());
+  const Status busy = CheckCpuListOption("cpus", "4095");
+  EXPECT_EQ(busy.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(busy.message(), "option 'cpus': CPU 4095 is not available to this process");
+  EXPECT_THAT(CheckCpuListOption("cpus", "x").message(), HasSubstr("is not 'none' or a CPU list"));
 }
 
 TEST(CpuKernelTest, EveryMixIsDeterministicAndDependsOnItsInput) {

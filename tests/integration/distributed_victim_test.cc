@@ -4,6 +4,8 @@
 // the trial's phases (comm_s included) are rank 0's, and a rank that cannot run fails the
 // trial naming it while the other rank is stopped.
 #include <filesystem>
+#include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -83,16 +85,24 @@ class DistributedVictimIt : public ::testing::Test {
   void TearDown() override {
     if (!getenv("CODL_KEEP_TEST_DIR")) RemoveTree(dir_);
   }
+  // codl-victim's arguments after `run`, as a list of words; `gemms` GEMMs per step.
+  std::vector<std::string> VictimArgs(const std::string& gemms) const {
+    return {"--dir", dir_ + "/data", "--comm", "tcp", "--steps", "6", "--warmup-steps", "1",
+            "--samples", "32", "--sample-size", "16KiB", "--batch-size", "2", "--gemm-count",
+            gemms, "--io-mode", "buffered", "--allreduce-size", "4MiB"};
+  }
   std::string Experiment(const std::string& extra_args) const {
+    std::string command = "[" + Bin("codl-victim") + ", run";
+    for (const auto& a : VictimArgs("0")) command += ", '" + a + "'";
+    return ExperimentWith(command + extra_args + "]");
+  }
+  // `command`: the victim.command YAML flow sequence.
+  std::string ExperimentWith(const std::string& command) const {
     return "name: dist\n"
            "victim:\n"
-           "  command: [" +
-           Bin("codl-victim") + ", run, --dir, " + dir_ +
-           "/data, --comm, tcp, --steps, '6', --warmup-steps, '1',\n"
-           "            --samples, '32', --sample-size, 16KiB, --batch-size, '2', --gemm-count,\n"
-           "            '0', --io-mode, buffered, --allreduce-size, 4MiB" +
-           extra_args +
-           "]\n"
+           "  command: " +
+           command +
+           "\n"
            "  warmup_steps: 1\n"
            "  timeout: 60s\n"
            "  distributed: true\n"
@@ -123,6 +133,56 @@ TEST_F(DistributedVictimIt, TwoAgentsRunOneRankEachAndReportRankZerosCommPhase) 
   EXPECT_NE(ReadFile(dir_ + "/controller.log").find("victim distributed on a, b"),
             std::string::npos)
       << c.Logs();
+}
+
+// Every rank is recorded, and a rank slowed on purpose (GEMMs on rank 1 only: rank 0 then waits
+// for it in comm_s) is named as the slowest: by construction its busy time is the larger.
+TEST_F(DistributedVictimIt, EveryRankIsStoredAndARankSlowedOnPurposeIsNamedTheSlowest) {
+  TwoHosts c(dir_);
+  ASSERT_TRUE(c.Ready()) << c.Logs();
+  // The same command for both ranks, through sh: rank 1 adds 6 GEMMs of 384^3 per step.
+  std::string line = "exec " + Bin("codl-victim") + " run";
+  for (const auto& a : VictimArgs("$gemms")) line += " " + a;
+  const std::string yaml = ExperimentWith(
+      "[/bin/sh, -c, 'if [ \"$RANK\" = 1 ]; then gemms=6; else gemms=0; fi; " + line + "']");
+  WriteFile(dir_ + "/exp.yaml", yaml);
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
+  ASSERT_EQ(sub.exit_code, 0) << yaml << sub.out << sub.err << c.Logs();
+
+  auto res = c.Ctl({"results", "latest", "-o", "json"});
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  const auto j = nlohmann::json::parse(res.out);
+  for (const auto& p : j["pairings"]) {
+    ASSERT_TRUE(p["ranks"].is_object()) << res.out;
+    ASSERT_EQ(p["ranks"]["ranks"].size(), 2u) << res.out;
+    EXPECT_EQ(p["ranks"]["ranks"][1]["node"], "b");
+    EXPECT_EQ(p["ranks"]["slowest_rank"], 1) << "rank 1 runs the GEMMs:\n" << res.out;
+    EXPECT_GT(p["ranks"]["ranks"][1]["busy_median_s"].get<double>(),
+              p["ranks"]["ranks"][0]["busy_median_s"].get<double>());
+  }
+  auto table = c.Ctl({"results", "latest"});
+  EXPECT_NE(table.out.find("slowest: rank 1 (b)"), std::string::npos) << table.out;
+
+  // Both ranks' rows in the long exports, from the controller.
+  auto ranks = c.Ctl({"results", "latest", "--ranks", "-o", "json"});
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  std::set<std::pair<int, std::string>> seen;
+  std::stringstream lines(ranks.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto row = nlohmann::json::parse(line);
+    seen.insert({row["rank"].get<int>(), row["node"].get<std::string>()});
+    EXPECT_TRUE(row["busy_median_s"].is_number()) << line;
+  }
+  EXPECT_EQ(seen, (std::set<std::pair<int, std::string>>{{0, "a"}, {1, "b"}})) << ranks.out;
+  auto phases = c.Ctl({"results", "latest", "--phases", "-o", "json"});
+  ASSERT_EQ(phases.exit_code, 0) << phases.err;
+  bool rank1_comm = false;
+  std::stringstream plines(phases.out);
+  for (std::string line; std::getline(plines, line);) {
+    const auto row = nlohmann::json::parse(line);
+    rank1_comm |= row["rank"] == 1 && row["phase"] == "comm_s";
+  }
+  EXPECT_TRUE(rank1_comm) << "rank 1's comm_s is stored: " << phases.out;
 }
 
 TEST_F(DistributedVictimIt, ARankThatFailsFailsTheTrialNamingItAndStopsTheOther) {

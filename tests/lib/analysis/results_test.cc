@@ -255,3 +255,81 @@ TEST(MultipleComparisonsInResults, HolmAndBhAcrossThePairings) {
 
 }  // namespace
 }  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+TEST(NothingMeasuredTest, SaysWhyWhenNothingWasMeasured) {
+  ExperimentRecord e;
+  e.id = "e1";
+  EXPECT_EQ(NothingMeasured(Summarize(e, Synthetic())), "");
+  // Every trial failed.
+  std::vector<TrialRecord> failed = {Trial(0, "baseline", 0, TrialState::kFailed),
+                                     Trial(1, "storage@0.5", 0, TrialState::kFailed),
+                                     Trial(2, "storage@0.5", 0, TrialState::kCancelled)};
+  EXPECT_EQ(NothingMeasured(Summarize(e, failed)),
+            "none of its 3 trials was measured (2 failed, 1 not run)");
+  // Interfered trials measured, but no baseline: no slowdown exists.
+  std::vector<TrialRecord> no_base = {Trial(0, "baseline", 0, TrialState::kFailed),
+                                      Trial(1, "storage@0.5", 2), Trial(2, "storage@0.5", 2.1)};
+  EXPECT_EQ(NothingMeasured(Summarize(e, no_base)),
+            "no baseline trial was measured, so no slowdown is known");
+  // Interfered trials all flagged: their slowdown over all trials is still a figure.
+  std::vector<TrialRecord> flagged = {Trial(0, "baseline", 1), Trial(1, "baseline", 1.1),
+                                      Trial(2, "storage@0.5", 2, TrialState::kFlagged)};
+  EXPECT_EQ(NothingMeasured(Summarize(e, flagged)), "");
+  // A baseline-only experiment that measured its baseline measured what it set out to.
+  std::vector<TrialRecord> base_only = {Trial(0, "baseline", 1), Trial(1, "baseline", 1.1)};
+  EXPECT_EQ(NothingMeasured(Summarize(e, base_only)), "");
+}
+
+}  // namespace
+}  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+TEST(FailedTrialsTest, TheTableSaysWhyEachFailedWithTheVictimsStderrAndAHint) {
+  ExperimentRecord e;
+  e.id = "e1";
+  std::vector<TrialRecord> trials = Synthetic();
+  TrialRecord torch = Trial(20, "baseline", 0, TrialState::kFailed);
+  torch.error = "victim exited with status 1";
+  torch.stderr_tail =
+      "Traceback (most recent call last):\n  File \"plain_train.py\", line 3\n"
+      "ModuleNotFoundError: No module named 'torch'\n";
+  trials.push_back(torch);
+  const ExperimentResults r = Summarize(e, trials);
+  ASSERT_EQ(r.failed_trials.size(), 2u);
+  EXPECT_EQ(r.failed_trials[1].reason,
+            "victim exited with status 1: ModuleNotFoundError: No module named 'torch'");
+  const std::string table = FormatTable(r);
+  EXPECT_NE(table.find("failed trials (2):\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("    trial 21 baseline: victim exited with status 1: ModuleNotFoundError: "
+                       "No module named 'torch'\n"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("hint: a Python module is missing for the victim's interpreter"),
+            std::string::npos)
+      << table;
+  const auto j = nlohmann::json::parse(FormatJson(r));
+  ASSERT_EQ(j["failed_trials"].size(), 2u);
+  EXPECT_EQ(j["failed_trials"][1]["trial"], 20);
+}
+
+TEST(FailedTrialsTest, StderrIsEscapedCappedAndNotRepeated) {
+  EXPECT_EQ(FailureWithStderr("exit 1", ""), "exit 1");
+  EXPECT_EQ(FailureWithStderr("exit 1", "\n\n  \n"), "exit 1");
+  EXPECT_EQ(FailureWithStderr("exit 1: boom", "boom\n"), "exit 1: boom") << "already said";
+  EXPECT_EQ(FailureWithStderr("exit 1", "\x1b[2Jwiped\n"), "exit 1: \\x1B[2Jwiped");
+  const std::string line = FailureWithStderr("exit 1", std::string(5000, 'x'));
+  EXPECT_LT(line.size(), 300u);
+  EXPECT_NE(line.find("..."), std::string::npos);
+  EXPECT_NE(FailureHint("sh: 1: plain_train.py: Permission denied").find("permission denied"),
+            std::string::npos);
+  EXPECT_NE(FailureHint("sh: 1: pyhton3: not found").find("not found"), std::string::npos);
+  EXPECT_EQ(FailureHint("Segmentation fault"), "");
+}
+
+}  // namespace
+}  // namespace codl::experiment

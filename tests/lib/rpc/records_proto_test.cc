@@ -43,6 +43,19 @@ TrialRecord SampleTrial() {
   t.finished_unix_ms = 1700000000900;
   t.steps.push_back({7, 0.12, {{"read_s", 0.02}}, 1.5, true});
   t.steps.push_back({8, 0.13, {}, 1.63, false});
+  RankRecord zero, one;
+  zero.node = "node-a";
+  zero.step_median_s = 0.125;
+  zero.busy_median_s = 0.05;
+  one.rank = 1;
+  one.node = "node-c";
+  one.exit_code = 3;
+  one.wall_s = 12.75;
+  one.step_median_s = 0.126;
+  one.busy_median_s = 0.12;
+  one.phase_medians = {{"comm_s", 0.006}};
+  one.steps.push_back({7, 0.126, {{"comm_s", 0.006}}, 1.49, false});
+  t.ranks = {zero, one};
   AntagonistResult a;
   a.name = "storage";
   a.injector = "io_uring";
@@ -97,6 +110,16 @@ TEST(RecordsProto, TrialRoundTripKeepsStepsAndSamples) {
   EXPECT_EQ(out->metric, in.metric);
   EXPECT_EQ(out->wall_s, in.wall_s);
   EXPECT_EQ(out->phase_medians, in.phase_medians);
+  ASSERT_EQ(out->ranks.size(), 2u);
+  EXPECT_EQ(out->ranks[0].node, "node-a");
+  EXPECT_EQ(out->ranks[1].rank, 1);
+  EXPECT_EQ(out->ranks[1].node, "node-c");
+  EXPECT_EQ(out->ranks[1].exit_code, 3);
+  EXPECT_EQ(out->ranks[1].wall_s, 12.75);
+  EXPECT_EQ(out->ranks[1].busy_median_s, 0.12);
+  EXPECT_EQ(out->ranks[1].phase_medians, in.ranks[1].phase_medians);
+  ASSERT_EQ(out->ranks[1].steps.size(), 1u);
+  EXPECT_EQ(out->ranks[1].steps[0].phases, in.ranks[1].steps[0].phases);
   EXPECT_EQ(out->started_unix_ms, in.started_unix_ms);
   EXPECT_EQ(out->finished_unix_ms, in.finished_unix_ms);
   ASSERT_EQ(out->steps.size(), 2u);
@@ -206,6 +229,20 @@ TEST(RecordsProto, StatusCarriesItsStateAsEnumAndAsName) {
   unknown.set_state_name("paused");
   EXPECT_FALSE(StateOf(unknown).ok());
   EXPECT_EQ(StateName(unknown), "paused") << "shown as sent";
+}
+
+TEST(RecordsProto, CancelReplyIsReadFromItsTypesAndFromAnOlderController) {
+  v1::CancelExperimentReply stopping;
+  stopping.set_experiment_state(v1::EXPERIMENT_RUNNING);
+  stopping.set_stopping(true);
+  stopping.set_state("something else");
+  EXPECT_EQ(StateName(stopping), "cancelling") << "the types win over the name";
+  v1::CancelExperimentReply ended;
+  ended.set_experiment_state(v1::EXPERIMENT_DONE);
+  EXPECT_EQ(StateName(ended), "done");
+  v1::CancelExperimentReply old;  // a controller older than experiment_state
+  old.set_state("cancelling");
+  EXPECT_EQ(StateName(old), "cancelling");
 }
 
 TEST(RecordsProto, ReplyCarriesTheExperimentAndItsTrialsInOrder) {
