@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "lib/common/units.h"
 #include "lib/rpc/records_proto.h"
 
 namespace codl::controller::trial_detail {
@@ -22,10 +23,15 @@ std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antag
   std::vector<FlagReason> missed;
   for (const auto& a : antagonists) {
     if (a.reached_target) continue;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s reached %.3g of target %.3g %s", a.name.c_str(), a.achieved_rate,
-             a.target_rate, a.unit.c_str());
-    missed.push_back({FlagCode::kMissedTarget, buf});
+    // In the injector's human unit: "membw reached 4.00 GiB/s of target 4.70 GiB/s (85%)".
+    std::string detail = a.name + " reached " + FormatRate(a.achieved_rate, a.unit) +
+                         " of target " + FormatRate(a.target_rate, a.unit);
+    if (a.target_rate > 0) {
+      char pct[32];
+      snprintf(pct, sizeof pct, " (%.0f%%)", 100 * a.achieved_rate / a.target_rate);
+      detail += pct;
+    }
+    missed.push_back({FlagCode::kMissedTarget, detail});
   }
   return missed;
 }

@@ -33,7 +33,12 @@ std::string PlainCell(const Cell& c) {
     case Cell::Kind::kText: return c.text.empty() ? "-" : TerminalSafe(c.text);
     case Cell::Kind::kNumber: {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.6g", c.number);
+      // Whole numbers whole (a trial index, started_unix_ms 1796150400123, not 1.79615e+12).
+      if (c.number == std::trunc(c.number) && std::fabs(c.number) < 9.007199254740992e15) {
+        std::snprintf(buf, sizeof buf, "%.0f", c.number);
+      } else {
+        std::snprintf(buf, sizeof buf, "%.6g", c.number);
+      }
       return buf;
     }
     case Cell::Kind::kBool: return c.flag ? "yes" : "no";

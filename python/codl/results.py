@@ -11,8 +11,12 @@ of ``codlctl results ID --trials`` / ``--phases`` (docs/results.md, "Long format
 - ``steps``: one row per reported victim step: the trial columns experiment_id .. role, then
   seq, step, step_time_s, t_s, warmup and one column per phase (seconds; NaN where a step did
   not report it), in the trial's phase order; ``rank`` when the store keeps it;
-- ``phases``: one row per trial and phase: the trial columns, state, excluded, phase, seconds
-  (the trial's median over its measured steps).
+- ``phases``: one row per trial, rank and phase: the trial columns, state, excluded, rank (0
+  for a single instance), phase, seconds (the rank's median over its measured steps).
+
+``load_ranks(DB, ID)`` gives the ranks of a victim run as several ranks (``victim.distributed``)
+as ``codlctl results ID --ranks`` does: one row per trial and rank, with node, exit_code,
+wall_s, step_median_s and busy_median_s (step time minus comm_s).
 ``ID`` may be an experiment id or a unique prefix of one.
 """
 
@@ -143,9 +147,20 @@ def _load(con: sqlite3.Connection, exp_id: str, metric: str) -> Results:
         if r["phase"] not in phase_order:
             phase_order.append(r["phase"])
         phases.append(dict(keys[r["trial_id"]], state=r["state"],
-                           excluded=int(r["state"] != "done"), phase=r["phase"],
+                           excluded=int(r["state"] != "done"), rank=0, phase=r["phase"],
                            seconds=r["median_s"]))
-    phases_df = pd.DataFrame(phases, columns=TRIAL_KEYS + ["state", "excluded", "phase",
+    states = {t["id"]: t["state"] for t in trows}
+    for r in _rank_rows(con, exp["id"]):  # the later ranks' medians, in the trial's order
+        medians = json.loads(r["phase_medians"] or "{}")
+        if r["rank"] == 0 or r["trial_id"] not in keys:
+            continue
+        for name in phase_order + sorted(set(medians) - set(phase_order)):
+            if name in medians:
+                state = states[r["trial_id"]]
+                phases.append(dict(keys[r["trial_id"]], state=state,
+                                   excluded=int(state != "done"), rank=r["rank"], phase=name,
+                                   seconds=medians[name]))
+    phases_df = pd.DataFrame(phases, columns=TRIAL_KEYS + ["state", "excluded", "rank", "phase",
                                                            "seconds"])
 
     scols = _columns(con, "victim_steps")
@@ -172,6 +187,45 @@ def _load(con: sqlite3.Connection, exp_id: str, metric: str) -> Results:
     steps_df = pd.DataFrame(steps, columns=TRIAL_KEYS + ["seq", "step", "step_time_s", "t_s",
                                                          "warmup"] + extra + phase_order)
     return Results(trials_df, steps_df, phases_df)
+
+
+def _rank_rows(con: sqlite3.Connection, exp_id: str) -> List[sqlite3.Row]:
+    if "trial_ranks" not in _tables(con):  # a store older than schema version 10
+        return []
+    return con.execute(
+        "SELECT r.trial_id, r.rank, r.node, r.exit_code, r.wall_s, r.step_median_s, "
+        "r.busy_median_s, r.phase_medians FROM trial_ranks r JOIN trials t ON t.id = r.trial_id "
+        "WHERE t.experiment_id = ? ORDER BY t.idx, r.rank", (exp_id,)).fetchall()
+
+
+def load_ranks(db: str, exp_id: str) -> pd.DataFrame:
+    """One row per trial and rank of a victim run as several ranks (empty for a single
+    instance): the trial columns, state, excluded, rank, node, exit_code, wall_s,
+    step_median_s, busy_median_s."""
+    con = _connect(db)
+    try:
+        exp = _experiment(con, exp_id)
+        trials = {t["id"]: t for t in con.execute(
+            "SELECT id, idx, repetition, baseline, pairing, state FROM trials "
+            "WHERE experiment_id = ?", (exp["id"],))}
+        rows = []
+        for r in _rank_rows(con, exp["id"]):
+            t = trials[r["trial_id"]]
+            rows.append({
+                "experiment_id": exp["id"], "experiment": exp["name"], "trial": t["idx"],
+                "repetition": t["repetition"],
+                "pairing": t["pairing"] or ("baseline" if t["baseline"] else ""),
+                "role": "baseline" if t["baseline"] else "interfered",
+                "state": t["state"], "excluded": int(t["state"] != "done"), "rank": r["rank"],
+                "node": r["node"], "exit_code": r["exit_code"], "wall_s": r["wall_s"],
+                "step_median_s": r["step_median_s"] or None,
+                "busy_median_s": r["busy_median_s"] if r["step_median_s"] else None})
+        return pd.DataFrame(rows, columns=["experiment_id", "experiment", "trial", "repetition",
+                                           "pairing", "role", "state", "excluded", "rank", "node",
+                                           "exit_code", "wall_s", "step_median_s",
+                                           "busy_median_s"])
+    finally:
+        con.close()
 
 
 def _num(v: Any) -> str:

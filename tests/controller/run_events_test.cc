@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "controller/trial_detail.h"
+
 namespace codl::controller {
 namespace {
 
@@ -108,6 +110,27 @@ TEST(RunEvents, ExperimentDatasetNoteAndWatch) {
   EXPECT_EQ(note.note().text(), "trial 3: did not settle");
   EXPECT_EQ(note.message(), "trial 3: did not settle");
   EXPECT_TRUE(events::WatchStarted().has_watch_started());
+}
+
+}  // namespace
+}  // namespace codl::controller
+
+namespace codl::controller {
+namespace {
+
+TEST(MissedTargets, SayTheRatesInTheInjectorsUnit) {
+  AntagonistResult membw;
+  membw.name = "membw";
+  membw.unit = "bytes/s";
+  membw.achieved_rate = 4.0 * (1 << 30);
+  membw.target_rate = 5.0 * (1 << 30);
+  membw.reached_target = false;
+  AntagonistResult fine = membw;
+  fine.reached_target = true;
+  const auto missed = trial_detail::MissedTargets({membw, fine});
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(missed[0].code, FlagCode::kMissedTarget);
+  EXPECT_EQ(missed[0].detail, "membw reached 4.00 GiB/s of target 5.00 GiB/s (80%)");
 }
 
 }  // namespace

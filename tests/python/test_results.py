@@ -53,6 +53,12 @@ def make_db(path: str) -> None:
     con.execute("INSERT INTO trial_metrics (trial_id, metric, value) VALUES (2, 'elapsed', 6.0)")
     con.execute("INSERT INTO trial_antagonists (trial_id, seq, name, injector, level, "
                 "reached_target) VALUES (2, 0, 'membw', 'memcpy', 0.5, 0)")
+    # Trial 2 ran as two ranks (victim.distributed): rank 1 on n2, its own phase medians.
+    for rank, node, busy, medians in [(0, "n1", 0.05, {"data_wait_s": 0.02, "comm_s": 0.1}),
+                                      (1, "n2", 0.14, {"data_wait_s": 0.03, "comm_s": 0.01})]:
+        con.execute("INSERT INTO trial_ranks (trial_id, rank, node, exit_code, wall_s, "
+                    "step_median_s, busy_median_s, phase_medians) VALUES (2, ?, ?, 0, 2.0, 0.15, "
+                    "?, ?)", (rank, node, busy, json.dumps(medians)))
     con.commit()
     con.close()
 
@@ -93,7 +99,9 @@ class ResultsTest(unittest.TestCase):
         s = codl.results.load(self.db, "e-1234").steps
         self.assertEqual(len(s), 6)
         cols = list(s.columns)
-        self.assertEqual(cols[cols.index("warmup") + 1:], ["data_wait_s", "forward_s", "comm_s"])
+        self.assertEqual(cols[cols.index("warmup") + 1:],
+                         ["rank", "data_wait_s", "forward_s", "comm_s"])
+        self.assertEqual(set(s["rank"]), {0})
         self.assertEqual(int(s["warmup"].sum()), 2)
         self.assertAlmostEqual(s[s.trial == 1]["data_wait_s"].iloc[0], 0.02)
         self.assertEqual(int(s["comm_s"].notna().sum()), 2)
@@ -102,9 +110,23 @@ class ResultsTest(unittest.TestCase):
         from codl import results
 
         p = results.load(self.db, "e-1234").phases
-        self.assertEqual(list(p.columns[-4:]), ["state", "excluded", "phase", "seconds"])
+        self.assertEqual(list(p.columns[-5:]), ["state", "excluded", "rank", "phase", "seconds"])
         self.assertEqual(list(p[p.trial == 0]["phase"]), ["data_wait_s", "forward_s"])
-        self.assertEqual(list(p["excluded"]), [0, 0, 0, 0])
+        self.assertEqual(list(p[p.trial == 0]["rank"]), [0, 0])
+        # Trial 1's rank 1: its own medians, in the trial's phase order then the rest.
+        r1 = p[(p.trial == 1) & (p["rank"] == 1)]
+        self.assertEqual(list(r1["phase"]), ["data_wait_s", "comm_s"])
+        self.assertAlmostEqual(r1["seconds"].iloc[0], 0.03)
+        self.assertEqual(set(p["excluded"]), {0})
+
+    def test_ranks(self) -> None:
+        from codl import results
+
+        r = results.load_ranks(self.db, "e-1234")
+        self.assertEqual(list(r["rank"]), [0, 1])
+        self.assertEqual(list(r["node"]), ["n1", "n2"])
+        self.assertEqual(list(r["trial"]), [1, 1])
+        self.assertEqual(r["busy_median_s"].idxmax(), 1)  # rank 1 is the one the other waits for
 
     def test_unknown_or_ambiguous_id(self) -> None:
         from codl import results

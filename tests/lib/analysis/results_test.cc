@@ -8,6 +8,7 @@
 
 #include "lib/analysis/multiple_comparisons.h"
 #include "lib/analysis/results.h"
+#include "lib/analysis/tidy.h"
 
 namespace codl::experiment {
 namespace {
@@ -329,6 +330,22 @@ TEST(FailedTrialsTest, StderrIsEscapedCappedAndNotRepeated) {
             std::string::npos);
   EXPECT_NE(FailureHint("sh: 1: pyhton3: not found").find("not found"), std::string::npos);
   EXPECT_EQ(FailureHint("Segmentation fault"), "");
+}
+
+}  // namespace
+}  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+TEST(TidyTableTest, AlignedTableShowsWholeNumbersWhole) {
+  TidyTable t;
+  t.columns = {"trial", "started_unix_ms", "value"};
+  t.rows.push_back({Cell::Int(3), Cell::Int(1796150400123), Cell::Number(0.1234567)});
+  const std::string text = RenderAligned(t);
+  EXPECT_NE(text.find("1796150400123"), std::string::npos) << text;
+  EXPECT_EQ(text.find("e+12"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.123457"), std::string::npos) << text;
 }
 
 }  // namespace
