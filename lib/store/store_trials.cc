@@ -73,24 +73,35 @@ struct EncodedPhases {
   std::vector<std::string> rank_medians;
 };
 
+// victim_steps rows for `steps`, seq from *seq on; `rank` is bound (?8) unless it is kNoRank,
+// for a schema without the column (older than version 10: `step` was prepared without it).
+constexpr int kNoRank = -1;
+Status InsertSteps(sql::Stmt& step, int64_t trial_id, const std::vector<VictimStep>& steps,
+                   int rank, const EncodedPhases& encoded, size_t* seq, const std::string& what) {
+  for (const VictimStep& s : steps) {
+    step.BindInt(1, trial_id);
+    step.BindInt(2, static_cast<int64_t>(*seq));
+    step.BindInt(3, s.step);
+    step.BindReal(4, s.step_time_s);
+    step.BindReal(5, s.t_s);
+    step.BindBool(6, s.warmup);
+    step.BindText(7, encoded.steps[*seq]);
+    if (rank != kNoRank) step.BindInt(8, rank);
+    ++*seq;
+    if (Status st = step.Run(what); !st) return st;
+  }
+  return Status::Ok();
+}
+
 // Every rank's row, and the steps of ranks after 0 (seq continuing after rank 0's).
 Status InsertRanks(sql::Db db, int64_t trial_id, const TrialRecord& t,
-                   const EncodedPhases& encoded, const std::string& what) {
-  if (t.ranks.empty()) return Status::Ok();
-  auto has = HasTable(db, "trial_ranks", what);
-  if (!has) return has.status();
-  if (!*has) return Status::Ok();
+                   const EncodedPhases& encoded, sql::Stmt& step, size_t* seq,
+                   const std::string& what) {
   auto rank = sql::Stmt::Prepare(
       db,
       "INSERT INTO trial_ranks (trial_id, rank, node, exit_code, wall_s, step_median_s, "
       "busy_median_s, phase_medians) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
   if (!rank) return rank.status();
-  auto step = sql::Stmt::Prepare(
-      db,
-      "INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup, phases, rank) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-  if (!step) return step.status();
-  size_t seq = t.steps.size();
   for (size_t i = 0; i < t.ranks.size(); ++i) {
     const RankRecord& r = t.ranks[i];
     rank->BindInt(1, trial_id);
@@ -103,25 +114,13 @@ Status InsertRanks(sql::Db db, int64_t trial_id, const TrialRecord& t,
     rank->BindText(8, encoded.rank_medians[i]);
     if (Status s = rank->Run(what); !s) return s;
     if (r.rank == 0) continue;  // its steps are the trial's
-    for (const VictimStep& s : r.steps) {
-      step->BindInt(1, trial_id);
-      step->BindInt(2, static_cast<int64_t>(seq));
-      step->BindInt(3, s.step);
-      step->BindReal(4, s.step_time_s);
-      step->BindReal(5, s.t_s);
-      step->BindBool(6, s.warmup);
-      step->BindText(7, encoded.steps[seq]);
-      step->BindInt(8, r.rank);
-      ++seq;
-      if (Status st = step->Run(what); !st) return st;
-    }
+    CODL_RETURN_IF_ERROR(InsertSteps(step, trial_id, r.steps, r.rank, encoded, seq, what));
   }
   return Status::Ok();
 }
 
 Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
                       const EncodedPhases& encoded, const std::string& what) {
-  const std::vector<std::string>& step_phases = encoded.steps;
   if (Status s = InsertMetrics(db, trial_id, t, what); !s) return s;
   if (Status s = InsertFlagReasons(db, trial_id, t, what); !s) return s;
   auto median = sql::Stmt::Prepare(
@@ -137,23 +136,22 @@ Status InsertChildren(sql::Db db, int64_t trial_id, const TrialRecord& t,
     if (Status s = median->Run(what); !s) return s;
   }
 
+  // Ranks need schema version 10 (trial_ranks, victim_steps.rank); an older store keeps rank 0.
+  auto has_ranks = HasTable(db, "trial_ranks", what);
+  if (!has_ranks) return has_ranks.status();
   auto step = sql::Stmt::Prepare(
-      db,
-      "INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup, phases) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      db, *has_ranks
+              ? "INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup, phases, "
+                "rank) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+              : "INSERT INTO victim_steps (trial_id, seq, step, step_time_s, t_s, warmup, phases) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!step) return step.status();
-  for (size_t i = 0; i < t.steps.size(); ++i) {
-    const VictimStep& s = t.steps[i];
-    step->BindInt(1, trial_id);
-    step->BindInt(2, static_cast<int64_t>(i));
-    step->BindInt(3, s.step);
-    step->BindReal(4, s.step_time_s);
-    step->BindReal(5, s.t_s);
-    step->BindBool(6, s.warmup);
-    step->BindText(7, step_phases[i]);
-    if (Status st = step->Run(what); !st) return st;
+  size_t seq = 0;
+  CODL_RETURN_IF_ERROR(
+      InsertSteps(*step, trial_id, t.steps, *has_ranks ? 0 : kNoRank, encoded, &seq, what));
+  if (*has_ranks && !t.ranks.empty()) {
+    CODL_RETURN_IF_ERROR(InsertRanks(db, trial_id, t, encoded, *step, &seq, what));
   }
-  if (Status s = InsertRanks(db, trial_id, t, encoded, what); !s) return s;
 
   auto antagonist = sql::Stmt::Prepare(
       db,
