@@ -117,9 +117,8 @@ class ExperimentRunner {
   void RecordStop(const std::string& experiment_id, const std::string& reason,
                   RunListener* listener);
   // One run of the victim on its node(s) (controller/distributed_victim.h).
-  Result<VictimRun> RunVictimOnce(const experiment::ExperimentSpec& spec,
-                                           const Placement& p,
-                                           const v1::RunVictimRequest& base) const;
+  Result<VictimRun> RunVictimOnce(const experiment::ExperimentSpec& spec, const Placement& p,
+                                  const v1::RunVictimRequest& base) const;
   // `failure_code`: the kind of the trial's first failure (kOk when none was seen).
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,

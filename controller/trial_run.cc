@@ -16,6 +16,7 @@
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
 #include "controller/trial_detail.h"
+#include "lib/analysis/trial_metric.h"
 #include "lib/common/fan_out.h"
 #include "lib/common/statistics.h"
 #include "lib/common/tunables.h"
@@ -480,6 +481,9 @@ class ExperimentRunner::TrialRun {
   void FlagUnjudgeable(TrialRecord* t) const {
     if (t->state != TrialState::kDone && t->state != TrialState::kFlagged) return;
     std::vector<FlagReason> reasons;
+    // A value that cannot be a step time first: no figure of this trial means anything then.
+    if (std::string wrong = experiment::MetricLooksWrong(*t, spec_.victim.progress); !wrong.empty())
+      reasons.push_back({FlagCode::kMetricLooksWrong, "metric looks wrong: " + wrong});
     if (!not_settled_.empty()) reasons.push_back({FlagCode::kDidNotSettle, not_settled_});
     // The missed targets, if any.
     reasons.insert(reasons.end(), t->flag_reasons.begin(), t->flag_reasons.end());
@@ -518,7 +522,7 @@ class ExperimentRunner::TrialRun {
   int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;
   std::vector<RankRecord> ranks_;  // several ranks: each rank's record (distributed_victim.h)
-  std::string error_;                        // the first thing that went wrong
+  std::string error_;              // the first thing that went wrong
   StatusCode error_code_ = StatusCode::kOk;  // and its kind
   std::string not_settled_;                  // the "did not settle" reason, when it did not
 };

@@ -65,9 +65,7 @@ class CudaMemcpyInjector final : public Injector {
     return d;
   }
 
-  Status Unsupported(const HostInfo&) const override {
-    return gpu::CudaUsable();
-  }
+  Status Unsupported(const HostInfo&) const override { return gpu::CudaUsable(); }
 
   Status CheckOptions(const OptionValues& o) const override {
     const int64_t peer = o.Int("peer_device");

@@ -24,7 +24,7 @@ void SummarizeRankSteps(const std::vector<VictimStep>& steps, RankRecord* r);
 struct RankFigure {
   int rank = 0;
   std::string node;
-  int trials = 0;              // counted trials in which this rank reported steps
+  int trials = 0;               // counted trials in which this rank reported steps
   double busy_median_s = kNaN;  // median over those trials of the rank's busy_median_s
   double step_median_s = kNaN;  // likewise of its step_median_s
 };

@@ -312,7 +312,8 @@ std::string NothingMeasured(const ExperimentResults& r) {
     with_slowdown += std::isfinite(p.slowdown) || std::isfinite(p.slowdown_all) ? 1 : 0;
   }
   const int all = measured + failed + flagged + not_run;
-  if (measured + flagged == 0) {
+  // (A flagged trial's figure over all trials needs measured baselines: none here.)
+  if (measured == 0) {
     std::string why = "none of its " + std::to_string(all) + " trials was measured (";
     std::string parts;
     auto add = [&parts](int n, const char* what) {
@@ -364,10 +365,21 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.interactions = SummarizeInteractions(
       MeasuredSamples(trials, options.metric), g.order,
       {kResamples, kConfidence, experiment.seed, options.metric.HigherIsFaster()});
+  int first_wrong = -1;  // the earliest trial's detail, whatever order `trials` come in
+  for (const TrialRecord& t : trials) {
+    for (const FlagReason& f : t.flag_reasons) {
+      if (f.code != FlagCode::kMetricLooksWrong) continue;
+      ++res.n_metric_looks_wrong;
+      if (first_wrong < 0 || t.index < first_wrong) {
+        first_wrong = t.index;
+        res.metric_looks_wrong = f.detail;
+      }
+    }
+  }
   for (const TrialRecord& t : trials) {
     if (t.state != TrialState::kFailed) continue;
-    res.failed_trials.push_back(
-        {t.index, t.pairing, FailureWithStderr(t.error, t.stderr_tail), FailureHint(t.stderr_tail)});
+    res.failed_trials.push_back({t.index, t.pairing, FailureWithStderr(t.error, t.stderr_tail),
+                                 FailureHint(t.stderr_tail)});
   }
   std::sort(res.failed_trials.begin(), res.failed_trials.end(),
             [](const FailedTrial& a, const FailedTrial& b) { return a.index < b.index; });

@@ -114,6 +114,10 @@ struct ExperimentResults {
   std::string provenance_json = "{}";
   std::string stop_reason;  // adaptive repetitions: why the runs stopped ("" for fixed ones)
   std::vector<FailedTrial> failed_trials;  // in index order
+  // Trials flagged because their per-step values cannot be step times (MetricLooksWrong), and
+  // the first one's detail: a wrong progress field or pattern, said once for the experiment.
+  int n_metric_looks_wrong = 0;
+  std::string metric_looks_wrong;
 };
 
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when
@@ -131,7 +135,7 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
                             double noisy_cov_threshold = 0.10);
 
 // Why an experiment that ran to its end measured nothing it set out to, or "" when it did: no
-// trial's victim ran to its end (every one failed or did not run), or it has interfered
+// trial was measured (every one failed, was flagged or did not run), or it has interfered
 // pairings and none got a slowdown, held-target or over all trials (e.g. no measured
 // baseline). codlctl then exits 1.
 std::string NothingMeasured(const ExperimentResults& results);

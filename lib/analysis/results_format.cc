@@ -138,8 +138,8 @@ std::string RanksLine(const RankSpread& s) {
     line += "; slowest: rank " + std::to_string(f.rank) + " (" + TerminalSafe(f.node) + "), " +
             Fmt("%.0f", s.behind * 100) + "% behind the median rank";
   } else if (s.slowest >= 0) {
-    line += "; no rank more than " + Fmt("%.0f", kSlowestRankBehind * 100) +
-            "% behind the median rank";
+    line +=
+        "; no rank more than " + Fmt("%.0f", kSlowestRankBehind * 100) + "% behind the median rank";
   }
   return line;
 }
@@ -239,7 +239,8 @@ std::string FormatTable(const ExperimentResults& r) {
       if (p.n_failed) s += " " + std::to_string(p.n_failed) + " failed";
       if (p.n_flagged) {
         s += std::string(p.n_failed ? "," : "") + " " + std::to_string(p.n_flagged) +
-             " flagged (target missed, did not settle, or too short to judge)";
+             " flagged (target missed, did not settle, too short to judge, or metric looks "
+             "wrong)";
       }
       if (p.n_not_run) {
         s += std::string(p.n_failed || p.n_flagged ? "," : "") + " " + std::to_string(p.n_not_run) +
@@ -268,6 +269,12 @@ std::string FormatTable(const ExperimentResults& r) {
       !r.pairings.empty() && r.pairings.front().baseline && r.pairings.front().n > 0;
   if (!r.stop_reason.empty()) out << "adaptive repetitions: " << r.stop_reason << "\n";
   if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
+  if (r.n_metric_looks_wrong > 0) {
+    out << "warning: " << r.n_metric_looks_wrong << " trial"
+        << (r.n_metric_looks_wrong == 1 ? "" : "s")
+        << " flagged because the victim's per-step values cannot be step times (first: "
+        << TerminalSafe(r.metric_looks_wrong) << "); fix victim.progress\n";
+  }
   if (r.noisy_baseline) {
     out << "warning: noisy baseline: CoV " << Fmt("%.1f", r.baseline_cov * 100) << "% > "
         << Fmt("%.1f", r.noisy_cov_threshold * 100) << "%; small slowdowns are not trustworthy\n";
@@ -451,6 +458,8 @@ std::string FormatJson(const ExperimentResults& r) {
     j["pairings"].push_back(std::move(pj));
   }
   j["interactions"] = InteractionsJson(r.interactions);
+  j["n_metric_looks_wrong"] = r.n_metric_looks_wrong;
+  j["metric_looks_wrong"] = r.metric_looks_wrong.empty() ? Json() : Json(r.metric_looks_wrong);
   j["failed_trials"] = Json::array();
   for (const FailedTrial& f : r.failed_trials) {
     j["failed_trials"].push_back({{"trial", f.index},

@@ -55,10 +55,12 @@ double AntagonistCores(const TrialRecord& t) {
   return any ? sum : std::nan("");
 }
 
-// A flagged trial's reason codes in the order found, joined by ';' ("missed_target;did_not_settle").
+// A flagged trial's reason codes in the order found, joined by ';'
+// ("missed_target;did_not_settle").
 std::string FlagCodes(const TrialRecord& t) {
   std::string codes;
-  for (const FlagReason& r : t.flag_reasons) codes += (codes.empty() ? "" : ";") + std::string(ToString(r.code));
+  for (const FlagReason& r : t.flag_reasons)
+    codes += (codes.empty() ? "" : ";") + std::string(ToString(r.code));
   return codes;
 }
 
@@ -101,10 +103,10 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
                       const TrialMetric& metric) {
   TidyTable table;
   table.columns = kTrialColumns;
-  for (const char* c : {"state", "metric", "metric_unit", "value", "flagged", "flag_reasons", "excluded",
-                        "exclude_reason", "wall_s", "victim_cores", "antagonist_cores",
-                        "victim_cpus", "victim_node", "ranks", "slowest_rank", "started_unix_ms",
-                        "finished_unix_ms"})
+  for (const char* c :
+       {"state", "metric", "metric_unit", "value", "flagged", "flag_reasons", "excluded",
+        "exclude_reason", "wall_s", "victim_cores", "antagonist_cores", "victim_cpus",
+        "victim_node", "ranks", "slowest_rank", "started_unix_ms", "finished_unix_ms"})
     table.columns.push_back(c);
   for (const TrialRecord* t : ByIndex(trials)) {
     const double value = TrialMetricValue(*t, metric);
@@ -121,8 +123,7 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
             Cell::Text(t->victim_node),
             Cell::Int(t->ranks.empty() ? 1 : static_cast<int64_t>(t->ranks.size())),
             SlowestRank(*t) >= 0 ? Cell::Int(SlowestRank(*t)) : Cell::Missing(),
-            Cell::Int(t->started_unix_ms),
-            Cell::Int(t->finished_unix_ms)});
+            Cell::Int(t->started_unix_ms), Cell::Int(t->finished_unix_ms)});
     table.rows.push_back(std::move(row));
   }
   return table;
@@ -162,8 +163,8 @@ TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
 TidyTable RanksTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials) {
   TidyTable table;
   table.columns = kTrialColumns;
-  for (const char* c : {"state", "excluded", "rank", "node", "exit_code", "wall_s",
-                        "step_median_s", "busy_median_s", "slowest"}) {
+  for (const char* c : {"state", "excluded", "rank", "node", "exit_code", "wall_s", "step_median_s",
+                        "busy_median_s", "slowest"}) {
     table.columns.push_back(c);
   }
   for (const TrialRecord* t : ByIndex(trials)) {

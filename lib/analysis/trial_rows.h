@@ -1,6 +1,6 @@
 // The long (tidy) exports of one experiment: `codlctl results ID --trials` (one row per trial),
-// `--phases` (one row per trial x rank x phase) and `--ranks` (one row per trial x rank). Column names are a public interface, documented in
-// docs/results.md ("Long format").
+// `--phases` (one row per trial x rank x phase) and `--ranks` (one row per trial x rank). Column
+// names are a public interface, documented in docs/results.md ("Long format").
 #pragma once
 
 #include <string>

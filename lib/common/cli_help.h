@@ -41,8 +41,8 @@ class PlainHelpFormatter : public CLI::Formatter {
     std::string kind;
     for (const std::string& p : parts) {
       const std::string b = base(p);
-      if (b.empty() || b == "FLOAT" || b == "INT" || b == "UINT" || b == "TEXT" ||
-          b == "BOOLEAN" || b == "NUMBER") {
+      if (b.empty() || b == "FLOAT" || b == "INT" || b == "UINT" || b == "TEXT" || b == "BOOLEAN" ||
+          b == "NUMBER") {
         continue;
       }
       kind = b;
@@ -70,8 +70,6 @@ class PlainHelpFormatter : public CLI::Formatter {
 };
 
 // Sets the formatter on `app`; call before adding subcommands, which inherit it.
-inline void UsePlainHelp(CLI::App& app) {
-  app.formatter(std::make_shared<PlainHelpFormatter>());
-}
+inline void UsePlainHelp(CLI::App& app) { app.formatter(std::make_shared<PlainHelpFormatter>()); }
 
 }  // namespace codl

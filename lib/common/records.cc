@@ -1,5 +1,7 @@
 #include "lib/common/records.h"
 
+#include <iterator>
+
 #include "lib/common/utf8.h"
 
 namespace codl {
@@ -9,7 +11,7 @@ constexpr const char* kExperimentStates[] = {"queued", "running",   "done",
 constexpr const char* kTrialStates[] = {"pending", "running", "done",
                                         "failed",  "flagged", "cancelled"};
 constexpr const char* kFlagCodes[] = {"unknown", "missed_target", "did_not_settle",
-                                      "too_few_samples"};
+                                      "too_few_samples", "metric_looks_wrong"};
 }  // namespace
 
 const char* ToString(ExperimentState s) { return kExperimentStates[static_cast<int>(s)]; }
@@ -38,7 +40,7 @@ bool ParseTrialState(const std::string& s, TrialState* out) {
 const char* ToString(FlagCode c) { return kFlagCodes[static_cast<int>(c)]; }
 
 FlagCode ParseFlagCode(const std::string& s) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < static_cast<int>(std::size(kFlagCodes)); ++i) {
     if (s == kFlagCodes[i]) return static_cast<FlagCode>(i);
   }
   return FlagCode::kUnknown;
@@ -86,7 +88,8 @@ std::string FailureHint(const std::string& stderr_tail) {
     return "permission denied: " + who + "; make the files it reads readable by that user";
   }
   if (has("command not found") || has("No such file or directory") || has("not found")) {
-    return "a command or file was not found: " + who + " and PATH; give full paths in "
+    return "a command or file was not found: " + who +
+           " and PATH; give full paths in "
            "victim.command";
   }
   return "";

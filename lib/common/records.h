@@ -25,8 +25,9 @@ bool ParseTrialState(const std::string& s, TrialState* out);
 
 // Why a measured trial was flagged. kUnknown: a code this build does not know, or a record
 // older than typed reasons, which kept only the text (RestoreFlagReasons).
-enum class FlagCode { kUnknown, kMissedTarget, kDidNotSettle, kTooFewSamples };
-const char* ToString(FlagCode c);              // "unknown", "missed_target", "did_not_settle", ...
+enum class FlagCode { kUnknown, kMissedTarget, kDidNotSettle, kTooFewSamples, kMetricLooksWrong };
+// "unknown", "missed_target", "did_not_settle", "too_few_samples", "metric_looks_wrong"
+const char* ToString(FlagCode c);
 FlagCode ParseFlagCode(const std::string& s);  // kUnknown for anything else
 
 struct FlagReason {

@@ -58,6 +58,7 @@ v1::FlagReason ToProto(const FlagReason& r) {
     case FlagCode::kMissedTarget: p.set_code(v1::FlagReason::MISSED_TARGET); break;
     case FlagCode::kDidNotSettle: p.set_code(v1::FlagReason::DID_NOT_SETTLE); break;
     case FlagCode::kTooFewSamples: p.set_code(v1::FlagReason::TOO_FEW_SAMPLES); break;
+    case FlagCode::kMetricLooksWrong: p.set_code(v1::FlagReason::METRIC_LOOKS_WRONG); break;
     case FlagCode::kUnknown: p.set_code(v1::FlagReason::CODE_UNSPECIFIED); break;
   }
   p.set_detail(r.detail);
@@ -70,6 +71,7 @@ FlagReason FromProto(const v1::FlagReason& p) {
     case v1::FlagReason::MISSED_TARGET: r.code = FlagCode::kMissedTarget; break;
     case v1::FlagReason::DID_NOT_SETTLE: r.code = FlagCode::kDidNotSettle; break;
     case v1::FlagReason::TOO_FEW_SAMPLES: r.code = FlagCode::kTooFewSamples; break;
+    case v1::FlagReason::METRIC_LOOKS_WRONG: r.code = FlagCode::kMetricLooksWrong; break;
     default: r.code = FlagCode::kUnknown;
   }
   r.detail = p.detail();

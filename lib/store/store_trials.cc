@@ -94,9 +94,8 @@ Status InsertSteps(sql::Stmt& step, int64_t trial_id, const std::vector<VictimSt
 }
 
 // Every rank's row, and the steps of ranks after 0 (seq continuing after rank 0's).
-Status InsertRanks(sql::Db db, int64_t trial_id, const TrialRecord& t,
-                   const EncodedPhases& encoded, sql::Stmt& step, size_t* seq,
-                   const std::string& what) {
+Status InsertRanks(sql::Db db, int64_t trial_id, const TrialRecord& t, const EncodedPhases& encoded,
+                   sql::Stmt& step, size_t* seq, const std::string& what) {
   auto rank = sql::Stmt::Prepare(
       db,
       "INSERT INTO trial_ranks (trial_id, rank, node, exit_code, wall_s, step_median_s, "

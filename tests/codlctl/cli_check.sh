@@ -63,6 +63,25 @@ warmup_trials: 0
 YAML
 expect nothing-measured-exits-1 1 "measured nothing: none of its 2 trials was measured (2 failed)" \
   -- run "$tmp/fails.yaml" --db "$tmp/fails.db" -q
+# A regex that captures the step index, not a step time: every trial is flagged, said once.
+cat >"$tmp/regex.yaml" <<YAML
+name: wrong-regex
+victim:
+  command: [/bin/sh, -c, "for i in 1 2 3 4 5 6 7 8; do echo step \$i loss 0.5; done"]
+  progress: {format: regex, pattern: 'step (\\d+) loss'}
+  warmup_steps: 0
+  timeout: 20s
+repetitions: 2
+warmup_trials: 0
+YAML
+expect metric-looks-wrong-exits-1 1 "measured nothing: none of its 2 trials was measured (2 flagged)" \
+  -- run "$tmp/regex.yaml" --db "$tmp/regex.db" -q
+grep -qF "cannot be step times (first: metric looks wrong: the 8 measured steps add up to 36 s" \
+  "$tmp/out" || {
+  echo "FAIL metric-looks-wrong-exits-1: no metric warning in the table: $(head -c 600 "$tmp/out")"
+  fails=$((fails + 1))
+}
+
 cat >"$tmp/long.yaml" <<YAML
 name: long
 victim:
@@ -89,5 +108,5 @@ else
   fails=$((fails + 1))
 fi
 
-echo "$((14 - fails)) passed, $fails failed"
+echo "$((15 - fails)) passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -114,7 +114,8 @@ TEST_F(ExportsTest, TrialsAreCsvByDefaultOneRowPerTrial) {
             std::string::npos);
   EXPECT_NE(r.out.find("failed (the victim failed): victim exited with 1"), std::string::npos);
   EXPECT_NE(r.out.find(",1,missed_target;did_not_settle,1,"), std::string::npos)
-      << "flagged, its reason codes in order, excluded:\n" << r.out;
+      << "flagged, its reason codes in order, excluded:\n"
+      << r.out;
 }
 
 TEST_F(ExportsTest, PhasesAreOneRowPerTrialAndPhase) {

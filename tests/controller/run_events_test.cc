@@ -52,7 +52,8 @@ TEST(RunEvents, AFlaggedTrialCarriesItsReasonsAsAList) {
 TEST(RunEvents, AFailedTrialCarriesItsError) {
   TrialRecord t = Trial(TrialState::kFailed);
   t.error = "victim exited with status 3";
-  t.stderr_tail = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'torch'\n";
+  t.stderr_tail =
+      "Traceback (most recent call last):\nModuleNotFoundError: No module named 'torch'\n";
   const v1::ExperimentEvent ev = events::TrialFinished(t, 4);
   EXPECT_EQ(ev.trial_failed().error(), "victim exited with status 3");
   EXPECT_EQ(ev.message(),

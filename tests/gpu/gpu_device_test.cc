@@ -37,10 +37,10 @@ class CollectingReporter final : public Reporter {
   std::vector<Sample> samples_;
 };
 
-#define SKIP_WITHOUT_DEVICE()                                 \
-  do {                                                        \
+#define SKIP_WITHOUT_DEVICE()                                \
+  do {                                                       \
     const std::string reason_ = gpu::CudaUsable().message(); \
-    if (!reason_.empty()) GTEST_SKIP() << reason_;            \
+    if (!reason_.empty()) GTEST_SKIP() << reason_;           \
   } while (0)
 
 std::unique_ptr<Injector> SetUpInjector(const std::string& name,

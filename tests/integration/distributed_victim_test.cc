@@ -87,9 +87,26 @@ class DistributedVictimIt : public ::testing::Test {
   }
   // codl-victim's arguments after `run`, as a list of words; `gemms` GEMMs per step.
   std::vector<std::string> VictimArgs(const std::string& gemms) const {
-    return {"--dir", dir_ + "/data", "--comm", "tcp", "--steps", "6", "--warmup-steps", "1",
-            "--samples", "32", "--sample-size", "16KiB", "--batch-size", "2", "--gemm-count",
-            gemms, "--io-mode", "buffered", "--allreduce-size", "4MiB"};
+    return {"--dir",
+            dir_ + "/data",
+            "--comm",
+            "tcp",
+            "--steps",
+            "6",
+            "--warmup-steps",
+            "1",
+            "--samples",
+            "32",
+            "--sample-size",
+            "16KiB",
+            "--batch-size",
+            "2",
+            "--gemm-count",
+            gemms,
+            "--io-mode",
+            "buffered",
+            "--allreduce-size",
+            "4MiB"};
   }
   std::string Experiment(const std::string& extra_args) const {
     std::string command = "[" + Bin("codl-victim") + ", run";

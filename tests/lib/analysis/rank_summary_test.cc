@@ -32,7 +32,8 @@ TEST(RankSummaryTest, BusyIsStepMinusCommOverMeasuredSteps) {
 }
 
 // A trial of `busy.size()` ranks with these busy medians (step time 1 s each).
-TrialRecord Trial(int index, const std::vector<double>& busy, TrialState state = TrialState::kDone) {
+TrialRecord Trial(int index, const std::vector<double>& busy,
+                  TrialState state = TrialState::kDone) {
   TrialRecord t;
   t.index = index;
   t.pairing = "baseline";

@@ -184,3 +184,84 @@ TEST(TrialMetricTest, MaxIntensityShowsItsAchievedRateAsTheOutcome) {
 
 }  // namespace
 }  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+TrialRecord Stepped(const std::vector<double>& values, double wall_s) {
+  TrialRecord t;
+  t.wall_s = wall_s;
+  for (size_t i = 0; i < values.size(); ++i) {
+    VictimStep s;
+    s.step = static_cast<int64_t>(i);
+    s.step_time_s = values[i];
+    t.steps.push_back(s);
+  }
+  return t;
+}
+
+TEST(MetricLooksWrongTest, AStepIndexCapturedByARegexIsNotAStepTime) {
+  ProgressSpec regex;
+  regex.format = ProgressSpec::Format::kRegex;
+  regex.pattern = "step (\\d+) loss";
+  // 60 steps of a 5.8 s job whose capture is the step index: 1 + 2 + ... + 60 = 1830 "s".
+  std::vector<double> index;
+  for (int i = 1; i <= 60; ++i) index.push_back(i);
+  const std::string why = MetricLooksWrong(Stepped(index, 5.8), regex);
+  EXPECT_NE(why.find("the 60 measured steps add up to 1830 s, 315.5x the victim's wall time of "
+                     "5.8 s"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("progress.pattern 'step (\\d+) loss' captures 1, 2, 3, 4, ..."),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("only increasing: a counter"), std::string::npos) << why;
+}
+
+TEST(MetricLooksWrongTest, RealStepTimesAndWallVictimsPass) {
+  ProgressSpec jsonl;
+  // Step times that fit in the wall time (start-up and data loading outside the steps).
+  EXPECT_EQ(MetricLooksWrong(Stepped({0.1, 0.12, 0.09, 0.11}, 1.0), jsonl), "");
+  // Milliseconds where seconds are meant: 4 x 100 "s" in a 1 s run.
+  const std::string ms = MetricLooksWrong(Stepped({100, 120, 90, 110}, 1.0), jsonl);
+  EXPECT_NE(ms.find("progress.field 'step_time_s' reads 100, 120, 90, 110"), std::string::npos)
+      << ms;
+  EXPECT_EQ(ms.find("only increasing"), std::string::npos) << ms;
+  ProgressSpec wall;
+  wall.format = ProgressSpec::Format::kWall;
+  EXPECT_EQ(MetricLooksWrong(Stepped({100, 120}, 1.0), wall), "");
+  EXPECT_EQ(MetricLooksWrong(Stepped({}, 1.0), jsonl), "") << "no steps, nothing to judge";
+}
+
+}  // namespace
+}  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+TEST(MetricLooksWrongTest, TheSummarySaysItOnceWithTheFirstDetail) {
+  std::vector<TrialRecord> trials;
+  for (int i = 0; i < 3; ++i) {
+    TrialRecord t = Stepped({1, 2, 3}, 0.5);
+    t.index = 2 - i;  // out of order: the detail is the earliest trial's
+    t.pairing = "baseline";
+    t.baseline = true;
+    t.state = TrialState::kFlagged;
+    t.flag_reasons = {
+        {FlagCode::kMetricLooksWrong, "metric looks wrong: trial " + std::to_string(t.index)}};
+    trials.push_back(t);
+  }
+  const ExperimentResults r = Summarize(ExperimentRecord{}, trials);
+  EXPECT_EQ(r.n_metric_looks_wrong, 3);
+  EXPECT_EQ(r.metric_looks_wrong, "metric looks wrong: trial 0");
+  const std::string table = FormatTable(r);
+  EXPECT_NE(table.find("warning: 3 trials flagged because the victim's per-step values cannot be "
+                       "step times (first: metric looks wrong: trial 0); fix victim.progress"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(NothingMeasured(r).find("none of its 3 trials was measured (3 flagged)"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace codl::experiment
