@@ -135,8 +135,10 @@ Result<std::unique_ptr<MpsControl>> MpsControl::Acquire(const MpsDirs& dirs, boo
   // as another user still reach the pipe.
   for (const std::string* dir : {&dirs.pipe_dir, &dirs.log_dir}) {
     if (Status s = MakePrivateDirBeneath(*dir, dirs.scratch_roots, 0755); !s.ok()) {
-      return Err("mps_cotenant: MPS directory " + s.error() +
-                 " (a daemon this injector starts keeps its directories under a scratch root)");
+      return Error{"mps_cotenant: MPS directory " + s.error() +
+                       " (a daemon this injector starts keeps its directories under a scratch "
+                       "root)",
+                   s.code()};
     }
   }
   // Check-and-start under a lock (mps_start.h); held until the socket is up, so whoever waited

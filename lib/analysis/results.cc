@@ -314,7 +314,8 @@ std::string NothingMeasured(const ExperimentResults& r) {
   const int all = measured + failed + flagged + not_run;
   // (A flagged trial's figure over all trials needs measured baselines: none here.)
   if (measured == 0) {
-    std::string why = "none of its " + std::to_string(all) + " trials was measured (";
+    std::string why = all == 1 ? "its only trial was not measured ("
+                               : "none of its " + std::to_string(all) + " trials was measured (";
     std::string parts;
     auto add = [&parts](int n, const char* what) {
       if (n > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
