@@ -127,7 +127,7 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   spdlog::info("victim {} finished: exit {}, wall {:.2f} s, {:.2f} cores on CPUs {}, {}",
                spec.command.front(), out.exit_code, out.wall_s,
                out.wall_s > 0 ? out.cpu_s / out.wall_s : 0.0, out.effective_cpus,
-               out.progress.ok ? "ok" : out.progress.error);
+               out.progress.ok ? "ok" : FailureWithStderr(out.progress.error, out.stderr_tail));
   return out;
 }
 

@@ -292,7 +292,9 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     failed_in_a_row = t.state == TrialState::kFailed ? failed_in_a_row + 1 : 0;
     if (failed_in_a_row >= 3 && trial.index + 1 == failed_in_a_row) {
       // The last failure's kind (kOk, read as kUnknown, when the victim itself failed).
-      return Error{"the first 3 trials failed; last error: " + t.error, failure};
+      return Error{
+          "the first 3 trials failed; last error: " + FailureWithStderr(t.error, t.stderr_tail),
+          failure};
     }
     if (stopper && BlockStopper::ClosesBlock(plan, i) &&
         StopAfterBlock(exp, *stopper, trial.repetition + 1, listener)) {
