@@ -29,26 +29,25 @@ class GroundTruthTest : public ::testing::Test {
 
   // Runs an experiment of the truth victim against a noop antagonist at `levels`.
   void Run(const std::string& victim_flags, const std::string& levels, const std::string& metric) {
-    WriteFile(
-        dir_ + "/exp.yaml",
-        "name: truth\n"
-        "victim:\n"
-        "  command: [codl-truth-victim, --tag, " +
-            dir_ + ", --capacity, '" + std::to_string(kCapacity) +
-            "', --steps, '20', --warmup, '2', --base, '0.01', --gain, '" + std::to_string(kGain) +
-            "'" + victim_flags +
-            "]\n"
-            "  warmup_steps: 2\n"
-            "  timeout: 30s\n" +
-            (metric.empty() ? "" : "  metric: " + metric + "\n") +
-            "antagonists:\n"
-            "  - {name: tick, injector: noop, options: {capacity: " +
-            std::to_string(kCapacity) + "}, levels: " + levels +
-            "}\n"
-            "repetitions: 3\nsettle: 1s\ncalibration: {duration: 1s}\n"
-            // The truth victim reports step times without taking them (its run lasts milliseconds):
-            // the "too short to judge" check cannot apply, and this test is about the metric.
-            "min_antagonist_samples: 0\n");
+    WriteFile(dir_ + "/exp.yaml",
+              "name: truth\n"
+              "victim:\n"
+              "  command: [codl-truth-victim, --tag, " +
+                  dir_ + ", --capacity, '" + std::to_string(kCapacity) +
+                  "', --steps, '20', --warmup, '2', --base, '0.01', --gain, '" +
+                  std::to_string(kGain) + "'" + victim_flags +
+                  "]\n"
+                  "  warmup_steps: 2\n"
+                  "  timeout: 30s\n" +
+                  (metric.empty() ? "" : "  metric: " + metric + "\n") +
+                  "antagonists:\n"
+                  "  - {name: tick, injector: noop, options: {capacity: " +
+                  std::to_string(kCapacity) + "}, levels: " + levels +
+                  "}\n"
+                  "repetitions: 3\nsettle: 1s\ncalibration: {duration: 1s}\n"
+                  // The truth victim runs ~0.3 s, fewer antagonist samples (one per 0.2 s) than the
+                  // "too short to judge" check needs; this test is about the metric.
+                  "min_antagonist_samples: 0\n");
     auto r =
         RunCommand({Bin("codlctl"), "run", dir_ + "/exp.yaml", "--scratch-root", dir_}, 240, dir_);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -2,7 +2,7 @@
 // antagonist running beside it (the codl-inject process whose argv has `--scratch-root TAG`,
 // TAG unique to the test) and reads its intensity x from that argv: --rate R gives x = R /
 // capacity, --max gives 1, no antagonist gives 0. It then reports step times built from x,
-// never measured, so the truth is exact:
+// never measured (it sleeps each one, so that they fit in its wall time), so the truth is exact:
 //   steady     step i takes base * (1 + gain * x) * {0.9, 1.0, 1.1, 1.0}[i % 4]: every metric
 //              (elapsed, throughput, mean, median, pNN) has slowdown 1 + gain * x.
 //   pipelined  a loader that falls behind: a step is slow (3 * base) or fast (base); the share
@@ -124,7 +124,9 @@ int main(int argc, char** argv) {
     const double t = StepTime(o, x, i < o.warmup ? 0 : i - o.warmup);
     std::printf("{\"step\": %d, \"step_time_s\": %.9g}\n", i, t);
     std::fflush(stdout);
-    usleep(1000);  // steps arrive one by one, as from a real loop
+    // Each step takes the time it reports, as a real loop's would: the runner checks that the
+    // steps fit in the victim's wall time ("metric looks wrong" otherwise).
+    usleep(static_cast<useconds_t>(t * 1e6));
   }
   return 0;
 }
