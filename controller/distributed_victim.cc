@@ -15,23 +15,14 @@ namespace {
 
 using Reply = Result<v1::RunVictimReply>;
 
-// The last non-empty line of a victim's stderr: usually the reason it gives.
-std::string LastLine(const std::string& text) {
-  size_t end = text.find_last_not_of("\r\n \t");
-  if (end == std::string::npos) return "";
-  const size_t newline = text.rfind('\n', end);
-  const size_t start = newline == std::string::npos ? 0 : newline + 1;
-  return text.substr(start, end + 1 - start);
-}
-
 // Why a rank's run failed, with the last line of its stderr; "" when it did not fail.
 std::string Failure(const Reply& r) {
   if (!r.ok()) return r.error();
   if (r->ok()) return "";
-  std::string why =
-      r->error().empty() ? "exit status " + std::to_string(r->exit_code()) : r->error();
-  if (std::string last = LastLine(r->stderr_tail()); !last.empty()) why += ": " + last;
-  return why;
+  // With the last line of its stderr: usually the reason it gives.
+  return FailureWithStderr(
+      r->error().empty() ? "exit status " + std::to_string(r->exit_code()) : r->error(),
+      r->stderr_tail());
 }
 
 // A rank's record from its reply; rank 0's steps are left to the trial's record.

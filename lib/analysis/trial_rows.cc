@@ -111,6 +111,7 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
   for (const TrialRecord* t : ByIndex(trials)) {
     const double value = TrialMetricValue(*t, metric);
     const std::string reason = ExclusionReason(*t, value);
+    const int slowest = SlowestRank(*t);
     std::vector<Cell> row = TrialCells(e, *t);
     const bool cpu_measured = !t->victim_effective_cpus.empty();
     Append(&row,
@@ -122,8 +123,8 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
             Cell::Number(AntagonistCores(*t)), Cell::Text(t->victim_effective_cpus),
             Cell::Text(t->victim_node),
             Cell::Int(t->ranks.empty() ? 1 : static_cast<int64_t>(t->ranks.size())),
-            SlowestRank(*t) >= 0 ? Cell::Int(SlowestRank(*t)) : Cell::Missing(),
-            Cell::Int(t->started_unix_ms), Cell::Int(t->finished_unix_ms)});
+            slowest >= 0 ? Cell::Int(slowest) : Cell::Missing(), Cell::Int(t->started_unix_ms),
+            Cell::Int(t->finished_unix_ms)});
     table.rows.push_back(std::move(row));
   }
   return table;

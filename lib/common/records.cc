@@ -87,7 +87,7 @@ std::string FailureHint(const std::string& stderr_tail) {
   if (has("Permission denied")) {
     return "permission denied: " + who + "; make the files it reads readable by that user";
   }
-  if (has("command not found") || has("No such file or directory") || has("not found")) {
+  if (has("not found") || has("No such file or directory")) {  // "command not found" too
     return "a command or file was not found: " + who +
            " and PATH; give full paths in "
            "victim.command";
