@@ -101,7 +101,9 @@ sleep 2
 kill -INT "$run_pid"
 wait "$run_pid"
 rc=$?
-if [[ $rc -eq 130 ]]; then
+# 130 alone would also be a shell's status for codlctl killed by the signal: the handler must
+# have run (cancelled the experiment) and chosen it.
+if [[ $rc -eq 130 ]] && grep -qF "interrupted — cancelling the experiment" "$tmp/err"; then
   echo "ok   ctrl-c-exits-130"
 else
   echo "FAIL ctrl-c-exits-130: exit $rc; stderr: $(head -c 400 "$tmp/err")"
