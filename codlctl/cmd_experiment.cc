@@ -233,7 +233,8 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     Note(g, "error", "codlctl run: " + final.error());
     return interrupts.ExitCode(ExitCodeFor(final.status()));
   }
-  int rc = PrintResults(c, "", id, o.output, stdout);
+  std::string nothing_measured;  // from the results just printed: no second load to judge them
+  int rc = PrintResults(c, "", id, o.output, stdout, "", &nothing_measured);
   for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
     if (path.empty() || rc != kExitOk) continue;
     FILE* f = fopen(path.c_str(), "w");
@@ -256,7 +257,7 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
              (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
              " (codlctl results " + id + " --db " + o.db + ")");
   }
-  if (rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(c, "", id);
+  if (rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(id, nothing_measured);
   return interrupts.ExitCode(rc != kExitOk ? rc : ExitCodeFor(*final));
 }
 

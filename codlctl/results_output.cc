@@ -64,28 +64,33 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
   return client->GetResults(id.empty() ? "latest" : id);
 }
 
+int MeasuredExitCode(const std::string& id, const std::string& nothing_measured) {
+  if (nothing_measured.empty()) return kExitOk;
+  fprintf(stderr, "codlctl: experiment %s measured nothing: %s\n", id.c_str(),
+          nothing_measured.c_str());
+  return kExitFailed;
+}
+
 int MeasuredExitCode(ControllerClient* client, const std::string& db, const std::string& id) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
     fprintf(stderr, "codlctl: %s\n", rec.error().c_str());
     return ExitCodeFor(rec.status());
   }
-  const std::string why = experiment::NothingMeasured(
-      experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, "")));
-  if (why.empty()) return kExitOk;
-  fprintf(stderr, "codlctl: experiment %s measured nothing: %s\n", rec->first.id.c_str(),
-          why.c_str());
-  return kExitFailed;
+  return MeasuredExitCode(rec->first.id, experiment::NothingMeasured(experiment::Summarize(
+                                             rec->first, rec->second, OptionsFor(rec->first, ""))));
 }
 
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
-                 const std::string& output, FILE* out, const std::string& metric) {
+                 const std::string& output, FILE* out, const std::string& metric,
+                 std::string* nothing_measured) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
     fprintf(stderr, "codlctl results: %s\n", rec.error().c_str());
     return ExitCodeFor(rec.status());
   }
   auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, metric));
+  if (nothing_measured) *nothing_measured = experiment::NothingMeasured(results);
   std::string text;
   if (output == "csv") text = experiment::FormatCsv(results);
   else if (output == "json") text = experiment::FormatJson(results);

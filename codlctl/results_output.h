@@ -20,11 +20,15 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
                                                                           const std::string& id);
 // `metric`: the per-trial metric to analyse under; "" = the experiment's own victim.metric (from
 // its stored YAML; elapsed when that cannot be read).
+// `nothing_measured` (optional): set to experiment::NothingMeasured of what was printed.
 int PrintResults(ControllerClient* client, const std::string& db, const std::string& id,
-                 const std::string& output, FILE* out, const std::string& metric = "");
+                 const std::string& output, FILE* out, const std::string& metric = "",
+                 std::string* nothing_measured = nullptr);
 // For an experiment that ended done: 0 when it measured what it set out to, else 1 with the
 // reason on stderr ("codlctl: experiment ID measured nothing: ..."; experiment::NothingMeasured).
 int MeasuredExitCode(ControllerClient* client, const std::string& db, const std::string& id);
+// The same from a reason already computed ("" = something was measured).
+int MeasuredExitCode(const std::string& id, const std::string& nothing_measured);
 // The long (tidy) exports: `kind` "trials" (one row per trial), "phases" (per trial x rank x
 // phase) or "ranks" (per trial x rank);
 // `output` csv | json (JSON lines) | table.
