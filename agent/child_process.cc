@@ -105,22 +105,6 @@ std::string ResolveExecutable(const std::string& name) {
   return "";
 }
 
-uint64_t ProcessStartTicks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string s;
-  if (!std::getline(in, s)) return 0;
-  // Field 2 (comm) may contain spaces: parse after the last ')'.
-  auto rp = s.rfind(')');
-  if (rp == std::string::npos) return 0;
-  std::stringstream rest(s.substr(rp + 2));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(rest >> field)) return 0;
-    if (i == 22) return std::stoull(field);
-  }
-  return 0;
-}
-
 Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   if (options.argv.empty()) return Err("empty command");
   std::string exe = ResolveExecutable(options.argv[0]);

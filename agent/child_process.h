@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agent/placement.h"
+#include "lib/common/process_token.h"
 #include "lib/common/result.h"
 #include "lib/common/subprocess.h"
 
@@ -104,6 +105,6 @@ std::string ResolveExecutable(const std::string& name);
 // The folder holding the running executable.
 std::string SelfDirectory();
 // Start time (clock ticks since boot) of a process, 0 if it does not exist.
-uint64_t ProcessStartTicks(pid_t pid);
+using codl::ProcessStartTicks;
 
 }  // namespace codl::agent

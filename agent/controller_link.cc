@@ -52,6 +52,7 @@ bool ControllerLink::Register() {
   // Taken at every registration: a re-registering agent may have had its governor changed.
   *req.mutable_node() = DetectNodeSnapshot(options_.labels);
   req.set_agent_time_unix_ns(clock_->UnixNanos());
+  req.set_session_id(session_id_);
   v1::RegisterAgentReply reply;
   auto ctx = rpc::MakeContext(tunables::kRegisterDeadlineS);
   grpc::Status s = StubOf(stub_holder_)->RegisterAgent(ctx.get(), req, &reply);
@@ -81,6 +82,7 @@ bool ControllerLink::Heartbeat() {
   req.set_last_rtt_s(last_rtt_s_);
   req.set_last_offset_s(last_offset_s_);
   req.set_load_avg_1m(LoadAverage1m());
+  req.set_session_id(session_id_);
   v1::HeartbeatReply reply;
   // The deadline is short: a heartbeat that takes longer than the interval is a lost one.
   auto ctx =

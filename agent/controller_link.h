@@ -58,6 +58,9 @@ class ControllerLink {
   double last_rtt_s_ = 0;
   double last_offset_s_ = 0;
   bool warned_ = false;
+  // Random, once per link (one per agent process): the controller refuses a second live agent
+  // with this agent's id by it (RegisterAgentRequest.session_id).
+  const std::string session_id_ = rpc::NewIdempotencyKey();
 };
 
 }  // namespace codl::agent

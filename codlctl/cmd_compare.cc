@@ -2,6 +2,7 @@
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
+#include "lib/common/utf8.h"
 #include "lib/spec/trial_metric.h"
 
 namespace codl::cli {
@@ -17,14 +18,14 @@ int CmdCompare(const GlobalOptions& g, const std::vector<std::string>& ids, cons
     return kExitBadInput;
   }
   if (auto m = experiment::ParseTrialMetric(metric); !metric.empty() && !m.ok()) {
-    fprintf(stderr, "codlctl compare: --metric: %s\n", m.error().c_str());
+    fprintf(stderr, "codlctl compare: --metric: %s\n", TerminalSafe(m.error()).c_str());
     return kExitBadInput;
   }
   std::unique_ptr<ControllerClient> client;
   if (db.empty()) {
     auto c = ConnectController(g);
     if (!c.ok()) {
-      fprintf(stderr, "codlctl compare: %s\n", c.error().c_str());
+      fprintf(stderr, "codlctl compare: %s\n", TerminalSafe(c.error()).c_str());
       return kExitBadInput;
     }
     client = std::move(c.value());

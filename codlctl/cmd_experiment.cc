@@ -1,5 +1,6 @@
 // validate, run, submit, watch, cancel: the commands that drive an experiment.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "injectors/core/registry.h"
 #include "lib/analysis/stats.h"
 #include "lib/common/units.h"
+#include "lib/common/utf8.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/spec/spec.h"
 
@@ -62,7 +64,7 @@ Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::str
 // stderr stays one JSON object per line beside the embedded daemons' JSON logs.
 void Note(const GlobalOptions& g, const char* level, const std::string& text) {
   if (g.log_format == "json") fprintf(stderr, "%s\n", JsonNote(level, text).c_str());
-  else fprintf(stderr, "%s\n", text.c_str());
+  else fprintf(stderr, "%s\n", TerminalSafe(text).c_str());
 }
 
 bool JsonLines(const GlobalOptions& g) { return g.log_format == "json"; }
@@ -115,6 +117,77 @@ class InterruptHandler {
   std::function<void()> on_first_;
 };
 
+// The controller `run` and `resume` talk to: --controller/$CODL_CONTROLLER, else an embedded
+// controller and agent on `o.db`. The error is already said; its code is kInvalidArgument for
+// a bad address, else the embedded cluster could not start.
+Result<std::unique_ptr<ControllerClient>> ConnectOrEmbed(const GlobalOptions& g,
+                                                         const RunOptions& o, double lease_s,
+                                                         EmbeddedCluster* embedded) {
+  std::string address = ConfiguredController(g.controller);
+  if (address.empty()) {
+    if (!o.quiet)
+      Note(g, "info",
+           "codlctl: no controller configured: starting an embedded controller and agent "
+           "(results in " +
+               o.db + ")");
+    if (Status s = embedded->Start(o.db, lease_s, o.scratch_roots); !s.ok()) {
+      Note(g, "error", "codlctl: " + s.error());
+      return Error{s.error(), StatusCode::kUnavailable};
+    }
+    address = embedded->controller_address();
+  }
+  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
+  if (!client.ok()) {
+    Note(g, "error", "codlctl: " + client.error());
+    return Error{client.error(), StatusCode::kInvalidArgument};
+  }
+  return client;
+}
+
+// Follows experiment `id` to its end, prints its results (and --csv/--json/--report), and
+// returns run's exit status. Ctrl-C cancels it (`interrupts`).
+int FollowToEnd(const GlobalOptions& g, const RunOptions& o, ControllerClient* c,
+                const std::string& id, InterruptHandler* interrupts) {
+  interrupts->OnFirst([c, id] { (void)c->Cancel(id); });
+  auto final = WatchToEnd(c, id, o.quiet, JsonLines(g));
+  if (!final.ok()) {
+    Note(g, "error", "codlctl: " + final.error());
+    return interrupts->ExitCode(ExitCodeFor(final.status()));
+  }
+  std::string nothing_measured;  // from the results just printed: no second load to judge them
+  int rc = PrintResults(c, "", id, o.output, stdout, "", &nothing_measured);
+  for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
+    if (path.empty() || rc != kExitOk) continue;
+    FILE* f = fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      Note(g, "error", "codlctl: cannot write '" + path + "'");
+      rc = kExitFailed;
+      continue;
+    }
+    rc = PrintResults(c, "", id, format, f);
+    fclose(f);
+  }
+  if (!o.report.empty() && rc == kExitOk) rc = WriteReport(c, "", id, o.report);
+  if (!IsDone(*final)) {
+    Note(g, "error",
+         "experiment " + id + " " + rpc::StateName(*final) +
+             (final->error().empty() ? "" : ": " + final->error()));
+    const auto state = rpc::StateOf(*final);
+    if (state.ok() && *state != ExperimentState::kQueued && *state != ExperimentState::kRunning) {
+      Note(g, "info",
+           "continue it with: codlctl resume " + id +
+               (ConfiguredController(g.controller).empty() ? " --db " + o.db : ""));
+    }
+  } else if (!o.quiet) {
+    Note(g, "info",
+         "experiment " + id + " done; results in " +
+             (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
+             " (codlctl results " + id + " --db " + o.db + ")");
+  }
+  if (rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(id, nothing_measured);
+  return interrupts->ExitCode(rc != kExitOk ? rc : ExitCodeFor(*final));
+}
+
 }  // namespace
 
 // What the planned repetitions can show at all: below 3 trials a side no CI is reported, and
@@ -139,14 +212,14 @@ static void PrintPowerWarnings(int repetitions, int baselines) {
 int CmdValidate(const std::string& file, bool plan) {
   auto spec = experiment::LoadExperimentFile(file, InjectorHooks());
   if (!spec.ok()) {
-    fprintf(stderr, "%s\n", spec.error().c_str());
+    fprintf(stderr, "%s\n", TerminalSafe(spec.error()).c_str());
     return kExitBadInput;
   }
   auto trials = experiment::ExpandPlan(*spec);
   int baselines = 0;
   for (const auto& t : trials) baselines += t.baseline;
   printf("%s: ok — experiment '%s', %zu antagonists, %zu trials (%d baselines)\n", file.c_str(),
-         spec->name.c_str(), spec->antagonists.size(), trials.size(), baselines);
+         TerminalSafe(spec->name).c_str(), spec->antagonists.size(), trials.size(), baselines);
   PrintPowerWarnings(spec->repetitions, baselines);
   if (std::string w = experiment::MissingSinglesWarning(*spec); !w.empty()) {
     printf("warning: %s\n", w.c_str());
@@ -200,24 +273,9 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   }
   InterruptHandler interrupts;
   EmbeddedCluster embedded;
-  std::string address = ConfiguredController(g.controller);
-  if (address.empty()) {
-    if (!o.quiet)
-      Note(g, "info",
-           "codlctl: no controller configured: starting an embedded controller and agent "
-           "(results in " +
-               o.db + ")");
-    if (Status s = embedded.Start(o.db, *lease, o.scratch_roots); !s.ok()) {
-      Note(g, "error", "codlctl run: " + s.error());
-      return kExitFailed;
-    }
-    address = embedded.controller_address();
-  }
-  auto client = ControllerClient::Connect(rpc::Endpoint{address, g.tls});
-  if (!client.ok()) {
-    Note(g, "error", "codlctl run: " + client.error());
-    return kExitBadInput;
-  }
+  auto client = ConnectOrEmbed(g, o, *lease, &embedded);
+  if (!client.ok())
+    return client.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailed;
   auto sub = (*client)->Submit(*yaml, o.file);
   if (!sub.ok()) {
     Note(g, "error", sub.error());
@@ -226,60 +284,67 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
   const std::string id = sub->experiment_id();
   if (!o.quiet)
     Note(g, "info", "experiment " + id + ": " + std::to_string(sub->total_trials()) + " trials");
-  ControllerClient* c = client->get();
-  interrupts.OnFirst([c, id] { (void)c->Cancel(id); });
-  auto final = WatchToEnd(c, id, o.quiet, JsonLines(g));
-  if (!final.ok()) {
-    Note(g, "error", "codlctl run: " + final.error());
-    return interrupts.ExitCode(ExitCodeFor(final.status()));
+  return FollowToEnd(g, o, client->get(), id, &interrupts);
+}
+
+int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o) {
+  if (o.output != "table" && o.output != "csv" && o.output != "json") {
+    Note(g, "error", "codlctl resume: -o '" + o.output + "': expected table, csv or json");
+    return kExitBadInput;
   }
-  std::string nothing_measured;  // from the results just printed: no second load to judge them
-  int rc = PrintResults(c, "", id, o.output, stdout, "", &nothing_measured);
-  for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
-    if (path.empty() || rc != kExitOk) continue;
-    FILE* f = fopen(path.c_str(), "w");
-    if (f == nullptr) {
-      Note(g, "error", "codlctl run: cannot write '" + path + "'");
-      rc = kExitFailed;
-      continue;
-    }
-    rc = PrintResults(c, "", id, format, f);
-    fclose(f);
+  auto lease = ParseDuration(o.lease);
+  if (!lease.ok()) {
+    Note(g, "error", "codlctl resume: --lease: " + lease.error());
+    return kExitBadInput;
   }
-  if (!o.report.empty() && rc == kExitOk) rc = WriteReport(c, "", id, o.report);
-  if (!IsDone(*final)) {
+  if (ConfiguredController(g.controller).empty() && access(o.db.c_str(), F_OK) != 0) {
     Note(g, "error",
-         "experiment " + id + " " + rpc::StateName(*final) +
-             (final->error().empty() ? "" : ": " + final->error()));
-  } else if (!o.quiet) {
-    Note(g, "info",
-         "experiment " + id + " done; results in " +
-             (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
-             " (codlctl results " + id + " --db " + o.db + ")");
+         "codlctl resume: no results database '" + o.db +
+             "' (give the one the experiment ran with: --db FILE; or --controller ADDRESS)");
+    return kExitBadInput;
   }
-  if (rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(id, nothing_measured);
-  return interrupts.ExitCode(rc != kExitOk ? rc : ExitCodeFor(*final));
+  InterruptHandler interrupts;
+  EmbeddedCluster embedded;
+  auto client = ConnectOrEmbed(g, o, *lease, &embedded);
+  if (!client.ok())
+    return client.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailed;
+  auto resumed = (*client)->Resume(id);
+  if (!resumed.ok()) {
+    Note(g, "error", "codlctl resume: " + resumed.error());
+    return ExitCodeFor(resumed.status());
+  }
+  const int left = resumed->total_trials() - resumed->kept_trials();
+  if (!o.quiet) {
+    auto was = rpc::FromProto(resumed->previous_state());
+    Note(g, "info",
+         "experiment " + resumed->experiment_id() + " resumed (it was " +
+             (was.ok() ? ToString(*was) : "unfinished") +
+             "): " + std::to_string(resumed->kept_trials()) + " of " +
+             std::to_string(resumed->total_trials()) + " trials kept, " + std::to_string(left) +
+             " to run");
+  }
+  return FollowToEnd(g, o, client->get(), resumed->experiment_id(), &interrupts);
 }
 
 int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   auto yaml = ReadWholeFile(file);
   if (!yaml.ok()) {
-    fprintf(stderr, "codlctl submit: %s\n", yaml.error().c_str());
+    fprintf(stderr, "codlctl submit: %s\n", TerminalSafe(yaml.error()).c_str());
     return kExitBadInput;
   }
   auto spec = experiment::ParseExperiment(*yaml, file, InjectorHooks());
   if (!spec.ok()) {
-    fprintf(stderr, "%s\n", spec.error().c_str());
+    fprintf(stderr, "%s\n", TerminalSafe(spec.error()).c_str());
     return kExitBadInput;
   }
   auto client = ConnectController(g);
   if (!client.ok()) {
-    fprintf(stderr, "codlctl submit: %s\n", client.error().c_str());
+    fprintf(stderr, "codlctl submit: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
   auto sub = (*client)->Submit(*yaml, file);
   if (!sub.ok()) {
-    fprintf(stderr, "%s\n", sub.error().c_str());
+    fprintf(stderr, "%s\n", TerminalSafe(sub.error()).c_str());
     return ExitCodeFor(sub.status());
   }
   printf("%s\n", sub->experiment_id().c_str());
@@ -291,7 +356,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   interrupts.OnFirst([c, id] { (void)c->Cancel(id); });
   auto final = WatchToEnd(c, id, false, false);
   if (!final.ok()) {
-    fprintf(stderr, "codlctl submit: %s\n", final.error().c_str());
+    fprintf(stderr, "codlctl submit: %s\n", TerminalSafe(final.error()).c_str());
     return interrupts.ExitCode(ExitCodeFor(final.status()));
   }
   int rc = ExitCodeFor(*final);
@@ -303,12 +368,12 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
   if (output != "table") return WatchRecords(g, id, output);
   auto client = ConnectController(g);
   if (!client.ok()) {
-    fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());
+    fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
   auto final = WatchToEnd(client->get(), id, false, false);
   if (!final.ok()) {
-    fprintf(stderr, "codlctl watch: %s\n", final.error().c_str());
+    fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(final.error()).c_str());
     return ExitCodeFor(final.status());
   }
   fprintf(stderr, "experiment %s %s\n", final->experiment_id().c_str(),
@@ -320,12 +385,12 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
 int CmdCancel(const GlobalOptions& g, const std::string& id) {
   auto client = ConnectController(g);
   if (!client.ok()) {
-    fprintf(stderr, "codlctl cancel: %s\n", client.error().c_str());
+    fprintf(stderr, "codlctl cancel: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
   auto r = (*client)->Cancel(id);
   if (!r.ok()) {
-    fprintf(stderr, "codlctl cancel: %s\n", r.error().c_str());
+    fprintf(stderr, "codlctl cancel: %s\n", TerminalSafe(r.error()).c_str());
     return ExitCodeFor(r.status());
   }
   printf("%s\n", r->c_str());

@@ -45,21 +45,21 @@ namespace {
 int StatusFromDb(const std::string& id, const std::string& db, const std::string& output) {
   auto store = store::Store::Open(db);
   if (!store.ok()) {
-    fprintf(stderr, "codlctl status: %s\n", store.error().c_str());
+    fprintf(stderr, "codlctl status: %s\n", TerminalSafe(store.error()).c_str());
     return kExitBadInput;
   }
   std::vector<ExperimentRecord> experiments;
   if (id.empty()) {
     auto all = (*store)->ListExperiments();
     if (!all.ok()) {
-      fprintf(stderr, "codlctl status: %s\n", all.error().c_str());
+      fprintf(stderr, "codlctl status: %s\n", TerminalSafe(all.error()).c_str());
       return kExitFailed;
     }
     experiments = std::move(*all);
   } else {
     auto e = (*store)->GetExperiment(id);
     if (!e.ok()) {
-      fprintf(stderr, "codlctl status: %s\n", e.error().c_str());
+      fprintf(stderr, "codlctl status: %s\n", TerminalSafe(e.error()).c_str());
       return kExitBadInput;
     }
     experiments.push_back(std::move(*e));
@@ -76,16 +76,12 @@ int StatusFromDb(const std::string& id, const std::string& db, const std::string
   if (id.empty()) {
     printf("%-24s %-24s %-12s %7s  %s\n", "ID", "NAME", "STATE", "TRIALS", "CREATED");
     for (const auto& s : statuses)
-      printf("%-24s %-24s %-12s %3d/%-3d  %s\n", s.experiment_id().c_str(), s.name().c_str(),
-             rpc::StateName(s).c_str(), s.completed_trials(), s.total_trials(),
-             FormatTimeMs(s.created_unix_ms()).c_str());
+      printf("%-24s %-24s %-12s %3d/%-3d  %s\n", TerminalSafe(s.experiment_id()).c_str(),
+             TerminalSafe(s.name()).c_str(), rpc::StateName(s).c_str(), s.completed_trials(),
+             s.total_trials(), FormatTimeMs(s.created_unix_ms()).c_str());
     return kExitOk;
   }
-  const auto& s = statuses.front();
-  printf("experiment %s (%s): %s, %d/%d trials, %d failed%s%s", s.experiment_id().c_str(),
-         s.name().c_str(), rpc::StateName(s).c_str(), s.completed_trials(), s.total_trials(),
-         s.failed_trials(), s.error().empty() ? "" : " — ", s.error().c_str());
-  printf("%s\n", AdaptiveNote(s).c_str());
+  printf("%s\n", StatusLine(statuses.front()).c_str());
   return kExitOk;
 }
 
@@ -109,25 +105,19 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
   if (!db.empty()) return StatusFromDb(id, db, output);
   auto client = ConnectController(g);
   if (!client.ok()) {
-    fprintf(stderr, "codlctl status: %s\n", client.error().c_str());
+    fprintf(stderr, "codlctl status: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
   auto s = (*client)->GetStatus(id.empty() ? "latest" : id);
   if (!s.ok()) {
-    fprintf(stderr, "codlctl status: %s\n", s.error().c_str());
+    fprintf(stderr, "codlctl status: %s\n", TerminalSafe(s.error()).c_str());
     return ExitCodeFor(s.status());
   }
   if (output != "table") {
     fputs(RenderRecords(StatusTable({*s}), output, true).c_str(), stdout);
     return kExitOk;
   }
-  printf("experiment %s (%s): %s, %d/%d trials, %d failed", s->experiment_id().c_str(),
-         s->name().c_str(), rpc::StateName(*s).c_str(), s->completed_trials(), s->total_trials(),
-         s->failed_trials());
-  if (!s->current_pairing().empty())
-    printf(", now %s, ETA %s", s->current_pairing().c_str(), FormatEta(s->eta_s()).c_str());
-  if (!s->error().empty()) printf(" — %s", s->error().c_str());
-  printf("%s\n", AdaptiveNote(*s).c_str());
+  printf("%s\n", StatusLine(*s).c_str());
   return kExitOk;
 }
 
@@ -135,7 +125,7 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
   if (!ValidOutput("watch", output)) return kExitBadInput;
   auto client = ConnectController(g);
   if (!client.ok()) {
-    fprintf(stderr, "codlctl watch: %s\n", client.error().c_str());
+    fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
   bool header = true;
@@ -148,7 +138,7 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
     last = ev.status();
   });
   if (!s.ok()) {
-    fprintf(stderr, "codlctl watch: %s\n", s.error().c_str());
+    fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(s.error()).c_str());
     return ExitCodeFor(s);
   }
   return ExitCodeFor(last);
@@ -163,14 +153,14 @@ int CmdResults(const GlobalOptions& g, const std::string& id, const std::string&
   }
   if (output != "interactions-csv" && !ValidOutput("results", output)) return kExitBadInput;
   if (auto m = experiment::ParseTrialMetric(metric); !metric.empty() && !m.ok()) {
-    fprintf(stderr, "codlctl results: --metric: %s\n", m.error().c_str());
+    fprintf(stderr, "codlctl results: --metric: %s\n", TerminalSafe(m.error()).c_str());
     return kExitBadInput;
   }
   std::unique_ptr<ControllerClient> client;
   if (db.empty()) {
     auto c = ConnectController(g);
     if (!c.ok()) {
-      fprintf(stderr, "codlctl results: %s\n", c.error().c_str());
+      fprintf(stderr, "codlctl results: %s\n", TerminalSafe(c.error()).c_str());
       return kExitBadInput;
     }
     client = std::move(c.value());
@@ -241,12 +231,12 @@ int CmdAgents(const GlobalOptions& g, const std::string& output) {
   }
   auto client = ConnectController(g);
   if (!client.ok()) {
-    fprintf(stderr, "codlctl agents: %s\n", client.error().c_str());
+    fprintf(stderr, "codlctl agents: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
   auto agents = (*client)->ListAgents();
   if (!agents.ok()) {
-    fprintf(stderr, "codlctl agents: %s\n", agents.error().c_str());
+    fprintf(stderr, "codlctl agents: %s\n", TerminalSafe(agents.error()).c_str());
     return ExitCodeFor(agents.status());
   }
   const std::vector<v1::AgentInfo> list(agents->begin(), agents->end());
@@ -270,23 +260,23 @@ int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
   auto d = ParseDuration(duration);
   if (!d.ok() || *d <= 0) {
     fprintf(stderr, "codlctl calibrate: --duration: %s\n",
-            d.ok() ? "must be > 0" : d.error().c_str());
+            d.ok() ? "must be > 0" : TerminalSafe(d.error()).c_str());
     return kExitBadInput;
   }
   auto client = ConnectController(g);
   if (!client.ok()) {
-    fprintf(stderr, "codlctl calibrate: %s\n", client.error().c_str());
+    fprintf(stderr, "codlctl calibrate: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
   auto r = (*client)->Calibrate(agent, injector, options, *d);
   if (!r.ok()) {
-    fprintf(stderr, "codlctl calibrate: %s\n", r.error().c_str());
+    fprintf(stderr, "codlctl calibrate: %s\n", TerminalSafe(r.error()).c_str());
     return ExitCodeFor(r.status());
   }
   int rc = kExitOk;
   for (const auto& e : r->entries()) {
     if (!e.error().empty()) {
-      printf("%-20s error: %s\n", e.agent_id().c_str(), e.error().c_str());
+      printf("%-20s error: %s\n", e.agent_id().c_str(), TerminalSafe(e.error()).c_str());
       rc = kExitFailed;
     } else {
       printf("%-20s peak %s (%.6g %s), cached for experiments\n", e.agent_id().c_str(),

@@ -52,6 +52,8 @@ struct RunOptions {
 
 int CmdValidate(const std::string& file, bool plan);
 int CmdRun(const GlobalOptions& g, const RunOptions& o);
+// `codlctl resume ID`: continues an interrupted, cancelled or failed experiment (o.file unused).
+int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o);
 int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch);
 // output (status, watch, results, agents, compare): table | json | csv.
 int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db,

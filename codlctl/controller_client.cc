@@ -138,6 +138,16 @@ Result<std::string> ControllerClient::Cancel(const std::string& id) {
   return rpc::StateName(reply);
 }
 
+Result<v1::ResumeExperimentReply> ControllerClient::Resume(const std::string& id) {
+  v1::ResumeExperimentRequest req;
+  req.set_idempotency_key(rpc::NewIdempotencyKey());
+  req.set_experiment_id(id);
+  v1::ResumeExperimentReply reply;
+  auto ctx = rpc::MakeContext(tunables::kCliCallDeadlineS);
+  grpc::Status gs = stub_->ResumeExperiment(ctx.get(), req, &reply);
+  return Reply(Check(gs, "resume", address_), reply);
+}
+
 Result<v1::CalibrateNodeReply> ControllerClient::Calibrate(
     const std::string& agent_id, const std::string& injector,
     const std::map<std::string, std::string>& options, double duration_s) {

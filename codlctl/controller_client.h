@@ -26,6 +26,7 @@ class ControllerClient {
   Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> GetResults(const std::string& id);
   Result<std::vector<v1::AgentInfo>> ListAgents();
   Result<std::string> Cancel(const std::string& id);
+  Result<v1::ResumeExperimentReply> Resume(const std::string& id);
   Result<v1::CalibrateNodeReply> Calibrate(const std::string& agent_id, const std::string& injector,
                                            const std::map<std::string, std::string>& options,
                                            double duration_s);

@@ -30,6 +30,9 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
   co.lease_s = lease_s;
   co.heartbeat_interval_s = tunables::kEmbeddedHeartbeatIntervalS;
   co.agent_dead_after_s = tunables::kEmbeddedAgentDeadAfterS;
+  // An experiment a killed `codlctl run` left queued is not someone's to run now: it is marked
+  // interrupted (resumable), like the one it left running.
+  co.requeue_queued = false;
   controller_ = std::make_unique<controller::Controller>(co);
   if (Status s = controller_->Start(); !s.ok()) return s;
   controller_address_ = controller_->address();

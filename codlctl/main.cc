@@ -14,6 +14,7 @@
 #include "codlctl/results_output.h"
 #include "lib/common/cli_help.h"
 #include "lib/common/suggest.h"
+#include "lib/common/utf8.h"
 #include "lib/common/version.h"
 #include "lib/daemon/daemon_config.h"
 #include "lib/daemon/logging.h"
@@ -92,13 +93,8 @@ Subcommand AddValidate(CLI::App& app) {
   return {cmd, [o](const GlobalOptions&) { return CmdValidate(o->file, o->plan); }};
 }
 
-Subcommand AddRun(CLI::App& app) {
-  auto ro = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand(
-      "run",
-      "run an experiment and print the slowdown table (embedded controller + agent unless "
-      "--controller/$CODL_CONTROLLER is set)");
-  cmd->add_option("file", ro->file, "experiment YAML")->required();
+// What `run` and `resume` share: where results go, and the embedded agent's settings.
+void AddRunOptions(CLI::App* cmd, RunOptions* ro) {
   cmd->add_option("--db", ro->db, "results database of the embedded controller")
       ->capture_default_str();
   cmd->add_option("-o,--output", ro->output, "table | csv | json")->capture_default_str();
@@ -110,12 +106,40 @@ Subcommand AddRun(CLI::App& app) {
                   "embedded agent: directory injectors may write under (repeatable; default "
                   "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
   cmd->add_flag("-q,--quiet", ro->quiet, "no progress output");
+}
+
+Subcommand AddRun(CLI::App& app) {
+  auto ro = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "run an experiment and print the slowdown table (embedded controller + agent unless "
+      "--controller/$CODL_CONTROLLER is set)");
+  cmd->add_option("file", ro->file, "experiment YAML")->required();
+  AddRunOptions(cmd, ro.get());
   cmd->footer(
       "Logging: --log-level trace|debug|info|warn|error|off and --log-format text|json (global\n"
       "options, also after `run`) set the embedded controller's and agent's log on stderr. With\n"
       "--log-format json every line run writes to stderr is one JSON object (its progress and\n"
       "notes too, component \"codlctl\"); the results stay on stdout.");
   return {cmd, [ro](const GlobalOptions& g) { return CmdRun(g, *ro); }};
+}
+
+Subcommand AddResume(CLI::App& app) {
+  auto ro = std::make_shared<RunOptions>();
+  auto id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(
+      "resume",
+      "continue an interrupted, cancelled or failed experiment where it stopped, then print "
+      "its results as `run` does");
+  cmd->add_option("id", *id, "experiment id or 'latest'")->required();
+  AddRunOptions(cmd, ro.get());
+  cmd->footer(
+      "The stored plan is run on: the same seed and trial order, every committed trial kept\n"
+      "(a trial cut off mid-run runs again under its index), calibrations reused while valid.\n"
+      "Each resumption is recorded in the provenance. Without --controller, the embedded\n"
+      "controller opens --db (the file the experiment ran with); an experiment left `running`\n"
+      "by a killed `codlctl run` is marked interrupted first. Exit status as for `run`.");
+  return {cmd, [ro, id](const GlobalOptions& g) { return CmdResume(g, *id, *ro); }};
 }
 
 Subcommand AddSubmit(CLI::App& app) {
@@ -209,7 +233,7 @@ int RunReport(const GlobalOptions& g, const std::string& id, const std::string& 
   if (db.empty()) {
     auto c = ConnectController(g);
     if (!c.ok()) {
-      fprintf(stderr, "codlctl report: %s\n", c.error().c_str());
+      fprintf(stderr, "codlctl report: %s\n", TerminalSafe(c.error()).c_str());
       return kExitBadInput;
     }
     client = std::move(c.value());
@@ -367,9 +391,9 @@ int main(int argc, char** argv) {
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
-      AddValidate(app), AddRun(app),     AddSubmit(app),  AddStatus(app),
-      AddWatch(app),    AddResults(app), AddCompare(app), AddPredict(app),
-      AddReport(app),   AddAgents(app),  AddCancel(app),  AddCalibrate(app)};
+      AddValidate(app), AddRun(app),     AddResume(app),   AddSubmit(app),  AddStatus(app),
+      AddWatch(app),    AddResults(app), AddCompare(app),  AddPredict(app), AddReport(app),
+      AddAgents(app),   AddCancel(app),  AddCalibrate(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {
@@ -381,7 +405,7 @@ int main(int argc, char** argv) {
   // quoted in the docs can be checked without a controller.
   if (getenv("CODLCTL_PARSE_ONLY") != nullptr) return kExitOk;
   if (codl::Status s = ApplyLogging(g.log_level, g.options.log_format); !s.ok()) {
-    fprintf(stderr, "codlctl: %s\n", s.error().c_str());
+    fprintf(stderr, "codlctl: %s\n", TerminalSafe(s.error()).c_str());
     return kExitBadInput;
   }
   if (!g.token.empty()) {
@@ -394,7 +418,7 @@ int main(int argc, char** argv) {
   if (!g.token_file.empty()) {
     auto text = codl::daemon::ReadTokenFile(g.token_file);
     if (!text.ok()) {
-      fprintf(stderr, "codlctl: --token-file: %s\n", text.error().c_str());
+      fprintf(stderr, "codlctl: --token-file: %s\n", TerminalSafe(text.error()).c_str());
       return kExitBadInput;
     }
     token = *text;

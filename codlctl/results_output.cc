@@ -9,6 +9,7 @@
 #include "lib/analysis/compare.h"
 #include "lib/analysis/results.h"
 #include "lib/analysis/trial_rows.h"
+#include "lib/common/utf8.h"
 #include "lib/report/compare_section.h"
 #include "lib/report/report.h"
 #include "lib/spec/spec.h"
@@ -74,7 +75,7 @@ int MeasuredExitCode(const std::string& id, const std::string& nothing_measured)
 int MeasuredExitCode(ControllerClient* client, const std::string& db, const std::string& id) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
-    fprintf(stderr, "codlctl: %s\n", rec.error().c_str());
+    fprintf(stderr, "codlctl: %s\n", TerminalSafe(rec.error()).c_str());
     return ExitCodeFor(rec.status());
   }
   return MeasuredExitCode(rec->first.id, experiment::NothingMeasured(experiment::Summarize(
@@ -86,7 +87,7 @@ int PrintResults(ControllerClient* client, const std::string& db, const std::str
                  std::string* nothing_measured) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
-    fprintf(stderr, "codlctl results: %s\n", rec.error().c_str());
+    fprintf(stderr, "codlctl results: %s\n", TerminalSafe(rec.error()).c_str());
     return ExitCodeFor(rec.status());
   }
   auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, metric));
@@ -105,7 +106,7 @@ int PrintTidy(ControllerClient* client, const std::string& db, const std::string
               const std::string& metric) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
-    fprintf(stderr, "codlctl results: %s\n", rec.error().c_str());
+    fprintf(stderr, "codlctl results: %s\n", TerminalSafe(rec.error()).c_str());
     return ExitCodeFor(rec.status());
   }
   const auto& [e, trials] = *rec;
@@ -124,7 +125,7 @@ int PrintComparison(ControllerClient* client, const std::string& db,
   for (const auto& id : ids) {
     auto rec = LoadRecords(client, db, id);
     if (!rec.ok()) {
-      fprintf(stderr, "codlctl compare: %s: %s\n", id.c_str(), rec.error().c_str());
+      fprintf(stderr, "codlctl compare: %s: %s\n", id.c_str(), TerminalSafe(rec.error()).c_str());
       return ExitCodeFor(rec.status());
     }
     inputs.push_back({std::move(rec->first), std::move(rec->second)});
@@ -152,14 +153,14 @@ int WriteReport(ControllerClient* client, const std::string& db, const std::stri
                 const std::string& path, const std::string& figures) {
   auto rec = LoadRecords(client, db, id);
   if (!rec.ok()) {
-    fprintf(stderr, "codlctl report: %s\n", rec.error().c_str());
+    fprintf(stderr, "codlctl report: %s\n", TerminalSafe(rec.error()).c_str());
     return ExitCodeFor(rec.status());
   }
   auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, ""));
   if (!figures.empty()) {
     auto written = report::WriteFigures(figures, report::RenderFigures(results, rec->second));
     if (!written.ok()) {
-      fprintf(stderr, "codlctl report: %s\n", written.error().c_str());
+      fprintf(stderr, "codlctl report: %s\n", TerminalSafe(written.error()).c_str());
       return ExitCodeFor(written.status());
     }
     fprintf(stderr, "%zu figure files written to %s\n", written->size(), figures.c_str());

@@ -1,5 +1,7 @@
 #include "codlctl/status_output.h"
 
+#include "codlctl/progress_view.h"
+#include "lib/common/utf8.h"
 #include "lib/rpc/records_proto.h"
 
 namespace codl::cli {
@@ -67,6 +69,18 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
   s.set_finished_unix_ms(e.finished_unix_ms);
   s.set_stop_reason(e.stop_reason);
   return s;
+}
+
+std::string StatusLine(const v1::ExperimentStatus& s) {
+  // Names, pairings and errors are the submitter's and victims' bytes: escaped for the terminal.
+  std::string line = "experiment " + TerminalSafe(s.experiment_id()) + " (" +
+                     TerminalSafe(s.name()) + "): " + rpc::StateName(s) + ", " +
+                     std::to_string(s.completed_trials()) + "/" + std::to_string(s.total_trials()) +
+                     " trials, " + std::to_string(s.failed_trials()) + " failed";
+  if (!s.current_pairing().empty())
+    line += ", now " + TerminalSafe(s.current_pairing()) + ", ETA " + FormatEta(s.eta_s());
+  if (!s.error().empty()) line += " — " + TerminalSafe(s.error());
+  return line + TerminalSafe(AdaptiveNote(s));
 }
 
 experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses) {

@@ -26,6 +26,9 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
 // "note", ...); "" for a status update (or a controller older than typed events).
 std::string EventKind(const v1::ExperimentEvent& event);
 experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses);
+// `codlctl status ID`'s line: "experiment ID (NAME): STATE, 3/8 trials, 0 failed, now PAIRING,
+// ETA 1m05s — ERROR", every text from outside escaped for the terminal (TerminalSafe).
+std::string StatusLine(const v1::ExperimentStatus& s);
 experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_unix_ms);
 
 // "json" or "csv" records of `table`; the CSV header only when `header`.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace codl::controller {
 
@@ -40,7 +41,7 @@ bool AgentRegistry::ExpiredLocked(const Entry& e, double now_s) const {
 }
 
 Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& who,
-                               const v1::NodeSnapshot& node) {
+                               const v1::NodeSnapshot& node, const std::string& session) {
   if (info.agent_id().empty()) return InvalidArgument("agent id is empty");
   if (info.agent_id().size() > 256) return InvalidArgument("agent id is longer than 256 bytes");
   if (info.address().empty()) {
@@ -59,6 +60,20 @@ Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& wh
                             existing->second.owner.Describe() + "; refusing re-registration by " +
                             who.Describe());
   }
+  if (existing != agents_.end() && AliveLocked(existing->second) &&
+      (existing->second.session != session || existing->second.info.address() != info.address())) {
+    // Two agents with one id (cloned VMs, containers sharing a hostname): the live one keeps it.
+    char silent[32];
+    std::snprintf(silent, sizeof silent, "%.1f",
+                  clock_->MonotonicSeconds() - existing->second.last_heartbeat_s);
+    return Error{"agent id '" + info.agent_id() + "' is taken by a live agent at " +
+                     existing->second.info.address() + " (last heartbeat " + silent +
+                     " s ago); refusing another agent with that id at " + info.address() +
+                     ": give each agent its own id (codl-agent --id NAME). A restarted "
+                     "agent takes the id over once its predecessor has been silent for " +
+                     std::to_string(static_cast<int>(std::ceil(dead_after_s_))) + " s",
+                 StatusCode::kAlreadyExists};
+  }
   if (existing == agents_.end() && agents_.size() >= max_agents_) {
     swept_once_ = false;  // at the cap, expired entries must not take the places: sweep now
     EvictLocked();
@@ -74,6 +89,7 @@ Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& wh
   Entry& e = agents_[info.agent_id()];
   bool known = e.client != nullptr;
   e.owner = who;
+  e.session = session;
   e.info = info;
   e.info.set_registered_unix_ms(clock_->UnixNanos() / 1'000'000);
   e.client = std::move(client);
@@ -87,11 +103,14 @@ Status AgentRegistry::Register(const v1::AgentInfo& info, const PeerIdentity& wh
 }
 
 bool AgentRegistry::Heartbeat(const std::string& agent_id, double rtt_s, double offset_s,
-                              int running, const PeerIdentity& who, double load_avg_1m) {
+                              int running, const PeerIdentity& who, double load_avg_1m,
+                              const std::string& session) {
   std::lock_guard<std::mutex> l(mu_);
   EvictLocked();
   auto it = agents_.find(agent_id);
   if (it == agents_.end() || !SameIdentity(it->second.owner, who)) return false;
+  if (!session.empty() && !it->second.session.empty() && session != it->second.session)
+    return false;
   const double now = clock_->MonotonicSeconds();
   if (ExpiredLocked(it->second, now)) {  // forgotten: it must register again
     agents_.erase(it);

@@ -31,14 +31,19 @@ class AgentRegistry {
   // `who` is the caller (PeerIdentityOf); an in-process caller passes none. A live agent id
   // can only be re-registered by the same identity: anyone else would redirect the
   // controller's calls (victims, antagonists) to their own address. `node`: the host as the
-  // agent found it (absent from agents older than NodeSnapshot).
+  // agent found it (absent from agents older than NodeSnapshot). Nor, in any security mode, by
+  // another agent process: while the id's agent is alive, a registration from another
+  // `session` (RegisterAgentRequest.session_id) or address is refused (ALREADY_EXISTS, naming
+  // both); a restarted agent takes over once its predecessor is silent past dead_after_s.
   Status Register(const v1::AgentInfo& info, const PeerIdentity& who = {},
-                  const v1::NodeSnapshot& node = {});
+                  const v1::NodeSnapshot& node = {}, const std::string& session = "");
   // False when the agent is unknown (the controller restarted, or it was evicted) or the caller
   // is not the identity that registered it: it must (re-)register. load_avg_1m < 0: the agent
   // could not read it (the last known value stays).
+  // A heartbeat from another session than the registered one ("" matches any) is not counted.
   bool Heartbeat(const std::string& agent_id, double rtt_s, double offset_s, int running,
-                 const PeerIdentity& who = {}, double load_avg_1m = -1);
+                 const PeerIdentity& who = {}, double load_avg_1m = -1,
+                 const std::string& session = "");
 
   // The snapshot the agent registered with (empty when unknown).
   v1::NodeSnapshot Snapshot(const std::string& agent_id) const;
@@ -66,6 +71,7 @@ class AgentRegistry {
     double last_heartbeat_s = 0;                    // monotonic
     std::deque<std::pair<double, double>> samples;  // (rtt, offset)
     PeerIdentity owner;                             // who registered it
+    std::string session;                            // the registering agent process's
     v1::NodeSnapshot node;
     double load_avg_1m = -1;
   };

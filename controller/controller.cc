@@ -27,11 +27,12 @@ Status Controller::Start() {
   auto store = store::Store::Open(options_.db_path);
   if (!store.ok()) return store.status();
   store_ = std::move(store.value());
-  auto interrupted = store_->MarkUnfinishedInterrupted();
-  if (interrupted.ok()) {
-    for (const auto& id : *interrupted) {
-      spdlog::warn("experiment {} was running when the controller stopped: marked interrupted", id);
-    }
+  if (Status s = store_->KeepReserve(); !s.ok()) spdlog::warn("{}", s.error());
+  auto unfinished = store_->MarkUnfinishedInterrupted(options_.requeue_queued);
+  if (!unfinished.ok()) return unfinished.status();
+  for (const auto& id : unfinished->interrupted) {
+    spdlog::warn("experiment {} was running when the controller stopped: marked interrupted{}", id,
+                 options_.resume_interrupted ? "; resuming it" : " (codlctl resume " + id + ")");
   }
   agents_ = std::make_unique<AgentRegistry>(
       SystemClock::Get(), GrpcAgentClientFactory(options_.tls), options_.agent_dead_after_s);
@@ -56,6 +57,33 @@ Status Controller::Start() {
   unix_listener_ = std::move(started->unix_listener);
   address_ = started->address;
   rpc::SetServing(server_.get(), "codl.v1.Controller", true);
+  // The durable queue first, in its order; then what the crash interrupted, when asked to.
+  for (const auto& id : unfinished->requeued) {
+    if (auto q = scheduler_->Requeue(id); !q.ok()) {
+      spdlog::error(
+          "experiment {} was queued when the controller stopped and cannot be queued "
+          "again: {}",
+          id, q.error());
+    } else {
+      spdlog::info("experiment {} queued again (it was queued when the controller stopped)", id);
+    }
+  }
+  if (options_.resume_interrupted) {
+    for (const auto& id : unfinished->interrupted) {
+      if (auto r = scheduler_->Resume(id); !r.ok()) {
+        spdlog::error("experiment {}: cannot resume it: {}", id, r.error());
+      }
+    }
+  }
+  if (!unfinished->requeued.empty() ||
+      (options_.resume_interrupted && !unfinished->interrupted.empty())) {
+    // Their agents re-register at their next heartbeat (the reply tells them to): give them
+    // that long before placing anything.
+    const double hold_s = 3 * options_.heartbeat_interval_s + 1;
+    spdlog::info("waiting {:.1f} s for agents to re-register before starting queued experiments",
+                 hold_s);
+    scheduler_->HoldFirstStart(hold_s);
+  }
   scheduler_->Start();
   started_ = true;
   metrics_refresher_ = std::thread([this] {

@@ -38,6 +38,12 @@ struct ControllerOptions {
   bool insecure = false;                          // plaintext TCP listen allowed (--insecure)
   std::shared_ptr<const rpc::TokenTable> tokens;  // callers' token hashes; null: none
   std::string metrics_listen;  // Prometheus /metrics, e.g. "127.0.0.1:9464"; empty = off
+  // At start, experiments a dead controller left queued are queued again, in their order (the
+  // durable queue); false (embedded `codlctl run`, whose queue is its own one experiment):
+  // they are marked interrupted instead, resumable with `codlctl resume`.
+  bool requeue_queued = true;
+  // At start, resume what the previous controller's crash interrupted (`resume_interrupted`).
+  bool resume_interrupted = false;
 };
 
 class Controller {

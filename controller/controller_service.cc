@@ -43,7 +43,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::RegisterAgent(grpc::CallbackSer
                                                                v1::RegisterAgentReply* reply) {
   if (auto* r = Refuse(ctx, &req->agent().agent_id())) return r;
   auto* r = ctx->DefaultReactor();
-  Status s = agents_->Register(req->agent(), PeerIdentityOf(*ctx), req->node());
+  Status s = agents_->Register(req->agent(), PeerIdentityOf(*ctx), req->node(), req->session_id());
   reply->set_heartbeat_interval_s(config_.heartbeat_interval_s);
   reply->set_lease_s(config_.lease_s);
   reply->set_controller_time_unix_ns(clock_->UnixNanos());
@@ -58,9 +58,9 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Heartbeat(grpc::CallbackServerC
   reply->set_controller_recv_unix_ns(clock_->UnixNanos());
   if (auto* r = Refuse(ctx, &req->agent_id())) return r;
   auto* r = ctx->DefaultReactor();
-  bool known =
-      agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
-                         req->running_antagonists(), PeerIdentityOf(*ctx), req->load_avg_1m());
+  bool known = agents_->Heartbeat(req->agent_id(), req->last_rtt_s(), req->last_offset_s(),
+                                  req->running_antagonists(), PeerIdentityOf(*ctx),
+                                  req->load_avg_1m(), req->session_id());
   reply->set_reregister(!known);
   reply->set_controller_send_unix_ns(clock_->UnixNanos());
   r->Finish(grpc::Status::OK);
@@ -234,6 +234,26 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::CancelExperiment(
     reply->set_experiment_state(rpc::ToProto(s->state));
     reply->set_stopping(s->stopping);
     reply->set_state(s->stopping ? "cancelling" : ToString(s->state));
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* ControllerServiceImpl::ResumeExperiment(
+    grpc::CallbackServerContext* ctx, const v1::ResumeExperimentRequest* req,
+    v1::ResumeExperimentReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    auto s = scheduler_->Resume(req->experiment_id().empty() ? "latest" : req->experiment_id());
+    if (!s.ok()) {
+      r->Finish(rpc::ToGrpc(s.status()));
+      return;
+    }
+    reply->set_experiment_id(s->id);
+    reply->set_total_trials(s->total_trials);
+    reply->set_kept_trials(s->kept_trials);
+    reply->set_previous_state(rpc::ToProto(s->previous_state));
     r->Finish(grpc::Status::OK);
   });
   return r;

@@ -53,6 +53,9 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
   grpc::ServerUnaryReactor* CancelExperiment(grpc::CallbackServerContext*,
                                              const v1::CancelExperimentRequest*,
                                              v1::CancelExperimentReply*) override;
+  grpc::ServerUnaryReactor* ResumeExperiment(grpc::CallbackServerContext*,
+                                             const v1::ResumeExperimentRequest*,
+                                             v1::ResumeExperimentReply*) override;
   grpc::ServerUnaryReactor* CalibrateNode(grpc::CallbackServerContext*,
                                           const v1::CalibrateNodeRequest*,
                                           v1::CalibrateNodeReply*) override;

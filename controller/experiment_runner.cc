@@ -209,11 +209,22 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
 
 Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                              const std::vector<experiment::PlannedTrial>& plan,
-                             const std::atomic<bool>& cancel, RunListener* listener) {
+                             const std::atomic<bool>& cancel, RunListener* listener,
+                             const ResumeFrom& resume) {
   Provenance prov(store_, exp.id);
-  prov.Started(NowMs(clock_), spec.seed, spec.seed_explicit);
+  if (resume.resumed) {
+    prov.Resumed(exp.provenance_json, NowMs(clock_), ToString(resume.previous_state),
+                 resume.previous_error, static_cast<int>(resume.kept.size()));
+    listener->OnEvent(events::Note(
+        v1::Note::INFO, "resumed (it was " + std::string(ToString(resume.previous_state)) +
+                            "): " + std::to_string(resume.kept.size()) + " of " +
+                            std::to_string(plan.size()) + " trials kept, " +
+                            std::to_string(plan.size() - resume.kept.size()) + " to run"));
+  } else {
+    prov.Started(NowMs(clock_), spec.seed, spec.seed_explicit);
+  }
   prov.Save();
-  Status s = RunPlaced(exp, spec, plan, cancel, listener, &prov);
+  Status s = RunPlaced(exp, spec, plan, cancel, listener, &prov, resume);
   // A cancel ends adaptive blocks too: said where the other stop reasons are.
   if (spec.adaptive.enabled && !s.ok() && cancel) {
     RecordStop(exp.id, experiment::kCancelledReason, listener);
@@ -254,7 +265,27 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    const experiment::ExperimentSpec& spec,
                                    const std::vector<experiment::PlannedTrial>& plan,
                                    const std::atomic<bool>& cancel, RunListener* listener,
-                                   Provenance* prov) {
+                                   Provenance* prov, const ResumeFrom& resume) {
+  std::map<int, const TrialRecord*> kept;
+  for (const auto& t : resume.kept) kept[t.index] = &t;
+  std::optional<BlockStopper> stopper;
+  if (spec.adaptive.enabled) stopper.emplace(exp, spec);
+  int failed_in_a_row = 0;
+  // A trial kept from an earlier run counts for adaptive repetitions and the 3-failures rule
+  // as if just run; true: the blocks stop after it.
+  auto replay = [&](size_t i, const TrialRecord& t) {
+    if (stopper) stopper->Add(t);
+    failed_in_a_row = t.state == TrialState::kFailed ? failed_in_a_row + 1 : 0;
+    return stopper && BlockStopper::ClosesBlock(plan, i) &&
+           StopAfterBlock(exp, *stopper, plan[i].repetition + 1, listener);
+  };
+  // The kept head of the plan is replayed before anything is placed: a resume with nothing
+  // left to run starts no antagonist and no warm-up.
+  size_t first_to_run = 0;
+  for (; first_to_run < plan.size() && kept.count(plan[first_to_run].index); ++first_to_run) {
+    if (replay(first_to_run, *kept[plan[first_to_run].index])) return Status::Ok();
+  }
+  if (first_to_run == plan.size()) return Status::Ok();
   Placement p;
   if (Status s = Place(spec, &p); !s.ok()) return s;
   std::set<std::string> nodes(p.victim_nodes.begin(), p.victim_nodes.end());
@@ -270,12 +301,13 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
   prov->Save();
   if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov); !s.ok()) return s;
-  std::optional<BlockStopper> stopper;
-  if (spec.adaptive.enabled) stopper.emplace(exp, spec);
-  int failed_in_a_row = 0;
-  for (size_t i = 0; i < plan.size(); ++i) {
+  for (size_t i = first_to_run; i < plan.size(); ++i) {
     const auto& trial = plan[i];
     if (cancel) return Cancelled("cancelled");
+    if (auto it = kept.find(trial.index); it != kept.end()) {
+      if (replay(i, *it->second)) return Status::Ok();
+      continue;
+    }
     for (const auto& n : p.victim_nodes) {
       if (!agents_->Alive(n)) return Unavailable("victim node " + n + " stopped heartbeating");
     }

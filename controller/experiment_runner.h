@@ -53,6 +53,14 @@ class RunListener {
   virtual void OnStopped(const std::string& reason) {}
 };
 
+// A resumed experiment (`codlctl resume`): what earlier runs committed, and how the last ended.
+struct ResumeFrom {
+  bool resumed = false;
+  std::vector<TrialRecord> kept;  // done, flagged or failed: not run again
+  ExperimentState previous_state = ExperimentState::kInterrupted;
+  std::string previous_error;
+};
+
 class ExperimentRunner {
  public:
   ExperimentRunner(AgentRegistry* agents, store::Store* store, const Clock* clock,
@@ -60,9 +68,12 @@ class ExperimentRunner {
 
   // Runs every trial of `plan`. Returns an error when the experiment cannot go on (no nodes,
   // calibration failed, cancelled); trials done so far are already in the store.
+  // A resumed one (`resume.resumed`) skips the trials in `resume.kept` (adaptive repetitions
+  // and the 3-failures rule count them as if just run) and adds a resumption to the
+  // provenance instead of starting a new one.
   Status Run(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
              const std::vector<experiment::PlannedTrial>& plan, const std::atomic<bool>& cancel,
-             RunListener* listener);
+             RunListener* listener, const ResumeFrom& resume = {});
 
   // Cancelling an experiment must not wait for its victim to finish on its own: tells every
   // agent the running experiment is placed on to stop its antagonists and victims now (StopAll).
@@ -94,7 +105,8 @@ class ExperimentRunner {
 
   Status RunPlaced(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                    const std::vector<experiment::PlannedTrial>& plan,
-                   const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov);
+                   const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov,
+                   const ResumeFrom& resume);
   Status Place(const experiment::ExperimentSpec& spec, Placement* p);
   Status PlaceVictim(const experiment::VictimSpec& v, const experiment::NodeSelector& sel,
                      const std::vector<std::string>& selected, Placement* p) const;

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lib/common/utf8.h"
 #include "lib/rpc/status.h"
 
 namespace codl::controller {
@@ -31,6 +32,7 @@ struct ExperimentScheduler::Live {
   double estimate_s = 0;
   double trial_started_s = 0;
   std::unique_ptr<EtaModel> eta;
+  ResumeFrom resume;  // a resumed experiment's committed trials (empty otherwise)
 };
 
 class ExperimentScheduler::Listener : public RunListener {
@@ -196,15 +198,111 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   r.total_trials = static_cast<int>(live->plan.size());
   r.created_unix_ms = clock_->UnixNanos() / 1'000'000;
   if (Status s = store_->CreateExperiment(r); !s.ok()) return s;
+  if (Status s = Enqueue(live); !s.ok()) return s;
+  // Names are the submitter's bytes: escaped, so a CR/LF cannot add a line to the log.
+  spdlog::info("experiment {} '{}' queued: {} trials", r.id, TerminalSafe(r.name), r.total_trials);
+  return Submitted{r.id, r.total_trials};
+}
+
+Result<std::shared_ptr<ExperimentScheduler::Live>> ExperimentScheduler::LiveFromRecord(
+    const ExperimentRecord& rec) {
+  auto spec = experiment::ParseExperiment(
+      rec.yaml, rec.source_path.empty() ? "<submitted>" : rec.source_path, hooks_);
+  if (!spec.ok()) {
+    return FailedPrecondition("its stored experiment file no longer parses: " + spec.error());
+  }
+  auto live = std::make_shared<Live>();
+  live->spec = std::move(spec.value());
+  live->spec.seed = rec.seed;  // a drawn seed was stored: the same order again
+  live->plan = experiment::ExpandPlan(live->spec);
+  if (static_cast<int>(live->plan.size()) != rec.total_trials) {
+    return FailedPrecondition("its stored file now plans " + std::to_string(live->plan.size()) +
+                              " trials, not the " + std::to_string(rec.total_trials) +
+                              " it was run with (a different CoDL version?)");
+  }
+  live->estimate_s = experiment::EstimateDurationSeconds(live->spec, live->plan, 10);
+  live->eta = std::make_unique<EtaModel>(live->plan, live->estimate_s, live->spec.settle_s);
+  live->record = rec;
+  return live;
+}
+
+Status ExperimentScheduler::Enqueue(const std::shared_ptr<Live>& live) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stopping_) return Unavailable("controller is shutting down");
-    live_[r.id] = live;
+    live_[live->record.id] = live;
     queue_.push_back(live);
   }
   cv_.notify_all();
-  spdlog::info("experiment {} '{}' queued: {} trials", r.id, r.name, r.total_trials);
-  return Submitted{r.id, r.total_trials};
+  return Status::Ok();
+}
+
+Status ExperimentScheduler::Requeue(const std::string& id) {
+  auto rec = store_->GetExperiment(id);
+  if (!rec.ok()) return rec.status();
+  auto live = LiveFromRecord(*rec);
+  if (!live.ok()) {
+    (void)store_->UpdateExperiment(
+        rec->id, ExperimentState::kFailed,
+        "could not be queued again after a controller restart: " + live.error(),
+        clock_->UnixNanos() / 1'000'000, live.code());
+    return live.status();
+  }
+  (*live)->record.state = ExperimentState::kQueued;
+  return Enqueue(*live);
+}
+
+Result<ExperimentScheduler::Resumed> ExperimentScheduler::Resume(const std::string& id) {
+  auto rec = store_->GetExperiment(id);
+  if (!rec.ok()) return rec.status();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (live_.count(rec->id)) {
+      return FailedPrecondition("experiment " + rec->id + " is " +
+                                ToString(live_[rec->id]->record.state) +
+                                ": only an interrupted, cancelled or failed one can be resumed");
+    }
+  }
+  const ExperimentState was = rec->state;
+  if (was != ExperimentState::kInterrupted && was != ExperimentState::kCancelled &&
+      was != ExperimentState::kFailed) {
+    return FailedPrecondition("experiment " + rec->id + " is " + ToString(was) +
+                              (was == ExperimentState::kDone
+                                   ? ": every planned trial ran; nothing to resume"
+                                   : ": only an interrupted, cancelled or failed one can be "
+                                     "resumed (another process may be running it)"));
+  }
+  auto live_or = LiveFromRecord(*rec);
+  if (!live_or.ok()) return live_or.status().WithContext("experiment " + rec->id);
+  std::shared_ptr<Live> live = *live_or;
+  auto trials = store_->GetTrials(rec->id, /*with_series=*/false);
+  if (!trials.ok()) return trials.status();
+  for (auto& t : *trials) {
+    // Committed results stay; a trial cut off mid-run (cancelled, or left running) runs again.
+    if (t.state == TrialState::kDone || t.state == TrialState::kFailed ||
+        t.state == TrialState::kFlagged) {
+      if (t.state == TrialState::kFailed) ++live->failed;
+      live->resume.kept.push_back(std::move(t));
+    }
+  }
+  live->completed = static_cast<int>(live->resume.kept.size());
+  live->resume.resumed = true;
+  live->resume.previous_state = was;
+  live->resume.previous_error = rec->error;
+  live->record.state = ExperimentState::kQueued;
+  live->record.error.clear();
+  live->record.error_code = StatusCode::kOk;
+  live->record.finished_unix_ms = 0;
+  live->record.stop_reason.clear();
+  if (Status s = store_->UpdateExperiment(rec->id, ExperimentState::kQueued, "", 0); !s.ok())
+    return s;
+  if (!rec->stop_reason.empty()) {
+    if (Status s = store_->SetStopReason(rec->id, ""); !s.ok()) return s;
+  }
+  if (Status s = Enqueue(live); !s.ok()) return s;
+  spdlog::info("experiment {} '{}' resumed ({} before): {} of {} trials kept", rec->id,
+               TerminalSafe(rec->name), ToString(was), live->completed, rec->total_trials);
+  return Resumed{rec->id, rec->total_trials, live->completed, was};
 }
 
 Error ExperimentScheduler::QueueFull() const {
@@ -354,6 +452,11 @@ void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, v1::Experim
 }
 
 void ExperimentScheduler::WorkerLoop() {
+  if (hold_s_ > 0) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (cv_.wait_for(l, std::chrono::duration<double>(hold_s_), [this] { return stopping_; }))
+      return;
+  }
   for (;;) {
     std::shared_ptr<Live> live;
     {
@@ -383,7 +486,8 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
                                     StartedLine(live->spec, live->plan.size())),
           false);
   Listener listener(this, live);
-  Status s = runner_->Run(live->record, live->spec, live->plan, live->cancel, &listener);
+  Status s =
+      runner_->Run(live->record, live->spec, live->plan, live->cancel, &listener, live->resume);
   ExperimentState state = ExperimentState::kDone;
   std::string error;
   StatusCode code = StatusCode::kOk;
@@ -411,8 +515,13 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
     live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
     live->current_pairing.clear();
   }
-  (void)store_->UpdateExperiment(live->record.id, state, error, live->record.finished_unix_ms,
-                                 code);
+  if (Status st = store_->UpdateExperiment(live->record.id, state, error,
+                                           live->record.finished_unix_ms, code);
+      !st.ok()) {
+    // Still `running` in the file: the next start (or `codlctl resume`) marks it interrupted.
+    spdlog::error("[{}] cannot store its final state '{}': {}", live->record.id, ToString(state),
+                  st.error());
+  }
   if (metrics_) metrics_->OnExperimentFinished(live->record.id, state);
   Publish(live, events::ExperimentChanged(state, error), true);
   std::lock_guard<std::mutex> l(mu_);

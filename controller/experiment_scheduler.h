@@ -28,6 +28,9 @@ class ExperimentScheduler {
                       experiment::ParseHooks hooks, ControllerMetrics* metrics = nullptr);
   ~ExperimentScheduler();
   void Start();
+  // Before Start: the worker starts nothing for this long (wall clock). After a restart that
+  // queued experiments again, their agents need a heartbeat or two to re-register.
+  void HoldFirstStart(double seconds) { hold_s_ = seconds; }
   // Submissions beyond this many queued (not yet running) experiments are refused with
   // RESOURCE_EXHAUSTED: the queue, its YAML and plans live in memory.
   void SetMaxQueued(size_t n) { max_queued_ = n; }
@@ -48,6 +51,21 @@ class ExperimentScheduler {
   };
   Result<CancelOutcome> Cancel(const std::string& id);
 
+  // Continues an interrupted, cancelled or failed experiment (id or "latest") from its stored
+  // plan: the same seed and order, its committed trials kept, the rest queued to run (a trial
+  // stored as cancelled, cut off mid-run, runs again under its index). FAILED_PRECONDITION for
+  // one that is done, queued or running.
+  struct Resumed {
+    std::string id;
+    int total_trials = 0;
+    int kept_trials = 0;
+    ExperimentState previous_state = ExperimentState::kInterrupted;
+  };
+  Result<Resumed> Resume(const std::string& id);
+  // Queues again an experiment the store says is queued (a controller restart: the durable
+  // queue), from its stored YAML and seed.
+  Status Requeue(const std::string& id);
+
   using Watcher = std::function<void(const v1::ExperimentEvent& event, bool final)>;
   // Calls `w` with the current status at once; then on every event until the experiment ends
   // (final=true). Returns a handle for Unwatch, or an error for an unknown id.
@@ -66,6 +84,10 @@ class ExperimentScheduler {
   // Sends `ev` with the live status to the experiment's watchers; {}: a status update only.
   void Publish(const std::shared_ptr<Live>& live, v1::ExperimentEvent ev, bool final);
   std::string NewExperimentId();
+  // A Live for a stored experiment: its YAML parsed again, its seed, its plan (checked against
+  // the stored trial count).
+  Result<std::shared_ptr<Live>> LiveFromRecord(const ExperimentRecord& rec);
+  Status Enqueue(const std::shared_ptr<Live>& live);
   Status CheckQueueRoom();
   Error QueueFull() const;
 
@@ -82,6 +104,7 @@ class ExperimentScheduler {
   int next_watcher_ = 1;
   bool stopping_ = false;
   size_t max_queued_ = kDefaultMaxQueued;
+  double hold_s_ = 0;
   std::thread worker_;
 };
 

@@ -25,6 +25,7 @@ void ApplyFile(const cfg::ControllerConfig& f, const CLI::App& app,
   cfg::FromFileUnlessFlag(app, "--heartbeat-interval", f.heartbeat_interval_s,
                           o.heartbeat_interval_s);
   cfg::FromFileUnlessFlag(app, "--metrics-listen", f.metrics_listen, o.metrics_listen);
+  cfg::FromFileUnlessFlag(app, "--resume-interrupted", f.resume_interrupted, o.resume_interrupted);
 }
 
 }  // namespace
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
                        "how often agents heartbeat",
                        tunables::DurationFlagText(tunables::kDefaultHeartbeatIntervalS))
       ->check(CLI::Range(tunables::kMinHeartbeatIntervalS, 1e7));
+  app.add_flag("--resume-interrupted", o.resume_interrupted,
+               "at start, resume the experiments the previous controller's crash interrupted "
+               "(as `codlctl resume ID` would); queued ones always run again");
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddHealthFlag("codl.v1.Controller");
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);

@@ -60,10 +60,36 @@ void Provenance::Started(int64_t unix_ms, uint64_t seed, bool seed_explicit) {
   j_["seed_source"] = seed_explicit ? "explicit" : "drawn";
 }
 
+void Provenance::Resumed(const std::string& previous_json, int64_t unix_ms,
+                         const std::string& previous_state, const std::string& previous_error,
+                         int trials_kept) {
+  nlohmann::json previous =
+      nlohmann::json::parse(previous_json, nullptr, /*allow_exceptions=*/false);
+  if (previous.is_object()) {
+    for (auto& [k, v] : previous.items()) j_[k] = v;
+  }
+  j_["codl_version"] = CodlVersion();  // the resuming build; each resumption names its own
+  if (!j_.contains("resumptions") || !j_["resumptions"].is_array())
+    j_["resumptions"] = nlohmann::json::array();
+  j_["resumptions"].push_back({{"unix_ms", unix_ms},
+                               {"previous_state", previous_state},
+                               {"previous_error", previous_error},
+                               {"trials_kept", trials_kept},
+                               {"codl_version", CodlVersion()},
+                               {"nodes", nlohmann::json::object()}});
+  for (const char* list : {"calibrations", "warmup", "trials"}) {
+    if (!j_.contains(list) || !j_[list].is_array()) j_[list] = nlohmann::json::array();
+  }
+  if (!j_.contains("nodes") || !j_["nodes"].is_object()) j_["nodes"] = nlohmann::json::object();
+}
+
 void Provenance::Finished(int64_t unix_ms) { j_["finished_unix_ms"] = unix_ms; }
 
 void Provenance::AddNode(const std::string& node, const v1::NodeSnapshot& snapshot) {
   j_["nodes"][node] = NodeJson(snapshot);
+  if (j_.contains("resumptions") && !j_["resumptions"].empty()) {
+    j_["resumptions"].back()["nodes"][node] = NodeFingerprint(snapshot);
+  }
 }
 
 void Provenance::SetVictimNodes(const std::vector<std::string>& nodes,

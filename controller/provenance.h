@@ -29,6 +29,11 @@ class Provenance {
   Provenance(store::Store* store, std::string experiment_id);
 
   void Started(int64_t unix_ms, uint64_t seed, bool seed_explicit);
+  // A resumed experiment: carries on from the stored object `previous_json` and appends to its
+  // "resumptions" list when, from what state and error, how many trials were kept, and (as
+  // AddNode is called) each node's fingerprint now.
+  void Resumed(const std::string& previous_json, int64_t unix_ms, const std::string& previous_state,
+               const std::string& previous_error, int trials_kept);
   void Finished(int64_t unix_ms);
   void AddNode(const std::string& node, const v1::NodeSnapshot& snapshot);
   // Where the victim ran: its nodes in rank order (one unless victim.distributed) and, when

@@ -14,8 +14,11 @@
 #include "lib/analysis/phase_order.h"
 #include "lib/analysis/rank_summary.h"
 #include "lib/common/units.h"
+#include "lib/common/utf8.h"
 
 #include <cmath>
+
+#include <nlohmann/json.hpp>
 
 namespace codl::experiment {
 namespace {
@@ -336,6 +339,19 @@ std::map<std::string, std::string> PairingIntensities(const std::string& key) {
   return ParsePairingKey(key);
 }
 
+std::string UnfinishedLine(const ExperimentResults& r) {
+  if (r.state == "done") return "";
+  std::string line = "partial results: experiment " + r.state;
+  if (!r.state_error.empty() && r.state != "running" && r.state != "queued")
+    line += " (" + TerminalSafe(r.state_error) + ")";
+  line += (r.state == "running" || r.state == "queued" ? " — so far " : " after ") +
+          std::to_string(r.trials_committed) + " of " + std::to_string(r.trials_planned) +
+          " planned trials";
+  if (r.state == "interrupted" || r.state == "cancelled" || r.state == "failed")
+    line += "; continue it with `codlctl resume " + r.experiment_id + "`";
+  return line;
+}
+
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             const SummarizeOptions& options) {
@@ -348,6 +364,18 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.finished_unix_ms = experiment.finished_unix_ms;
   res.provenance_json = experiment.provenance_json;
   res.stop_reason = experiment.stop_reason;
+  res.state = ToString(experiment.state);
+  res.state_error = experiment.error;
+  res.trials_planned = experiment.total_trials;
+  for (const auto& t : trials) {
+    res.trials_committed += t.state == TrialState::kDone || t.state == TrialState::kFlagged ||
+                            t.state == TrialState::kFailed;
+  }
+  {
+    const nlohmann::json prov = nlohmann::json::parse(experiment.provenance_json, nullptr, false);
+    if (prov.is_object() && prov.contains("resumptions") && prov["resumptions"].is_array())
+      res.resumptions = static_cast<int>(prov["resumptions"].size());
+  }
   res.bootstrap_resamples = kResamples;
   res.confidence = kConfidence;
   res.metric = options.metric.Name();

@@ -92,6 +92,12 @@ struct FailedTrial {
   std::string hint;    // FailureHint(stderr_tail); "" when none applies
 };
 
+struct ExperimentResults;
+// "" for a done experiment; else the line that opens every view of its results, e.g.
+// "partial results: experiment interrupted (controller stopped while the experiment ran) after
+// 7 of 20 planned trials; continue it with `codlctl resume ID`".
+std::string UnfinishedLine(const ExperimentResults& r);
+
 struct ExperimentResults {
   std::string experiment_id;
   std::string name;
@@ -113,6 +119,14 @@ struct ExperimentResults {
   int64_t finished_unix_ms = 0;
   std::string provenance_json = "{}";
   std::string stop_reason;  // adaptive repetitions: why the runs stopped ("" for fixed ones)
+  // Whether these are all the figures the plan asked for: the experiment's state ("done",
+  // "running", "interrupted", ...) and error, its planned trials, the trials committed (done,
+  // flagged or failed), and how often it was resumed (`codlctl resume`).
+  std::string state = "done";
+  std::string state_error;
+  int trials_planned = 0;
+  int trials_committed = 0;
+  int resumptions = 0;
   std::vector<FailedTrial> failed_trials;  // in index order
   // Trials flagged because their per-step values cannot be step times (MetricLooksWrong), and
   // the first one's detail: a wrong progress field or pattern, said once for the experiment.

@@ -191,6 +191,7 @@ std::string FailedTrialsSection(const std::vector<FailedTrial>& failed) {
 
 std::string FormatTable(const ExperimentResults& r) {
   std::ostringstream out;
+  if (std::string partial = UnfinishedLine(r); !partial.empty()) out << partial << "\n";
   out << "experiment " << TerminalSafe(r.name) << " (id " << r.experiment_id << ", seed " << r.seed
       << ")\n";
   out << "metric: " << MetricDescription(r)
@@ -268,6 +269,10 @@ std::string FormatTable(const ExperimentResults& r) {
   bool has_baseline =
       !r.pairings.empty() && r.pairings.front().baseline && r.pairings.front().n > 0;
   if (!r.stop_reason.empty()) out << "adaptive repetitions: " << r.stop_reason << "\n";
+  if (r.resumptions > 0) {
+    out << "resumed " << r.resumptions << (r.resumptions == 1 ? " time" : " times")
+        << " (provenance \"resumptions\": when, from what state, trials kept)\n";
+  }
   if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
   if (r.n_metric_looks_wrong > 0) {
     out << "warning: " << r.n_metric_looks_wrong << " trial"
@@ -404,6 +409,11 @@ std::string FormatJson(const ExperimentResults& r) {
   Json prov = Json::parse(r.provenance_json, nullptr, false);
   j["provenance"] = prov.is_discarded() ? Json() : prov;
   j["stop_reason"] = r.stop_reason;
+  j["state"] = r.state;
+  j["complete"] = r.state == "done";
+  j["trials_planned"] = r.trials_planned;
+  j["trials_committed"] = r.trials_committed;
+  j["resumptions"] = r.resumptions;
   j["pairings"] = Json::array();
   for (const auto& p : r.pairings) {
     Json pj;

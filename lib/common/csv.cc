@@ -2,9 +2,13 @@
 
 #include <cctype>
 
+#include "lib/common/utf8.h"
+
 namespace codl {
 
-std::string CsvText(const std::string& s) {
+std::string CsvText(const std::string& raw) {
+  // Control characters as \xNN (TerminalSafe): a CSV is read on terminals too (`cat`, `less`).
+  const std::string s = TerminalSafe(raw);
   if (s.empty()) return s;
   const char c = s[0];
   const bool number_after_minus =

@@ -119,12 +119,24 @@ std::optional<int> DaemonBootstrap::AfterLoad(
         "--token is removed (other users see it in ps): put the token in a file of mode "
         "0600 and pass --token-file");
   }
+  // Secrets are checked before they are read: a readable token or key is already leaked, a
+  // writable tokens file lets anyone add an admin (docs/security.md, "Secrets").
+  const std::string token_path =
+      !token_file_flag_.empty() ? token_file_flag_ : token_file.value_or("");
+  const std::string table_path =
+      Given("--tokens-file") ? tokens_file_flag_ : tokens_file.value_or("");
+  const std::string key_path = tls_[2] != nullptr ? *tls_[2] : "";
+  for (const auto& [secret, what] :
+       {std::pair{token_path, "token_file"}, std::pair{table_path, "tokens_file"},
+        std::pair{key_path, "TLS key"}}) {
+    if (secret.empty()) continue;
+    if (Status s = CheckPrivateFile(secret, what); !s.ok()) return Fail(s.error());
+  }
   auto token = ResolveToken(token_file_flag_, token_file);
   if (!token.ok()) return Fail(token.error());
   token_ = *token;
-  const std::string table = Given("--tokens-file") ? tokens_file_flag_ : tokens_file.value_or("");
-  if (!table.empty()) {
-    auto loaded = rpc::TokenTable::Load(table);
+  if (!table_path.empty()) {
+    auto loaded = rpc::TokenTable::Load(table_path);
     if (!loaded.ok()) return Fail(loaded.error());
     tokens_ = std::make_shared<const rpc::TokenTable>(std::move(*loaded));
   }

@@ -2,8 +2,10 @@
 #include "lib/daemon/daemon_config.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -141,11 +143,13 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
                                                const std::string& filename) {
   ControllerConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
-    MapReader m(
-        root, "",
-        {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file", "tokens_file",
-         "metrics_listen", "health_listen", "log_level", "log_format", "unix_roles"});
+    MapReader m(root, "",
+                {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
+                 "tokens_file", "metrics_listen", "health_listen", "log_level", "log_format",
+                 "unix_roles", "resume_interrupted"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
+    if (m.Has("resume_interrupted"))
+      c.resume_interrupted = yaml::Bool(m.Value("resume_interrupted"), "resume_interrupted");
     if (m.Has("database"))
       c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);
     ReadSharedKeys(m, filename, &c);
@@ -190,6 +194,28 @@ Result<std::string> ReadTokenFile(const std::string& path) {
   if (b == std::string::npos) return Err("token file " + path + " is empty");
   size_t e = text->find_last_not_of(ws);
   return text->substr(b, e - b + 1);
+}
+
+Status CheckPrivateFile(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return InvalidArgument(what + " " + path + ": " + strerror(errno));
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return InvalidArgument(
+        what + " " + path + " has mode " + mode + ": " +
+        ((st.st_mode & 044) ? "other users can read it" : "others can change it") +
+        "; a secret must be private: chmod 600 " + path);
+  }
+  if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    return InvalidArgument(what + " " + path + " is owned by uid " + std::to_string(st.st_uid) +
+                           ", neither root nor this daemon's user (uid " +
+                           std::to_string(geteuid()) + "), who could replace it: chown " +
+                           std::to_string(geteuid()) + " " + path);
+  }
+  return Status::Ok();
 }
 
 }  // namespace codl::daemon

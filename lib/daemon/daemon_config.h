@@ -61,6 +61,7 @@ struct ControllerConfig {
   std::optional<std::string> log_level;       // debug | info | warn | error
   std::optional<std::string> log_format;      // text | json
   std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
+  std::optional<bool> resume_interrupted;              // resume what a crash interrupted, at start
 };
 
 // `filename` is used in messages and to resolve relative paths.
@@ -79,5 +80,11 @@ Result<ControllerConfig> LoadControllerConfig(const std::string& path);
 
 // A bearer token kept in a file: its content less surrounding whitespace; must not be empty.
 Result<std::string> ReadTokenFile(const std::string& path);
+
+// A secret (token file, tokens file, TLS private key) must be private: no group or other
+// permission bits (a symlink, as in a Kubernetes Secret volume, is judged by its target), and
+// owned by root or by this process's user. The error names the file, what it is, its mode or
+// owner, and the fix (`chmod 600 FILE`). `what`: "token_file", "tokens_file", "TLS key".
+Status CheckPrivateFile(const std::string& path, const std::string& what);
 
 }  // namespace codl::daemon

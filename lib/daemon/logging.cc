@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/common/json_line.h"
+#include "lib/common/utf8.h"
 
 namespace codl::daemon {
 namespace {
@@ -59,6 +60,26 @@ class JsonFormatter final : public spdlog::formatter {
   std::string component_;
 };
 
+// Text lines: spdlog's default pattern, with the message's control characters escaped
+// (TerminalSafe): a name or a victim's stderr holding CR/LF cannot add a forged line to the log,
+// nor escape sequences reach whoever tails it. The one escaping rule for text logs.
+class TextFormatter final : public spdlog::formatter {
+ public:
+  TextFormatter() : inner_(std::make_unique<spdlog::pattern_formatter>()) {}
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const std::string safe = TerminalSafe(std::string_view(msg.payload.data(), msg.payload.size()));
+    spdlog::details::log_msg copy = msg;
+    copy.payload = spdlog::string_view_t(safe.data(), safe.size());
+    inner_->format(copy, dest);
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<TextFormatter>();
+  }
+
+ private:
+  std::unique_ptr<spdlog::formatter> inner_;
+};
+
 // gRPC's messages (connection errors, ...) in the daemon's own log, at their severity.
 void GrpcToSpdlog(gpr_log_func_args* args) {
   const auto level = args->severity == GPR_LOG_SEVERITY_ERROR  ? spdlog::level::err
@@ -83,7 +104,7 @@ Status ConfigureLogging(const std::string& component, const std::string& level,
     return InvalidArgument("log format '" + format + "': expected text or json");
   spdlog::set_level(spdlog::level::from_str(level));
   if (format == "json") spdlog::set_formatter(std::make_unique<JsonFormatter>(component));
-  else spdlog::set_formatter(std::make_unique<spdlog::pattern_formatter>());
+  else spdlog::set_formatter(std::make_unique<TextFormatter>());
   gpr_set_log_function(GrpcToSpdlog);
   gpr_set_log_verbosity(level == "debug" ? GPR_LOG_SEVERITY_DEBUG : GPR_LOG_SEVERITY_ERROR);
   return Status::Ok();

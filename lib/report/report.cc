@@ -37,6 +37,7 @@ code { font: 12.5px ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace
 .state-done { background: #e3f3e3; color: #1d5e20; }
 .state-failed, .state-interrupted { background: #fde4e1; color: #9b1c10; }
 .state-running, .state-queued { background: #e4edfb; color: #1b4d97; }
+.partial { background: #fff4d6; border-left: 4px solid #b07800; padding: 6px 10px; }
 .counts span { margin-right: 14px; }
 .warning { background: var(--warn-bg); color: var(--warn); border-left: 4px solid #f0a030;
   padding: 8px 12px; margin: 8px 0; max-width: 1100px; }
@@ -122,6 +123,14 @@ std::string Header(const ExperimentRecord& e, const std::vector<TrialRecord>& tr
        "</b></span>";
   if (other) h += "<span>pending/running/cancelled <b>" + std::to_string(other) + "</b></span>";
   h += "</p>\n" + AdaptiveLine(r);
+  if (std::string partial = experiment::UnfinishedLine(r); !partial.empty())
+    h += "<p class=\"partial\"><b>" + Escape(partial) + "</b></p>\n";
+  if (r.resumptions > 0) {
+    h += "<p class=\"meta\">resumed " + std::to_string(r.resumptions) +
+         (r.resumptions == 1 ? " time" : " times") +
+         " (the provenance's <code>resumptions</code> say when, from what state, and how many "
+         "trials each kept)</p>\n";
+  }
   h += "<p class=\"lede\">Per-trial metric: <b>" + Escape(r.metric) +
        "</b> (victim.metric; elapsed = time of the measured steps). Slowdown = the median over "
        "trials of that metric under interference &divide; the baseline's (for throughput, "

@@ -106,6 +106,7 @@ const std::map<std::string, std::set<Role>>& MethodTable() {
         // Users: submitters start work on nodes, readers look.
         {"/codl.v1.Controller/SubmitExperiment", submit},
         {"/codl.v1.Controller/CancelExperiment", submit},
+        {"/codl.v1.Controller/ResumeExperiment", submit},
         {"/codl.v1.Controller/CalibrateNode", submit},
         {"/codl.v1.Controller/GetExperiment", read},
         {"/codl.v1.Controller/WatchExperiment", read},

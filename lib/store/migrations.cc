@@ -185,6 +185,13 @@ CREATE TABLE trial_ranks (
   PRIMARY KEY (trial_id, rank)
 ) WITHOUT ROWID;
 )sql"},
+    // 11: which process runs or queued an experiment (ThisProcessToken: host, boot id, pid,
+    // start time), so that a later start marks interrupted only what a dead process left
+    // queued or running, never what a live `codlctl run` on the same file is doing; '' for
+    // rows written before this (their owner is taken as gone).
+    {"add experiments.owner", R"sql(
+ALTER TABLE experiments ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

@@ -12,6 +12,8 @@ namespace codl::store {
 inline constexpr int kApplicationId = 0x436F444C;
 
 int LatestMigration();
+// The step that added experiments.owner (Store::MarkUnfinishedInterrupted).
+inline constexpr int kOwnerSchemaVersion = 11;
 
 // Reads the database's schema version (PRAGMA user_version).
 Result<int> ReadSchemaVersion(sql::Db db);

@@ -5,6 +5,18 @@
 
 namespace codl::store::sql {
 
+StatusCode StoreErrorCode(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL: return StatusCode::kResourceExhausted;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN: return StatusCode::kFailedPrecondition;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return StatusCode::kDataLoss;
+    default: return StatusCode::kUnknown;
+  }
+}
+
 Error Db::Fail(std::string_view what, int rc) const {
   std::string msg(what);
   msg += " in ";
@@ -17,7 +29,7 @@ Error Db::Fail(std::string_view what, int rc) const {
   } else {
     msg += sqlite3_errstr(rc);
   }
-  return Err(std::move(msg));
+  return Error{std::move(msg), StoreErrorCode(rc)};
 }
 
 Status Db::Exec(const char* sql, std::string_view what) const {
@@ -30,7 +42,7 @@ Status Db::Exec(const char* sql, std::string_view what) const {
   msg += ": ";
   msg += err ? err : sqlite3_errstr(rc);
   sqlite3_free(err);
-  return Err(std::move(msg));
+  return Error{std::move(msg), StoreErrorCode(rc)};
 }
 
 Result<Stmt> Stmt::Prepare(Db db, const char* sql) {

@@ -13,13 +13,18 @@
 
 namespace codl::store::sql {
 
+// What a failed SQLite call means to the caller: a full disk is kResourceExhausted, a read-only
+// or unopenable file kFailedPrecondition, a corrupt one kDataLoss, anything else kUnknown.
+StatusCode StoreErrorCode(int rc);
+
 // A borrowed connection plus the path used in error messages. Cheap to copy.
 struct Db {
   sqlite3* handle = nullptr;
   const std::string* path = nullptr;
 
-  // "<what> in <path>: <sqlite message>". Uses the connection's last error message when it
-  // matches `rc` (more specific: names the constraint), else the generic text for `rc`.
+  // "<what> in <path>: <sqlite message>", coded by StoreErrorCode(rc). Uses the connection's last
+  // error message when it matches `rc` (more specific: names the constraint), else the generic text
+  // for `rc`.
   Error Fail(std::string_view what, int rc) const;
   // Runs one or more statements that return no rows.
   Status Exec(const char* sql, std::string_view what) const;

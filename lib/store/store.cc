@@ -1,13 +1,18 @@
 // Store: opening (pragmas, migrations), experiments and calibrations. Trials: store_trials.cc.
 #include "lib/store/store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <utility>
 
+#include "lib/common/process_token.h"
 #include "lib/store/migrations.h"
 #include "lib/store/sqlite_util.h"
 #include "lib/store/store_internal.h"
@@ -156,6 +161,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
   if (Status s = db.Exec("PRAGMA synchronous = NORMAL", "setting synchronous"); !s) return s;
 
   if (Status s = Migrate(db, schema_version); !s) return s;
+  store->has_owner_ = schema_version >= kOwnerSchemaVersion;
   return store;
 }
 
@@ -183,9 +189,12 @@ Status Store::CreateExperiment(const ExperimentRecord& e) {
   if (*found) return Err("experiment '" + e.id + "' already exists in " + path_);
 
   auto insert = sql::Stmt::Prepare(
-      db,
-      "INSERT INTO experiments (id, name, source_path, yaml, state, error, seed, total_trials, "
-      "created_unix_ms, finished_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+      db, has_owner_ ? "INSERT INTO experiments (id, name, source_path, yaml, state, error, seed, "
+                       "total_trials, created_unix_ms, finished_unix_ms, owner) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+                     : "INSERT INTO experiments (id, name, source_path, yaml, state, error, seed, "
+                       "total_trials, created_unix_ms, finished_unix_ms) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
   if (!insert) return insert.status();
   insert->BindText(1, e.id);
   insert->BindText(2, e.name);
@@ -197,24 +206,73 @@ Status Store::CreateExperiment(const ExperimentRecord& e) {
   insert->BindInt(8, e.total_trials);
   insert->BindInt(9, e.created_unix_ms);
   insert->BindInt(10, e.finished_unix_ms);
+  if (has_owner_) insert->BindText(11, ThisProcessToken());
   if (Status s = insert->Run(what); !s) return s;
   return txn.Commit(what);
+}
+
+Status Store::KeepReserve() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string path = path_ + "-reserve";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return Error{"cannot create the reserve file " + path + ": " + strerror(errno),
+                 errno == ENOSPC ? StatusCode::kResourceExhausted : StatusCode::kUnknown};
+  }
+  const int rc = posix_fallocate(fd, 0, kReserveBytes);
+  close(fd);
+  if (rc != 0) {
+    unlink(path.c_str());
+    return Error{"cannot keep " + std::to_string(kReserveBytes >> 10) + " KiB in reserve beside " +
+                     path_ + " (" + strerror(rc) +
+                     "): a full disk may leave an experiment's "
+                     "final state unwritten",
+                 rc == ENOSPC ? StatusCode::kResourceExhausted : StatusCode::kUnknown};
+  }
+  reserve_path_ = path;
+  return Status::Ok();
+}
+
+bool Store::ReleaseReserveLocked() {
+  if (reserve_path_.empty()) return false;
+  const bool freed = unlink(reserve_path_.c_str()) == 0;
+  reserve_path_.clear();
+  return freed;
 }
 
 Status Store::UpdateExperiment(const std::string& id, ExperimentState state,
                                const std::string& error, int64_t finished_unix_ms,
                                StatusCode error_code) {
   std::lock_guard<std::mutex> lock(mu_);
+  const bool final = state != ExperimentState::kQueued && state != ExperimentState::kRunning;
+  for (int attempt = 0;; ++attempt) {
+    Status s = UpdateExperimentLocked(id, state, error, finished_unix_ms, error_code);
+    // A final state is what a full disk must not lose: the reserve makes room for it.
+    if (s.ok() || !final || s.code() != StatusCode::kResourceExhausted || attempt > 0 ||
+        !ReleaseReserveLocked()) {
+      return s;
+    }
+  }
+}
+
+Status Store::UpdateExperimentLocked(const std::string& id, ExperimentState state,
+                                     const std::string& error, int64_t finished_unix_ms,
+                                     StatusCode error_code) {
   sql::Db db{db_, &path_};
-  auto stmt = sql::Stmt::Prepare(db,
-                                 "UPDATE experiments SET state = ?2, error = ?3, "
-                                 "finished_unix_ms = ?4, error_code = ?5 WHERE id = ?1");
+  auto stmt = sql::Stmt::Prepare(db, has_owner_ ? "UPDATE experiments SET state = ?2, error = ?3, "
+                                                  "finished_unix_ms = ?4, error_code = ?5, "
+                                                  "owner = ?6 WHERE id = ?1"
+                                                : "UPDATE experiments SET state = ?2, error = ?3, "
+                                                  "finished_unix_ms = ?4, error_code = ?5 "
+                                                  "WHERE id = ?1");
   if (!stmt) return stmt.status();
   stmt->BindText(1, id);
   stmt->BindText(2, ToString(state));
   stmt->BindText(3, error);
   stmt->BindInt(4, finished_unix_ms);
   stmt->BindText(5, error_code == StatusCode::kOk ? "" : StatusCodeName(error_code));
+  // Whoever moves an experiment to queued or running owns it from then on (resume, requeue).
+  if (has_owner_) stmt->BindText(6, ThisProcessToken());
   if (Status s = stmt->Run("updating experiment '" + id + "'"); !s) return s;
   if (sqlite3_changes(db_) == 0) return NoSuchExperiment(db, id);
   return Status::Ok();
@@ -286,40 +344,58 @@ Result<std::vector<ExperimentRecord>> Store::ListExperiments() {
   return out;
 }
 
-Result<std::vector<std::string>> Store::MarkUnfinishedInterrupted() {
+Result<Store::Unfinished> Store::MarkUnfinishedInterrupted(bool keep_queued) {
   std::lock_guard<std::mutex> lock(mu_);
   sql::Db db{db_, &path_};
   const char* what = "marking unfinished experiments interrupted";
   sql::Txn txn(db);
   if (Status s = txn.Begin(sql::Txn::Kind::kWrite, what); !s) return s;
-  auto select =
-      sql::Stmt::Prepare(db,
-                         "SELECT id FROM experiments WHERE state IN ('queued', 'running') "
-                         "ORDER BY created_unix_ms, rowid");
+  auto select = sql::Stmt::Prepare(db,
+                                   "SELECT id, state, owner FROM experiments "
+                                   "WHERE state IN ('queued', 'running') "
+                                   "ORDER BY created_unix_ms, rowid");
   if (!select) return select.status();
-  std::vector<std::string> ids;
+  Unfinished out;
   while (true) {
     auto row = select->Next(what);
     if (!row) return row.status();
     if (!*row) break;
-    ids.push_back(select->Text(0));
+    const std::string owner = select->Text(2);
+    // A live process other than this one is running or queued it: not ours to touch. (This
+    // process's own rows are left by a controller it ran before: a test, or a restart.)
+    if (owner != ThisProcessToken() && ProcessTokenAlive(owner)) continue;
+    (keep_queued && select->Text(1) == "queued" ? out.requeued : out.interrupted)
+        .push_back(select->Text(0));
   }
-  if (ids.empty()) return ids;  // nothing written; the txn rolls back harmlessly
-  if (Status s =
-          db.Exec("UPDATE trials SET state = 'cancelled', "
-                  "  error = CASE WHEN error = '' THEN 'controller stopped while the trial ran' "
-                  "          ELSE error END "
-                  "WHERE state = 'running' AND experiment_id IN "
-                  "  (SELECT id FROM experiments WHERE state IN ('queued', 'running'));"
-                  "UPDATE experiments SET state = 'interrupted', "
-                  "  error = 'controller stopped while the experiment ran' "
-                  "WHERE state IN ('queued', 'running');",
-                  what);
-      !s) {
-    return s;
+  select->Reset();
+  if (out.interrupted.empty() && out.requeued.empty()) return out;  // nothing written
+  auto cancel_trials = sql::Stmt::Prepare(
+      db,
+      "UPDATE trials SET state = 'cancelled', "
+      "  error = CASE WHEN error = '' THEN 'controller stopped while the trial ran' "
+      "          ELSE error END "
+      "WHERE state = 'running' AND experiment_id = ?1");
+  if (!cancel_trials) return cancel_trials.status();
+  auto mark = sql::Stmt::Prepare(db,
+                                 "UPDATE experiments SET state = 'interrupted', "
+                                 "  error = 'controller stopped while the experiment ran', "
+                                 "  owner = '' WHERE id = ?1");
+  if (!mark) return mark.status();
+  for (const auto& id : out.interrupted) {
+    cancel_trials->BindText(1, id);
+    if (Status s = cancel_trials->Run(what); !s) return s;
+    mark->BindText(1, id);
+    if (Status s = mark->Run(what); !s) return s;
+  }
+  auto claim = sql::Stmt::Prepare(db, "UPDATE experiments SET owner = ?2 WHERE id = ?1");
+  if (!claim) return claim.status();
+  for (const auto& id : out.requeued) {
+    claim->BindText(1, id);
+    claim->BindText(2, ThisProcessToken());
+    if (Status s = claim->Run(what); !s) return s;
   }
   if (Status s = txn.Commit(what); !s) return s;
-  return ids;
+  return out;
 }
 
 Status Store::PutCalibration(const CalibrationRecord& c) {

@@ -40,6 +40,14 @@ class Store {
   static int LatestSchemaVersion();
   const std::string& path() const { return path_; }
 
+  // Keeps a reserve file, `PATH-reserve` (kReserveBytes, allocated), beside the database, so
+  // that when its file system fills up an experiment's final state can still be written:
+  // UpdateExperiment to a final state that fails for a full disk frees the reserve and tries
+  // once more. The writer (the controller) calls it at start; ResourceExhausted when the space
+  // is not there (the store works without it).
+  Status KeepReserve();
+  static constexpr int64_t kReserveBytes = 1 << 20;
+
   // Fails if the id exists, is empty, or is "latest" (reserved for GetExperiment).
   Status CreateExperiment(const ExperimentRecord& e);
   // `error_code`: a failed run's kind of failure (ExperimentRecord::error_code).
@@ -52,10 +60,17 @@ class Store {
   Status SetStopReason(const std::string& id, const std::string& reason);
   Result<ExperimentRecord> GetExperiment(const std::string& id);  // id or "latest"
   Result<std::vector<ExperimentRecord>> ListExperiments();        // newest first
-  // Experiments left queued/running by a controller that died: marked interrupted (error
-  // "controller stopped while the experiment ran"), and their running trials cancelled. Returns
-  // the ids, oldest first. finished_unix_ms is left as it was: the end time is unknown.
-  Result<std::vector<std::string>> MarkUnfinishedInterrupted();
+  // Experiments left queued/running by a process that is gone (the owner CreateExperiment and
+  // UpdateExperiment record; a live one's rows are left alone, so two `codlctl run` may share a
+  // file): running ones are marked interrupted (error "controller stopped while the experiment
+  // ran"; their running trials cancelled), and so are queued ones unless `keep_queued`, in
+  // which case this process takes them over to run them again (a durable queue). Ids oldest
+  // first. finished_unix_ms is left as it was: the end time is unknown.
+  struct Unfinished {
+    std::vector<std::string> interrupted;
+    std::vector<std::string> requeued;
+  };
+  Result<Unfinished> MarkUnfinishedInterrupted(bool keep_queued = false);
 
   // Inserts or replaces the trial (experiment_id, index) with its steps and antagonist samples
   // (the old children are deleted). One transaction. The experiment must exist.
@@ -79,6 +94,15 @@ class Store {
   Store(sqlite3* db, std::string path);
   static Result<std::unique_ptr<Store>> OpenImpl(const std::string& path, int schema_version);
 
+  // Frees the reserve (KeepReserve); false when there was none. Caller holds mu_.
+  bool ReleaseReserveLocked();
+  Status UpdateExperimentLocked(const std::string& id, ExperimentState state,
+                                const std::string& error, int64_t finished_unix_ms,
+                                StatusCode error_code);
+
+  std::string reserve_path_;  // "" while no reserve is kept; guarded by mu_
+  // experiments.owner exists (schema 11+; older only in OpenAtSchemaVersionForTesting stores).
+  bool has_owner_ = true;
   sqlite3* db_;  // guarded by mu_ (one connection per Store; statements prepared per call)
   const std::string path_;
   std::mutex mu_;

@@ -110,5 +110,34 @@ else
   fails=$((fails + 1))
 fi
 
-echo "$((15 - fails)) passed, $fails failed"
+# One hostile name through every verb: OSC title, clear-screen, CR/LF and a fake line. No raw
+# ESC or CR may reach the terminal from run's progress, status (list and one), results (table
+# and --trials), or the log (issue: a reader's terminal is not the submitter's to drive).
+cat >"$tmp/evil.yaml" <<'YAML'
+name: "evil\e]0;pwned\a\e[2J\r\nFAKE done"
+victim:
+  command: [/bin/sh, -c, "echo '{\"step_time_s\": 0.01}'"]
+  warmup_steps: 0
+  timeout: 20s
+repetitions: 1
+warmup_trials: 0
+YAML
+"$codlctl" run "$tmp/evil.yaml" --db "$tmp/evil.db" --log-level info >"$tmp/evil.out" 2>"$tmp/evil.err"
+for args in "status --db $tmp/evil.db" "status latest --db $tmp/evil.db" \
+  "results latest --db $tmp/evil.db" "results latest --db $tmp/evil.db --trials" \
+  "validate $tmp/evil.yaml"; do
+  # shellcheck disable=SC2086
+  "$codlctl" $args >>"$tmp/evil.out" 2>>"$tmp/evil.err"
+done
+if grep -q $'\e\|\r' "$tmp/evil.out" "$tmp/evil.err"; then
+  echo "FAIL hostile-name-escaped: a raw ESC or CR reached the terminal: $(grep -n $'\e\|\r' "$tmp/evil.out" "$tmp/evil.err" | cat -v | head -c 400)"
+  fails=$((fails + 1))
+elif ! grep -qF 'evil\x1B]0;pwned\x07\x1B[2J\x0D\x0AFAKE done' "$tmp/evil.out"; then
+  echo "FAIL hostile-name-escaped: the name is not shown escaped: $(head -c 600 "$tmp/evil.out" | cat -v)"
+  fails=$((fails + 1))
+else
+  echo "ok   hostile-name-escaped"
+fi
+
+echo "$((16 - fails)) passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -21,6 +21,44 @@ TEST(AgentRegistry, RegisterRefusesAnAgentItCannotDial) {
   EXPECT_FALSE(r.Register(info).ok());
 }
 
+// Cloned VMs or containers sharing a hostname: with no identities to tell them apart (plaintext
+// loopback, no tokens), the live agent keeps its id against another process or address.
+TEST(AgentRegistry, ALiveIdIsNotTakenByAnotherSessionOrAddress) {
+  FakeClock clock;
+  auto fake = std::make_shared<FakeAgent>();
+  AgentRegistry r(
+      &clock, [&](const std::string&, const std::string&) { return fake; }, 5);
+  v1::AgentInfo info;
+  info.set_agent_id("node1");
+  info.set_address("10.0.0.1:7701");
+  ASSERT_TRUE(r.Register(info, {}, {}, "session-a").ok());
+  ASSERT_TRUE(r.Register(info, {}, {}, "session-a").ok()) << "the same process re-registers";
+
+  v1::AgentInfo other = info;
+  other.set_address("10.0.0.2:7701");
+  Status s = r.Register(other, {}, {}, "session-b");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+  for (const char* want : {"agent id 'node1' is taken by a live agent at 10.0.0.1:7701",
+                           "another agent with that id at 10.0.0.2:7701", "--id"}) {
+    EXPECT_NE(s.error().find(want), std::string::npos) << want << " in: " << s.error();
+  }
+  EXPECT_EQ(r.Register(info, {}, {}, "session-b").code(), StatusCode::kAlreadyExists)
+      << "same address, another process: refused too";
+  EXPECT_EQ(r.Register(other, {}, {}, "session-a").code(), StatusCode::kAlreadyExists)
+      << "same session, another address";
+  EXPECT_FALSE(r.Heartbeat("node1", 0.001, 0, 0, {}, -1, "session-b"))
+      << "the refused one's heartbeats do not keep the id alive";
+  EXPECT_TRUE(r.Heartbeat("node1", 0.001, 0, 0, {}, -1, "session-a"));
+  EXPECT_EQ(r.List().front().address(), "10.0.0.1:7701");
+
+  // A restarted agent (a new session) takes over once its predecessor has been silent.
+  clock.Advance(6);
+  ASSERT_TRUE(r.Register(other, {}, {}, "session-b").ok());
+  EXPECT_EQ(r.List().front().address(), "10.0.0.2:7701");
+  EXPECT_FALSE(r.Heartbeat("node1", 0.001, 0, 0, {}, -1, "session-a"));
+}
+
 TEST(AgentRegistry, LivenessSelectionAndOffsets) {
   FakeClock clock;
   auto fake = std::make_shared<FakeAgent>();

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -113,9 +114,9 @@ TEST_F(DaemonConfigTest, BadFilesAreRejectedWithPosition) {
 
 TEST_F(DaemonConfigTest, TokensFileFromConfig) {
   // sha256("s3cret"): the file holds hashes only.
-  WriteFile(dir_ + "/tokens",
-            "# role id sha256\nuser-read alice "
-            "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0\n");
+  WriteSecretFile(dir_ + "/tokens",
+                  "# role id sha256\nuser-read alice "
+                  "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0\n");
   WriteFile(
       dir_ + "/controller.yaml",
       "listen: " + address_ + "\ndatabase: c.db\ntokens_file: tokens\nheartbeat_interval: 200ms\n");
@@ -134,6 +135,56 @@ TEST_F(DaemonConfigTest, TokensFileFromConfig) {
       RunCommand({Bin("codlctl"), "--controller", address_, "--token", "s3cret", "agents"}, 10);
   EXPECT_EQ(argv_token.exit_code, 2);
   EXPECT_NE(argv_token.err.find("--token-file"), std::string::npos) << argv_token.err;
+}
+
+// Secrets must be private: a token, tokens or TLS key file that others can read or change, or
+// that another non-root user owns, stops both daemons before anything listens.
+TEST_F(DaemonConfigTest, DaemonsRefuseSecretsOthersCanReadOrChange) {
+  const std::string hash = "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0";
+  WriteSecretFile(dir_ + "/tokens", "user-read alice " + hash + "\n");
+  WriteSecretFile(dir_ + "/token", "s3cret\n");
+  auto controller = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {Bin("codl-controller"), "--listen", address_,
+                                     "--insecure",           "--db",     dir_ + "/c.db"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv, 10);
+  };
+  auto agent = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {Bin("codl-agent"), "--controller", address_, "--insecure"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv, 10);
+  };
+  chmod((dir_ + "/tokens").c_str(), 0666);
+  auto r = controller({"--tokens-file", dir_ + "/tokens"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("tokens_file " + dir_ + "/tokens has mode 0666"));
+  EXPECT_THAT(r.err, HasSubstr("chmod 600 " + dir_ + "/tokens"));
+
+  chmod((dir_ + "/token").c_str(), 0644);
+  r = agent({"--token-file", dir_ + "/token"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("token_file " + dir_ + "/token has mode 0644: other users can read"));
+
+  chmod((dir_ + "/token").c_str(), 0620);  // group-writable
+  r = controller({"--token-file", dir_ + "/token"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("has mode 0620: others can change it"));
+
+  WriteFile(dir_ + "/key.pem", "not a key\n");  // 0644 by the umask
+  chmod((dir_ + "/key.pem").c_str(), 0640);
+  r = agent({"--tls-ca", dir_ + "/key.pem", "--tls-cert", dir_ + "/key.pem", "--tls-key",
+             dir_ + "/key.pem"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("TLS key " + dir_ + "/key.pem has mode 0640"));
+
+  if (geteuid() == 0) {  // root can hand the file to another user
+    chmod((dir_ + "/tokens").c_str(), 0600);
+    ASSERT_EQ(chown((dir_ + "/tokens").c_str(), 65534, 65534), 0);
+    r = controller({"--tokens-file", dir_ + "/tokens"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, HasSubstr("is owned by uid 65534, neither root nor this daemon's user"));
+  }
 }
 
 #ifdef CODL_HAVE_SYSTEMD

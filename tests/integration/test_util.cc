@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +44,11 @@ void RemoveTree(const std::string& path) {
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path);
   out << content;
+}
+
+void WriteSecretFile(const std::string& path, const std::string& content) {
+  WriteFile(path, content);
+  chmod(path.c_str(), 0600);
 }
 
 std::string ReadFile(const std::string& path) {

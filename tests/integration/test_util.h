@@ -19,6 +19,8 @@ std::string Bin(const std::string& name);  // BinDir()/name
 std::string MakeTempDir(const std::string& prefix);  // under /tmp; caller removes
 void RemoveTree(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
+// WriteFile, then mode 0600: the daemons refuse group/other-accessible secrets.
+void WriteSecretFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
 // The non-empty lines of `text`.
 std::vector<std::string> Lines(const std::string& text);

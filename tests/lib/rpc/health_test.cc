@@ -6,8 +6,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -84,6 +87,26 @@ TEST(ConfigureLogging, RejectsUnknownLevelsAndFormats) {
   EXPECT_TRUE(daemon::ConfigureLogging("t", "warn", "text").ok());
 }
 
+// One escaping rule for text logs: a name holding CR/LF and escape sequences is one line, its
+// control bytes written as \xNN (a forged "next line" stays on this one).
+TEST(ConfigureLogging, TextLinesEscapeControlCharacters) {
+  std::ostringstream out;
+  auto logger = std::make_shared<spdlog::logger>(
+      "escape-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  ASSERT_TRUE(daemon::ConfigureLogging("t", "info", "text").ok());
+  spdlog::info("experiment 1 '{}' queued", "x\r\n[info] forged\x1b]0;title\x07\x1b[2J");
+  spdlog::set_default_logger(previous);
+  const std::string line = out.str();
+  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
+  EXPECT_EQ(line.find('\r'), std::string::npos);
+  EXPECT_EQ(line.find('\x1b'), std::string::npos);
+  EXPECT_NE(line.find("x\\x0D\\x0A[info] forged\\x1B]0;title\\x07\\x1B[2J' queued"),
+            std::string::npos)
+      << line;
+}
+
 class DaemonHealthTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::MakeTempDir("codl-health"); }
@@ -93,7 +116,7 @@ class DaemonHealthTest : public ::testing::Test {
 
 TEST_F(DaemonHealthTest, ServingUntilSigtermThenNotServingAndLogsAreJson) {
   // A tokens file: anonymous calls to codl methods are refused, health calls are not.
-  testing::WriteFile(dir_ + "/tokens", "admin alice " + rpc::Sha256Hex("secret") + "\n");
+  testing::WriteSecretFile(dir_ + "/tokens", "admin alice " + rpc::Sha256Hex("secret") + "\n");
   const std::string main = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   const std::string health = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   const std::string log = dir_ + "/controller.log";
@@ -131,7 +154,7 @@ TEST_F(DaemonHealthTest, ServingUntilSigtermThenNotServingAndLogsAreJson) {
 // The agent likewise, registered with no controller (it keeps retrying): health says whether it
 // serves, not whether the controller is reachable.
 TEST_F(DaemonHealthTest, AgentServesHealthWithoutAControllerAndDrainsOnSigterm) {
-  testing::WriteFile(dir_ + "/tokens", "controller - " + rpc::Sha256Hex("secret") + "\n");
+  testing::WriteSecretFile(dir_ + "/tokens", "controller - " + rpc::Sha256Hex("secret") + "\n");
   const std::string main = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   const std::string health = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   const std::string log = dir_ + "/agent.log";

@@ -3,6 +3,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "lib/common/process_token.h"
 #include "lib/store/phases_json.h"
 #include "tests/lib/store/store_test_util.h"
 
@@ -17,6 +20,7 @@ namespace codl::store {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::ExecRaw;
 using testing::ExpectSameExperiment;
 using testing::ExpectSameTrial;
 using ::testing::HasSubstr;
@@ -249,7 +253,8 @@ TEST_F(StoreTest, MarkUnfinishedInterruptedMarksExperimentsAndCancelsRunningTria
 
   auto ids = store_->MarkUnfinishedInterrupted();
   ASSERT_TRUE(ids.ok()) << ids.error();
-  EXPECT_THAT(*ids, ElementsAre("queued", "running"));  // oldest first
+  EXPECT_THAT(ids->interrupted, ElementsAre("queued", "running"));  // oldest first
+  EXPECT_TRUE(ids->requeued.empty());
 
   for (const char* id : {"queued", "running"}) {
     auto e = store_->GetExperiment(id);
@@ -271,7 +276,39 @@ TEST_F(StoreTest, MarkUnfinishedInterruptedMarksExperimentsAndCancelsRunningTria
 
   auto none = store_->MarkUnfinishedInterrupted();
   ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(none->interrupted.empty());
+  EXPECT_TRUE(none->requeued.empty());
+}
+
+// Two `codlctl run` on one file: the second one's start must not mark the first one's running
+// experiment interrupted; what a dead process (or a row older than owners) left is.
+TEST_F(StoreTest, MarkUnfinishedInterruptedLeavesALiveOwnersExperimentsAlone) {
+  for (const char* id : {"live", "dead", "old", "mine"}) {
+    ASSERT_TRUE(store_->CreateExperiment(MakeExperiment(id, 1, ExperimentState::kRunning)).ok());
+  }
+  ASSERT_TRUE(store_->CreateExperiment(MakeExperiment("queued", 2, ExperimentState::kQueued)).ok());
+  const std::string parent = ProcessTokenOf(static_cast<long>(getppid()));
+  ASSERT_FALSE(parent.empty());
+  ASSERT_TRUE(ProcessTokenAlive(parent));
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  const std::string child_token = ProcessTokenOf(child);  // read while it is a zombie at most
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  ASSERT_FALSE(child_token.empty());
+  EXPECT_FALSE(ProcessTokenAlive(child_token));
+  ExecRaw(path_, "UPDATE experiments SET owner = '" + parent + "' WHERE id = 'live'");
+  ExecRaw(path_, "UPDATE experiments SET owner = '" + child_token + "' WHERE id = 'dead'");
+  ExecRaw(path_, "UPDATE experiments SET owner = '' WHERE id = 'old'");
+  ExecRaw(path_, "UPDATE experiments SET owner = 'otherhost x 1 1' WHERE id = 'queued'");
+
+  auto marked = store_->MarkUnfinishedInterrupted(/*keep_queued=*/true);
+  ASSERT_TRUE(marked.ok()) << marked.error();
+  EXPECT_THAT(marked->interrupted, ElementsAre("dead", "old", "mine"));
+  EXPECT_THAT(marked->requeued, ElementsAre("queued"));
+  EXPECT_EQ(store_->GetExperiment("live")->state, ExperimentState::kRunning);
+  EXPECT_EQ(store_->GetExperiment("queued")->state, ExperimentState::kQueued);
+  EXPECT_EQ(QueryText(path_, "SELECT owner FROM experiments WHERE id = 'queued'"),
+            ThisProcessToken());
 }
 
 TEST_F(StoreTest, CalibrationRoundTripsAndIsReplacedByKey) {
