@@ -9,8 +9,9 @@
 //      every manifest, ConfigMap/PVC references and Service selectors resolve, Localhost seccomp
 //      profiles ship with the manifests and are sound (OCI format, deny by default, io_uring
 //      allowed, no duplicates, nothing the runtime default keeps for CAP_SYS_ADMIN), and the
-//      agent DaemonSet keeps hostPID, io_uring (privileged or seccomp Unconfined), no CPU limit
-//      and no nvidia.com/gpu.
+//      agent DaemonSet is unprivileged: no privileged or Unconfined, capabilities.drop [ALL] and
+//      only the capabilities it uses, no privilege escalation, memory limits, no CPU limit, no
+//      nvidia.com/gpu, hostPID/hostIPC only with the MPS pipe directory (the mps overlay).
 // Usage: node validate_k8s.mjs FILE_OR_DIR...   (a directory: its *.yaml, one manifest set)
 import fs from "node:fs";
 import path from "node:path";
@@ -465,29 +466,80 @@ function checkLocalhostProfile(docs, name) {
 
 // -- the agent DaemonSet -------------------------------------------------------------------------
 
+// The capabilities the agent uses (docs/deploy.md, "What the agent DaemonSet is granted, and
+// why"): victims dropped to victim_user (SETUID, SETGID), signals to them (KILL), pinned memory
+// for io_uring registered buffers and RDMA (IPC_LOCK).
+const AGENT_CAPS = new Set(["SETUID", "SETGID", "KILL", "IPC_LOCK"]);
+const WHY = "(docs/deploy.md, \"What the agent DaemonSet is granted, and why\")";
+
 function checkAgent(doc, docs, ps, spec) {
-  if (spec.hostPID !== true) report(doc, [...ps, "hostPID"], "the agent DaemonSet needs hostPID: true");
-  const podUnconfined = spec.securityContext?.seccompProfile?.type === "Unconfined";
-  (spec.containers ?? []).forEach((c, i) => {
-    const cp = [...ps, "containers", i];
-    const sc = c.securityContext ?? {};
-    if (!sc.privileged && !podUnconfined && sc.seccompProfile?.type !== "Unconfined") {
-      report(doc, [...cp, "securityContext"],
-        "needs privileged: true or seccompProfile Unconfined (default seccomp profiles block io_uring)");
+  const mpsMounted = (spec.volumes ?? []).some((v) => v.name === "mps-pipe") &&
+    (spec.containers ?? []).some((c) => (c.volumeMounts ?? []).some((m) => m.name === "mps-pipe"));
+  for (const field of ["hostPID", "hostIPC"]) {
+    if (spec[field] === true && !mpsMounted) {
+      report(doc, [...ps, field], `${field} is only for sharing MPS with victims in other pods (deploy/k8s-overlays/mps, ` +
+        "volume mps-pipe): the agent's own children need no host namespace but the network");
     }
-    for (const part of ["requests", "limits"]) {
-      if (c.resources?.[part]?.["nvidia.com/gpu"] !== undefined) {
-        report(doc, [...cp, "resources", part, "nvidia.com/gpu"],
-          "the agent must not request GPUs (it would take them from the victim)");
+  }
+  const podSeccomp = spec.securityContext?.seccompProfile;
+  if (podSeccomp?.type === "Unconfined") {
+    report(doc, [...ps, "securityContext", "seccompProfile", "type"],
+      "seccomp Unconfined: use RuntimeDefault here and the agent's Localhost profile on its container");
+  }
+  const lists = [["initContainers", spec.initContainers ?? []], ["containers", spec.containers ?? []]];
+  for (const [list, containers] of lists) {
+    containers.forEach((c, i) => {
+      const cp = [...ps, list, i];
+      const sc = c.securityContext ?? {};
+      const scp = [...cp, "securityContext"];
+      if (sc.privileged === true) {
+        report(doc, [...scp, "privileged"], `must not be privileged: the agent gets the capabilities it uses ${WHY}`);
       }
-    }
-    if (c.resources?.limits?.cpu !== undefined) {
-      report(doc, [...cp, "resources", "limits", "cpu"], "no CPU limit on the agent: antagonists must reach their targets");
-    }
-    if (!(c.resources?.requests?.cpu && c.resources?.requests?.memory)) {
-      report(doc, [...cp, "resources", "requests"], "set cpu and memory requests");
-    }
-  });
+      if (sc.allowPrivilegeEscalation !== false) {
+        report(doc, [...scp, "allowPrivilegeEscalation"],
+          "set allowPrivilegeEscalation: false (no_new_privs: victims cannot regain root through setuid binaries)");
+      }
+      const drop = (sc.capabilities?.drop ?? []).map((x) => String(x).replace(/^CAP_/, ""));
+      if (!drop.includes("ALL")) report(doc, [...scp, "capabilities", "drop"], "capabilities.drop must be [ALL]");
+      (sc.capabilities?.add ?? []).forEach((cap, j) => {
+        const name = String(cap).replace(/^CAP_/, "");
+        if (!AGENT_CAPS.has(name) || list === "initContainers") {
+          report(doc, [...scp, "capabilities", "add", j], `capability ${cap} is not one ${list === "initContainers" ?
+            "an init container" : "the agent"} uses ${WHY}`);
+        }
+      });
+      const seccomp = sc.seccompProfile ?? podSeccomp;
+      const seccompPath = sc.seccompProfile ? [...scp, "seccompProfile"] : [...ps, "securityContext", "seccompProfile"];
+      if (!seccomp?.type) {
+        report(doc, scp, "no seccomp profile (RuntimeDefault, or the agent's Localhost profile)");
+      } else if (seccomp.type === "Unconfined") {
+        if (sc.seccompProfile) {
+          report(doc, [...seccompPath, "type"], list === "containers"
+            ? "seccomp Unconfined: use the agent's Localhost profile (deploy/k8s/seccomp)"
+            : "seccomp Unconfined: use RuntimeDefault");
+        }
+      } else if (list === "containers" && seccomp.type !== "Localhost") {
+        report(doc, [...seccompPath, "type"],
+          `seccomp ${seccomp.type} blocks io_uring: use the Localhost profile profiles/codl-agent.json (deploy/k8s/seccomp)`);
+      }
+      if (!c.resources?.limits?.memory) {
+        report(doc, [...cp, "resources", "limits"], "set a memory limit (the victim and the antagonists count against it too)");
+      }
+      if (list !== "containers") return;
+      for (const part of ["requests", "limits"]) {
+        if (c.resources?.[part]?.["nvidia.com/gpu"] !== undefined) {
+          report(doc, [...cp, "resources", part, "nvidia.com/gpu"],
+            "the agent must not request GPUs (it would take them from the victim)");
+        }
+      }
+      if (c.resources?.limits?.cpu !== undefined) {
+        report(doc, [...cp, "resources", "limits", "cpu"], "no CPU limit on the agent: antagonists must reach their targets");
+      }
+      if (!(c.resources?.requests?.cpu && c.resources?.requests?.memory)) {
+        report(doc, [...cp, "resources", "requests"], "set cpu and memory requests");
+      }
+    });
+  }
 }
 
 function checkRules(docs, setFiles) {
@@ -547,7 +599,7 @@ function checkRules(docs, setFiles) {
     if (selector && !Object.entries(selector).every(([k, v]) => tmplLabels[k] === v)) {
       report(doc, ["spec", "selector", "matchLabels"], "does not match the pod template's labels");
     }
-    // The agent: shares the node with the victim.
+    // The agent: shares the node with the victim, unprivileged.
     if (o.kind === "DaemonSet") checkAgent(doc, docs, ps, spec);
   }
 }
