@@ -60,14 +60,19 @@ for bad in "$here"/k8s_bad/*.yaml; do
     fail=1
     continue
   fi
+  missed=0
   while IFS= read -r want; do
     if [[ "$out" != *"$want"* ]]; then
       echo "FAIL: $name: expected a finding containing: $want"
-      printf '%s\n' "$out" | sed 's/^/    /'
-      fail=1
+      missed=1
     fi
   done < <(sed -n 's/^# expect: //p' "$bad")
-  echo "ok: $name rejected as expected"
+  if ((missed)); then
+    printf '%s\n' "$out" | sed 's/^/    /'
+    fail=1
+  else
+    echo "ok: $name rejected with the $(grep -c '^# expect: ' "$bad") expected finding(s)"
+  fi
 done
 ((fail)) && exit 1
 echo "Kubernetes manifests valid; broken manifests rejected"

@@ -5,9 +5,13 @@
 //   2. unknown fields: the OpenAPI schemas allow extra properties, so the objects are also
 //      type-checked by TypeScript against kubernetes-types (excess-property checks catch a
 //      misspelt `imagePullPolcy` the API server would silently drop);
-//   3. CoDL's deployment rules: kustomization resources exist and cover every manifest,
-//      ConfigMap/PVC references and Service selectors resolve, and the agent DaemonSet keeps
-//      hostPID, io_uring (privileged or seccomp Unconfined), no CPU limit and no nvidia.com/gpu.
+//   3. CoDL's deployment rules: kustomization resources and generator files exist and cover
+//      every manifest, ConfigMap/PVC references and Service selectors resolve, Localhost seccomp
+//      profiles ship with the manifests and are sound (OCI format, deny by default, io_uring
+//      allowed, no duplicates, nothing the runtime default keeps for CAP_SYS_ADMIN), and the
+//      agent DaemonSet is unprivileged: no privileged or Unconfined, capabilities.drop [ALL] and
+//      only the capabilities it uses, no privilege escalation, memory limits, no CPU limit, no
+//      nvidia.com/gpu, hostPID/hostIPC only with the MPS pipe directory (the mps overlay).
 // Usage: node validate_k8s.mjs FILE_OR_DIR...   (a directory: its *.yaml, one manifest set)
 import fs from "node:fs";
 import path from "node:path";
@@ -214,10 +218,27 @@ function checkUnknownFields(docs) {
 const podSpecPath = (obj) => (obj.kind === "Pod" ? ["spec"] : ["spec", "template", "spec"]);
 const WORKLOADS = new Set(["Pod", "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"]);
 
+// configMapGenerator entries of a Kustomization: { name, files: [{ key, file }] } (a `files` item
+// is PATH or KEY=PATH, PATH relative to the kustomization's directory).
+function generatedConfigMaps(doc) {
+  const dir = path.dirname(doc.file);
+  return (doc.obj.configMapGenerator ?? []).map((g, gi) => ({
+    name: g.name,
+    files: (g.files ?? []).map((f, fi) => {
+      const text = String(f);
+      const eq = text.indexOf("=");
+      const rel = eq < 0 ? text : text.slice(eq + 1);
+      return { key: eq < 0 ? path.basename(rel) : text.slice(0, eq), rel, file: path.resolve(dir, rel),
+        segs: ["configMapGenerator", gi, "files", fi] };
+    }),
+  }));
+}
+
 function checkKustomization(doc, setFiles) {
   const k = doc.obj;
   const known = new Set(["apiVersion", "kind", "metadata", "namespace", "resources", "images", "labels",
-    "commonLabels", "commonAnnotations", "configMapGenerator", "secretGenerator", "patches", "namePrefix", "nameSuffix", "replicas"]);
+    "commonLabels", "commonAnnotations", "configMapGenerator", "secretGenerator", "generatorOptions",
+    "patches", "replacements", "namePrefix", "nameSuffix", "replicas"]);
   for (const key of Object.keys(k)) if (!known.has(key)) report(doc, [key], `unknown Kustomization field '${key}'`);
   const dir = path.dirname(doc.file);
   const listed = new Set();
@@ -226,6 +247,15 @@ function checkKustomization(doc, setFiles) {
     if (!fs.existsSync(p)) report(doc, ["resources", i], `resource '${r}' does not exist`);
     listed.add(p);
   });
+  for (const g of generatedConfigMaps(doc)) {
+    for (const f of g.files) {
+      if (!fs.existsSync(f.file)) {
+        report(doc, f.segs, `configMapGenerator ${g.name}: file '${f.rel}' does not exist`);
+      } else if (f.rel.split("/").includes("seccomp") && f.rel.endsWith(".json")) {
+        checkSeccompFile(f.file);  // referenced or not, a shipped profile must be sound
+      }
+    }
+  }
   for (const f of setFiles) {
     const p = path.resolve(f);
     const base = path.basename(f);
@@ -235,9 +265,289 @@ function checkKustomization(doc, setFiles) {
   }
 }
 
+// -- seccomp profiles (Localhost): the OCI runtime-spec format, which containerd reads as is ------
+
+const SECCOMP_TOP = new Set(["defaultAction", "defaultErrnoRet", "architectures", "flags", "listenerPath",
+  "listenerMetadata", "syscalls"]);
+const SECCOMP_RULE = new Set(["names", "action", "errnoRet", "args", "comment"]);
+const SECCOMP_ARG = new Set(["index", "value", "valueTwo", "op"]);
+// Docker's own profile format: containerd (json.Unmarshal into the runtime-spec struct) drops
+// these silently, so a rule meant for some capabilities or kernels would apply to everyone.
+const DOCKER_ONLY = new Set(["archMap", "includes", "excludes", "name", "defaultErrno"]);
+const SECCOMP_ACTIONS = new Set(["SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_TRAP",
+  "SCMP_ACT_ERRNO", "SCMP_ACT_TRACE", "SCMP_ACT_ALLOW", "SCMP_ACT_LOG", "SCMP_ACT_NOTIFY"]);
+const SECCOMP_OPS = new Set(["SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE", "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
+  "SCMP_CMP_MASKED_EQ"]);
+// What the io_uring injector and codl-victim --reader io_uring call.
+const SECCOMP_REQUIRED = ["io_uring_setup", "io_uring_enter", "io_uring_register"];
+// Allowed by the runtime default only with CAP_SYS_ADMIN (or SYS_MODULE, SYS_BOOT, SYS_TIME, ...),
+// which the agent does not hold, and used by nothing it runs: a profile allowing them would hand
+// back what dropping those capabilities took away.
+const SECCOMP_NEVER = new Set(["acct", "add_key", "bpf", "chroot", "clock_settime", "delete_module", "fanotify_init",
+  "finit_module", "fsconfig", "fsmount", "fsopen", "fspick", "init_module", "ioperm", "iopl", "kexec_file_load",
+  "kexec_load", "keyctl", "lookup_dcookie", "mount", "mount_setattr", "move_mount", "open_by_handle_at", "open_tree",
+  "pivot_root", "quotactl", "quotactl_fd", "reboot", "request_key", "setdomainname", "sethostname", "setns",
+  "settimeofday", "swapoff", "swapon", "syslog", "umount", "umount2", "unshare", "userfaultfd", "vhangup"]);
+// Allowed by the runtime default only with arguments (clone without namespace flags).
+const SECCOMP_NEVER_UNCONDITIONAL = new Set(["clone"]);
+
+// Problems of a seccomp profile's text, each { message, offset } (offset into `text`, or -1).
+function seccompProblems(text) {
+  const out = [];
+  const add = (message, offset = -1) => out.push({ message, offset });
+  let prof;
+  try {
+    prof = JSON.parse(text);
+  } catch (e) {
+    const m = /position (\d+)/.exec(e.message);
+    add(`not valid JSON: ${e.message}`, m ? Number(m[1]) : -1);
+    return out;
+  }
+  if (prof === null || typeof prof !== "object" || Array.isArray(prof)) {
+    add("not a JSON object");
+    return out;
+  }
+  // Where rule i starts in the text (its "names" key), and where a name appears in it.
+  const ruleAt = [...text.matchAll(/"names"\s*:/g)].map((m) => m.index);
+  const at = (i, name) => {
+    const from = ruleAt[i] ?? -1;
+    if (from < 0 || name === undefined) return from;
+    const k = text.indexOf(JSON.stringify(name), from);
+    return k < 0 ? from : k;
+  };
+  for (const key of Object.keys(prof)) {
+    if (DOCKER_ONLY.has(key)) {
+      add(`'${key}' is Docker's profile format, which containerd ignores: write the OCI runtime-spec format (architectures, syscalls[].names/action/args)`,
+        text.indexOf(JSON.stringify(key)));
+    } else if (!SECCOMP_TOP.has(key)) {
+      add(`unknown field '${key}'`, text.indexOf(JSON.stringify(key)));
+    }
+  }
+  if (prof.defaultAction !== "SCMP_ACT_ERRNO") {
+    add(`defaultAction must be SCMP_ACT_ERRNO (deny what is not listed), not ${JSON.stringify(prof.defaultAction)}`,
+      text.indexOf('"defaultAction"'));
+  }
+  if (!Array.isArray(prof.architectures) || prof.architectures.length === 0 ||
+      !prof.architectures.every((a) => typeof a === "string" && a.startsWith("SCMP_ARCH_"))) {
+    add("architectures must list SCMP_ARCH_* values (without them only the native ABI is filtered)",
+      text.indexOf('"architectures"'));
+  }
+  if (!Array.isArray(prof.syscalls) || prof.syscalls.length === 0) {
+    add("syscalls must be a non-empty list of rules");
+    return out;
+  }
+  const unconditional = new Map();  // name -> rule index (rules without args)
+  const conditional = new Map();    // name -> [rule index] (rules with args)
+  const allowedAnyhow = new Set();  // names some ALLOW rule lets through
+  const seenArgRule = new Set();
+  prof.syscalls.forEach((rule, i) => {
+    if (rule === null || typeof rule !== "object" || Array.isArray(rule)) {
+      add(`rule ${i} is not an object`, at(i));
+      return;
+    }
+    for (const key of Object.keys(rule)) {
+      if (DOCKER_ONLY.has(key)) {
+        add(`rule ${i}: '${key}' is Docker's profile format, which containerd ignores (the rule would apply unconditionally)`, at(i));
+      } else if (!SECCOMP_RULE.has(key)) {
+        add(`rule ${i}: unknown field '${key}'`, at(i));
+      }
+    }
+    if (!SECCOMP_ACTIONS.has(rule.action)) add(`rule ${i}: unknown action ${JSON.stringify(rule.action)}`, at(i));
+    if (rule.errnoRet !== undefined && !Number.isInteger(rule.errnoRet)) add(`rule ${i}: errnoRet must be an integer`, at(i));
+    const args = rule.args ?? [];
+    if (!Array.isArray(args)) {
+      add(`rule ${i}: args must be a list`, at(i));
+      return;
+    }
+    args.forEach((a, j) => {
+      for (const key of Object.keys(a ?? {})) if (!SECCOMP_ARG.has(key)) add(`rule ${i}: args[${j}]: unknown field '${key}'`, at(i));
+      if (!Number.isInteger(a?.index) || a.index < 0 || a.index > 5) add(`rule ${i}: args[${j}].index must be 0..5`, at(i));
+      if (!Number.isInteger(a?.value) || a.value < 0) add(`rule ${i}: args[${j}].value must be a non-negative integer`, at(i));
+      if (!SECCOMP_OPS.has(a?.op)) add(`rule ${i}: args[${j}]: unknown op ${JSON.stringify(a?.op)}`, at(i));
+    });
+    if (!Array.isArray(rule.names) || rule.names.length === 0) {
+      add(`rule ${i}: names must be a non-empty list`, at(i));
+      return;
+    }
+    const inRule = new Set();
+    for (const name of rule.names) {
+      if (typeof name !== "string" || !/^[a-z_][a-z0-9_]*$/.test(name)) {
+        add(`rule ${i}: ${JSON.stringify(name)} is not a system call name`, at(i));
+        continue;
+      }
+      if (inRule.has(name)) {
+        add(`duplicate system call '${name}' in rule ${i}`, at(i, name));
+        continue;
+      }
+      inRule.add(name);
+      if (rule.action === "SCMP_ACT_ALLOW") allowedAnyhow.add(name);
+      if (args.length === 0) {
+        if (unconditional.has(name)) {
+          add(`duplicate system call '${name}': rules ${unconditional.get(name)} and ${i}`, at(i, name));
+        } else if (conditional.has(name)) {
+          add(`system call '${name}' has argument rules (${conditional.get(name).join(", ")}) and an unconditional one (${i})`, at(i, name));
+        } else {
+          unconditional.set(name, i);
+        }
+        if (rule.action === "SCMP_ACT_ALLOW" && SECCOMP_NEVER_UNCONDITIONAL.has(name)) {
+          add(`allows ${name} unconditionally: the runtime default allows it only without namespace flags (an args rule)`, at(i, name));
+        }
+      } else {
+        const sig = `${name} ${rule.action} ${JSON.stringify(args)}`;
+        if (seenArgRule.has(sig)) add(`duplicate rule for '${name}' with the same arguments (rule ${i})`, at(i, name));
+        seenArgRule.add(sig);
+        if (unconditional.has(name)) {
+          add(`system call '${name}' has an unconditional rule (${unconditional.get(name)}) and an argument rule (${i})`, at(i, name));
+        }
+        conditional.set(name, [...(conditional.get(name) ?? []), i]);
+      }
+      if (rule.action === "SCMP_ACT_ALLOW" && SECCOMP_NEVER.has(name)) {
+        add(`allows ${name}: the runtime default allows it only with capabilities the agent does not have, and the agent does not use it`,
+          at(i, name));
+      }
+    }
+  });
+  for (const name of SECCOMP_REQUIRED) {
+    const i = unconditional.get(name);
+    if (i === undefined || prof.syscalls[i].action !== "SCMP_ACT_ALLOW") {
+      add(`does not allow ${name} (the io_uring injector needs ${SECCOMP_REQUIRED.join(", ")}; runtime defaults block them)`);
+    }
+  }
+  return out;
+}
+
+const checkedProfiles = new Set();  // files and ConfigMap keys already checked
+
+function lineCol(text, offset) {
+  const before = text.slice(0, Math.max(0, offset));
+  const line = before.split("\n").length;
+  return { line, col: offset - before.lastIndexOf("\n") };
+}
+
+// A profile file (once), its findings as FILE:LINE:COL.
+function checkSeccompFile(file) {
+  if (checkedProfiles.has(file)) return;
+  checkedProfiles.add(file);
+  const text = fs.readFileSync(file, "utf8");
+  for (const p of seccompProblems(text)) {
+    const pos = p.offset >= 0 ? lineCol(text, p.offset) : { line: 1, col: 1 };
+    problems.push(`${file}:${pos.line}:${pos.col}: seccomp profile: ${p.message}`);
+  }
+}
+
+// Finds the profile a `localhostProfile: profiles/NAME` reference installs, in this set: a
+// ConfigMap with a key NAME (a rendered Kustomization) or a configMapGenerator file NAME (the
+// source tree, deploy/k8s/seccomp/), and checks it once. Returns false if the set ships none.
+function checkLocalhostProfile(docs, name) {
+  for (const d of docs) {
+    if (d.obj.kind !== "ConfigMap" || typeof d.obj.data?.[name] !== "string") continue;
+    const id = `${d.file}#${d.index}#${name}`;
+    if (!checkedProfiles.has(id)) {
+      checkedProfiles.add(id);
+      const text = d.obj.data[name];
+      for (const p of seccompProblems(text)) {
+        const where = p.offset >= 0 ? ` line ${lineCol(text, p.offset).line}` : "";
+        report(d, ["data", name], `seccomp profile ${name}${where}: ${p.message}`);
+      }
+    }
+    return true;
+  }
+  for (const d of docs) {
+    if (d.obj.kind !== "Kustomization") continue;
+    for (const g of generatedConfigMaps(d)) {
+      const f = g.files.find((x) => x.key === name);
+      if (!f) continue;
+      if (fs.existsSync(f.file)) checkSeccompFile(f.file);  // else checkKustomization says so
+      return true;
+    }
+  }
+  return false;
+}
+
+// -- the agent DaemonSet -------------------------------------------------------------------------
+
+// The capabilities the agent uses (docs/deploy.md, "What the agent DaemonSet is granted, and
+// why"): victims dropped to victim_user (SETUID, SETGID), signals to them (KILL), pinned memory
+// for io_uring registered buffers and RDMA (IPC_LOCK).
+const AGENT_CAPS = new Set(["SETUID", "SETGID", "KILL", "IPC_LOCK"]);
+const WHY = "(docs/deploy.md, \"What the agent DaemonSet is granted, and why\")";
+
+function checkAgent(doc, docs, ps, spec) {
+  const mpsMounted = (spec.volumes ?? []).some((v) => v.name === "mps-pipe") &&
+    (spec.containers ?? []).some((c) => (c.volumeMounts ?? []).some((m) => m.name === "mps-pipe"));
+  for (const field of ["hostPID", "hostIPC"]) {
+    if (spec[field] === true && !mpsMounted) {
+      report(doc, [...ps, field], `${field} is only for sharing MPS with victims in other pods (deploy/k8s-overlays/mps, ` +
+        "volume mps-pipe): the agent's own children need no host namespace but the network");
+    }
+  }
+  const podSeccomp = spec.securityContext?.seccompProfile;
+  if (podSeccomp?.type === "Unconfined") {
+    report(doc, [...ps, "securityContext", "seccompProfile", "type"],
+      "seccomp Unconfined: use RuntimeDefault here and the agent's Localhost profile on its container");
+  }
+  const lists = [["initContainers", spec.initContainers ?? []], ["containers", spec.containers ?? []]];
+  for (const [list, containers] of lists) {
+    containers.forEach((c, i) => {
+      const cp = [...ps, list, i];
+      const sc = c.securityContext ?? {};
+      const scp = [...cp, "securityContext"];
+      if (sc.privileged === true) {
+        report(doc, [...scp, "privileged"], `must not be privileged: the agent gets the capabilities it uses ${WHY}`);
+      }
+      if (sc.allowPrivilegeEscalation !== false) {
+        report(doc, [...scp, "allowPrivilegeEscalation"],
+          "set allowPrivilegeEscalation: false (no_new_privs: victims cannot regain root through setuid binaries)");
+      }
+      const drop = (sc.capabilities?.drop ?? []).map((x) => String(x).replace(/^CAP_/, ""));
+      if (!drop.includes("ALL")) report(doc, [...scp, "capabilities", "drop"], "capabilities.drop must be [ALL]");
+      (sc.capabilities?.add ?? []).forEach((cap, j) => {
+        const name = String(cap).replace(/^CAP_/, "");
+        if (!AGENT_CAPS.has(name) || list === "initContainers") {
+          report(doc, [...scp, "capabilities", "add", j], `capability ${cap} is not one ${list === "initContainers" ?
+            "an init container" : "the agent"} uses ${WHY}`);
+        }
+      });
+      const seccomp = sc.seccompProfile ?? podSeccomp;
+      const seccompPath = sc.seccompProfile ? [...scp, "seccompProfile"] : [...ps, "securityContext", "seccompProfile"];
+      if (!seccomp?.type) {
+        report(doc, scp, "no seccomp profile (RuntimeDefault, or the agent's Localhost profile)");
+      } else if (seccomp.type === "Unconfined") {
+        if (sc.seccompProfile) {
+          report(doc, [...seccompPath, "type"], list === "containers"
+            ? "seccomp Unconfined: use the agent's Localhost profile (deploy/k8s/seccomp)"
+            : "seccomp Unconfined: use RuntimeDefault");
+        }
+      } else if (list === "containers" && seccomp.type !== "Localhost") {
+        report(doc, [...seccompPath, "type"],
+          `seccomp ${seccomp.type} blocks io_uring: use the Localhost profile profiles/codl-agent.json (deploy/k8s/seccomp)`);
+      }
+      if (!c.resources?.limits?.memory) {
+        report(doc, [...cp, "resources", "limits"], "set a memory limit (the victim and the antagonists count against it too)");
+      }
+      if (list !== "containers") return;
+      for (const part of ["requests", "limits"]) {
+        if (c.resources?.[part]?.["nvidia.com/gpu"] !== undefined) {
+          report(doc, [...cp, "resources", part, "nvidia.com/gpu"],
+            "the agent must not request GPUs (it would take them from the victim)");
+        }
+      }
+      if (c.resources?.limits?.cpu !== undefined) {
+        report(doc, [...cp, "resources", "limits", "cpu"], "no CPU limit on the agent: antagonists must reach their targets");
+      }
+      if (!(c.resources?.requests?.cpu && c.resources?.requests?.memory)) {
+        report(doc, [...cp, "resources", "requests"], "set cpu and memory requests");
+      }
+    });
+  }
+}
+
 function checkRules(docs, setFiles) {
   const named = (kind) => new Set(docs.filter((d) => d.obj.kind === kind).map((d) => d.obj.metadata?.name));
   const configMaps = named("ConfigMap");
+  for (const d of docs) {
+    if (d.obj.kind === "Kustomization") for (const g of generatedConfigMaps(d)) configMaps.add(g.name);
+  }
   const claims = named("PersistentVolumeClaim");
   const podLabels = docs.filter((d) => WORKLOADS.has(d.obj.kind))
     .map((d) => (d.obj.kind === "Pod" ? d.obj.metadata?.labels : d.obj.spec?.template?.metadata?.labels) ?? {});
@@ -265,35 +575,32 @@ function checkRules(docs, setFiles) {
           `PersistentVolumeClaim '${v.persistentVolumeClaim.claimName}' is not in this set`);
       }
     });
+    // Localhost seccomp profiles must ship with the manifests (and be sound).
+    const profiles = [[[...ps, "securityContext"], spec.securityContext]];
+    for (const list of ["initContainers", "containers"]) {
+      (spec[list] ?? []).forEach((c, i) => profiles.push([[...ps, list, i, "securityContext"], c.securityContext]));
+    }
+    for (const [segs, sc] of profiles) {
+      const sp = sc?.seccompProfile;
+      if (sp?.type !== "Localhost") continue;
+      if (typeof sp.localhostProfile !== "string" || sp.localhostProfile === "") {
+        report(doc, [...segs, "seccompProfile"], "type Localhost needs localhostProfile");
+        continue;
+      }
+      const name = path.posix.basename(sp.localhostProfile);
+      if (!checkLocalhostProfile(docs, name)) {
+        report(doc, [...segs, "seccompProfile", "localhostProfile"],
+          `Localhost profile '${sp.localhostProfile}' is not shipped here: no ConfigMap key or configMapGenerator file ` +
+          `named ${name} (the repository's profiles live in deploy/k8s/seccomp/)`);
+      }
+    }
     const selector = o.spec?.selector?.matchLabels;
     const tmplLabels = o.spec?.template?.metadata?.labels ?? {};
     if (selector && !Object.entries(selector).every(([k, v]) => tmplLabels[k] === v)) {
       report(doc, ["spec", "selector", "matchLabels"], "does not match the pod template's labels");
     }
-    if (o.kind !== "DaemonSet") continue;
-    // The agent: shares the node with the victim.
-    if (spec.hostPID !== true) report(doc, [...ps, "hostPID"], "the agent DaemonSet needs hostPID: true");
-    const podUnconfined = spec.securityContext?.seccompProfile?.type === "Unconfined";
-    (spec.containers ?? []).forEach((c, i) => {
-      const cp = [...ps, "containers", i];
-      const sc = c.securityContext ?? {};
-      if (!sc.privileged && !podUnconfined && sc.seccompProfile?.type !== "Unconfined") {
-        report(doc, [...cp, "securityContext"],
-          "needs privileged: true or seccompProfile Unconfined (default seccomp profiles block io_uring)");
-      }
-      for (const part of ["requests", "limits"]) {
-        if (c.resources?.[part]?.["nvidia.com/gpu"] !== undefined) {
-          report(doc, [...cp, "resources", part, "nvidia.com/gpu"],
-            "the agent must not request GPUs (it would take them from the victim)");
-        }
-      }
-      if (c.resources?.limits?.cpu !== undefined) {
-        report(doc, [...cp, "resources", "limits", "cpu"], "no CPU limit on the agent: antagonists must reach their targets");
-      }
-      if (!(c.resources?.requests?.cpu && c.resources?.requests?.memory)) {
-        report(doc, [...cp, "resources", "requests"], "set cpu and memory requests");
-      }
-    });
+    // The agent: shares the node with the victim, unprivileged.
+    if (o.kind === "DaemonSet") checkAgent(doc, docs, ps, spec);
   }
 }
 
