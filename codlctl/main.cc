@@ -233,7 +233,7 @@ int RunReport(const GlobalOptions& g, const std::string& id, const std::string& 
   if (db.empty()) {
     auto c = ConnectController(g);
     if (!c.ok()) {
-      fprintf(stderr, "codlctl report: %s\n", TerminalSafe(c.error()).c_str());
+      fprintf(stderr, "codlctl report: %s\n", codl::TerminalSafe(c.error()).c_str());
       return kExitBadInput;
     }
     client = std::move(c.value());
@@ -405,7 +405,7 @@ int main(int argc, char** argv) {
   // quoted in the docs can be checked without a controller.
   if (getenv("CODLCTL_PARSE_ONLY") != nullptr) return kExitOk;
   if (codl::Status s = ApplyLogging(g.log_level, g.options.log_format); !s.ok()) {
-    fprintf(stderr, "codlctl: %s\n", TerminalSafe(s.error()).c_str());
+    fprintf(stderr, "codlctl: %s\n", codl::TerminalSafe(s.error()).c_str());
     return kExitBadInput;
   }
   if (!g.token.empty()) {
@@ -418,7 +418,7 @@ int main(int argc, char** argv) {
   if (!g.token_file.empty()) {
     auto text = codl::daemon::ReadTokenFile(g.token_file);
     if (!text.ok()) {
-      fprintf(stderr, "codlctl: --token-file: %s\n", TerminalSafe(text.error()).c_str());
+      fprintf(stderr, "codlctl: --token-file: %s\n", codl::TerminalSafe(text.error()).c_str());
       return kExitBadInput;
     }
     token = *text;

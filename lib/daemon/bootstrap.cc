@@ -11,6 +11,7 @@
 #include "lib/daemon/logging.h"
 #include "lib/daemon/service_notifier.h"
 #include "lib/rpc/health.h"
+#include "lib/rpc/unix_listener.h"
 
 namespace codl::daemon {
 
@@ -106,7 +107,8 @@ std::optional<int> DaemonBootstrap::Parse(int argc, char** argv) {
 std::optional<int> DaemonBootstrap::AfterLoad(
     const std::string& path, const std::optional<TlsPaths>& tls,
     const std::optional<std::string>& token_file, const std::optional<std::string>& tokens_file,
-    const std::optional<std::vector<std::string>>& unix_roles) {
+    const std::optional<std::vector<std::string>>& unix_roles,
+    const ConnectionConfig& connections) {
   // The file's tls block is all or nothing: one --tls-* flag replaces the whole of it.
   const bool tls_flag_given = Given("--tls-ca") || Given("--tls-cert") || Given("--tls-key");
   if (tls && tls_[0] != nullptr && !tls_flag_given) {
@@ -145,6 +147,12 @@ std::optional<int> DaemonBootstrap::AfterLoad(
       Given("--unix-role") ? unix_role_flags_ : unix_roles.value_or(std::vector<std::string>{}));
   if (!roles.ok()) return Fail(roles.error());
   rpc::SetLocalRoles(*roles);
+  rpc::ConnectionLimits limits;
+  if (connections.max_connections) limits.total = static_cast<size_t>(*connections.max_connections);
+  if (connections.max_connections_per_caller)
+    limits.per_caller = static_cast<size_t>(*connections.max_connections_per_caller);
+  if (connections.idle_timeout_s) limits.idle_timeout_s = *connections.idle_timeout_s;
+  rpc::SetConnectionLimits(limits);
   if (!path.empty()) spdlog::info("{}: config {}", name_, path);
   return std::nullopt;
 }

@@ -78,7 +78,8 @@ class DaemonBootstrap {
   std::optional<int> AfterLoad(const std::string& path, const std::optional<TlsPaths>& tls,
                                const std::optional<std::string>& token_file,
                                const std::optional<std::string>& tokens_file,
-                               const std::optional<std::vector<std::string>>& unix_roles);
+                               const std::optional<std::vector<std::string>>& unix_roles,
+                               const ConnectionConfig& connections);
   // --log-level/--log-format over the file's log_level/log_format; --health-listen over
   // health_listen.
   std::optional<int> ApplyLoggingAndHealth(const std::optional<std::string>& log_level,
@@ -110,7 +111,8 @@ std::optional<int> DaemonBootstrap::Load(int argc, char** argv,
   *file = std::move(*loaded);
   if (auto exit = ApplyLoggingAndHealth(file->log_level, file->log_format, file->health_listen))
     return exit;
-  return AfterLoad(*path, file->tls, file->token_file, file->tokens_file, file->unix_roles);
+  return AfterLoad(*path, file->tls, file->token_file, file->tokens_file, file->unix_roles,
+                   file->connections);
 }
 
 }  // namespace codl::daemon

@@ -92,6 +92,18 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
     if (!ValidLogFormat(*c->log_format))
       Fail(m.Value("log_format"), "log_format", "expected text or json");
   }
+  if (m.Has("max_connections")) {
+    c->connections.max_connections =
+        yaml::Integer(m.Value("max_connections"), "max_connections", 1, 1 << 20);
+  }
+  if (m.Has("max_connections_per_caller")) {
+    c->connections.max_connections_per_caller = yaml::Integer(
+        m.Value("max_connections_per_caller"), "max_connections_per_caller", 1, 1 << 20);
+  }
+  if (m.Has("idle_timeout")) {
+    c->connections.idle_timeout_s =
+        yaml::Duration(m.Value("idle_timeout"), "idle_timeout", /*positive=*/true);
+  }
   // Checked (and names resolved) by rpc::LocalRoles::Parse at start; here: a list of "ROLE=WHO".
   if (m.Has("unix_roles")) {
     c->unix_roles = yaml::StringList(m.Value("unix_roles"), "unix_roles");
@@ -108,12 +120,18 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
 Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename) {
   AgentConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
-    MapReader m(
-        root, "",
-        {"controller",     "listen",        "advertise",  "id",          "labels",
-         "scratch_roots",  "allow_victim",  "max_level",  "lease",       "heartbeat_interval",
-         "state_dir",      "tls",           "token_file", "tokens_file", "victim_user",
-         "metrics_listen", "health_listen", "log_level",  "log_format",  "unix_roles"});
+    MapReader m(root, "", {"controller",      "listen",
+                           "advertise",       "id",
+                           "labels",          "scratch_roots",
+                           "allow_victim",    "max_level",
+                           "lease",           "heartbeat_interval",
+                           "state_dir",       "tls",
+                           "token_file",      "tokens_file",
+                           "victim_user",     "metrics_listen",
+                           "health_listen",   "log_level",
+                           "log_format",      "unix_roles",
+                           "max_connections", "max_connections_per_caller",
+                           "idle_timeout"});
     if (m.Has("controller"))
       c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
@@ -143,10 +161,11 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
                                                const std::string& filename) {
   ControllerConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
-    MapReader m(root, "",
-                {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file",
-                 "tokens_file", "metrics_listen", "health_listen", "log_level", "log_format",
-                 "unix_roles", "resume_interrupted"});
+    MapReader m(
+        root, "",
+        {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file", "tokens_file",
+         "metrics_listen", "health_listen", "log_level", "log_format", "unix_roles",
+         "resume_interrupted", "max_connections", "max_connections_per_caller", "idle_timeout"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("resume_interrupted"))
       c.resume_interrupted = yaml::Bool(m.Value("resume_interrupted"), "resume_interrupted");

@@ -25,6 +25,13 @@ struct TlsPaths {
   std::string key;
 };
 
+// Connection caps both daemons take (rpc::ConnectionLimits; docs/configuration.md).
+struct ConnectionConfig {
+  std::optional<int64_t> max_connections;             // non-admin unix-socket connections, all
+  std::optional<int64_t> max_connections_per_caller;  // of one non-admin uid
+  std::optional<double> idle_timeout_s;               // no call for this long: closed
+};
+
 struct AgentConfig {
   std::optional<std::string> controller;      // controller address
   std::optional<std::string> listen;          // this agent's service address (port 0: ephemeral)
@@ -46,6 +53,7 @@ struct AgentConfig {
   std::optional<std::string> log_level;       // debug | info | warn | error
   std::optional<std::string> log_format;      // text | json
   std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
+  ConnectionConfig connections;
 };
 
 struct ControllerConfig {
@@ -61,7 +69,8 @@ struct ControllerConfig {
   std::optional<std::string> log_level;       // debug | info | warn | error
   std::optional<std::string> log_format;      // text | json
   std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
-  std::optional<bool> resume_interrupted;              // resume what a crash interrupted, at start
+  ConnectionConfig connections;
+  std::optional<bool> resume_interrupted;  // resume what a crash interrupted, at start
 };
 
 // `filename` is used in messages and to resolve relative paths.

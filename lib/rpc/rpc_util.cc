@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <random>
@@ -183,6 +184,13 @@ Result<StartedServer> StartServer(const Endpoint& listen,
   // Bounded requests (security issue, item 4): the largest legitimate one is a submitted YAML
   // (itself capped by the YAML reader) or a victim spec; 16 MiB leaves ample room.
   builder.SetMaxReceiveMessageSize(16 << 20);
+  // A connection with no call for this long is closed (ConnectionLimits): one that never sends
+  // a byte holds a descriptor no longer than that. Clients reconnect on their next call.
+  const double idle_s = CurrentConnectionLimits().idle_timeout_s;
+  if (idle_s > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                               static_cast<int>(std::min(idle_s * 1e3, 2e9)));
+  }
   int port = 0;
   const bool unix_socket = listen.address.rfind("unix:", 0) == 0;
   if (unix_socket) {

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <mutex>
 
@@ -31,6 +32,8 @@ namespace {
 struct LocalPeer {
   Identity who;
   ino_t inode = 0;
+  uid_t uid = 0;
+  bool admin = false;
 };
 std::mutex& PeersMu() {
   static std::mutex mu;
@@ -39,6 +42,15 @@ std::mutex& PeersMu() {
 std::map<int, LocalPeer>& Peers() {
   static auto* peers = new std::map<int, LocalPeer>();  // outlives server threads at exit
   return *peers;
+}
+
+std::mutex& LimitsMu() {
+  static std::mutex mu;
+  return mu;
+}
+ConnectionLimits& Limits() {
+  static ConnectionLimits limits;
+  return limits;
 }
 
 ino_t InodeOf(int fd) {
@@ -77,6 +89,16 @@ Status CheckSocketDirectory(const std::string& dir, mode_t create_mode, mode_t f
 }
 
 }  // namespace
+
+void SetConnectionLimits(const ConnectionLimits& limits) {
+  std::lock_guard<std::mutex> l(LimitsMu());
+  Limits() = limits;
+}
+
+ConnectionLimits CurrentConnectionLimits() {
+  std::lock_guard<std::mutex> l(LimitsMu());
+  return Limits();
+}
 
 Status EnsurePrivateDirectory(const std::string& dir) {
   return CheckSocketDirectory(dir, 0700, 077);
@@ -151,10 +173,48 @@ void UnixListener::Stop() {
   unlink(path_.c_str());
 }
 
-std::optional<Identity> UnixListener::Admit(int conn) const {
+bool UnixListener::WithinLimits(uid_t uid, bool admin) {
+  const ConnectionLimits caps = CurrentConnectionLimits();
+  size_t mine = 0, others = 0;
+  {
+    std::lock_guard<std::mutex> l(PeersMu());
+    for (auto it = Peers().begin(); it != Peers().end();) {
+      if (InodeOf(it->first) != it->second.inode) {  // gRPC closed it (or the number moved on)
+        it = Peers().erase(it);
+        continue;
+      }
+      if (!it->second.admin) {
+        ++others;
+        mine += it->second.uid == uid;
+      }
+      ++it;
+    }
+  }
+  if (admin) return true;
+  std::string cap;
+  if (mine >= caps.per_caller) {
+    cap = "uid " + std::to_string(uid) + " already has " + std::to_string(mine) +
+          " connections open (max_connections_per_caller " + std::to_string(caps.per_caller) + ")";
+  } else if (others >= caps.total) {
+    cap = std::to_string(others) + " connections of non-admin callers are open (max_connections " +
+          std::to_string(caps.total) + ")";
+  }
+  if (cap.empty()) return true;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const double now_s = now.tv_sec + now.tv_nsec * 1e-9;
+  if (now_s - last_refusal_log_s_ >= 1) {
+    last_refusal_log_s_ = now_s;
+    spdlog::warn("unix:{}: refused a connection: {}", path_, cap);
+  }
+  return false;
+}
+
+std::optional<Identity> UnixListener::Admit(int conn, uid_t* uid) const {
   ucred peer{};
   socklen_t len = sizeof peer;
   if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return std::nullopt;
+  *uid = peer.uid;
   // The peer's groups as they were at connect(): SO_PEERGROUPS (Linux 4.13).
   std::vector<gid_t> groups(256);
   socklen_t glen = groups.size() * sizeof(gid_t);
@@ -187,14 +247,16 @@ void UnixListener::AcceptLoop(grpc::Server* server) {
       if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) usleep(100 * 1000);
       continue;
     }
-    auto who = Admit(conn);
-    if (!who) {
+    uid_t uid = 0;
+    auto who = Admit(conn, &uid);
+    const bool admin = uid == 0 || uid == geteuid();
+    if (!who || !WithinLimits(uid, admin)) {
       close(conn);
       continue;
     }
     {
       std::lock_guard<std::mutex> l(PeersMu());
-      Peers()[conn] = LocalPeer{*who, InodeOf(conn)};
+      Peers()[conn] = LocalPeer{*who, InodeOf(conn), uid, admin};
     }
     grpc::AddInsecureChannelFromFd(server, conn);  // the server owns the fd from here on
   }

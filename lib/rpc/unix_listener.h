@@ -26,6 +26,20 @@
 
 namespace codl::rpc {
 
+// Caps on what non-admin callers may hold open (docs/security.md, "Connection limits"): a caller
+// granted only `user-read` must not exhaust the daemon's descriptors or threads. Root and the
+// daemon's own uid (the local admins) are not counted against them: the rest of the descriptor
+// limit is theirs. `idle_timeout_s` applies to every connection, TCP too: one with no call for
+// that long is closed (gRPC's max_connection_idle), so a connection that never sends a byte is
+// not kept forever.
+struct ConnectionLimits {
+  size_t per_caller = 64;       // open unix-socket connections of one non-admin uid
+  size_t total = 1024;          // of all non-admin uids together
+  double idle_timeout_s = 600;  // no call for this long: closed
+};
+void SetConnectionLimits(const ConnectionLimits& limits);
+ConnectionLimits CurrentConnectionLimits();
+
 // Whether a peer with `peer_uid` may use a daemon running as `self_uid`.
 bool AdmitLocalPeer(uid_t peer_uid, uid_t self_uid);
 
@@ -57,14 +71,18 @@ class UnixListener {
   UnixListener(int fd, int wake_fd, std::string path, LocalRoles roles)
       : fd_(fd), wake_fd_(wake_fd), path_(std::move(path)), roles_(std::move(roles)) {}
   void AcceptLoop(grpc::Server* server);
-  // The connection's identity, or nullopt when its peer has no role here.
-  std::optional<Identity> Admit(int conn) const;
+  // The connection's identity, or nullopt when its peer has no role here. `uid`: the peer's.
+  std::optional<Identity> Admit(int conn, uid_t* uid) const;
+  // Whether a connection of `uid` fits the caps (ConnectionLimits); logs a refusal (at most
+  // once a second) naming the cap. Prunes entries of connections gRPC has closed.
+  bool WithinLimits(uid_t uid, bool admin);
 
   int fd_;
   int wake_fd_;  // eventfd: Stop wakes the accept loop's poll
   std::string path_;
   LocalRoles roles_;
   std::thread thread_;
+  double last_refusal_log_s_ = 0;
 };
 
 }  // namespace codl::rpc

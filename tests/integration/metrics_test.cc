@@ -67,8 +67,8 @@ TEST(Metrics, ControllerAndAgentExposePromtoolCleanMetrics) {
                 dir + "/agent.log");
   WriteFile(dir + "/exp.yaml",
             "name: metrics\n"
-            "victim: {command: [sh, -c, 'echo {\\\"step_time_s\\\": 0.01}; echo "
-            "{\\\"step_time_s\\\": 0.02}'],"
+            "victim: {command: [sh, -c, 'sleep 0.01; echo {\\\"step_time_s\\\": 0.01}; sleep 0.02; "
+            "echo {\\\"step_time_s\\\": 0.02}'],"
             " timeout: 30s}\n"
             "antagonists: [{name: idle, injector: noop, rates: ['1000']}]\n"
             "repetitions: 2\nsettle: 1s\n");

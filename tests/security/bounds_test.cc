@@ -55,7 +55,11 @@ TEST(AgentRegistryIntegrity, LiveAgentCannotBeReRegisteredByAnotherIdentity) {
   EXPECT_EQ(r.List().at(0).address(), "10.0.0.7:7701") << "the live agent keeps its address";
   // Heartbeats from the other identity neither count nor keep the agent alive.
   EXPECT_FALSE(r.Heartbeat("gpu-1", 0.001, 0, 0, kAttacker));
-  // The same identity may re-register (an agent restart on the same host, new port).
+  // The same identity at another address while the agent is alive: a second agent process
+  // with this id (a clone), refused too; a restart takes over once the predecessor is silent.
+  EXPECT_EQ(r.Register(Info("gpu-1", "10.0.0.7:7799"), kAgentHost).code(),
+            StatusCode::kAlreadyExists);
+  clock.Advance(6);
   EXPECT_TRUE(r.Register(Info("gpu-1", "10.0.0.7:7799"), kAgentHost).ok());
   EXPECT_TRUE(r.Heartbeat("gpu-1", 0.001, 0, 0, kAgentHost));
 }
