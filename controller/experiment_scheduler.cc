@@ -4,6 +4,8 @@
 #include "controller/run_events.h"
 #include "lib/rpc/records_proto.h"
 
+#include <malloc.h>
+
 #include <memory>
 #include <random>
 
@@ -118,6 +120,11 @@ class ExperimentScheduler::Listener : public RunListener {
 };
 
 namespace {
+
+// A plan of 100,000 trials is ~30 MB of small allocations; once its experiment ends glibc keeps
+// the freed pages in its arenas (RSS stayed ~180 MB above the start after a large cancel).
+// malloc_trim hands them back to the kernel.
+void ReturnFreedMemory() { malloc_trim(0); }
 
 // "12 trials", or for adaptive repetitions "up to 80 trials (adaptive: 5..40 blocks until every
 // CI half-width <= 2%)".
@@ -398,6 +405,8 @@ Result<ExperimentScheduler::CancelOutcome> ExperimentScheduler::Cancel(const std
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled,
                                  "cancelled before it started", live->record.finished_unix_ms);
   Publish(live, events::ExperimentChanged(ExperimentState::kCancelled, ""), true);
+  live.reset();
+  ReturnFreedMemory();
   return CancelOutcome{ExperimentState::kCancelled, false};
 }
 
@@ -471,6 +480,8 @@ void ExperimentScheduler::WorkerLoop() {
       queue_.pop_front();
     }
     RunOne(live);
+    live.reset();
+    ReturnFreedMemory();
   }
 }
 

@@ -391,6 +391,33 @@ TEST_F(ClusterTest, QueuedExperimentsSurviveAControllerKillAndTheInterruptedOneR
   EXPECT_NE(again.err.find("nothing to resume"), std::string::npos) << again.err;
 }
 
+// Cloned hosts sharing a hostname: a second agent process with a live agent's id (plaintext
+// loopback, no tokens: no identity tells them apart) is refused and the first keeps its id.
+TEST_F(ClusterTest, ASecondAgentWithALiveAgentsIdIsRefused) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  const auto first = c.Ctl({"agents", "--json"}).out;
+  std::vector<std::string> argv = {Bin("codl-agent"), "--controller", c.address(), "--id", "a",
+                                   "--listen", "127.0.0.1:0", "--scratch-root", dir_,
+                                   "--state-dir", dir_ + "/state-a2", "--insecure"};
+  Process second(argv, dir_ + "/agent-a2.log");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadFile(dir_ + "/agent-a2.log").find("is taken by a live agent at") !=
+               std::string::npos;
+      },
+      20))
+      << ReadFile(dir_ + "/agent-a2.log");
+  EXPECT_NE(ReadFile(dir_ + "/agent-a2.log").find("codl-agent --id NAME"), std::string::npos);
+  const auto now = c.Ctl({"agents", "--json"}).out;
+  auto address = [](const std::string& json) {
+    return nlohmann::json::parse(json.substr(0, json.find('\n')))["address"].get<std::string>();
+  };
+  EXPECT_EQ(address(now), address(first)) << "the live agent keeps its id and address";
+}
+
 TEST_F(ClusterTest, EmbeddedRunWritesResultsDatabase) {
   WriteFile(dir_ + "/exp.yaml", QuickExperiment("embedded", "", 1));
   auto r =
