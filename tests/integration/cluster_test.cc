@@ -399,9 +399,10 @@ TEST_F(ClusterTest, ASecondAgentWithALiveAgentsIdIsRefused) {
   c.StartAgent("a");
   ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
   const auto first = c.Ctl({"agents", "--json"}).out;
-  std::vector<std::string> argv = {Bin("codl-agent"), "--controller", c.address(), "--id", "a",
-                                   "--listen", "127.0.0.1:0", "--scratch-root", dir_,
-                                   "--state-dir", dir_ + "/state-a2", "--insecure"};
+  std::vector<std::string> argv = {
+      Bin("codl-agent"),  "--controller", c.address(),      "--id", "a",
+      "--listen",         "127.0.0.1:0",  "--scratch-root", dir_,   "--state-dir",
+      dir_ + "/state-a2", "--insecure"};
   Process second(argv, dir_ + "/agent-a2.log");
   ASSERT_TRUE(WaitUntil(
       [&] {

@@ -46,12 +46,13 @@ TEST(PlanMemory, ALargePlanIsGivenBackOnceItsExperimentEnds) {
   if (kSanitized) GTEST_SKIP() << "RSS is not bounded under a sanitizer's allocator";
   const std::string dir = MakeTempDir("codl-plan-memory");
   const std::string socket = dir + "/run/controller.sock";
-  WriteFile(dir + "/big.yaml", "name: big\nvictim:\n  command: [/bin/true]\nantagonists:\n"
-                               "  - {name: a, injector: memcpy, levels: " +
-                                   Levels() +
-                                   "}\n"
-                                   "  - {name: b, injector: cpu, levels: " +
-                                   Levels() + "}\npairings: all\nrepetitions: 180\n");
+  WriteFile(dir + "/big.yaml",
+            "name: big\nvictim:\n  command: [/bin/true]\nantagonists:\n"
+            "  - {name: a, injector: memcpy, levels: " +
+                Levels() +
+                "}\n"
+                "  - {name: b, injector: cpu, levels: " +
+                Levels() + "}\npairings: all\nrepetitions: 180\n");
   Process controller({Bin("codl-controller"), "--listen", "unix:" + socket, "--db", dir + "/c.db"},
                      dir + "/controller.log");
   auto ctl = [&](std::vector<std::string> args) {
