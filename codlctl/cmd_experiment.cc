@@ -5,6 +5,7 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -116,6 +117,21 @@ class InterruptHandler {
   std::atomic<bool> done_{false};
   std::function<void()> on_first_;
 };
+
+// `run`'s and `resume`'s -o and --lease: the lease in seconds, or nullopt (the error said).
+std::optional<double> CheckRunOptions(const GlobalOptions& g, const RunOptions& o,
+                                      const std::string& verb) {
+  if (o.output != "table" && o.output != "csv" && o.output != "json") {
+    Note(g, "error", "codlctl " + verb + ": -o '" + o.output + "': expected table, csv or json");
+    return std::nullopt;
+  }
+  auto lease = ParseDuration(o.lease);
+  if (!lease.ok()) {
+    Note(g, "error", "codlctl " + verb + ": --lease: " + lease.error());
+    return std::nullopt;
+  }
+  return *lease;
+}
 
 // The controller `run` and `resume` talk to: --controller/$CODL_CONTROLLER, else an embedded
 // controller and agent on `o.db`. The error is already said; its code is kInvalidArgument for
@@ -262,15 +278,8 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     Note(g, "error", spec.error());
     return kExitBadInput;
   }
-  if (o.output != "table" && o.output != "csv" && o.output != "json") {
-    Note(g, "error", "codlctl run: -o '" + o.output + "': expected table, csv or json");
-    return kExitBadInput;
-  }
-  auto lease = ParseDuration(o.lease);
-  if (!lease.ok()) {
-    Note(g, "error", "codlctl run: --lease: " + lease.error());
-    return kExitBadInput;
-  }
+  auto lease = CheckRunOptions(g, o, "run");
+  if (!lease) return kExitBadInput;
   InterruptHandler interrupts;
   EmbeddedCluster embedded;
   auto client = ConnectOrEmbed(g, o, *lease, &embedded);
@@ -288,15 +297,8 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
 }
 
 int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o) {
-  if (o.output != "table" && o.output != "csv" && o.output != "json") {
-    Note(g, "error", "codlctl resume: -o '" + o.output + "': expected table, csv or json");
-    return kExitBadInput;
-  }
-  auto lease = ParseDuration(o.lease);
-  if (!lease.ok()) {
-    Note(g, "error", "codlctl resume: --lease: " + lease.error());
-    return kExitBadInput;
-  }
+  auto lease = CheckRunOptions(g, o, "resume");
+  if (!lease) return kExitBadInput;
   if (ConfiguredController(g.controller).empty() && access(o.db.c_str(), F_OK) != 0) {
     Note(g, "error",
          "codlctl resume: no results database '" + o.db +

@@ -33,10 +33,8 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL $1"
-  fails=$((fails + 1))
-}
+# shellcheck source=tests/codlctl/run_helpers.sh
+source "$(dirname "$0")/run_helpers.sh"
 
 cat >"$tmp/exp.yaml" <<'YAML'
 name: full-disk
@@ -51,10 +49,6 @@ YAML
 fill() { dd if=/dev/zero of="$fs/fill" bs=64k status=none 2>/dev/null; sync; }
 integrity() {
   /usr/bin/python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0])' "$1" 2>&1
-}
-committed() {
-  "$codlctl" status "$2" --db "$1" -o json 2>/dev/null |
-    sed -n 's/.*"completed_trials":\([0-9]*\).*/\1/p' | head -1
 }
 
 for round in 1 2 3; do

@@ -17,10 +17,8 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL $1"
-  fails=$((fails + 1))
-}
+# shellcheck source=tests/codlctl/run_helpers.sh
+source "$(dirname "$0")/run_helpers.sh"
 
 # 4 baselines + 4 trials at cores@0.5, in a drawn (stored) order; ~1 s a trial.
 cat >"$tmp/exp.yaml" <<'YAML'
@@ -40,11 +38,6 @@ settle: 0.3s
 calibration: {duration: 1s}
 YAML
 
-# committed DB ID: trials committed so far (status reads the file; 0 before the row exists)
-committed() {
-  "$codlctl" status "$2" --db "$1" -o json 2>/dev/null |
-    sed -n 's/.*"completed_trials":\([0-9]*\).*/\1/p' | head -1
-}
 
 # start_and_wait DB: starts `codlctl run` in the background, waits until 2 trials are committed
 start_and_wait() {
