@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "lib/analysis/compare.h"
+#include "lib/common/utf8.h"
 
 namespace codl::experiment {
 namespace {
@@ -63,8 +64,8 @@ std::string FormatComparison(const Comparison& c) {
   std::string out = "metric: " + c.metric + "; slowdown [" + Printf("%.0f", 100 * c.confidence) +
                     "% CI] per experiment; ratio = slowdown / slowdown in #1, bootstrap CI\n";
   for (size_t i = 0; i < c.experiments.size(); ++i)
-    out += "#" + std::to_string(i + 1) + " = " + c.experiments[i].first + " (" +
-           c.experiments[i].second + ")\n";
+    out += "#" + std::to_string(i + 1) + " = " + TerminalSafe(c.experiments[i].first) + " (" +
+           TerminalSafe(c.experiments[i].second) + ")\n";
   TidyTable t;
   t.columns = {"pairing"};
   for (size_t i = 0; i < c.experiments.size(); ++i)
@@ -76,7 +77,7 @@ std::string FormatComparison(const Comparison& c) {
     if (!p.matched) {
       for (size_t i = 0; i < p.cells.size(); ++i)
         if (p.cells[i].present)
-          unmatched += "  " + p.pairing + " (only in #" + std::to_string(i + 1) + ")\n";
+          unmatched += "  " + TerminalSafe(p.pairing) + " (only in #" + std::to_string(i + 1) + ")\n";
       continue;
     }
     std::vector<Cell> row = {Cell::Text(p.pairing)};

@@ -45,7 +45,10 @@ class FastLoaderTest(unittest.TestCase):
             self.assertGreater(self.r.median(name), 0)
 
     def test_fast_loader_waits_little(self) -> None:
-        self.assertLess(self.r.median("data_wait_s"), 0.10 * self.r.median())
+        # Below a quarter of the step (typically ~5 %; CI once saw 10.1 % on a loaded 2-core
+        # box), against at least half for the slow loader below: the attribution's contrast,
+        # not a speed goal (those live in bench/).
+        self.assertLess(self.r.median("data_wait_s"), 0.25 * self.r.median())
 
 
 @unittest.skipUnless(has_torch(), TORCH_MISSING)
