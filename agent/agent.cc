@@ -20,6 +20,7 @@
 #include "agent/placement.h"
 #include "agent/telemetry_hub.h"
 #include "lib/rpc/health.h"
+#include "lib/rpc/unix_listener.h"
 
 namespace codl::agent {
 
@@ -137,6 +138,7 @@ void Agent::WatchdogLoop() {
       m.victims_ok = service_->victims_ok();
       m.victims_failed = service_->victims_failed();
       m.achieved_by_injector = st.achieved_by_injector;
+      m.connections_by_role = rpc::OpenUnixConnectionsByRole();
       metrics_->Update(m);
     }
   }

@@ -15,6 +15,7 @@ struct AgentMetrics::Families {
   prometheus::Counter* started;
   prometheus::Counter* lease_expirations;
   prometheus::Family<prometheus::Counter>* victims;
+  prometheus::Family<prometheus::Gauge>* connections;
   // One family per unit: codl_agent_antagonist_<base unit>, e.g. ..._bytes_per_second.
   std::map<std::string, prometheus::Family<prometheus::Gauge>*> achieved_by_suffix;
 
@@ -66,6 +67,7 @@ AgentMetrics::AgentMetrics()
                      .Register(*registry_);
   f_->victims->Add({{"result", "ok"}});
   f_->victims->Add({{"result", "failed"}});
+  f_->connections = &daemon::RegisterConnectionsGauge(*registry_, "codl_agent_connections");
   daemon::RegisterBuildInfo(*registry_, "agent", CodlVersion());
 }
 
@@ -81,6 +83,7 @@ Status AgentMetrics::Serve(const std::string& listen) {
 void AgentMetrics::Update(const Snapshot& s) {
   f_->running->Set(s.running);
   f_->silence->Set(s.controller_silence_s);
+  daemon::SetConnectionsGauge(*f_->connections, s.connections_by_role);
   // Counters only move forward: add what happened since the last update.
   f_->started->Increment(static_cast<double>(s.started - last_.started));
   f_->lease_expirations->Increment(

@@ -30,6 +30,7 @@ class AgentMetrics {
     int64_t victims_ok = 0;
     int64_t victims_failed = 0;
     std::map<std::string, std::pair<double, std::string>> achieved_by_injector;  // rate, unit
+    std::map<std::string, int> connections_by_role;  // open unix-socket connections
   };
   void Update(const Snapshot& s);
 

@@ -10,6 +10,7 @@
 #include "controller/experiment_scheduler.h"
 #include "injectors/core/registry.h"
 #include "lib/rpc/health.h"
+#include "lib/rpc/unix_listener.h"
 #include "lib/store/store.h"
 
 namespace codl::controller {
@@ -93,6 +94,7 @@ Status Controller::Start() {
       metrics_->SetAgents(up, down);
       auto [queued, running] = scheduler_->QueuedAndRunning();
       metrics_->SetExperiments(queued, running);
+      metrics_->SetConnections(rpc::OpenUnixConnectionsByRole());
       for (int i = 0; i < 10 && !stopping_; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

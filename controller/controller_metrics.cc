@@ -17,6 +17,7 @@ struct ControllerMetrics::Families {
   prometheus::Family<prometheus::Counter>* experiments_finished;
   prometheus::Family<prometheus::Gauge>* experiments;
   prometheus::Family<prometheus::Gauge>* agents;
+  prometheus::Family<prometheus::Gauge>* connections;
   prometheus::Family<prometheus::Gauge>* trials_planned;
   prometheus::Family<prometheus::Gauge>* trials_completed;
   prometheus::Family<prometheus::Histogram>* step_time;
@@ -75,6 +76,7 @@ ControllerMetrics::ControllerMetrics()
                        .Name("codl_victim_step_time_seconds")
                        .Help("Victim step times (measured steps, warm-up excluded).")
                        .Register(*registry_);
+  f_->connections = &daemon::RegisterConnectionsGauge(*registry_, "codl_controller_connections");
   for (const char* s : {"queued", "running"}) f_->experiments->Add({{"state", s}}).Set(0);
   for (const char* s : {"up", "down"}) f_->agents->Add({{"state", s}}).Set(0);
   daemon::RegisterBuildInfo(*registry_, "controller", CodlVersion());
@@ -145,6 +147,10 @@ void ControllerMetrics::SetExperiments(int queued, int running) {
 void ControllerMetrics::SetAgents(int up, int down) {
   f_->agents->Add({{"state", "up"}}).Set(up);
   f_->agents->Add({{"state", "down"}}).Set(down);
+}
+
+void ControllerMetrics::SetConnections(const std::map<std::string, int>& by_role) {
+  daemon::SetConnectionsGauge(*f_->connections, by_role);
 }
 
 std::string ControllerMetrics::Exposition() const { return daemon::ExpositionText(*registry_); }

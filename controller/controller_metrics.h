@@ -33,6 +33,8 @@ class ControllerMetrics {
   void OnExperimentFinished(const std::string& experiment_id, ExperimentState state);
   void SetExperiments(int queued, int running);
   void SetAgents(int up, int down);
+  // codl_controller_connections{role}: open unix-socket connections by caller role.
+  void SetConnections(const std::map<std::string, int>& by_role);
 
  private:
   struct Families;

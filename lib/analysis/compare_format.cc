@@ -77,7 +77,8 @@ std::string FormatComparison(const Comparison& c) {
     if (!p.matched) {
       for (size_t i = 0; i < p.cells.size(); ++i)
         if (p.cells[i].present)
-          unmatched += "  " + TerminalSafe(p.pairing) + " (only in #" + std::to_string(i + 1) + ")\n";
+          unmatched +=
+              "  " + TerminalSafe(p.pairing) + " (only in #" + std::to_string(i + 1) + ")\n";
       continue;
     }
     std::vector<Cell> row = {Cell::Text(p.pairing)};

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <exception>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -52,6 +53,22 @@ inline std::string RateMetricSuffix(const std::string& unit) {
   while (!out.empty() && out.back() == '_') out.pop_back();
   if (out.empty()) out = "units";
   return per_second ? out + "_per_second" : out;
+}
+
+// `name`{role} (e.g. codl_controller_connections): open unix-socket connections by caller role,
+// set from rpc::OpenUnixConnectionsByRole() by the daemon's metrics refresh.
+inline prometheus::Family<prometheus::Gauge>& RegisterConnectionsGauge(
+    prometheus::Registry& registry, const std::string& name) {
+  return prometheus::BuildGauge()
+      .Name(name)
+      .Help(
+          "Open connections on the daemon's unix socket, by the caller's role (TCP/TLS "
+          "connections are not counted).")
+      .Register(registry);
+}
+inline void SetConnectionsGauge(prometheus::Family<prometheus::Gauge>& family,
+                                const std::map<std::string, int>& by_role) {
+  for (const auto& [role, n] : by_role) family.Add({{"role", role}}).Set(n);
 }
 
 // codl_build_info{daemon, version} 1: the conventional way to put a build's version on a

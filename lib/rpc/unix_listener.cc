@@ -100,6 +100,19 @@ ConnectionLimits CurrentConnectionLimits() {
   return Limits();
 }
 
+std::map<std::string, int> OpenUnixConnectionsByRole() {
+  std::map<std::string, int> out;
+  for (Role r :
+       {Role::kController, Role::kAgent, Role::kUserRead, Role::kUserSubmit, Role::kAdmin}) {
+    out[RoleName(r)] = 0;
+  }
+  std::lock_guard<std::mutex> l(PeersMu());
+  for (const auto& [fd, peer] : Peers()) {
+    if (InodeOf(fd) == peer.inode) ++out[RoleName(peer.who.role)];
+  }
+  return out;
+}
+
 Status EnsurePrivateDirectory(const std::string& dir) {
   return CheckSocketDirectory(dir, 0700, 077);
 }

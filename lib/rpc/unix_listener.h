@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,9 @@ struct ConnectionLimits {
 };
 void SetConnectionLimits(const ConnectionLimits& limits);
 ConnectionLimits CurrentConnectionLimits();
+// Open unix-socket connections now, by the role of their caller ("admin", "user-read", ...;
+// every role present, 0 when none): the daemons' codl_*_connections gauges.
+std::map<std::string, int> OpenUnixConnectionsByRole();
 
 // Whether a peer with `peer_uid` may use a daemon running as `self_uid`.
 bool AdmitLocalPeer(uid_t peer_uid, uid_t self_uid);
