@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
+#include <pwd.h>
 #include <spdlog/spdlog.h>
 
 #include "agent/agent_metrics.h"
@@ -23,6 +24,12 @@
 #include "lib/rpc/unix_listener.h"
 
 namespace codl::agent {
+
+std::string VictimUserLabel(const std::optional<RunAs>& run_as) {
+  if (run_as) return run_as->user.empty() ? "uid " + std::to_string(run_as->uid) : run_as->user;
+  const passwd* pw = getpwuid(geteuid());
+  return pw != nullptr ? std::string(pw->pw_name) : "uid " + std::to_string(geteuid());
+}
 
 Agent::Agent(AgentOptions options) : options_(std::move(options)) {
   if (options_.agent_id.empty()) {
@@ -100,6 +107,9 @@ Status Agent::Start() {
   lo.advertise = advertised_;
   lo.labels = DetectHostLabels(options_.inject_binary);
   lo.labels["placement"] = PlacementModeName(placer_->mode());  // `codlctl agents` shows it
+  // Who runs the victims here (victim_user, or the agent's own user when it is not root or
+  // embedded): `codlctl agents`, `run` and `submit` show it.
+  lo.labels["victim_user"] = VictimUserLabel(options_.victim_run_as);
   for (const auto& [k, v] : options_.labels) lo.labels[k] = v;
   lo.heartbeat_interval_s = options_.heartbeat_interval_s;
   link_ = std::make_unique<ControllerLink>(lo, lease_.get(), SystemClock::Get(),

@@ -86,5 +86,7 @@ class Agent {
 
 // Detected labels: hostname, cores, memory_bytes, gpus, gpu_names, injectors, ...
 std::map<std::string, std::string> DetectHostLabels(const std::string& inject_binary);
+// The `victim_user` label: the user victims run as (`run_as`, else this process's own user).
+std::string VictimUserLabel(const std::optional<RunAs>& run_as);
 
 }  // namespace codl::agent

@@ -1,13 +1,16 @@
 // validate, run, submit, watch, cancel: the commands that drive an experiment.
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
@@ -26,6 +29,11 @@
 namespace codl::cli {
 
 namespace {
+
+std::string CurrentUserName() {
+  const passwd* pw = getpwuid(geteuid());
+  return pw != nullptr ? std::string(pw->pw_name) : "uid " + std::to_string(geteuid());
+}
 
 experiment::ParseHooks InjectorHooks() {
   experiment::ParseHooks h;
@@ -117,6 +125,33 @@ class InterruptHandler {
   std::atomic<bool> done_{false};
   std::function<void()> on_first_;
 };
+
+// "victims run as nobody on a, b; root on c" from the live agents' victim_user labels ("" when
+// none is live or none says); embedded: why it may differ from a cluster agent's.
+std::string VictimUsersLine(ControllerClient* c, bool embedded) {
+  auto agents = c->ListAgents();
+  if (!agents.ok()) return "";
+  std::map<std::string, std::vector<std::string>> by_user;
+  for (const auto& a : *agents) {
+    auto it = a.labels().find("victim_user");
+    if (a.alive() && it != a.labels().end()) by_user[it->second].push_back(a.agent_id());
+  }
+  if (by_user.empty()) return "";
+  std::string line = "victims run as ";
+  bool first = true;
+  for (const auto& [user, nodes] : by_user) {
+    line += first ? "" : "; ";
+    first = false;
+    line += user + " on ";
+    for (size_t i = 0; i < nodes.size(); ++i) line += (i ? ", " : "") + nodes[i];
+  }
+  if (embedded) {
+    line +=
+        " (the embedded agent runs them as your own user; a cluster agent started as root "
+        "runs them as its victim_user, default nobody: docs/security.md)";
+  }
+  return line;
+}
 
 // `run`'s and `resume`'s -o and --lease: the lease in seconds, or nullopt (the error said).
 std::optional<double> CheckRunOptions(const GlobalOptions& g, const RunOptions& o,
@@ -242,6 +277,11 @@ int CmdValidate(const std::string& file, bool plan) {
   }
   if (plan) {
     printf("%s\n", experiment::VictimPlacementLine(*spec).c_str());
+    printf(
+        "victims run as: the agent's victim_user on each node (default nobody for an agent "
+        "started as root; `codlctl agents` lists it); with `codlctl run` and no controller, "
+        "as you (%s)\n",
+        TerminalSafe(CurrentUserName()).c_str());
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
     for (const auto& t : trials)
       printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
@@ -291,8 +331,12 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     return ExitCodeFor(sub.status());
   }
   const std::string id = sub->experiment_id();
-  if (!o.quiet)
+  if (!o.quiet) {
     Note(g, "info", "experiment " + id + ": " + std::to_string(sub->total_trials()) + " trials");
+    const std::string who =
+        VictimUsersLine(client->get(), ConfiguredController(g.controller).empty());
+    if (!who.empty()) Note(g, "info", who);
+  }
   return FollowToEnd(g, o, client->get(), id, &interrupts);
 }
 
@@ -351,6 +395,9 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   }
   printf("%s\n", sub->experiment_id().c_str());
   fflush(stdout);
+  // stderr, so that `ID=$(codlctl submit …)` still captures the id alone.
+  if (const std::string who = VictimUsersLine(client->get(), false); !who.empty())
+    fprintf(stderr, "%s\n", TerminalSafe(who).c_str());
   if (!watch) return kExitOk;
   InterruptHandler interrupts;
   ControllerClient* c = client->get();

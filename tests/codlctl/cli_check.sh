@@ -63,6 +63,12 @@ warmup_trials: 0
 YAML
 expect nothing-measured-exits-1 1 "measured nothing: none of its 2 trials was measured (2 failed)" \
   -- run "$tmp/fails.yaml" --db "$tmp/fails.db" -q
+# Who runs the victim is said at start (embedded: this user, and how a cluster agent differs).
+expect run-says-victim-user 1 "victims run as $(id -un) on " -- run "$tmp/fails.yaml" --db "$tmp/fails2.db"
+grep -qF "a cluster agent started as root runs them as its victim_user" "$tmp/err" || {
+  echo "FAIL run-says-victim-user: no word on how a cluster agent differs: $(head -c 400 "$tmp/err")"
+  fails=$((fails + 1))
+}
 # A regex that captures the step index, not a step time: every trial is flagged, said once.
 cat >"$tmp/regex.yaml" <<YAML
 name: wrong-regex
@@ -139,5 +145,5 @@ else
   echo "ok   hostile-name-escaped"
 fi
 
-echo "$((16 - fails)) passed, $fails failed"
+echo "$((17 - fails)) passed, $fails failed"
 [[ $fails -eq 0 ]]

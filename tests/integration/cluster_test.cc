@@ -417,6 +417,12 @@ TEST_F(ClusterTest, ASecondAgentWithALiveAgentsIdIsRefused) {
     return nlohmann::json::parse(json.substr(0, json.find('\n')))["address"].get<std::string>();
   };
   EXPECT_EQ(address(now), address(first)) << "the live agent keeps its id and address";
+  // Who runs the victims there: a root agent's default victim_user.
+  if (geteuid() == 0) {
+    EXPECT_EQ(nlohmann::json::parse(first.substr(0, first.find('\n')))["labels"]["victim_user"],
+              "nobody")
+        << first;
+  }
 }
 
 TEST_F(ClusterTest, EmbeddedRunWritesResultsDatabase) {
