@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include <grpcpp/grpcpp.h>
-#include <pwd.h>
 #include <spdlog/spdlog.h>
 
 #include "agent/agent_metrics.h"
@@ -26,9 +25,8 @@
 namespace codl::agent {
 
 std::string VictimUserLabel(const std::optional<RunAs>& run_as) {
-  if (run_as) return run_as->user.empty() ? "uid " + std::to_string(run_as->uid) : run_as->user;
-  const passwd* pw = getpwuid(geteuid());
-  return pw != nullptr ? std::string(pw->pw_name) : "uid " + std::to_string(geteuid());
+  if (run_as) return run_as->user.empty() ? UserName(run_as->uid) : run_as->user;
+  return UserName(geteuid());
 }
 
 Agent::Agent(AgentOptions options) : options_(std::move(options)) {

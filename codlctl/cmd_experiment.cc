@@ -1,5 +1,4 @@
 // validate, run, submit, watch, cancel: the commands that drive an experiment.
-#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "codlctl/victim_estimate.h"
 #include "injectors/core/registry.h"
 #include "lib/analysis/stats.h"
+#include "lib/common/subprocess.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 #include "lib/rpc/records_proto.h"
@@ -29,11 +29,6 @@
 namespace codl::cli {
 
 namespace {
-
-std::string CurrentUserName() {
-  const passwd* pw = getpwuid(geteuid());
-  return pw != nullptr ? std::string(pw->pw_name) : "uid " + std::to_string(geteuid());
-}
 
 experiment::ParseHooks InjectorHooks() {
   experiment::ParseHooks h;
@@ -281,7 +276,7 @@ int CmdValidate(const std::string& file, bool plan) {
         "victims run as: the agent's victim_user on each node (default nobody for an agent "
         "started as root; `codlctl agents` lists it); with `codlctl run` and no controller, "
         "as you (%s)\n",
-        TerminalSafe(CurrentUserName()).c_str());
+        TerminalSafe(UserName(geteuid())).c_str());
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
     for (const auto& t : trials)
       printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());

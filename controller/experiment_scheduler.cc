@@ -237,6 +237,11 @@ Status ExperimentScheduler::Enqueue(const std::shared_ptr<Live>& live) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stopping_) return Unavailable("controller is shutting down");
+    // Two resumes of one experiment at once: the second finds the first's here.
+    if (live_.count(live->record.id)) {
+      return FailedPrecondition("experiment " + live->record.id + " is already " +
+                                ToString(live_[live->record.id]->record.state));
+    }
     live_[live->record.id] = live;
     queue_.push_back(live);
   }

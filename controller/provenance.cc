@@ -65,10 +65,10 @@ void Provenance::Resumed(const std::string& previous_json, int64_t unix_ms,
                          int trials_kept) {
   nlohmann::json previous =
       nlohmann::json::parse(previous_json, nullptr, /*allow_exceptions=*/false);
+  // The top-level codl_version stays the first run's; each resumption names its own build.
   if (previous.is_object()) {
     for (auto& [k, v] : previous.items()) j_[k] = v;
   }
-  j_["codl_version"] = CodlVersion();  // the resuming build; each resumption names its own
   if (!j_.contains("resumptions") || !j_["resumptions"].is_array())
     j_["resumptions"] = nlohmann::json::array();
   j_["resumptions"].push_back({{"unix_ms", unix_ms},

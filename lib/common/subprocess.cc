@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -111,6 +112,13 @@ Result<StreamEnds> OpenStream(const Stdio& s, int slot) {
 }  // namespace
 
 bool IsSecretEnv(const std::string& name) { return name.rfind("CODL_TOKEN", 0) == 0; }
+
+std::string UserName(uid_t uid) {
+  passwd pw{}, *found = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) return pw.pw_name;
+  return "uid-" + std::to_string(uid);
+}
 
 namespace {
 

@@ -74,6 +74,9 @@ struct RunAs {
 // True for variables of ours that hold secrets (CODL_TOKEN...), which children never inherit.
 bool IsSecretEnv(const std::string& name);
 
+// The login name of `uid` (getpwuid_r), or "uid-N" when it has none.
+std::string UserName(uid_t uid);
+
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is what the child sees as its name
   std::string executable;         // path to exec; empty: argv[0]. No PATH search.

@@ -18,6 +18,8 @@
 #include <grpcpp/server_posix.h>
 #include <spdlog/spdlog.h>
 
+#include "lib/common/subprocess.h"
+
 namespace codl::rpc {
 
 bool AdmitLocalPeer(uid_t peer_uid, uid_t self_uid) {
@@ -56,13 +58,6 @@ ConnectionLimits& Limits() {
 ino_t InodeOf(int fd) {
   struct stat st {};
   return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? st.st_ino : 0;
-}
-
-std::string UserName(uid_t uid) {
-  passwd pw{}, *found = nullptr;
-  char buf[1024];
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) return pw.pw_name;
-  return "uid-" + std::to_string(uid);
 }
 
 Status CheckSocketDirectory(const std::string& dir, mode_t create_mode, mode_t forbidden) {

@@ -271,7 +271,8 @@ Status Store::UpdateExperimentLocked(const std::string& id, ExperimentState stat
   stmt->BindText(3, error);
   stmt->BindInt(4, finished_unix_ms);
   stmt->BindText(5, error_code == StatusCode::kOk ? "" : StatusCodeName(error_code));
-  // Whoever moves an experiment to queued or running owns it from then on (resume, requeue).
+  // The process that last moved it owns it (read only while it is queued or running: resume,
+  // requeue, MarkUnfinishedInterrupted).
   if (has_owner_) stmt->BindText(6, ThisProcessToken());
   if (Status s = stmt->Run("updating experiment '" + id + "'"); !s) return s;
   if (sqlite3_changes(db_) == 0) return NoSuchExperiment(db, id);
