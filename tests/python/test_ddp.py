@@ -29,7 +29,7 @@ def gloo_works() -> bool:
 @unittest.skipUnless(has_torch(), TORCH_MISSING)
 @unittest.skipUnless(gloo_works(), "torch.distributed with Gloo is not available in this torch")
 class DdpTest(unittest.TestCase):
-    def test_both_ranks_report_comm(self) -> None:
+    def run_ranks(self) -> List[Run]:
         port = str(free_port())
         results: List[Run] = [None, None]  # type: ignore[list-item]
 
@@ -37,14 +37,26 @@ class DdpTest(unittest.TestCase):
             # As victim.distributed sets it (the launcher torch.distributed.run is not needed).
             env = {"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
                    "MASTER_PORT": port, "GLOO_SOCKET_IFNAME": "lo"}
-            results[r] = run([PLAIN_TRAIN, "--steps", "20", "--workers", "0", "--width", "8"],
-                             extra_env=env, timeout=180)
+            try:
+                results[r] = run([PLAIN_TRAIN, "--steps", "20", "--workers", "0", "--width", "8"],
+                                 extra_env=env, timeout=120)
+            except AssertionError as e:  # timed out: results[r] stays None
+                print(f"rank {r}: {e}")
 
         threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        return results
+
+    def test_both_ranks_report_comm(self) -> None:
+        # The two ranks' rendezvous hung past 120 s now and then on a loaded 2-core box (empty
+        # stderr; cause not found yet): one more try on a fresh port, then the test fails.
+        results = self.run_ranks()
+        if any(res is None for res in results):
+            results = self.run_ranks()
+        self.assertTrue(all(res is not None for res in results), "a rank timed out twice")
         for r, res in enumerate(results):
             self.assertEqual(res.returncode, 0, f"rank {r}: {res.stderr[-3000:]}")
             steps = res.measured
