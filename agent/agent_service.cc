@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -26,6 +27,7 @@ experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
   v.workdir = p.workdir();
   v.warmup_steps = p.warmup_steps();
   v.timeout_s = p.timeout_s();
+  v.trace_steps = std::clamp(p.trace_steps(), 0, experiment::kMaxTraceSteps);
   switch (p.progress().format()) {
     case v1::VictimProgress::REGEX:
       v.progress.format = experiment::ProgressSpec::Format::kRegex;
@@ -325,6 +327,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     for (const auto& [k, v] : o.progress.phase_medians) (*reply->mutable_phase_medians())[k] = v;
     for (const auto& name : o.progress.phase_order) reply->add_phase_order(name);
     for (const auto& s : o.progress.steps) *reply->add_steps() = rpc::ToProto(s);
+    reply->set_trace_zlib(std::move(o.trace_zlib));
+    reply->set_trace_raw_bytes(o.trace_raw_bytes);
+    reply->set_trace_error(o.trace_error);
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);
   });

@@ -1,15 +1,22 @@
 #include "agent/victim_runner.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
 
 #include "agent/child_process.h"
 #include "agent/placement.h"
+#include "lib/common/compress.h"
 
 namespace codl::agent {
 namespace {
@@ -17,6 +24,82 @@ bool HoldsCodlPackage(const std::string& dir) {
   struct stat st {};
   return !dir.empty() && stat((dir + "/codl/__init__.py").c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
+// A private directory for the victim's profiler trace (victim.trace): made by the agent, given
+// to the victim's user, and read back through a descriptor taken when it was made, with
+// O_NOFOLLOW and an owner check, so that nothing the victim renames, links or puts in its place
+// makes the agent read (and ship) another file.
+class TraceDir {
+ public:
+  TraceDir(const std::optional<RunAs>& run_as, std::string* error) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "codl-trace-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      *error = std::string("cannot create a directory for the trace: ") + std::strerror(errno);
+      return;
+    }
+    path_ = tmpl;
+    fd_ = open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    owner_ = run_as ? run_as->uid : geteuid();
+    if (fd_ < 0 || (run_as && fchown(fd_, run_as->uid, run_as->gid) != 0)) {
+      *error = std::string("cannot prepare the trace directory: ") + std::strerror(errno);
+      Remove();
+    }
+  }
+  ~TraceDir() { Remove(); }
+  bool ok() const { return fd_ >= 0; }
+  std::string file() const { return path_ + "/trace.json"; }
+
+  // The trace, compressed, into `out`; or why not into out->trace_error.
+  void Collect(VictimOutcome* out) const {
+    const int f = openat(fd_, "trace.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (f < 0) {
+      out->trace_error = errno == ENOENT
+                             ? "the victim wrote no trace (victim.trace needs `python3 -m "
+                               "codl.run` and torch with its profiler)"
+                             : std::string("cannot open the trace: ") + std::strerror(errno);
+      return;
+    }
+    struct stat st {};
+    std::string data;
+    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner_) {
+      out->trace_error = "the trace is not a regular file of the victim's user: not read";
+    } else if (static_cast<size_t>(st.st_size) > kMaxTraceRawBytes) {
+      out->trace_error = "the trace is " + std::to_string(st.st_size >> 20) + " MiB, above the " +
+                         std::to_string(kMaxTraceRawBytes >> 20) +
+                         " MiB kept: trace fewer steps (victim.trace.steps)";
+    } else {
+      char buf[1 << 16];
+      ssize_t n;
+      while ((n = read(f, buf, sizeof buf)) > 0 && data.size() <= kMaxTraceRawBytes)
+        data.append(buf, static_cast<size_t>(n));
+      auto z = ZlibCompress(data);
+      if (!z.ok()) {
+        out->trace_error = z.error();
+      } else if (z->size() > kMaxTraceZlibBytes) {
+        out->trace_error = "the trace is " + std::to_string(z->size() >> 20) +
+                           " MiB compressed, above the " +
+                           std::to_string(kMaxTraceZlibBytes >> 20) +
+                           " MiB kept: trace fewer steps (victim.trace.steps)";
+      } else {
+        out->trace_zlib = std::move(*z);
+        out->trace_raw_bytes = static_cast<int64_t>(data.size());
+      }
+    }
+    close(f);
+  }
+
+ private:
+  void Remove() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);  // a symlink is not followed
+    path_.clear();
+  }
+  std::string path_;
+  int fd_ = -1;
+  uid_t owner_ = 0;
+};
+
 }  // namespace
 
 std::string CodlPythonDir() {
@@ -65,6 +148,14 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
     o.env["PYTHONPATH"] = VictimPythonPath(py, spec.env);
   o.workdir = spec.workdir;
   o.run_as = run_as_;
+  std::unique_ptr<TraceDir> trace;
+  if (spec.trace_steps > 0) {
+    trace = std::make_unique<TraceDir>(run_as_, &out.trace_error);
+    if (trace->ok()) {
+      o.env["CODL_TRACE_STEPS"] = std::to_string(spec.trace_steps);
+      o.env["CODL_TRACE_FILE"] = trace->file();
+    }
+  }
   o.stderr_tail_bytes = 4096;
   auto on_line = [&](ProgressParser& p, std::string_view line) {
     const auto kind = p.OnStdoutLine(line, clock_->MonotonicSeconds() - t0);
@@ -118,6 +209,7 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   out.cpu_s = (*child)->cpu_seconds();
   out.effective_cpus = (*child)->effective_cpus();
   child->reset();  // joins the reader: no more OnStdoutLine calls after this
+  if (trace && trace->ok()) trace->Collect(&out);
   out.progress = (channel_used ? channel : parser)
                      .Finish(out.exit_code, out.timed_out, out.wall_s, out.stderr_tail);
   if (cancelled) {

@@ -24,7 +24,15 @@ struct VictimOutcome {
   int64_t started_unix_ns = 0;
   double cpu_s = 0;            // CPU seconds of the victim's process tree
   std::string effective_cpus;  // the CPUs it could run on
+  // spec.trace_steps > 0: the trace the victim wrote (zlib) and its size, or why there is none.
+  std::string trace_zlib;
+  int64_t trace_raw_bytes = 0;
+  std::string trace_error;
 };
+
+// A victim's profiler trace kept at most this large, compressed (uncompressed: kMaxTraceRawBytes).
+inline constexpr size_t kMaxTraceZlibBytes = 8u << 20;
+inline constexpr size_t kMaxTraceRawBytes = 256u << 20;
 
 class Placer;
 

@@ -68,7 +68,7 @@ Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::str
 // stderr stays one JSON object per line beside the embedded daemons' JSON logs.
 void Note(const GlobalOptions& g, const char* level, const std::string& text) {
   if (g.log_format == "json") fprintf(stderr, "%s\n", JsonNote(level, text).c_str());
-  else fprintf(stderr, "%s\n", TerminalSafe(text).c_str());
+  else WriteAboveBar(stderr, TerminalSafe(text) + "\n");  // never glued onto a drawn bar
 }
 
 bool JsonLines(const GlobalOptions& g) { return g.log_format == "json"; }
@@ -151,8 +151,9 @@ std::string VictimUsersLine(ControllerClient* c, bool embedded) {
 // `run`'s and `resume`'s -o and --lease: the lease in seconds, or nullopt (the error said).
 std::optional<double> CheckRunOptions(const GlobalOptions& g, const RunOptions& o,
                                       const std::string& verb) {
-  if (o.output != "table" && o.output != "csv" && o.output != "json") {
-    Note(g, "error", "codlctl " + verb + ": -o '" + o.output + "': expected table, csv or json");
+  if (o.output != "table" && o.output != "wide" && o.output != "csv" && o.output != "json") {
+    Note(g, "error",
+         "codlctl " + verb + ": -o '" + o.output + "': expected table, wide, csv or json");
     return std::nullopt;
   }
   auto lease = ParseDuration(o.lease);
@@ -255,7 +256,7 @@ static void PrintPowerWarnings(int repetitions, int baselines) {
   }
 }
 
-int CmdValidate(const std::string& file, bool plan) {
+int CmdValidate(const std::string& file, bool plan, const std::string& db) {
   auto spec = experiment::LoadExperimentFile(file, InjectorHooks());
   if (!spec.ok()) {
     fprintf(stderr, "%s\n", TerminalSafe(spec.error()).c_str());
@@ -264,8 +265,11 @@ int CmdValidate(const std::string& file, bool plan) {
   auto trials = experiment::ExpandPlan(*spec);
   int baselines = 0;
   for (const auto& t : trials) baselines += t.baseline;
-  printf("%s: ok — experiment '%s', %zu antagonists, %zu trials (%d baselines)\n", file.c_str(),
-         TerminalSafe(spec->name).c_str(), spec->antagonists.size(), trials.size(), baselines);
+  const size_t n_antagonists = spec->antagonists.size();
+  printf("%s: ok — experiment '%s', %zu antagonist%s, %zu trial%s (%d baseline%s)\n",
+         TerminalSafe(file).c_str(), TerminalSafe(spec->name).c_str(), n_antagonists,
+         n_antagonists == 1 ? "" : "s", trials.size(), trials.size() == 1 ? "" : "s", baselines,
+         baselines == 1 ? "" : "s");
   PrintPowerWarnings(spec->repetitions, baselines);
   if (std::string w = experiment::MissingSinglesWarning(*spec); !w.empty()) {
     printf("warning: %s\n", w.c_str());
@@ -280,21 +284,22 @@ int CmdValidate(const std::string& file, bool plan) {
     printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
     for (const auto& t : trials)
       printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
-    const std::optional<double> previous = PreviousVictimSeconds("codl-results.db", spec->name);
+    const std::optional<double> previous = PreviousVictimSeconds(db, spec->name);
     const double victim_s = previous.value_or(10);
     double est = experiment::EstimateDurationSeconds(*spec, trials, victim_s);
     printf(
         "estimated duration: %s (assuming the victim runs ~%s%s; settle %s, cooldown %s per "
         "trial)\n",
         FormatEta(est).c_str(), FormatDuration(victim_s).c_str(),
-        previous ? ", as in the last run in codl-results.db" : "",
+        previous ? (", as in the last run in " + TerminalSafe(db)).c_str()
+                 : (", a guess: no earlier run of it in " + TerminalSafe(db)).c_str(),
         FormatDuration(spec->settle_s).c_str(), FormatDuration(spec->cooldown_s).c_str());
     if (std::string w = experiment::ShortVictimWarning(*spec, victim_s, previous.has_value());
         !w.empty()) {
       printf("warning: %s\n", w.c_str());
     }
     // Adaptive: the plan above is the max-block plan; how far it will likely go.
-    if (std::string a = AdaptiveRepetitionsEstimate(*spec, "codl-results.db"); !a.empty()) {
+    if (std::string a = AdaptiveRepetitionsEstimate(*spec, db); !a.empty()) {
       printf("%s\n", a.c_str());
     }
   }
@@ -367,7 +372,7 @@ int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o
   return FollowToEnd(g, o, client->get(), resumed->experiment_id(), &interrupts);
 }
 
-int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
+int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool quiet) {
   auto yaml = ReadWholeFile(file);
   if (!yaml.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", TerminalSafe(yaml.error()).c_str());
@@ -398,7 +403,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   ControllerClient* c = client->get();
   const std::string id = sub->experiment_id();
   interrupts.OnFirst([c, id] { (void)c->Cancel(id); });
-  auto final = WatchToEnd(c, id, false, false);
+  auto final = WatchToEnd(c, id, quiet, false);
   if (!final.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", TerminalSafe(final.error()).c_str());
     return interrupts.ExitCode(ExitCodeFor(final.status()));
@@ -408,14 +413,14 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch) {
   return interrupts.ExitCode(rc);
 }
 
-int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output) {
+int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output, bool quiet) {
   if (output != "table") return WatchRecords(g, id, output);
   auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
-  auto final = WatchToEnd(client->get(), id, false, false);
+  auto final = WatchToEnd(client->get(), id, quiet, false);
   if (!final.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(final.error()).c_str());
     return ExitCodeFor(final.status());

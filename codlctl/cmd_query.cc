@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <fstream>
 
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
@@ -9,6 +10,8 @@
 #include "codlctl/results_output.h"
 #include "codlctl/status_output.h"
 #include "injectors/core/registry.h"
+#include "lib/analysis/trace_merge.h"
+#include "lib/common/compress.h"
 #include "lib/common/csv.h"
 #include "lib/common/json_line.h"
 #include "lib/common/tunables.h"
@@ -146,12 +149,15 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
 
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
                const std::string& output, const std::string& metric, const std::string& tidy) {
-  if (output == "interactions-csv" && !tidy.empty()) {
-    fprintf(stderr, "codlctl results: -o interactions-csv cannot be combined with --%s\n",
-            tidy.c_str());
+  if ((output == "interactions-csv" || output == "wide") && !tidy.empty()) {
+    fprintf(stderr,
+            "codlctl results: -o %s is a view of the summary table; --%s takes -o table, json "
+            "or csv\n",
+            output.c_str(), tidy.c_str());
     return kExitBadInput;
   }
-  if (output != "interactions-csv" && !ValidOutput("results", output)) return kExitBadInput;
+  if (output != "interactions-csv" && output != "wide" && !ValidOutput("results", output))
+    return kExitBadInput;
   if (auto m = experiment::ParseTrialMetric(metric); !metric.empty() && !m.ok()) {
     fprintf(stderr, "codlctl results: --metric: %s\n", TerminalSafe(m.error()).c_str());
     return kExitBadInput;
@@ -209,24 +215,36 @@ void PrintAgentsCsv(const std::vector<v1::AgentInfo>& agents) {
   }
 }
 
-void PrintAgentsTable(const std::vector<v1::AgentInfo>& agents) {
+// `wide` (-o wide): every label on the agent's line; else they wrap within 120 columns, under
+// the LABELS column.
+void PrintAgentsTable(const std::vector<v1::AgentInfo>& agents, bool wide) {
   printf("%-20s %-6s %-28s %10s %4s %-9s  %s\n", "AGENT", "ALIVE", "ADDRESS", "OFFSET", "ANT",
          "PLACEMENT", "LABELS");
+  constexpr size_t kLabelsColumn = 84;  // where LABELS starts, by the widths above
+  const std::string indent(kLabelsColumn, ' ');
   for (const auto& a : agents) {
     std::string labels;
     for (const auto& [k, v] : Labels(a)) labels += (labels.empty() ? "" : " ") + k + "=" + v;
+    labels = TerminalSafe(labels);
+    if (!wide) {
+      std::string wrapped;
+      for (char ch : WrapWords(labels, 120 - kLabelsColumn, "")) {
+        wrapped += ch;
+        if (ch == '\n') wrapped += indent;
+      }
+      labels = wrapped;
+    }
     printf("%-20s %-6s %-28s %8.2fms %4d %-9s  %s\n", TerminalSafe(a.agent_id()).c_str(),
            a.alive() ? "yes" : "NO", TerminalSafe(a.address()).c_str(), a.clock_offset_s() * 1e3,
-           a.running_antagonists(), TerminalSafe(Placement(a)).c_str(),
-           TerminalSafe(labels).c_str());
+           a.running_antagonists(), TerminalSafe(Placement(a)).c_str(), labels.c_str());
   }
 }
 
 }  // namespace
 
 int CmdAgents(const GlobalOptions& g, const std::string& output) {
-  if (output != "table" && output != "json" && output != "csv") {
-    fprintf(stderr, "codlctl agents: -o '%s': expected table, json or csv\n", output.c_str());
+  if (output != "table" && output != "wide" && output != "json" && output != "csv") {
+    fprintf(stderr, "codlctl agents: -o '%s': expected table, wide, json or csv\n", output.c_str());
     return kExitBadInput;
   }
   auto client = ConnectController(g);
@@ -242,7 +260,100 @@ int CmdAgents(const GlobalOptions& g, const std::string& output) {
   const std::vector<v1::AgentInfo> list(agents->begin(), agents->end());
   if (output == "json") PrintAgentsJson(list);
   else if (output == "csv") PrintAgentsCsv(list);
-  else PrintAgentsTable(list);
+  else PrintAgentsTable(list, output == "wide");
+  return kExitOk;
+}
+
+int CmdTrace(const GlobalOptions& g, const std::string& id, const std::string& db, int trial,
+             const std::string& output) {
+  if (trial < 1) {
+    fprintf(stderr, "codlctl trace: --trial %d: trials are numbered from 1\n", trial);
+    return kExitBadInput;
+  }
+  std::unique_ptr<ControllerClient> client;
+  if (db.empty()) {
+    auto c = ConnectController(g);
+    if (!c.ok()) {
+      fprintf(stderr, "codlctl trace: %s\n", TerminalSafe(c.error()).c_str());
+      return kExitBadInput;
+    }
+    client = std::move(c.value());
+  }
+  auto rec = LoadRecords(client.get(), db, id);
+  if (!rec.ok()) {
+    fprintf(stderr, "codlctl trace: %s\n", TerminalSafe(rec.error()).c_str());
+    return ExitCodeFor(rec.status());
+  }
+  const auto& [e, trials] = *rec;
+  const TrialRecord* t = nullptr;
+  for (const auto& x : trials) {
+    if (x.index == trial - 1) t = &x;
+  }
+  if (t == nullptr) {
+    fprintf(stderr, "codlctl trace: experiment %s has no trial %d (it has %zu; numbered from 1)\n",
+            e.id.c_str(), trial, trials.size());
+    return kExitBadInput;
+  }
+  store::TrialTrace stored;
+  bool found = false;
+  if (!db.empty()) {
+    auto store = store::Store::OpenExisting(db);
+    if (!store.ok()) {
+      fprintf(stderr, "codlctl trace: %s\n", TerminalSafe(store.error()).c_str());
+      return ExitCodeFor(store.status());
+    }
+    auto x = (*store)->GetTrialTrace(e.id, t->index);
+    if (!x.ok()) {
+      fprintf(stderr, "codlctl trace: %s\n", TerminalSafe(x.error()).c_str());
+      return ExitCodeFor(x.status());
+    }
+    if (*x) {
+      stored = std::move(**x);
+      found = true;
+    }
+  } else {
+    auto x = client->GetTrialTrace(e.id, t->index);
+    if (!x.ok()) {
+      fprintf(stderr, "codlctl trace: %s\n", TerminalSafe(x.error()).c_str());
+      return ExitCodeFor(x.status());
+    }
+    found = x->found();
+    stored.raw_bytes = x->raw_bytes();
+    stored.zlib = x->trace_zlib();
+  }
+  if (!found) {
+    fprintf(stderr,
+            "codlctl trace: trial %d (%s) of experiment %s has no profiler trace: `victim.trace: "
+            "{steps: K}` takes one in the first trial of each pairing, with a victim run by "
+            "`python3 -m codl.run`\n",
+            trial, TerminalSafe(t->pairing).c_str(), e.id.c_str());
+    return kExitFailed;
+  }
+  auto json = ZlibDecompress(stored.zlib, 512u << 20);
+  if (!json.ok()) {
+    fprintf(stderr, "codlctl trace: the stored trace cannot be read: %s\n", json.error().c_str());
+    return kExitFailed;
+  }
+  auto merged = experiment::MergeTraceWithAntagonists(*json, *t);
+  if (!merged.ok()) {
+    fprintf(stderr, "codlctl trace: %s\n", TerminalSafe(merged.error()).c_str());
+    return kExitFailed;
+  }
+  if (output == "-") {
+    fwrite(merged->json.data(), 1, merged->json.size(), stdout);
+    fputc('\n', stdout);
+  } else {
+    std::ofstream f(output, std::ios::binary | std::ios::trunc);
+    if (!f || !(f << merged->json << "\n")) {
+      fprintf(stderr, "codlctl trace: cannot write '%s'\n", TerminalSafe(output).c_str());
+      return kExitFailed;
+    }
+  }
+  fprintf(stderr,
+          "trace of trial %d (%s) written to %s: %s; open it in https://ui.perfetto.dev or "
+          "chrome://tracing\n",
+          trial, TerminalSafe(t->pairing).c_str(), output == "-" ? "stdout" : output.c_str(),
+          merged->note.c_str());
   return kExitOk;
 }
 

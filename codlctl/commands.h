@@ -50,15 +50,18 @@ struct RunOptions {
   bool quiet = false;
 };
 
-int CmdValidate(const std::string& file, bool plan);
+// `db`: where --plan looks for the last run of the same experiment (its victim time).
+int CmdValidate(const std::string& file, bool plan, const std::string& db = "codl-results.db");
 int CmdRun(const GlobalOptions& g, const RunOptions& o);
 // `codlctl resume ID`: continues an interrupted, cancelled or failed experiment (o.file unused).
 int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o);
-int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch);
+// `quiet`: with `watch`, no progress lines (the exit status still tells how it ended).
+int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool quiet = false);
 // output (status, watch, results, agents, compare): table | json | csv.
 int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db,
               const std::string& output = "table");
-int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output = "table");
+int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output = "table",
+             bool quiet = false);
 // watch -o json|csv: one record per progress update (status_output.h).
 int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output);
 // tidy: "" (per-pairing summary), "trials", "phases" or "ranks" (long format, results_output.h).
@@ -71,6 +74,10 @@ int CmdCompare(const GlobalOptions& g, const std::vector<std::string>& ids, cons
 // output: table | json (one object per agent per line) | csv
 int CmdAgents(const GlobalOptions& g, const std::string& output);
 int CmdCancel(const GlobalOptions& g, const std::string& id);
+// codlctl trace: trial `trial` (1-based)'s profiler trace, with the antagonists' counter tracks,
+// written to `output` ("-": stdout). From `db` when given, else the controller.
+int CmdTrace(const GlobalOptions& g, const std::string& id, const std::string& db, int trial,
+             const std::string& output);
 // codlctl predict (cmd_predict.cc): options, their CLI declarations (with the --help text), run.
 struct PredictCliOptions {
   std::string id = "latest", db, model = "multiplicative", metric, output = "table";

@@ -119,6 +119,17 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> ControllerClient::
   return records;
 }
 
+Result<v1::GetTrialTraceReply> ControllerClient::GetTrialTrace(const std::string& id, int index) {
+  v1::GetTrialTraceRequest req;
+  req.set_experiment_id(id);
+  req.set_trial_index(index);
+  v1::GetTrialTraceReply reply;
+  auto ctx = rpc::MakeContext(tunables::kCliResultsDeadlineS);
+  grpc::Status gs = stub_->GetTrialTrace(ctx.get(), req, &reply);
+  if (Status st = Check(gs, "trace", address_); !st.ok()) return st;
+  return reply;
+}
+
 Result<std::vector<v1::AgentInfo>> ControllerClient::ListAgents() {
   v1::ListAgentsReply reply;
   auto ctx = rpc::MakeContext(tunables::kCliCallDeadlineS);

@@ -24,6 +24,8 @@ class ControllerClient {
   Status Watch(const std::string& id,
                const std::function<void(const v1::ExperimentEvent&)>& on_event);
   Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> GetResults(const std::string& id);
+  // The trace kept with trial `index` (0-based); reply.found() false when it has none.
+  Result<v1::GetTrialTraceReply> GetTrialTrace(const std::string& id, int index);
   Result<std::vector<v1::AgentInfo>> ListAgents();
   Result<std::string> Cancel(const std::string& id);
   Result<v1::ResumeExperimentReply> Resume(const std::string& id);

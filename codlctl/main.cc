@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string_view>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
+#include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
 #include "lib/common/cli_help.h"
 #include "lib/common/suggest.h"
@@ -38,11 +41,24 @@ struct Globals {
   std::string log_level = "warn";
 };
 
+// codlctl's log sink: stderr, each line above the progress bar when one is drawn (never glued
+// onto it: codl::cli::WriteAboveBar).
+class AboveBarSink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    codl::cli::WriteAboveBar(stderr, std::string_view(line.data(), line.size()));
+  }
+  void flush_() override { fflush(stderr); }
+};
+
 // --log-level/--log-format configure the one process logger: the embedded controller's and
 // agent's in `codlctl run`, formatted by lib/daemon/logging.cc as the daemons' own logs are.
 // Logs go to stderr: stdout is the results (`codlctl run -o json > results.json`).
 codl::Status ApplyLogging(const std::string& level, const std::string& format) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("codlctl"));
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("codlctl", std::make_shared<AboveBarSink>()));
   // The daemons' levels (debug|info|warn|error) plus codlctl's long-standing trace and off.
   const bool daemon_level = codl::daemon::ValidLogLevel(level);
   if (codl::Status s =
@@ -83,21 +99,26 @@ void AddOutputOption(CLI::App* cmd, std::string* output) {
 
 Subcommand AddValidate(CLI::App& app) {
   struct Options {
-    std::string file;
+    std::string file, db = "codl-results.db";
     bool plan = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("validate", "check an experiment file; --plan prints the trials");
   cmd->add_option("file", o->file, "experiment YAML")->required();
   cmd->add_flag("--plan", o->plan, "print the expanded trial list and an estimated duration");
-  return {cmd, [o](const GlobalOptions&) { return CmdValidate(o->file, o->plan); }};
+  cmd->add_option("--db", o->db,
+                  "--plan: estimate from the last run of this experiment (same name) in this "
+                  "results database (never created); without one it assumes a 10 s victim")
+      ->capture_default_str();
+  return {cmd, [o](const GlobalOptions&) { return CmdValidate(o->file, o->plan, o->db); }};
 }
 
 // What `run` and `resume` share: where results go, and the embedded agent's settings.
 void AddRunOptions(CLI::App* cmd, RunOptions* ro) {
   cmd->add_option("--db", ro->db, "results database of the embedded controller")
       ->capture_default_str();
-  cmd->add_option("-o,--output", ro->output, "table | csv | json")->capture_default_str();
+  cmd->add_option("-o,--output", ro->output, "table (fits 120 columns) | wide | csv | json")
+      ->capture_default_str();
   cmd->add_option("--report", ro->report, "also write the HTML report to this file");
   cmd->add_option("--csv", ro->csv, "also write the results as CSV to this file");
   cmd->add_option("--json", ro->json, "also write the results as JSON to this file");
@@ -145,13 +166,14 @@ Subcommand AddResume(CLI::App& app) {
 Subcommand AddSubmit(CLI::App& app) {
   struct Options {
     std::string file;
-    bool watch = false;
+    bool watch = false, quiet = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("submit", "send an experiment to the controller; prints its id");
   cmd->add_option("file", o->file, "experiment YAML")->required();
   cmd->add_flag("--watch", o->watch, "then follow it until it ends");
-  return {cmd, [o](const GlobalOptions& g) { return CmdSubmit(g, o->file, o->watch); }};
+  cmd->add_flag("-q,--quiet", o->quiet, "with --watch: no progress output");
+  return {cmd, [o](const GlobalOptions& g) { return CmdSubmit(g, o->file, o->watch, o->quiet); }};
 }
 
 Subcommand AddStatus(CLI::App& app) {
@@ -173,19 +195,23 @@ Subcommand AddStatus(CLI::App& app) {
 Subcommand AddWatch(CLI::App& app) {
   struct Options {
     std::string id, output = "table";
+    bool quiet = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "watch", "follow an experiment's progress until it ends (json/csv: one record per update)");
   cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
   AddOutputOption(cmd, &o->output);
-  return {cmd, [o](const GlobalOptions& g) { return CmdWatch(g, o->id, o->output); }};
+  cmd->add_flag("-q,--quiet", o->quiet,
+                "no progress output: wait for the end, then say how it ended (exit status too)");
+  return {cmd, [o](const GlobalOptions& g) { return CmdWatch(g, o->id, o->output, o->quiet); }};
 }
 
 Subcommand AddResults(CLI::App& app) {
   struct Options {
     std::string id, db, output = "table", metric;
-    bool trials = false, phases = false, ranks = false, json = false, csv = false;
+    bool trials = false, phases = false, ranks = false, phases_summary = false, json = false,
+         csv = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
@@ -193,32 +219,41 @@ Subcommand AddResults(CLI::App& app) {
   cmd->add_option("--db", o->db,
                   "read this results database (e.g. codl-results.db), no controller");
   cmd->add_option("-o,--output", o->output,
-                  "table | json | csv | interactions-csv (one row per combination vs its singles)")
-      ->check(CLI::IsMember({"table", "json", "csv", "interactions-csv"}))
+                  "table (fits 120 columns) | wide (every column) | json | csv | "
+                  "interactions-csv (one row per combination vs its singles)")
+      ->check(CLI::IsMember({"table", "wide", "json", "csv", "interactions-csv"}))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "same as -o json");
   cmd->add_flag("--csv", o->csv, "same as -o csv");
   cmd->add_option("--metric", o->metric,
                   "re-analyse under this per-trial metric: elapsed | throughput | mean | median | "
                   "pNN (default: the experiment's victim.metric)");
-  auto* trials = cmd->add_flag("--trials", o->trials,
-                               "long format: one row per trial (CSV unless -o is given); "
-                               "--trials, --phases and --ranks exclude each other");
+  auto* trials =
+      cmd->add_flag("--trials", o->trials,
+                    "long format: one row per trial (CSV unless -o is given); "
+                    "--trials, --phases, --ranks and --phases-summary exclude each other");
   auto* phases = cmd->add_flag("--phases", o->phases,
                                "long format: one row per trial, rank and phase (CSV unless -o is "
                                "given)")
                      ->excludes(trials);
-  cmd->add_flag("--ranks", o->ranks,
-                "long format: one row per trial and victim rank, its node, step and busy time "
-                "(CSV unless -o is given)")
+  auto* ranks = cmd->add_flag("--ranks", o->ranks,
+                              "long format: one row per trial and victim rank, its node, step and "
+                              "busy time (CSV unless -o is given)")
+                    ->excludes(trials)
+                    ->excludes(phases);
+  cmd->add_flag("--phases-summary", o->phases_summary,
+                "one row per pairing and phase: its median, the baseline's, the slowdown (CSV "
+                "unless -o is given)")
       ->excludes(trials)
-      ->excludes(phases);
+      ->excludes(phases)
+      ->excludes(ranks);
   return {cmd, [o, cmd](const GlobalOptions& g) {
             std::string output = o->json ? "json" : o->csv ? "csv" : o->output;
-            const std::string tidy = o->trials   ? "trials"
-                                     : o->phases ? "phases"
-                                     : o->ranks  ? "ranks"
-                                                 : "";
+            const std::string tidy = o->trials           ? "trials"
+                                     : o->phases         ? "phases"
+                                     : o->ranks          ? "ranks"
+                                     : o->phases_summary ? "phases-summary"
+                                                         : "";
             // The long formats are for pandas/R: CSV unless an output was asked for.
             if (!tidy.empty() && cmd->count("-o") == 0 && !o->json && !o->csv) output = "csv";
             return CmdResults(g, o->id, o->db, output, o->metric, tidy);
@@ -249,15 +284,26 @@ Subcommand AddReport(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "write the self-contained HTML report");
   cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
   cmd->add_option("--db", o->db, "read this results database, no controller");
-  auto* output = cmd->add_option("-o,--output", o->path, "HTML file to write");
+  auto* output = cmd->add_option("--output", o->path, "HTML file to write");
   output->capture_default_str();
+  // Every other verb's -o is a format; report's was a file. Kept for one release (docs/cli.md).
+  auto* old_o = cmd->add_option("-o", o->path,
+                                "same as --output FILE (deprecated: elsewhere -o names a format; "
+                                "kept for one release)")
+                    ->excludes(output);
   cmd->add_option(
       "--figures", o->figures,
       "also write every figure as standalone SVG + CSV into this directory "
-      "(created when missing); with --figures the HTML is written only when -o is given");
-  return {cmd, [o, output](const GlobalOptions& g) {
+      "(created when missing); with --figures the HTML is written only when --output is given");
+  return {cmd, [o, output, old_o](const GlobalOptions& g) {
+            if (old_o->count() > 0) {
+              fprintf(stderr,
+                      "codlctl report: note: -o FILE is deprecated (every other command's -o is a "
+                      "format); use --output %s\n",
+                      codl::TerminalSafe(o->path).c_str());
+            }
             // --figures alone asks for the figures, not for a report.html in the current directory.
-            const bool html = o->figures.empty() || output->count() > 0;
+            const bool html = o->figures.empty() || output->count() > 0 || old_o->count() > 0;
             return RunReport(g, o->id, o->db, html ? o->path : "", o->figures);
           }};
 }
@@ -277,7 +323,11 @@ Subcommand AddAgents(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("agents", "agents known to the controller");
-  AddOutputOption(cmd, &o->output);
+  cmd->add_option("-o,--output", o->output,
+                  "table (labels wrapped within 120 columns) | wide (labels on one line) | json | "
+                  "csv")
+      ->check(CLI::IsMember({"table", "wide", "json", "csv"}))
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "same as -o json");
   return {cmd, [o](const GlobalOptions& g) { return CmdAgents(g, o->json ? "json" : o->output); }};
 }
@@ -304,6 +354,27 @@ Subcommand AddCompare(CLI::App& app) {
   return {cmd, [o](const GlobalOptions& g) {
             return CmdCompare(g, o->ids, o->db, o->output, o->metric, o->report);
           }};
+}
+
+Subcommand AddTrace(CLI::App& app) {
+  struct Options {
+    std::string id, db, output = "trace.json";
+    int trial = 1;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "trace",
+      "write a trial's PyTorch profiler trace (victim.trace) with the antagonists' achieved "
+      "rates as counter tracks, as Chrome-trace JSON for Perfetto");
+  cmd->add_option("id", o->id, "experiment id or 'latest'")->default_val("latest");
+  cmd->add_option("--trial", o->trial,
+                  "trial number, from 1 as `results --trials` numbers them (traced: the first "
+                  "trial of each pairing)")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "file to write ('-': stdout)")->capture_default_str();
+  cmd->add_option("--db", o->db, "read this results database, no controller");
+  return {cmd,
+          [o](const GlobalOptions& g) { return CmdTrace(g, o->id, o->db, o->trial, o->output); }};
 }
 
 Subcommand AddCancel(CLI::App& app) {
@@ -391,9 +462,9 @@ int main(int argc, char** argv) {
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
-      AddValidate(app), AddRun(app),     AddResume(app),   AddSubmit(app),  AddStatus(app),
-      AddWatch(app),    AddResults(app), AddCompare(app),  AddPredict(app), AddReport(app),
-      AddAgents(app),   AddCancel(app),  AddCalibrate(app)};
+      AddValidate(app), AddRun(app),     AddResume(app),    AddSubmit(app),  AddStatus(app),
+      AddWatch(app),    AddResults(app), AddCompare(app),   AddPredict(app), AddReport(app),
+      AddAgents(app),   AddCancel(app),  AddCalibrate(app), AddTrace(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

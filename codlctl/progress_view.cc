@@ -5,12 +5,35 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
 
 #include "lib/common/utf8.h"
 #include "lib/daemon/logging.h"
 #include "lib/rpc/records_proto.h"
 
 namespace codl::cli {
+namespace {
+
+// The bar a ProgressView last drew, and where; guarded by BarMutex(). Log lines from other
+// threads go above it (WriteAboveBar).
+std::mutex& BarMutex() {
+  static std::mutex mu;
+  return mu;
+}
+FILE* g_bar_out = nullptr;
+std::string g_bar;  // without the leading "\r\033[K"
+
+}  // namespace
+
+void WriteAboveBar(FILE* out, std::string_view text) {
+  std::lock_guard<std::mutex> l(BarMutex());
+  const bool bar = out == g_bar_out && !g_bar.empty();
+  if (bar) fputs("\r\033[K", out);
+  fwrite(text.data(), 1, text.size(), out);
+  if (!text.empty() && text.back() != '\n') fputc('\n', out);
+  if (bar) fputs(("\r\033[K" + g_bar).c_str(), out);
+  fflush(out);
+}
 
 std::string FormatEta(double s) {
   if (!(s > 0) || !std::isfinite(s)) return "--";
@@ -105,6 +128,7 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
     fflush(out_);
     return;
   }
+  std::lock_guard<std::mutex> l(BarMutex());
   const EventLook look = LookOf(ev);
   if (look.above_bar && !ev.message().empty()) {
     const char* on = "";
@@ -131,16 +155,23 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
              s.victim_step_time_s() * 1e3);
     step = buf;
   }
-  fprintf(out_, "\r\033[K%s %d/%d trials  %s%s  ETA %s%s",
-          Bar(s.completed_trials(), s.total_trials()).c_str(), s.completed_trials(),
-          s.total_trials(), codl::TerminalSafe(where).c_str(), step.c_str(),
-          FormatEta(s.eta_s()).c_str(), codl::TerminalSafe(AdaptiveNote(s)).c_str());
+  char counts[64];
+  snprintf(counts, sizeof counts, " %d/%d trials  ", s.completed_trials(), s.total_trials());
+  g_bar = Bar(s.completed_trials(), s.total_trials()) + counts + codl::TerminalSafe(where) + step +
+          "  ETA " + FormatEta(s.eta_s()) + codl::TerminalSafe(AdaptiveNote(s));
+  g_bar_out = out_;
+  fputs(("\r\033[K" + g_bar).c_str(), out_);
   fflush(out_);
   drawn_ = true;
 }
 
 void ProgressView::Finish() {
+  std::lock_guard<std::mutex> l(BarMutex());
   if (tty_ && drawn_) fprintf(out_, "\r\033[K");
+  if (g_bar_out == out_) {
+    g_bar_out = nullptr;
+    g_bar.clear();
+  }
   fflush(out_);
 }
 

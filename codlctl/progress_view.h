@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "codl/v1/controller.pb.h"
 
@@ -41,6 +42,11 @@ struct EventLook {
   bool activity = false;   // shown in the bar until the first trial (calibration, warm-up)
 };
 EventLook LookOf(const v1::ExperimentEvent& ev);
+
+// Writes `text` (whole lines) to `out` on lines of their own: when a ProgressView has its bar
+// drawn on `out`, the bar's line is cleared first and the bar drawn again after, so a log line
+// of the embedded daemons (a warning) is never glued onto the bar. Safe from any thread.
+void WriteAboveBar(FILE* out, std::string_view text);
 
 std::string FormatEta(double seconds);
 // "dataset 120/256 samples" while the victim generates its dataset, else "".

@@ -96,7 +96,7 @@ int PrintResults(ControllerClient* client, const std::string& db, const std::str
   if (output == "csv") text = experiment::FormatCsv(results);
   else if (output == "json") text = experiment::FormatJson(results);
   else if (output == "interactions-csv") text = experiment::FormatInteractionsCsv(results);
-  else text = experiment::FormatTable(results);
+  else text = experiment::FormatTable(results, output == "wide");
   Emit(text, out);
   return kExitOk;
 }
@@ -113,7 +113,9 @@ int PrintTidy(ControllerClient* client, const std::string& db, const std::string
   const experiment::TidyTable table =
       kind == "phases"  ? experiment::PhasesTable(e, trials)
       : kind == "ranks" ? experiment::RanksTable(e, trials)
-                        : experiment::TrialsTable(e, trials, OptionsFor(e, metric).metric);
+      : kind == "phases-summary"
+          ? experiment::PhaseSummaryTable(experiment::Summarize(e, trials, OptionsFor(e, metric)))
+          : experiment::TrialsTable(e, trials, OptionsFor(e, metric).metric);
   Emit(experiment::Render(table, output), out);
   return kExitOk;
 }

@@ -30,7 +30,7 @@ int MeasuredExitCode(ControllerClient* client, const std::string& db, const std:
 // The same from a reason already computed ("" = something was measured).
 int MeasuredExitCode(const std::string& id, const std::string& nothing_measured);
 // The long (tidy) exports: `kind` "trials" (one row per trial), "phases" (per trial x rank x
-// phase) or "ranks" (per trial x rank);
+// phase), "ranks" (per trial x rank) or "phases-summary" (per pairing x phase);
 // `output` csv | json (JSON lines) | table.
 int PrintTidy(ControllerClient* client, const std::string& db, const std::string& id,
               const std::string& kind, const std::string& output, FILE* out,

@@ -210,6 +210,33 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetResults(grpc::CallbackServer
   return r;
 }
 
+grpc::ServerUnaryReactor* ControllerServiceImpl::GetTrialTrace(grpc::CallbackServerContext* ctx,
+                                                               const v1::GetTrialTraceRequest* req,
+                                                               v1::GetTrialTraceReply* reply) {
+  if (auto* r = Refuse(ctx)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    auto e = store_->GetExperiment(req->experiment_id().empty() ? "latest" : req->experiment_id());
+    if (!e.ok()) {
+      r->Finish(rpc::ToGrpc(e.status()));
+      return;
+    }
+    auto trace = store_->GetTrialTrace(e->id, req->trial_index());
+    if (!trace.ok()) {
+      r->Finish(rpc::ToGrpc(trace.status(), StatusCode::kInternal));
+      return;
+    }
+    reply->set_experiment_id(e->id);
+    reply->set_found(trace->has_value());
+    if (*trace) {
+      reply->set_raw_bytes((*trace)->raw_bytes);
+      reply->set_trace_zlib(std::move((*trace)->zlib));
+    }
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
 grpc::ServerUnaryReactor* ControllerServiceImpl::ListAgents(grpc::CallbackServerContext* ctx,
                                                             const v1::ListAgentsRequest*,
                                                             v1::ListAgentsReply* reply) {

@@ -48,6 +48,9 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
       grpc::CallbackServerContext*, const v1::WatchExperimentRequest*) override;
   grpc::ServerUnaryReactor* GetResults(grpc::CallbackServerContext*, const v1::GetResultsRequest*,
                                        v1::GetResultsReply*) override;
+  grpc::ServerUnaryReactor* GetTrialTrace(grpc::CallbackServerContext*,
+                                          const v1::GetTrialTraceRequest*,
+                                          v1::GetTrialTraceReply*) override;
   grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext*, const v1::ListAgentsRequest*,
                                        v1::ListAgentsReply*) override;
   grpc::ServerUnaryReactor* CancelExperiment(grpc::CallbackServerContext*,

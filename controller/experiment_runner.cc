@@ -3,6 +3,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -301,6 +302,15 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
   prov->Save();
   if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov); !s.ok()) return s;
+  // victim.trace: the first trial of each pairing (the baseline's too) takes a profiler trace;
+  // the others run untraced, as the profiler slows the steps it records.
+  std::map<std::string, int> first_of_pairing;
+  for (const auto& trial : plan) first_of_pairing.emplace(trial.pairing, trial.index);
+  experiment::ExperimentSpec untraced;
+  if (spec.victim.trace_steps > 0) {
+    untraced = spec;
+    untraced.victim.trace_steps = 0;
+  }
   for (size_t i = first_to_run; i < plan.size(); ++i) {
     const auto& trial = plan[i];
     if (cancel) return Cancelled("cancelled");
@@ -314,9 +324,19 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     listener->OnTrialStarted(trial);
     prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
     StatusCode failure = StatusCode::kOk;
-    TrialRecord t = RunTrial(exp, spec, trial, p, cancel, listener, &failure);
+    const bool traced =
+        spec.victim.trace_steps > 0 && first_of_pairing.at(trial.pairing) == trial.index;
+    TrialRecord t = RunTrial(exp, traced || spec.victim.trace_steps == 0 ? spec : untraced, trial,
+                             p, cancel, listener, &failure);
     prov->Save();
+    if (traced && t.trace_zlib.empty() && t.state != TrialState::kCancelled) {
+      listener->OnEvent(
+          events::Note(v1::Note::WARNING,
+                       "trial " + std::to_string(trial.index + 1) + ": no profiler trace kept: " +
+                           (t.trace_error.empty() ? "the victim returned none" : t.trace_error)));
+    }
     if (Status s = store_->SaveTrial(t); !s.ok()) return s.WithContext("saving trial");
+    t.trace_zlib.clear();  // stored: not carried to the listeners
     listener->OnTrialDone(t);
     if (stopper) stopper->Add(t);
     if (t.state == TrialState::kCancelled) return Cancelled("cancelled");
@@ -368,6 +388,7 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
     v1::RunVictimRequest req;
     req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
     *req.mutable_victim() = ToProto(spec.victim);
+    req.mutable_victim()->set_trace_steps(0);  // traces are of trials (victim.trace)
     // The first run usually generates the victim's dataset: rank 0's progress is shown live.
     std::unique_ptr<AgentClient::TelemetryStream> live;
     if (auto client = agents_->Client(p.victim_node)) {

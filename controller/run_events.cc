@@ -1,7 +1,10 @@
 #include "controller/run_events.h"
 
+#include <cmath>
 #include <cstdio>
 
+#include "lib/analysis/trial_metric.h"
+#include "lib/common/units.h"
 #include "lib/rpc/records_proto.h"
 
 namespace codl::controller::events {
@@ -48,7 +51,8 @@ v1::ExperimentEvent TrialStarted(int index, int total, const std::string& pairin
   return ev;
 }
 
-v1::ExperimentEvent TrialFinished(const TrialRecord& t, int total) {
+v1::ExperimentEvent TrialFinished(const TrialRecord& t, int total,
+                                  const experiment::TrialMetric& metric) {
   v1::ExperimentEvent ev;
   v1::TrialFinished* f;
   switch (t.state) {
@@ -70,8 +74,15 @@ v1::ExperimentEvent TrialFinished(const TrialRecord& t, int total) {
     std::snprintf(buf, sizeof buf, "trial %d/%d %s: failed — %s", t.index + 1, total,
                   t.pairing.c_str(), FailureWithStderr(t.error, t.stderr_tail).c_str());
   } else {
-    std::snprintf(buf, sizeof buf, "trial %d/%d %s: %s, metric %.4g s%s%s", t.index + 1, total,
-                  t.pairing.c_str(), ToString(t.state), t.metric, t.error.empty() ? "" : " — ",
+    const double value = experiment::TrialMetricValue(t, metric);
+    std::string shown = "no " + metric.Name() + " measured";
+    if (std::isfinite(value)) {
+      char v[64];
+      std::snprintf(v, sizeof v, "%.4g %s", value, metric.Unit().c_str());
+      shown = metric.Name() + " " + (metric.Unit() == "s" ? FormatDuration(value) : v);
+    }
+    std::snprintf(buf, sizeof buf, "trial %d/%d %s: %s, %s%s%s", t.index + 1, total,
+                  t.pairing.c_str(), ToString(t.state), shown.c_str(), t.error.empty() ? "" : " — ",
                   t.error.c_str());
   }
   ev.set_message(buf);

@@ -19,6 +19,7 @@ inline v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
   p.set_workdir(v.workdir);
   p.set_warmup_steps(v.warmup_steps);
   p.set_timeout_s(v.timeout_s);
+  p.set_trace_steps(v.trace_steps);
   auto* pr = p.mutable_progress();
   switch (v.progress.format) {
     case experiment::ProgressSpec::Format::kRegex: pr->set_format(v1::VictimProgress::REGEX); break;

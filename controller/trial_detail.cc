@@ -17,6 +17,9 @@ void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
   t->phase_order.assign(victim.phase_order().begin(), victim.phase_order().end());
   for (const auto& s : victim.steps()) t->steps.push_back(rpc::FromProto(s));
+  t->trace_zlib = victim.trace_zlib();
+  t->trace_raw_bytes = victim.trace_raw_bytes();
+  t->trace_error = victim.trace_error();
 }
 
 std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antagonists) {

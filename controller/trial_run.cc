@@ -220,9 +220,9 @@ class ExperimentRunner::TrialRun {
     a.setup_estimate_s = reply.setup_estimate_s();
     if (reply.ready_unix_ns() > 0) a.ready_ms = AgentMsFromStart(reply.ready_unix_ns(), r->node);
     if (std::string late = LateStartReason(r->result.name, r->node, a); !late.empty()) {
-      spdlog::warn("trial {}: {}", trial_.index, late);
-      listener_->OnEvent(
-          events::Note(v1::Note::WARNING, "trial " + std::to_string(trial_.index) + ": " + late));
+      spdlog::warn("trial {}: {}", trial_.index + 1, late);
+      listener_->OnEvent(events::Note(v1::Note::WARNING,
+                                      "trial " + std::to_string(trial_.index + 1) + ": " + late));
     }
   }
 
@@ -316,8 +316,8 @@ class ExperimentRunner::TrialRun {
 
   void NotSettled(const SettleWindow& window, double waited_s) {
     not_settled_ = DidNotSettleReason(window, waited_s);
-    listener_->OnEvent(events::Note(v1::Note::WARNING,
-                                    "trial " + std::to_string(trial_.index) + ": " + not_settled_));
+    listener_->OnEvent(events::Note(
+        v1::Note::WARNING, "trial " + std::to_string(trial_.index + 1) + ": " + not_settled_));
   }
 
   static std::string SettleProblem(const Result<v1::GetAntagonistReply>& g) {

@@ -11,7 +11,7 @@
 set -euo pipefail
 set_name=${1:-build}
 build_pkgs=(build-essential cmake ninja-build pkg-config ccache
-            libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+            libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev zlib1g-dev
             liburing-dev libyaml-cpp-dev libre2-dev libsqlite3-dev libcli11-dev libspdlog-dev libfmt-dev
             nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev libibverbs-dev)
 dev_pkgs=(libgtest-dev libgmock-dev)

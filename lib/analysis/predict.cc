@@ -339,6 +339,21 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   }
   Profile profile{samples, CollectSingles(samples), {}, MediansOf(samples), options, {}};
   if (profile.singles.empty()) {
+    // Singles at `max` only: measured, but an open-loop intensity has no level or rate to put
+    // on a curve. Say so by name rather than "no singles".
+    std::string max_only;
+    for (const auto& [key, values] : samples) {
+      const auto parts = ParsePairingKey(key);
+      if (parts.size() == 1 && parts.begin()->second == "max" && !values.empty())
+        max_only += (max_only.empty() ? "" : ", ") + key;
+    }
+    if (!max_only.empty()) {
+      return FailedPrecondition(
+          "the only measured singles are at `max` (" + max_only +
+          "): an open-loop intensity has no requested level or rate, so it has no place on a "
+          "sensitivity curve and nothing can be interpolated from it; add levels or rates "
+          "(e.g. `intensities: [0.25, 0.5, 1]`) to predict");
+    }
     return FailedPrecondition(
         "no measured singles (one antagonist at a level or rate): run `pairings: singles` or "
         "`pairings: pairs` to build a sensitivity profile");

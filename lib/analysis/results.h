@@ -11,6 +11,7 @@
 #include "lib/analysis/interaction.h"
 #include "lib/analysis/rank_summary.h"
 #include "lib/analysis/stats.h"
+#include "lib/analysis/tidy.h"
 #include "lib/analysis/trial_metric.h"
 #include "lib/common/records.h"
 
@@ -158,9 +159,17 @@ std::string NothingMeasured(const ExperimentResults& results);
 // {membw: "0.5", storage: "2GiB/s"}; empty for "baseline".
 std::map<std::string, std::string> PairingIntensities(const std::string& key);
 
-std::string FormatTable(const ExperimentResults& results);  // aligned, for terminals
-std::string FormatCsv(const ExperimentResults& results);    // one row per pairing x antagonist
-std::string FormatJson(const ExperimentResults& results);   // every field; NaN -> null
+// Aligned, for terminals: the narrow default (pairing, n, metric, slowdown [CI], p, flagged,
+// achieved; prose wrapped at 120 columns) or, `wide` (`-o wide`), every column unwrapped.
+std::string FormatTable(const ExperimentResults& results, bool wide = false);
+// "level" | "rate" | "max": how an antagonist's intensity was given (the summary CSV's
+// intensity_kind; "workload" is reserved for a real job as the neighbour).
+std::string IntensityKind(const AntagonistSummary& a);
+// One row per pairing x phase (`codlctl results --phases-summary`): the phase's median over
+// measured trials, the baseline's, and their ratio. docs/results.md.
+TidyTable PhaseSummaryTable(const ExperimentResults& results);
+std::string FormatCsv(const ExperimentResults& results);   // one row per pairing x antagonist
+std::string FormatJson(const ExperimentResults& results);  // every field; NaN -> null
 // `codlctl results -o interactions-csv`: one row per combination (interaction_format.cc).
 std::string FormatInteractionsCsv(const ExperimentResults& results);
 

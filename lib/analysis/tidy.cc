@@ -6,6 +6,7 @@
 
 #include "lib/common/csv.h"
 #include "lib/common/json_line.h"
+#include "lib/common/units.h"
 #include "lib/common/utf8.h"
 
 namespace codl::experiment {
@@ -106,12 +107,28 @@ std::string RenderJsonLines(const TidyTable& t) {
   return out;
 }
 
+// "started_unix_ms" -> "started": a table shows the time itself (ISO 8601, UTC), not the number.
+bool IsUnixMs(const std::string& column) {
+  constexpr std::string_view kSuffix = "_unix_ms";
+  return column.size() > kSuffix.size() &&
+         column.compare(column.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
 std::string RenderAligned(const TidyTable& t) {
   std::vector<std::vector<std::string>> text;
-  text.push_back(t.columns);
+  std::vector<std::string> header = t.columns;
+  for (auto& h : header) {
+    if (IsUnixMs(h)) h.resize(h.size() - 8);
+  }
+  text.push_back(std::move(header));
   for (const auto& row : t.rows) {
     std::vector<std::string> line;
-    for (const auto& c : row) line.push_back(PlainCell(c));
+    for (size_t i = 0; i < row.size(); ++i) {
+      const Cell& c = row[i];
+      const bool time = i < t.columns.size() && IsUnixMs(t.columns[i]) &&
+                        c.kind == Cell::Kind::kNumber && c.number > 0;
+      line.push_back(time ? FormatUtcMs(static_cast<int64_t>(c.number)) : PlainCell(c));
+    }
     text.push_back(std::move(line));
   }
   std::vector<size_t> width(t.columns.size(), 0);

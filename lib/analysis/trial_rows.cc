@@ -20,10 +20,12 @@ std::vector<const TrialRecord*> ByIndex(const std::vector<TrialRecord>& trials) 
   return sorted;
 }
 
-// The columns every row of both exports starts with: which trial, under which interference.
-const std::vector<std::string> kTrialColumns = {"experiment_id", "experiment", "trial",
-                                                "repetition",    "pairing",    "role",
-                                                "antagonists",   "intensities"};
+// The columns every row of the exports starts with: which trial (`trial` from 1, as progress,
+// warnings and the report number them; `trial_index` from 0, as the store and the plan do),
+// under which interference.
+const std::vector<std::string> kTrialColumns = {"experiment_id", "experiment",  "trial",
+                                                "trial_index",   "repetition",  "pairing",
+                                                "role",          "antagonists", "intensities"};
 
 std::vector<Cell> TrialCells(const ExperimentRecord& e, const TrialRecord& t) {
   std::string names, intensities;
@@ -34,6 +36,7 @@ std::vector<Cell> TrialCells(const ExperimentRecord& e, const TrialRecord& t) {
   }
   return {Cell::Text(e.id),
           Cell::Text(e.name),
+          Cell::Int(t.index + 1),
           Cell::Int(t.index),
           Cell::Int(t.repetition),
           Cell::Text(IsBaselineTrial(t) ? "baseline" : t.pairing),

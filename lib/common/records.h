@@ -116,6 +116,12 @@ struct TrialRecord {
   // 0's (its elapsed is the job's: a synchronous job's rank 0 waits for the slowest). Empty
   // for a single instance.
   std::vector<RankRecord> ranks;
+  // victim.trace: the profiler trace rank 0's victim wrote (zlib) and its uncompressed size,
+  // carried from the agent's reply to Store::PutTrialTrace (not a column of the trial's row:
+  // GetTrials leaves these empty), or why the trial has none.
+  std::string trace_zlib;
+  int64_t trace_raw_bytes = 0;
+  std::string trace_error;
 };
 
 // A flagged record written before typed reasons has only its `error` text: it becomes one

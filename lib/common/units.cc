@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 namespace codl {
@@ -149,7 +150,9 @@ std::string Scaled(double v, const char* const* units, int n, double base, const
     ++i;
   }
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f %s%s", v, units[i], tail);
+  // No prefix and a unit of its own ("0.41 core-s/s"): one space, not two.
+  const bool bare = units[i][0] == '\0' && tail[0] == ' ';
+  std::snprintf(buf, sizeof buf, bare ? "%.2f%s%s" : "%.2f %s%s", v, units[i], tail);
   return buf;
 }
 }  // namespace
@@ -177,6 +180,22 @@ std::string FormatDuration(double s) {
   else if (s >= 1) std::snprintf(buf, sizeof buf, "%.2f s", s);
   else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
   else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  return buf;
+}
+
+std::string FormatUtcMs(int64_t unix_ms) {
+  int64_t secs = unix_ms / 1000;
+  int64_t ms = unix_ms % 1000;
+  if (ms < 0) {  // before 1970: floor, so the milliseconds stay 0..999
+    ms += 1000;
+    --secs;
+  }
+  const time_t t = static_cast<time_t>(secs);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[48];
+  const size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
   return buf;
 }
 

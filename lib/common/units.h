@@ -44,5 +44,8 @@ std::string FormatSize(double bytes);
 std::string FormatBytesPerSecond(double bytes_per_second);
 std::string FormatRate(double value, std::string_view unit);  // unit is "bytes/s", "IOPS", ...
 std::string FormatDuration(double seconds);
+// ISO 8601 / RFC 3339 in UTC with milliseconds: "2026-11-30T19:20:01.123Z" (log lines, the
+// timestamps of terminal tables; exports keep the `_unix_ms` numbers).
+std::string FormatUtcMs(int64_t unix_ms);
 
 }  // namespace codl

@@ -89,4 +89,33 @@ std::string TerminalSafe(std::string_view text) {
   return out;
 }
 
+namespace {
+size_t Columns(std::string_view s) {
+  size_t n = 0;
+  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
+
+std::string WrapWords(std::string_view text, size_t width, std::string_view indent) {
+  std::string out, line;
+  bool first = true;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(start, end - start);
+    const size_t prefix = first ? 0 : Columns(indent);
+    if (!line.empty() && prefix + Columns(line) + 1 + Columns(word) > width) {
+      out += (first ? "" : std::string(indent)) + line + "\n";
+      first = false;
+      line = std::string(word);
+    } else {
+      line += (line.empty() ? "" : " ") + std::string(word);
+    }
+    start = end + 1;
+  }
+  return out + (first ? "" : std::string(indent)) + line;
+}
+
 }  // namespace codl

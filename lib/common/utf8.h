@@ -22,4 +22,9 @@ std::string Utf8Tail(std::string_view text, size_t max_bytes);
 // clear the screen or retitle the window of whoever reads results.
 std::string TerminalSafe(std::string_view text);
 
+// `text` broken at spaces into lines of at most `width` display columns (a word longer than
+// that stays whole; UTF-8 continuation bytes take no column), every line after the first
+// starting with `indent`, joined with '\n' (none at the end). For terminal tables' prose.
+std::string WrapWords(std::string_view text, size_t width, std::string_view indent);
+
 }  // namespace codl

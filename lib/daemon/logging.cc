@@ -11,21 +11,11 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/common/json_line.h"
+#include "lib/common/units.h"
 #include "lib/common/utf8.h"
 
 namespace codl::daemon {
 namespace {
-
-// "2026-11-30T19:20:01.123Z"
-std::string Rfc3339Utc(int64_t unix_ms) {
-  const time_t secs = static_cast<time_t>(unix_ms / 1000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(unix_ms % 1000));
-  return buf;
-}
 
 // spdlog's level names, except "warning" spelled as the flag spells it.
 std::string_view LevelName(spdlog::level::level_enum level) {
@@ -113,7 +103,7 @@ Status ConfigureLogging(const std::string& component, const std::string& level,
 std::string JsonLogLine(int64_t unix_ms, std::string_view level, std::string_view msg,
                         std::string_view component) {
   JsonLine j;
-  j.Add("ts", Rfc3339Utc(unix_ms)).Add("level", level).Add("msg", msg).Add("component", component);
+  j.Add("ts", FormatUtcMs(unix_ms)).Add("level", level).Add("msg", msg).Add("component", component);
   return j.str();
 }
 

@@ -103,7 +103,7 @@ class StepSeriesChart {
   }
 
   std::string Draw() {
-    Svg svg(kW, height_, "series", "step time of trial " + std::to_string(trial_.index));
+    Svg svg(kW, height_, "series", "step time of trial " + std::to_string(trial_.index + 1));
     for (size_t i = 0; i < n_ant_; ++i) DrawOnSpan(svg, i);
     DrawStepPanel(svg);
     if (rates_.span.any) DrawRatePanel(svg);
@@ -277,10 +277,10 @@ class StepSeriesChart {
 };
 
 std::string StepSeriesCaption(const TrialRecord& trial, const PairingSummary& pairing) {
-  std::string caption = "Trial #" + std::to_string(trial.index) + " (repetition " +
-                        std::to_string(trial.repetition) + ") of <code>" + Escape(trial.pairing) +
-                        "</code>, the most-slowed pairing (" + Escape(Slowdown(pairing.slowdown)) +
-                        ")";
+  std::string caption = "Trial #" + std::to_string(trial.index + 1) + " (repetition " +
+                        std::to_string(trial.repetition + 1) + ") of <code>" +
+                        Escape(trial.pairing) + "</code>, the most-slowed pairing (" +
+                        Escape(Slowdown(pairing.slowdown)) + ")";
   if (!trial.victim_node.empty()) caption += ", victim on " + Escape(trial.victim_node);
   caption +=
       ". Bars above the chart: when each antagonist ran (its telemetry span; negative "
@@ -309,7 +309,7 @@ double BaselineStepMedian(const ExperimentResults& results,
 // The data drawn: every step, then every antagonist rate sample (t_s relative to the start).
 std::string SeriesCsv(const TrialRecord& trial) {
   std::string csv = "trial,series,t_s,value,target,unit,warmup\n";
-  const std::string index = std::to_string(trial.index);
+  const std::string index = std::to_string(trial.index + 1);  // 1-based, as `trial` in --trials
   for (const auto& s : trial.steps) {
     csv += index + ",step_time_s," + CsvNumber(s.t_s) + "," + CsvNumber(s.step_time_s) + ",,s," +
            (s.warmup ? "true" : "false") + "\n";

@@ -52,6 +52,8 @@ th, td { padding: 5px 12px; border-bottom: 1px solid var(--rule); text-align: le
   vertical-align: top; }
 th { font-weight: 600; border-bottom: 2px solid #ccc; white-space: nowrap; }
 td.num { text-align: right; white-space: nowrap; }
+td.rate { min-width: 220px; max-width: 380px; }
+td.notes { max-width: 260px; }
 tr.baseline td { background: #fafafa; }
 td .sub { color: var(--muted); font-size: 12px; }
 details { margin-top: 8px; }
@@ -159,13 +161,6 @@ std::string Header(const ExperimentRecord& e, const std::vector<TrialRecord>& tr
   return h + "</header>\n";
 }
 
-std::string Levels(const PairingSummary& p) {
-  if (p.baseline) return kMissing;
-  std::string s;
-  for (const auto& a : p.antagonists) s += (s.empty() ? "" : " ") + a.name + "=" + a.intensity;
-  return s.empty() ? kMissing : s;
-}
-
 std::string Achieved(const PairingSummary& p) {
   std::string s;
   for (const auto& a : p.antagonists) {
@@ -257,30 +252,34 @@ std::string MdeCell(const PairingSummary& p) {
   return p.baseline || !std::isfinite(p.mde) ? kMissing : Escape(Slowdown(p.mde));
 }
 
+// Eight columns, each a headline figure with its secondary ones stacked under it (CoV under
+// the metric, all trials under the slowdown, the MDE under p, cores under the achieved rate),
+// so the table fits a 1300 px window (tests/lib/report/report_browser_test.cc checks it).
 std::string PairingTable(const ExperimentResults& r) {
   if (r.pairings.empty()) return "<p class=\"empty\">No trials recorded yet.</p>\n";
+  auto sub = [](const std::string& label, const std::string& html) {
+    return html == kMissing ? std::string() : "<br><span class=\"sub\">" + label + html + "</span>";
+  };
   std::string t =
-      "<table class=\"pairings\">\n<thead><tr><th>pairing</th><th>levels</th><th>n</th>"
-      "<th>" +
-      Escape(r.metric) +
-      "</th><th>CoV</th><th>slowdown [CI]</th><th>p [Holm]</th><th>all trials [CI]</th>"
-      "<th>MDE</th><th>flagged</th><th>achieved rate</th><th>cores</th><th>excluded</th></tr>"
-      "</thead>\n"
-      "<tbody>\n";
+      "<table class=\"pairings\">\n<thead><tr><th>pairing</th><th>n</th><th>" + Escape(r.metric) +
+      "<br><span class=\"sub\">CoV</span></th><th>slowdown [CI]<br><span class=\"sub\">all "
+      "trials [CI]</span></th><th>p [Holm]<br><span class=\"sub\">MDE</span></th>"
+      "<th>flagged</th><th>achieved rate<br><span class=\"sub\">cores</span></th>"
+      "<th>excluded</th></tr></thead>\n<tbody>\n";
   for (const PairingSummary* sorted : experiment::SortedPairings(r)) {
     const PairingSummary& p = *sorted;
     const std::string slowdown = SlowdownWithCi(p.slowdown, p.ci_low, p.ci_high);
     const std::string all =
         p.baseline ? kMissing : SlowdownWithCi(p.slowdown_all, p.ci_all_low, p.ci_all_high);
+    const std::string cov = Escape(Percent(p.cov, 1));
     t += std::string("<tr") + (p.baseline ? " class=\"baseline\"" : "") + " data-pairing=\"" +
-         Escape(p.pairing) + "\"><td><code>" + Escape(p.pairing) + "</code></td><td>" +
-         Escape(Levels(p)) + "</td><td class=\"num\">" + std::to_string(p.n) +
-         "</td><td class=\"num\">" + MetricValue(r, p) + "</td><td class=\"num\">" +
-         Escape(Percent(p.cov, 1)) + "</td><td class=\"num\">" + slowdown +
-         "</td><td class=\"num\">" + PCell(p) + "</td><td class=\"num\">" + all +
-         "</td><td class=\"num\">" + MdeCell(p) + "</td><td class=\"num\">" + FlagRate(p) +
-         "</td><td>" + (p.baseline ? kMissing : Achieved(p)) + "</td><td>" + CoresCell(p) +
-         "</td><td>" + Notes(p) + "</td></tr>\n";
+         Escape(p.pairing) + "\"><td><code>" + Escape(p.pairing) +
+         "</code></td><td class=\"num\">" + std::to_string(p.n) + "</td><td class=\"num\">" +
+         MetricValue(r, p) + sub("CoV ", cov) + "</td><td class=\"num\">" + slowdown +
+         sub("all ", all) + "</td><td class=\"num\">" + PCell(p) + sub("MDE ", MdeCell(p)) +
+         "</td><td class=\"num\">" + FlagRate(p) + "</td><td class=\"rate\">" +
+         (p.baseline ? kMissing : Achieved(p)) + sub("cores: ", CoresCell(p)) +
+         "</td><td class=\"notes\">" + Notes(p) + "</td></tr>\n";
   }
   return t + "</tbody>\n</table>\n";
 }
@@ -292,7 +291,7 @@ std::string ExcludedTrials(const std::vector<TrialRecord>& trials) {
   for (const auto& t : trials) {
     if (t.state != TrialState::kFailed && t.state != TrialState::kFlagged) continue;
     ++n;
-    rows += "<tr><td class=\"num\">" + std::to_string(t.index) + "</td><td><code>" +
+    rows += "<tr><td class=\"num\">" + std::to_string(t.index + 1) + "</td><td><code>" +
             Escape(t.pairing) + "</code></td><td>" + Escape(ToString(t.state)) +
             "</td><td class=\"num\">" +
             (t.state == TrialState::kFailed ? std::to_string(t.exit_code) : kMissing) +

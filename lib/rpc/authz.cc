@@ -111,6 +111,7 @@ const std::map<std::string, std::set<Role>>& MethodTable() {
         {"/codl.v1.Controller/GetExperiment", read},
         {"/codl.v1.Controller/WatchExperiment", read},
         {"/codl.v1.Controller/GetResults", read},
+        {"/codl.v1.Controller/GetTrialTrace", read},
         {"/codl.v1.Controller/ListAgents", read},
     };
   }();

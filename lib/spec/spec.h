@@ -44,6 +44,9 @@ struct PlacementSpec {
 
 struct ExperimentSpec;
 
+// victim.trace.steps at most: a profiler trace of more steps is too large to keep per trial.
+inline constexpr int kMaxTraceSteps = 100;
+
 struct VictimSpec {
   std::vector<std::string> command;  // argv; argv[0] looked up beside the agent binary, then PATH
   std::map<std::string, std::string> env;
@@ -60,6 +63,10 @@ struct VictimSpec {
   // false: one instance, on the first selected node.
   bool distributed = false;
   int master_port = 29500;  // victim.master_port: rank 0 listens here (distributed only)
+  // victim.trace: {steps: K}: a PyTorch profiler trace of K measured steps, taken by
+  // `python3 -m codl.run` (CODL_TRACE_STEPS / CODL_TRACE_FILE) in the first baseline trial and
+  // the first trial of every pairing, kept with the trial (`codlctl trace`). 0: none.
+  int trace_steps = 0;
 };
 
 // The environment the controller gives rank `rank` of a distributed victim: RANK, WORLD_SIZE,

@@ -198,7 +198,7 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
                        const std::string& source_path) {
   MapReader m(n, path,
               {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes",
-               "metric", "cpus", "numa", "distributed", "master_port"});
+               "metric", "cpus", "numa", "distributed", "master_port", "trace"});
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");
@@ -224,6 +224,11 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
   }
   if (m.Has("timeout")) v.timeout_s = Duration(m.Value("timeout"), m.PathOf("timeout"), true);
   if (m.Has("nodes")) v.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
+  if (m.Has("trace")) {
+    MapReader t(m.Value("trace"), m.PathOf("trace"), {"steps"});
+    v.trace_steps =
+        static_cast<int>(Integer(t.Require("steps"), t.PathOf("steps"), 1, kMaxTraceSteps));
+  }
   v.placement = ParsePlacement(m, n, path, source_path);
   ParseDistributed(m, &v);
   return v;

@@ -192,6 +192,16 @@ CREATE TABLE trial_ranks (
     {"add experiments.owner", R"sql(
 ALTER TABLE experiments ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 )sql"},
+    // 12: a victim's profiler trace (victim.trace), zlib-compressed Chrome-trace JSON, for the
+    // trials that took one (the first of each pairing); `codlctl trace`.
+    {"create trial_traces", R"sql(
+CREATE TABLE trial_traces (
+  trial_id  INTEGER PRIMARY KEY REFERENCES trials (id) ON DELETE CASCADE,
+  format    TEXT NOT NULL DEFAULT 'chrome-trace-json+zlib',
+  raw_bytes INTEGER NOT NULL,
+  data      BLOB NOT NULL
+);
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

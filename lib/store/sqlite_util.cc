@@ -86,6 +86,11 @@ void Stmt::BindText(int i, std::string_view v) {
   if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
 }
 
+void Stmt::BindBlob(int i, std::string_view v) {
+  int rc = sqlite3_bind_blob64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+}
+
 Status Stmt::Run(std::string_view what) {
   if (bind_rc_ != SQLITE_OK) {
     int rc = bind_rc_;
@@ -138,6 +143,13 @@ std::string Stmt::Text(int col) const {
   if (!p) return {};
   int n = sqlite3_column_bytes(s_, col);  // after column_text, as SQLite requires
   return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+}
+
+std::string Stmt::Blob(int col) const {
+  const void* p = sqlite3_column_blob(s_, col);
+  if (!p) return {};
+  const int n = sqlite3_column_bytes(s_, col);
+  return std::string(static_cast<const char*>(p), static_cast<size_t>(n));
 }
 
 bool Stmt::IsNull(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }

@@ -45,6 +45,7 @@ class Stmt {
   void BindReal(int i, double v);  // NaN is stored as NULL (SQLite's rule); read back as NaN
   void BindBool(int i, bool v) { BindInt(i, v ? 1 : 0); }
   void BindText(int i, std::string_view v);  // copied; embedded NULs and any bytes preserved
+  void BindBlob(int i, std::string_view v);  // copied, stored as a BLOB
 
   // Executes a statement that returns no rows, then resets it (bindings cleared) for reuse.
   Status Run(std::string_view what);
@@ -57,6 +58,7 @@ class Stmt {
   double Real(int col) const;  // NULL -> NaN
   bool Bool(int col) const { return Int(col) != 0; }
   std::string Text(int col) const;
+  std::string Blob(int col) const;
   bool IsNull(int col) const;
 
  private:

@@ -22,6 +22,12 @@ struct sqlite3;
 
 namespace codl::store {
 
+// A trial's profiler trace as stored: zlib-compressed Chrome-trace JSON and its size unpacked.
+struct TrialTrace {
+  int64_t raw_bytes = 0;
+  std::string zlib;
+};
+
 class Store {
  public:
   // Opens (creating if needed) and migrates the database at `path` to the latest schema.
@@ -79,6 +85,9 @@ class Store {
   // "latest"; an unknown experiment is an error.
   Result<std::vector<TrialRecord>> GetTrials(const std::string& experiment_id,
                                              bool with_series = true);
+  // The profiler trace SaveTrial kept with trial `index` (TrialRecord::trace_zlib; victim.trace),
+  // nullopt when it has none. The id may be "latest".
+  Result<std::optional<TrialTrace>> GetTrialTrace(const std::string& experiment_id, int index);
   // trial index -> metric name -> value, as SaveTrial stored them (table trial_metrics).
   Result<std::map<int, std::map<std::string, double>>> GetTrialMetrics(
       const std::string& experiment_id);

@@ -508,7 +508,44 @@ Status Store::SaveTrial(const TrialRecord& t) {
   const int64_t trial_id = sqlite3_last_insert_rowid(db_);
 
   if (Status s = InsertChildren(db, trial_id, t, encoded, what); !s) return s;
+  auto has_traces = HasTable(db, "trial_traces", what);
+  if (!has_traces) return has_traces.status();
+  if (*has_traces && !t.trace_zlib.empty()) {
+    auto trace = sql::Stmt::Prepare(
+        db, "INSERT INTO trial_traces (trial_id, raw_bytes, data) VALUES (?1, ?2, ?3)");
+    if (!trace) return trace.status();
+    trace->BindInt(1, trial_id);
+    trace->BindInt(2, t.trace_raw_bytes);
+    trace->BindBlob(3, t.trace_zlib);
+    if (Status s = trace->Run(what + ": its profiler trace"); !s) return s;
+  }
   return txn.Commit(what);
+}
+
+Result<std::optional<TrialTrace>> Store::GetTrialTrace(const std::string& experiment_id,
+                                                       int index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  const std::string what = "reading the profiler trace of " + TrialName(experiment_id, index);
+  sql::Txn txn(db);
+  if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return s;
+  auto resolved = ResolveExperimentId(db, experiment_id);
+  if (!resolved) return resolved.status();
+  auto has_traces = HasTable(db, "trial_traces", what);
+  if (!has_traces) return has_traces.status();
+  if (!*has_traces) return std::optional<TrialTrace>();  // a store from before traces
+  auto stmt = sql::Stmt::Prepare(db,
+                                 "SELECT x.raw_bytes, x.data FROM trial_traces x JOIN trials t "
+                                 "ON t.id = x.trial_id WHERE t.experiment_id = ?1 AND t.idx = ?2");
+  if (!stmt) return stmt.status();
+  stmt->BindText(1, *resolved);
+  stmt->BindInt(2, index);
+  auto row = stmt->Next(what);
+  if (!row) return row.status();
+  std::optional<TrialTrace> out;
+  if (*row) out = TrialTrace{stmt->Int(0), stmt->Blob(1)};
+  if (Status c = txn.Commit(what); !c) return c;
+  return out;
 }
 
 Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_id,

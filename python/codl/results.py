@@ -28,7 +28,7 @@ from typing import Any, Dict, List, NamedTuple, Sequence
 
 import pandas as pd
 
-TRIAL_KEYS = ["experiment_id", "experiment", "trial", "repetition", "pairing", "role",
+TRIAL_KEYS = ["experiment_id", "experiment", "trial", "trial_index", "repetition", "pairing", "role",
               "antagonists", "intensities"]
 
 
@@ -106,7 +106,8 @@ def _load(con: sqlite3.Connection, exp_id: str, metric: str) -> Results:
     for t in trows:
         mine = ants.get(t["id"], [])
         key = {
-            "experiment_id": exp["id"], "experiment": exp["name"], "trial": t["idx"],
+            "experiment_id": exp["id"], "experiment": exp["name"], "trial": t["idx"] + 1,
+            "trial_index": t["idx"],
             "repetition": t["repetition"],
             "pairing": t["pairing"] or ("baseline" if t["baseline"] else ""),
             "role": "baseline" if t["baseline"] else "interfered",
@@ -212,7 +213,8 @@ def load_ranks(db: str, exp_id: str) -> pd.DataFrame:
         for r in _rank_rows(con, exp["id"]):
             t = trials[r["trial_id"]]
             rows.append({
-                "experiment_id": exp["id"], "experiment": exp["name"], "trial": t["idx"],
+                "experiment_id": exp["id"], "experiment": exp["name"], "trial": t["idx"] + 1,
+                "trial_index": t["idx"],
                 "repetition": t["repetition"],
                 "pairing": t["pairing"] or ("baseline" if t["baseline"] else ""),
                 "role": "baseline" if t["baseline"] else "interfered",
@@ -220,7 +222,8 @@ def load_ranks(db: str, exp_id: str) -> pd.DataFrame:
                 "node": r["node"], "exit_code": r["exit_code"], "wall_s": r["wall_s"],
                 "step_median_s": r["step_median_s"] or None,
                 "busy_median_s": r["busy_median_s"] if r["step_median_s"] else None})
-        return pd.DataFrame(rows, columns=["experiment_id", "experiment", "trial", "repetition",
+        return pd.DataFrame(rows, columns=["experiment_id", "experiment", "trial", "trial_index",
+                                           "repetition",
                                            "pairing", "role", "state", "excluded", "rank", "node",
                                            "exit_code", "wall_s", "step_median_s",
                                            "busy_median_s"])

@@ -12,6 +12,7 @@
 
 #include "agent/victim_runner.h"
 #include "lib/common/clock.h"
+#include "lib/common/compress.h"
 
 namespace codl::agent {
 namespace {
@@ -73,6 +74,57 @@ TEST(VictimChannel, CodlPackageIsFirstOnThePythonPath) {
   setenv("CODL_PYTHON_DIR", dir.c_str(), 1);
   EXPECT_NE(CodlPythonDir(), dir);
   unsetenv("CODL_PYTHON_DIR");
+}
+
+}  // namespace
+}  // namespace codl::agent
+
+namespace codl::agent {
+namespace {
+
+// victim.trace: the victim is told where to write its trace (CODL_TRACE_STEPS, CODL_TRACE_FILE
+// in a directory of its own); the agent returns the file compressed and removes the directory.
+TEST(VictimTrace, TheTraceTheVictimWritesComesBackCompressed) {
+  VictimRunner runner(SystemClock::Get());
+  experiment::VictimSpec v = Shell(
+      "test \"$CODL_TRACE_STEPS\" = 3 || exit 9; "
+      "printf '{\"traceEvents\":[{\"name\":\"codl.step#2\",\"ph\":\"X\",\"ts\":5,\"dur\":1}]}' "
+      "> \"$CODL_TRACE_FILE\"; dirname \"$CODL_TRACE_FILE\" >&2; echo '{\"step_time_s\":0.1}'");
+  v.trace_steps = 3;
+  VictimOutcome o = runner.Run(v);
+  ASSERT_TRUE(o.progress.ok) << o.progress.error << " / " << o.stderr_tail;
+  EXPECT_EQ(o.trace_error, "");
+  ASSERT_FALSE(o.trace_zlib.empty());
+  auto json = ZlibDecompress(o.trace_zlib, 1 << 20);
+  ASSERT_TRUE(json.ok());
+  EXPECT_NE(json->find("codl.step#2"), std::string::npos) << *json;
+  EXPECT_EQ(o.trace_raw_bytes, static_cast<int64_t>(json->size()));
+  std::string dir = o.stderr_tail;
+  while (!dir.empty() && dir.back() == '\n') dir.pop_back();
+  EXPECT_NE(dir.find("codl-trace-"), std::string::npos) << dir;
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "the trace directory is removed";
+}
+
+TEST(VictimTrace, NoTraceWrittenOrNotARegularFileIsSaidNotRead) {
+  VictimRunner runner(SystemClock::Get());
+  experiment::VictimSpec none = Shell("echo '{\"step_time_s\":0.1}'");
+  none.trace_steps = 2;
+  VictimOutcome o = runner.Run(none);
+  EXPECT_TRUE(o.trace_zlib.empty());
+  EXPECT_NE(o.trace_error.find("the victim wrote no trace"), std::string::npos) << o.trace_error;
+
+  // A symlink to a file the victim could not ship itself is never followed.
+  experiment::VictimSpec link =
+      Shell("ln -s /etc/passwd \"$CODL_TRACE_FILE\"; echo '{\"step_time_s\":0.1}'");
+  link.trace_steps = 2;
+  o = runner.Run(link);
+  EXPECT_TRUE(o.trace_zlib.empty());
+  EXPECT_NE(o.trace_error.find("cannot open the trace"), std::string::npos) << o.trace_error;
+
+  // Without victim.trace nothing is set up.
+  o = runner.Run(Shell("test -z \"$CODL_TRACE_FILE\" || exit 9; echo '{\"step_time_s\":0.1}'"));
+  EXPECT_TRUE(o.progress.ok) << o.progress.error;
+  EXPECT_EQ(o.trace_error, "");
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ check() {
   fi
 }
 check codlctl "$codlctl"
-for cmd in validate run submit status watch results compare predict report agents cancel \
-  calibrate; do
+for cmd in validate run resume submit status watch results compare predict report agents cancel \
+  calibrate trace; do
   check "codlctl $cmd" "$codlctl" "$cmd"
 done
 check codl-controller "$controller"

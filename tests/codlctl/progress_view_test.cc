@@ -110,6 +110,36 @@ TEST(ProgressView, TerminalGetsABarWithPairingAndEta) {
   EXPECT_NE(out.find("trial 4/12 membw@0.5: failed"), std::string::npos) << out;
 }
 
+// A log line of the embedded daemons, written while the bar is drawn, gets a line of its own:
+// the bar is cleared, the line written, the bar drawn again (issue: warnings glued onto it).
+TEST(ProgressView, LogLinesGoAboveTheBarNotOntoIt) {
+  int master, slave;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  setenv("NO_COLOR", "1", 1);
+  FILE* f = fdopen(slave, "w");
+  {
+    ProgressView view(f);
+    view.OnEvent(Started(3, 12, "membw@0.5", "trial 4/12 membw@0.5 started"));
+    WriteAboveBar(f, "[warning] trial 4: membw started late");
+    view.Finish();
+    WriteAboveBar(f, "after the bar\n");
+  }
+  fclose(f);
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  const std::string out = Drain(master);
+  close(master);
+  unsetenv("NO_COLOR");
+  const std::string bar = "[######..................] 3/12 trials  membw@0.5  ETA 1m15s";
+  // Drawn, cleared for the log line, which ends its own line (a pty turns \n into \r\n), then
+  // drawn again.
+  EXPECT_NE(out.find(bar + "\r\033[K[warning] trial 4: membw started late\r\n\r\033[K" + bar),
+            std::string::npos)
+      << out;
+  // Once the view is finished there is no bar to clear or redraw.
+  EXPECT_NE(out.find("\r\033[Kafter the bar\r\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("after the bar\r\n\r\033[K["), std::string::npos) << out;
+}
+
 TEST(ProgressView, CalibrationShowsInTheBarUntilTheFirstTrial) {
   std::string out =
       OnTerminal({Calibrating(0, 12, "calibrating membw (memcpy) on n1 for 5 s"),

@@ -45,8 +45,29 @@ TEST(RunEvents, AFlaggedTrialCarriesItsReasonsAsAList) {
   EXPECT_EQ(f.flag_reasons(1).detail(), "membw reached 412 of target 1e+03 bytes/s");
   EXPECT_EQ(f.error(), "") << "a flag is not an error";
   EXPECT_EQ(ev.message(),
-            "trial 3/12 membw@0.5: flagged, metric 0.125 s — did not settle: held 0.2 s of 1 s; "
+            "trial 3/12 membw@0.5: flagged, elapsed 125.0 ms — did not settle: held 0.2 s of 1 s; "
             "membw reached 412 of target 1e+03 bytes/s");
+}
+
+// The progress line names the experiment's metric, the figure the table is made of, not the
+// victim's own per-step summary (issue: "metric 0.038 s" beside an elapsed 1.16 s).
+TEST(RunEvents, AFinishedTrialSaysTheExperimentsMetricByName) {
+  TrialRecord t = Trial(TrialState::kDone);
+  t.metric = 0.038;  // the victim's mean step time
+  for (int i = 0; i < 11; ++i) {
+    VictimStep s;
+    s.step = i;
+    s.step_time_s = i == 0 ? 5.0 : 0.25;
+    s.warmup = i == 0;
+    t.steps.push_back(s);
+  }
+  EXPECT_EQ(events::TrialFinished(t, 4).message(), "trial 3/4 membw@0.5: done, elapsed 2.50 s");
+  auto throughput = experiment::ParseTrialMetric("throughput");
+  ASSERT_TRUE(throughput.ok());
+  EXPECT_EQ(events::TrialFinished(t, 4, *throughput).message(),
+            "trial 3/4 membw@0.5: done, throughput 4 steps/s");
+  EXPECT_EQ(events::TrialFinished(t, 4).trial_done().metric(), 0.038)
+      << "the typed field keeps the victim's figure";
 }
 
 TEST(RunEvents, AFailedTrialCarriesItsError) {

@@ -80,7 +80,8 @@ class ResultsTest(unittest.TestCase):
 
         r = results.load(self.db, "e-1")  # a unique prefix
         t = r.trials
-        self.assertEqual(list(t["trial"]), [0, 1])
+        self.assertEqual(list(t["trial"]), [1, 2])  # numbered from 1, as codlctl shows trials
+        self.assertEqual(list(t["trial_index"]), [0, 1])  # the store's and the plan's index
         self.assertEqual(list(t["role"]), ["baseline", "interfered"])
         self.assertEqual(list(t["pairing"]), ["baseline", "membw@0.5"])
         self.assertEqual(list(t["antagonists"]), ["", "membw"])
@@ -103,7 +104,7 @@ class ResultsTest(unittest.TestCase):
                          ["rank", "data_wait_s", "forward_s", "comm_s"])
         self.assertEqual(set(s["rank"]), {0})
         self.assertEqual(int(s["warmup"].sum()), 2)
-        self.assertAlmostEqual(s[s.trial == 1]["data_wait_s"].iloc[0], 0.02)
+        self.assertAlmostEqual(s[s.trial == 2]["data_wait_s"].iloc[0], 0.02)
         self.assertEqual(int(s["comm_s"].notna().sum()), 2)
 
     def test_phases_long_format(self) -> None:
@@ -111,10 +112,10 @@ class ResultsTest(unittest.TestCase):
 
         p = results.load(self.db, "e-1234").phases
         self.assertEqual(list(p.columns[-5:]), ["state", "excluded", "rank", "phase", "seconds"])
-        self.assertEqual(list(p[p.trial == 0]["phase"]), ["data_wait_s", "forward_s"])
-        self.assertEqual(list(p[p.trial == 0]["rank"]), [0, 0])
-        # Trial 1's rank 1: its own medians, in the trial's phase order then the rest.
-        r1 = p[(p.trial == 1) & (p["rank"] == 1)]
+        self.assertEqual(list(p[p.trial == 1]["phase"]), ["data_wait_s", "forward_s"])
+        self.assertEqual(list(p[p.trial == 1]["rank"]), [0, 0])
+        # Trial 2's rank 1: its own medians, in the trial's phase order then the rest.
+        r1 = p[(p.trial == 2) & (p["rank"] == 1)]
         self.assertEqual(list(r1["phase"]), ["data_wait_s", "comm_s"])
         self.assertAlmostEqual(r1["seconds"].iloc[0], 0.03)
         self.assertEqual(set(p["excluded"]), {0})
@@ -125,7 +126,7 @@ class ResultsTest(unittest.TestCase):
         r = results.load_ranks(self.db, "e-1234")
         self.assertEqual(list(r["rank"]), [0, 1])
         self.assertEqual(list(r["node"]), ["n1", "n2"])
-        self.assertEqual(list(r["trial"]), [1, 1])
+        self.assertEqual(list(r["trial"]), [2, 2])
         self.assertEqual(r["busy_median_s"].idxmax(), 1)  # rank 1 is the one the other waits for
 
     def test_unknown_or_ambiguous_id(self) -> None:

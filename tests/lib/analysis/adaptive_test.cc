@@ -141,7 +141,7 @@ TEST(AdaptiveOutput, MdeAndStopReasonInTableCsvAndJson) {
   // 5 against 5: sqrt(1/5 + 1/5) = 0.632456.
   EXPECT_NEAR(p.mde, 1 + 2.801585 * 0.14826 * 0.632456, 1e-5);
   EXPECT_TRUE(std::isnan(r.pairings.at(0).mde)) << "the baseline is not compared to itself";
-  const std::string table = FormatTable(r);
+  const std::string table = FormatTable(r, /*wide=*/true);
   EXPECT_NE(table.find("adaptive repetitions: target reached after 5 blocks"), std::string::npos)
       << table;
   EXPECT_NE(table.find("1.26x"), std::string::npos) << table;  // the mde cell

@@ -54,7 +54,8 @@ TEST(CoresTest, MeanCoresAndCpusPerPairing) {
   EXPECT_DOUBLE_EQ(p.antagonists[0].cores, 0.375);  // (0.5 + 0.25) / 2
   EXPECT_EQ(p.antagonists[0].cpus, "2-3");
 
-  EXPECT_NE(FormatTable(r).find("victim 1.50, membw 0.38"), std::string::npos) << FormatTable(r);
+  EXPECT_NE(FormatTable(r, true).find("victim 1.50, membw 0.38"), std::string::npos)
+      << FormatTable(r, true);
   const std::string csv = FormatCsv(r);
   EXPECT_NE(csv.find(",membw,memcpy,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",0.375,2-3,1.5,0-1 | 0,"), std::string::npos) << csv;

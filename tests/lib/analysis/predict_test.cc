@@ -125,6 +125,16 @@ TEST(PredictTest, RefusesWhatTheProfileCannotAnswer) {
   EXPECT_FALSE(PredictSlowdowns(Profile(), {"garbage"}).ok());
   EXPECT_FALSE(PredictSlowdowns({{"a@0.5", Around(1.2)}}, {}).ok());     // no baseline
   EXPECT_FALSE(PredictSlowdowns({{"baseline", Around(1.0)}}, {}).ok());  // no singles
+  // Singles at `max` only: said by name, with why, not "no measured singles".
+  auto max_only = PredictSlowdowns(
+      {{"baseline", Around(1.0)}, {"membw@max", Around(1.4)}, {"membw@max+cpu@max", Around(2)}},
+      {});
+  ASSERT_FALSE(max_only.ok());
+  EXPECT_NE(max_only.error().find("the only measured singles are at `max` (membw@max)"),
+            std::string::npos)
+      << max_only.error();
+  EXPECT_NE(max_only.error().find("no place on a sensitivity curve"), std::string::npos);
+  EXPECT_EQ(max_only.error().find("no measured singles"), std::string::npos);
 }
 
 TEST(PredictTest, DefaultQueriesSkipCombinationsWithoutCurvesAndSayWhy) {

@@ -79,7 +79,7 @@ TEST(RankSummaryTest, ResultsCarryTheRanksInTableAndJson) {
   std::vector<TrialRecord> trials = {Trial(0, {0.2, 0.6}), Trial(1, {0.21, 0.62}),
                                      Trial(2, {0.19, 0.58})};
   const ExperimentResults r = Summarize(e, trials);
-  const std::string table = FormatTable(r);
+  const std::string table = FormatTable(r, /*wide=*/true);
   EXPECT_NE(table.find("ranks (busy time: step minus comm_s): 0@a 200.0 ms, 1@b 600.0 ms"),
             std::string::npos)
       << table;

@@ -142,7 +142,7 @@ TEST(TrialMetricTest, FlaggedTrialsAreVisibleNotSilent) {
   EXPECT_DOUBLE_EQ(p.flag_rate, 0.5);
   EXPECT_NEAR(p.slowdown, 0.22 / 0.18, 1e-9);
   EXPECT_GT(p.slowdown_all, p.slowdown);  // the flagged trial moved it
-  const std::string table = FormatTable(r);
+  const std::string table = FormatTable(r, /*wide=*/true);
   EXPECT_NE(table.find("3/6 (50%)"), std::string::npos) << table;
   EXPECT_NE(table.find("all trials [CI]"), std::string::npos) << table;
   const auto j = nlohmann::json::parse(FormatJson(r));
@@ -176,8 +176,8 @@ TEST(TrialMetricTest, MaxIntensityShowsItsAchievedRateAsTheOutcome) {
   EXPECT_TRUE(a.max);
   EXPECT_EQ(a.intensity, "max");
   EXPECT_EQ(a.n_missed_target, 0);
-  EXPECT_NE(FormatTable(r).find("loader 3.00 GiB/s (max, open loop)"), std::string::npos)
-      << FormatTable(r);
+  EXPECT_NE(FormatTable(r, true).find("loader 3.00 GiB/s (max, open loop)"), std::string::npos)
+      << FormatTable(r, true);
   const auto j = nlohmann::json::parse(FormatJson(r));
   EXPECT_TRUE(j["pairings"][1]["antagonists"][0]["max"].get<bool>());
 }
@@ -254,7 +254,7 @@ TEST(MetricLooksWrongTest, TheSummarySaysItOnceWithTheFirstDetail) {
   const ExperimentResults r = Summarize(ExperimentRecord{}, trials);
   EXPECT_EQ(r.n_metric_looks_wrong, 3);
   EXPECT_EQ(r.metric_looks_wrong, "metric looks wrong: trial 0");
-  const std::string table = FormatTable(r);
+  const std::string table = FormatTable(r, /*wide=*/true);
   EXPECT_NE(table.find("warning: 3 trials flagged because the victim's per-step values cannot be "
                        "step times (first: metric looks wrong: trial 0); fix victim.progress"),
             std::string::npos)

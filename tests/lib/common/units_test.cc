@@ -56,6 +56,8 @@ TEST(Format, Human) {
   EXPECT_EQ(FormatSize(1536), "1.50 KiB");
   EXPECT_EQ(FormatBytesPerSecond(2.0 * 1024 * 1024 * 1024), "2.00 GiB/s");
   EXPECT_EQ(FormatRate(50000, "IOPS"), "50.00 k IOPS");
+  EXPECT_EQ(FormatRate(0.41, "core-s/s"), "0.41 core-s/s") << "one space, not two";
+  EXPECT_EQ(FormatRate(512, "IOPS"), "512.00 IOPS");
   EXPECT_EQ(FormatDuration(0.25), "250.0 ms");
 }
 

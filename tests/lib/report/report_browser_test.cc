@@ -2,9 +2,11 @@
 // screenshot and dumps the DOM after its scripts ran. Skipped when Chromium is not installed.
 // The screenshot of the realistic synthetic report is left at <build>/report_screenshot.png.
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -114,6 +116,34 @@ TEST_F(ReportBrowserTest, PageRendersWithoutScriptErrors) {
   EXPECT_NE(r.out.find("</svg>"), std::string::npos);
   const auto console = PageConsoleLines(r.err);
   EXPECT_TRUE(console.empty()) << console.front();
+}
+
+// Every table of a realistic report fits a 1300 px window: the page does not scroll sideways
+// and no table's right edge passes the window's (measured in Chromium after layout).
+TEST_F(ReportBrowserTest, TablesFitA1300PixelWindow) {
+  std::string html = RealisticReport();
+  html.insert(html.rfind("</body>"),
+              "<script>var right = 0; document.querySelectorAll('table').forEach(function (t) {"
+              " right = Math.max(right, t.getBoundingClientRect().right); });"
+              " document.body.dataset.tableRight = String(Math.ceil(right));"
+              " document.body.dataset.pageWidth = String(document.documentElement.scrollWidth);"
+              " document.body.dataset.tables = String(document.querySelectorAll('table').length);"
+              "</script>\n");
+  const fs::path page = WritePage(html, "fit.html");
+  // A later --window-size overrides RunChromium's default.
+  const Run r = Chromium("--window-size=1300,2400 --dump-dom", page, "fit");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto attribute = [&](const std::string& name) {
+    const size_t at = r.out.find(name + "=\"");
+    if (at == std::string::npos) return -1;
+    return std::atoi(r.out.c_str() + at + name.size() + 2);
+  };
+  EXPECT_GE(attribute("data-tables"), 2) << "the pairings and the excluded trials at least";
+  const int right = attribute("data-table-right");
+  const int width = attribute("data-page-width");
+  ASSERT_GT(right, 0) << r.out.substr(0, 2000);
+  EXPECT_LE(right, 1300) << "a table runs past a 1300 px window";
+  EXPECT_LE(width, 1300) << "the page scrolls sideways at 1300 px";
 }
 
 // The checks above can fail: a page with a script error is caught both ways.

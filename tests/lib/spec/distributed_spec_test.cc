@@ -14,6 +14,27 @@ std::string DistributedErrorOf(const std::string& yaml) {
   return spec.ok() ? "(parsed)" : spec.error();
 }
 
+// victim.trace: {steps: K}, off by default; K in [1, kMaxTraceSteps]; errors at the value.
+TEST(VictimTraceSpec, StepsParsedInRangeWithLineAndColumn) {
+  auto off = ParseExperiment("name: x\nvictim: {command: [a]}\n", "e.yaml");
+  ASSERT_TRUE(off.ok()) << off.error();
+  EXPECT_EQ(off->victim.trace_steps, 0);
+  auto on = ParseExperiment("name: x\nvictim:\n  command: [a]\n  trace: {steps: 5}\n", "e.yaml");
+  ASSERT_TRUE(on.ok()) << on.error();
+  EXPECT_EQ(on->victim.trace_steps, 5);
+  const std::string zero =
+      DistributedErrorOf("name: x\nvictim:\n  command: [a]\n  trace: {steps: 0}\n");
+  EXPECT_EQ(zero.rfind("e.yaml:4:18: victim.trace.steps:", 0), 0u) << zero;
+  EXPECT_NE(DistributedErrorOf("name: x\nvictim:\n  command: [a]\n  trace: {steps: 101}\n")
+                .find("victim.trace.steps"),
+            std::string::npos);
+  EXPECT_NE(
+      DistributedErrorOf("name: x\nvictim:\n  command: [a]\n  trace: {step: 5}\n").find("step"),
+      std::string::npos);
+  EXPECT_NE(DistributedErrorOf("name: x\nvictim:\n  command: [a]\n  trace: {}\n").find("steps"),
+            std::string::npos);
+}
+
 TEST(DistributedVictimSpec, DefaultsToOneInstance) {
   auto spec = ParseExperiment("name: x\nvictim: {command: [a]}\n", "e.yaml");
   ASSERT_TRUE(spec.ok()) << spec.error();

@@ -23,7 +23,7 @@ const BadCase kBad[] = {
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
      "command, env, workdir, progress, warmup_steps, timeout, nodes, metric, cpus, numa, "
-     "distributed, master_port)"},
+     "distributed, master_port, trace)"},
     {"wrong type", "name: x\nvictim: {command: [a]}\nrepetitions: [1]\n",
      "e.yaml:3:14: repetitions: expected an integer, got a list"},
     {"integer garbage", "name: x\nvictim: {command: [a]}\nrepetitions: 2.5\n",
