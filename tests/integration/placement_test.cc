@@ -81,7 +81,9 @@ TEST_F(PlacementIntegrationTest, CpusAreAppliedRecordedAndShownWithCoresUsed) {
     ASSERT_TRUE(a["cores"].is_number()) << res.out;
     EXPECT_LT(a["cores"].get<double>(), 0.5) << res.out;  // noop at 1% of its peak
   }
-  auto table = RunCommand({Bin("codlctl"), "results", "latest", "--db", dir_ + "/codl-results.db"});
+  // The cores column is -o wide's (the default table fits 120 columns).
+  auto table = RunCommand(
+      {Bin("codlctl"), "results", "latest", "--db", dir_ + "/codl-results.db", "-o", "wide"});
   EXPECT_NE(table.out.find("cores"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("victim "), std::string::npos) << table.out;
 }
