@@ -376,7 +376,12 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
     std::istringstream interactions(FormatInteractionTable(r.interactions, r.confidence));
     for (std::string line; std::getline(interactions, line);) out << prose(line, "  ") << "\n";
   }
-  out << FailedTrialsSection(r.failed_trials);
+  if (wide) {
+    out << FailedTrialsSection(r.failed_trials);
+  } else {
+    std::istringstream failed(FailedTrialsSection(r.failed_trials));
+    for (std::string line; std::getline(failed, line);) out << prose(line, "        ") << "\n";
+  }
   return out.str();
 }
 

@@ -1,5 +1,6 @@
 #include "lib/common/utf8.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace codl {
@@ -98,7 +99,10 @@ size_t Columns(std::string_view s) {
 }  // namespace
 
 std::string WrapWords(std::string_view text, size_t width, std::string_view indent) {
-  std::string out, line;
+  // The first line keeps its own leading spaces (an indented detail line stays indented).
+  const size_t lead = std::min(text.find_first_not_of(' '), text.size());
+  std::string out, line(text.substr(0, lead));
+  text.remove_prefix(lead);
   bool first = true;
   size_t start = 0;
   while (start <= text.size()) {
@@ -106,12 +110,12 @@ std::string WrapWords(std::string_view text, size_t width, std::string_view inde
     if (end == std::string_view::npos) end = text.size();
     const std::string_view word = text.substr(start, end - start);
     const size_t prefix = first ? 0 : Columns(indent);
-    if (!line.empty() && prefix + Columns(line) + 1 + Columns(word) > width) {
+    if (line.size() > (first ? lead : 0) && prefix + Columns(line) + 1 + Columns(word) > width) {
       out += (first ? "" : std::string(indent)) + line + "\n";
       first = false;
       line = std::string(word);
     } else {
-      line += (line.empty() ? "" : " ") + std::string(word);
+      line += (line.size() == (first ? lead : 0) ? "" : " ") + std::string(word);
     }
     start = end + 1;
   }

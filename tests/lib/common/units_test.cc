@@ -1,4 +1,5 @@
 #include "lib/common/units.h"
+#include "lib/common/utf8.h"
 
 #include <gtest/gtest.h>
 
@@ -59,6 +60,21 @@ TEST(Format, Human) {
   EXPECT_EQ(FormatRate(0.41, "core-s/s"), "0.41 core-s/s") << "one space, not two";
   EXPECT_EQ(FormatRate(512, "IOPS"), "512.00 IOPS");
   EXPECT_EQ(FormatDuration(0.25), "250.0 ms");
+}
+
+}  // namespace
+}  // namespace codl
+
+namespace codl {
+namespace {
+
+TEST(WrapWordsTest, WrapsAtWidthKeepsTheFirstLinesIndentAndIndentsTheRest) {
+  EXPECT_EQ(WrapWords("    warning: one two three four", 20, "        "),
+            "    warning: one two\n        three four");
+  EXPECT_EQ(WrapWords("short", 20, "  "), "short");
+  EXPECT_EQ(WrapWords("averyveryverylongword and", 10, "  "), "averyveryverylongword\n  and")
+      << "a word longer than the width stays whole";
+  EXPECT_EQ(WrapWords("", 10, "  "), "");
 }
 
 }  // namespace
