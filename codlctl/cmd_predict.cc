@@ -84,6 +84,7 @@ int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o) {
   po.model = *model;
   po.seed = rec->first.seed;
   po.higher_is_faster = metric->HigherIsFaster();
+  po.at_max = experiment::AchievedAtMaxOf(rec->second, o.all_trials);
   auto report = experiment::PredictSlowdowns(
       experiment::MeasuredSamples(rec->second, *metric, o.all_trials), o.combinations, po);
   if (!report.ok()) return Fail(report.error(), kExitBadInput);

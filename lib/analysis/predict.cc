@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "lib/analysis/pairing_samples.h"
@@ -19,10 +20,44 @@ struct Position {
   std::string label;  // canonical: levels as %g, so "0.50" finds the measured "0.5"
 };
 
-Result<Position> PositionOf(const std::string& name, const std::string& label) {
-  if (label == "max") {
-    return InvalidArgument(name + "@max: an open-loop intensity has no place on a curve");
+using AtMax = std::map<std::string, AchievedAtMax>;
+
+// `max` (open loop, no requested intensity) sits where the antagonist's single at max was
+// measured: its achieved level on a curve of levels, its achieved rate on a curve of rates.
+// `absolute`: the curve's kind, unknown when the antagonist has no other single (a level then,
+// where one was recorded).
+Result<Position> MaxPosition(const std::string& name, const AtMax& at_max,
+                             std::optional<bool> absolute) {
+  const auto it = at_max.find(name);
+  if (it == at_max.end()) {
+    return InvalidArgument(name + "@max: an open-loop intensity is placed where its single " +
+                           name + "@max was measured, and no measured trial of that single " +
+                           "recorded what it achieved");
   }
+  const bool has_level = std::isfinite(it->second.level) && it->second.level > 0;
+  const bool has_rate = std::isfinite(it->second.rate) && it->second.rate > 0;
+  Position p;
+  p.label = "max";
+  if (absolute.value_or(!has_level)) {
+    if (!has_rate) {
+      return InvalidArgument(name + "@max: its single's trials recorded no achieved rate, so " +
+                             "it has no place on a curve of rates");
+    }
+    p.x = it->second.rate;
+    p.absolute = true;
+    return p;
+  }
+  if (!has_level) {
+    return InvalidArgument(name + "@max: its single's trials recorded no calibrated peak, so " +
+                           "its achieved level (a fraction of peak) is unknown");
+  }
+  p.x = it->second.level;
+  return p;
+}
+
+Result<Position> PositionOf(const std::string& name, const std::string& label, const AtMax& at_max,
+                            std::optional<bool> absolute) {
+  if (label == "max") return MaxPosition(name, at_max, absolute);
   Position p;
   if (auto level = ParseNumber(label); level.ok()) {
     if (*level < 0 || *level > 1) {
@@ -50,14 +85,25 @@ struct Single {
   Position at;
 };
 
-std::vector<Single> CollectSingles(const std::map<std::string, std::vector<double>>& samples) {
+// The singles at a level or rate, then those at `max` placed on their curve's kind (singles
+// at max without a recorded achieved intensity are left out: PredictSlowdowns says why).
+std::vector<Single> CollectSingles(const std::map<std::string, std::vector<double>>& samples,
+                                   const AtMax& at_max) {
   std::vector<Single> out;
-  for (const auto& [key, values] : samples) {
-    const auto parts = ParsePairingKey(key);
-    if (parts.size() != 1 || values.empty()) continue;
-    auto at = PositionOf(parts.begin()->first, parts.begin()->second);
-    if (!at.ok()) continue;  // `max` singles: measured, but not on a curve
-    out.push_back({parts.begin()->first, key, *at});
+  std::map<std::string, bool> kind;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [key, values] : samples) {
+      const auto parts = ParsePairingKey(key);
+      if (parts.size() != 1 || values.empty()) continue;
+      const auto& [name, label] = *parts.begin();
+      if ((label == "max") != (pass == 1)) continue;
+      const auto k = kind.find(name);
+      auto at = PositionOf(name, label, at_max,
+                           k == kind.end() ? std::nullopt : std::optional<bool>(k->second));
+      if (!at.ok()) continue;
+      if (pass == 0) kind.emplace(name, at->absolute);
+      out.push_back({name, key, *at});
+    }
   }
   return out;
 }
@@ -81,7 +127,7 @@ std::map<std::string, Curve> FitCurves(const std::vector<Single>& singles,
     if (!std::isfinite(slowdown)) continue;
     Curve& c = curves[s.name];
     c.absolute = s.at.absolute;  // a mixed curve is refused before fitting (CheckKinds)
-    c.measured.push_back({s.at.x, slowdown, counts.at(s.key)});
+    c.measured.push_back({s.at.x, slowdown, counts.at(s.key), s.at.label == "max"});
   }
   for (auto& [name, c] : curves) c.fit = SensitivityCurve::Fit(c.measured);
   return curves;
@@ -92,7 +138,8 @@ struct Query {
   std::vector<std::pair<std::string, Position>> parts;  // name order
 };
 
-Result<Query> ParseQuery(const std::string& text) {
+Result<Query> ParseQuery(const std::string& text, const AtMax& at_max,
+                         const std::map<std::string, Curve>& curves) {
   const auto parts = ParsePairingKey(text);
   if (parts.empty()) {
     return InvalidArgument("'" + text + "': expected NAME@INTENSITY[+NAME@INTENSITY...]");
@@ -100,7 +147,10 @@ Result<Query> ParseQuery(const std::string& text) {
   Query q;
   std::map<std::string, std::string> canonical;
   for (const auto& [name, label] : parts) {
-    auto at = PositionOf(name, label);
+    const auto c = curves.find(name);
+    auto at =
+        PositionOf(name, label, at_max,
+                   c == curves.end() ? std::nullopt : std::optional<bool>(c->second.absolute));
     if (!at.ok()) return at.status();
     q.parts.emplace_back(name, *at);
     canonical[name] = at->label;
@@ -320,6 +370,39 @@ double SensitivityCurve::At(double x) const {
   return a.slowdown + slope * (x - a.x);
 }
 
+std::map<std::string, AchievedAtMax> AchievedAtMaxOf(const std::vector<TrialRecord>& trials,
+                                                     bool include_flagged) {
+  struct Sums {
+    double level = 0, rate = 0;
+    int n_level = 0, n_rate = 0;
+  };
+  std::map<std::string, Sums> sums;
+  for (const auto& t : trials) {
+    const bool measured =
+        t.state == TrialState::kDone || (include_flagged && t.state == TrialState::kFlagged);
+    if (!measured || t.antagonists.size() != 1) continue;
+    const auto parts = ParsePairingKey(t.pairing);
+    if (parts.size() != 1 || parts.begin()->second != "max") continue;
+    const AntagonistResult& a = t.antagonists.front();
+    if (a.name != parts.begin()->first) continue;
+    if (!std::isfinite(a.achieved_rate) || a.achieved_rate <= 0) continue;
+    Sums& s = sums[a.name];
+    s.rate += a.achieved_rate;
+    ++s.n_rate;
+    if (std::isfinite(a.peak_rate) && a.peak_rate > 0) {
+      s.level += a.achieved_rate / a.peak_rate;
+      ++s.n_level;
+    }
+  }
+  std::map<std::string, AchievedAtMax> out;
+  for (const auto& [name, s] : sums) {
+    AchievedAtMax& m = out[name];
+    m.rate = s.rate / s.n_rate;
+    if (s.n_level) m.level = s.level / s.n_level;
+  }
+  return out;
+}
+
 const char* ToString(CombinationModel m) {
   return m == CombinationModel::kAdditive ? "additive" : "multiplicative";
 }
@@ -337,9 +420,10 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   if (base == samples.end() || base->second.empty()) {
     return FailedPrecondition("no measured baseline trials: no slowdown to build a profile from");
   }
-  Profile profile{samples, CollectSingles(samples), {}, MediansOf(samples), options, {}};
+  Profile profile{samples, CollectSingles(samples, options.at_max), {}, MediansOf(samples), options,
+                  {}};
   if (profile.singles.empty()) {
-    // Singles at `max` only: measured, but an open-loop intensity has no level or rate to put
+    // Singles at `max` only, and none recorded what it achieved: measured, but with no place
     // on a curve. Say so by name rather than "no singles".
     std::string max_only;
     for (const auto& [key, values] : samples) {
@@ -350,9 +434,9 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
     if (!max_only.empty()) {
       return FailedPrecondition(
           "the only measured singles are at `max` (" + max_only +
-          "): an open-loop intensity has no requested level or rate, so it has no place on a "
-          "sensitivity curve and nothing can be interpolated from it; add levels or rates "
-          "(e.g. `intensities: [0.25, 0.5, 1]`) to predict");
+          ") and their trials recorded no achieved rate: an open-loop intensity is placed on "
+          "its sensitivity curve where it was measured, so these have no place on one; add "
+          "levels or rates (e.g. `intensities: [0.25, 0.5, 1]`) to predict");
     }
     return FailedPrecondition(
         "no measured singles (one antagonist at a level or rate): run `pairings: singles` or "
@@ -365,8 +449,12 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   PredictionReport report;
   std::vector<Query> parsed;
   for (const auto& text : queries.empty() ? DefaultQueries(samples, profile.singles) : queries) {
-    auto q = ParseQuery(text);
-    if (!q.ok()) return q.status();
+    auto q = ParseQuery(text, options.at_max, profile.curves);
+    if (!q.ok()) {
+      if (!queries.empty()) return q.status();
+      report.skipped.push_back(q.error());
+      continue;
+    }
     if (Status s = CheckQuery(*q, profile.curves); !s.ok()) {
       if (!queries.empty()) return s;  // asked for: an error; by default: skipped, said why
       report.skipped.push_back(s.message());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/analysis/stats.h"
+#include "lib/common/records.h"
 #include "lib/common/result.h"
 
 namespace codl::experiment {
@@ -27,6 +28,7 @@ struct CurvePoint {
   double x = 0;         // intensity: level (fraction of peak) or rate (base units)
   double slowdown = 1;  // measured (in a fit's input) or fitted (in its knots)
   int n = 1;            // trials behind it: its weight in the fit
+  bool at_max = false;  // a `max` single, placed where it was measured (AchievedAtMax)
 };
 
 class SensitivityCurve {
@@ -45,12 +47,28 @@ enum class CombinationModel { kMultiplicative, kAdditive };
 const char* ToString(CombinationModel m);  // "multiplicative", "additive"
 Result<CombinationModel> ParseCombinationModel(const std::string& name);
 
+// Where an antagonist's `max` single (NAME@max: open loop, no requested level) sits on its
+// curve: what it achieved alone, as a fraction of its calibrated peak on a curve of levels and
+// as a rate (base units) on a curve of rates. NaN where the trials did not record it.
+struct AchievedAtMax {
+  double level = kNaN;
+  double rate = kNaN;
+};
+
+// AchievedAtMax per antagonist, the mean over the measured (done) trials of its single at max;
+// flagged trials too with include_flagged. Antagonists without such a single are absent.
+std::map<std::string, AchievedAtMax> AchievedAtMaxOf(const std::vector<TrialRecord>& trials,
+                                                     bool include_flagged = false);
+
 struct PredictOptions {
   CombinationModel model = CombinationModel::kMultiplicative;
   int resamples = 2000;
   double confidence = 0.95;
   uint64_t seed = 42;
   bool higher_is_faster = false;  // throughput metric: slowdown = baseline / value
+  // `max` singles and queries at `max` are placed at the achieved intensity recorded here
+  // (AchievedAtMaxOf); an antagonist absent from it cannot be placed at `max`.
+  std::map<std::string, AchievedAtMax> at_max;
 };
 
 struct Prediction {
@@ -88,7 +106,8 @@ struct PredictionReport {
 // combination of two or more antagonists and every measured single (left out); those naming an
 // antagonist without singles are listed in `skipped` instead. Errors: no
 // baseline, no singles, a query naming an antagonist without singles, or an intensity that
-// cannot be placed on its curve (max, or a rate on a curve of levels).
+// cannot be placed on its curve (max without an achieved intensity in options.at_max, or a
+// rate on a curve of levels).
 Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vector<double>>& samples,
                                           const std::vector<std::string>& queries,
                                           const PredictOptions& options = {});

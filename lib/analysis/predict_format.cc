@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -27,7 +28,9 @@ std::string CurveLine(const CurveSummary& c) {
   bool first = true;
   for (const auto& k : c.fitted) {
     if (k.x == 0) continue;
-    s += std::string(first ? " " : ", ") + Intensity(c, k.x) + " -> " +
+    const bool at_max = std::any_of(c.measured.begin(), c.measured.end(),
+                                    [&](const CurvePoint& m) { return m.at_max && m.x == k.x; });
+    s += std::string(first ? " " : ", ") + Intensity(c, k.x) + (at_max ? " (max)" : "") + " -> " +
          FixedOrDash("%.3fx", k.slowdown);
     first = false;
     for (const auto& m : c.measured) {
@@ -114,7 +117,10 @@ std::string FormatPredictionJson(const PredictionReport& r, const PredictionSour
   for (const auto& c : r.curves) {
     Json measured = Json::array(), fitted = Json::array();
     for (const auto& p : c.measured)
-      measured.push_back({{"x", p.x}, {"slowdown", JsonNumberOrNull(p.slowdown)}, {"n", p.n}});
+      measured.push_back({{"x", p.x},
+                          {"slowdown", JsonNumberOrNull(p.slowdown)},
+                          {"n", p.n},
+                          {"at_max", p.at_max}});
     for (const auto& p : c.fitted)
       fitted.push_back({{"x", p.x}, {"slowdown", JsonNumberOrNull(p.slowdown)}});
     j["curves"].push_back({{"antagonist", c.antagonist},

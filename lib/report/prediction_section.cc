@@ -32,6 +32,7 @@ std::string RenderPredictions(const experiment::ExperimentResults& results,
   experiment::PredictOptions options;
   options.seed = seed;
   options.higher_is_faster = metric->HigherIsFaster();
+  options.at_max = experiment::AchievedAtMaxOf(trials);
   // Default questions: every measured combination (from its singles) and every measured single
   // (from the rest of its curve). Errors (no baseline, no singles) mean nothing to show.
   auto report =

@@ -1,6 +1,7 @@
 // Sensitivity curves and predicted slowdowns (codlctl predict).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -133,8 +134,96 @@ TEST(PredictTest, RefusesWhatTheProfileCannotAnswer) {
   EXPECT_NE(max_only.error().find("the only measured singles are at `max` (membw@max)"),
             std::string::npos)
       << max_only.error();
-  EXPECT_NE(max_only.error().find("no place on a sensitivity curve"), std::string::npos);
+  EXPECT_NE(max_only.error().find("recorded no achieved rate"), std::string::npos);
   EXPECT_EQ(max_only.error().find("no measured singles"), std::string::npos);
+}
+
+// `max` is placed where it was measured: a (1 + 0.6x) reached 0.75 of its peak alone at max.
+TEST(PredictTest, MaxSitsAtItsAchievedLevel) {
+  std::map<std::string, std::vector<double>> s = {{"baseline", Around(1.0)},
+                                                  {"a@0.25", Around(1.15)},
+                                                  {"a@0.5", Around(1.3)},
+                                                  {"a@max", Around(1.45)}};
+  PredictOptions o;
+  o.resamples = 50;
+  o.at_max["a"] = {0.75, 7.5e9};
+  auto r = PredictSlowdowns(s, {}, o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->curves.size(), 1u);
+  const auto& measured = r->curves[0].measured;
+  ASSERT_EQ(measured.size(), 3u);
+  const auto max = std::find_if(measured.begin(), measured.end(), [](auto& p) { return p.at_max; });
+  ASSERT_NE(max, measured.end());
+  EXPECT_DOUBLE_EQ(max->x, 0.75);
+  // Every single is left out in turn: a@max from 0.25 and 0.5 (extrapolated), exact here.
+  bool saw_max = false;
+  for (const auto& p : r->predictions) {
+    if (p.combination != "a@max") continue;
+    saw_max = true;
+    EXPECT_TRUE(p.left_out);
+    EXPECT_TRUE(p.extrapolated);
+    EXPECT_NEAR(p.predicted, 1.45, 1e-9);
+  }
+  EXPECT_TRUE(saw_max);
+  // A level between 0.5 and the achieved 0.75 interpolates toward the max point.
+  auto between = PredictSlowdowns(s, {"a@0.625"}, o);
+  ASSERT_TRUE(between.ok()) << between.error();
+  EXPECT_NEAR(between->predictions[0].predicted, 1.375, 1e-9);
+  EXPECT_FALSE(between->predictions[0].extrapolated);
+}
+
+// An experiment of singles and pairs at max only (the quickstart's shape) predicts its pairs.
+TEST(PredictTest, MaxOnlySinglesPredictTheirCombinations) {
+  std::map<std::string, std::vector<double>> s = {{"baseline", Around(1.0)},
+                                                  {"membw@max", Around(1.4)},
+                                                  {"cpu@max", Around(1.25)},
+                                                  {"cpu@max+membw@max", Around(1.75)}};
+  PredictOptions o;
+  o.resamples = 50;
+  o.at_max["membw"] = {0.9, 9e9};
+  o.at_max["cpu"] = {kNaN, 2};  // no calibrated peak: placed at its rate
+  auto r = PredictSlowdowns(s, {}, o);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->predictions.size(), 1u);
+  EXPECT_EQ(r->predictions[0].combination, "cpu@max+membw@max");
+  EXPECT_NEAR(r->predictions[0].predicted, 1.4 * 1.25, 1e-9);
+  EXPECT_NEAR(r->predictions[0].error, 1.4 * 1.25 / 1.75 - 1, 1e-9);
+  // Without an achieved intensity for one of them, the combination is skipped, saying why.
+  o.at_max.erase("cpu");
+  auto skipped = PredictSlowdowns(s, {}, o);
+  ASSERT_TRUE(skipped.ok()) << skipped.error();
+  EXPECT_TRUE(skipped->predictions.empty());
+  ASSERT_EQ(skipped->skipped.size(), 1u);
+  EXPECT_NE(skipped->skipped[0].find("cpu@max"), std::string::npos) << skipped->skipped[0];
+}
+
+TEST(PredictTest, AchievedAtMaxAveragesTheMeasuredTrialsOfEachMaxSingle) {
+  auto trial = [](const std::string& pairing, TrialState state, double achieved, double peak) {
+    TrialRecord t;
+    t.pairing = pairing;
+    t.state = state;
+    AntagonistResult a;
+    a.name = pairing.substr(0, pairing.find('@'));
+    a.achieved_rate = achieved;
+    a.peak_rate = peak;
+    t.antagonists.push_back(a);
+    return t;
+  };
+  const std::vector<TrialRecord> trials = {
+      trial("membw@max", TrialState::kDone, 8e9, 10e9),
+      trial("membw@max", TrialState::kDone, 9e9, 10e9),
+      trial("membw@max", TrialState::kFailed, 1e9, 10e9),   // not measured
+      trial("membw@0.5", TrialState::kDone, 5e9, 10e9),     // not at max
+      trial("membw@max", TrialState::kFlagged, 2e9, 10e9),  // only with include_flagged
+      trial("cpu@max", TrialState::kDone, 2, 0),            // no peak: a rate, no level
+  };
+  const auto m = AchievedAtMaxOf(trials);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_NEAR(m.at("membw").level, 0.85, 1e-12);
+  EXPECT_NEAR(m.at("membw").rate, 8.5e9, 1);
+  EXPECT_TRUE(std::isnan(m.at("cpu").level));
+  EXPECT_DOUBLE_EQ(m.at("cpu").rate, 2);
+  EXPECT_NEAR(AchievedAtMaxOf(trials, true).at("membw").level, 19.0 / 30, 1e-12);
 }
 
 TEST(PredictTest, DefaultQueriesSkipCombinationsWithoutCurvesAndSayWhy) {

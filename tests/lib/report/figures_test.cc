@@ -162,6 +162,54 @@ TEST(FiguresTest, IntensitiesSortNumericallyLevelsThenRatesThenMax) {
                                             "io@2GiB/s", "io@max"}));
 }
 
+// `max` is drawn where it was measured: at its achieved fraction of the calibrated peak (0.7
+// here), not at level 1 -- an open loop has no requested level.
+TEST(FiguresTest, MaxIsDrawnAtItsAchievedIntensity) {
+  experiment::ExperimentResults r;
+  experiment::PairingSummary base;
+  base.pairing = "baseline";
+  base.baseline = true;
+  base.n = 5;
+  base.slowdown = 1;
+  base.median_metric = 1;
+  r.pairings.push_back(base);
+  std::vector<TrialRecord> trials;
+  const struct {
+    const char* intensity;
+    double achieved, slowdown;
+  } singles[] = {{"0.5", 5e9, 1.2}, {"max", 7e9, 1.5}};
+  for (const auto& s : singles) {
+    experiment::PairingSummary p = Single("membw", s.intensity);
+    p.n = 5;
+    p.slowdown = s.slowdown;
+    p.ci_low = s.slowdown - 0.05;
+    p.ci_high = s.slowdown + 0.05;
+    p.antagonists[0].injector = "memcpy";
+    p.antagonists[0].unit = "bytes/s";
+    p.antagonists[0].achieved_rate = s.achieved;
+    r.pairings.push_back(p);
+    TrialRecord t;
+    t.pairing = p.pairing;
+    t.state = TrialState::kDone;
+    AntagonistResult a;
+    a.name = "membw";
+    a.achieved_rate = s.achieved;
+    a.peak_rate = 1e10;
+    t.antagonists.push_back(a);
+    trials.push_back(t);
+  }
+  const SensitivitySet set = SensitivityFigures(r, trials);
+  ASSERT_EQ(set.charts.size(), 1u);
+  const auto rows = CsvRows(set.charts[0].csv);
+  ASSERT_EQ(rows.size(), 3u);
+  const size_t pairing = Column(rows[0], "pairing"), x = Column(rows[0], "x");
+  EXPECT_EQ(rows[2][pairing], "membw@max");
+  EXPECT_NEAR(std::stod(rows[2][x]), 0.7, 1e-12);
+  EXPECT_EQ(rows[2][Column(rows[0], "x_unit")], "fraction of peak");
+  EXPECT_NE(set.charts[0].svg.find("achieved 6.52 GiB/s (70.0% of peak)"), std::string::npos)
+      << set.charts[0].svg;
+}
+
 // p below 0.05 but the Holm-adjusted p not: not significant, hatched, no star.
 TEST(FiguresTest, SignificanceFollowsTheAdjustedPValue) {
   const auto s = Pipeline();
