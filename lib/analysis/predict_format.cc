@@ -17,8 +17,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string Intensity(const CurveSummary& c, double x) {
-  return c.absolute ? FormatRate(x, "bytes/s") : FixedOrDash("%g", x);
+// A `max` point sits at a measured (achieved) intensity: three significant digits, not six.
+std::string Intensity(const CurveSummary& c, double x, bool at_max) {
+  return c.absolute ? FormatRate(x, "bytes/s") : FixedOrDash(at_max ? "%.3g" : "%g", x);
 }
 
 // "membw: 0.25 -> 1.10x, 0.5 -> 1.31x (measured 1.29x)": the fitted knots, with the measured
@@ -30,8 +31,8 @@ std::string CurveLine(const CurveSummary& c) {
     if (k.x == 0) continue;
     const bool at_max = std::any_of(c.measured.begin(), c.measured.end(),
                                     [&](const CurvePoint& m) { return m.at_max && m.x == k.x; });
-    s += std::string(first ? " " : ", ") + Intensity(c, k.x) + (at_max ? " (max)" : "") + " -> " +
-         FixedOrDash("%.3fx", k.slowdown);
+    s += std::string(first ? " " : ", ") + Intensity(c, k.x, at_max) + (at_max ? " (max)" : "") +
+         " -> " + FixedOrDash("%.3fx", k.slowdown);
     first = false;
     for (const auto& m : c.measured) {
       if (m.x == k.x && std::fabs(m.slowdown - k.slowdown) > 5e-4) {
