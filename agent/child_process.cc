@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/child_guard.h"
 #include "agent/cpu_usage.h"
 #include "agent/subreaper.h"
 #include "lib/common/clock.h"
@@ -139,6 +140,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   const std::shared_ptr<ChildPlacement> placement = options.placement;
   const Cgroup* cgroup = placement ? placement->cgroup.get() : nullptr;
   if (cgroup) spawn.cgroup_procs_fd = cgroup->procs_fd();
+  ChildGuard guard;
   auto proc = Spawner::Get().Run([&]() -> Result<Subprocess> {
     // Affinity mode: the fork inherits the spawner thread's CPUs and memory policy.
     std::optional<ScopedThreadPlacement> pin;
@@ -148,7 +150,17 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
     }
     auto forks = LockForks();  // no sweep takes it for an orphan before it is registered
     auto p = Subprocess::Spawn(spawn);
-    if (p.ok()) RegisterChild(p->pid(), tag);
+    if (!p.ok()) return p;
+    RegisterChild(p->pid(), tag);
+    // Outlives a killed agent just long enough to end the child's tree (child_guard.h).
+    auto g = ChildGuard::Start(p->pid(), tag, cgroup ? cgroup->path() : std::string());
+    if (!g.ok()) {
+      p->SignalGroup(SIGKILL);
+      p->Wait();
+      ForgetChild(p->pid());
+      return g.status();
+    }
+    guard = std::move(*g);
     return p;
   });
   if (!proc.ok()) return proc.status();
@@ -156,6 +168,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   c->options_ = std::move(options);
   c->tag_ = tag;
   c->proc_ = std::move(*proc);
+  c->guard_ = std::move(guard);
   c->spawned_s_ = SteadySeconds();
   c->start_ticks_ = ProcessStartTicks(c->proc_.pid());
   c->placement_ = placement;
@@ -331,6 +344,7 @@ ChildProcess::~ChildProcess() {
   // The group may hold grandchildren that outlived the leader; make sure they go too.
   proc_.SignalGroup(SIGKILL);
   placement_.reset();  // the cgroup, if any: kills what is left in it and removes it
+  guard_.Release();    // the tree is gone: its guard has nothing left to do
 }
 
 }  // namespace codl::agent

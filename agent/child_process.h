@@ -1,6 +1,7 @@
 // ChildProcess: one supervised child (an antagonist's codl-inject or a victim command).
 // - own process group (so its helpers die with it), PR_SET_PDEATHSIG=SIGKILL (so it dies with
-//   the agent even on SIGKILL), stdout delivered line by line, the tail of stderr kept.
+//   the agent even on SIGKILL) and a guard process that ends its whole tree then
+//   (agent/child_guard.h), stdout delivered line by line, the tail of stderr kept.
 // - forked from one long-lived spawner thread: PDEATHSIG fires when the *thread* that forked
 //   exits, so forking from a short-lived gRPC worker thread would kill children at random.
 // The fork itself is lib/common/subprocess.h; this class adds the spawner thread, the reader
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/child_guard.h"
 #include "agent/placement.h"
 #include "lib/common/process_token.h"
 #include "lib/common/result.h"
@@ -77,8 +79,9 @@ class ChildProcess {
   void SnapshotTreeCpu();
 
   Options options_;
-  Subprocess proc_;  // reaped only by the reader thread; others just signal its group
-  std::string tag_;  // CODL_AGENT_CHILD of it and all it starts (subreaper.h)
+  Subprocess proc_;   // reaped only by the reader thread; others just signal its group
+  ChildGuard guard_;  // ends the tree if the agent is killed (child_guard.h)
+  std::string tag_;   // CODL_AGENT_CHILD of it and all it starts (subreaper.h)
   uint64_t start_ticks_ = 0;
   std::thread reader_;
   mutable std::mutex mu_;

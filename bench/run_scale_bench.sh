@@ -9,7 +9,7 @@
 #                                 [--window S] [--fanout N] [--fanout-trials N] [--tls] [--keep]
 #                                 [--register-spread S] [--min-connect-timeout-ms MS]
 #                                 [--agent-footprint S] [--restart-storm] [--storm-wait S]
-#                                 [--setup-estimate S]
+#                                 [--setup-estimate S] [--concurrent K [--concurrent-nodes M]]
 #   --build-dir      CMake build tree (default: ./build); the binaries are built when stale
 #   --out            JSON results (default: bench/results/scale.json)
 #   --agents         comma-separated agent counts (default 100,1000); the fan-out runs at the largest
@@ -28,6 +28,10 @@
 #                    failed attempts and both processes' CPU (the mTLS storm of docs/performance.md)
 #   --storm-wait S   seconds the restart storm is watched (default 15)
 #   --setup-estimate S  what the emulated agents answer to EstimateSetup (default 0, as for noop)
+#   --concurrent K   at the largest N, also submit K experiments at once, each on `count: M`
+#                    agents (--concurrent-nodes, default 50; --concurrent-trials R, default 5
+#                    repetitions): node reservations must run them side by side on disjoint agents;
+#                    reports how many ran at once, agents shared (goal 0), controller CPU and RSS
 #   --keep           keep the work dir (logs, databases, the load tool's JSON)
 # Loopback only (plaintext is allowed there). About 2 minutes with the defaults.
 set -euo pipefail
@@ -39,10 +43,10 @@ while (($#)); do
   case "$1" in
     --build-dir) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--register-timeout|--min-connect-timeout-ms|--agent-footprint|--storm-wait|--setup-estimate)
+    --agents|--window|--fanout|--fanout-trials|--warmup|--register-spread|--register-timeout|--min-connect-timeout-ms|--agent-footprint|--storm-wait|--setup-estimate|--concurrent|--concurrent-nodes|--concurrent-trials)
       extra+=("$1" "$2"); shift 2 ;;
     --keep|--tls|--restart-storm) extra+=("$1"); shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -87,6 +87,10 @@ function(codl_add_gtest name)
     # as maybe-uninitialized (a false positive of the instrumented code; the tests use regexes).
     # Only here: the optimized build keeps the warning, as an error under CODL_WERROR.
     target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+    # The test code itself at -O0 (after the build's -O1, so it wins): a third less compile time
+    # for the test binaries, measured on controller_test's heaviest unit (34.2 -> 21.9 CPU-s),
+    # while the code under test keeps -O1. Instrumentation is the same at -O0.
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O0>)
   endif()
   set(props TIMEOUT 600)
   if(ARG_LABELS)

@@ -143,6 +143,7 @@ void ProgressView::OnEvent(const v1::ExperimentEvent& ev) {
   if (!s.current_pairing().empty()) activity_.clear();
   std::string where = s.current_pairing();
   if (where.empty()) where = activity_.empty() ? rpc::StateName(s) : activity_;
+  if (!s.waiting_for().empty()) where = "queued: " + s.waiting_for();
   // The victim generating its dataset: in place of what runs before the trials (the warm-up
   // run), after the pairing when it happens in a trial (warmup_trials: 0).
   if (std::string d = DatasetNote(s); !d.empty()) {

@@ -16,7 +16,7 @@ const std::vector<std::string> kStatusColumns = {"experiment_id",   "name",
                                                  "victim_step",     "victim_step_time_s",
                                                  "created_unix_ms", "finished_unix_ms",
                                                  "error",           "precision",
-                                                 "stop_reason"};
+                                                 "stop_reason",     "waiting_for"};
 
 std::vector<Cell> StatusCells(const v1::ExperimentStatus& s) {
   // The controller sends 0 for "not known" in the live fields: missing, not zero.
@@ -35,7 +35,8 @@ std::vector<Cell> StatusCells(const v1::ExperimentStatus& s) {
           known(static_cast<double>(s.finished_unix_ms())),
           Cell::Text(s.error()),
           Cell::Text(s.precision()),
-          Cell::Text(s.stop_reason())};
+          Cell::Text(s.stop_reason()),
+          Cell::Text(s.waiting_for())};
 }
 
 // The victim's dataset generation: both missing when none is under way (or was reported).
@@ -74,7 +75,8 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
 std::string StatusLine(const v1::ExperimentStatus& s) {
   // Names, pairings and errors are the submitter's and victims' bytes: escaped for the terminal.
   std::string line = "experiment " + TerminalSafe(s.experiment_id()) + " (" +
-                     TerminalSafe(s.name()) + "): " + rpc::StateName(s) + ", " +
+                     TerminalSafe(s.name()) + "): " + rpc::StateName(s) +
+                     (s.waiting_for().empty() ? "" : ": " + TerminalSafe(s.waiting_for())) + ", " +
                      std::to_string(s.completed_trials()) + "/" + std::to_string(s.total_trials()) +
                      " trials, " + std::to_string(s.failed_trials()) + " failed";
   if (!s.current_pairing().empty())

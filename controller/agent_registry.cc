@@ -130,6 +130,18 @@ bool AgentRegistry::Heartbeat(const std::string& agent_id, double rtt_s, double 
   return true;
 }
 
+double AgentRegistry::LastSeen(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent_id);
+  return it == agents_.end() ? -1 : it->second.last_heartbeat_s;
+}
+
+std::string AgentRegistry::Session(const std::string& agent_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = agents_.find(agent_id);
+  return it == agents_.end() ? std::string() : it->second.session;
+}
+
 bool AgentRegistry::AliveLocked(const Entry& e) const {
   return clock_->MonotonicSeconds() - e.last_heartbeat_s <= dead_after_s_;
 }
@@ -203,12 +215,14 @@ std::string DescribeSelector(const experiment::NodeSelector& sel) {
   return experiment::DescribeNodeSelector(sel);
 }
 
-Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSelector& sel) const {
+Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSelector& sel,
+                                                       SelectScope scope) const {
   using K = experiment::NodeSelector::Kind;
   std::lock_guard<std::mutex> l(mu_);
   std::vector<std::string> out;
   for (const auto& [id, e] : agents_) {
     if (!AliveLocked(e)) continue;
+    if (scope.only && !scope.only->count(id)) continue;
     bool match = true;
     if (sel.kind == K::kLabels) {
       for (const auto& [k, v] : sel.labels) {
@@ -229,6 +243,10 @@ Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSel
       return Err("node selector '" + DescribeSelector(sel) + "' needs " +
                  std::to_string(sel.count) + " live agents, " + std::to_string(out.size()) +
                  " are up");
+    }
+    if (scope.avoid) {
+      std::stable_partition(out.begin(), out.end(),
+                            [&](const std::string& id) { return !scope.avoid->count(id); });
     }
     out.resize(sel.count);
   }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@
 #include "lib/spec/spec.h"
 
 namespace codl::controller {
+
+// Which agents a selection may see and which it should rather not take (node reservations:
+// controller/experiment_scheduler.h). Null: no restriction.
+struct NodeSelectScope {
+  const std::set<std::string>* only = nullptr;   // agents outside it are not seen at all
+  const std::set<std::string>* avoid = nullptr;  // `count: N` takes these last
+};
 
 class AgentRegistry {
  public:
@@ -53,6 +61,12 @@ class AgentRegistry {
   std::vector<v1::AgentInfo> List() const;  // sorted by id, alive computed now
   std::shared_ptr<AgentClient> Client(const std::string& agent_id) const;
   bool Alive(const std::string& agent_id) const;
+  // Monotonic seconds of its last registration or counted heartbeat; -1 for an unknown id.
+  double LastSeen(const std::string& agent_id) const;
+  // The registering process's session ("" for an unknown id): a restarted agent has a new one.
+  std::string Session(const std::string& agent_id) const;
+  // An agent silent longer than this is not alive.
+  double dead_after_s() const { return dead_after_s_; }
   // Whether `who` registered an agent that is alive now.
   bool IsLiveAgent(const PeerIdentity& who) const;
   // Whether `who` registered `agent_id` and that agent is alive now.
@@ -61,8 +75,11 @@ class AgentRegistry {
   // the recent ones (NTP's clock filter: the least-delayed sample is the least biased).
   double ClockOffset(const std::string& agent_id) const;
 
+  using SelectScope = NodeSelectScope;
   // Alive agents matching the selector, sorted by id; error names the selector when none match.
-  Result<std::vector<std::string>> Select(const experiment::NodeSelector& sel) const;
+  // `count: N` takes the first N in id order, those in scope.avoid after all others.
+  Result<std::vector<std::string>> Select(const experiment::NodeSelector& sel,
+                                          SelectScope scope = {}) const;
 
  private:
   struct Entry {

@@ -54,6 +54,27 @@ std::string OptionsKey(const std::map<std::string, std::string>& options) {
 
 namespace {
 
+// Retries of one trial after agent losses, at most: an agent that dies in every run of it
+// ends the experiment (interrupted) rather than loop.
+constexpr int kMaxTrialRetries = 3;
+
+std::string FormatSeconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string JoinNodes(const std::vector<std::string>& nodes);
+
+// Interrupted, resumable: the scheduler maps ABORTED to the state `interrupted`.
+Error LostAgentsError(const std::vector<std::string>& missing,
+                      const experiment::PlannedTrial& trial, double grace_s) {
+  return Error{"lost agent(s) " + JoinNodes(missing) + " at trial " +
+                   std::to_string(trial.index + 1) + ": not back within agent_grace (" +
+                   FormatSeconds(grace_s) + "); `codlctl resume` continues once they are",
+               StatusCode::kAborted};
+}
+
 std::string JoinNodes(const std::vector<std::string>& nodes) {
   std::string s;
   for (const auto& n : nodes) s += (s.empty() ? "" : ", ") + n;
@@ -113,25 +134,35 @@ Result<VictimRun> ExperimentRunner::RunVictimOnce(const experiment::ExperimentSp
   return RunVictimRanks(std::move(ranks), spec.victim.timeout_s + tunables::kVictimDeadlineMarginS);
 }
 
-Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement* p) {
+Status ExperimentRunner::Place(const experiment::ExperimentSpec& spec, Placement* p,
+                               AgentRegistry::SelectScope scope) const {
   // The victim runs on the first node its selector (or the experiment's) picks.
   const auto& vsel = spec.victim.nodes.kind == experiment::NodeSelector::Kind::kAll
                          ? spec.nodes
                          : spec.victim.nodes;
-  auto victim_nodes = agents_->Select(vsel);
+  auto victim_nodes = agents_->Select(vsel, scope);
   if (!victim_nodes.ok()) return victim_nodes.status().WithContext("victim");
   if (Status s = PlaceVictim(spec.victim, vsel, *victim_nodes, p); !s.ok()) return s;
   for (const auto& a : spec.antagonists) {
     // Default placement: the victim's node (colocated interference).
     std::vector<std::string> nodes = {p->victim_node};
     if (a.nodes.specified) {
-      auto sel = agents_->Select(a.nodes);
+      auto sel = agents_->Select(a.nodes, scope);
       if (!sel.ok()) return sel.status().WithContext("antagonist '" + a.name + "'");
       nodes = *sel;
     }
     p->antagonist_nodes.push_back(nodes);
   }
   return Status::Ok();
+}
+
+Result<std::set<std::string>> ExperimentRunner::Nodes(const experiment::ExperimentSpec& spec,
+                                                      AgentRegistry::SelectScope scope) const {
+  Placement p;
+  if (Status s = Place(spec, &p, scope); !s.ok()) return s;
+  std::set<std::string> nodes(p.victim_nodes.begin(), p.victim_nodes.end());
+  for (const auto& n : p.antagonist_nodes) nodes.insert(n.begin(), n.end());
+  return nodes;
 }
 
 Result<CalibrationRecord> ExperimentRunner::Calibrate(
@@ -211,7 +242,7 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
 Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                              const std::vector<experiment::PlannedTrial>& plan,
                              const std::atomic<bool>& cancel, RunListener* listener,
-                             const ResumeFrom& resume) {
+                             const ResumeFrom& resume, const std::set<std::string>* reserved) {
   Provenance prov(store_, exp.id);
   if (resume.resumed) {
     prov.Resumed(exp.provenance_json, NowMs(clock_), ToString(resume.previous_state),
@@ -225,7 +256,7 @@ Status ExperimentRunner::Run(const ExperimentRecord& exp, const experiment::Expe
     prov.Started(NowMs(clock_), spec.seed, spec.seed_explicit);
   }
   prov.Save();
-  Status s = RunPlaced(exp, spec, plan, cancel, listener, &prov, resume);
+  Status s = RunPlaced(exp, spec, plan, cancel, listener, &prov, resume, reserved);
   // A cancel ends adaptive blocks too: said where the other stop reasons are.
   if (spec.adaptive.enabled && !s.ok() && cancel) {
     RecordStop(exp.id, experiment::kCancelledReason, listener);
@@ -243,16 +274,21 @@ void ExperimentRunner::RecordNodes(const Placement& p, Provenance* prov) const {
   }
 }
 
-void ExperimentRunner::SetPlaced(std::set<std::string> nodes) {
+void ExperimentRunner::SetPlaced(const std::string& experiment_id, std::set<std::string> nodes) {
   std::lock_guard<std::mutex> l(placed_mu_);
-  placed_ = std::move(nodes);
+  if (nodes.empty()) {
+    placed_.erase(experiment_id);
+  } else {
+    placed_[experiment_id] = std::move(nodes);
+  }
 }
 
-void ExperimentRunner::StopPlaced(const std::string& reason) {
+void ExperimentRunner::StopPlaced(const std::string& experiment_id, const std::string& reason) {
   std::set<std::string> nodes;
   {
     std::lock_guard<std::mutex> l(placed_mu_);
-    nodes = placed_;
+    auto it = placed_.find(experiment_id);
+    if (it != placed_.end()) nodes = it->second;
   }
   for (const auto& node : nodes) {
     auto client = agents_->Client(node);
@@ -266,7 +302,8 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    const experiment::ExperimentSpec& spec,
                                    const std::vector<experiment::PlannedTrial>& plan,
                                    const std::atomic<bool>& cancel, RunListener* listener,
-                                   Provenance* prov, const ResumeFrom& resume) {
+                                   Provenance* prov, const ResumeFrom& resume,
+                                   const std::set<std::string>* reserved) {
   std::map<int, const TrialRecord*> kept;
   for (const auto& t : resume.kept) kept[t.index] = &t;
   std::optional<BlockStopper> stopper;
@@ -288,14 +325,15 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   }
   if (first_to_run == plan.size()) return Status::Ok();
   Placement p;
-  if (Status s = Place(spec, &p); !s.ok()) return s;
+  if (Status s = Place(spec, &p, {reserved, nullptr}); !s.ok()) return s;
   std::set<std::string> nodes(p.victim_nodes.begin(), p.victim_nodes.end());
   for (const auto& n : p.antagonist_nodes) nodes.insert(n.begin(), n.end());
-  SetPlaced(std::move(nodes));
+  SetPlaced(exp.id, std::move(nodes));
   struct Unplace {
     ExperimentRunner* r;
-    ~Unplace() { r->SetPlaced({}); }
-  } unplace{this};
+    const std::string& id;
+    ~Unplace() { r->SetPlaced(id, {}); }
+  } unplace{this, exp.id};
   RecordNodes(p, prov);
   ConnectPlaced(exp, p, cancel);
   listener->OnEvent(events::Note(v1::Note::INFO, VictimPlacementMessage(p)));
@@ -311,6 +349,9 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     untraced = spec;
     untraced.victim.trace_steps = 0;
   }
+  std::set<std::string> placed_nodes(p.victim_nodes.begin(), p.victim_nodes.end());
+  for (const auto& n : p.antagonist_nodes) placed_nodes.insert(n.begin(), n.end());
+  std::map<int, int> retries;  // trial index -> times run again after an agent loss
   for (size_t i = first_to_run; i < plan.size(); ++i) {
     const auto& trial = plan[i];
     if (cancel) return Cancelled("cancelled");
@@ -318,16 +359,60 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
       if (replay(i, *it->second)) return Status::Ok();
       continue;
     }
-    for (const auto& n : p.victim_nodes) {
-      if (!agents_->Alive(n)) return Unavailable("victim node " + n + " stopped heartbeating");
+    // A placed agent down before the trial: it has agent_grace to come back.
+    std::vector<std::string> down;
+    for (const auto& n : placed_nodes) {
+      if (!agents_->Alive(n)) down.push_back(n);
     }
+    if (!down.empty()) {
+      listener->OnEvent(events::Note(
+          v1::Note::WARNING, "agent(s) " + JoinNodes(down) +
+                                 " stopped heartbeating; waiting up to " +
+                                 FormatSeconds(spec.agent_grace_s) + " (agent_grace) for them"));
+      down = AwaitAgents(down, -1, spec.agent_grace_s, cancel);
+      if (cancel) return Cancelled("cancelled");
+      if (!down.empty()) return LostAgentsError(down, trial, spec.agent_grace_s);
+    }
+    const std::map<std::string, std::string> sessions = Sessions(p);
     listener->OnTrialStarted(trial);
-    prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
+    if (!retries.count(trial.index))
+      prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
     StatusCode failure = StatusCode::kOk;
     const bool traced =
         spec.victim.trace_steps > 0 && first_of_pairing.at(trial.pairing) == trial.index;
     TrialRecord t = RunTrial(exp, traced || spec.victim.trace_steps == 0 ? spec : untraced, trial,
                              p, cancel, listener, &failure);
+    if (t.state != TrialState::kDone && t.state != TrialState::kCancelled && !cancel) {
+      // An agent lost mid-trial: the trial runs again once it is back within agent_grace
+      // (recorded as retried: provenance and a warning), else the experiment stops
+      // interrupted and resumable. Never silently: the dropped attempt's error is kept.
+      const double ended_s = clock_->MonotonicSeconds();
+      std::vector<std::string> lost = LostAgents(sessions, failure, ended_s, cancel);
+      if (!lost.empty()) {
+        listener->OnEvent(events::Note(
+            v1::Note::WARNING, "trial " + std::to_string(trial.index + 1) + ": agent(s) " +
+                                   JoinNodes(lost) + " lost (" + t.error + "); waiting up to " +
+                                   FormatSeconds(spec.agent_grace_s) +
+                                   " (agent_grace) for them to come back"));
+        const std::vector<std::string> missing =
+            AwaitAgents(lost, ended_s, spec.agent_grace_s, cancel);
+        if (cancel) return Cancelled("cancelled");
+        if (!missing.empty()) return LostAgentsError(missing, trial, spec.agent_grace_s);
+        if (retries[trial.index]++ < kMaxTrialRetries) {
+          const double back_s = clock_->MonotonicSeconds() - ended_s;
+          prov->AddRetry(trial.index, lost, t.error, back_s, NowMs(clock_));
+          prov->Save();
+          listener->OnEvent(events::Note(
+              v1::Note::WARNING, "trial " + std::to_string(trial.index + 1) + ": agent(s) " +
+                                     JoinNodes(lost) + " back after " + FormatSeconds(back_s) +
+                                     "; the trial runs again (recorded in the provenance's "
+                                     "retries)"));
+          ConnectPlaced(exp, p, cancel);
+          --i;
+          continue;
+        }
+      }
+    }
     prov->Save();
     if (traced && t.trace_zlib.empty() && t.state != TrialState::kCancelled) {
       listener->OnEvent(
@@ -357,6 +442,55 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     }
   }
   return Status::Ok();
+}
+
+std::map<std::string, std::string> ExperimentRunner::Sessions(const Placement& p) const {
+  std::map<std::string, std::string> out;
+  for (const auto& n : p.victim_nodes) out[n] = agents_->Session(n);
+  for (const auto& nodes : p.antagonist_nodes) {
+    for (const auto& n : nodes) out[n] = agents_->Session(n);
+  }
+  return out;
+}
+
+std::vector<std::string> ExperimentRunner::LostAgents(
+    const std::map<std::string, std::string>& sessions, StatusCode failure, double ended_s,
+    const std::atomic<bool>& cancel) const {
+  auto lost_now = [&] {
+    std::vector<std::string> lost;
+    for (const auto& [n, session] : sessions) {
+      if (!agents_->Alive(n) || agents_->Session(n) != session) lost.push_back(n);
+    }
+    return lost;
+  };
+  std::vector<std::string> lost = lost_now();
+  if (!lost.empty() || failure != StatusCode::kUnavailable) return lost;
+  // Unreachable, yet still alive by its last heartbeat: dead, or a passing error? A live agent
+  // is heard from again within a heartbeat; a dead one goes silent past the liveness timeout.
+  const double until = ended_s + agents_->dead_after_s() + 0.5;
+  while (clock_->MonotonicSeconds() < until && !cancel) {
+    bool all_heard = true;
+    for (const auto& [n, session] : sessions) all_heard &= agents_->LastSeen(n) > ended_s;
+    if (all_heard) return {};
+    if (!clock_->SleepFor(0.1, cancel)) return {};
+    lost = lost_now();
+    if (!lost.empty()) return lost;
+  }
+  return lost_now();
+}
+
+std::vector<std::string> ExperimentRunner::AwaitAgents(const std::vector<std::string>& lost,
+                                                       double since_s, double grace_s,
+                                                       const std::atomic<bool>& cancel) const {
+  const double until = clock_->MonotonicSeconds() + grace_s;
+  for (;;) {
+    std::vector<std::string> missing;
+    for (const auto& n : lost) {
+      if (!agents_->Alive(n) || agents_->LastSeen(n) <= since_s) missing.push_back(n);
+    }
+    if (missing.empty() || cancel || clock_->MonotonicSeconds() >= until) return missing;
+    if (!clock_->SleepFor(0.25, cancel)) return missing;
+  }
 }
 
 bool ExperimentRunner::StopAfterBlock(const ExperimentRecord& exp, const BlockStopper& stopper,

@@ -71,14 +71,23 @@ class ExperimentRunner {
   // A resumed one (`resume.resumed`) skips the trials in `resume.kept` (adaptive repetitions
   // and the 3-failures rule count them as if just run) and adds a resumption to the
   // provenance instead of starting a new one.
+  // `reserved` (non-null): the agents the scheduler reserved for it (Nodes); it is placed on
+  // those only. Several experiments may run at once, each on its own reserved agents.
   Status Run(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
              const std::vector<experiment::PlannedTrial>& plan, const std::atomic<bool>& cancel,
-             RunListener* listener, const ResumeFrom& resume = {});
+             RunListener* listener, const ResumeFrom& resume = {},
+             const std::set<std::string>* reserved = nullptr);
+
+  // The agents `spec` would be placed on now (victim and antagonists), choosing within `scope`
+  // (a `count: N` selector takes scope.avoid's agents last); an error when its selectors
+  // cannot be met by the live agents at all.
+  Result<std::set<std::string>> Nodes(const experiment::ExperimentSpec& spec,
+                                      AgentRegistry::SelectScope scope = {}) const;
 
   // Cancelling an experiment must not wait for its victim to finish on its own: tells every
-  // agent the running experiment is placed on to stop its antagonists and victims now (StopAll).
-  // Safe from any thread; a no-op when nothing runs.
-  void StopPlaced(const std::string& reason);
+  // agent the running experiment `experiment_id` is placed on to stop its antagonists and
+  // victims now (StopAll). Safe from any thread; a no-op when it does not run.
+  void StopPlaced(const std::string& experiment_id, const std::string& reason);
 
   // Calibrates one injector + options on one agent (bypassing the cache) and stores the result.
   Result<CalibrationRecord> Calibrate(const std::string& agent_id, const std::string& injector,
@@ -89,10 +98,10 @@ class ExperimentRunner {
   RendezvousGrants& rendezvous_grants() const { return grants_; }
 
  private:
-  void SetPlaced(std::set<std::string> nodes);
+  void SetPlaced(const std::string& experiment_id, std::set<std::string> nodes);
 
   std::mutex placed_mu_;
-  std::set<std::string> placed_;  // agents of the running experiment
+  std::map<std::string, std::set<std::string>> placed_;  // running experiment -> its agents
 
   struct Placement {
     std::string victim_node;                // rank 0's (the only one unless distributed)
@@ -106,8 +115,9 @@ class ExperimentRunner {
   Status RunPlaced(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                    const std::vector<experiment::PlannedTrial>& plan,
                    const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov,
-                   const ResumeFrom& resume);
-  Status Place(const experiment::ExperimentSpec& spec, Placement* p);
+                   const ResumeFrom& resume, const std::set<std::string>* reserved);
+  Status Place(const experiment::ExperimentSpec& spec, Placement* p,
+               AgentRegistry::SelectScope scope = {}) const;
   Status PlaceVictim(const experiment::VictimSpec& v, const experiment::NodeSelector& sel,
                      const std::vector<std::string>& selected, Placement* p) const;
   static std::string VictimPlacementMessage(const Placement& p);
@@ -128,6 +138,18 @@ class ExperimentRunner {
                       RunListener* listener);
   void RecordStop(const std::string& experiment_id, const std::string& reason,
                   RunListener* listener);
+  // Agent loss (agent_grace): which placed agents are lost after a trial that ended at
+  // `ended_s` (monotonic) with failure code `failure`, against their sessions at its start:
+  // not alive, or restarted (a new session); after an UNAVAILABLE failure it first waits, up
+  // to the liveness timeout, to tell a dead agent from a passing error.
+  std::vector<std::string> LostAgents(const std::map<std::string, std::string>& sessions,
+                                      StatusCode failure, double ended_s,
+                                      const std::atomic<bool>& cancel) const;
+  // Waits up to `grace_s` for every agent in `lost` to be alive and heard from after
+  // `since_s`; returns those still missing.
+  std::vector<std::string> AwaitAgents(const std::vector<std::string>& lost, double since_s,
+                                       double grace_s, const std::atomic<bool>& cancel) const;
+  std::map<std::string, std::string> Sessions(const Placement& p) const;
   // One run of the victim on its node(s) (controller/distributed_victim.h).
   Result<VictimRun> RunVictimOnce(const experiment::ExperimentSpec& spec, const Placement& p,
                                   const v1::RunVictimRequest& base) const;

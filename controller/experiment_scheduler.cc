@@ -35,6 +35,10 @@ struct ExperimentScheduler::Live {
   double trial_started_s = 0;
   std::unique_ptr<EtaModel> eta;
   ResumeFrom resume;  // a resumed experiment's committed trials (empty otherwise)
+  // Running: the agents it holds. Queued: why it waits ("waits for node a held by ID"), or "".
+  std::set<std::string> reserved;
+  std::string waiting_for;
+  Status placement;  // why it cannot be placed at all: it fails without running
 };
 
 class ExperimentScheduler::Listener : public RunListener {
@@ -171,7 +175,7 @@ void ExperimentScheduler::Shutdown() {
     for (auto& [id, live] : live_) live->cancel = true;
   }
   cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  if (worker_.joinable()) worker_.join();  // it joins every experiment's thread
 }
 
 std::string ExperimentScheduler::NewExperimentId() {
@@ -248,6 +252,7 @@ Status ExperimentScheduler::Enqueue(const std::shared_ptr<Live>& live) {
     }
     live_[live->record.id] = live;
     queue_.push_back(live);
+    redispatch_ = true;
   }
   cv_.notify_all();
   return Status::Ok();
@@ -350,6 +355,7 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   s.set_dataset_total(live.dataset_total);
   s.set_precision(live.precision);
   s.set_stop_reason(live.record.stop_reason);
+  if (live.record.state == ExperimentState::kQueued) s.set_waiting_for(live.waiting_for);
   s.set_created_unix_ms(live.record.created_unix_ms);
   s.set_finished_unix_ms(live.record.finished_unix_ms);
   if (live.record.state == ExperimentState::kRunning) {
@@ -402,13 +408,15 @@ Result<ExperimentScheduler::CancelOutcome> ExperimentScheduler::Cancel(const std
       live->record.state = ExperimentState::kCancelled;
       live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
       live_.erase(it);
+      redispatch_ = true;  // what waited behind it may start
+      cv_.notify_all();
     } else {
       cancelling = true;
     }
   }
   if (cancelling) {
     // The runner notices the flag between steps; a victim mid-run is stopped by its agent.
-    runner_->StopPlaced("experiment " + live->record.id + " cancelled");
+    runner_->StopPlaced(live->record.id, "experiment " + live->record.id + " cancelled");
     return CancelOutcome{ExperimentState::kRunning, true};
   }
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kCancelled,
@@ -469,45 +477,144 @@ void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, v1::Experim
   for (auto& w : targets) w(ev, final);
 }
 
-void ExperimentScheduler::WorkerLoop() {
-  if (hold_s_ > 0) {
-    std::unique_lock<std::mutex> l(mu_);
-    if (cv_.wait_for(l, std::chrono::duration<double>(hold_s_), [this] { return stopping_; }))
-      return;
+namespace {
+
+// "nodes a, b" / "node a".
+std::string NodeList(const std::vector<std::string>& nodes) {
+  std::string out = nodes.size() == 1 ? "node " : "nodes ";
+  for (size_t i = 0; i < nodes.size(); ++i) out += (i ? ", " : "") + TerminalSafe(nodes[i]);
+  return out;
+}
+
+}  // namespace
+
+void ExperimentScheduler::DispatchLocked(std::vector<std::shared_ptr<Live>>* waiting) {
+  // node -> the running experiment that holds it, or the earlier queued one it is promised to
+  std::map<std::string, std::string> held, promised;
+  std::set<std::string> taken;  // both
+  for (const auto& [id, live] : live_) {
+    if (live->record.state != ExperimentState::kRunning) continue;
+    for (const auto& n : live->reserved) held[n] = id;
   }
-  for (;;) {
-    std::shared_ptr<Live> live;
-    {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) {
-        // Queued experiments stay queued in the store; the next controller start marks them
-        // interrupted rather than silently dropping them.
-        return;
-      }
-      live = queue_.front();
-      queue_.pop_front();
+  for (const auto& [n, id] : held) taken.insert(n);
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    std::shared_ptr<Live> live = *it;
+    auto nodes = runner_->Nodes(live->spec, {nullptr, &taken});
+    if (!nodes.ok()) {
+      live->placement = nodes.status();  // fails now, with the runner's own words
+      it = queue_.erase(it);
+      StartLocked(live);
+      continue;
     }
-    RunOne(live);
-    live.reset();
-    ReturnFreedMemory();
+    // Why it waits, grouped by who has its nodes: "nodes a, b held by X, node c promised to Y
+    // (queued earlier)".
+    std::map<std::pair<int, std::string>, std::vector<std::string>> by_owner;
+    for (const auto& n : *nodes) {
+      if (auto h = held.find(n); h != held.end()) {
+        by_owner[{0, h->second}].push_back(n);
+      } else if (auto p = promised.find(n); p != promised.end()) {
+        by_owner[{1, p->second}].push_back(n);
+      }
+    }
+    if (by_owner.empty()) {
+      live->reserved = std::move(*nodes);
+      for (const auto& n : live->reserved) {
+        held[n] = live->record.id;
+        taken.insert(n);
+      }
+      it = queue_.erase(it);
+      StartLocked(live);
+      continue;
+    }
+    std::string why = "waits for ";
+    bool first = true;
+    for (const auto& [owner, ns] : by_owner) {
+      why += (first ? "" : ", ") + NodeList(ns) +
+             (owner.first == 0 ? " held by " + owner.second
+                               : " promised to " + owner.second + " (queued earlier)");
+      first = false;
+    }
+    if (why != live->waiting_for) {
+      live->waiting_for = why;
+      waiting->push_back(live);
+    }
+    for (const auto& n : *nodes) {
+      promised.emplace(n, live->record.id);
+      taken.insert(n);
+    }
+    ++it;
   }
 }
 
-void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
-  {
+void ExperimentScheduler::StartLocked(const std::shared_ptr<Live>& live) {
+  live->record.state = ExperimentState::kRunning;
+  live->started_s = clock_->MonotonicSeconds();
+  live->waiting_for.clear();
+  const uint64_t run = next_run_++;
+  runs_[run] = std::thread([this, live, run] {
+    RunOne(live, live->placement);
     std::lock_guard<std::mutex> l(mu_);
-    live->record.state = ExperimentState::kRunning;
-    live->started_s = clock_->MonotonicSeconds();
+    finished_runs_.push_back(run);
+    redispatch_ = true;
+    cv_.notify_all();
+  });
+}
+
+void ExperimentScheduler::WorkerLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  if (hold_s_ > 0) {
+    cv_.wait_for(l, std::chrono::duration<double>(hold_s_), [this] { return stopping_; });
   }
+  while (!stopping_) {
+    for (uint64_t run : finished_runs_) {
+      // Its thread said so as its last step: the join returns at once.
+      runs_[run].join();
+      runs_.erase(run);
+    }
+    if (!finished_runs_.empty()) {
+      finished_runs_.clear();
+      l.unlock();
+      ReturnFreedMemory();
+      l.lock();
+    }
+    std::vector<std::shared_ptr<Live>> waiting;
+    DispatchLocked(&waiting);
+    if (!waiting.empty()) {
+      l.unlock();
+      for (const auto& w : waiting) {
+        Publish(w, events::Note(v1::Note::INFO, "queued: " + w->waiting_for), false);
+      }
+      l.lock();
+    }
+    // Woken by a submission, a cancel or an experiment's end; the tick notices agents that
+    // came or went.
+    auto woken = [this] { return stopping_ || redispatch_; };
+    if (queue_.empty()) {
+      cv_.wait(l, woken);
+    } else {
+      cv_.wait_for(l, std::chrono::seconds(1), woken);
+    }
+    redispatch_ = false;
+  }
+  // Queued experiments stay queued in the store; the next controller start queues them again
+  // (or marks them interrupted) rather than silently dropping them. Running ones were
+  // cancelled by Shutdown.
+  std::map<uint64_t, std::thread> runs = std::move(runs_);
+  runs_.clear();
+  l.unlock();
+  for (auto& [run, t] : runs) t.join();
+}
+
+void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live, const Status& placement) {
   (void)store_->UpdateExperiment(live->record.id, ExperimentState::kRunning, "", 0);
   Publish(live,
           events::ExperimentChanged(ExperimentState::kRunning,
                                     StartedLine(live->spec, live->plan.size())),
           false);
   Listener listener(this, live);
-  Status s =
-      runner_->Run(live->record, live->spec, live->plan, live->cancel, &listener, live->resume);
+  Status s = placement.ok() ? runner_->Run(live->record, live->spec, live->plan, live->cancel,
+                                           &listener, live->resume, &live->reserved)
+                            : placement;
   ExperimentState state = ExperimentState::kDone;
   std::string error;
   StatusCode code = StatusCode::kOk;
@@ -522,6 +629,11 @@ void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live) {
   } else if (live->cancel) {
     state = ExperimentState::kCancelled;
     error = "cancelled";
+  } else if (!s.ok() && s.code() == StatusCode::kAborted) {
+    // Lost agents beyond agent_grace: stopped, not failed; `codlctl resume` continues it.
+    state = ExperimentState::kInterrupted;
+    error = s.error();
+    code = s.code();
   } else if (!s.ok()) {
     state = ExperimentState::kFailed;
     error = s.error();

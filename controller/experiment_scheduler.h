@@ -1,6 +1,15 @@
 // ExperimentScheduler: accepts submitted experiments (validated, planned, stored as queued),
-// runs them one at a time on its worker thread through the ExperimentRunner, tracks live
-// status, and fans events out to watchers.
+// runs them through the ExperimentRunner, tracks live status, and fans events out to watchers.
+//
+// Node reservations: an experiment reserves the agents its victim and antagonists are placed on
+// (ExperimentRunner::Nodes) for as long as it runs, and runs on its own thread. Experiments
+// whose agents are disjoint run at the same time; an agent is never in two running ones. The
+// dispatcher goes through the queue in submission order: an experiment starts when none of its
+// agents is held by a running experiment or promised to an earlier queued one; one that cannot
+// start promises its agents to itself, so a later experiment may start before it only on
+// other agents (backfill) and none waits behind later ones forever. A `count: N` selector
+// takes free agents before held or promised ones. An experiment whose selectors no set of live
+// agents can meet fails at once, as it always did.
 #pragma once
 
 #include <atomic>
@@ -12,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "codl/v1/controller.pb.h"
 #include "controller/controller_metrics.h"
@@ -35,7 +45,7 @@ class ExperimentScheduler {
   // RESOURCE_EXHAUSTED: the queue, its YAML and plans live in memory.
   void SetMaxQueued(size_t n) { max_queued_ = n; }
   static constexpr size_t kDefaultMaxQueued = 100;
-  void Shutdown();  // cancels the running experiment (its antagonists are stopped) and joins
+  void Shutdown();  // cancels the running experiments (their antagonists are stopped); joins
 
   struct Submitted {
     std::string id;
@@ -79,7 +89,12 @@ class ExperimentScheduler {
   struct Live;
   class Listener;
   void WorkerLoop();
-  void RunOne(const std::shared_ptr<Live>& live);
+  // Starts every queued experiment whose agents are free (the rule above); `waiting` gets those
+  // whose reason for waiting changed (a note to publish). Holds mu_.
+  void DispatchLocked(std::vector<std::shared_ptr<Live>>* waiting);
+  void StartLocked(const std::shared_ptr<Live>& live);
+  // One experiment, on its own thread; `placement`: why it cannot be placed at all (not ok).
+  void RunOne(const std::shared_ptr<Live>& live, const Status& placement);
   v1::ExperimentStatus StatusOf(const Live& live) const;
   // Sends `ev` with the live status to the experiment's watchers; {}: a status update only.
   void Publish(const std::shared_ptr<Live>& live, v1::ExperimentEvent ev, bool final);
@@ -103,9 +118,13 @@ class ExperimentScheduler {
   std::map<int, std::pair<std::string, Watcher>> watchers_;
   int next_watcher_ = 1;
   bool stopping_ = false;
+  bool redispatch_ = false;  // something changed that may let a queued experiment start
   size_t max_queued_ = kDefaultMaxQueued;
   double hold_s_ = 0;
-  std::thread worker_;
+  std::thread worker_;                    // the dispatcher
+  std::map<uint64_t, std::thread> runs_;  // one per running experiment
+  std::vector<uint64_t> finished_runs_;   // to be joined by the dispatcher
+  uint64_t next_run_ = 1;
 };
 
 }  // namespace codl::controller

@@ -121,6 +121,15 @@ void Provenance::AddTrial(int index, double load_avg_1m) {
   j_["trials"].push_back(std::move(t));
 }
 
+void Provenance::AddRetry(int index, const std::vector<std::string>& agents,
+                          const std::string& error, double back_after_s, int64_t unix_ms) {
+  j_["retries"].push_back({{"trial", index},
+                           {"agents", agents},
+                           {"error", error},
+                           {"back_after_s", back_after_s},
+                           {"unix_ms", unix_ms}});
+}
+
 void Provenance::Save() {
   // error_handler replace: an odd byte in a label must not lose the whole record.
   const std::string text = j_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

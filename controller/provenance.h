@@ -45,6 +45,10 @@ class Provenance {
   void AddWarmup(int run, double wall_s, bool ok, const std::string& error);
   // The victim node's 1-minute load average when the trial started (< 0: unknown -> null).
   void AddTrial(int index, double load_avg_1m);
+  // A trial run again because agents were lost in it ("retries": trial index, the agents, the
+  // error of the attempt that was dropped, seconds until they were back).
+  void AddRetry(int index, const std::vector<std::string>& agents, const std::string& error,
+                double back_after_s, int64_t unix_ms);
 
   const nlohmann::json& json() const { return j_; }
   // Writes the whole object; a failure is logged, not fatal (the trials matter more).

@@ -34,11 +34,12 @@ check_reports() {
   fi
 }
 
-configure() {  # configure DIR CMAKE-ARGS...: no CUDA (the plain stage of scripts/test.sh builds it)
+configure() {  # configure DIR CMAKE-ARGS...: no CUDA and no bench/ binaries (the plain stage of
+  # scripts/test.sh builds both, optimized)
   local dir=$1
   shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None -DCODL_WITH_CUDA=OFF \
-    -DCODL_BUILD_TESTS=ON -DCMAKE_UNITY_BUILD=ON "$@" >/dev/null
+    -DCODL_BUILD_TESTS=ON -DCODL_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON "$@" >/dev/null
 }
 
 # Unit and integration tests, but not the checks of deploy files and of the repository itself

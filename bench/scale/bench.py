@@ -294,6 +294,9 @@ class Run:
             res["controller_rss_after_fanout_mib"] = round(proc_status(ctl.pid)["VmRSS"] / 1024, 1)
             res["controller_hwm_mib"] = round(proc_status(ctl.pid)["VmHWM"] / 1024, 1)
             res["fanout"]["loadavg_after"] = os.getloadavg()
+        if self.a.concurrent and self.n >= self.a.concurrent * self.a.concurrent_nodes:
+            res["concurrent"] = self.concurrent(ctl.pid, load)
+            res["controller_hwm_mib"] = round(proc_status(ctl.pid)["VmHWM"] / 1024, 1)
         storm = None
         if self.a.restart_storm:
             ctl, storm = self.restart_storm(ctl, load)
@@ -348,6 +351,77 @@ class Run:
         out["trial_states"] = states
         out["db_abs_start_skew_ms"] = {"p50": ms(pct(absv, 50)), "p99": ms(pct(absv, 99)), "n": len(absv)}
         return out
+
+
+    def concurrent(self, ctl_pid, load):
+        """K experiments at once, each on `count: M` agents (victim and antagonist): node
+        reservations must give each its own M agents and run them side by side."""
+        k, m = self.a.concurrent, self.a.concurrent_nodes
+        ids = []
+        c0 = {"controller": proc_cpu_s(ctl_pid), "load": load.cpu_s()}
+        t0 = time.monotonic()
+        for i in range(k):
+            yaml = (f"name: share{i}\n"
+                    f"nodes: {{count: {m}}}\n"
+                    "victim: {command: [sleep, '0.2'], progress: {format: wall}, timeout: 30s}\n"
+                    "antagonists:\n"
+                    f"  - {{name: tick, injector: noop, rates: ['100'], nodes: {{count: {m}}}}}\n"
+                    "pairings: singles\n"
+                    f"repetitions: {self.a.concurrent_trials}\n"
+                    "settle: 0s\n")
+            path = os.path.join(self.work, f"share{i}.yaml")
+            with open(path, "w") as f:
+                f.write(yaml)
+            r = self.ctl("submit", path)
+            if r.returncode != 0:
+                raise RuntimeError(f"submitting {path} failed: {r.stdout}{r.stderr}")
+            ids.append(r.stdout.split("\n", 1)[0].strip())
+        submitted_s = time.monotonic() - t0
+        marks = ",".join("?" * len(ids))
+        final = ("done", "failed", "cancelled", "interrupted")
+        while True:
+            db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+            states = dict(db.execute(f"SELECT id, state FROM experiments WHERE id IN ({marks})", ids).fetchall())
+            db.close()
+            if len(states) == k and all(v in final for v in states.values()):
+                break
+            if time.monotonic() - t0 > 900:
+                raise RuntimeError(f"concurrent experiments not finished after 900 s: {states}")
+            time.sleep(0.5)
+        dt = time.monotonic() - t0
+        db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        nodes, spans, trials = {}, {}, {}
+        for eid in ids:
+            ns = {n for (n,) in db.execute(
+                "SELECT a.node FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id WHERE t.experiment_id = ?",
+                (eid,))}
+            ns |= {n for (n,) in db.execute("SELECT victim_node FROM trials WHERE experiment_id = ?", (eid,))}
+            nodes[eid] = ns
+            spans[eid] = db.execute("SELECT MIN(started_unix_ms), MAX(finished_unix_ms), COUNT(*) FROM trials "
+                                    "WHERE experiment_id = ?", (eid,)).fetchone()
+            trials[eid] = dict(db.execute("SELECT state, COUNT(*) FROM trials WHERE experiment_id = ? GROUP BY state",
+                                          (eid,)).fetchall())
+        db.close()
+        shared = sum(len(nodes[x] & nodes[y]) for i, x in enumerate(ids) for y in ids[i + 1:])
+        # The most experiments running at one instant (a sweep over their trial spans).
+        edges = sorted([(s0, 1) for s0, _, _ in spans.values() if s0] + [(s1, -1) for _, s1, _ in spans.values() if s1],
+                       key=lambda e: (e[0], e[1]))
+        most = cur = 0
+        for _, d in edges:
+            cur += d
+            most = max(most, cur)
+        total = {}
+        for t in trials.values():
+            for st, c in t.items():
+                total[st] = total.get(st, 0) + c
+        return {"experiments": k, "nodes_each": m, "trials_each": spans[ids[0]][2], "wall_s": round(dt, 1),
+                "submit_s": round(submitted_s, 1),
+                "experiment_states": {st: list(states.values()).count(st) for st in set(states.values())},
+                "trial_states": total, "nodes_per_experiment": sorted({len(v) for v in nodes.values()}),
+                "nodes_in_two_experiments": shared, "most_running_at_once": most,
+                "controller_cpu_cores_during": round((proc_cpu_s(ctl_pid) - c0["controller"]) / dt, 3),
+                "load_tool_cpu_cores_during": round((load.cpu_s() - c0["load"]) / dt, 3),
+                "controller_rss_after_mib": round(proc_status(ctl_pid)["VmRSS"] / 1024, 1)}
 
 
 def agent_footprint(a, work):
@@ -505,6 +579,10 @@ def main():
     ap.add_argument("--register-timeout", type=float, default=90, help="seconds for all N to register")
     ap.add_argument("--fanout", type=int, default=256, help="nodes the start command fans out to")
     ap.add_argument("--fanout-trials", type=int, default=20)
+    ap.add_argument("--concurrent", type=int, default=0, metavar="K",
+                    help="at the largest N, also run K experiments at once on disjoint agents (0: skip)")
+    ap.add_argument("--concurrent-nodes", type=int, default=50, metavar="M", help="agents each of them reserves")
+    ap.add_argument("--concurrent-trials", type=int, default=5, help="repetitions of each (trials: 2x this)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--tls", action="store_true", help="mTLS everywhere (throwaway CA, SAN 127.0.0.1)")
@@ -591,6 +669,16 @@ def main():
               f"per-trial spread p50 {f['per_trial_spread_ms']['p50']} ms, p99 {f['per_trial_spread_ms']['p99']} ms; "
               f"first trial last arrival {f['first_trial_last_arrival_ms']} ms; late {f['arrivals_after_start_at']}; "
               f"controller {f['controller_cpu_cores_during']} cores during the experiment")
+    for r in result["runs"]:
+        c = r.get("concurrent")
+        if not c:
+            continue
+        print(f"{c['experiments']} experiments at once on {c['nodes_each']} agents each of {r['agents']}: "
+              f"{c['experiment_states']}, trials {c['trial_states']} in {c['wall_s']} s; at most "
+              f"{c['most_running_at_once']} running at one time; {c['nodes_in_two_experiments']} agents in two "
+              f"experiments; heartbeats failed in the whole run {r['heartbeats']['heartbeats_failed']} of "
+              f"{r['heartbeats']['heartbeats_ok'] + r['heartbeats']['heartbeats_failed']}; controller "
+              f"{c['controller_cpu_cores_during']} cores, RSS {c['controller_rss_after_mib']} MiB")
     print(f"written {a.out}")
 
 

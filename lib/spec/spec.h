@@ -130,6 +130,9 @@ struct ExperimentSpec {
   double cooldown_s = 0;     // cooldown
   double calibration_s = 2;  // calibration.duration
   double lease_s = tunables::kDefaultLeaseS;  // lease
+  // agent_grace: how long a trial whose agent was lost waits for it to come back (then the
+  // trial runs again) before the experiment stops as interrupted; 0: it stops at once.
+  double agent_grace_s = 60;
   // Whether order.seed was written; else the seed was drawn (and is recorded as provenance).
   bool seed_explicit = false;
   // calibration.max_age: a cached calibration older than this is measured again.

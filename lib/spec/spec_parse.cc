@@ -439,10 +439,10 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   if (!root.IsMap()) {
     Fail(root, "", std::string("the document must be a mapping, got ") + KindName(root));
   }
-  MapReader m(
-      root, "",
-      {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order", "settle",
-       "cooldown", "calibration", "lease", "warmup_trials", "min_antagonist_samples"});
+  MapReader m(root, "",
+              {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
+               "settle", "cooldown", "calibration", "lease", "warmup_trials",
+               "min_antagonist_samples", "agent_grace"});
   ExperimentSpec spec;
   spec.source_path = source_path;
   spec.name = NonEmptyString(m.Require("name"), "name");
@@ -476,6 +476,12 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   if (m.Has("min_antagonist_samples")) {
     spec.min_antagonist_samples = static_cast<int>(
         Integer(m.Value("min_antagonist_samples"), "min_antagonist_samples", 0, 10000));
+  }
+  if (m.Has("agent_grace")) {
+    spec.agent_grace_s = Duration(m.Value("agent_grace"), "agent_grace", false);
+    if (spec.agent_grace_s > 24 * 3600) {
+      Fail(m.Value("agent_grace"), "agent_grace", "must be at most 24h (0 … 24h)");
+    }
   }
   if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
   // Agents refuse leases under 1 s (security issue, item 3): say so at submit, not per trial.

@@ -4,11 +4,13 @@
 // not 1. Fake agents, a real store and scheduler; no processes, no sockets.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -98,7 +100,18 @@ class UnreachableAgentTest : public ::testing::Test {
 
 TEST_F(UnreachableAgentTest, AnUnreachableVictimAgentInEveryTrialExitsThree) {
   agent_->unreachable_victim = true;
+  // It still heartbeats: alive, its calls unreachable (a passing error, not a lost agent that
+  // agent_grace would wait for), so the trials fail.
+  std::atomic<bool> done{false};
+  std::thread beats([&] {
+    while (!done) {
+      registry_->Heartbeat("node-1", 0.001, 0, 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   const v1::ExperimentStatus live = RunToEnd();
+  done = true;
+  beats.join();
   EXPECT_EQ(rpc::StateName(live), "failed");
   EXPECT_NE(live.error().find("the first 3 trials failed"), std::string::npos) << live.error();
   EXPECT_NE(live.error().find("failed to connect"), std::string::npos) << live.error();

@@ -1,6 +1,8 @@
 // AgentRegistry: registration, liveness, node selection and clock offsets, on a fake clock.
 #include "controller/agent_registry.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "tests/controller/fake_agent.h"
@@ -103,6 +105,40 @@ TEST(AgentRegistry, LivenessSelectionAndOffsets) {
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error(),
             "node selector 'labels: {role: gpu}' matched no live agent (2 registered)");
+}
+
+// Node reservations (controller/experiment_scheduler.h): `only` hides agents outside it, and
+// `count: N` takes the agents in `avoid` last; other selectors still want every match.
+TEST(AgentRegistry, SelectionScopeHidesAndAvoidsAgents) {
+  FakeClock clock;
+  auto fake = std::make_shared<FakeAgent>();
+  AgentRegistry r(
+      &clock, [&](const std::string&, const std::string&) { return fake; }, 5);
+  for (const char* id : {"c", "b", "a"}) {
+    v1::AgentInfo info;
+    info.set_agent_id(id);
+    info.set_address(std::string("addr-") + id);
+    ASSERT_TRUE(r.Register(info).ok());
+  }
+  experiment::NodeSelector two;
+  two.kind = experiment::NodeSelector::Kind::kCount;
+  two.count = 2;
+  EXPECT_EQ(*r.Select(two), (std::vector<std::string>{"a", "b"}));
+  const std::set<std::string> a = {"a"}, ab = {"a", "b"}, bc = {"b", "c"};
+  EXPECT_EQ(*r.Select(two, {nullptr, &a}), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(*r.Select(two, {nullptr, &ab}), (std::vector<std::string>{"c", "a"}))
+      << "only one agent is free: the first avoided one makes up the count";
+  EXPECT_EQ(*r.Select(two, {&bc, nullptr}), (std::vector<std::string>{"b", "c"}));
+  experiment::NodeSelector all;
+  EXPECT_EQ(*r.Select(all, {nullptr, &a}), (std::vector<std::string>{"a", "b", "c"}))
+      << "an all-nodes selector needs the avoided agent too";
+  EXPECT_EQ(*r.Select(all, {&bc, nullptr}), (std::vector<std::string>{"b", "c"}));
+  const std::set<std::string> none;
+  auto empty = r.Select(all, {&none, nullptr});
+  ASSERT_FALSE(empty.ok());
+  experiment::NodeSelector three = two;
+  three.count = 3;
+  EXPECT_FALSE(r.Select(three, {&bc, nullptr}).ok());
 }
 
 // The registry forgets silent agents with a sweep that runs at most once a second (not on

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -337,7 +338,18 @@ TEST_F(RunnerTest, AnUnreachableAgentKeepsItsCodeThroughWarmupAndTrials) {
   EXPECT_EQ(warmup.code(), StatusCode::kUnavailable) << warmup.error();
   EXPECT_NE(warmup.error().find("warm-up run 1 failed"), std::string::npos) << warmup.error();
 
+  // The agent still heartbeats: alive, its calls unreachable (a passing error, not a lost
+  // agent), so the trials fail and are kept instead of waiting for it (agent_grace).
+  std::atomic<bool> done{false};
+  std::thread beats([&] {
+    while (!done) {
+      registry_->Heartbeat("node-1", 0.001, 0, 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   Status trials = Run(Spec(), &rec);
+  done = true;
+  beats.join();
   ASSERT_FALSE(trials.ok());
   EXPECT_EQ(trials.code(), StatusCode::kUnavailable) << trials.error();
   EXPECT_NE(trials.error().find("the first 3 trials failed"), std::string::npos) << trials.error();

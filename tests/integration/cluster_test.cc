@@ -174,6 +174,71 @@ TEST_F(ClusterTest, AgentKilledItsChildrenDie) {
       << "children of a SIGKILLed agent must die with it (PR_SET_PDEATHSIG)";
 }
 
+// What a victim started dies with a SIGKILLed agent too: a background job in its group and a
+// daemon it detached with setsid (PDEATHSIG reaches only the victim itself; the agent's guard
+// process ends the rest, agent/child_guard.h). Three kills, each of a fresh agent mid-trial.
+TEST_F(ClusterTest, AgentKilledVictimGrandchildrenDie) {
+  Cluster c(dir_);
+  c.StartController();
+  auto alive = [](pid_t p) {
+    std::string s = ReadFile("/proc/" + std::to_string(p) + "/stat");
+    auto rp = s.rfind(')');
+    return !s.empty() && rp != std::string::npos && s[rp + 2] != 'Z';
+  };
+  for (int round = 0; round < 3; ++round) {
+    const std::string id = "k" + std::to_string(round);
+    c.StartAgent(id);
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          std::stringstream lines(c.Ctl({"agents", "--json"}, 10).out);
+          for (std::string line; std::getline(lines, line);) {
+            if (line.find("\"agent_id\":\"" + id + "\"") != std::string::npos &&
+                line.find("\"alive\":true") != std::string::npos)
+              return true;
+          }
+          return false;
+        },
+        20))
+        << c.Logs();
+    const std::string yaml = dir_ + "/grand" + std::to_string(round) + ".yaml";
+    WriteFile(yaml, "name: grandchildren\nnodes: {hosts: [" + id +
+                        "]}\n"
+                        "victim: {command: [sh, -c, 'sleep 32 & setsid sleep 33 & sleep 34'], "
+                        "progress: {format: wall}, timeout: 60s}\n"
+                        "antagonists:\n"
+                        "  - {name: tick, injector: noop, rates: ['10']}\n"
+                        "repetitions: 1\nsettle: 0s\nlease: 30s\nwarmup_trials: 0\n");
+    ASSERT_EQ(c.Ctl({"submit", yaml}).exit_code, 0);
+    const pid_t agent = c.agent(round).pid();
+    std::vector<pid_t> tree;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          tree.clear();
+          // The sleeps themselves, not the shell whose command line names them too.
+          for (pid_t p : DescendantsMatching(agent, "sleep 3")) {
+            if (ReadFile("/proc/" + std::to_string(p) + "/cmdline").rfind("sleep", 0) == 0)
+              tree.push_back(p);
+          }
+          return tree.size() == 3;
+        },
+        60))
+        << "round " << round << ": " << tree.size() << " of the victim's 3 sleeps\n"
+        << c.Logs();
+    c.agent(round).Signal(SIGKILL);
+    c.agent(round).Wait(5);
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          for (pid_t p : tree)
+            if (alive(p)) return false;
+          return true;
+        },
+        2.0))
+        << "round " << round << ": a victim's grandchild outlived the killed agent";
+    for (pid_t p : tree) kill(p, SIGKILL);  // a failed round leaves nothing behind
+    c.Ctl({"cancel", "latest"}, 30);
+  }
+}
+
 TEST_F(ClusterTest, EmbeddedRunWritesResultsDatabase) {
   WriteFile(dir_ + "/exp.yaml", QuickExperiment("embedded", "", 1));
   auto r =

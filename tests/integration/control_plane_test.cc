@@ -1,9 +1,12 @@
 // The control plane with real processes (codl-controller, codl-agent, codlctl over loopback
 // gRPC): a restarted controller keeps what was committed, queues again what was queued and
-// resumes what was interrupted; a second agent process cannot take a live agent's id.
+// resumes what was interrupted; a second agent process cannot take a live agent's id;
+// experiments on disjoint agents run at once.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 #include <sstream>
 
@@ -130,6 +133,142 @@ TEST_F(ClusterTest, QueuedExperimentsSurviveAControllerKillAndTheInterruptedOneR
   auto again = c.Ctl({"resume", first});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("nothing to resume"), std::string::npos) << again.err;
+}
+
+// Node reservations: experiments on disjoint agents run at the same time, two on one agent
+// never do, and the one that waits says for which experiment; it starts when that one ends,
+// while the other still runs.
+TEST_F(ClusterTest, ExperimentsOnDisjointAgentsRunAtOnceAndOnOneAgentInTurn) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  c.StartAgent("b");
+  ASSERT_TRUE(c.WaitForAgents(2)) << c.Logs();
+  auto submit = [&](const std::string& name, const std::string& host, int reps) {
+    const std::string file = dir_ + "/" + name + ".yaml";
+    WriteFile(file, "nodes: {hosts: [" + host + "]}\n" + QuickExperiment(name, "", reps));
+    auto sub = c.Ctl({"submit", file});
+    EXPECT_EQ(sub.exit_code, 0) << sub.err;
+    return sub.out.substr(0, sub.out.find('\n'));
+  };
+  const std::string a1 = submit("a1", "a", 1);  // 3 trials
+  const std::string b = submit("b", "b", 3);    // 9 trials
+  const std::string a2 = submit("a2", "a", 1);
+  bool said = WaitUntil(
+      [&] {
+        auto st = c.Ctl({"status", a2}, 10);
+        return st.out.find("queued: waits for node a held by " + a1) != std::string::npos;
+      },
+      60);
+  EXPECT_TRUE(said) << c.Ctl({"status", a2}, 10).out;
+  auto state_of = [&](const std::string& id) {
+    auto st = c.Ctl({"status", id, "-o", "json"}, 10);
+    if (st.exit_code != 0) return std::string();
+    return nlohmann::json::parse(st.out)["state"].get<std::string>();
+  };
+  ASSERT_TRUE(WaitUntil(
+      [&] { return state_of(a1) == "done" && state_of(b) == "done" && state_of(a2) == "done"; },
+      240))
+      << c.Logs();
+  struct Span {
+    int64_t first_start = INT64_MAX, last_end = 0;
+    std::set<std::string> nodes;
+    int trials = 0;
+  };
+  auto span = [&](const std::string& id) {
+    Span s;
+    auto r = c.Ctl({"results", id, "--trials", "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::stringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      auto t = nlohmann::json::parse(line);
+      s.first_start = std::min(s.first_start, t["started_unix_ms"].get<int64_t>());
+      s.last_end = std::max(s.last_end, t["finished_unix_ms"].get<int64_t>());
+      s.nodes.insert(t["victim_node"].get<std::string>());
+      ++s.trials;
+    }
+    return s;
+  };
+  const Span sa1 = span(a1), sb = span(b), sa2 = span(a2);
+  EXPECT_EQ(sa1.trials, 3);
+  EXPECT_EQ(sb.trials, 9);
+  EXPECT_EQ(sa2.trials, 3);
+  EXPECT_EQ(sa1.nodes, std::set<std::string>{"a"});
+  EXPECT_EQ(sb.nodes, std::set<std::string>{"b"});
+  EXPECT_EQ(sa2.nodes, std::set<std::string>{"a"});
+  // Disjoint agents: their trial time ranges overlap.
+  EXPECT_LT(sb.first_start, sa1.last_end) << "b did not run beside a1";
+  EXPECT_LT(sa1.first_start, sb.last_end) << "b did not run beside a1";
+  // One agent: in turn, the second after the first.
+  EXPECT_GE(sa2.first_start, sa1.last_end) << "a2 ran beside a1 on agent a";
+  // It waited for a1, not for every experiment: it started while b still ran.
+  EXPECT_LT(sa2.first_start, sb.last_end) << "a2 waited for b too";
+}
+
+// agent_grace: an agent killed mid-trial and restarted within the grace period gets the trial
+// run again, recorded as retried; one that does not come back ends the experiment interrupted,
+// naming it, and `resume` finishes it once the agent is back.
+TEST_F(ClusterTest, AnAgentLostMidTrialIsWaitedForThenTheTrialRunsAgain) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  auto experiment = [&](const std::string& name, const std::string& grace) {
+    const std::string file = dir_ + "/" + name + ".yaml";
+    WriteFile(file,
+              "name: " + name +
+                  "\nvictim: {command: [sleep, '3'], progress: {format: wall}, timeout: 30s}\n"
+                  "antagonists:\n  - {name: tick, injector: noop, rates: ['10']}\n"
+                  "repetitions: 1\nsettle: 0s\nwarmup_trials: 0\nagent_grace: " +
+                  grace + "\n");
+    auto sub = c.Ctl({"submit", file});
+    EXPECT_EQ(sub.exit_code, 0) << sub.err;
+    return sub.out.substr(0, sub.out.find('\n'));
+  };
+  auto status = [&](const std::string& id) {
+    auto st = c.Ctl({"status", id, "-o", "json"}, 10);
+    return st.exit_code == 0 ? nlohmann::json::parse(st.out) : nlohmann::json::object();
+  };
+  auto in_trial = [&](const std::string& id) {
+    return WaitUntil([&] { return !status(id).value("current_pairing", "").empty(); }, 60);
+  };
+
+  const std::string back = experiment("back", "30s");
+  ASSERT_TRUE(in_trial(back)) << c.Logs();
+  usleep(500'000);  // inside the victim's 3 s
+  c.agent(0).Signal(SIGKILL);
+  c.agent(0).Wait(5);
+  c.StartAgent("a");  // the same id, a new process: it takes the id over once the old is silent
+  ASSERT_TRUE(WaitUntil([&] { return status(back).value("state", "") == "done"; }, 120))
+      << status(back).dump() << c.Logs();
+  auto r = nlohmann::json::parse(c.Ctl({"results", back, "-o", "json"}).out);
+  EXPECT_EQ(r["trials_committed"].get<int>(), 2);
+  ASSERT_EQ(r["provenance"]["retries"].size(), 1u) << r["provenance"].dump();
+  EXPECT_EQ(r["provenance"]["retries"][0]["agents"], nlohmann::json::array({"a"}));
+  EXPECT_FALSE(r["provenance"]["retries"][0]["error"].get<std::string>().empty());
+  EXPECT_LE(r["provenance"]["retries"][0]["back_after_s"].get<double>(), 30.0);
+
+  const std::string gone = experiment("gone", "1s");
+  ASSERT_TRUE(in_trial(gone)) << c.Logs();
+  usleep(500'000);
+  c.agent(1).Signal(SIGKILL);
+  c.agent(1).Wait(5);
+  ASSERT_TRUE(WaitUntil([&] { return status(gone).value("state", "") == "interrupted"; }, 60))
+      << status(gone).dump() << c.Logs();
+  EXPECT_NE(status(gone).value("error", "").find("lost agent(s) a at trial"), std::string::npos)
+      << status(gone).dump();
+  c.StartAgent("a");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto agents = c.Ctl({"agents", "--json"}, 10).out;
+        return agents.find("\"alive\":true") != std::string::npos;
+      },
+      30));
+  auto resumed = c.Ctl({"resume", gone, "-q", "-o", "json"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err << c.Logs();
+  auto rr = nlohmann::json::parse(resumed.out);
+  EXPECT_EQ(rr["state"], "done");
+  EXPECT_EQ(rr["trials_committed"].get<int>(), 2);
 }
 
 // Cloned hosts sharing a hostname: a second agent process with a live agent's id (plaintext
