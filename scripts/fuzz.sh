@@ -30,8 +30,11 @@ seconds=${1:-30}
 build=${BUILD_DIR:-build-fuzz}
 targets=(experiment daemon_config inject_args progress_parser phases_json inject_protocol)
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found" >&2; exit 2; }
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCODL_FUZZ=ON -DCODL_WITH_CUDA=OFF -DCODL_BUILD_TESTS=OFF >/dev/null
+# -O1 -g1 and unity, as the other instrumented builds: libFuzzer needs line tables for its
+# reports, not full debug info, and the targets' libraries compile in a few large units.
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None \
+  "-DCMAKE_C_FLAGS=-O1 -g1" "-DCMAKE_CXX_FLAGS=-O1 -g1" -DCMAKE_UNITY_BUILD=ON \
+  -DCODL_FUZZ=ON -DCODL_WITH_CUDA=OFF -DCODL_BUILD_TESTS=OFF -DCODL_BUILD_BENCH=OFF >/dev/null
 ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}"
 status=0
 for t in "${targets[@]}"; do
