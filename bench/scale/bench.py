@@ -316,7 +316,10 @@ class Run:
         if storm:
             res["restart_storm"] = analyze_storm(rep, storm, self.n)
         if fanout:
-            res["fanout"].update(analyze_fanout(rep["start_records"], self.a.fanout))
+            # Only its own starts: the concurrent experiments' are in the same report.
+            fid = res["fanout"].get("experiment_id", "")
+            res["fanout"].update(analyze_fanout(
+                [x for x in rep["start_records"] if x["antagonist_id"].startswith(fid + "-")], self.a.fanout))
         ctl.send_signal(signal.SIGTERM)
         ctl.wait(timeout=30)
         return res
@@ -346,6 +349,8 @@ class Run:
             "SELECT a.start_skew_s FROM trial_antagonists a JOIN trials t ON t.id = a.trial_id "
             "WHERE t.state IN ('done','flagged') AND a.start_skew_s IS NOT NULL")]
         states = dict(db.execute("SELECT state, COUNT(*) FROM trials GROUP BY state").fetchall())
+        row = db.execute("SELECT id FROM experiments WHERE name = 'fanout' ORDER BY created_unix_ms DESC").fetchone()
+        out["experiment_id"] = row[0] if row else ""
         db.close()
         absv = [abs(s) for s in skews]
         out["trial_states"] = states
