@@ -78,6 +78,12 @@ endif()
 
 # codl_add_gtest(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS l]) — one gtest binary, its cases
 # discovered at test time. Label "integration" marks tests that spawn real processes.
+# codl_test_source_dir(TARGET): CODL_TEST_SOURCE_DIR (the source tree's absolute path) for the
+# tests that read files from it. Only these miss ccache in a clone at another path.
+function(codl_test_source_dir target)
+  target_compile_definitions(${target} PRIVATE CODL_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+endfunction()
+
 function(codl_add_gtest name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -96,10 +102,9 @@ function(codl_add_gtest name)
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")
   endif()
-  # Tests find the binaries and the source tree through these (a list-valued ENVIRONMENT does
-  # not survive gtest_discover_tests, so the source dir is also compiled in).
-  target_compile_definitions(${name} PRIVATE CODL_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-                             CODL_TEST_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
+  # Tests find the binaries through CODL_BIN_DIR. The few that need the source tree get
+  # CODL_TEST_SOURCE_DIR compiled in on their own (codl_test_source_dir): an absolute path in
+  # every test's flags made each clone in another folder miss ccache for every test unit.
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
     PROPERTIES ${props} ENVIRONMENT "CODL_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endfunction()

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +24,25 @@ namespace {
 // Long enough to ride out any single write transaction (a SaveTrial with thousands of samples
 // takes milliseconds), short enough that a wedged peer surfaces as an error, not a hang.
 constexpr int kBusyTimeoutMs = 10000;
+
+// Why a database file could not be opened, as far as its folder shows: "" when nothing tells.
+std::string OpenFailureReason(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  struct statvfs vfs {};
+  if (statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
+    return " (the file system holding " + dir + " is mounted read-only)";
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return " (" + dir + ": " + std::strerror(errno) + ")";
+  if (!S_ISDIR(st.st_mode)) return " (" + dir + " is not a directory)";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return " (cannot create files in " + dir + ": " + std::strerror(errno) + ")";
+  }
+  return "";
+}
 
 constexpr const char* kExperimentColumns =
     "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
@@ -118,7 +138,12 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
   // From here the Store owns the handle (sqlite3_open_v2 allocates one even when it fails).
   std::unique_ptr<Store> store(new Store(handle, path));
   sql::Db db{handle, &store->path_};
-  if (rc != SQLITE_OK) return db.Fail("opening the results database", rc);
+  if (rc != SQLITE_OK) {
+    Error e = db.Fail("opening the results database", rc);
+    // SQLite says only "unable to open database file": say why when the folder tells.
+    e.message += OpenFailureReason(path);
+    return e;
+  }
   sqlite3_extended_result_codes(handle, 1);
   sqlite3_busy_timeout(handle, kBusyTimeoutMs);
 

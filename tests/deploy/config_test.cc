@@ -28,7 +28,7 @@ using ::testing::StartsWith;
 std::string SourceDir() {
   if (const char* d = getenv("CODL_SOURCE_DIR")) return d;
 #ifdef CODL_TEST_SOURCE_DIR
-  return CODL_TEST_SOURCE_DIR;  // compiled in by codl_add_gtest
+  return CODL_TEST_SOURCE_DIR;  // compiled in (codl_test_source_dir)
 #else
   return ".";
 #endif
