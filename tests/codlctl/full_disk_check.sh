@@ -9,23 +9,13 @@
 # Usage: full_disk_check.sh CODLCTL
 set -u
 codlctl=$1
-if [[ ${CODL_FULL_DISK_INNER:-} != 1 ]]; then
-  if ! unshare -m --propagation private true 2>/dev/null; then
-    echo "SKIP: cannot create a mount namespace (unshare -m needs CAP_SYS_ADMIN)"
-    exit 77
-  fi
-  exec env CODL_FULL_DISK_INNER=1 unshare -m --propagation private bash "$0" "$@"
-fi
+# shellcheck source=tests/codlctl/run_helpers.sh
+source "$(dirname "$0")/run_helpers.sh"
+in_private_mount_namespace "$0" "$@"
 
 fails=0
 tmp=$(mktemp -d)
 fs=$tmp/fs
-mkdir -p "$fs"
-if ! mount -t tmpfs -o size=4m,mode=0700 codl-full-disk "$fs" 2>"$tmp/mount.err"; then
-  echo "SKIP: cannot mount a tmpfs: $(cat "$tmp/mount.err")"
-  rm -rf "$tmp"
-  exit 77
-fi
 run_pid=
 cleanup() {
   [[ -n $run_pid ]] && kill -9 "$run_pid" 2>/dev/null
@@ -33,8 +23,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-# shellcheck source=tests/codlctl/run_helpers.sh
-source "$(dirname "$0")/run_helpers.sh"
+mount_tmpfs "$fs" size=4m,mode=0700 codl-full-disk
 
 cat >"$tmp/exp.yaml" <<'YAML'
 name: full-disk

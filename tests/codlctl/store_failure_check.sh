@@ -13,23 +13,13 @@
 # Usage: store_failure_check.sh CODLCTL
 set -u
 codlctl=$1
-if [[ ${CODL_STORE_FAILURE_INNER:-} != 1 ]]; then
-  if ! unshare -m --propagation private true 2>/dev/null; then
-    echo "SKIP: cannot create a mount namespace (unshare -m needs CAP_SYS_ADMIN)"
-    exit 77
-  fi
-  exec env CODL_STORE_FAILURE_INNER=1 unshare -m --propagation private bash "$0" "$@"
-fi
+# shellcheck source=tests/codlctl/run_helpers.sh
+source "$(dirname "$0")/run_helpers.sh"
+in_private_mount_namespace "$0" "$@"
 
 fails=0
 tmp=$(mktemp -d)
 ro=$tmp/ro
-mkdir -p "$ro"
-if ! mount -t tmpfs -o size=4m,mode=0700,ro codl-read-only "$ro" 2>"$tmp/mount.err"; then
-  echo "SKIP: cannot mount a tmpfs: $(cat "$tmp/mount.err")"
-  rm -rf "$tmp"
-  exit 77
-fi
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
@@ -37,8 +27,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-# shellcheck source=tests/codlctl/run_helpers.sh
-source "$(dirname "$0")/run_helpers.sh"
+mount_tmpfs "$ro" size=4m,mode=0700,ro codl-read-only
 
 cat >"$tmp/exp.yaml" <<'YAML'
 name: store-failure

@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <thread>
 
 #include "codl/v1/agent.grpc.pb.h"
 #include "codl/v1/controller.grpc.pb.h"
@@ -135,6 +137,25 @@ TEST(UnixSockets, DirectoryMustBePrivateAndOnlyRootOrSelfGetIn) {
   EXPECT_FALSE(AdmitLocalPeer(65534, 0));
 }
 
+// A live agent's id is not taken by a second registration from another session and address (a
+// cloned host presenting the same credentials); a restarted agent takes it over once the first
+// has been silent past the liveness timeout. `reg(session, address)` registers the id.
+void ExpectLiveIdHeldThenTakenOver(
+    const std::function<grpc::Status(const std::string&, const std::string&)>& reg,
+    const std::string& live_session) {
+  ASSERT_TRUE(reg(live_session, "127.0.0.1:1").ok());
+  const grpc::Status second = reg("clone", "127.0.0.1:2");
+  EXPECT_EQ(second.error_code(), grpc::StatusCode::ALREADY_EXISTS) << second.error_message();
+  EXPECT_THAT(second.error_message(),
+              ::testing::HasSubstr("is taken by a live agent at 127.0.0.1:1"));
+  bool taken = false;
+  for (int i = 0; i < 100 && !taken; ++i) {  // the liveness timeout: 3 heartbeats, at least 2 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    taken = reg("clone", "127.0.0.1:2").ok();
+  }
+  EXPECT_TRUE(taken) << "a restarted agent did not take the id over";
+}
+
 // A real controller on plaintext loopback (--insecure) with a tokens file.
 class ControllerAuthz : public ::testing::Test {
  protected:
@@ -211,6 +232,20 @@ TEST_F(ControllerAuthz, AgentTokenCannotSubmitOrReadAndOnlyActsForItself) {
   EXPECT_EQ(Heartbeat("a1-token", "a1"), grpc::StatusCode::OK);
 }
 
+// Token mode: the same agent token in a second process does not take a live agent's id.
+TEST_F(ControllerAuthz, ALiveAgentsIdIsNotTakenWithItsOwnToken) {
+  ExpectLiveIdHeldThenTakenOver(
+      [&](const std::string& session, const std::string& address) {
+        v1::RegisterAgentRequest req;
+        req.mutable_agent()->set_agent_id("a1");
+        req.mutable_agent()->set_address(address);
+        req.set_session_id(session);
+        v1::RegisterAgentReply reply;
+        return stub_->RegisterAgent(As("a1-token").get(), req, &reply);
+      },
+      "s1");
+}
+
 TEST_F(ControllerAuthz, UsersGetTheirRoleAndStrangersNothing) {
   EXPECT_EQ(List("read-token"), grpc::StatusCode::OK);
   EXPECT_EQ(Submit("read-token"), grpc::StatusCode::PERMISSION_DENIED);
@@ -266,6 +301,18 @@ TEST(CertificateAuthz, AgentCertificateIsBoundToItsRoleAndId) {
             grpc::StatusCode::INVALID_ARGUMENT);  // authorized; the YAML is not an experiment
   EXPECT_EQ(user->RegisterAgent(ctx().get(), reg, &reg_reply).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
+  // n1's certificate on a cloned host does not take the live n1's id (registered above, no
+  // session, at 127.0.0.1:1).
+  ExpectLiveIdHeldThenTakenOver(
+      [&](const std::string& session, const std::string& address) {
+        v1::RegisterAgentRequest r;
+        r.mutable_agent()->set_agent_id("n1");
+        r.mutable_agent()->set_address(address);
+        r.set_session_id(session);
+        v1::RegisterAgentReply reply;
+        return agent->RegisterAgent(ctx().get(), r, &reply);
+      },
+      "");
   c.Shutdown();
   std::filesystem::remove_all(dir);
 }
