@@ -24,7 +24,12 @@
 
 namespace codl::agent {
 
-std::string VictimUserLabel(const std::optional<RunAs>& run_as) {
+std::string VictimUserLabel(const AgentOptions& options) {
+  if (const auto& r = options.victim_uid_range) {
+    return "uids " + std::to_string(r->first) + "-" + std::to_string(r->second) +
+           " (one per experiment)";
+  }
+  const auto& run_as = options.victim_run_as;
   if (run_as) return run_as->user.empty() ? UserName(run_as->uid) : run_as->user;
   return UserName(geteuid());
 }
@@ -79,10 +84,19 @@ Status Agent::Start() {
     return link_->FetchRendezvous(k, wait_s);
   };
   antagonists_ = std::make_unique<AntagonistManager>(ap, lease_.get(), SystemClock::Get());
-  service_ = std::make_unique<AgentServiceImpl>(
-      antagonists_.get(), SystemClock::Get(),
-      AgentPolicy{options_.allow_victim, options_.max_level, placer_.get(), options_.victim_run_as},
-      telemetry_.get());
+  AgentPolicy policy{options_.allow_victim, options_.max_level, placer_.get(), {}, nullptr};
+  policy.victim.run_as = options_.victim_run_as;
+  policy.victim.clean_env = options_.victim_env_clean.value_or(geteuid() == 0);
+  policy.victim.env_keep = options_.victim_env_keep;
+  policy.victim.home_root = options_.scratch_roots.front();
+  if (const auto& r = options_.victim_uid_range) {
+    auto pool = VictimIdentities::Open({r->first, r->second}, options_.victim_uid_lock_dir,
+                                       SystemClock::Get(), VictimIdentities::kDefaultIdleReleaseS);
+    if (!pool.ok()) return pool.status();
+    policy.uid_pool = std::shared_ptr<VictimIdentities>(std::move(*pool));
+  }
+  service_ = std::make_unique<AgentServiceImpl>(antagonists_.get(), SystemClock::Get(),
+                                                std::move(policy), telemetry_.get());
 
   metrics_ = std::make_unique<AgentMetrics>();
   if (!options_.metrics_listen.empty()) {
@@ -107,7 +121,7 @@ Status Agent::Start() {
   lo.labels["placement"] = PlacementModeName(placer_->mode());  // `codlctl agents` shows it
   // Who runs the victims here (victim_user, or the agent's own user when it is not root or
   // embedded): `codlctl agents`, `run` and `submit` show it.
-  lo.labels["victim_user"] = VictimUserLabel(options_.victim_run_as);
+  lo.labels["victim_user"] = VictimUserLabel(options_);
   for (const auto& [k, v] : options_.labels) lo.labels[k] = v;
   lo.heartbeat_interval_s = options_.heartbeat_interval_s;
   link_ = std::make_unique<ControllerLink>(lo, lease_.get(), SystemClock::Get(),

@@ -48,7 +48,15 @@ struct AgentOptions {
   bool insecure = false;                          // plaintext TCP listen allowed (--insecure)
   std::shared_ptr<const rpc::TokenTable> tokens;  // callers' token hashes; null: none
   std::optional<RunAs> victim_run_as;             // victims' uid/gid; nullopt: the agent's own
-  std::string metrics_listen;                     // Prometheus /metrics "host:port"; empty = off
+  // Set (root agents only): each experiment's victims run as their own uid from this range
+  // instead of victim_run_as (agent/victim_identities.h); locks under victim_uid_lock_dir.
+  std::optional<std::pair<uid_t, uid_t>> victim_uid_range;
+  std::string victim_uid_lock_dir = "/run/codl/victim-uids";
+  // Victims get a clean environment (agent/victim_runner.h, CleanVictimEnvironment): the
+  // default of a root agent. victim_env_keep: names passed on from the agent's environment.
+  std::optional<bool> victim_env_clean;
+  std::vector<std::string> victim_env_keep;
+  std::string metrics_listen;  // Prometheus /metrics "host:port"; empty = off
 };
 
 class Agent {
@@ -86,7 +94,8 @@ class Agent {
 
 // Detected labels: hostname, cores, memory_bytes, gpus, gpu_names, injectors, ...
 std::map<std::string, std::string> DetectHostLabels(const std::string& inject_binary);
-// The `victim_user` label: the user victims run as (`run_as`, else this process's own user).
-std::string VictimUserLabel(const std::optional<RunAs>& run_as);
+// The `victim_user` label: the user victims run as (`run_as`, else this process's own user), or
+// "uids LO-HI (one per experiment)" with a uid range.
+std::string VictimUserLabel(const AgentOptions& options);
 
 }  // namespace codl::agent

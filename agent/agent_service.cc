@@ -98,7 +98,7 @@ AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* 
       clock_(clock),
       policy_(policy),
       telemetry_(telemetry),
-      victims_(clock, policy.placer, policy_.victim_run_as) {}
+      victims_(clock, policy.placer, policy_.victim) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
@@ -298,6 +298,24 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
       fill(&ev);
       telemetry_->Publish(trial_id, ev);
     };
+    // Its experiment's own uid (victim_uid_range), held until EndExperiment.
+    std::optional<RunAs> run_as;
+    if (policy_.uid_pool) {
+      auto id = policy_.uid_pool->Acquire(req->experiment_id());
+      if (!id.ok()) {
+        {
+          std::lock_guard<std::mutex> l(running_mu_);
+          running_victims_.erase(&cancel);
+        }
+        ++victims_failed_;
+        reply->set_ok(false);
+        reply->set_exit_code(127);
+        reply->set_error("victim could not start: " + id.error());
+        r->Finish(grpc::Status::OK);
+        return;
+      }
+      run_as = *id;
+    }
     VictimOutcome o = victims_.Run(
         spec, &cancel,
         [&](const VictimStep& st) {
@@ -309,7 +327,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
             ev->mutable_victim_dataset()->set_total(d.total);
             ev->mutable_victim_dataset()->set_t_s(d.t_s);
           });
-        });
+        },
+        run_as);
+    if (policy_.uid_pool) policy_.uid_pool->Done(req->experiment_id());
     {
       std::lock_guard<std::mutex> l(running_mu_);
       running_victims_.erase(&cancel);
@@ -349,6 +369,20 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAll(grpc::CallbackServerContext*
     reply->set_stopped(
         antagonists_->StopAll(req->reason().empty() ? "controller asked" : req->reason()) +
         victims);
+    r->Finish(grpc::Status::OK);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::EndExperiment(grpc::CallbackServerContext* ctx,
+                                                          const v1::EndExperimentRequest* req,
+                                                          v1::EndExperimentReply* reply) {
+  if (auto* r = Prologue(ctx, "", reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  executor_.Post([this, r, req, reply] {
+    const int killed = policy_.uid_pool ? policy_.uid_pool->End(req->experiment_id()) : -1;
+    reply->set_released(killed >= 0);
+    reply->set_killed(std::max(killed, 0));
     r->Finish(grpc::Status::OK);
   });
   return r;

@@ -9,6 +9,7 @@
 #include "agent/antagonist_manager.h"
 #include "agent/lease_monitor.h"
 #include "agent/telemetry_hub.h"
+#include "agent/victim_identities.h"
 #include "agent/victim_runner.h"
 #include "agent/victim_threads.h"
 #include "codl/v1/agent.grpc.pb.h"
@@ -23,8 +24,10 @@ class Placer;
 struct AgentPolicy {
   bool allow_victim = true;
   double max_level = 1.0;
-  const Placer* placer = nullptr;      // victim.cpus / victim.numa (null: refused)
-  std::optional<RunAs> victim_run_as;  // nullopt: victims run as the agent
+  const Placer* placer = nullptr;  // victim.cpus / victim.numa (null: refused)
+  VictimIdentity victim;           // who victims run as, in what environment
+  // Set: each experiment's victims run as their own uid from it, not victim.run_as.
+  std::shared_ptr<VictimIdentities> uid_pool;
 };
 
 // Range checks and the max_level policy for a StartAntagonist request, on the load that would
@@ -61,6 +64,9 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
                                       v1::RunVictimReply* reply) override;
   grpc::ServerUnaryReactor* StopAll(grpc::CallbackServerContext* ctx, const v1::StopAllRequest* req,
                                     v1::StopAllReply* reply) override;
+  grpc::ServerUnaryReactor* EndExperiment(grpc::CallbackServerContext* ctx,
+                                          const v1::EndExperimentRequest* req,
+                                          v1::EndExperimentReply* reply) override;
   grpc::ServerUnaryReactor* EstimateSetup(grpc::CallbackServerContext* ctx,
                                           const v1::EstimateSetupRequest* req,
                                           v1::EstimateSetupReply* reply) override;

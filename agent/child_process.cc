@@ -113,7 +113,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
     return Err("command '" + options.argv[0] + "' not found (looked beside " + SelfDirectory() +
                " and on PATH)");
   }
-  if (!options.workdir.empty()) {
+  if (!options.workdir.empty() && !options.run_as) {
     struct stat st {};
     if (stat(options.workdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return Err("working directory '" + options.workdir + "' does not exist");
@@ -123,6 +123,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(Options options) {
   spawn.argv = options.argv;
   spawn.executable = exe;
   spawn.env = options.env;
+  spawn.inherit_env = options.inherit_env;
   // Inherited by all it starts: whose an orphan re-parented to the agent is (subreaper.h).
   const std::string tag = NewChildTag();
   spawn.env[kChildTagEnv] = tag;

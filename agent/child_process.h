@@ -33,8 +33,11 @@ class ChildProcess {
   struct Options {
     std::vector<std::string> argv;           // argv[0] resolved with ResolveExecutable first
     std::map<std::string, std::string> env;  // added to (overriding) the agent's environment
-    std::string workdir;                     // empty: inherit
-    std::optional<RunAs> run_as;             // nullopt: the agent's own uid/gid
+    bool inherit_env = true;                 // false: `env` (and the child tag) alone
+    // Empty: inherit. Checked as `run_as` when set (by the child, after the switch: a victim
+    // learns nothing of paths its user cannot reach), else before the fork.
+    std::string workdir;
+    std::optional<RunAs> run_as;                           // nullopt: the agent's own uid/gid
     std::function<void(std::string_view line)> on_stdout;  // called from the reader thread
     // Set: the child also gets a progress pipe, its write end at descriptor kProgressFd, named
     // by CODL_PROGRESS_FD in its environment; each line written there is passed here (from the

@@ -85,6 +85,20 @@ int main(int argc, char** argv) {
   app.add_option("--victim-user", victim_user,
                  "user victims run as when the agent is root (default: nobody; 'root' only when "
                  "set explicitly)");
+  std::string uid_range, victim_env;
+  app.add_option("--victim-uid-range", uid_range,
+                 "root agents: each experiment's victims run as a uid of their own from LO-HI "
+                 "(e.g. 61000-61999; uids no user has), instead of --victim-user");
+  app.add_option("--victim-uid-lock-dir", o.victim_uid_lock_dir,
+                 "where the uids of --victim-uid-range are locked (shared by the agents of a host)")
+      ->capture_default_str();
+  app.add_option("--victim-env", victim_env,
+                 "clean: victims get PATH, LANG, a per-trial HOME and TMPDIR, the experiment's env "
+                 "and CoDL's variables, nothing of the agent's; inherit: the agent's environment "
+                 "too (default: clean for a root agent, inherit otherwise)")
+      ->check(CLI::IsMember({"clean", "inherit"}));
+  app.add_option("--victim-env-keep", o.victim_env_keep,
+                 "with a clean environment, also pass this variable of the agent's (repeatable)");
 
   cfg::AgentConfig file;
   if (auto exit = boot.Load(argc, argv, cfg::LoadAgentConfig, &file)) return *exit;
@@ -95,11 +109,33 @@ int main(int argc, char** argv) {
   codl::rpc::SetBearerToken(boot.token());
   o.tokens = boot.tokens();
   cfg::FromFileUnlessFlag(app, "--victim-user", file.victim_user, victim_user);
-  auto run_as = cfg::ResolveVictimUser(victim_user, geteuid());
-  if (!run_as.ok()) return boot.Fail(run_as.error());
-  o.victim_run_as = *run_as;
-  if (geteuid() == 0 && !o.victim_run_as) {
-    spdlog::warn("victim_user: root: victim commands run as root");
+  cfg::FromFileUnlessFlag(app, "--victim-uid-range", file.victim_uid_range, uid_range);
+  cfg::FromFileUnlessFlag(app, "--victim-env", file.victim_env, victim_env);
+  cfg::FromFileUnlessFlag(app, "--victim-uid-lock-dir", file.victim_uid_lock_dir,
+                          o.victim_uid_lock_dir);
+  cfg::FromFileUnlessFlag(app, "--victim-env-keep", file.victim_env_keep, o.victim_env_keep);
+  for (const auto& name : o.victim_env_keep) {
+    if (!cfg::IsEnvName(name))
+      return boot.Fail("--victim-env-keep '" + name + "': not a variable name");
+  }
+  if (!victim_env.empty()) o.victim_env_clean = victim_env == "clean";
+  if (!uid_range.empty()) {
+    if (!victim_user.empty())
+      return boot.Fail("victim_user and victim_uid_range are exclusive: choose one");
+    if (geteuid() != 0)
+      return boot.Fail("victim_uid_range needs a root agent (only root can switch uids)");
+    auto range = cfg::ParseUidRange(uid_range);
+    if (!range.ok()) return boot.Fail("victim_uid_range " + range.error());
+    if (codl::Status s = cfg::CheckUidRangeIsFree(*range, geteuid()); !s.ok())
+      return boot.Fail(s.error());
+    o.victim_uid_range = *range;
+  } else {
+    auto run_as = cfg::ResolveVictimUser(victim_user, geteuid());
+    if (!run_as.ok()) return boot.Fail(run_as.error());
+    o.victim_run_as = *run_as;
+    if (geteuid() == 0 && !o.victim_run_as) {
+      spdlog::warn("victim_user: root: victim commands run as root");
+    }
   }
 
   // A victim's daemonized descendants (double fork, setsid) are re-parented to the agent,

@@ -100,7 +100,65 @@ class TraceDir {
   uid_t owner_ = 0;
 };
 
+// A victim's private HOME for one trial (clean environment): ROOT/codl-homes/home-XXXXXX, mode
+// 0700, owned by the victim's user; ROOT/codl-homes is the agent's, 0711 (a victim reaches its
+// own HOME but cannot list the others). Removed, with all the victim left in it, after the trial.
+class HomeDir {
+ public:
+  HomeDir(const std::string& root, const std::optional<RunAs>& run_as, std::string* error) {
+    const std::string base =
+        (root.empty() ? std::filesystem::temp_directory_path().string() : root) + "/codl-homes";
+    if (mkdir(base.c_str(), 0711) != 0 && errno != EEXIST) {
+      *error = "cannot create " + base + ": " + std::strerror(errno);
+      return;
+    }
+    struct stat st {};
+    if (lstat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+      *error = base + " is not a directory of the agent's user: victims' HOMEs are not made there";
+      return;
+    }
+    chmod(base.c_str(), 0711);
+    std::string tmpl = base + "/home-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      *error = "cannot create the victim's HOME under " + base + ": " + std::strerror(errno);
+      return;
+    }
+    path_ = tmpl;
+    if (run_as && chown(path_.c_str(), run_as->uid, run_as->gid) != 0) {
+      *error = "cannot give the victim's HOME to " + run_as->user + ": " + std::strerror(errno);
+      Remove();
+    }
+  }
+  ~HomeDir() { Remove(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  void Remove() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);  // a symlink is not followed
+    path_.clear();
+  }
+  std::string path_;
+};
+
 }  // namespace
+
+std::map<std::string, std::string> CleanVictimEnvironment(const std::vector<std::string>& keep,
+                                                          const std::string& home) {
+  std::map<std::string, std::string> env;
+  auto from_agent = [](const char* name, const char* fallback) {
+    const char* v = getenv(name);
+    return std::string(v != nullptr && *v != '\0' ? v : fallback);
+  };
+  env["PATH"] = from_agent("PATH", "/usr/local/bin:/usr/bin:/bin");
+  env["LANG"] = from_agent("LANG", "C.UTF-8");
+  for (const std::string& name : keep) {
+    if (const char* v = getenv(name.c_str()); v != nullptr && !IsSecretEnv(name)) env[name] = v;
+  }
+  env["HOME"] = home;
+  env["TMPDIR"] = home;
+  return env;
+}
 
 std::string CodlPythonDir() {
   if (const char* env = getenv("CODL_PYTHON_DIR"); env != nullptr && HoldsCodlPackage(env))
@@ -115,10 +173,13 @@ std::string CodlPythonDir() {
 }
 
 std::string VictimPythonPath(const std::string& dir,
-                             const std::map<std::string, std::string>& victim_env) {
+                             const std::map<std::string, std::string>& victim_env,
+                             std::optional<std::string> inherited) {
   std::string rest;
   if (auto it = victim_env.find("PYTHONPATH"); it != victim_env.end()) {
     rest = it->second;
+  } else if (inherited) {
+    rest = *inherited;
   } else if (const char* env = getenv("PYTHONPATH"); env != nullptr) {
     rest = env;
   }
@@ -127,8 +188,10 @@ std::string VictimPythonPath(const std::string& dir,
 
 VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel,
                                 const std::function<void(const VictimStep&)>& on_step,
-                                const std::function<void(const DatasetProgress&)>& on_dataset) {
+                                const std::function<void(const DatasetProgress&)>& on_dataset,
+                                const std::optional<RunAs>& run_as_override) {
   VictimOutcome out;
+  const std::optional<RunAs>& run_as = run_as_override ? run_as_override : identity_.run_as;
   ProgressParser parser(spec.progress, spec.warmup_steps);
   // The progress channel (CODL_PROGRESS_FD) carries CoDL jsonl records whatever stdout's
   // format is; once it has said anything, stdout is the job's own and no longer parsed.
@@ -141,16 +204,33 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   const double t0 = clock_->MonotonicSeconds();
   out.started_unix_ns = clock_->UnixNanos();
 
+  auto NotStarted = [&out](const std::string& why) {
+    out.exit_code = 127;
+    out.progress.ok = false;
+    out.progress.error = "victim could not start: " + why;
+    return out;
+  };
   ChildProcess::Options o;
   o.argv = spec.command;
-  o.env = spec.env;
-  if (const std::string py = CodlPythonDir(); !py.empty())
-    o.env["PYTHONPATH"] = VictimPythonPath(py, spec.env);
+  std::unique_ptr<HomeDir> home;
+  if (identity_.clean_env) {
+    std::string error;
+    home = std::make_unique<HomeDir>(identity_.home_root, run_as, &error);
+    if (!error.empty()) return NotStarted(error);
+    o.inherit_env = false;
+    o.env = CleanVictimEnvironment(identity_.env_keep, home->path());
+  }
+  for (const auto& [k, v] : spec.env) o.env[k] = v;
+  if (const std::string py = CodlPythonDir(); !py.empty()) {
+    // Clean: the victim's own PYTHONPATH (or a kept one) only; else the agent's as well.
+    o.env["PYTHONPATH"] = identity_.clean_env ? VictimPythonPath(py, o.env, /*inherited=*/"")
+                                              : VictimPythonPath(py, spec.env);
+  }
   o.workdir = spec.workdir;
-  o.run_as = run_as_;
+  o.run_as = run_as;
   std::unique_ptr<TraceDir> trace;
   if (spec.trace_steps > 0) {
-    trace = std::make_unique<TraceDir>(run_as_, &out.trace_error);
+    trace = std::make_unique<TraceDir>(run_as, &out.trace_error);
     if (trace->ok()) {
       o.env["CODL_TRACE_STEPS"] = std::to_string(spec.trace_steps);
       o.env["CODL_TRACE_FILE"] = trace->file();
@@ -174,12 +254,6 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
       on_line(channel, line);
     };
   }
-  auto NotStarted = [&out](const std::string& why) {
-    out.exit_code = 127;
-    out.progress.ok = false;
-    out.progress.error = "victim could not start: " + why;
-    return out;
-  };
   if (placer_) {
     auto placement = placer_->Prepare(spec.placement, "victim");
     if (!placement.ok()) return NotStarted(placement.error());

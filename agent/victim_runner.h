@@ -6,7 +6,9 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/progress_parser.h"
 #include "lib/common/clock.h"
@@ -41,29 +43,50 @@ class Placer;
 // named in <this binary's folder>/codl-python-path (a build tree: the checkout's python/) that
 // holds codl/__init__.py. Victims get it first on their PYTHONPATH (docs/victim.md).
 std::string CodlPythonDir();
-// `dir` prepended to a victim's PYTHONPATH: victim.env's, else the agent's own.
+// `dir` prepended to a victim's PYTHONPATH: victim.env's, else `inherited` when set, else the
+// agent's own.
 std::string VictimPythonPath(const std::string& dir,
-                             const std::map<std::string, std::string>& victim_env);
+                             const std::map<std::string, std::string>& victim_env,
+                             std::optional<std::string> inherited = std::nullopt);
+
+// Who a victim runs as, and in what environment (docs/security.md, "Victim isolation").
+struct VictimIdentity {
+  std::optional<RunAs> run_as;  // nullopt: the agent's own user
+  // true: the victim's environment is CleanVictimEnvironment's list plus its experiment's
+  // `env`, nothing inherited from the agent; false: the agent's environment (less secrets)
+  // plus `env`.
+  bool clean_env = false;
+  std::vector<std::string> env_keep;  // clean_env: names passed on from the agent's environment
+  std::string home_root;              // clean_env: each trial's HOME is made under it
+};
+
+// The base of a victim's clean environment: PATH and LANG (the agent's values, else
+// /usr/local/bin:/usr/bin:/bin and C.UTF-8), HOME and TMPDIR (= `home`), and the `keep` names
+// the agent's environment has. The victim's own env, the torch.distributed and CoDL variables
+// are added over it.
+std::map<std::string, std::string> CleanVictimEnvironment(const std::vector<std::string>& keep,
+                                                          const std::string& home);
 
 class VictimRunner {
  public:
-  // placer: applies victim.cpus / victim.numa (null: placement requests fail the run). Victims
-  // run as `run_as` when set (the agent's victim_user), else as the agent.
-  VictimRunner(const Clock* clock, const Placer* placer = nullptr,
-               std::optional<RunAs> run_as = std::nullopt)
-      : clock_(clock), placer_(placer), run_as_(std::move(run_as)) {}
+  // placer: applies victim.cpus / victim.numa (null: placement requests fail the run).
+  VictimRunner(const Clock* clock, const Placer* placer = nullptr, VictimIdentity identity = {})
+      : clock_(clock), placer_(placer), identity_(std::move(identity)) {}
   // Blocks until the victim exits, times out, or `cancel` becomes true.
   // on_step (optional) is called for every step the victim reports, as it reports it;
   // on_dataset (optional) for every dataset-generation record (ProgressParser).
+  // run_as (set): this run's user instead of the identity's (an experiment's own uid).
   using DatasetProgress = ProgressParser::DatasetProgress;
   VictimOutcome Run(const experiment::VictimSpec& spec, const std::atomic<bool>* cancel = nullptr,
                     const std::function<void(const VictimStep&)>& on_step = {},
-                    const std::function<void(const DatasetProgress&)>& on_dataset = {});
+                    const std::function<void(const DatasetProgress&)>& on_dataset = {},
+                    const std::optional<RunAs>& run_as = std::nullopt);
+  const VictimIdentity& identity() const { return identity_; }
 
  private:
   const Clock* clock_;
   const Placer* placer_;
-  std::optional<RunAs> run_as_;
+  VictimIdentity identity_;
 };
 
 }  // namespace codl::agent

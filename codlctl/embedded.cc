@@ -44,6 +44,9 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
   ao.heartbeat_interval_s = tunables::kEmbeddedHeartbeatIntervalS;
   ao.labels["embedded"] = "true";
   ao.scratch_roots = scratch_roots;
+  // The victim is your own command, run as you: it sees your shell's environment (a cluster
+  // agent started as root gives victims a clean one, docs/security.md).
+  ao.victim_env_clean = false;
   agent_ = std::make_unique<agent::Agent>(ao);
   if (Status s = agent_->Start(); !s.ok()) return s;
   // The first experiment needs a live agent: wait for its registration (usually a few ms).

@@ -27,6 +27,9 @@ class AgentClient {
   virtual Result<v1::RunVictimReply> RunVictim(const v1::RunVictimRequest& req,
                                                double deadline_s) = 0;
   virtual Status StopAll(const std::string& reason) = 0;
+  // The experiment ended: the agent releases what it held for it (its victims' uid). The
+  // default (fakes) has nothing to release.
+  virtual Status EndExperiment(const std::string& experiment_id) { return Status::Ok(); }
 
   // Scale (docs/performance.md, "Control plane: skew and scale"):
   // Connect: start connecting to the agent now (a no-op when connected, and for fakes), and

@@ -298,6 +298,24 @@ void ExperimentRunner::StopPlaced(const std::string& experiment_id, const std::s
   }
 }
 
+void ExperimentRunner::EndPlaced(const std::string& experiment_id) {
+  std::set<std::string> nodes;
+  {
+    std::lock_guard<std::mutex> l(placed_mu_);
+    auto it = placed_.find(experiment_id);
+    if (it != placed_.end()) nodes = it->second;
+  }
+  // What an agent held for it (its victims' uid) is released; one that cannot be reached lets
+  // it go on its own once idle (agent/victim_identities.h).
+  for (const auto& node : nodes) {
+    if (auto client = agents_->Client(node)) {
+      if (Status s = client->EndExperiment(experiment_id); !s.ok())
+        spdlog::warn("ending experiment {} on agent {}: {}", experiment_id, node, s.error());
+    }
+  }
+  SetPlaced(experiment_id, {});
+}
+
 Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    const experiment::ExperimentSpec& spec,
                                    const std::vector<experiment::PlannedTrial>& plan,
@@ -332,7 +350,7 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   struct Unplace {
     ExperimentRunner* r;
     const std::string& id;
-    ~Unplace() { r->SetPlaced(id, {}); }
+    ~Unplace() { r->EndPlaced(id); }
   } unplace{this, exp.id};
   RecordNodes(p, prov);
   ConnectPlaced(exp, p, cancel);
@@ -521,6 +539,7 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
     listener->OnEvent(events::WarmUpStarted(run, spec.warmup_trials, JoinNodes(p.victim_nodes)));
     v1::RunVictimRequest req;
     req.set_trial_id(exp.id + "-warmup" + std::to_string(run));
+    req.set_experiment_id(exp.id);
     *req.mutable_victim() = ToProto(spec.victim);
     req.mutable_victim()->set_trace_steps(0);  // traces are of trials (victim.trace)
     // The first run usually generates the victim's dataset: rank 0's progress is shown live.

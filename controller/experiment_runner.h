@@ -99,6 +99,8 @@ class ExperimentRunner {
 
  private:
   void SetPlaced(const std::string& experiment_id, std::set<std::string> nodes);
+  // EndExperiment on every agent it was placed on, then forgets them.
+  void EndPlaced(const std::string& experiment_id);
 
   std::mutex placed_mu_;
   std::map<std::string, std::set<std::string>> placed_;  // running experiment -> its agents

@@ -1,9 +1,5 @@
 #include "controller/experiment_scheduler.h"
 
-#include "controller/eta.h"
-#include "controller/run_events.h"
-#include "lib/rpc/records_proto.h"
-
 #include <malloc.h>
 
 #include <memory>
@@ -11,141 +7,21 @@
 
 #include <spdlog/spdlog.h>
 
+#include "controller/experiment_scheduler_live.h"
 #include "lib/common/utf8.h"
+#include "lib/rpc/records_proto.h"
 #include "lib/rpc/status.h"
 
 namespace codl::controller {
 
-struct ExperimentScheduler::Live {
-  ExperimentRecord record;
-  experiment::ExperimentSpec spec;
-  std::vector<experiment::PlannedTrial> plan;
-  std::atomic<bool> cancel{false};
-  int completed = 0;
-  int failed = 0;
-  std::string current_pairing;
-  std::string precision;  // adaptive repetitions: after the last checked block
-  int64_t victim_step = 0;
-  double victim_step_time_s = 0;
-  double last_step_publish_s = 0;
-  int64_t dataset_generated = 0;  // the victim's dataset generation; total 0: none under way
-  int64_t dataset_total = 0;
-  double started_s = 0;
-  double estimate_s = 0;
-  double trial_started_s = 0;
-  std::unique_ptr<EtaModel> eta;
-  ResumeFrom resume;  // a resumed experiment's committed trials (empty otherwise)
-  // Running: the agents it holds. Queued: why it waits ("waits for node a held by ID"), or "".
-  std::set<std::string> reserved;
-  std::string waiting_for;
-  Status placement;  // why it cannot be placed at all: it fails without running
-};
-
-class ExperimentScheduler::Listener : public RunListener {
- public:
-  Listener(ExperimentScheduler* s, std::shared_ptr<Live> live) : s_(s), live_(std::move(live)) {}
-  void OnEvent(const v1::ExperimentEvent& ev) override { s_->Publish(live_, ev, false); }
-  void OnTrialStarted(const experiment::PlannedTrial& t) override {
-    {
-      std::lock_guard<std::mutex> l(s_->mu_);
-      live_->current_pairing = t.pairing;
-      live_->trial_started_s = s_->clock_->MonotonicSeconds();
-      live_->victim_step = 0;
-      live_->victim_step_time_s = 0;
-      live_->dataset_generated = live_->dataset_total = 0;
-    }
-    s_->Publish(live_,
-                events::TrialStarted(t.index, static_cast<int>(live_->plan.size()), t.pairing),
-                false);
-  }
-  void OnVictimStep(const VictimStep& step) override {
-    bool publish;
-    {
-      std::lock_guard<std::mutex> l(s_->mu_);
-      live_->victim_step = step.step;
-      live_->victim_step_time_s = step.step_time_s;
-      // At most 4 updates a second reach the watchers.
-      double now = s_->clock_->MonotonicSeconds();
-      publish = now - live_->last_step_publish_s >= 0.25;
-      if (publish) live_->last_step_publish_s = now;
-    }
-    if (publish) s_->Publish(live_, {}, false);
-  }
-  // Its start and end are messages (the phase shows in every view); updates between them are
-  // throttled like steps.
-  void OnVictimDataset(int64_t generated, int64_t total) override {
-    bool started, publish;
-    {
-      std::lock_guard<std::mutex> l(s_->mu_);
-      started = live_->dataset_total == 0;
-      live_->dataset_generated = generated;
-      live_->dataset_total = total;
-      double now = s_->clock_->MonotonicSeconds();
-      publish = started || generated >= total || now - live_->last_step_publish_s >= 0.25;
-      if (publish) live_->last_step_publish_s = now;
-    }
-    if (generated >= total || started)
-      s_->Publish(live_, events::DatasetChanged(generated, total), false);
-    else if (publish) s_->Publish(live_, {}, false);
-  }
-  void OnTrialDone(const TrialRecord& t) override {
-    int completed;
-    {
-      std::lock_guard<std::mutex> l(s_->mu_);
-      completed = ++live_->completed;
-      live_->eta->OnTrialDone(t.index, s_->clock_->MonotonicSeconds() - live_->trial_started_s);
-      if (t.state == TrialState::kFailed) ++live_->failed;
-    }
-    if (s_->metrics_) {
-      s_->metrics_->OnTrialDone(t);
-      s_->metrics_->OnTrialProgress(t.experiment_id, completed,
-                                    static_cast<int>(live_->plan.size()));
-    }
-    const auto metric = experiment::ParseTrialMetric(live_->spec.victim.metric);
-    s_->Publish(live_,
-                events::TrialFinished(t, static_cast<int>(live_->plan.size()),
-                                      metric.ok() ? *metric : experiment::TrialMetric{}),
-                false);
-  }
-  void OnPrecision(const std::string& line) override {
-    {
-      std::lock_guard<std::mutex> l(s_->mu_);
-      live_->precision = line;
-    }
-    s_->Publish(live_, events::Note(v1::Note::INFO, line), false);
-  }
-  void OnStopped(const std::string& reason) override {
-    {
-      std::lock_guard<std::mutex> l(s_->mu_);
-      live_->record.stop_reason = reason;
-    }
-    s_->Publish(live_, events::Note(v1::Note::INFO, "stopped: " + reason), false);
-  }
-
- private:
-  ExperimentScheduler* s_;
-  std::shared_ptr<Live> live_;
-};
-
-namespace {
-
+namespace scheduler_internal {
 // A plan of 100,000 trials is ~30 MB of small allocations; once its experiment ends glibc keeps
 // the freed pages in its arenas (RSS stayed ~180 MB above the start after a large cancel).
 // malloc_trim hands them back to the kernel.
 void ReturnFreedMemory() { malloc_trim(0); }
+}  // namespace scheduler_internal
 
-// "12 trials", or for adaptive repetitions "up to 80 trials (adaptive: 5..40 blocks until every
-// CI half-width <= 2%)".
-std::string StartedLine(const experiment::ExperimentSpec& spec, size_t trials) {
-  if (!spec.adaptive.enabled) return std::to_string(trials) + " trials";
-  char buf[160];
-  std::snprintf(buf, sizeof buf,
-                "up to %zu trials (adaptive: %d..%d blocks until every CI half-width <= %.3g%%)",
-                trials, spec.adaptive.min, spec.adaptive.max, spec.adaptive.ci_halfwidth * 100);
-  return buf;
-}
-
-}  // namespace
+using scheduler_internal::ReturnFreedMemory;
 
 ExperimentScheduler::ExperimentScheduler(store::Store* store, ExperimentRunner* runner,
                                          const Clock* clock, experiment::ParseHooks hooks,
@@ -475,189 +351,6 @@ void ExperimentScheduler::Publish(const std::shared_ptr<Live>& live, v1::Experim
   }
   if (!ev.message().empty()) spdlog::info("[{}] {}", live->record.id, ev.message());
   for (auto& w : targets) w(ev, final);
-}
-
-namespace {
-
-// "nodes a, b" / "node a".
-std::string NodeList(const std::vector<std::string>& nodes) {
-  std::string out = nodes.size() == 1 ? "node " : "nodes ";
-  for (size_t i = 0; i < nodes.size(); ++i) out += (i ? ", " : "") + TerminalSafe(nodes[i]);
-  return out;
-}
-
-}  // namespace
-
-void ExperimentScheduler::DispatchLocked(std::vector<std::shared_ptr<Live>>* waiting) {
-  // node -> the running experiment that holds it, or the earlier queued one it is promised to
-  std::map<std::string, std::string> held, promised;
-  std::set<std::string> taken;  // both
-  for (const auto& [id, live] : live_) {
-    if (live->record.state != ExperimentState::kRunning) continue;
-    for (const auto& n : live->reserved) held[n] = id;
-  }
-  for (const auto& [n, id] : held) taken.insert(n);
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    std::shared_ptr<Live> live = *it;
-    auto nodes = runner_->Nodes(live->spec, {nullptr, &taken});
-    if (!nodes.ok()) {
-      live->placement = nodes.status();  // fails now, with the runner's own words
-      it = queue_.erase(it);
-      StartLocked(live);
-      continue;
-    }
-    // Why it waits, grouped by who has its nodes: "nodes a, b held by X, node c promised to Y
-    // (queued earlier)".
-    std::map<std::pair<int, std::string>, std::vector<std::string>> by_owner;
-    for (const auto& n : *nodes) {
-      if (auto h = held.find(n); h != held.end()) {
-        by_owner[{0, h->second}].push_back(n);
-      } else if (auto p = promised.find(n); p != promised.end()) {
-        by_owner[{1, p->second}].push_back(n);
-      }
-    }
-    if (by_owner.empty()) {
-      live->reserved = std::move(*nodes);
-      for (const auto& n : live->reserved) {
-        held[n] = live->record.id;
-        taken.insert(n);
-      }
-      it = queue_.erase(it);
-      StartLocked(live);
-      continue;
-    }
-    std::string why = "waits for ";
-    bool first = true;
-    for (const auto& [owner, ns] : by_owner) {
-      why += (first ? "" : ", ") + NodeList(ns) +
-             (owner.first == 0 ? " held by " + owner.second
-                               : " promised to " + owner.second + " (queued earlier)");
-      first = false;
-    }
-    if (why != live->waiting_for) {
-      live->waiting_for = why;
-      waiting->push_back(live);
-    }
-    for (const auto& n : *nodes) {
-      promised.emplace(n, live->record.id);
-      taken.insert(n);
-    }
-    ++it;
-  }
-}
-
-void ExperimentScheduler::StartLocked(const std::shared_ptr<Live>& live) {
-  live->record.state = ExperimentState::kRunning;
-  live->started_s = clock_->MonotonicSeconds();
-  live->waiting_for.clear();
-  const uint64_t run = next_run_++;
-  runs_[run] = std::thread([this, live, run] {
-    RunOne(live, live->placement);
-    std::lock_guard<std::mutex> l(mu_);
-    finished_runs_.push_back(run);
-    redispatch_ = true;
-    cv_.notify_all();
-  });
-}
-
-void ExperimentScheduler::WorkerLoop() {
-  std::unique_lock<std::mutex> l(mu_);
-  if (hold_s_ > 0) {
-    cv_.wait_for(l, std::chrono::duration<double>(hold_s_), [this] { return stopping_; });
-  }
-  while (!stopping_) {
-    for (uint64_t run : finished_runs_) {
-      // Its thread said so as its last step: the join returns at once.
-      runs_[run].join();
-      runs_.erase(run);
-    }
-    if (!finished_runs_.empty()) {
-      finished_runs_.clear();
-      l.unlock();
-      ReturnFreedMemory();
-      l.lock();
-    }
-    std::vector<std::shared_ptr<Live>> waiting;
-    DispatchLocked(&waiting);
-    if (!waiting.empty()) {
-      l.unlock();
-      for (const auto& w : waiting) {
-        Publish(w, events::Note(v1::Note::INFO, "queued: " + w->waiting_for), false);
-      }
-      l.lock();
-    }
-    // Woken by a submission, a cancel or an experiment's end; the tick notices agents that
-    // came or went.
-    auto woken = [this] { return stopping_ || redispatch_; };
-    if (queue_.empty()) {
-      cv_.wait(l, woken);
-    } else {
-      cv_.wait_for(l, std::chrono::seconds(1), woken);
-    }
-    redispatch_ = false;
-  }
-  // Queued experiments stay queued in the store; the next controller start queues them again
-  // (or marks them interrupted) rather than silently dropping them. Running ones were
-  // cancelled by Shutdown.
-  std::map<uint64_t, std::thread> runs = std::move(runs_);
-  runs_.clear();
-  l.unlock();
-  for (auto& [run, t] : runs) t.join();
-}
-
-void ExperimentScheduler::RunOne(const std::shared_ptr<Live>& live, const Status& placement) {
-  (void)store_->UpdateExperiment(live->record.id, ExperimentState::kRunning, "", 0);
-  Publish(live,
-          events::ExperimentChanged(ExperimentState::kRunning,
-                                    StartedLine(live->spec, live->plan.size())),
-          false);
-  Listener listener(this, live);
-  Status s = placement.ok() ? runner_->Run(live->record, live->spec, live->plan, live->cancel,
-                                           &listener, live->resume, &live->reserved)
-                            : placement;
-  ExperimentState state = ExperimentState::kDone;
-  std::string error;
-  StatusCode code = StatusCode::kOk;
-  bool shutting_down;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    shutting_down = stopping_;
-  }
-  if (shutting_down) {
-    state = ExperimentState::kInterrupted;
-    error = "controller stopped while the experiment ran";
-  } else if (live->cancel) {
-    state = ExperimentState::kCancelled;
-    error = "cancelled";
-  } else if (!s.ok() && s.code() == StatusCode::kAborted) {
-    // Lost agents beyond agent_grace: stopped, not failed; `codlctl resume` continues it.
-    state = ExperimentState::kInterrupted;
-    error = s.error();
-    code = s.code();
-  } else if (!s.ok()) {
-    state = ExperimentState::kFailed;
-    error = s.error();
-    code = s.code();
-  }
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    live->record.state = state;
-    live->record.error = error;
-    live->record.error_code = code;
-    live->record.finished_unix_ms = clock_->UnixNanos() / 1'000'000;
-    live->current_pairing.clear();
-  }
-  if (Status st = store_->UpdateExperiment(live->record.id, state, error,
-                                           live->record.finished_unix_ms, code);
-      !st.ok()) {
-    // Still `running` in the file: the next start (or `codlctl resume`) marks it interrupted.
-    spdlog::error("[{}] cannot store its final state '{}': {}", live->record.id, ToString(state),
-                  st.error());
-  }
-  if (metrics_) metrics_->OnExperimentFinished(live->record.id, state);
-  Publish(live, events::ExperimentChanged(state, error), true);
-  std::lock_guard<std::mutex> l(mu_);
-  live_.erase(live->record.id);
 }
 
 }  // namespace codl::controller

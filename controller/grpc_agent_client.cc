@@ -155,6 +155,15 @@ class GrpcAgentClient : public AgentClient {
     return r.ok() ? Status::Ok() : r.status();
   }
 
+  Status EndExperiment(const std::string& experiment_id) override {
+    v1::EndExperimentRequest req;
+    req.set_experiment_id(experiment_id);
+    auto r = Call<v1::EndExperimentReply>(
+        "EndExperiment", tunables::kStopAllDeadlineS,
+        [&](auto* ctx, auto* reply) { return stub_->EndExperiment(ctx, req, reply); });
+    return r.ok() ? Status::Ok() : r.status();
+  }
+
  private:
   // One retry on UNAVAILABLE: safe because mutating requests carry an idempotency key.
   template <class Reply, class F>

@@ -338,6 +338,7 @@ class ExperimentRunner::TrialRun {
     }
     v1::RunVictimRequest req;
     req.set_trial_id(trial_id_);
+    req.set_experiment_id(exp_.id);
     *req.mutable_victim() = ToProto(spec_.victim);
     if (!spec_.victim.placement.empty()) {
       SetPlacement(spec_.victim.placement, req.mutable_placement());

@@ -145,7 +145,7 @@ void BuildArgvEnv(const SpawnOptions& o, ChildPlan& plan) {
   for (auto& a : plan.argv_storage) plan.argv.push_back(a.data());
   plan.argv.push_back(nullptr);
   plan.executable = o.executable.empty() && !o.argv.empty() ? o.argv[0] : o.executable;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+  for (char** e = o.inherit_env ? environ : nullptr; e != nullptr && *e != nullptr; ++e) {
     const std::string kv = *e;
     const std::string name = kv.substr(0, kv.find('='));
     if (o.env.count(name) == 0 && !IsSecretEnv(name)) plan.env_storage.push_back(kv);
@@ -238,7 +238,22 @@ bool SetUpChild(const ChildPlan& plan) {
   } else {
     CloseRange(3);
   }
-  return plan.cwd == nullptr || chdir(plan.cwd) == 0;
+  if (plan.cwd != nullptr && chdir(plan.cwd) != 0) {
+    // After the credentials change: the working directory is checked as the child's user. The
+    // message goes to the child's stderr (the caller keeps its tail); write(2) only.
+    const char* why = errno == EACCES    ? "permission denied"
+                      : errno == ENOENT  ? "no such directory"
+                      : errno == ENOTDIR ? "not a directory"
+                                         : "cannot enter it";
+    auto put = [](const char* t) { (void)!write(2, t, strlen(t)); };
+    put("cannot use the working directory '");
+    put(plan.cwd);
+    put(plan.run_as ? "' as the user it runs as: " : "': ");
+    put(why);
+    put("\n");
+    return false;
+  }
+  return true;
 }
 
 // The parent's side of a fresh fork: the pipe ends the child does not use stay with us.

@@ -82,7 +82,10 @@ struct SpawnOptions {
   std::string executable;         // path to exec; empty: argv[0]. No PATH search.
   // Added to (overriding) this process's environment, less its secrets (IsSecretEnv).
   std::map<std::string, std::string> env;
-  std::string cwd;              // empty: inherit
+  // false: the child's environment is `env` alone, nothing of ours (a victim's clean
+  // environment, docs/security.md).
+  bool inherit_env = true;
+  std::string cwd;              // empty: inherit; entered after the credentials change (run_as)
   std::optional<RunAs> run_as;  // nullopt: our own uid/gid
   // kOwnGroup: the child leads a new process group, so KillGroup reaches its helpers too.
   // kOwnSession: setsid(), also detached from our terminal and from our group (a daemon it

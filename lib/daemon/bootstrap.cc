@@ -152,6 +152,9 @@ std::optional<int> DaemonBootstrap::AfterLoad(
   if (connections.max_connections_per_caller)
     limits.per_caller = static_cast<size_t>(*connections.max_connections_per_caller);
   if (connections.idle_timeout_s) limits.idle_timeout_s = *connections.idle_timeout_s;
+  if (connections.max_calls) limits.calls_total = static_cast<size_t>(*connections.max_calls);
+  if (connections.max_calls_per_caller)
+    limits.calls_per_caller = static_cast<size_t>(*connections.max_calls_per_caller);
   rpc::SetConnectionLimits(limits);
   if (!path.empty()) spdlog::info("{}: config {}", name_, path);
   return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include "lib/common/tunables.h"
 #include "lib/daemon/logging.h"
+#include "lib/daemon/victim_user.h"
 #include "lib/daemon/yaml_reader.h"
 
 namespace codl::daemon {
@@ -96,6 +97,13 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
     c->connections.max_connections =
         yaml::Integer(m.Value("max_connections"), "max_connections", 1, 1 << 20);
   }
+  if (m.Has("max_calls")) {
+    c->connections.max_calls = yaml::Integer(m.Value("max_calls"), "max_calls", 1, 1 << 20);
+  }
+  if (m.Has("max_calls_per_caller")) {
+    c->connections.max_calls_per_caller =
+        yaml::Integer(m.Value("max_calls_per_caller"), "max_calls_per_caller", 1, 1 << 20);
+  }
   if (m.Has("max_connections_per_caller")) {
     c->connections.max_connections_per_caller = yaml::Integer(
         m.Value("max_connections_per_caller"), "max_connections_per_caller", 1, 1 << 20);
@@ -120,18 +128,36 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
 Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename) {
   AgentConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
-    MapReader m(root, "", {"controller",      "listen",
-                           "advertise",       "id",
-                           "labels",          "scratch_roots",
-                           "allow_victim",    "max_level",
-                           "lease",           "heartbeat_interval",
-                           "state_dir",       "tls",
-                           "token_file",      "tokens_file",
-                           "victim_user",     "metrics_listen",
-                           "health_listen",   "log_level",
-                           "log_format",      "unix_roles",
-                           "max_connections", "max_connections_per_caller",
-                           "idle_timeout"});
+    MapReader m(root, "",
+                {"controller",
+                 "listen",
+                 "advertise",
+                 "id",
+                 "labels",
+                 "scratch_roots",
+                 "allow_victim",
+                 "max_level",
+                 "lease",
+                 "heartbeat_interval",
+                 "state_dir",
+                 "tls",
+                 "token_file",
+                 "tokens_file",
+                 "victim_user",
+                 "metrics_listen",
+                 "health_listen",
+                 "log_level",
+                 "log_format",
+                 "unix_roles",
+                 "max_connections",
+                 "max_connections_per_caller",
+                 "max_calls",
+                 "max_calls_per_caller",
+                 "idle_timeout",
+                 "victim_uid_range",
+                 "victim_env",
+                 "victim_env_keep",
+                 "victim_uid_lock_dir"});
     if (m.Has("controller"))
       c.controller = internal::Address(m.Value("controller"), "controller", 1);
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
@@ -143,6 +169,33 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     }
     if (m.Has("victim_user"))
       c.victim_user = yaml::NonEmptyString(m.Value("victim_user"), "victim_user");
+    if (m.Has("victim_uid_range")) {
+      c.victim_uid_range = yaml::NonEmptyString(m.Value("victim_uid_range"), "victim_uid_range");
+      if (auto r = ParseUidRange(*c.victim_uid_range); !r.ok())
+        Fail(m.Value("victim_uid_range"), "victim_uid_range", r.error());
+      if (c.victim_user) {
+        Fail(m.Value("victim_uid_range"), "victim_uid_range",
+             "victim_user and victim_uid_range are exclusive: choose one");
+      }
+    }
+    if (m.Has("victim_uid_lock_dir")) {
+      c.victim_uid_lock_dir = Anchor(
+          internal::AbsolutePath(m.Value("victim_uid_lock_dir"), "victim_uid_lock_dir"), filename);
+    }
+    if (m.Has("victim_env")) {
+      c.victim_env = yaml::NonEmptyString(m.Value("victim_env"), "victim_env");
+      if (*c.victim_env != "clean" && *c.victim_env != "inherit")
+        Fail(m.Value("victim_env"), "victim_env",
+             "'" + *c.victim_env + "': expected clean or inherit");
+    }
+    if (m.Has("victim_env_keep")) {
+      c.victim_env_keep = yaml::StringList(m.Value("victim_env_keep"), "victim_env_keep");
+      for (const std::string& name : *c.victim_env_keep) {
+        if (!IsEnvName(name))
+          Fail(m.Value("victim_env_keep"), "victim_env_keep",
+               "'" + name + "': not a variable name");
+      }
+    }
     if (m.Has("allow_victim")) c.allow_victim = yaml::Bool(m.Value("allow_victim"), "allow_victim");
     if (m.Has("max_level")) {
       double v = yaml::Number(m.Value("max_level"), "max_level");
@@ -165,7 +218,8 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
         root, "",
         {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file", "tokens_file",
          "metrics_listen", "health_listen", "log_level", "log_format", "unix_roles",
-         "resume_interrupted", "max_connections", "max_connections_per_caller", "idle_timeout"});
+         "resume_interrupted", "max_connections", "max_connections_per_caller", "idle_timeout",
+         "max_calls", "max_calls_per_caller"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("resume_interrupted"))
       c.resume_interrupted = yaml::Bool(m.Value("resume_interrupted"), "resume_interrupted");

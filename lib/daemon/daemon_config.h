@@ -29,6 +29,8 @@ struct TlsPaths {
 struct ConnectionConfig {
   std::optional<int64_t> max_connections;             // non-admin unix-socket connections, all
   std::optional<int64_t> max_connections_per_caller;  // of one non-admin uid
+  std::optional<int64_t> max_calls;                   // calls in progress, counted callers
+  std::optional<int64_t> max_calls_per_caller;        // of one identity
   std::optional<double> idle_timeout_s;               // no call for this long: closed
 };
 
@@ -45,13 +47,17 @@ struct AgentConfig {
   std::optional<double> heartbeat_interval_s;
   std::optional<std::string> state_dir;
   std::optional<TlsPaths> tls;
-  std::optional<std::string> token_file;      // the token this agent presents to the controller
-  std::optional<std::string> tokens_file;     // hashes of the tokens callers present (controller)
-  std::optional<std::string> victim_user;     // user victims run as when the agent is root
-  std::optional<std::string> metrics_listen;  // Prometheus /metrics address
-  std::optional<std::string> health_listen;   // plaintext port with only grpc.health.v1
-  std::optional<std::string> log_level;       // debug | info | warn | error
-  std::optional<std::string> log_format;      // text | json
+  std::optional<std::string> token_file;        // the token this agent presents to the controller
+  std::optional<std::string> tokens_file;       // hashes of the tokens callers present (controller)
+  std::optional<std::string> victim_user;       // user victims run as when the agent is root
+  std::optional<std::string> victim_uid_range;  // "LO-HI": a uid per experiment (root agents)
+  std::optional<std::string> victim_uid_lock_dir;           // where the range's uids are locked
+  std::optional<std::string> victim_env;                    // clean | inherit
+  std::optional<std::vector<std::string>> victim_env_keep;  // names passed on in clean mode
+  std::optional<std::string> metrics_listen;                // Prometheus /metrics address
+  std::optional<std::string> health_listen;            // plaintext port with only grpc.health.v1
+  std::optional<std::string> log_level;                // debug | info | warn | error
+  std::optional<std::string> log_format;               // text | json
   std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
   ConnectionConfig connections;
 };

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "lib/common/result.h"
 #include "lib/common/subprocess.h"
@@ -19,5 +20,13 @@ inline constexpr const char* kDefaultVictimUser = "nobody";
 // `configured`: the victim_user key / --victim-user flag ("" = not set). `agent_uid`: the
 // agent's effective uid. nullopt: victims run as the agent. An unknown user is an error.
 Result<std::optional<RunAs>> ResolveVictimUser(const std::string& configured, uid_t agent_uid);
+
+// victim_uid_range "LO-HI" (inclusive): 1 <= LO <= HI < 2^31 - 1, at most 65,536 uids.
+Result<std::pair<uid_t, uid_t>> ParseUidRange(const std::string& text);
+// Refuses a range holding a uid that has a passwd entry or is the agent's own: CoDL kills
+// every process of a uid it releases, so the range must be CoDL's alone.
+Status CheckUidRangeIsFree(std::pair<uid_t, uid_t> range, uid_t agent_uid);
+// [A-Za-z_][A-Za-z0-9_]*
+bool IsEnvName(const std::string& name);
 
 }  // namespace codl::daemon

@@ -7,13 +7,24 @@
 #include <cstdio>
 
 #include "lib/common/units.h"
+#include "lib/common/utf8.h"
 
 namespace codl::report {
 
-std::string Escape(std::string_view text) {
+std::string Escape(std::string_view raw) {
+  const std::string text = ValidUtf8(raw);
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7F) {
+      // As on the terminal (TerminalSafe): a saved report opened with `cat` or `less` must not
+      // drive that terminal either, and a browser would show nothing for these bytes.
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", u);
+      out += hex;
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

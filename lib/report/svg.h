@@ -10,7 +10,8 @@
 
 namespace codl::report {
 
-// Escapes & < > " ' for HTML/SVG text and attribute values alike.
+// Escapes & < > " ' for HTML/SVG text and attribute values alike; control bytes other than
+// newline and tab become \xNN (as TerminalSafe writes them) and invalid UTF-8 U+FFFD.
 std::string Escape(std::string_view text);
 
 // A coordinate or length: "%.1f" with trailing ".0" dropped. Non-finite -> "0", so a stray NaN

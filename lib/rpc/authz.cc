@@ -3,11 +3,16 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
+#include "lib/common/utf8.h"
 #include "lib/rpc/health.h"
 #include "lib/rpc/status.h"
 #include "lib/rpc/unix_listener.h"
@@ -96,6 +101,7 @@ const std::map<std::string, std::set<Role>>& MethodTable() {
         {"/codl.v1.Agent/StopAntagonist", controller},
         {"/codl.v1.Agent/RunVictim", controller},
         {"/codl.v1.Agent/StopAll", controller},
+        {"/codl.v1.Agent/EndExperiment", controller},
         {"/codl.v1.Agent/StreamTelemetry", controller},
         {"/codl.v1.Agent/EstimateSetup", controller},
         // The controller: agents report in (each for its own id: CheckAgentIdentity).
@@ -288,14 +294,34 @@ grpc::Status CallAuthorizer::Process(const InputMetadata& metadata, grpc::AuthCo
 
 namespace {
 
-// The method of every call in progress, by its server context (MethodRecorder).
+// Every call in progress, by its server context (MethodRecorder): its method and, once
+// CheckCaller counted it against the in-flight caps, the caller it was counted for.
+struct CallEntry {
+  std::string method;
+  std::string counted;  // Identity::ToString(); "" when not counted
+};
 std::mutex& MethodsMu() {
   static std::mutex mu;
   return mu;
 }
-std::map<const grpc::ServerContextBase*, std::string>& Methods() {
-  static auto* methods = new std::map<const grpc::ServerContextBase*, std::string>();
+std::map<const grpc::ServerContextBase*, CallEntry>& Methods() {
+  static auto* methods = new std::map<const grpc::ServerContextBase*, CallEntry>();
   return *methods;
+}
+// Calls in progress of each counted caller, and of all of them (MethodsMu held).
+std::map<std::string, size_t>& InFlight() {
+  static auto* in_flight = new std::map<std::string, size_t>();
+  return *in_flight;
+}
+size_t& InFlightTotal() {
+  static size_t total = 0;
+  return total;
+}
+void Uncount(const std::string& who) {
+  if (who.empty()) return;
+  auto it = InFlight().find(who);
+  if (it != InFlight().end() && --it->second == 0) InFlight().erase(it);
+  --InFlightTotal();
 }
 
 // Lives exactly as long as its call: gRPC creates it before the handler runs and deletes it
@@ -304,11 +330,14 @@ class MethodRecorder final : public grpc::experimental::Interceptor {
  public:
   MethodRecorder(const grpc::ServerContextBase* ctx, std::string method) : ctx_(ctx) {
     std::lock_guard<std::mutex> l(MethodsMu());
-    Methods()[ctx_] = std::move(method);
+    Methods()[ctx_] = CallEntry{std::move(method), ""};
   }
   ~MethodRecorder() override {
     std::lock_guard<std::mutex> l(MethodsMu());
-    Methods().erase(ctx_);
+    auto it = Methods().find(ctx_);
+    if (it == Methods().end()) return;
+    Uncount(it->second.counted);
+    Methods().erase(it);
   }
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     methods->Proceed();
@@ -330,7 +359,35 @@ std::optional<std::string> MethodOf(const grpc::ServerContextBase& ctx) {
   std::lock_guard<std::mutex> l(MethodsMu());
   auto it = Methods().find(&ctx);
   if (it == Methods().end()) return std::nullopt;
-  return it->second;
+  return it->second.method;
+}
+
+// Counts the call against its caller's in-flight caps, once per call; ResourceExhausted naming
+// the cap when the caller (or everyone counted) is at it.
+Status CountCall(const grpc::ServerContextBase& ctx, const Identity& who) {
+  if (who.role == Role::kAdmin) return Status::Ok();
+  const ConnectionLimits caps = CurrentConnectionLimits();
+  const std::string key = who.ToString();
+  std::lock_guard<std::mutex> l(MethodsMu());
+  auto it = Methods().find(&ctx);
+  if (it == Methods().end() || !it->second.counted.empty()) return Status::Ok();
+  size_t& mine = InFlight()[key];
+  if (mine >= caps.calls_per_caller) {
+    if (mine == 0) InFlight().erase(key);
+    return ResourceExhausted(key + " already has " + std::to_string(mine) +
+                             " calls in progress (max_calls_per_caller " +
+                             std::to_string(caps.calls_per_caller) + ")");
+  }
+  if (InFlightTotal() >= caps.calls_total) {
+    if (mine == 0) InFlight().erase(key);
+    return ResourceExhausted("the daemon already has " + std::to_string(InFlightTotal()) +
+                             " calls of non-admin callers in progress (max_calls " +
+                             std::to_string(caps.calls_total) + ")");
+  }
+  ++mine;
+  ++InFlightTotal();
+  it->second.counted = key;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -377,9 +434,32 @@ Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
   return Unauthenticated("the call was not authorized");
 }
 
+namespace {
+// CountCall, and the refusal logged (at most one line a second).
+grpc::Status Counted(const grpc::ServerContextBase& ctx, const Identity& who) {
+  if (Status s = CountCall(ctx, who); !s.ok()) {
+    // At most one line a second: a caller at its cap must not flood the log instead.
+    static std::atomic<int64_t> last_log_s{0};
+    const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+    if (last_log_s.exchange(now_s) != now_s)
+      spdlog::warn("refused a call: {}", TerminalSafe(s.error()));
+    return ToGrpc(s);
+  }
+  return grpc::Status::OK;
+}
+}  // namespace
+
 grpc::Status CheckCaller(const grpc::ServerContextBase* ctx) {
   auto who = CallerOf(*ctx);
-  return who.ok() ? grpc::Status::OK : ToGrpc(who.status());
+  if (!who.ok()) return ToGrpc(who.status());
+  return Counted(*ctx, *who);
+}
+
+std::map<std::string, size_t> CallsInProgressByCaller() {
+  std::lock_guard<std::mutex> l(MethodsMu());
+  return InFlight();
 }
 
 grpc::Status CheckAgentIdentity(const grpc::ServerContextBase& ctx, const std::string& agent_id) {
@@ -388,7 +468,7 @@ grpc::Status CheckAgentIdentity(const grpc::ServerContextBase& ctx, const std::s
   if (who->role == Role::kAgent && who->id != kAnyAgent && who->id != agent_id) {
     return ToGrpc(PermissionDenied(who->ToString() + " may not act for agent '" + agent_id + "'"));
   }
-  return grpc::Status::OK;
+  return Counted(ctx, *who);
 }
 
 }  // namespace codl::rpc

@@ -111,8 +111,13 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewMethod
 Result<Identity> CallerOf(const grpc::ServerContextBase& ctx);
 
 // Every handler's first check, behind the authorizer: OK when an identity was established for
-// the call (fails closed should a server ever run without the authorizer).
+// the call (fails closed should a server ever run without the authorizer) and the call fits
+// its caller's in-flight caps (ConnectionLimits::calls_per_caller, calls_total; admins are not
+// counted): RESOURCE_EXHAUSTED naming the cap otherwise. The count is
+// released when the call ends.
 grpc::Status CheckCaller(const grpc::ServerContextBase* ctx);
+// Counted calls in progress by caller ("user-read/alice": 3): tests and the log.
+std::map<std::string, size_t> CallsInProgressByCaller();
 
 // For RPCs an agent makes about itself (register, heartbeat): OK unless the caller is an agent
 // whose identity names another id (PERMISSION_DENIED).

@@ -33,10 +33,14 @@ namespace codl::rpc {
 // limit is theirs. `idle_timeout_s` applies to every connection, TCP too: one with no call for
 // that long is closed (gRPC's max_connection_idle), so a connection that never sends a byte is
 // not kept forever.
+// Calls in progress are capped per caller identity on every transport (TLS, token, unix);
+// admins are not counted.
 struct ConnectionLimits {
-  size_t per_caller = 64;       // open unix-socket connections of one non-admin uid
-  size_t total = 1024;          // of all non-admin uids together
-  double idle_timeout_s = 600;  // no call for this long: closed
+  size_t per_caller = 64;         // open unix-socket connections of one non-admin uid
+  size_t total = 1024;            // of all non-admin uids together
+  double idle_timeout_s = 600;    // no call for this long: closed
+  size_t calls_per_caller = 256;  // calls in progress (streams too) of one identity
+  size_t calls_total = 4096;      // of all counted identities together
 };
 void SetConnectionLimits(const ConnectionLimits& limits);
 ConnectionLimits CurrentConnectionLimits();

@@ -117,29 +117,65 @@ else
 fi
 
 # One hostile name through every verb: OSC title, clear-screen, CR/LF and a fake line. No raw
-# ESC or CR may reach the terminal from run's progress, status (list and one), results (table
-# and --trials), or the log (issue: a reader's terminal is not the submitter's to drive).
-cat >"$tmp/evil.yaml" <<'YAML'
+# ESC or CR may reach the terminal from run's progress, status (list and one), results (table,
+# --trials, --phases, csv), compare, predict, validate, or the log; JSON output stays valid JSON
+# and the HTML report holds no raw control byte (issue: a reader's terminal is not the
+# submitter's to drive). The victim adds a hostile phase name (dropped: phase names are
+# restricted), and a second, failing victim a hostile stderr line, which run's failure message
+# quotes.
+cat >"$tmp/evil.sh" <<'SH'
+printf '{"step_time_s": 0.01, "phases": {"ok_s": 0.003, "x\\u001b]0;ph\\u0007\\r\\nFAKE_s": 0.004}}\n'
+SH
+cat >"$tmp/evil.yaml" <<YAML
 name: "evil\e]0;pwned\a\e[2J\r\nFAKE done"
 victim:
-  command: [/bin/sh, -c, "echo '{\"step_time_s\": 0.01}'"]
+  command: [/bin/sh, $tmp/evil.sh]
   warmup_steps: 0
   timeout: 20s
 repetitions: 1
 warmup_trials: 0
 YAML
+cat >"$tmp/evil-fails.sh" <<'SH'
+printf 'boom\033]0;title\007\033[2J\rFAKE line\n' >&2
+exit 1
+SH
+cat >"$tmp/evil-fails.yaml" <<YAML
+name: evil-fails
+victim:
+  command: [/bin/sh, $tmp/evil-fails.sh]
+  timeout: 20s
+repetitions: 1
+warmup_trials: 0
+YAML
 "$codlctl" run "$tmp/evil.yaml" --db "$tmp/evil.db" --log-level info >"$tmp/evil.out" 2>"$tmp/evil.err"
+"$codlctl" run "$tmp/evil-fails.yaml" --db "$tmp/evil-fails.db" --log-level info \
+  >>"$tmp/evil.out" 2>>"$tmp/evil.err"
 for args in "status --db $tmp/evil.db" "status latest --db $tmp/evil.db" \
   "results latest --db $tmp/evil.db" "results latest --db $tmp/evil.db --trials" \
-  "validate $tmp/evil.yaml"; do
+  "results latest --db $tmp/evil.db --phases" "results latest --db $tmp/evil.db -o csv" \
+  "compare latest latest --db $tmp/evil.db" "predict latest --db $tmp/evil.db" \
+  "results latest --db $tmp/evil-fails.db --trials" "validate $tmp/evil.yaml"; do
   # shellcheck disable=SC2086
   "$codlctl" $args >>"$tmp/evil.out" 2>>"$tmp/evil.err"
 done
-if grep -q $'\e\|\r' "$tmp/evil.out" "$tmp/evil.err"; then
-  echo "FAIL hostile-name-escaped: a raw ESC or CR reached the terminal: $(grep -n $'\e\|\r' "$tmp/evil.out" "$tmp/evil.err" | cat -v | head -c 400)"
+"$codlctl" results latest --db "$tmp/evil.db" -o json >"$tmp/evil.json" 2>>"$tmp/evil.err"
+"$codlctl" report latest --db "$tmp/evil.db" --output "$tmp/evil.html" >>"$tmp/evil.out" 2>>"$tmp/evil.err"
+if grep -q $'\e\|\r' "$tmp/evil.out" "$tmp/evil.err" "$tmp/evil.json" "$tmp/evil.html"; then
+  echo "FAIL hostile-name-escaped: a raw ESC or CR reached the terminal: $(grep -n $'\e\|\r' "$tmp/evil.out" "$tmp/evil.err" "$tmp/evil.json" "$tmp/evil.html" | cat -v | head -c 400)"
   fails=$((fails + 1))
 elif ! grep -qF 'evil\x1B]0;pwned\x07\x1B[2J\x0D\x0AFAKE done' "$tmp/evil.out"; then
   echo "FAIL hostile-name-escaped: the name is not shown escaped: $(head -c 600 "$tmp/evil.out" | cat -v)"
+  fails=$((fails + 1))
+elif grep -q 'FAKE_s' "$tmp/evil.out" "$tmp/evil.json" || ! grep -q 'ok_s' "$tmp/evil.json"; then
+  # Phase names outside [A-Za-z0-9_.-] are dropped where the agent parses the victim's output.
+  echo "FAIL hostile-name-escaped: a hostile phase name was kept, or the plain one lost: $(grep -n 'FAKE\|ok' "$tmp/evil.out" | cat -v | head -c 600)"
+  fails=$((fails + 1))
+elif ! grep -qF 'victim exited with status 1 (0 steps reported): FAKE line' "$tmp/evil.out" "$tmp/evil.err"; then
+  # The quoted line is what follows the last CR or LF, as a terminal would have shown it.
+  echo "FAIL hostile-name-escaped: the victim's stderr is not quoted: $(grep -n 'FAKE' "$tmp/evil.out" "$tmp/evil.err" | cat -v | head -c 600)"
+  fails=$((fails + 1))
+elif ! /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/evil.json"; then
+  echo "FAIL hostile-name-escaped: results -o json is not valid JSON: $(head -c 400 "$tmp/evil.json" | cat -v)"
   fails=$((fails + 1))
 else
   echo "ok   hostile-name-escaped"

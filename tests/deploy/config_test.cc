@@ -59,6 +59,43 @@ TEST(AgentConfig, SecurityKeys) {
   EXPECT_FALSE(ParseAgentConfig("victim_user: \"\"\n", "a.yaml").ok());
 }
 
+TEST(AgentConfig, VictimIsolationKeys) {
+  auto c = ParseAgentConfig(
+      "victim_uid_range: 61000-61999\nvictim_env: clean\nvictim_env_keep: [CUDA_VISIBLE_DEVICES]\n"
+      "victim_uid_lock_dir: /var/lib/codl/agent/victim-uids\n",
+      "a.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(*c->victim_uid_range, "61000-61999");
+  EXPECT_EQ(*c->victim_env, "clean");
+  EXPECT_EQ(c->victim_env_keep->front(), "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(*c->victim_uid_lock_dir, "/var/lib/codl/agent/victim-uids");
+  auto error = [](const std::string& text) {
+    auto r = ParseAgentConfig(text, "a.yaml");
+    return r.ok() ? std::string("parsed") : r.error();
+  };
+  EXPECT_EQ(error("victim_uid_range: 61999-61000\n"),
+            "a.yaml:1:19: victim_uid_range: '61999-61000': needs 1 <= LO <= HI < 2147483647");
+  EXPECT_EQ(error("victim_uid_range: 1-70000\n"),
+            "a.yaml:1:19: victim_uid_range: '1-70000': 70000 uids, at most 65536");
+  EXPECT_EQ(error("victim_uid_range: lots\n"),
+            "a.yaml:1:19: victim_uid_range: 'lots': expected LO-HI, e.g. 61000-61999");
+  EXPECT_NE(error("victim_user: nobody\nvictim_uid_range: 61000-61001\n").find("exclusive"),
+            std::string::npos);
+  EXPECT_EQ(error("victim_env: dirty\n"),
+            "a.yaml:1:13: victim_env: 'dirty': expected clean or inherit");
+  EXPECT_EQ(error("victim_env_keep: [\"A=B\"]\n"),
+            "a.yaml:1:18: victim_env_keep: 'A=B': not a variable name");
+}
+
+TEST(VictimUser, AUidRangeMustBeNoUsersAndNotTheAgents) {
+  EXPECT_TRUE(CheckUidRangeIsFree({61000, 61010}, 0).ok());
+  auto root = CheckUidRangeIsFree({0, 3}, 0);
+  EXPECT_FALSE(root.ok());
+  auto nobody = CheckUidRangeIsFree({65530, 65534}, 0);  // Debian's nobody is 65534
+  ASSERT_FALSE(nobody.ok());
+  EXPECT_NE(nobody.error().find("belongs to user 'nobody'"), std::string::npos) << nobody.error();
+}
+
 TEST(VictimUser, RootAgentsRunVictimsUnprivilegedUnlessToldOtherwise) {
   // A non-root agent runs victims as itself, whatever is configured.
   EXPECT_FALSE(ResolveVictimUser("", 1000)->has_value());

@@ -18,7 +18,9 @@
 #include "agent/lease_monitor.h"
 #include "agent/progress_parser.h"
 #include "agent/telemetry_hub.h"
+#include "lib/rpc/authz.h"
 #include "lib/rpc/rpc_util.h"
+#include "lib/rpc/unix_listener.h"
 
 namespace codl::agent {
 namespace {
@@ -180,6 +182,77 @@ TEST_F(AgentPolicyTest, SlowVictimsDoNotStallStopAll) {
   }
   EXPECT_LE(ok, 8);
   EXPECT_EQ(ok + refused, 20);
+  started->server->Shutdown(std::chrono::system_clock::now());
+  service.Shutdown();
+  started->server->Wait();
+}
+
+// Issue "Security, third pass", item 1: calls in progress are capped per identity on a TCP
+// listener with tokens (the unix socket also caps connections per uid). Three slow victims of
+// one caller under max_calls_per_caller 2: the third is refused naming the cap, an admin goes on
+// meanwhile, and once the two end the caller may call again.
+TEST_F(AgentPolicyTest, CallsInProgressAreCappedPerIdentity) {
+  const rpc::ConnectionLimits saved = rpc::CurrentConnectionLimits();
+  rpc::ConnectionLimits caps = saved;
+  caps.calls_per_caller = 2;
+  rpc::SetConnectionLimits(caps);
+  auto tokens = rpc::TokenTable::Parse("controller - " + rpc::Sha256Hex("ctl-token") +
+                                           "\nadmin ops " + rpc::Sha256Hex("admin-token") + "\n",
+                                       "tokens");
+  ASSERT_TRUE(tokens.ok()) << tokens.error();
+  LeaseMonitor lease(SystemClock::Get());
+  auto m = Manager(&lease, SystemClock::Get());
+  TelemetryHub hub;
+  AgentServiceImpl service(&m, SystemClock::Get(), AgentPolicy{}, &hub);
+  auto started = rpc::StartServer(rpc::Endpoint{"127.0.0.1:0", {}, true}, {&service}, "test",
+                                  std::make_shared<const rpc::TokenTable>(std::move(*tokens)));
+  ASSERT_TRUE(started.ok()) << started.error();
+  auto ch = rpc::MakeChannel(rpc::Endpoint{started->address, {}, true});
+  ASSERT_TRUE(ch.ok());
+  auto stub = v1::Agent::NewStub(*ch);
+  auto victim = [&stub](int i, double sleep_s) {
+    grpc::ClientContext c;
+    c.AddMetadata("authorization", "Bearer ctl-token");
+    v1::RunVictimRequest req;
+    req.set_idempotency_key("c" + std::to_string(i));
+    req.mutable_victim()->add_command("sleep");
+    req.mutable_victim()->add_command(std::to_string(sleep_s));
+    req.mutable_victim()->mutable_progress()->set_format(v1::VictimProgress::WALL);
+    req.mutable_victim()->set_timeout_s(30);
+    v1::RunVictimReply rep;
+    return stub->RunVictim(&c, req, &rep);
+  };
+  auto counted = [](size_t n) {
+    for (int i = 0; i < 250; ++i) {
+      const auto c = rpc::CallsInProgressByCaller();
+      if ((c.count("controller") ? c.at("controller") : 0) == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  auto a = std::async(std::launch::async, [&] { return victim(1, 2).error_code(); });
+  auto b = std::async(std::launch::async, [&] { return victim(2, 2).error_code(); });
+  ASSERT_TRUE(counted(2)) << "the two slow victims are in progress";
+  const grpc::Status third = victim(3, 0.01);
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(third.error_message().find("controller already has 2 calls in progress "
+                                       "(max_calls_per_caller 2)"),
+            std::string::npos)
+      << third.error_message();
+  {
+    grpc::ClientContext c;
+    c.AddMetadata("authorization", "Bearer admin-token");
+    v1::GetAntagonistRequest req;
+    req.set_antagonist_id("none");
+    v1::GetAntagonistReply rep;
+    EXPECT_NE(stub->GetAntagonist(&c, req, &rep).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << "an admin is not counted";
+  }
+  EXPECT_EQ(a.get(), grpc::StatusCode::OK);
+  EXPECT_EQ(b.get(), grpc::StatusCode::OK);
+  EXPECT_TRUE(counted(0)) << "ended calls are no longer counted";
+  EXPECT_TRUE(victim(4, 0.01).ok()) << "the caller may call again";
+  rpc::SetConnectionLimits(saved);
   started->server->Shutdown(std::chrono::system_clock::now());
   service.Shutdown();
   started->server->Wait();

@@ -14,6 +14,15 @@ TEST(SvgTest, EscapesMarkupAndQuotes) {
   EXPECT_EQ(Escape("plain"), "plain");
 }
 
+// Regression (security issue, item 3): an experiment named with an OSC title, a clear-screen
+// and CR/LF put those bytes raw into the saved report's <title> and <h1>.
+TEST(SvgTest, ControlBytesAreWrittenVisibly) {
+  EXPECT_EQ(Escape("evil\x1b]0;t\x07\x1b[2J\r\nFAKE\x7f"),
+            "evil\\x1B]0;t\\x07\\x1B[2J\\x0D\nFAKE\\x7F");
+  EXPECT_EQ(Escape("a\tb\nc"), "a\tb\nc");  // kept: the YAML and logs are shown as written
+  EXPECT_EQ(Escape("bad \xff byte"), "bad \xEF\xBF\xBD byte");  // U+FFFD
+}
+
 TEST(SvgTest, NumbersNeverPrintNaN) {
   EXPECT_EQ(Num(12.0), "12");
   EXPECT_EQ(Num(12.25), "12.2");  // %.1f, round-half-even on the binary value
