@@ -20,7 +20,7 @@ double NormalQuantile(double p) {
   return (lo + hi) / 2;
 }
 
-std::string Percent(double fraction) {
+std::string PrecisionPercent(double fraction) {
   if (!std::isfinite(fraction)) return "n/a (no CI yet)";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g%%", fraction * 100);
@@ -55,13 +55,13 @@ std::string TargetReachedReason(int blocks) {
 
 std::string MaxReachedReason(int blocks, const PrecisionCheck& check) {
   return "max reached (" + std::to_string(blocks) + ") with widest half-width " +
-         Percent(check.widest) + " at pairing " + check.widest_pairing;
+         PrecisionPercent(check.widest) + " at pairing " + check.widest_pairing;
 }
 
 std::string PrecisionLine(int blocks, const AdaptiveRepetitions& a, const PrecisionCheck& check) {
   return "block " + std::to_string(blocks) + " (min " + std::to_string(a.min) + ", max " +
-         std::to_string(a.max) + "): widest half-width " + Percent(check.widest) + " at " +
-         check.widest_pairing + ", target " + Percent(a.ci_halfwidth);
+         std::to_string(a.max) + "): widest half-width " + PrecisionPercent(check.widest) + " at " +
+         check.widest_pairing + ", target " + PrecisionPercent(a.ci_halfwidth);
 }
 
 double RobustRelativeSpread(const std::vector<double>& baseline) {

@@ -46,4 +46,11 @@ std::vector<std::string> OrderPhases(const std::vector<const TrialRecord*>& tria
   return order;
 }
 
+std::string PhaseLabel(const std::string& phase) {
+  if (phase.size() > 2 && phase.compare(phase.size() - 2, 2, "_s") == 0) {
+    return phase.substr(0, phase.size() - 2);
+  }
+  return phase;
+}
+
 }  // namespace codl::experiment

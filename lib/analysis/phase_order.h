@@ -20,4 +20,7 @@ std::vector<std::string> ReportedPhases(const TrialRecord& trial);
 // (trial by trial, as given).
 std::vector<std::string> OrderPhases(const std::vector<const TrialRecord*>& trials);
 
+// "read_s" -> "read": tables and figures speak of phases, not of their JSON field names.
+std::string PhaseLabel(const std::string& phase);
+
 }  // namespace codl::experiment

@@ -13,6 +13,7 @@
 #include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/phase_order.h"
 #include "lib/analysis/rank_summary.h"
+#include "lib/common/random.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 
@@ -25,15 +26,6 @@ namespace {
 
 constexpr int kResamples = 10000;
 constexpr double kConfidence = 0.95;
-
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::vector<double> Metrics(const std::vector<const TrialRecord*>& trials, const TrialMetric& m) {
   std::vector<double> v;
@@ -156,6 +148,7 @@ struct Baseline {
   std::vector<double> metrics;  // per measured baseline trial
   double median = 0;
   std::map<std::string, double> phase_medians;
+  std::vector<const TrialRecord*> done;  // its measured trials
 };
 
 Baseline SummarizeBaseline(const Grouped& g, const TrialMetric& metric) {
@@ -169,6 +162,7 @@ Baseline SummarizeBaseline(const Grouped& g, const TrialMetric& metric) {
   b.metrics = Metrics(done, metric);
   b.median = Median(b.metrics);
   b.phase_medians = PhaseMedians(done);
+  b.done = std::move(done);
   return b;
 }
 
@@ -292,6 +286,11 @@ PairingSummary SummarizePairing(const std::string& key,
     if (b != base.phase_medians.end() && b->second > 0) ps.slowdown = median / b->second;
     p.phases.push_back(ps);
   }
+  BootstrapOptions opt;
+  opt.resamples = kResamples;
+  opt.confidence = kConfidence;
+  opt.seed = experiment_seed ^ Fnv1a(key);
+  AttributePairing(s.measured, base.done, opt, &p);
   p.ranks = SpreadOfRanks(s.measured);
   return p;
 }

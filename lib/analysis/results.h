@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/attribution.h"
 #include "lib/analysis/interaction.h"
 #include "lib/analysis/rank_summary.h"
 #include "lib/analysis/stats.h"
@@ -37,7 +38,34 @@ struct AntagonistSummary {
 struct PhaseSlowdown {
   std::string phase;       // as the victim reports it, e.g. "read_s"
   double median_s = kNaN;  // median over measured trials of the trial's phase median
-  double slowdown = kNaN;  // median_s / the baseline's median_s
+  // median_s / the baseline's median_s; NaN when the phase's median is near zero at baseline
+  // (below kNearZeroShare of its median step: `added_s` is the figure then, never a ratio)
+  double slowdown = kNaN;
+  // Additive attribution (lib/analysis/attribution.h): per-step means, medians over trials.
+  bool on_path = true;   // false: an overlapped stage (read_s, decode_s)
+  std::string feeds;     // the on-path phase an overlapped stage feeds, "data_wait_s"
+  double mean_s = kNaN;  // median over measured trials of the trial's mean per step
+  double baseline_mean_s = kNaN;
+  // baseline_mean_s < kNearZeroShare x the baseline's mean step (without per-step series: the
+  // same judgement on the medians)
+  bool near_zero = false;
+  double mean_slowdown = kNaN;  // mean_s / baseline_mean_s; NaN when near_zero
+  double added_s = kNaN;        // mean_s - baseline_mean_s: seconds this phase adds per step
+  double added_ci_low = kNaN;   // its bootstrap CI (NaN below 3 trials a side)
+  double added_ci_high = kNaN;
+  bool significant = false;  // the CI excludes 0
+};
+
+// A pairing's added step time and how much of it its on-path phases account for (per-step
+// means, medians over trials; lib/analysis/attribution.h). All NaN without per-step series.
+struct StepAttribution {
+  double step_s = kNaN;           // median over measured trials of the mean step time
+  double baseline_step_s = kNaN;  // the baseline's
+  double added_s = kNaN;          // step_s - baseline_step_s
+  double ci_low = kNaN;           // bootstrap CI of added_s (NaN below 3 trials a side)
+  double ci_high = kNaN;
+  double explained_s = kNaN;    // sum of the on-path phases' added_s
+  double unexplained_s = kNaN;  // added_s - explained_s: untimed work, or medians not adding up
 };
 
 struct PairingSummary {
@@ -80,6 +108,7 @@ struct PairingSummary {
   bool ci_exact = false;  // the interval enumerated every resample (small n)
   MannWhitneyMethod p_method = MannWhitneyMethod::kNone;
   std::vector<PhaseSlowdown> phases;  // in OrderPhases order (phase_order.h)
+  StepAttribution attribution;        // the baseline's: its step_s only
   double victim_cores = kNaN;         // mean CPU cores the victim's tree used (measured trials)
   std::string victim_cpus;            // CPUs the victim could run on (as AntagonistSummary::cpus)
   RankSpread ranks;  // a victim with several ranks: per-rank medians, spread, slowest rank

@@ -26,14 +26,6 @@ std::string Fmt(const char* format, double v) {
   return buf;
 }
 
-// "read_s" -> "read": the table speaks of phases, not of their JSON field names.
-std::string PhaseLabel(const std::string& phase) {
-  if (phase.size() > 2 && phase.compare(phase.size() - 2, 2, "_s") == 0) {
-    return phase.substr(0, phase.size() - 2);
-  }
-  return phase;
-}
-
 std::string Levels(const PairingSummary& p) {
   if (p.baseline) return "-";
   std::string s;
@@ -138,8 +130,10 @@ std::string IntensityKind(const AntagonistSummary& a) {
 
 TidyTable PhaseSummaryTable(const ExperimentResults& r) {
   TidyTable t;
-  t.columns = {"experiment_id", "pairing",  "baseline",          "n",
-               "phase",         "median_s", "baseline_median_s", "slowdown"};
+  t.columns = {"experiment_id", "pairing",           "baseline",  "n",       "phase",
+               "median_s",      "baseline_median_s", "slowdown",  "on_path", "feeds",
+               "mean_s",        "baseline_mean_s",   "near_zero", "added_s", "added_ci_low",
+               "added_ci_high"};
   const PairingSummary* base = nullptr;
   for (const auto& p : r.pairings) {
     if (p.baseline) base = &p;
@@ -154,8 +148,11 @@ TidyTable PhaseSummaryTable(const ExperimentResults& r) {
       }
       t.rows.push_back({Cell::Text(r.experiment_id), Cell::Text(p->pairing),
                         Cell::Bool(p->baseline), Cell::Int(p->n), Cell::Text(ph.phase),
-                        Cell::Number(ph.median_s), Cell::Number(base_s),
-                        Cell::Number(ph.slowdown)});
+                        Cell::Number(ph.median_s), Cell::Number(base_s), Cell::Number(ph.slowdown),
+                        Cell::Bool(ph.on_path), Cell::Text(ph.feeds), Cell::Number(ph.mean_s),
+                        Cell::Number(ph.baseline_mean_s), Cell::Bool(ph.near_zero),
+                        Cell::Number(ph.added_s), Cell::Number(ph.added_ci_low),
+                        Cell::Number(ph.added_ci_high)});
     }
   }
   return t;
@@ -300,18 +297,7 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
     if (!wide && !p.baseline && p.antagonists.size() > 1 && Achieved(p, true) != "-") {
       lines.push_back("achieved: " + Achieved(p, true));
     }
-    if (!p.phases.empty()) {
-      std::string s = "phases:";
-      for (size_t i = 0; i < p.phases.size(); ++i) {
-        const auto& ph = p.phases[i];
-        // The baseline's phases as times (its slowdowns are 1 by definition); others as
-        // slowdowns, or as times when the baseline lacks that phase.
-        const bool as_time = p.baseline || !std::isfinite(ph.slowdown);
-        s += std::string(i ? ", " : " ") + PhaseLabel(ph.phase) + " " +
-             (as_time ? FormatDuration(ph.median_s) : Fmt("%.2fx", ph.slowdown));
-      }
-      lines.push_back(s);
-    }
+    if (std::string phases = PhasesLine(p); !phases.empty()) lines.push_back(phases);
     if (!p.ranks.ranks.empty()) lines.push_back(RanksLine(p.ranks));
     if (!p.baseline && std::isfinite(p.p_min) && p.p_min > 0.05) {
       lines.push_back("note: with " + std::to_string(p.n) +
@@ -532,9 +518,28 @@ std::string FormatJson(const ExperimentResults& r) {
     pj["mde"] = Num(p.mde);
     pj["phases"] = Json::array();
     for (const auto& ph : p.phases) {
-      pj["phases"].push_back(
-          {{"phase", ph.phase}, {"median_s", Num(ph.median_s)}, {"slowdown", Num(ph.slowdown)}});
+      pj["phases"].push_back({{"phase", ph.phase},
+                              {"median_s", Num(ph.median_s)},
+                              {"slowdown", Num(ph.slowdown)},
+                              {"on_path", ph.on_path},
+                              {"feeds", ph.feeds.empty() ? Json() : Json(ph.feeds)},
+                              {"mean_s", Num(ph.mean_s)},
+                              {"baseline_mean_s", Num(ph.baseline_mean_s)},
+                              {"near_zero", ph.near_zero},
+                              {"mean_slowdown", Num(ph.mean_slowdown)},
+                              {"added_s", Num(ph.added_s)},
+                              {"added_ci_low", Num(ph.added_ci_low)},
+                              {"added_ci_high", Num(ph.added_ci_high)},
+                              {"significant", ph.significant}});
     }
+    const StepAttribution& at = p.attribution;
+    pj["attribution"] = {{"step_s", Num(at.step_s)},
+                         {"baseline_step_s", Num(at.baseline_step_s)},
+                         {"added_s", Num(at.added_s)},
+                         {"ci_low", Num(at.ci_low)},
+                         {"ci_high", Num(at.ci_high)},
+                         {"explained_s", Num(at.explained_s)},
+                         {"unexplained_s", Num(at.unexplained_s)}};
     pj["ranks"] = RanksJson(p.ranks);
     pj["antagonists"] = Json::array();
     for (const auto& a : p.antagonists) {

@@ -96,21 +96,25 @@ double WeightedQuantile(const std::vector<std::pair<double, int64_t>>& sorted, i
   return a + (h - static_cast<double>(lo)) * (b - a);
 }
 
-ConfidenceInterval ExactRatioCI(const std::vector<double>& treatment,
-                                const std::vector<double>& control, double confidence) {
+// The exact distribution of op(median(resampled treatment), median(resampled control)); a
+// pair op refuses (returns NaN) is left out, as a zero control median is for the ratio.
+template <typename Op>
+ConfidenceInterval ExactCI(const std::vector<double>& treatment, const std::vector<double>& control,
+                           double confidence, Op op) {
   ConfidenceInterval ci;
   const auto t = MedianDistribution(treatment), c = MedianDistribution(control);
-  std::map<double, int64_t> ratios;
+  std::map<double, int64_t> values;
   int64_t total = 0;
   for (const auto& [ct, nc] : c) {
-    if (ct == 0) continue;
     for (const auto& [tv, nt] : t) {
-      ratios[tv / ct] += nt * nc;
+      const double v = op(tv, ct);
+      if (std::isnan(v)) continue;
+      values[v] += nt * nc;
       total += nt * nc;
     }
   }
   if (total == 0) return ci;
-  const std::vector<std::pair<double, int64_t>> sorted(ratios.begin(), ratios.end());
+  const std::vector<std::pair<double, int64_t>> sorted(values.begin(), values.end());
   const double alpha = 1 - std::clamp(confidence, 0.0, 1.0);
   ci.low = WeightedQuantile(sorted, total, alpha / 2);
   ci.high = WeightedQuantile(sorted, total, 1 - alpha / 2);
@@ -119,28 +123,43 @@ ConfidenceInterval ExactRatioCI(const std::vector<double>& treatment,
   return ci;
 }
 
+// Both intervals: exact enumeration when both sides are small enough, else seeded Monte Carlo.
+template <typename Op>
+ConfidenceInterval BootstrapMedianCI(const std::vector<double>& treatment,
+                                     const std::vector<double>& control,
+                                     const BootstrapOptions& options, Op op) {
+  if (treatment.empty() || control.empty()) return {};
+  if (OrderedResamples(treatment.size(), options.exact_limit) <= options.exact_limit &&
+      OrderedResamples(control.size(), options.exact_limit) <= options.exact_limit) {
+    return ExactCI(treatment, control, options.confidence, op);
+  }
+  if (options.resamples <= 0) return {};
+  std::mt19937_64 rng(options.seed);
+  std::vector<double> draws;
+  draws.reserve(static_cast<size_t>(options.resamples));
+  std::vector<double> t(treatment.size()), c(control.size());
+  for (int r = 0; r < options.resamples; ++r) {
+    for (auto& x : t) x = treatment[UniformBelow(rng, treatment.size())];
+    for (auto& x : c) x = control[UniformBelow(rng, control.size())];
+    const double v = op(Median(t), Median(c));
+    if (!std::isnan(v)) draws.push_back(v);
+  }
+  return PercentileInterval(draws, options.confidence);
+}
+
 }  // namespace
 
 ConfidenceInterval BootstrapMedianRatioCI(const std::vector<double>& treatment,
                                           const std::vector<double>& control,
                                           const BootstrapOptions& options) {
-  if (treatment.empty() || control.empty()) return {};
-  if (OrderedResamples(treatment.size(), options.exact_limit) <= options.exact_limit &&
-      OrderedResamples(control.size(), options.exact_limit) <= options.exact_limit) {
-    return ExactRatioCI(treatment, control, options.confidence);
-  }
-  if (options.resamples <= 0) return {};
-  std::mt19937_64 rng(options.seed);
-  std::vector<double> ratios;
-  ratios.reserve(static_cast<size_t>(options.resamples));
-  std::vector<double> t(treatment.size()), c(control.size());
-  for (int r = 0; r < options.resamples; ++r) {
-    for (auto& x : t) x = treatment[UniformBelow(rng, treatment.size())];
-    for (auto& x : c) x = control[UniformBelow(rng, control.size())];
-    const double denom = Median(c);
-    if (denom != 0) ratios.push_back(Median(t) / denom);
-  }
-  return PercentileInterval(ratios, options.confidence);
+  return BootstrapMedianCI(treatment, control, options,
+                           [](double t, double c) { return c != 0 ? t / c : kNaN; });
+}
+
+ConfidenceInterval BootstrapMedianDifferenceCI(const std::vector<double>& treatment,
+                                               const std::vector<double>& control,
+                                               const BootstrapOptions& options) {
+  return BootstrapMedianCI(treatment, control, options, [](double t, double c) { return t - c; });
 }
 
 double MannWhitneyMinP(size_t n_a, size_t n_b) {

@@ -55,6 +55,11 @@ struct BootstrapOptions {
 ConfidenceInterval BootstrapMedianRatioCI(const std::vector<double>& treatment,
                                           const std::vector<double>& control,
                                           const BootstrapOptions& options = {});
+// The same resampling (exact or Monte Carlo, the same seed) for median(treatment) -
+// median(control): e.g. the milliseconds a phase adds per step (lib/analysis/attribution.h).
+ConfidenceInterval BootstrapMedianDifferenceCI(const std::vector<double>& treatment,
+                                               const std::vector<double>& control,
+                                               const BootstrapOptions& options = {});
 
 enum class MannWhitneyMethod { kNone, kExact, kNormal };
 const char* ToString(MannWhitneyMethod m);  // "", "exact", "normal"

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,14 @@ inline uint64_t UniformBelow(std::mt19937_64& rng, uint64_t n) {
     x = rng();
   } while (x >= limit);
   return x % n;
+}
+
+// FNV-1a of `s`: a seed derived from a name (a pairing key, a phase) that is the same on every
+// platform, unlike std::hash.
+inline uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
 }
 
 // Fisher-Yates, from the back.

@@ -177,8 +177,9 @@ std::string FormatDuration(double s) {
   char buf[64];
   if (s == 0) return "0 s";
   if (s >= 120) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
-  else if (s >= 1) std::snprintf(buf, sizeof buf, "%.2f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  // The thresholds sit where the smaller unit would print 1000.0 (0.9999996 ms is "1.0 ms").
+  else if (s >= 0.99995) std::snprintf(buf, sizeof buf, "%.2f s", s);
+  else if (s >= 0.99995e-3) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
   else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
   return buf;
 }

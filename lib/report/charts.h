@@ -39,10 +39,17 @@ struct SensitivitySet {
 SensitivitySet SensitivityFigures(const experiment::ExperimentResults& results,
                                   const std::vector<TrialRecord>& trials);
 
-// Grouped bars with bootstrap CIs: per pairing, the slowdown of each victim phase, phases in
-// pipeline order, those under 1 % of the step grouped. svg "" when no pairing reports phases.
+// Where the step time went (lib/analysis/attribution.h): per pairing, the baseline first, a
+// stacked bar of each on-path phase's mean time per step (those under 1 % of the step in every
+// pairing together) and the untimed rest, labelled with the added time. svg "" without a
+// baseline and another pairing that have per-step series. `trials` is unused: the figures are
+// the ones Summarize computed.
 Figure PhaseFigure(const experiment::ExperimentResults& results,
                    const std::vector<TrialRecord>& trials);
+// The antagonist x phase matrix: added time per step of each on-path phase, the untimed rest,
+// and each overlapped stage's own change, with CIs and * where the CI excludes 0; an HTML
+// table, "" when PhaseFigure has nothing to draw.
+std::string PhaseMatrix(const experiment::ExperimentResults& results);
 
 // Step time vs time of the first measured trial of the most-slowed pairing, with each
 // antagonist's active span shaded and its achieved rate in a panel below.

@@ -56,6 +56,9 @@ td.rate { min-width: 220px; max-width: 380px; }
 td.notes { max-width: 260px; }
 tr.baseline td { background: #fafafa; }
 td .sub { color: var(--muted); font-size: 12px; }
+table.phase-matrix td { text-align: right; white-space: nowrap; }
+table.phase-matrix td.significant { font-weight: 600; }
+table.phase-matrix .overlapped { color: var(--muted); }
 details { margin-top: 8px; }
 figure { margin: 0; }
 pre { background: #f7f7f7; padding: 10px 12px; overflow-x: auto; max-width: 1100px;
@@ -347,12 +350,16 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                   "baseline, faded points are not significant after the Holm adjustment.",
                   curve_html + curves.notes);
   if (const Figure phases = PhaseFigure(results, trials); !phases.svg.empty()) {
-    page += Section("phases", "Per-phase breakdown",
-                    "Which part of a training step the interference slows: each phase's median "
-                    "time under interference &divide; its baseline median, with bootstrap "
-                    "confidence intervals over the trials. Phases in pipeline order; those under "
-                    "1 % of the step in every pairing are summed into one bar.",
-                    "<div class=\"scroll\">" + phases.svg + "</div>\n");
+    page += Section("phases", "Where the step time went",
+                    "Each pairing's mean time per step by phase (the baseline first; phases in "
+                    "pipeline order, those under 1 % of the step in every pairing together, and "
+                    "what the victim does not time on top), labelled with the time it adds per "
+                    "step. The table gives each phase's added time per step with its bootstrap "
+                    "CI (* where it excludes 0; the same resampling as the slowdown) and, for "
+                    "stages that overlap the step (loader reads and decodes), their own change: "
+                    "they cost the step only through the wait they feed. A phase that is near "
+                    "zero at baseline is never shown as a ratio.",
+                    "<div class=\"scroll\">" + phases.svg + "</div>\n" + PhaseMatrix(results));
   }
   if (std::string interactions = RenderInteractions(results); !interactions.empty()) {
     page += Section("interaction", "Interaction",

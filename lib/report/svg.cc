@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "lib/analysis/phase_order.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 
@@ -105,12 +106,7 @@ DisplayUnit RateDisplayUnit(double max, std::string_view unit) {
   return d;
 }
 
-std::string PhaseLabel(const std::string& phase) {
-  if (phase.size() > 2 && phase.compare(phase.size() - 2, 2, "_s") == 0) {
-    return phase.substr(0, phase.size() - 2);
-  }
-  return phase;
-}
+std::string PhaseLabel(const std::string& phase) { return experiment::PhaseLabel(phase); }
 
 double TextWidth(std::string_view text, double font_px) {
   size_t chars = 0;

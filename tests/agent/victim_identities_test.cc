@@ -5,8 +5,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -99,6 +102,15 @@ TEST_F(VictimIdentitiesTest, AnIdleExperimentGivesItsUidBackWhenAnotherNeedsIt) 
   EXPECT_EQ(pool->UidOf("exp-b"), 0u);
 }
 
+// The real uid of `pid` from /proc/PID/status, or -1.
+long RealUid(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Uid:", 0) == 0) return std::strtol(line.c_str() + 4, nullptr, 10);
+  }
+  return -1;
+}
+
 TEST_F(VictimIdentitiesTest, ReleaseKillsWhatStillRunsAsTheUid) {
   auto pool = Open({61130, 61131});
   ASSERT_TRUE(pool);
@@ -110,6 +122,11 @@ TEST_F(VictimIdentitiesTest, ReleaseKillsWhatStillRunsAsTheUid) {
   o.group = SpawnOptions::Group::kOwnSession;  // left its group: only the uid finds it
   auto p = Subprocess::Spawn(o);
   ASSERT_TRUE(p.ok()) << p.error();
+  // Spawn returns after the fork: until the child has dropped to the uid it is still root's
+  // (and the agent's to stop by its group, not by the uid). Wait for the drop, 10 s at most.
+  for (int i = 0; i < 1000 && RealUid(p->pid()) != static_cast<long>(a->uid); ++i)
+    usleep(10 * 1000);
+  ASSERT_EQ(RealUid(p->pid()), static_cast<long>(a->uid));
   pool->Done("exp-a");
   EXPECT_EQ(pool->End("exp-a"), 1);
   const ExitStatus st = p->Wait();

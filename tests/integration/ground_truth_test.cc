@@ -108,6 +108,48 @@ TEST_F(GroundTruthTest, PipelinedVictimDefaultMetricGetsElapsedTruth) {
   EXPECT_NEAR(by_median["tick@max"]["slowdown"].get<double>(), 3.0, 0.06);
 }
 
+// Additive attribution (issue: where the extra time went): the truth victim's antagonist adds
+// exactly base x gain x intensity per step, all of it to data_wait_s; compute_s and the
+// near-zero h2d_s add nothing, nor does the time it leaves untimed; read_s overlaps the step.
+TEST_F(GroundTruthTest, PhaseAttributionAddsUpToTheKnownAddedTime) {
+  Run(", --phases", "[0.5, max]", "");
+  auto pairings = Results("");
+  for (const char* key : {"tick@0.5", "tick@max"}) {
+    ASSERT_TRUE(pairings.count(key)) << table_;
+    const auto& p = pairings[key];
+    const double x = p["antagonists"][0]["max"].get<bool>()
+                         ? 1.0
+                         : p["antagonists"][0]["target_rate"].get<double>() / kCapacity;
+    const double truth = 0.01 * kGain * x;  // seconds per step
+    const auto& a = p["attribution"];
+    EXPECT_NEAR(a["added_s"].get<double>(), truth, 0.05 * truth) << key << ": " << a.dump();
+    EXPECT_NEAR(a["unexplained_s"].get<double>(), 0, 0.05 * truth) << key << ": " << a.dump();
+    ASSERT_FALSE(a["ci_low"].is_null()) << a.dump();  // 3 trials a side
+    EXPECT_LE(a["ci_low"].get<double>(), a["added_s"].get<double>() + 1e-12);
+    std::map<std::string, nlohmann::json> phases;
+    for (const auto& ph : p["phases"]) phases[ph["phase"].get<std::string>()] = ph;
+    ASSERT_TRUE(phases.count("data_wait_s") && phases.count("compute_s") && phases.count("h2d_s") &&
+                phases.count("read_s"))
+        << p["phases"].dump();
+    EXPECT_NEAR(phases["data_wait_s"]["added_s"].get<double>(), truth, 0.05 * truth);
+    EXPECT_TRUE(phases["data_wait_s"]["significant"].get<bool>());
+    EXPECT_NEAR(phases["compute_s"]["added_s"].get<double>(), 0, 0.05 * truth);
+    // data_wait is 0 at baseline and h2d 0.2 % of the step: deltas, never ratios.
+    EXPECT_TRUE(phases["data_wait_s"]["near_zero"].get<bool>());
+    EXPECT_TRUE(phases["data_wait_s"]["slowdown"].is_null());
+    EXPECT_TRUE(phases["h2d_s"]["near_zero"].get<bool>());
+    EXPECT_NEAR(phases["h2d_s"]["added_s"].get<double>(), 0, 1e-9);
+    // read_s: off the step's path, feeding data_wait; its own slowdown is 1 + 3x.
+    EXPECT_FALSE(phases["read_s"]["on_path"].get<bool>());
+    EXPECT_EQ(phases["read_s"]["feeds"], "data_wait_s");
+    EXPECT_NEAR(phases["read_s"]["slowdown"].get<double>(), 1 + 3 * x, 0.02 * (1 + 3 * x));
+  }
+  // The table says it in milliseconds per step, not as a ratio of a near-zero phase.
+  EXPECT_NE(table_.find("phases: +5.00 ms/step"), std::string::npos) << table_;
+  EXPECT_NE(table_.find("data_wait +5.00 ms*"), std::string::npos) << table_;
+  EXPECT_NE(table_.find("read 4.00x (feeds data_wait)"), std::string::npos) << table_;
+}
+
 TEST_F(GroundTruthTest, InvalidMetricIsRejectedWithItsLocation) {
   WriteFile(dir_ + "/bad.yaml",
             "name: bad\nvictim:\n  command: [true]\n  metric: fastest\nantagonists: []\n");

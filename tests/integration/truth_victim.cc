@@ -8,8 +8,13 @@
 //   pipelined  a loader that falls behind: a step is slow (3 * base) or fast (base); the share
 //              of slow steps is 40% + 20% * x, spread evenly. With x = 1 over 20 steps elapsed
 //              time grows 440/360 = 1.222x while the median jumps from fast to slow (3x).
+//   phases     steady's cycle on compute only, and phases whose added time is known: a step is
+//              compute_s (base x cycle) + data_wait_s (base x gain x x) + h2d_s (0.2 % of base,
+//              near zero) + 5 % of base it does not time; read_s (base x (1 + 3x)) is an
+//              overlapped loader stage, not part of the step. So per step the antagonist adds
+//              exactly base x gain x x, all of it data_wait_s, nothing untimed.
 // Usage: codl-truth-victim --tag DIR --capacity C [--steps N] [--warmup W] [--base S]
-//                          [--gain G] [--pipelined]
+//                          [--gain G] [--pipelined | --phases]
 #include <dirent.h>
 #include <unistd.h>
 
@@ -31,6 +36,7 @@ struct Options {
   double base = 0.01;
   double gain = 0.5;
   bool pipelined = false;
+  bool phases = false;
 };
 
 std::vector<std::string> Argv(const std::string& pid) {
@@ -80,6 +86,7 @@ bool Parse(int argc, char** argv, Options* o) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (a == "--pipelined") o->pipelined = true;
+    else if (a == "--phases") o->phases = true;
     else if (!v) return false;
     else if (a == "--tag") o->tag = argv[++i];
     else if (a == "--capacity") o->capacity = std::atof(argv[++i]);
@@ -92,11 +99,25 @@ bool Parse(int argc, char** argv, Options* o) {
   return !o->tag.empty() && o->capacity > 0 && o->steps > 0;
 }
 
+constexpr double kCycle[] = {0.9, 1.0, 1.1, 1.0};
+
+// --phases: one step's phases (see the header comment) and its step time.
+struct PhasedStep {
+  double compute, data_wait, h2d, read, step;
+};
+PhasedStep Phased(const Options& o, double x, int measured_index) {
+  PhasedStep s;
+  s.compute = o.base * kCycle[measured_index % 4];
+  s.data_wait = o.base * o.gain * x;
+  s.h2d = 0.002 * o.base;
+  s.read = o.base * (1 + 3 * x);
+  s.step = s.compute + s.data_wait + s.h2d + 0.05 * o.base;
+  return s;
+}
+
 double StepTime(const Options& o, double x, int measured_index) {
-  if (!o.pipelined) {
-    static const double kCycle[] = {0.9, 1.0, 1.1, 1.0};
-    return o.base * (1 + o.gain * x) * kCycle[measured_index % 4];
-  }
+  if (o.phases) return Phased(o, x, measured_index).step;
+  if (!o.pipelined) return o.base * (1 + o.gain * x) * kCycle[measured_index % 4];
   // Integer arithmetic: exactly floor(n * pct / 100) of the first n steps are slow.
   const int pct = 40 + static_cast<int>(20 * x + 0.5);
   const bool slow = (measured_index + 1) * pct / 100 > measured_index * pct / 100;
@@ -110,7 +131,7 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, &o)) {
     std::fprintf(stderr,
                  "usage: codl-truth-victim --tag DIR --capacity C [--steps N] [--warmup W] "
-                 "[--base S] [--gain G] [--pipelined]\n");
+                 "[--base S] [--gain G] [--pipelined | --phases]\n");
     return 2;
   }
   const double x = AntagonistIntensity(o);
@@ -121,8 +142,17 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "codl-truth-victim: intensity %.6g\n", x);
   for (int i = 0; i < o.warmup + o.steps; ++i) {
-    const double t = StepTime(o, x, i < o.warmup ? 0 : i - o.warmup);
-    std::printf("{\"step\": %d, \"step_time_s\": %.9g}\n", i, t);
+    const int measured_index = i < o.warmup ? 0 : i - o.warmup;
+    const double t = StepTime(o, x, measured_index);
+    if (o.phases) {
+      const PhasedStep s = Phased(o, x, measured_index);
+      std::printf(
+          "{\"step\": %d, \"step_time_s\": %.9g, \"phases\": {\"data_wait_s\": %.9g, "
+          "\"read_s\": %.9g, \"h2d_s\": %.9g, \"compute_s\": %.9g}}\n",
+          i, t, s.data_wait, s.read, s.h2d, s.compute);
+    } else {
+      std::printf("{\"step\": %d, \"step_time_s\": %.9g}\n", i, t);
+    }
     std::fflush(stdout);
     // Each step takes the time it reports, as a real loop's would: the runner checks that the
     // steps fit in the victim's wall time ("metric looks wrong" otherwise).

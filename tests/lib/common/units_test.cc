@@ -60,6 +60,8 @@ TEST(Format, Human) {
   EXPECT_EQ(FormatRate(0.41, "core-s/s"), "0.41 core-s/s") << "one space, not two";
   EXPECT_EQ(FormatRate(512, "IOPS"), "512.00 IOPS");
   EXPECT_EQ(FormatDuration(0.25), "250.0 ms");
+  EXPECT_EQ(FormatDuration(0.001 - 1e-12), "1.0 ms");  // not "1000.0 us"
+  EXPECT_EQ(FormatDuration(1 - 1e-9), "1.00 s");       // not "1000.0 ms"
 }
 
 }  // namespace

@@ -62,37 +62,54 @@ size_t Column(const std::vector<std::string>& header, const std::string& name) {
   return 0;
 }
 
-TEST(FiguresTest, PhasesInPipelineOrderWithTheSmallOnesGroupedAndCIs) {
+// Where the step time went: stacked on-path phases in pipeline order (h2d + comm, under 1 % of
+// the step, together), the untimed rest on top, read_s (overlapped) not stacked; the CSV holds
+// every phase's added time with its CI, and the matrix the same beside read's own slowdown.
+TEST(FiguresTest, StackedPhasesInPipelineOrderWithAddedTimeAndCIs) {
   const auto s = Pipeline();
-  const Figure f = PhaseFigure(Summary(s), s.trials);
+  const auto results = Summary(s);
+  const Figure f = PhaseFigure(results, s.trials);
   ASSERT_FALSE(f.svg.empty());
+  EXPECT_LT(f.svg.find(">data_wait</text>"), f.svg.find(">compute</text>"));
+  EXPECT_LT(f.svg.find(">compute</text>"), f.svg.find(">other (&lt; 1 %)</text>"));
+  EXPECT_LT(f.svg.find(">other (&lt; 1 %)</text>"), f.svg.find(">untimed</text>"));
+  EXPECT_EQ(f.svg.find(">read</text>"), std::string::npos);  // not part of the step
+  EXPECT_NE(f.svg.find("data-phase=\"h2d_s;comm_s\""), std::string::npos);
   const auto rows = CsvRows(f.csv);
   const auto& h = rows.front();
-  // The first pairing's bars, in order: the victim's pipeline, not the alphabet
-  // (compute < data_wait < read), and h2d + comm (under 1 % of the step) as one bar.
-  std::vector<std::string> phases;
-  for (size_t r = 1; r < rows.size() && rows[r][0] == rows[1][0]; ++r) {
-    phases.push_back(rows[r][Column(h, "phase")]);
-  }
-  EXPECT_EQ(phases, (std::vector<std::string>{"data_wait", "read", "compute", "other (< 1 %)"}));
-  EXPECT_EQ(rows[4][Column(h, "phases")], "h2d_s;comm_s");
-  EXPECT_LT(f.svg.find(">data_wait</text>"), f.svg.find(">read</text>"));
-  EXPECT_LT(f.svg.find(">read</text>"), f.svg.find(">compute</text>"));
-  EXPECT_NE(f.svg.find(">other (&lt; 1 %)</text>"), std::string::npos);
-  // Every bar has a bootstrap CI around its value (5 trials a side).
+  bool saw_read = false, saw_wait = false;
   for (size_t r = 1; r < rows.size(); ++r) {
-    const double v = std::stod(rows[r][Column(h, "slowdown")]);
-    ASSERT_FALSE(rows[r][Column(h, "ci_low")].empty()) << rows[r][0];
-    EXPECT_LE(std::stod(rows[r][Column(h, "ci_low")]), v + 1e-9);
-    EXPECT_GE(std::stod(rows[r][Column(h, "ci_high")]), v - 1e-9);
-    EXPECT_EQ(rows[r][Column(h, "n")], "5");
-  }
-  // storage@1's read phase: 4.5x, as the synthetic experiment is built.
-  for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r][0] == "storage@1" && rows[r][1] == "read") {
-      EXPECT_NEAR(std::stod(rows[r][Column(h, "slowdown")]), 4.5, 0.4);
+    const auto& row = rows[r];
+    EXPECT_EQ(row[Column(h, "n")], "5");
+    if (row[0] == "baseline") {
+      EXPECT_EQ(row[Column(h, "added_s")], "") << row[1];
+      continue;
+    }
+    const std::string phase = row[Column(h, "phase")];
+    if (phase == "untimed") continue;
+    // Every interfered phase has a bootstrap CI around its added time (5 trials a side).
+    const double added = std::stod(row[Column(h, "added_s")]);
+    ASSERT_FALSE(row[Column(h, "added_ci_low")].empty()) << row[0] << " " << phase;
+    EXPECT_LE(std::stod(row[Column(h, "added_ci_low")]), added + 1e-9);
+    EXPECT_GE(std::stod(row[Column(h, "added_ci_high")]), added - 1e-9);
+    if (row[0] == "storage@1" && phase == "read_s") {
+      saw_read = true;
+      EXPECT_EQ(row[Column(h, "on_path")], "false");
+      EXPECT_EQ(row[Column(h, "feeds")], "data_wait_s");
+      EXPECT_NEAR(std::stod(row[Column(h, "slowdown")]), 4.5, 0.4);
+    }
+    if (row[0] == "storage@1" && phase == "data_wait_s") {
+      saw_wait = true;  // 30 % of a step 2.4x the baseline's 1 s
+      EXPECT_NEAR(added, 0.3 * 1.4, 0.05);
+      EXPECT_EQ(row[Column(h, "significant")], "true");
     }
   }
+  EXPECT_TRUE(saw_read && saw_wait) << f.csv;
+  const std::string matrix = PhaseMatrix(results);
+  EXPECT_NE(matrix.find(">read (overlapped)</th>"), std::string::npos) << matrix;
+  EXPECT_NE(matrix.find("<tr data-matrix-pairing=\"storage@1\">"), std::string::npos) << matrix;
+  EXPECT_EQ(matrix.find("<tr data-matrix-pairing=\"baseline\">"), std::string::npos) << matrix;
+  EXPECT_NE(matrix.find("class=\"significant\""), std::string::npos) << matrix;
 }
 
 TEST(FiguresTest, PhaseBarsWithoutEnoughTrialsHaveNoCI) {
@@ -101,7 +118,17 @@ TEST(FiguresTest, PhaseBarsWithoutEnoughTrialsHaveNoCI) {
   const auto s = MakeSynthetic(o);
   const auto rows = CsvRows(PhaseFigure(Summary(s), s.trials).csv);
   ASSERT_GT(rows.size(), 1u);
-  for (size_t r = 1; r < rows.size(); ++r) EXPECT_EQ(rows[r][6], "") << rows[r][0];
+  for (size_t r = 1; r < rows.size(); ++r) {
+    EXPECT_EQ(rows[r][Column(rows[0], "added_ci_low")], "") << rows[r][0];
+  }
+}
+
+TEST(FiguresTest, NoStepSeriesNoPhaseFigure) {
+  SyntheticOptions o;
+  o.steps = false;
+  const auto s = MakeSynthetic(o);
+  EXPECT_TRUE(PhaseFigure(Summary(s), s.trials).svg.empty());
+  EXPECT_EQ(PhaseMatrix(Summary(s)), "");
 }
 
 // Trials run 0.5 before 0.25, storage before membw; every figure and table lists them sorted.
