@@ -519,5 +519,48 @@ TEST_F(ClusterTest, BadInputExitsTwoWithLocation) {
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
 }
 
+// Security issue, item 3: a hostile experiment name (OSC title, clear screen, CR/LF and a fake
+// line) through the verbs that need a controller — submit --watch's progress, watch (table,
+// csv, json), status, agents — and into the daemons' logs: no raw ESC or CR anywhere, the name
+// shown escaped, and watch's JSON lines valid JSON that keep the name exactly.
+TEST_F(ClusterTest, HostileNameReachesNoTerminalOrLogRaw) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml",
+            QuickExperiment("\"evil\\e]0;pwned\\a\\e[2J\\r\\nFAKE done\"", "", 1));
+  auto sub = c.Ctl({"submit", dir_ + "/exp.yaml", "--watch"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err << c.Logs();
+  std::string all = sub.out + sub.err;
+  const std::vector<std::vector<std::string>> verbs = {{"watch", "latest"},
+                                                       {"watch", "latest", "-o", "csv"},
+                                                       {"status"},
+                                                       {"status", "latest"},
+                                                       {"agents"},
+                                                       {"agents", "-o", "wide"},
+                                                       {"agents", "-o", "csv"}};
+  for (const auto& args : verbs) {
+    auto r = c.Ctl(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    all += r.out + r.err;
+  }
+  auto json = c.Ctl({"watch", "latest", "-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::istringstream lines(json.out);
+  bool named = false;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    named |= line.find("evil\\u001b]0;pwned\\u0007") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << json.out;
+  all += json.out + json.err + c.Logs();
+  EXPECT_EQ(all.find('\x1b'), std::string::npos) << "raw ESC";
+  EXPECT_EQ(all.find('\r'), std::string::npos) << "raw CR";
+  EXPECT_NE(all.find("evil\\x1B]0;pwned\\x07\\x1B[2J\\x0D\\x0AFAKE done"), std::string::npos)
+      << sub.out;
+}
+
 }  // namespace
 }  // namespace codl::testing
