@@ -9,6 +9,7 @@
 #include "lib/analysis/results.h"
 
 #include "lib/analysis/adaptive.h"
+#include "lib/analysis/confound.h"
 #include "lib/analysis/multiple_comparisons.h"
 #include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/phase_order.h"
@@ -291,6 +292,7 @@ PairingSummary SummarizePairing(const std::string& key,
   opt.confidence = kConfidence;
   opt.seed = experiment_seed ^ Fnv1a(key);
   AttributePairing(s.measured, base.done, opt, &p);
+  p.confounds = CpuConfounds(p);
   p.ranks = SpreadOfRanks(s.measured);
   return p;
 }

@@ -107,10 +107,11 @@ struct PairingSummary {
   bool ci_small_n = false;
   bool ci_exact = false;  // the interval enumerated every resample (small n)
   MannWhitneyMethod p_method = MannWhitneyMethod::kNone;
-  std::vector<PhaseSlowdown> phases;  // in OrderPhases order (phase_order.h)
-  StepAttribution attribution;        // the baseline's: its step_s only
-  double victim_cores = kNaN;         // mean CPU cores the victim's tree used (measured trials)
-  std::string victim_cpus;            // CPUs the victim could run on (as AntagonistSummary::cpus)
+  std::vector<PhaseSlowdown> phases;   // in OrderPhases order (phase_order.h)
+  StepAttribution attribution;         // the baseline's: its step_s only
+  double victim_cores = kNaN;          // mean CPU cores the victim's tree used (measured trials)
+  std::string victim_cpus;             // CPUs the victim could run on (as AntagonistSummary::cpus)
+  std::vector<std::string> confounds;  // CpuConfounds (confound.h): what else an antagonist used
   RankSpread ranks;  // a victim with several ranks: per-rank medians, spread, slowest rank
 };
 

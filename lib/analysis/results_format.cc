@@ -299,6 +299,8 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
     }
     if (std::string phases = PhasesLine(p); !phases.empty()) lines.push_back(phases);
     if (!p.ranks.ranks.empty()) lines.push_back(RanksLine(p.ranks));
+    for (const std::string& c : p.confounds)
+      lines.push_back("warning: confound: " + TerminalSafe(c));
     if (!p.baseline && std::isfinite(p.p_min) && p.p_min > 0.05) {
       lines.push_back("note: with " + std::to_string(p.n) +
                       " trials against the baseline's, p "
@@ -541,6 +543,7 @@ std::string FormatJson(const ExperimentResults& r) {
                          {"explained_s", Num(at.explained_s)},
                          {"unexplained_s", Num(at.unexplained_s)}};
     pj["ranks"] = RanksJson(p.ranks);
+    pj["confounds"] = p.confounds;
     pj["antagonists"] = Json::array();
     for (const auto& a : p.antagonists) {
       pj["antagonists"].push_back({{"name", a.name},

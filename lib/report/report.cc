@@ -208,6 +208,7 @@ std::string Notes(const PairingSummary& p) {
   add(p.n_failed, "failed");
   add(p.n_flagged, "flagged");
   add(p.n_not_run, "not run");
+  for (const auto& c : p.confounds) s += (s.empty() ? "" : "; ") + ("confound: " + Escape(c));
   for (const auto& a : p.antagonists) {
     if (a.n_missed_target) {
       s += (s.empty() ? "" : ", ") + Escape(a.name) + " below target in " +
