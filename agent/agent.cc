@@ -89,6 +89,9 @@ Status Agent::Start() {
   policy.victim.clean_env = options_.victim_env_clean.value_or(geteuid() == 0);
   policy.victim.env_keep = options_.victim_env_keep;
   policy.victim.home_root = options_.scratch_roots.front();
+  policy.victim.cache_roots = options_.scratch_roots;
+  policy.victim.cache_roots.insert(policy.victim.cache_roots.end(), options_.cache_roots.begin(),
+                                   options_.cache_roots.end());
   if (const auto& r = options_.victim_uid_range) {
     auto pool = VictimIdentities::Open({r->first, r->second}, options_.victim_uid_lock_dir,
                                        SystemClock::Get(), VictimIdentities::kDefaultIdleReleaseS);

@@ -38,6 +38,8 @@ struct AgentOptions {
   std::string agent_id;                       // default: hostname
   std::map<std::string, std::string> labels;  // user labels, added to the detected ones
   std::vector<std::string> scratch_roots;     // where injectors may write
+  // victim.cache.paths may also lie under these (read, evicted, warmed: never written).
+  std::vector<std::string> cache_roots;
   bool allow_victim = true;                   // may the controller run victim commands here?
   double max_level = 1.0;                     // policy: highest level an antagonist may run at
   double lease_s = tunables::kDefaultLeaseS;  // dead-man switch default

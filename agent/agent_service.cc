@@ -28,6 +28,8 @@ experiment::VictimSpec FromProto(const v1::VictimSpec& p) {
   v.warmup_steps = p.warmup_steps();
   v.timeout_s = p.timeout_s();
   v.trace_steps = std::clamp(p.trace_steps(), 0, experiment::kMaxTraceSteps);
+  if (!p.cache_mode().empty()) v.cache.mode = p.cache_mode();
+  v.cache.paths.assign(p.cache_paths().begin(), p.cache_paths().end());
   switch (p.progress().format()) {
     case v1::VictimProgress::REGEX:
       v.progress.format = experiment::ProgressSpec::Format::kRegex;
@@ -350,6 +352,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     reply->set_trace_zlib(std::move(o.trace_zlib));
     reply->set_trace_raw_bytes(o.trace_raw_bytes);
     reply->set_trace_error(o.trace_error);
+    reply->set_cache_measured(o.cache_measured);
+    reply->set_cache_total_bytes(o.cache.total_bytes);
+    reply->set_cache_resident_bytes(o.cache.resident_bytes);
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);
   });

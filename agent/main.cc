@@ -27,6 +27,7 @@ void ApplyFile(const cfg::AgentConfig& f, const CLI::App& app, codl::agent::Agen
   cfg::FromFileUnlessFlag(app, "--advertise", f.advertise, o.advertise);
   cfg::FromFileUnlessFlag(app, "--id", f.id, o.agent_id);
   cfg::FromFileUnlessFlag(app, "--scratch-root", f.scratch_roots, o.scratch_roots);
+  cfg::FromFileUnlessFlag(app, "--cache-root", f.cache_roots, o.cache_roots);
   cfg::FromFileUnlessFlag(app, "--no-victim", f.allow_victim, o.allow_victim);
   cfg::FromFileUnlessFlag(app, "--max-level", f.max_level, o.max_level);
   cfg::FromFileUnlessFlag(app, "--lease", f.lease_s, o.lease_s);
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
                  "user label KEY=VALUE (repeatable), e.g. --label role=gpu; added to the file's");
   app.add_option("--scratch-root", o.scratch_roots,
                  "directory injectors may write under (repeatable; default: $TMPDIR or /tmp)");
+  app.add_option("--cache-root", o.cache_roots,
+                 "directory whose files victim.cache may evict from or read into the page cache, "
+                 "besides the scratch roots (repeatable; never written)");
   app.add_flag("!--no-victim", o.allow_victim, "refuse to run victim commands");
   app.add_option("--max-level", o.max_level, "highest antagonist level allowed (0..1]")
       ->check(CLI::Range(0.0, 1.0))

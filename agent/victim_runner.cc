@@ -210,6 +210,13 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
     out.progress.error = "victim could not start: " + why;
     return out;
   };
+  if (!spec.cache.paths.empty()) {
+    // Before every trial, baselines too: what the victim finds in memory is chosen, not chance.
+    auto cache = PrepareCache(spec.cache, identity_.cache_roots);
+    if (!cache.ok()) return NotStarted(cache.error());
+    out.cache = *cache;
+    out.cache_measured = true;
+  }
   ChildProcess::Options o;
   o.argv = spec.command;
   std::unique_ptr<HomeDir> home;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/page_cache.h"
 #include "agent/progress_parser.h"
 #include "lib/common/clock.h"
 #include "lib/common/subprocess.h"
@@ -30,6 +31,9 @@ struct VictimOutcome {
   std::string trace_zlib;
   int64_t trace_raw_bytes = 0;
   std::string trace_error;
+  // victim.cache with paths: what the page cache held of them as the victim started.
+  bool cache_measured = false;
+  CacheReport cache;
 };
 
 // A victim's profiler trace kept at most this large, compressed (uncompressed: kMaxTraceRawBytes).
@@ -58,6 +62,8 @@ struct VictimIdentity {
   bool clean_env = false;
   std::vector<std::string> env_keep;  // clean_env: names passed on from the agent's environment
   std::string home_root;              // clean_env: each trial's HOME is made under it
+  // victim.cache.paths must resolve inside one of these (the scratch roots and cache_roots).
+  std::vector<std::string> cache_roots;
 };
 
 // The base of a victim's clean environment: PATH and LANG (the agent's values, else

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -256,6 +257,34 @@ static void PrintPowerWarnings(int repetitions, int baselines) {
   }
 }
 
+// victim.cache as-is over data this machine's memory could hold: whether the page cache holds it
+// decides I/O figures, and nothing sets it (the sizes are this machine's; an agent's node may
+// differ). "" otherwise.
+static std::string CacheWarning(const experiment::CacheSpec& c) {
+  if (c.mode != "as-is" || c.paths.empty()) return "";
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return "";
+  const double ram = static_cast<double>(pages) * static_cast<double>(page);
+  std::error_code ec;
+  double total = 0;
+  for (const auto& p : c.paths) {
+    if (std::filesystem::is_regular_file(p, ec)) {
+      total += static_cast<double>(std::filesystem::file_size(p, ec));
+      continue;
+    }
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             p, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += it->file_size(ec);
+    }
+  }
+  if (total >= ram) return "";
+  return FormatSize(total) + " under victim.cache.paths could sit in this machine's " +
+         FormatSize(ram) +
+         " of memory and victim.cache is as-is: whether it is already cached decides I/O "
+         "figures; set victim.cache {mode: cold or warm, paths: [...]} (docs/experiment-format.md)";
+}
+
 int CmdValidate(const std::string& file, bool plan, const std::string& db) {
   auto spec = experiment::LoadExperimentFile(file, InjectorHooks());
   if (!spec.ok()) {
@@ -276,6 +305,8 @@ int CmdValidate(const std::string& file, bool plan, const std::string& db) {
   }
   if (plan) {
     printf("%s\n", experiment::VictimPlacementLine(*spec).c_str());
+    if (std::string w = CacheWarning(spec->victim.cache); !w.empty())
+      printf("warning: %s\n", w.c_str());
     printf(
         "victims run as: the agent's victim_user on each node (default nobody for an agent "
         "started as root; `codlctl agents` lists it); with `codlctl run` and no controller, "

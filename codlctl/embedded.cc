@@ -47,6 +47,8 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
   // The victim is your own command, run as you: it sees your shell's environment (a cluster
   // agent started as root gives victims a clean one, docs/security.md).
   ao.victim_env_clean = false;
+  // victim.cache may evict or read any file you can read: the agent is you here.
+  ao.cache_roots = {"/"};
   agent_ = std::make_unique<agent::Agent>(ao);
   if (Status s = agent_->Start(); !s.ok()) return s;
   // The first experiment needs a live agent: wait for its registration (usually a few ms).

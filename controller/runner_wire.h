@@ -20,6 +20,8 @@ inline v1::VictimSpec ToProto(const experiment::VictimSpec& v) {
   p.set_warmup_steps(v.warmup_steps);
   p.set_timeout_s(v.timeout_s);
   p.set_trace_steps(v.trace_steps);
+  p.set_cache_mode(v.cache.mode);
+  for (const auto& path : v.cache.paths) p.add_cache_paths(path);
   auto* pr = p.mutable_progress();
   switch (v.progress.format) {
     case experiment::ProgressSpec::Format::kRegex: pr->set_format(v1::VictimProgress::REGEX); break;

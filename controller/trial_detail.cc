@@ -1,5 +1,6 @@
 #include "controller/trial_detail.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "lib/common/units.h"
@@ -20,6 +21,12 @@ void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   t->trace_zlib = victim.trace_zlib();
   t->trace_raw_bytes = victim.trace_raw_bytes();
   t->trace_error = victim.trace_error();
+  if (victim.cache_measured()) {
+    // From the agent: kept consistent whatever it sent (0 <= resident <= total).
+    t->cache_total_bytes = std::max<int64_t>(0, victim.cache_total_bytes());
+    t->cache_resident_bytes =
+        std::clamp<int64_t>(victim.cache_resident_bytes(), 0, t->cache_total_bytes);
+  }
 }
 
 std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antagonists) {

@@ -293,6 +293,17 @@ PairingSummary SummarizePairing(const std::string& key,
   opt.seed = experiment_seed ^ Fnv1a(key);
   AttributePairing(s.measured, base.done, opt, &p);
   p.confounds = CpuConfounds(p);
+  std::vector<double> cache_total, cache_share;
+  for (const TrialRecord* t : s.measured) {
+    if (t->cache_total_bytes < 0) continue;
+    cache_total.push_back(static_cast<double>(t->cache_total_bytes));
+    if (t->cache_total_bytes > 0) {
+      cache_share.push_back(static_cast<double>(t->cache_resident_bytes) /
+                            static_cast<double>(t->cache_total_bytes));
+    }
+  }
+  p.cache_total_bytes = Median(cache_total);
+  p.cache_resident_fraction = Median(cache_share);
   p.ranks = SpreadOfRanks(s.measured);
   return p;
 }

@@ -112,6 +112,10 @@ struct PairingSummary {
   double victim_cores = kNaN;          // mean CPU cores the victim's tree used (measured trials)
   std::string victim_cpus;             // CPUs the victim could run on (as AntagonistSummary::cpus)
   std::vector<std::string> confounds;  // CpuConfounds (confound.h): what else an antagonist used
+  // victim.cache with paths: median over measured trials of the bytes under them, and of the
+  // share resident in the page cache as the victim started (NaN: not measured).
+  double cache_total_bytes = kNaN;
+  double cache_resident_fraction = kNaN;
   RankSpread ranks;  // a victim with several ranks: per-rank medians, spread, slowest rank
 };
 

@@ -299,6 +299,14 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
     }
     if (std::string phases = PhasesLine(p); !phases.empty()) lines.push_back(phases);
     if (!p.ranks.ranks.empty()) lines.push_back(RanksLine(p.ranks));
+    if (std::isfinite(p.cache_total_bytes)) {
+      lines.push_back("cache: " +
+                      (std::isfinite(p.cache_resident_fraction)
+                           ? Fmt("%.1f%%", 100 * p.cache_resident_fraction) + " of "
+                           : std::string()) +
+                      FormatSize(p.cache_total_bytes) +
+                      " under victim.cache.paths resident at the victim's start (median)");
+    }
     for (const std::string& c : p.confounds)
       lines.push_back("warning: confound: " + TerminalSafe(c));
     if (!p.baseline && std::isfinite(p.p_min) && p.p_min > 0.05) {
@@ -544,6 +552,8 @@ std::string FormatJson(const ExperimentResults& r) {
                          {"unexplained_s", Num(at.unexplained_s)}};
     pj["ranks"] = RanksJson(p.ranks);
     pj["confounds"] = p.confounds;
+    pj["cache_total_bytes"] = Num(p.cache_total_bytes);
+    pj["cache_resident_fraction"] = Num(p.cache_resident_fraction);
     pj["antagonists"] = Json::array();
     for (const auto& a : p.antagonists) {
       pj["antagonists"].push_back({{"name", a.name},

@@ -106,10 +106,10 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
                       const TrialMetric& metric) {
   TidyTable table;
   table.columns = kTrialColumns;
-  for (const char* c :
-       {"state", "metric", "metric_unit", "value", "flagged", "flag_reasons", "excluded",
-        "exclude_reason", "wall_s", "victim_cores", "antagonist_cores", "victim_cpus",
-        "victim_node", "ranks", "slowest_rank", "started_unix_ms", "finished_unix_ms"})
+  for (const char* c : {"state", "metric", "metric_unit", "value", "flagged", "flag_reasons",
+                        "excluded", "exclude_reason", "wall_s", "victim_cores", "antagonist_cores",
+                        "victim_cpus", "victim_node", "ranks", "slowest_rank", "started_unix_ms",
+                        "finished_unix_ms", "cache_total_bytes", "cache_resident_bytes"})
     table.columns.push_back(c);
   for (const TrialRecord* t : ByIndex(trials)) {
     const double value = TrialMetricValue(*t, metric);
@@ -127,7 +127,9 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
             Cell::Text(t->victim_node),
             Cell::Int(t->ranks.empty() ? 1 : static_cast<int64_t>(t->ranks.size())),
             slowest >= 0 ? Cell::Int(slowest) : Cell::Missing(), Cell::Int(t->started_unix_ms),
-            Cell::Int(t->finished_unix_ms)});
+            Cell::Int(t->finished_unix_ms),
+            t->cache_total_bytes >= 0 ? Cell::Int(t->cache_total_bytes) : Cell::Missing(),
+            t->cache_resident_bytes >= 0 ? Cell::Int(t->cache_resident_bytes) : Cell::Missing()});
     table.rows.push_back(std::move(row));
   }
   return table;

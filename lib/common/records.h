@@ -122,6 +122,10 @@ struct TrialRecord {
   std::string trace_zlib;
   int64_t trace_raw_bytes = 0;
   std::string trace_error;
+  // victim.cache with paths: the bytes under them and those resident in the page cache as the
+  // victim started (after cold / warm); -1: not measured.
+  int64_t cache_total_bytes = -1;
+  int64_t cache_resident_bytes = -1;
 };
 
 // A flagged record written before typed reasons has only its `error` text: it becomes one

@@ -135,6 +135,7 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
                  "id",
                  "labels",
                  "scratch_roots",
+                 "cache_roots",
                  "allow_victim",
                  "max_level",
                  "lease",
@@ -166,6 +167,9 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     if (m.Has("labels")) c.labels = internal::Labels(m.Value("labels"), "labels");
     if (m.Has("scratch_roots")) {
       c.scratch_roots = internal::AbsolutePathList(m.Value("scratch_roots"), "scratch_roots");
+    }
+    if (m.Has("cache_roots")) {
+      c.cache_roots = internal::AbsolutePathList(m.Value("cache_roots"), "cache_roots");
     }
     if (m.Has("victim_user"))
       c.victim_user = yaml::NonEmptyString(m.Value("victim_user"), "victim_user");

@@ -41,6 +41,7 @@ struct AgentConfig {
   std::optional<std::string> id;              // agent id
   std::map<std::string, std::string> labels;  // user labels; empty: none
   std::optional<std::vector<std::string>> scratch_roots;  // absolute directories
+  std::optional<std::vector<std::string>> cache_roots;    // victim.cache.paths may lie here too
   std::optional<bool> allow_victim;
   std::optional<double> max_level;  // (0, 1]
   std::optional<double> lease_s;

@@ -1,5 +1,6 @@
 #include "lib/rpc/records_proto.h"
 
+#include <algorithm>
 #include <string>
 
 namespace codl::rpc {
@@ -259,6 +260,9 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   for (const auto& a : t.antagonists) *p.add_antagonists() = ToProto(a);
   p.set_victim_cpu_s(t.victim_cpu_s);
   p.set_victim_effective_cpus(t.victim_effective_cpus);
+  p.set_cache_measured(t.cache_total_bytes >= 0);
+  p.set_cache_total_bytes(t.cache_total_bytes);
+  p.set_cache_resident_bytes(t.cache_resident_bytes);
   for (const auto& name : t.phase_order) p.add_phase_order(name);
   for (const auto& r : t.flag_reasons) *p.add_flag_reasons() = ToProto(r);
   for (const auto& r : t.ranks) *p.add_ranks() = ToProto(r);
@@ -290,6 +294,10 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   for (const auto& a : p.antagonists()) t.antagonists.push_back(FromProto(a));
   t.victim_cpu_s = p.victim_cpu_s();
   t.victim_effective_cpus = p.victim_effective_cpus();
+  if (p.cache_measured()) {
+    t.cache_total_bytes = std::max<int64_t>(0, p.cache_total_bytes());
+    t.cache_resident_bytes = std::clamp<int64_t>(p.cache_resident_bytes(), 0, t.cache_total_bytes);
+  }
   t.phase_order.assign(p.phase_order().begin(), p.phase_order().end());
   for (const auto& r : p.flag_reasons()) t.flag_reasons.push_back(FromProto(r));
   for (const auto& r : p.ranks()) t.ranks.push_back(FromProto(r));

@@ -47,6 +47,15 @@ struct ExperimentSpec;
 // victim.trace.steps at most: a profiler trace of more steps is too large to keep per trial.
 inline constexpr int kMaxTraceSteps = 100;
 
+// victim.cache: what the page cache holds of the victim's data when each trial starts. cold:
+// the agent evicts the files under `paths` before every trial (baselines too); warm: it reads
+// them in; as-is (default): neither. With paths the agent records the bytes resident at the
+// victim's start either way (agent/page_cache.h).
+struct CacheSpec {
+  std::string mode = "as-is";      // cold | warm | as-is
+  std::vector<std::string> paths;  // absolute directories or files
+};
+
 struct VictimSpec {
   std::vector<std::string> command;  // argv; argv[0] looked up beside the agent binary, then PATH
   std::map<std::string, std::string> env;
@@ -67,6 +76,7 @@ struct VictimSpec {
   // `python3 -m codl.run` (CODL_TRACE_STEPS / CODL_TRACE_FILE) in the first baseline trial and
   // the first trial of every pairing, kept with the trial (`codlctl trace`). 0: none.
   int trace_steps = 0;
+  CacheSpec cache;  // victim.cache
 };
 
 // The environment the controller gives rank `rank` of a distributed victim: RANK, WORLD_SIZE,

@@ -194,11 +194,35 @@ void ParseDistributed(const MapReader& m, VictimSpec* v) {
   }
 }
 
+CacheSpec ParseCache(const YAML::Node& n, const std::string& path) {
+  MapReader m(n, path, {"mode", "paths"});
+  CacheSpec c;
+  if (m.Has("mode")) {
+    c.mode = ScalarOf(m.Value("mode"), m.PathOf("mode"), "cold, warm or as-is");
+    if (c.mode != "cold" && c.mode != "warm" && c.mode != "as-is") {
+      Fail(m.Value("mode"), m.PathOf("mode"), "'" + c.mode + "' is not cold, warm or as-is");
+    }
+  }
+  if (m.Has("paths")) {
+    const YAML::Node& paths = m.Value("paths");
+    c.paths = yaml::StringList(paths, m.PathOf("paths"), "a list of absolute paths");
+    for (size_t i = 0; i < c.paths.size(); ++i) {
+      if (c.paths[i].empty() || c.paths[i][0] != '/') {
+        Fail(paths[i], Index(m.PathOf("paths"), i), "'" + c.paths[i] + "' is not an absolute path");
+      }
+    }
+  }
+  if (c.mode != "as-is" && c.paths.empty()) {
+    Fail(n, path, "mode " + c.mode + " needs paths: the directories or files the victim reads");
+  }
+  return c;
+}
+
 VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes,
                        const std::string& source_path) {
   MapReader m(n, path,
               {"command", "env", "workdir", "progress", "warmup_steps", "timeout", "nodes",
-               "metric", "cpus", "numa", "distributed", "master_port", "trace"});
+               "metric", "cpus", "numa", "distributed", "master_port", "trace", "cache"});
   VictimSpec v;
   v.nodes = nodes;
   const YAML::Node& cmd = m.Require("command");
@@ -229,6 +253,7 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
     v.trace_steps =
         static_cast<int>(Integer(t.Require("steps"), t.PathOf("steps"), 1, kMaxTraceSteps));
   }
+  if (m.Has("cache")) v.cache = ParseCache(m.Value("cache"), m.PathOf("cache"));
   v.placement = ParsePlacement(m, n, path, source_path);
   ParseDistributed(m, &v);
   return v;

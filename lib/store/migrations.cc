@@ -202,6 +202,15 @@ CREATE TABLE trial_traces (
   data      BLOB NOT NULL
 );
 )sql"},
+    // 13: victim.cache: the bytes under its paths and those resident in the page cache as the
+    // victim started, for the trials that measured them.
+    {"create trial_cache", R"sql(
+CREATE TABLE trial_cache (
+  trial_id       INTEGER PRIMARY KEY REFERENCES trials (id) ON DELETE CASCADE,
+  total_bytes    INTEGER NOT NULL,
+  resident_bytes INTEGER NOT NULL
+);
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

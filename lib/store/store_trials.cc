@@ -47,6 +47,21 @@ Status InsertMetrics(sql::Db db, int64_t trial_id, const TrialRecord& t, const s
   return Status::Ok();
 }
 
+// victim.cache's figures; none when not measured, or in a store older than the table.
+Status InsertCache(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what) {
+  if (t.cache_total_bytes < 0) return Status::Ok();
+  auto has = HasTable(db, "trial_cache", what);
+  if (!has) return has.status();
+  if (!*has) return Status::Ok();
+  auto insert = sql::Stmt::Prepare(
+      db, "INSERT INTO trial_cache (trial_id, total_bytes, resident_bytes) VALUES (?1, ?2, ?3)");
+  if (!insert) return insert.status();
+  insert->BindInt(1, trial_id);
+  insert->BindInt(2, t.cache_total_bytes);
+  insert->BindInt(3, t.cache_resident_bytes);
+  return insert->Run(what);
+}
+
 Status InsertFlagReasons(sql::Db db, int64_t trial_id, const TrialRecord& t,
                          const std::string& what) {
   if (t.flag_reasons.empty()) return Status::Ok();
@@ -341,6 +356,24 @@ class TrialLoader {
     return Status::Ok();
   }
 
+  // victim.cache's figures; a store older than the table has none.
+  Status LoadCache() {
+    auto has = HasTable(db_, "trial_cache", what_);
+    if (!has) return has.status();
+    if (!*has) return Status::Ok();
+    auto rows = sql::Stmt::Prepare(db_,
+                                   "SELECT c.trial_id, c.total_bytes, c.resident_bytes FROM "
+                                   "trial_cache c JOIN trials t ON t.id = c.trial_id "
+                                   "WHERE t.experiment_id = ?1");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      auto it = trial_pos_.find(r.Int(0));
+      if (it == trial_pos_.end()) return Orphan("cache row");
+      trials_[it->second].cache_total_bytes = r.Int(1);
+      trials_[it->second].cache_resident_bytes = r.Int(2);
+      return Status::Ok();
+    });
+  }
+
   // Every rank's summary row; a store older than the table has none.
   Status LoadRanks() {
     auto has = HasTable(db_, "trial_ranks", what_);
@@ -508,6 +541,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
   const int64_t trial_id = sqlite3_last_insert_rowid(db_);
 
   if (Status s = InsertChildren(db, trial_id, t, encoded, what); !s) return s;
+  if (Status s = InsertCache(db, trial_id, t, what); !s) return s;
   auto has_traces = HasTable(db, "trial_traces", what);
   if (!has_traces) return has_traces.status();
   if (*has_traces && !t.trace_zlib.empty()) {
@@ -565,6 +599,7 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   if (s) s = loader.LoadAntagonists();
   if (s) s = loader.LoadFlagReasons();
   if (s) s = loader.LoadRanks();
+  if (s) s = loader.LoadCache();
   if (s && with_series) s = loader.LoadSteps();
   if (s && with_series) s = loader.LoadSamples();
   if (!s) return s;

@@ -52,6 +52,21 @@ grep -qF "p cannot fall below 1: no slowdown can be significant" "$tmp/out" || {
   fails=$((fails + 1))
 }
 
+# victim.cache as-is over a dataset smaller than this machine's memory: the plan says the cache
+# decides I/O figures and how to set it.
+mkdir -p "$tmp/data" && head -c 4096 /dev/zero >"$tmp/data/f"
+cat >"$tmp/cache.yaml" <<YAML
+name: cache-as-is
+victim:
+  command: [cat, $tmp/data/f]
+  cache: {mode: as-is, paths: [$tmp/data]}
+YAML
+expect validate-cache-as-is 0 "" -- validate "$tmp/cache.yaml" --plan
+grep -qF "4.00 KiB under victim.cache.paths could sit in this machine's" "$tmp/out" || {
+  echo "FAIL validate-cache-as-is: no page-cache warning: $(grep -n cache "$tmp/out" | head -c 300)"
+  fails=$((fails + 1))
+}
+
 # Exit statuses a script can trust (embedded controller + agent, baseline-only experiments).
 cat >"$tmp/fails.yaml" <<YAML
 name: all-fail

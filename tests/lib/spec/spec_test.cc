@@ -23,7 +23,15 @@ const BadCase kBad[] = {
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
      "command, env, workdir, progress, warmup_steps, timeout, nodes, metric, cpus, numa, "
-     "distributed, master_port, trace)"},
+     "distributed, master_port, trace, cache)"},
+    {"bad cache mode", "name: x\nvictim:\n  command: [a]\n  cache: {mode: hot, paths: [/d]}\n",
+     "e.yaml:4:17: victim.cache.mode: 'hot' is not cold, warm or as-is"},
+    {"cold cache without paths", "name: x\nvictim:\n  command: [a]\n  cache: {mode: cold}\n",
+     "e.yaml:4:10: victim.cache: mode cold needs paths: the directories or files the victim "
+     "reads"},
+    {"relative cache path",
+     "name: x\nvictim:\n  command: [a]\n  cache: {mode: warm, paths: [/d, data]}\n",
+     "e.yaml:4:35: victim.cache.paths[1]: 'data' is not an absolute path"},
     {"wrong type", "name: x\nvictim: {command: [a]}\nrepetitions: [1]\n",
      "e.yaml:3:14: repetitions: expected an integer, got a list"},
     {"integer garbage", "name: x\nvictim: {command: [a]}\nrepetitions: 2.5\n",
