@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "lib/analysis/pairing_order.h"
+#include "lib/common/units.h"
 #include "lib/report/charts.h"
 #include "lib/report/interaction_section.h"
 #include "lib/report/prediction_section.h"
@@ -208,6 +209,13 @@ std::string Notes(const PairingSummary& p) {
   add(p.n_failed, "failed");
   add(p.n_flagged, "flagged");
   add(p.n_not_run, "not run");
+  if (std::isfinite(p.cache_total_bytes)) {
+    s += std::string(s.empty() ? "" : "; ") + "page cache: " +
+         (std::isfinite(p.cache_resident_fraction)
+              ? Escape(Percent(p.cache_resident_fraction, 1)) + " of "
+              : std::string()) +
+         Escape(FormatSize(p.cache_total_bytes)) + " resident at the victim's start";
+  }
   for (const auto& c : p.confounds) s += (s.empty() ? "" : "; ") + ("confound: " + Escape(c));
   for (const auto& a : p.antagonists) {
     if (a.n_missed_target) {

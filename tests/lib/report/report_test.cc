@@ -110,6 +110,19 @@ TEST(ReportTest, DrawsAllFourChartsAndTheTable) {
   EXPECT_EQ(Count(html, "<tr class=\"baseline\" data-pairing=\"baseline\">"), 1u);
 }
 
+// victim.cache: the pairings table's notes say how much of the data was resident at the start.
+TEST(ReportTest, PageCacheResidencyIsInTheNotes) {
+  auto s = MakeSynthetic();
+  for (auto& t : s.trials) {
+    t.cache_total_bytes = 256ll << 20;
+    t.cache_resident_bytes = t.baseline ? 0 : 128ll << 20;
+  }
+  const std::string html = Render(s);
+  EXPECT_NE(html.find("page cache: 0.0% of 256.00 MiB resident at the victim's start"),
+            std::string::npos);
+  EXPECT_NE(html.find("page cache: 50.0% of 256.00 MiB resident"), std::string::npos);
+}
+
 TEST(ReportTest, EscapesUserText) {
   SyntheticOptions o;
   o.name = "<script>alert(\"x\")</script> & co";
