@@ -59,8 +59,11 @@ class RecorderTest(unittest.TestCase):
             ph = s["phases"]
             self.assertAlmostEqual(sum(ph.values()), s["step_time_s"], delta=1e-6)
             self.assertGreater(ph["inner_s"], 0.008)
-            self.assertAlmostEqual(ph["inner_s"], inner, delta=2e-4)
-            self.assertAlmostEqual(ph["outer_s"], outer, delta=2e-4)  # the inner time is not its
+            # 2 ms: far below the 8 ms inner span that a non-exclusive outer would hold twice,
+            # above what a preemption between the recorder's clock and this test's costs on a
+            # busy 2-core box (0.2 ms was missed by 15 us in CI).
+            self.assertAlmostEqual(ph["inner_s"], inner, delta=2e-3)
+            self.assertAlmostEqual(ph["outer_s"], outer, delta=2e-3)  # the inner time is not its
             self.assertGreater(ph["other_s"], 0.002)
         self.assertEqual(self.sink.records[0].get("config"), True)
         self.assertEqual(self.sink.records[-1].get("summary"), True)
