@@ -100,7 +100,7 @@ TEST_F(CacheTest, ColdEvictsAndWarmReadsInBeforeEveryTrial) {
                cold["metric_median"].get<double>(), warm["metric_median"].get<double>());
 }
 
-TEST_F(CacheTest, PathsOutsideTheAgentsRootsFailTheTrialNamingThem) {
+TEST_F(CacheTest, AMissingPathFailsTheTrialNamingIt) {
   // A cluster agent allows its scratch and cache roots only; the embedded one allows what you
   // can read, so this goes through the agent's policy with a missing path instead.
   WriteFile(dir_ + "/bad.yaml",
