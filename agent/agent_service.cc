@@ -94,6 +94,62 @@ Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolic
   return Status::Ok();
 }
 
+Status CheckWorkloadRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy) {
+  // A workload is a command, like a victim: the same policy allows it (max_level governs
+  // injectors' intensities, and a real job has none).
+  if (!policy.allow_victim) {
+    return PermissionDenied(
+        "this agent's policy does not allow victim commands (allow_victim: false), so no "
+        "workload antagonist either");
+  }
+  for (double v : {req.spec().max_duration_s(), req.lease_s()}) {
+    if (!std::isfinite(v)) return InvalidArgument("a number in the request is NaN or infinite");
+  }
+  if (req.lease_s() < 0 || (req.lease_s() > 0 && req.lease_s() < kMinLeaseS)) {
+    return InvalidArgument("lease_s must be 0 (the agent's default) or at least " +
+                           FormatShort(kMinLeaseS) + " s");
+  }
+  if (req.spec().max_duration_s() < 0)
+    return InvalidArgument("max_duration_s must not be negative");
+  const auto& w = req.spec().workload();
+  if (w.command().empty() || w.command(0).empty()) {
+    return InvalidArgument("a workload antagonist needs a command");
+  }
+  if (w.progress().format() == v1::VictimProgress::WALL) {
+    return InvalidArgument("a workload antagonist must report steps (progress jsonl or regex)");
+  }
+  return Status::Ok();
+}
+
+// The workload's environment and user, as the victim's would be (docs/security.md, "Victim
+// isolation"): its experiment's uid from victim_uid_range, else the victim identity's user; the
+// clean environment when the identity asks for one; the codl Python package on PYTHONPATH.
+Result<InjectChild::Spec::Workload> AgentServiceImpl::WorkloadFor(
+    const v1::StartAntagonistRequest& req) {
+  const experiment::VictimSpec spec = FromProto(req.spec().workload());
+  const VictimIdentity& identity = victims_.identity();
+  InjectChild::Spec::Workload w;
+  w.progress = spec.progress;
+  w.warmup_steps = std::max(0, spec.warmup_steps);
+  w.workdir = spec.workdir;
+  w.run_as = identity.run_as;
+  if (policy_.uid_pool) {
+    auto id = policy_.uid_pool->Acquire(req.experiment_id());
+    if (!id.ok()) return Err("workload could not start: " + id.error());
+    w.run_as = *id;
+  }
+  if (identity.clean_env) {
+    w.inherit_env = false;
+    w.env = CleanVictimEnvironment(identity.env_keep, "/tmp");
+  }
+  for (const auto& [k, v] : spec.env) w.env[k] = v;
+  if (const std::string py = CodlPythonDir(); !py.empty()) {
+    w.env["PYTHONPATH"] = identity.clean_env ? VictimPythonPath(py, w.env, /*inherited=*/"")
+                                             : VictimPythonPath(py, spec.env);
+  }
+  return w;
+}
+
 AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* clock,
                                    AgentPolicy policy, TelemetryHub* telemetry)
     : antagonists_(antagonists),
@@ -159,14 +215,27 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
                                                             v1::StartAntagonistReply* reply) {
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
   auto* r = ctx->DefaultReactor();
+  const bool workload = req->spec().has_workload();
   Status allowed =
-      CheckStartRequest(*req, policy_, antagonists_->CalibratedPeak(req->spec().injector()));
+      workload
+          ? CheckWorkloadRequest(*req, policy_)
+          : CheckStartRequest(*req, policy_, antagonists_->CalibratedPeak(req->spec().injector()));
   if (!allowed.ok()) {
     r->Finish(rpc::ToGrpc(allowed));
     return r;
   }
-  executor_.Post([this, r, req, reply] {
+  executor_.Post([this, r, req, reply, workload] {
     InjectorRequest ir;
+    if (workload) {
+      auto w = WorkloadFor(*req);
+      if (!w.ok()) {
+        r->Finish(rpc::ToGrpc(w.status(), StatusCode::kFailedPrecondition));
+        return;
+      }
+      ir.command.assign(req->spec().workload().command().begin(),
+                        req->spec().workload().command().end());
+      ir.workload = std::move(*w);
+    }
     ir.injector = req->spec().injector();
     ir.options.insert(req->spec().options().begin(), req->spec().options().end());
     ir.max = req->spec().target_case() == v1::InjectorSpec::kMax && req->spec().max();
@@ -254,11 +323,13 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAntagonist(grpc::CallbackServerC
     reply->set_effective_cpus(f->effective_cpus);
     reply->set_first_load_unix_ns(f->first_load_unix_ns);
     reply->set_first_done_unix_ns(f->first_done_unix_ns);
+    reply->set_ended_early(f->ended_early);
     for (const auto& s : f->samples) {
       auto* p = reply->add_samples();
       p->set_t_s(s.t_s);
       p->set_achieved(s.achieved);
       p->set_target(s.target);
+      p->set_steps(s.steps);
     }
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);

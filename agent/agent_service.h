@@ -35,6 +35,9 @@ struct AgentPolicy {
 // calibrated peak for that injector (and refused under a max_level below 1 when there is none).
 Status CheckStartRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy,
                          std::optional<double> calibrated_peak);
+// A workload antagonist's start (spec.workload set): allowed where victims are (allow_victim),
+// with a command that reports steps, and the numbers in range.
+Status CheckWorkloadRequest(const v1::StartAntagonistRequest& req, const AgentPolicy& policy);
 using tunables::kMinLeaseS;
 
 class AgentServiceImpl final : public v1::Agent::CallbackService {
@@ -74,6 +77,7 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
       grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;
 
  private:
+  Result<InjectChild::Spec::Workload> WorkloadFor(const v1::StartAntagonistRequest& req);
   // Common prologue: auth and idempotent replay (only controller heartbeats renew the lease).
   // Returns a reactor already finished when the call needs no further work, else nullptr.
   grpc::ServerUnaryReactor* Prologue(grpc::CallbackServerContext* ctx, const std::string& key,

@@ -110,14 +110,14 @@ std::vector<std::string> AntagonistManager::RunArgs(const InjectorRequest& req,
 }
 
 Result<std::shared_ptr<InjectChild>> AntagonistManager::Launch(InjectChild::Spec spec,
-                                                               double lease_s) {
+                                                               double lease_s, double max_run_s) {
   const std::string id = spec.id;
   const std::string injector = spec.injector;
   auto child = InjectChild::Spawn(std::move(spec));
   if (!child.ok()) return child.status();
   std::shared_ptr<InjectChild> c = std::move(*child);
   std::lock_guard<std::mutex> l(mu_);
-  antagonists_[id] = Antagonist{c, injector, lease_s};
+  antagonists_[id] = Antagonist{c, injector, lease_s, max_run_s};
   return c;
 }
 
@@ -141,6 +141,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
     std::lock_guard<std::mutex> l(mu_);
     if (antagonists_.count(id)) return Err("antagonist '" + id + "' is already running");
   }
+  if (req.workload) return StartWorkload(id, req, lease_s);
   if (!req.max && !(req.rate > 0)) {
     return Err("antagonist '" + id + "': target rate must be > 0 (got " + FormatNumber(req.rate) +
                ")");
@@ -155,13 +156,7 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
   // process creation and setup (file preallocation, buffers) stay out of the start skew.
   const bool deferred = req.start_at_unix_ns > clock_->UnixNanos();
   spec.argv = RunArgs(run, deferred);
-  if (policy_.placer) {
-    auto placement = policy_.placer->Prepare(req.placement, id);
-    if (!placement.ok()) return placement.status().WithContext("antagonist '" + id + "'");
-    spec.placement = *placement;
-  } else if (!req.placement.empty()) {
-    return Err("antagonist '" + id + "': this agent cannot place children (cpus/numa)");
-  }
+  if (Status s = Place(id, req, &spec); !s.ok()) return s;
   spec.relay = &policy_.relay;
   spec.telemetry = policy_.telemetry;
   spec.clock = clock_;
@@ -198,6 +193,49 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
     measured_setup_s_[SetupKey(req.injector, req.options)] = s.setup_s;
   }
   spdlog::info("antagonist {} started: {} pid {}", id, req.injector, s.pid);
+  return s;
+}
+
+Status AntagonistManager::Place(const std::string& id, const InjectorRequest& req,
+                                InjectChild::Spec* spec) const {
+  if (policy_.placer) {
+    auto placement = policy_.placer->Prepare(req.placement, id);
+    if (!placement.ok()) return placement.status().WithContext("antagonist '" + id + "'");
+    spec->placement = *placement;
+  } else if (!req.placement.empty()) {
+    return Err("antagonist '" + id + "': this agent cannot place children (cpus/numa)");
+  }
+  return Status::Ok();
+}
+
+// A real command as the neighbour: no codl-inject, no synchronized start (its load is the job
+// itself, which begins at the spawn); the controller waits for its warmup steps instead.
+Result<AntagonistManager::Started> AntagonistManager::StartWorkload(const std::string& id,
+                                                                    const InjectorRequest& req,
+                                                                    double lease_s) {
+  if (req.command.empty() || req.command[0].empty()) {
+    return InvalidArgument("antagonist '" + id + "': the workload has no command");
+  }
+  InjectChild::Spec spec;
+  spec.id = id;
+  spec.injector = experiment::kWorkloadInjector;
+  spec.argv = req.command;
+  spec.workload = req.workload;
+  if (Status s = Place(id, req, &spec); !s.ok()) return s;
+  spec.telemetry = policy_.telemetry;
+  spec.clock = clock_;
+  const double max_run_s = std::min(
+      req.max_duration_s > 0 ? req.max_duration_s : policy_.max_duration_s, policy_.max_duration_s);
+  auto child = Launch(std::move(spec), lease_s > 0 ? lease_s : policy_.default_lease_s, max_run_s);
+  if (!child.ok()) return child.status().WithContext("antagonist '" + id + "'");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++started_;
+  }
+  Started s;
+  s.pid = (*child)->pid();
+  s.started_unix_ns = (*child)->start().started_unix_ns;
+  spdlog::info("antagonist {} started: workload {} pid {}", id, req.command[0], s.pid);
   return s;
 }
 
@@ -251,8 +289,20 @@ int AntagonistManager::Running() const {
 int AntagonistManager::EnforceLeases() {
   const double silent = lease_->SecondsSinceContact();
   std::vector<Antagonist> expired;
+  std::vector<Antagonist> overran;  // workloads past their max_duration_s
   for (Antagonist& a : Entries()) {
-    if (!a.child->exited() && silent > a.lease_s) expired.push_back(std::move(a));
+    if (a.child->exited()) continue;
+    if (silent > a.lease_s) {
+      expired.push_back(std::move(a));
+    } else if (a.max_run_s > 0 && a.child->run_seconds() > a.max_run_s) {
+      overran.push_back(std::move(a));
+    }
+  }
+  for (const Antagonist& a : overran) {
+    spdlog::warn("antagonist {} ran past its max_duration_s {:.0f} s: stopping it", a.child->id(),
+                 a.max_run_s);
+    a.child->Fail("stopped by the agent: ran past max_duration_s");
+    a.child->Terminate(1.0);
   }
   for (const Antagonist& a : expired) {
     spdlog::warn(

@@ -29,6 +29,11 @@ struct InjectorRequest {
   int64_t start_at_unix_ns = 0;         // common start (agent clock); 0 = now
   double start_timeout_s = 0;           // give up on the load's start after this; 0 = default
   experiment::PlacementSpec placement;  // cpus / numa; empty: anywhere
+  // Set: a workload antagonist (injector "workload"): `command` runs instead of codl-inject,
+  // under the agent's supervision like any antagonist (lease, StopAll, leftovers), and is
+  // stopped after max_duration_s by the agent itself.
+  std::vector<std::string> command;
+  std::optional<InjectChild::Spec::Workload> workload;
 };
 
 class TelemetryHub;
@@ -115,6 +120,7 @@ class AntagonistManager {
     std::shared_ptr<InjectChild> child;
     std::string injector;
     double lease_s = 10;
+    double max_run_s = 0;  // > 0: the agent stops it after this long (a workload)
   };
   // A non-zero rank of a collective injector: rank 0's rendezvous value, as the option the
   // injector reads it from (nothing to add for anyone else).
@@ -125,7 +131,11 @@ class AntagonistManager {
   std::vector<std::string> BaseArgs(const std::string& injector,
                                     const std::map<std::string, std::string>& options) const;
   // Spawns and registers (so StopAll, the leases and Children() reach it at once).
-  Result<std::shared_ptr<InjectChild>> Launch(InjectChild::Spec spec, double lease_s);
+  Result<std::shared_ptr<InjectChild>> Launch(InjectChild::Spec spec, double lease_s,
+                                              double max_run_s = 0);
+  Result<Started> StartWorkload(const std::string& id, const InjectorRequest& req, double lease_s);
+  // The placement of a request (Placer::Prepare), or why it cannot be placed.
+  Status Place(const std::string& id, const InjectorRequest& req, InjectChild::Spec* spec) const;
   void Unregister(const std::string& id);
   // The running entries, copied out of the table: callers query the children without mu_ held,
   // so the table's lock never nests with a child's.

@@ -31,7 +31,28 @@ Result<std::unique_ptr<InjectChild>> InjectChild::Spawn(Spec spec) {
   o.argv = c->spec_.argv;
   o.placement = c->spec_.placement;
   InjectChild* raw = c.get();
-  o.on_stdout = [raw](std::string_view line) { raw->OnLine(line); };
+  if (const auto& w = c->spec_.workload) {
+    // A real command: its progress is a victim's (both channels), its load begins now.
+    c->parser_ = std::make_unique<ProgressParser>(w->progress, w->warmup_steps,
+                                                  /*keep_steps=*/false);
+    o.env = w->env;
+    o.inherit_env = w->inherit_env;
+    o.workdir = w->workdir;
+    o.run_as = w->run_as;
+    // As for victims: once the progress channel (CODL_PROGRESS_FD) has said anything, stdout is
+    // the job's own and no longer parsed. Both run on the reader thread, never at once.
+    o.on_stdout = [raw](std::string_view line) {
+      if (!raw->channel_used_) raw->OnWorkloadLine(line);
+    };
+    o.on_progress = [raw](std::string_view line) {
+      raw->channel_used_ = true;
+      raw->OnWorkloadLine(line);
+    };
+    c->unit_ = kWorkloadUnit;
+    c->load_started_ = true;
+  } else {
+    o.on_stdout = [raw](std::string_view line) { raw->OnLine(line); };
+  }
   {
     // Sample times count from the spawn until codl-inject says when its load began.
     std::lock_guard<std::mutex> l(c->mu_);
@@ -65,9 +86,36 @@ void InjectChild::OnLine(std::string_view line) {
   std::visit([this](const auto& r) { Take(r); }, *record);
 }
 
+// A workload's line: a measured step joins the open group, which becomes a sample once it
+// spans kWorkloadSampleS (so a job of 1 ms steps sends 5 samples a second, not 1000).
+void InjectChild::OnWorkloadLine(std::string_view line) {
+  int64_t started_ns = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    started_ns = start_.started_unix_ns;
+  }
+  const double t_s = static_cast<double>(spec_.clock->UnixNanos() - started_ns) / 1e9;
+  if (parser_->OnStdoutLine(line, t_s) != ProgressParser::LineKind::kStep) return;
+  const VictimStep& step = parser_->steps().back();
+  if (step.warmup) {
+    group_start_s_ = t_s;  // the first sample covers measured steps only
+    return;
+  }
+  ++group_steps_;
+  group_sum_s_ += step.step_time_s;
+  if (t_s - group_start_s_ < kWorkloadSampleS) return;
+  RateSample s;
+  s.t_s = t_s;
+  s.achieved = group_sum_s_ / group_steps_;
+  s.steps = group_steps_;
+  group_steps_ = 0;
+  group_sum_s_ = 0;
+  group_start_s_ = t_s;
+  AddSample(s);
+}
+
 void InjectChild::Take(const protocol::Interval& r) {
   RateSample s;
-  std::string unit;
   {
     std::lock_guard<std::mutex> l(mu_);
     // Stamped on arrival, relative to the spawn (or the load's start): codl-inject's own t_s
@@ -78,6 +126,14 @@ void InjectChild::Take(const protocol::Interval& r) {
     s.achieved = r.achieved;
     s.target = r.target;
     if (!r.unit.empty()) unit_ = r.unit;
+  }
+  AddSample(s);
+}
+
+void InjectChild::AddSample(const RateSample& s) {
+  std::string unit;
+  {
+    std::lock_guard<std::mutex> l(mu_);
     unit = unit_;
     samples_.push_back(s);
   }
@@ -90,6 +146,7 @@ void InjectChild::Take(const protocol::Interval& r) {
     a->mutable_sample()->set_t_s(s.t_s);
     a->mutable_sample()->set_achieved(s.achieved);
     a->mutable_sample()->set_target(s.target);
+    a->mutable_sample()->set_steps(s.steps);
     spec_.telemetry->Publish(spec_.id, ev);
   }
 }
@@ -198,10 +255,19 @@ InjectChild::Live InjectChild::live() const {
   return s;
 }
 
+void InjectChild::Terminate(double grace_s) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stopping_) exited_before_stop_ = child_->exited();
+    stopping_ = true;
+  }
+  child_->Terminate(grace_s);
+}
+
 std::string InjectChild::ExitProblem() const {
   if (!child_->exited() || child_->exit_code() == 0) return "";
-  return "codl-inject exited with status " + std::to_string(child_->exit_code()) + ": " +
-         StderrTail();
+  return std::string(is_workload() ? "the workload" : "codl-inject") + " exited with status " +
+         std::to_string(child_->exit_code()) + ": " + StderrTail();
 }
 
 std::string InjectChild::StderrTail() const { return Tail(child_->stderr_tail()); }
@@ -213,9 +279,15 @@ InjectChild::Outcome InjectChild::outcome(bool terminated) const {
   f.run_s = child_->run_seconds();
   f.effective_cpus = child_->effective_cpus();
   // Exit by our own SIGTERM is the normal end (codl-inject exits 0 after its summary).
-  const bool by_our_stop = terminated && f.exit_code == -15;
-  const std::string exit_problem = by_our_stop ? "" : ExitProblem();
+  bool by_our_stop = terminated && f.exit_code == -15;
   std::lock_guard<std::mutex> l(mu_);
+  // A workload is a real job: it may exit 0 or die of our SIGTERM or SIGKILL (after the grace)
+  // when stopped, and only an exit before the stop is its own end.
+  if (is_workload()) {
+    f.ended_early = !stopping_ || exited_before_stop_;
+    by_our_stop = !f.ended_early;
+  }
+  const std::string exit_problem = by_our_stop ? "" : ExitProblem();
   f.unit = unit_;
   f.samples = samples_;
   f.error = error_.empty() ? exit_problem : error_;
@@ -227,10 +299,16 @@ InjectChild::Outcome InjectChild::outcome(bool terminated) const {
     f.target_rate = summary_->target_rate;
     f.cov = summary_->cov;
   } else if (!f.samples.empty()) {
-    // Killed before its summary: the statistics of what it reported (lib/common/statistics.h).
+    // Killed before its summary: the statistics of what it reported (lib/common/statistics.h);
+    // a workload's: seconds per step over all its measured steps.
     std::vector<double> achieved;
-    for (const auto& s : f.samples) achieved.push_back(s.achieved);
-    f.achieved_rate = Mean(achieved);
+    double steps = 0, sum = 0;
+    for (const auto& s : f.samples) {
+      achieved.push_back(s.achieved);
+      steps += s.steps;
+      sum += s.achieved * s.steps;
+    }
+    f.achieved_rate = is_workload() && steps > 0 ? sum / steps : Mean(achieved);
     f.cov = CoefficientOfVariationOrZero(achieved);
     f.target_rate = f.samples.back().target;
   }

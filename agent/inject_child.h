@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "agent/child_process.h"
+#include "agent/progress_parser.h"
 #include "injectors/core/injector.h"
 #include "injectors/core/protocol.h"
 #include "lib/common/clock.h"
@@ -46,7 +47,23 @@ class InjectChild {
     const RendezvousRelay* relay = nullptr;     // null or empty: a publish is an error
     TelemetryHub* telemetry = nullptr;          // live samples go here too (may be null)
     const Clock* clock = nullptr;               // required
+    // Set: a workload antagonist, a real command instead of codl-inject (argv is the command).
+    // Its stdout and progress channel are read as victim progress (ProgressParser); its load
+    // begins at the spawn, and each sample covers the measured steps (after warmup_steps) that
+    // ended since the last one, at least kWorkloadSampleS of them: achieved = their mean
+    // value (seconds), steps = how many. docs/experiment-format.md, "Workload antagonists".
+    struct Workload {
+      experiment::ProgressSpec progress;
+      int warmup_steps = 0;
+      std::map<std::string, std::string> env;
+      bool inherit_env = true;  // false: `env` alone (the victim identity's clean_env)
+      std::string workdir;
+      std::optional<RunAs> run_as;
+    };
+    std::optional<Workload> workload;
   };
+  static constexpr double kWorkloadSampleS = 0.2;
+  static constexpr const char* kWorkloadUnit = "s/step";
   static Result<std::unique_ptr<InjectChild>> Spawn(Spec spec);
   ~InjectChild();  // kills the child if it still runs
 
@@ -59,13 +76,14 @@ class InjectChild {
   uint64_t start_time_ticks() const { return child_->start_time_ticks(); }
   bool exited() const { return child_->exited(); }
   int exit_code() const { return child_->exit_code(); }  // -signal when killed; once exited()
+  double run_seconds() const { return child_->run_seconds(); }
 
   // Until codl-inject's StartAccount arrived (its load began), it exited, or timeout_s passed.
   // True when the load began.
   bool AwaitLoadStart(double timeout_s);
   bool WaitExit(double timeout_s) { return child_->WaitFor(timeout_s); }
   // SIGTERM, then SIGKILL after grace_s; blocks until reaped.
-  void Terminate(double grace_s) { child_->Terminate(grace_s); }
+  void Terminate(double grace_s);
   void Kill() { child_->Kill(); }
   // The agent failed it for a reason of its own (a lease ran out): the error live() and
   // outcome() report from now on.
@@ -107,6 +125,8 @@ class InjectChild {
     // When the load first reached its resource (agent clock); 0: codl-inject did not say.
     int64_t first_load_unix_ns = 0;
     int64_t first_done_unix_ns = 0;
+    // A workload that exited by itself before the agent stopped it (its exit_code says how).
+    bool ended_early = false;
   };
   // `terminated`: the agent sent SIGTERM itself, so exiting by it is the normal end.
   Outcome outcome(bool terminated) const;
@@ -114,6 +134,8 @@ class InjectChild {
   // The variables of its VictimEnv record: only when the injector declares exports_victim_env,
   // only names IsExportableEnvName accepts.
   std::map<std::string, std::string> victim_env() const;
+
+  bool is_workload() const { return spec_.workload.has_value(); }
 
   // "codl-inject exited with status N: <end of its stderr>", "" while it runs or after exit 0.
   std::string ExitProblem() const;
@@ -123,6 +145,8 @@ class InjectChild {
  private:
   explicit InjectChild(Spec spec) : spec_(std::move(spec)) {}
   void OnLine(std::string_view line);
+  void OnWorkloadLine(std::string_view line);
+  void AddSample(const RateSample& s);
   void Take(const injectors::protocol::Interval& r);
   void Take(const injectors::protocol::Summary& r);
   void Take(const injectors::protocol::StartAccount& r);
@@ -147,6 +171,15 @@ class InjectChild {
   int64_t first_done_unix_ns_ = 0;
   std::map<std::string, std::string> victim_env_;
   std::string error_;
+  // A workload's progress and the measured steps not yet in a sample (reader thread only).
+  std::unique_ptr<ProgressParser> parser_;
+  bool channel_used_ = false;  // the progress channel spoke: stdout is the job's own from then
+  int group_steps_ = 0;
+  double group_sum_s_ = 0;
+  double group_start_s_ = 0;  // since the spawn: the end of the last sample
+  // The agent's own stop began (Terminate): an exit after it is not the workload ending early.
+  bool stopping_ = false;
+  bool exited_before_stop_ = false;  // it had exited when the stop began
 };
 
 }  // namespace codl::agent

@@ -60,8 +60,9 @@ std::string Lines(int n) { return std::to_string(n) + (n == 1 ? " line" : " line
 
 }  // namespace
 
-ProgressParser::ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps)
-    : spec_(spec), warmup_steps_(std::max(0, warmup_steps)) {
+ProgressParser::ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps,
+                               bool keep_steps)
+    : spec_(spec), warmup_steps_(std::max(0, warmup_steps)), keep_steps_(keep_steps) {
   if (spec_.format != codl::experiment::ProgressSpec::Format::kRegex) return;
   auto re = codl::experiment::CompileProgressPattern(spec_.pattern);
   if (re.ok()) {
@@ -130,9 +131,8 @@ ProgressParser::LineKind ProgressParser::OnJsonLine(std::string_view line, doubl
   step.step_time_s = field->get<double>();
   step.t_s = t_s;
   auto number = j.find("step");
-  step.step = number != j.end() && number->is_number_integer()
-                  ? number->get<int64_t>()
-                  : static_cast<int64_t>(steps_.size());
+  step.step =
+      number != j.end() && number->is_number_integer() ? number->get<int64_t>() : parsed_steps_;
   std::vector<std::string> names;
   auto phases = j.find("phases");
   if (phases != j.end() && phases->is_object()) {
@@ -160,7 +160,7 @@ ProgressParser::LineKind ProgressParser::OnRegexLine(std::string_view line, doub
     return LineKind::kOther;
   }
   codl::VictimStep step;
-  step.step = static_cast<int64_t>(steps_.size());
+  step.step = parsed_steps_;
   step.step_time_s = v;
   step.t_s = t_s;
   return AddStep(std::move(step), false, {}) ? LineKind::kStep : LineKind::kOther;
@@ -168,11 +168,14 @@ ProgressParser::LineKind ProgressParser::OnRegexLine(std::string_view line, doub
 
 bool ProgressParser::AddStep(codl::VictimStep step, bool marked_warmup,
                              const std::vector<std::string>& phases) {
-  if (steps_.size() >= kMaxSteps) {
+  if (!keep_steps_) {
+    steps_.clear();  // a workload's stream: only the latest step is kept
+  } else if (steps_.size() >= kMaxSteps) {
     ++dropped_steps_;
     return false;
   }
-  step.warmup = marked_warmup || static_cast<int>(steps_.size()) < warmup_steps_;
+  step.warmup = marked_warmup || parsed_steps_ < warmup_steps_;
+  ++parsed_steps_;
   steps_.push_back(std::move(step));
   for (const auto& name : phases) {
     if (phase_seen_.insert(name).second) phase_order_.push_back(name);

@@ -34,7 +34,10 @@ namespace codl::agent {
 
 class ProgressParser {
  public:
-  ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps);
+  // keep_steps false (a workload antagonist, which may run for hours): only the latest step is
+  // kept (steps() holds at most that one) and none is ever dropped; the metric is not used.
+  ProgressParser(const codl::experiment::ProgressSpec& spec, int warmup_steps,
+                 bool keep_steps = true);
 
   // What one line turned out to be.
   enum class LineKind { kOther, kStep, kDataset };
@@ -71,6 +74,8 @@ class ProgressParser {
 
   // Steps parsed so far (for live telemetry).
   const std::vector<codl::VictimStep>& steps() const { return steps_; }
+  // Steps parsed so far, warmup included (with keep_steps false too).
+  int64_t parsed_steps() const { return parsed_steps_; }
   // The last dataset record (total 0: none seen).
   const DatasetProgress& dataset() const { return dataset_; }
 
@@ -87,6 +92,8 @@ class ProgressParser {
 
   codl::experiment::ProgressSpec spec_;
   int warmup_steps_;
+  bool keep_steps_ = true;
+  int64_t parsed_steps_ = 0;
   std::shared_ptr<const re2::RE2> regex_;
   std::string regex_error_;  // set when the pattern does not compile or has no capture group
   std::vector<codl::VictimStep> steps_;

@@ -1,5 +1,6 @@
 #include "controller/experiment_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <future>
@@ -53,6 +54,11 @@ std::string OptionsKey(const std::map<std::string, std::string>& options) {
 }
 
 namespace {
+
+// A baseline whose victim ran cleanly: what a workload's solo run lasts as long as.
+bool IsMeasuredBaseline(const TrialRecord& t) {
+  return t.baseline && !t.solo && t.state == TrialState::kDone && t.wall_s > 0;
+}
 
 // Retries of one trial after agent losses, at most: an agent that dies in every run of it
 // ends the experiment (interrupted) rather than loop.
@@ -211,6 +217,7 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
                                       Provenance* prov) {
   for (size_t i = 0; i < spec.antagonists.size(); ++i) {
     const auto& a = spec.antagonists[i];
+    if (a.workload) continue;  // a real command has no peak: it runs as it runs
     bool needs_peak = false;
     for (const auto& in : a.intensities) needs_peak |= !in.absolute;
     if (!needs_peak) continue;
@@ -357,7 +364,12 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   listener->OnEvent(events::Note(v1::Note::INFO, VictimPlacementMessage(p)));
   if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
   prov->Save();
-  if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov); !s.ok()) return s;
+  SoloClock solo;
+  for (const auto& t : resume.kept) {
+    if (IsMeasuredBaseline(t)) solo.baselines.push_back(t.wall_s);
+  }
+  if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov, &solo.warmups); !s.ok()) return s;
+  p.solo_s = solo.Seconds();
   // victim.trace: the first trial of each pairing (the baseline's too) takes a profiler trace;
   // the others run untraced, as the profiler slows the steps it records.
   std::map<std::string, int> first_of_pairing;
@@ -437,6 +449,10 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
           events::Note(v1::Note::WARNING,
                        "trial " + std::to_string(trial.index + 1) + ": no profiler trace kept: " +
                            (t.trace_error.empty() ? "the victim returned none" : t.trace_error)));
+    }
+    if (IsMeasuredBaseline(t)) {
+      solo.baselines.push_back(t.wall_s);
+      p.solo_s = solo.Seconds();
     }
     if (Status s = store_->SaveTrial(t); !s.ok()) return s.WithContext("saving trial");
     t.trace_zlib.clear();  // stored: not carried to the listeners
@@ -531,7 +547,7 @@ void ExperimentRunner::RecordStop(const std::string& experiment_id, const std::s
 Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
                                     const experiment::ExperimentSpec& spec, const Placement& p,
                                     const std::atomic<bool>& cancel, RunListener* listener,
-                                    Provenance* prov) {
+                                    Provenance* prov, std::vector<double>* walls) {
   // Dataset generation, page-cache fill, JIT and allocator warm-up happen in these runs, not in
   // trial 1 (whose wall time they once multiplied by five).
   for (int run = 1; run <= spec.warmup_trials; ++run) {
@@ -564,8 +580,19 @@ Status ExperimentRunner::RunWarmups(const ExperimentRecord& exp,
       return Error{"warm-up run " + std::to_string(run) + " failed: " + error, code};
     }
     listener->OnEvent(events::WarmUpFinished(run, spec.warmup_trials, reply->wall_s()));
+    walls->push_back(reply->wall_s());
   }
   return Status::Ok();
+}
+
+// The warm-ups include dataset generation and first-run effects: baselines, once there are
+// any, are what a solo run must last as long as.
+double ExperimentRunner::SoloClock::Seconds() const {
+  const std::vector<double>& walls = baselines.empty() ? warmups : baselines;
+  if (walls.empty()) return 0;
+  std::vector<double> sorted = walls;
+  std::sort(sorted.begin(), sorted.end());
+  return sorted[sorted.size() / 2];
 }
 
 void ExperimentRunner::ConnectPlaced(const ExperimentRecord& exp, const Placement& p,

@@ -111,6 +111,15 @@ class ExperimentRunner {
     std::string master_addr;                // distributed: rank 0's node address
     std::vector<std::vector<std::string>> antagonist_nodes;          // per antagonist
     std::map<std::pair<int, std::string>, CalibrationRecord> peaks;  // (antagonist, node)
+    // How long a workload's solo trial lasts: the median wall time of the baseline trials so
+    // far, else of the warm-up runs; 0 before any (a solo trial then lasts kDefaultSoloS).
+    double solo_s = 0;
+  };
+  static constexpr double kDefaultSoloS = 10;
+  // Baseline and warm-up wall times, for Placement::solo_s.
+  struct SoloClock {
+    std::vector<double> warmups, baselines;
+    double Seconds() const;
   };
   class TrialRun;  // one trial, step by step (experiment_runner.cc)
 
@@ -132,9 +141,10 @@ class ExperimentRunner {
   std::string StaleReason(const experiment::ExperimentSpec& spec,
                           const CalibrationRecord& cached) const;
   // warmup_trials whole victim runs, antagonists off, results discarded (kept as provenance).
+  // `walls`: each successful run's wall time is added to it.
   Status RunWarmups(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                     const Placement& p, const std::atomic<bool>& cancel, RunListener* listener,
-                    Provenance* prov);
+                    Provenance* prov, std::vector<double>* walls);
   // Adaptive repetitions, after the trial that closed block `blocks`: whether to stop here.
   bool StopAfterBlock(const ExperimentRecord& exp, const BlockStopper& stopper, int blocks,
                       RunListener* listener);

@@ -16,6 +16,7 @@
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
 #include "controller/trial_detail.h"
+#include "controller/workload_trial.h"
 #include "lib/analysis/trial_metric.h"
 #include "lib/common/fan_out.h"
 #include "lib/common/statistics.h"
@@ -55,7 +56,10 @@ class ExperimentRunner::TrialRun {
     MakeInstances();
     StartAll();
     if (error_.empty()) AwaitSettled();
-    if (error_.empty() && !cancel_) RunVictim();
+    if (error_.empty() && !cancel_) {
+      if (trial_.solo) RunSolo();
+      else RunVictim();
+    }
     StopAndCollect();
     return Finish(std::move(t));
   }
@@ -79,6 +83,7 @@ class ExperimentRunner::TrialRun {
     t.index = trial_.index;
     t.repetition = trial_.repetition;
     t.baseline = trial_.baseline;
+    t.solo = trial_.solo;
     t.pairing = trial_.pairing;
     t.victim_node = p_.victim_node;
     t.started_unix_ms = NowMs(clock());
@@ -106,7 +111,11 @@ class ExperimentRunner::TrialRun {
     r.result.name = a.name;
     r.result.injector = a.injector;
     r.result.node = r.node;
-    if (part.intensity.absolute) {
+    if (a.workload) {
+      // A real command: no level, no target (settle waits for its warmup steps instead).
+      r.max = true;
+      r.result.unit = workload::Unit(*a.workload);
+    } else if (part.intensity.absolute) {
       r.result.target_rate = part.intensity.rate;
     } else {
       const auto& peak = p_.peaks.at({part.antagonist, r.node});
@@ -164,7 +173,12 @@ class ExperimentRunner::TrialRun {
     for (const auto& [k, v] : r.options) (*is.mutable_options())[k] = v;
     if (r.max) is.set_max(true);
     else is.set_rate(r.result.target_rate);
-    is.set_max_duration_s(spec_.victim.timeout_s + spec_.settle_s + 120 + setup_estimate_s_);
+    double max_duration_s = spec_.victim.timeout_s + spec_.settle_s + 120 + setup_estimate_s_;
+    if (a.workload) {
+      *is.mutable_workload() = workload::ToProto(*a.workload);
+      max_duration_s += a.workload->settle_timeout_s + SoloSeconds();
+    }
+    is.set_max_duration_s(max_duration_s);
     return is;
   }
 
@@ -179,6 +193,7 @@ class ExperimentRunner::TrialRun {
     req.set_start_timeout_s(tunables::kAntagonistStartTimeoutS + options().start_delay_s +
                             setup_estimate_s_);
     req.set_level(r.result.level);
+    req.set_experiment_id(exp_.id);
     req.set_start_at_unix_ns(start_at_ctrl_ns_ + Nanos(agents()->ClockOffset(r.node)));
     if (!a.placement.empty()) SetPlacement(a.placement, req.mutable_placement());
     return req;
@@ -259,9 +274,18 @@ class ExperimentRunner::TrialRun {
     return options().settle_fraction * r.result.target_rate;
   }
 
+  // A workload's warmup steps may take longer than any injector's ramp (a Python job imports
+  // torch first): its own settle timeout applies on top of the settle window.
   double GiveUpS() const {
-    return std::max(spec_.settle_s + options().settle_grace_s, options().min_settle_s);
+    double give_up_s = std::max(spec_.settle_s + options().settle_grace_s, options().min_settle_s);
+    for (const Instance& r : instances_) {
+      if (const auto& w = spec_.antagonists[r.antagonist].workload)
+        give_up_s = std::max(give_up_s, w->settle_timeout_s + spec_.settle_s);
+    }
+    return give_up_s;
   }
+
+  double SoloSeconds() const { return p_.solo_s > 0 ? p_.solo_s : ExperimentRunner::kDefaultSoloS; }
 
   void AwaitSettledOnStream() {
     StreamSettle& s = *stream_;
@@ -359,6 +383,14 @@ class ExperimentRunner::TrialRun {
     LogSettleToVictim();
   }
 
+  // 4'. A workload's solo trial: no victim; the workload runs alone, once settled, for as long
+  // as a baseline victim run (Placement::solo_s), and that span is its window.
+  void RunSolo() {
+    solo_start_ctrl_ns_ = clock()->UnixNanos();
+    solo_ran_ = clock()->SleepFor(SoloSeconds(), cancel_);
+    solo_wall_s_ = (clock()->UnixNanos() - solo_start_ctrl_ns_) / 1e9;
+  }
+
   // "All antagonists at target" (the sample or answer that completed the settle window) to the
   // victim's start, both on the controller's clock: the runner's own reaction time, which
   // settling on the stream keeps small (docs/performance.md, "Settle on the stream").
@@ -402,6 +434,12 @@ class ExperimentRunner::TrialRun {
 
   VictimWindow VictimWindowOnControllerClock() const {
     VictimWindow w;
+    if (trial_.solo) {
+      w.ran = solo_ran_;
+      w.start_ctrl_ns = solo_ran_ ? solo_start_ctrl_ns_ : start_at_ctrl_ns_;
+      w.wall_s = solo_ran_ ? solo_wall_s_ : 0;
+      return w;
+    }
     w.ran = victim_.has_value();
     w.start_ctrl_ns =
         w.ran ? victim_->started_unix_ns() - Nanos(agents()->ClockOffset(p_.victim_node))
@@ -430,12 +468,38 @@ class ExperimentRunner::TrialRun {
     spdlog::info("trial {}: start_account {}", trial_.index,
                  FormatStartAccount(r->result.name, r->node, r->start));
     AddSamples(*reply, window, r);
+    if (const auto& w = spec_.antagonists[r->antagonist].workload) {
+      CollectWorkload(*reply, *w, window, r);
+      return;
+    }
     if (!reply->error().empty()) Fail(r->result.name + ": " + reply->error());
     // Whether the antagonist held its target is judged on the victim's window, not on the
     // settle phase: that is the interference the victim actually saw.
     r->result.reached_target =
         !(r->result.target_rate > 0) ||
         r->result.achieved_rate >= options().settle_fraction * r->result.target_rate;
+  }
+
+  // A workload's figure is its steps inside the window; that it exited by itself first flags
+  // the trial (its error, an exit status, is part of the reason, not a failure of the trial).
+  void CollectWorkload(const v1::StopAntagonistReply& reply, const experiment::WorkloadSpec& w,
+                       const VictimWindow& window, Instance* r) {
+    const workload::Figure f = workload::InWindow(r->result.samples, window.wall_s, w.throughput());
+    r->result.achieved_rate = f.value;
+    r->result.achieved_cov = f.cov;
+    r->result.unit = workload::Unit(w);
+    r->window_samples = f.samples;
+    if (reply.ended_early() && window.ran) {
+      neighbour_flags_.push_back({FlagCode::kNeighbourEnded,
+                                  workload::EndedEarlyReason(r->result.name, r->node, trial_.solo,
+                                                             reply.exit_code(), reply.error())});
+    } else if (!reply.error().empty()) {
+      Fail(r->result.name + ": " + reply.error());
+    }
+    if (window.ran && f.steps == 0 && !reply.ended_early()) {
+      neighbour_flags_.push_back({FlagCode::kTooFewSamples,
+                                  workload::NoStepsReason(r->result.name, r->node, trial_.solo)});
+    }
   }
 
   // The samples, timed from the victim's start; the achieved rate and its CoV over the victim's
@@ -451,6 +515,7 @@ class ExperimentRunner::TrialRun {
       rs.t_s = (abs_ctrl - window.start_ctrl_ns) / 1e9;
       rs.achieved = s.achieved();
       rs.target = s.target();
+      rs.steps = s.steps();
       r->result.samples.push_back(rs);
       // Each sample covers the interval that ends at its time stamp.
       if (window.ran && rs.t_s > 0 && rs.t_s <= window.wall_s + 0.25)
@@ -472,9 +537,26 @@ class ExperimentRunner::TrialRun {
     t.finished_unix_ms = NowMs(clock());
     if (victim_) CopyVictim(*victim_, &t);
     t.ranks = ranks_;
-    Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
+    if (trial_.solo) {
+      ClassifySolo(&t);
+    } else {
+      Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
+    }
     FlagUnjudgeable(&t);
     return t;
+  }
+
+  // A solo trial has no victim: done unless cancelled or something failed (its flags follow).
+  void ClassifySolo(TrialRecord* t) const {
+    if (cancel_ || !solo_ran_) {
+      t->state = cancel_ ? TrialState::kCancelled : TrialState::kFailed;
+      t->error = cancel_ ? "cancelled" : error_.empty() ? "the solo run did not start" : error_;
+    } else if (!error_.empty()) {
+      t->state = TrialState::kFailed;
+      t->error = error_;
+    } else {
+      t->state = TrialState::kDone;
+    }
   }
 
   // A measured trial is also flagged when its antagonists did not settle or when its victim ran
@@ -483,9 +565,11 @@ class ExperimentRunner::TrialRun {
     if (t->state != TrialState::kDone && t->state != TrialState::kFlagged) return;
     std::vector<FlagReason> reasons;
     // A value that cannot be a step time first: no figure of this trial means anything then.
-    if (std::string wrong = experiment::MetricLooksWrong(*t, spec_.victim.progress); !wrong.empty())
+    if (std::string wrong = experiment::MetricLooksWrong(*t, spec_.victim.progress);
+        !wrong.empty() && !t->solo)
       reasons.push_back({FlagCode::kMetricLooksWrong, "metric looks wrong: " + wrong});
     if (!not_settled_.empty()) reasons.push_back({FlagCode::kDidNotSettle, not_settled_});
+    reasons.insert(reasons.end(), neighbour_flags_.begin(), neighbour_flags_.end());
     // The missed targets, if any.
     reasons.insert(reasons.end(), t->flag_reasons.begin(), t->flag_reasons.end());
     // By index: each instance's result has moved into t->antagonists.
@@ -526,6 +610,10 @@ class ExperimentRunner::TrialRun {
   std::string error_;              // the first thing that went wrong
   StatusCode error_code_ = StatusCode::kOk;  // and its kind
   std::string not_settled_;                  // the "did not settle" reason, when it did not
+  std::vector<FlagReason> neighbour_flags_;  // workloads that ended early or had no steps
+  int64_t solo_start_ctrl_ns_ = 0;           // a solo trial's window (controller clock)
+  double solo_wall_s_ = 0;
+  bool solo_ran_ = false;
 };
 
 TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,

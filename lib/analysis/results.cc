@@ -135,6 +135,7 @@ Grouped GroupByPairing(const std::vector<TrialRecord>& trials) {
                    [](const auto* a, const auto* b) { return a->index < b->index; });
   Grouped g;
   for (const auto* t : sorted) {
+    if (t->solo) continue;  // a workload alone: its figures are the neighbours' (neighbours.h)
     const std::string key = IsBaselineTrial(*t) ? "baseline" : t->pairing;
     if (!g.by_key.count(key)) g.order.push_back(key);
     g.by_key[key].push_back(t);
@@ -401,6 +402,13 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   for (const auto& key : g.order) {
     res.pairings.push_back(
         SummarizePairing(key, g.by_key.at(key), base, options.metric, experiment.seed));
+    PairingSummary& p = res.pairings.back();
+    if (p.baseline) continue;
+    BootstrapOptions opt;
+    opt.resamples = kResamples;
+    opt.confidence = kConfidence;
+    opt.seed = experiment.seed ^ Fnv1a("neighbours:" + key);
+    p.neighbours = SummarizeNeighbours(g.by_key.at(key), trials, p.slowdown, opt);
   }
   AdjustAcrossPairings(&res.pairings);
   res.interactions = SummarizeInteractions(

@@ -10,6 +10,7 @@
 
 #include "lib/analysis/attribution.h"
 #include "lib/analysis/interaction.h"
+#include "lib/analysis/neighbours.h"
 #include "lib/analysis/rank_summary.h"
 #include "lib/analysis/stats.h"
 #include "lib/analysis/tidy.h"
@@ -117,6 +118,9 @@ struct PairingSummary {
   double cache_total_bytes = kNaN;
   double cache_resident_fraction = kNaN;
   RankSpread ranks;  // a victim with several ranks: per-rank medians, spread, slowest rank
+  // Workload antagonists of the pairing (real jobs as the neighbour): their own slowdown
+  // beside the victim against their solo runs, and the pair's combined throughput.
+  std::vector<NeighbourSummary> neighbours;
 };
 
 // A trial whose victim failed, for the "failed trials" section: why, with its stderr's last line.

@@ -15,6 +15,7 @@
 #include "lib/common/csv.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
+#include "lib/spec/spec.h"
 
 namespace codl::experiment {
 namespace {
@@ -124,6 +125,7 @@ std::string CsvNum(double v) {
 }  // namespace
 
 std::string IntensityKind(const AntagonistSummary& a) {
+  if (a.injector == kWorkloadInjector) return "workload";  // a real job: no intensity of its own
   if (a.max) return "max";
   return a.level > 0 ? "level" : "rate";
 }
@@ -299,6 +301,7 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
     }
     if (std::string phases = PhasesLine(p); !phases.empty()) lines.push_back(phases);
     if (!p.ranks.ranks.empty()) lines.push_back(RanksLine(p.ranks));
+    for (const NeighbourSummary& n : p.neighbours) lines.push_back(TerminalSafe(NeighbourLine(n)));
     if (std::isfinite(p.cache_total_bytes)) {
       lines.push_back("cache: " +
                       (std::isfinite(p.cache_resident_fraction)
@@ -552,6 +555,21 @@ std::string FormatJson(const ExperimentResults& r) {
                          {"unexplained_s", Num(at.unexplained_s)}};
     pj["ranks"] = RanksJson(p.ranks);
     pj["confounds"] = p.confounds;
+    pj["neighbours"] = Json::array();
+    for (const NeighbourSummary& n : p.neighbours) {
+      pj["neighbours"].push_back({{"name", n.name},
+                                  {"unit", n.unit},
+                                  {"n", n.n},
+                                  {"n_solo", n.n_solo},
+                                  {"value", Num(n.value)},
+                                  {"solo_value", Num(n.solo_value)},
+                                  {"slowdown", Num(n.slowdown)},
+                                  {"ci_low", Num(n.ci_low)},
+                                  {"ci_high", Num(n.ci_high)},
+                                  {"p_value", Num(n.p_value)},
+                                  {"victim_slowdown", Num(n.victim_slowdown)},
+                                  {"combined_throughput", Num(n.combined_throughput)}});
+    }
     pj["cache_total_bytes"] = Num(p.cache_total_bytes);
     pj["cache_resident_fraction"] = Num(p.cache_resident_fraction);
     pj["antagonists"] = Json::array();

@@ -10,6 +10,7 @@
 namespace codl::experiment {
 
 double TrialMetricValue(const TrialRecord& t, const TrialMetric& metric) {
+  if (t.solo) return kNaN;  // a workload's solo run: no victim ran
   std::vector<double> times;
   for (const VictimStep& s : t.steps) {
     if (!s.warmup && std::isfinite(s.step_time_s)) times.push_back(s.step_time_s);

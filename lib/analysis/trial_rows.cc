@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
+#include "lib/analysis/neighbours.h"
 #include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/phase_order.h"
 #include "lib/analysis/rank_summary.h"
@@ -23,9 +25,11 @@ std::vector<const TrialRecord*> ByIndex(const std::vector<TrialRecord>& trials) 
 // The columns every row of the exports starts with: which trial (`trial` from 1, as progress,
 // warnings and the report number them; `trial_index` from 0, as the store and the plan do),
 // under which interference.
+// `role`: baseline or interfered (the victim's rows), or neighbour (a workload antagonist's).
 const std::vector<std::string> kTrialColumns = {"experiment_id", "experiment",  "trial",
                                                 "trial_index",   "repetition",  "pairing",
                                                 "role",          "antagonists", "intensities"};
+constexpr size_t kRoleColumn = 6;
 
 std::vector<Cell> TrialCells(const ExperimentRecord& e, const TrialRecord& t) {
   std::string names, intensities;
@@ -84,6 +88,33 @@ void Append(std::vector<Cell>* row, std::initializer_list<Cell> cells) {
   row->insert(row->end(), cells.begin(), cells.end());
 }
 
+// A workload antagonist's figure in a trial (beside the victim, or its solo run): role
+// "neighbour", its metric and unit, before the trial's victim row. The columns a neighbour has
+// no value for (the victim's wall time, cores, ranks, cache) are missing.
+void AppendNeighbourRows(const ExperimentRecord& e, const TrialRecord& t, TidyTable* table) {
+  std::set<std::string> names;
+  for (const AntagonistResult& a : t.antagonists) {
+    if (a.injector != kWorkloadInjector || !names.insert(a.name).second) continue;
+    const double value = NeighbourValue(t, a.name);
+    const bool measured = t.state == TrialState::kDone && std::isfinite(value);
+    const std::string reason = measured ? ""
+                               : t.state == TrialState::kDone
+                                   ? "no measurement (no step of the workload in the window)"
+                                   : ExclusionReason(t, value);
+    std::vector<Cell> row = TrialCells(e, t);
+    row[kRoleColumn] = Cell::Text("neighbour");
+    Append(&row, {Cell::Text(ToString(t.state)),
+                  Cell::Text(a.unit == "steps/s" ? "throughput" : "elapsed"), Cell::Text(a.unit),
+                  Cell::Number(value), Cell::Bool(t.state == TrialState::kFlagged),
+                  Cell::Text(t.state == TrialState::kFlagged ? FlagCodes(t) : ""),
+                  Cell::Bool(!reason.empty()), Cell::Text(reason), Cell::Missing(), Cell::Missing(),
+                  Cell::Missing(), Cell::Text(""), Cell::Text(a.node), Cell::Int(1),
+                  Cell::Missing(), Cell::Int(t.started_unix_ms), Cell::Int(t.finished_unix_ms),
+                  Cell::Missing(), Cell::Missing()});
+    table->rows.push_back(std::move(row));
+  }
+}
+
 }  // namespace
 
 std::string ExclusionReason(const TrialRecord& t, double metric_value) {
@@ -112,6 +143,8 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
                         "finished_unix_ms", "cache_total_bytes", "cache_resident_bytes"})
     table.columns.push_back(c);
   for (const TrialRecord* t : ByIndex(trials)) {
+    AppendNeighbourRows(e, *t, &table);
+    if (t->solo) continue;  // no victim ran: its neighbour row is all there is
     const double value = TrialMetricValue(*t, metric);
     const std::string reason = ExclusionReason(*t, value);
     const int slowest = SlowestRank(*t);
@@ -174,6 +207,7 @@ TidyTable RanksTable(const ExperimentRecord& e, const std::vector<TrialRecord>& 
     table.columns.push_back(c);
   }
   for (const TrialRecord* t : ByIndex(trials)) {
+    if (t->solo) continue;  // no victim ran
     const bool excluded = t->state != TrialState::kDone;
     const int slowest = SlowestRank(*t);
     auto add = [&](const RankRecord& r) {

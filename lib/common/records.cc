@@ -10,8 +10,8 @@ constexpr const char* kExperimentStates[] = {"queued", "running",   "done",
                                              "failed", "cancelled", "interrupted"};
 constexpr const char* kTrialStates[] = {"pending", "running", "done",
                                         "failed",  "flagged", "cancelled"};
-constexpr const char* kFlagCodes[] = {"unknown", "missed_target", "did_not_settle",
-                                      "too_few_samples", "metric_looks_wrong"};
+constexpr const char* kFlagCodes[] = {"unknown",         "missed_target",      "did_not_settle",
+                                      "too_few_samples", "metric_looks_wrong", "neighbour_ended"};
 }  // namespace
 
 const char* ToString(ExperimentState s) { return kExperimentStates[static_cast<int>(s)]; }

@@ -25,8 +25,16 @@ bool ParseTrialState(const std::string& s, TrialState* out);
 
 // Why a measured trial was flagged. kUnknown: a code this build does not know, or a record
 // older than typed reasons, which kept only the text (RestoreFlagReasons).
-enum class FlagCode { kUnknown, kMissedTarget, kDidNotSettle, kTooFewSamples, kMetricLooksWrong };
-// "unknown", "missed_target", "did_not_settle", "too_few_samples", "metric_looks_wrong"
+enum class FlagCode {
+  kUnknown,
+  kMissedTarget,
+  kDidNotSettle,
+  kTooFewSamples,
+  kMetricLooksWrong,
+  kNeighbourEnded,  // a workload antagonist exited by itself before the victim (or solo run) ended
+};
+// "unknown", "missed_target", "did_not_settle", "too_few_samples", "metric_looks_wrong",
+// "neighbour_ended"
 const char* ToString(FlagCode c);
 FlagCode ParseFlagCode(const std::string& s);  // kUnknown for anything else
 
@@ -43,6 +51,7 @@ struct RateSample {
   double t_s = 0;
   double achieved = 0;
   double target = 0;
+  int steps = 0;  // a workload antagonist's sample: the steps it covers (achieved: their mean)
 };
 
 // One antagonist's part in one trial.
@@ -93,6 +102,9 @@ struct TrialRecord {
   int index = 0;  // position in the executed order (0-based)
   int repetition = 0;
   bool baseline = false;
+  // A workload antagonist's solo run (role neighbour, pairing "job2@solo"): no victim ran, and
+  // its one antagonist result is the workload's figure alone. Never a victim measurement.
+  bool solo = false;
   std::string pairing;  // canonical key: "baseline" or "membw@0.5+storage@1"
   TrialState state = TrialState::kPending;
   std::string error;                     // why it failed; flagged: JoinFlagReasons(flag_reasons)

@@ -11,6 +11,7 @@
 #include "lib/common/units.h"
 #include "lib/report/charts.h"
 #include "lib/report/interaction_section.h"
+#include "lib/report/neighbour_section.h"
 #include "lib/report/prediction_section.h"
 #include "lib/report/provenance.h"
 #include "lib/report/svg.h"
@@ -369,6 +370,15 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                     "they cost the step only through the wait they feed. A phase that is near "
                     "zero at baseline is never shown as a ratio.",
                     "<div class=\"scroll\">" + phases.svg + "</div>\n" + PhaseMatrix(results));
+  }
+  if (std::string two_way = RenderNeighbours(results); !two_way.empty()) {
+    page += Section("neighbours", "Two-way: real jobs as the neighbour",
+                    "Each workload antagonist against the victim, both ways: the victim's "
+                    "slowdown beside it (what the victim tolerates) and its own slowdown beside "
+                    "the victim against its solo runs (what the victim causes it), with a "
+                    "bootstrap CI and the Mann-Whitney p; combined throughput is the two jobs' "
+                    "throughput relative to running alone, summed (&gt; 1: sharing pays).",
+                    two_way);
   }
   if (std::string interactions = RenderInteractions(results); !interactions.empty()) {
     page += Section("interaction", "Interaction",

@@ -60,6 +60,7 @@ v1::FlagReason ToProto(const FlagReason& r) {
     case FlagCode::kDidNotSettle: p.set_code(v1::FlagReason::DID_NOT_SETTLE); break;
     case FlagCode::kTooFewSamples: p.set_code(v1::FlagReason::TOO_FEW_SAMPLES); break;
     case FlagCode::kMetricLooksWrong: p.set_code(v1::FlagReason::METRIC_LOOKS_WRONG); break;
+    case FlagCode::kNeighbourEnded: p.set_code(v1::FlagReason::NEIGHBOUR_ENDED); break;
     case FlagCode::kUnknown: p.set_code(v1::FlagReason::CODE_UNSPECIFIED); break;
   }
   p.set_detail(r.detail);
@@ -73,6 +74,7 @@ FlagReason FromProto(const v1::FlagReason& p) {
     case v1::FlagReason::DID_NOT_SETTLE: r.code = FlagCode::kDidNotSettle; break;
     case v1::FlagReason::TOO_FEW_SAMPLES: r.code = FlagCode::kTooFewSamples; break;
     case v1::FlagReason::METRIC_LOOKS_WRONG: r.code = FlagCode::kMetricLooksWrong; break;
+    case v1::FlagReason::NEIGHBOUR_ENDED: r.code = FlagCode::kNeighbourEnded; break;
     default: r.code = FlagCode::kUnknown;
   }
   r.detail = p.detail();
@@ -126,6 +128,7 @@ v1::AntagonistResult ToProto(const AntagonistResult& a) {
     q->set_t_s(s.t_s);
     q->set_achieved(s.achieved);
     q->set_target(s.target);
+    q->set_steps(s.steps);
   }
   return p;
 }
@@ -146,7 +149,8 @@ AntagonistResult FromProto(const v1::AntagonistResult& p) {
   a.cpu_s = p.cpu_s();
   a.run_s = p.run_s();
   a.effective_cpus = p.effective_cpus();
-  for (const auto& q : p.samples()) a.samples.push_back({q.t_s(), q.achieved(), q.target()});
+  for (const auto& q : p.samples())
+    a.samples.push_back({q.t_s(), q.achieved(), q.target(), q.steps()});
   return a;
 }
 
@@ -245,6 +249,7 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   p.set_index(t.index);
   p.set_repetition(t.repetition);
   p.set_baseline(t.baseline);
+  p.set_solo(t.solo);
   p.set_pairing(t.pairing);
   p.set_state(ToProto(t.state));
   p.set_error(t.error);
@@ -279,6 +284,7 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   t.index = p.index();
   t.repetition = p.repetition();
   t.baseline = p.baseline();
+  t.solo = p.solo();
   t.pairing = p.pairing();
   t.state = *state;
   t.error = p.error();

@@ -94,9 +94,18 @@ double BaselinesFor(double combinations) { return std::max(1.0, std::ceil(combin
 
 int BaselinesPerBlock(int combinations) { return static_cast<int>(BaselinesFor(combinations)); }
 
+std::vector<int> WorkloadAntagonists(const ExperimentSpec& spec) {
+  std::vector<int> w;
+  for (size_t i = 0; i < spec.antagonists.size(); ++i) {
+    if (spec.antagonists[i].workload) w.push_back(static_cast<int>(i));
+  }
+  return w;
+}
+
 double CountPlannedTrials(const ExperimentSpec& spec) {
   double c = CountCombinations(spec);
-  return spec.repetitions * (c + BaselinesFor(c));
+  const double solos = static_cast<double>(WorkloadAntagonists(spec).size());
+  return spec.repetitions * (c + BaselinesFor(c) + solos);
 }
 
 std::vector<std::vector<PlannedPart>> ExpandCombinations(const ExperimentSpec& spec) {
@@ -131,6 +140,9 @@ std::vector<PlannedTrial> ExpandPlan(const ExperimentSpec& spec) {
   std::mt19937_64 rng(spec.seed);
   std::vector<PlannedTrial> plan;
   constexpr int kBaseline = -1;
+  // Solo trial of workload k: kSolo - k (below every other item).
+  constexpr int kSolo = -2;
+  const std::vector<int> workloads = WorkloadAntagonists(spec);
   for (int rep = 0; rep < spec.repetitions; ++rep) {
     // Every combination once per block. The block is cut into b segments of ~c/b combinations,
     // each with one baseline, so baselines are spread evenly through time (drift hits both
@@ -141,13 +153,24 @@ std::vector<PlannedTrial> ExpandPlan(const ExperimentSpec& spec) {
     for (size_t s = 0; s < b; ++s) {
       std::vector<int> segment{kBaseline};
       segment.insert(segment.end(), order.begin() + s * c / b, order.begin() + (s + 1) * c / b);
+      // The solo runs are spread over the segments like the baselines they stand beside.
+      for (size_t k = s; k < workloads.size(); k += b)
+        segment.push_back(kSolo - static_cast<int>(k));
       if (spec.randomize) Shuffle(segment, rng);
       for (int item : segment) {
         PlannedTrial t;
         t.index = static_cast<int>(plan.size());
         t.repetition = rep;
         t.baseline = item == kBaseline;
-        if (!t.baseline) t.parts = combos[item];
+        t.solo = item <= kSolo;
+        if (t.solo) {
+          PlannedPart alone{workloads[static_cast<size_t>(kSolo - item)], {}};
+          alone.intensity = spec.antagonists[alone.antagonist].intensities.at(0);
+          alone.intensity.label = kWorkloadSoloLabel;
+          t.parts.push_back(alone);
+        } else if (!t.baseline) {
+          t.parts = combos[item];
+        }
         t.pairing = PairingKey(spec, t.parts);
         plan.push_back(std::move(t));
       }
@@ -161,6 +184,7 @@ double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<Pla
   // One calibration per antagonist that uses levels (absolute rates need no peak).
   double total = 0;
   for (const auto& a : spec.antagonists) {
+    if (a.workload) continue;  // a real command is not calibrated
     bool needs_peak = false;
     for (const auto& in : a.intensities) needs_peak = needs_peak || !in.absolute;
     if (needs_peak) total += spec.calibration_s;
@@ -168,7 +192,7 @@ double EstimateDurationSeconds(const ExperimentSpec& spec, const std::vector<Pla
   total += spec.warmup_trials * victim_estimate_s;
   for (const auto& t : plan) {
     if (!t.baseline) total += spec.settle_s;
-    total += victim_estimate_s + spec.cooldown_s;
+    total += victim_estimate_s + spec.cooldown_s;  // a solo run lasts as long as the victim
   }
   return total;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,13 +104,37 @@ struct Intensity {
   std::string label;  // as written: "0.5", "2GiB/s"
 };
 
+// antagonists[].workload: a real command as the neighbour instead of an injector (docs/
+// experiment-format.md, "Workload antagonists"). It starts before the victim, counts as settled
+// once it has reported warmup_steps steps, and its own figure is read from the steps it reports
+// inside the victim's run (or inside a solo run as long as a baseline victim run).
+struct WorkloadSpec {
+  std::vector<std::string> command;  // argv; argv[0] looked up beside the agent, then on PATH
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  ProgressSpec progress;  // jsonl or regex: a workload must report steps
+  // elapsed (= mean): seconds per step over the window; throughput: steps per second.
+  std::string metric = "elapsed";
+  int warmup_steps = 0;
+  double settle_timeout_s = 120;  // workload.settle: how long its warmup steps may take
+  bool throughput() const { return metric == "throughput"; }
+};
+
+// The injector name a workload antagonist carries in records and the agent's protocol.
+inline constexpr const char* kWorkloadInjector = "workload";
+// Its one intensity (levels do not apply): its pairing key reads "job2@run", its solo trials'
+// "job2@solo".
+inline constexpr const char* kWorkloadRunLabel = "run";
+inline constexpr const char* kWorkloadSoloLabel = "solo";
+
 struct AntagonistSpec {
   std::string name;
-  std::string injector;
+  std::string injector;                        // kWorkloadInjector for a workload
   std::map<std::string, std::string> options;  // raw strings; validated against the injector
   std::vector<Intensity> intensities;          // YAML: levels: [...] and/or rates: [...]
   NodeSelector nodes;                          // default: the victim's nodes
   PlacementSpec placement;                     // cpus, numa: per instance on its node
+  std::optional<WorkloadSpec> workload;        // set: a real command, not an injector
 };
 
 enum class Pairings { kSingles, kPairs, kAll, kExplicit };
@@ -182,6 +207,9 @@ struct PlannedTrial {
   int index = 0;  // execution order
   int repetition = 0;
   bool baseline = false;
+  // A workload antagonist alone (parts: it), no victim: its solo figure over as long as a
+  // baseline victim run. Planned like baselines: one per workload per repetition block.
+  bool solo = false;
   std::vector<PlannedPart> parts;
   std::string pairing;  // canonical key: "baseline" or "membw@0.5+storage@1" (names sorted)
 };
@@ -189,7 +217,10 @@ struct PlannedTrial {
 // Expands pairings x intensities x repetitions, interleaves baselines throughout (one baseline
 // per repetition block at least, spread across the order), and shuffles with the recorded seed
 // when randomize is set. Deterministic for a given spec.
+// Each block also holds one solo trial per workload antagonist, placed like a baseline.
 std::vector<PlannedTrial> ExpandPlan(const ExperimentSpec& spec);
+// The indexes of the workload antagonists, in file order.
+std::vector<int> WorkloadAntagonists(const ExperimentSpec& spec);
 
 // Rough wall-clock estimate for `codlctl validate --plan`: calibration + per-trial settle, the
 // victim's expected run time (victim_estimate_s), and cooldown.

@@ -21,6 +21,7 @@
 #include "lib/common/units.h"
 #include "lib/spec/progress_pattern.h"
 #include "lib/spec/spec.h"
+#include "lib/spec/spec_parse_internal.h"
 #include "lib/spec/trial_metric.h"
 #include "lib/yaml/typed.h"
 #include "lib/yaml/yaml_reader.h"
@@ -51,13 +52,8 @@ bool ValidName(const std::string& s) {
   return true;
 }
 
-bool ValidEnvName(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  }
-  return true;
-}
+using parse_detail::ParseProgress;
+using parse_detail::ValidEnvName;
 
 std::vector<std::string> HostList(const YAML::Node& n, const std::string& path) {
   if (yaml::List(n, path, "a list of hostnames").size() == 0) {
@@ -103,37 +99,6 @@ NodeSelector ParseNodes(const YAML::Node& n, const std::string& path) {
     sel.count = static_cast<int>(Integer(m.Value("count"), m.PathOf("count"), 1, 100000));
   }
   return sel;
-}
-
-ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
-  MapReader m(n, path, {"format", "field", "pattern"});
-  ProgressSpec p;
-  if (m.Has("format")) {
-    std::string f = ScalarOf(m.Value("format"), m.PathOf("format"), "jsonl, regex or wall");
-    if (f == "jsonl") p.format = ProgressSpec::Format::kJsonl;
-    else if (f == "regex") p.format = ProgressSpec::Format::kRegex;
-    else if (f == "wall") p.format = ProgressSpec::Format::kWall;
-    else
-      Fail(m.Value("format"), m.PathOf("format"), "'" + f + "' is not one of jsonl, regex, wall");
-  }
-  if (m.Has("field")) {
-    if (p.format != ProgressSpec::Format::kJsonl) {
-      Fail(m.Key("field"), m.PathOf("field"), "only used with format: jsonl");
-    }
-    p.field = NonEmptyString(m.Value("field"), m.PathOf("field"));
-  }
-  if (m.Has("pattern")) {
-    if (p.format != ProgressSpec::Format::kRegex) {
-      Fail(m.Key("pattern"), m.PathOf("pattern"), "only used with format: regex");
-    }
-    p.pattern = NonEmptyString(m.Value("pattern"), m.PathOf("pattern"));
-    if (auto re = CompileProgressPattern(p.pattern); !re.ok()) {
-      Fail(m.Value("pattern"), m.PathOf("pattern"), re.error());
-    }
-  } else if (p.format == ProgressSpec::Format::kRegex) {
-    Fail(n, path, "format: regex needs a pattern with one capture group");
-  }
-  return p;
 }
 
 // The agent applies a placement through a cpu_set_t: CPUs up to CPU_SETSIZE - 1.
@@ -295,16 +260,51 @@ Intensity ParseRateIntensity(const YAML::Node& n, const std::string& path) {
   return in;
 }
 
+// A workload antagonist: levels, rates, options and an injector do not apply (it runs as it
+// runs); its one intensity is "run".
+void ParseWorkloadAntagonist(const MapReader& m, const YAML::Node& n, const std::string& path,
+                             const std::string& source_path, AntagonistSpec* a) {
+  for (const char* key : {"injector", "options", "levels", "rates"}) {
+    if (!m.Has(key)) continue;
+    Fail(m.Key(key), m.PathOf(key),
+         std::string(key) + " does not apply to a workload (a real command runs as it runs); " +
+             (key[0] == 'l' || key[0] == 'r'
+                  ? "remove it, or use an injector antagonist to sweep intensities"
+                  : "remove it"));
+  }
+  a->workload = parse_detail::ParseWorkload(m.Value("workload"), m.PathOf("workload"));
+  a->injector = kWorkloadInjector;
+  Intensity run;
+  run.max = true;
+  run.level = 1;
+  run.label = kWorkloadRunLabel;
+  a->intensities.push_back(run);
+  if (m.Has("nodes")) {
+    a->nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
+    a->nodes.specified = true;
+  }
+  a->placement = ParsePlacement(m, n, path, source_path);
+}
+
 AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
                                const NodeSelector& nodes, const ParseHooks& hooks,
                                const std::string& source_path) {
-  MapReader m(n, path, {"name", "injector", "options", "levels", "rates", "nodes", "cpus", "numa"});
+  MapReader m(
+      n, path,
+      {"name", "injector", "workload", "options", "levels", "rates", "nodes", "cpus", "numa"});
   AntagonistSpec a;
   a.nodes = nodes;
   a.name = NonEmptyString(m.Require("name"), m.PathOf("name"));
   if (!ValidName(a.name)) {
     Fail(m.Value("name"), m.PathOf("name"),
          "'" + a.name + "' must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'");
+  }
+  if (m.Has("workload")) {
+    ParseWorkloadAntagonist(m, n, path, source_path, &a);
+    return a;
+  }
+  if (!m.Has("injector")) {
+    Fail(n, path, "missing required key 'injector' (or 'workload': a real command)");
   }
   a.injector = NonEmptyString(m.Require("injector"), m.PathOf("injector"));
   if (hooks.injector) {
@@ -529,6 +529,49 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
 }
 
 }  // namespace
+
+namespace parse_detail {
+
+bool ValidEnvName(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path) {
+  MapReader m(n, path, {"format", "field", "pattern"});
+  ProgressSpec p;
+  if (m.Has("format")) {
+    std::string f = ScalarOf(m.Value("format"), m.PathOf("format"), "jsonl, regex or wall");
+    if (f == "jsonl") p.format = ProgressSpec::Format::kJsonl;
+    else if (f == "regex") p.format = ProgressSpec::Format::kRegex;
+    else if (f == "wall") p.format = ProgressSpec::Format::kWall;
+    else
+      Fail(m.Value("format"), m.PathOf("format"), "'" + f + "' is not one of jsonl, regex, wall");
+  }
+  if (m.Has("field")) {
+    if (p.format != ProgressSpec::Format::kJsonl) {
+      Fail(m.Key("field"), m.PathOf("field"), "only used with format: jsonl");
+    }
+    p.field = NonEmptyString(m.Value("field"), m.PathOf("field"));
+  }
+  if (m.Has("pattern")) {
+    if (p.format != ProgressSpec::Format::kRegex) {
+      Fail(m.Key("pattern"), m.PathOf("pattern"), "only used with format: regex");
+    }
+    p.pattern = NonEmptyString(m.Value("pattern"), m.PathOf("pattern"));
+    if (auto re = CompileProgressPattern(p.pattern); !re.ok()) {
+      Fail(m.Value("pattern"), m.PathOf("pattern"), re.error());
+    }
+  } else if (p.format == ProgressSpec::Format::kRegex) {
+    Fail(n, path, "format: regex needs a pattern with one capture group");
+  }
+  return p;
+}
+
+}  // namespace parse_detail
 
 Result<ExperimentSpec> ParseExperiment(std::string_view yaml_text, const std::string& source_path,
                                        const ParseHooks& hooks) {

@@ -211,6 +211,12 @@ CREATE TABLE trial_cache (
   resident_bytes INTEGER NOT NULL
 );
 )sql"},
+    // 14: a workload antagonist's solo run (no victim ran): a row marks the trial.
+    {"create trial_solo", R"sql(
+CREATE TABLE trial_solo (
+  trial_id INTEGER PRIMARY KEY REFERENCES trials (id) ON DELETE CASCADE
+);
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

@@ -1,8 +1,10 @@
-// Helpers shared by store.cc (experiments, calibrations) and store_trials.cc. Internal.
+// Helpers shared by store.cc (experiments, calibrations), store_trials.cc and
+// store_trial_tables.cc. Internal.
 #pragma once
 
 #include <string>
 
+#include "lib/common/records.h"
 #include "lib/common/result.h"
 #include "lib/store/sqlite_util.h"
 
@@ -16,5 +18,15 @@ Error NoSuchExperiment(sql::Db db, const std::string& id);
 // Maps "latest" to the newest experiment's id (created time, ties broken by insertion order);
 // checks that any other id exists. Call inside a transaction for a consistent answer.
 Result<std::string> ResolveExperimentId(sql::Db db, const std::string& id);
+
+// store_trial_tables.cc: whether the schema has `table` (a store opened at an older version for
+// testing lacks the newer ones), and the inserts of a trial's optional child tables, each a
+// no-op when its table is absent.
+Result<bool> HasTable(sql::Db db, const char* table, const std::string& what);
+Status InsertMetrics(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what);
+Status InsertCache(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what);
+Status InsertFlagReasons(sql::Db db, int64_t trial_id, const TrialRecord& t,
+                         const std::string& what);
+Status InsertSolo(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what);
 
 }  // namespace codl::store

@@ -19,68 +19,6 @@ std::string TrialName(const std::string& experiment_id, int index) {
   return "trial " + std::to_string(index) + " of experiment '" + experiment_id + "'";
 }
 
-// Whether the schema has `table` (a store opened at an older version for testing lacks the newer
-// tables; asking by name keeps this right whatever number the migration ends up with).
-Result<bool> HasTable(sql::Db db, const char* table, const std::string& what) {
-  auto stmt = sql::Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master WHERE name = ?1");
-  if (!stmt) return stmt.status();
-  stmt->BindText(1, table);
-  auto row = stmt->Next(what);
-  if (!row) return row.status();
-  return *row && stmt->Int(0) > 0;
-}
-
-// The per-trial value of every stored metric, computed from the trial's steps.
-Status InsertMetrics(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what) {
-  auto has = HasTable(db, "trial_metrics", what);
-  if (!has) return has.status();
-  if (!*has) return Status::Ok();
-  auto insert = sql::Stmt::Prepare(
-      db, "INSERT INTO trial_metrics (trial_id, metric, value) VALUES (?1, ?2, ?3)");
-  if (!insert) return insert.status();
-  for (const auto& [name, value] : experiment::AllTrialMetricValues(t)) {
-    insert->BindInt(1, trial_id);
-    insert->BindText(2, name);
-    insert->BindReal(3, value);
-    if (Status s = insert->Run(what); !s) return s;
-  }
-  return Status::Ok();
-}
-
-// victim.cache's figures; none when not measured, or in a store older than the table.
-Status InsertCache(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what) {
-  if (t.cache_total_bytes < 0) return Status::Ok();
-  auto has = HasTable(db, "trial_cache", what);
-  if (!has) return has.status();
-  if (!*has) return Status::Ok();
-  auto insert = sql::Stmt::Prepare(
-      db, "INSERT INTO trial_cache (trial_id, total_bytes, resident_bytes) VALUES (?1, ?2, ?3)");
-  if (!insert) return insert.status();
-  insert->BindInt(1, trial_id);
-  insert->BindInt(2, t.cache_total_bytes);
-  insert->BindInt(3, t.cache_resident_bytes);
-  return insert->Run(what);
-}
-
-Status InsertFlagReasons(sql::Db db, int64_t trial_id, const TrialRecord& t,
-                         const std::string& what) {
-  if (t.flag_reasons.empty()) return Status::Ok();
-  auto has = HasTable(db, "trial_flag_reasons", what);
-  if (!has) return has.status();
-  if (!*has) return Status::Ok();
-  auto insert = sql::Stmt::Prepare(
-      db, "INSERT INTO trial_flag_reasons (trial_id, seq, code, detail) VALUES (?1, ?2, ?3, ?4)");
-  if (!insert) return insert.status();
-  for (size_t i = 0; i < t.flag_reasons.size(); ++i) {
-    insert->BindInt(1, trial_id);
-    insert->BindInt(2, static_cast<int64_t>(i));
-    insert->BindText(3, ToString(t.flag_reasons[i].code));
-    insert->BindText(4, t.flag_reasons[i].detail);
-    if (Status s = insert->Run(what); !s) return s;
-  }
-  return Status::Ok();
-}
-
 // The JSON texts SaveTrial encodes outside its lock: each step's phases (rank 0's steps, then
 // each later rank's in rank order) and each rank's phase medians.
 struct EncodedPhases {
@@ -357,6 +295,21 @@ class TrialLoader {
   }
 
   // victim.cache's figures; a store older than the table has none.
+  Status LoadSolo() {
+    auto has = HasTable(db_, "trial_solo", what_);
+    if (!has) return has.status();
+    if (!*has) return Status::Ok();
+    auto rows = sql::Stmt::Prepare(db_,
+                                   "SELECT s.trial_id FROM trial_solo s JOIN trials t ON "
+                                   "t.id = s.trial_id WHERE t.experiment_id = ?1");
+    return ForEachRow(rows, id_, what_, [&](const sql::Stmt& r) -> Status {
+      auto it = trial_pos_.find(r.Int(0));
+      if (it == trial_pos_.end()) return Orphan("solo row");
+      trials_[it->second].solo = true;
+      return Status::Ok();
+    });
+  }
+
   Status LoadCache() {
     auto has = HasTable(db_, "trial_cache", what_);
     if (!has) return has.status();
@@ -542,6 +495,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
 
   if (Status s = InsertChildren(db, trial_id, t, encoded, what); !s) return s;
   if (Status s = InsertCache(db, trial_id, t, what); !s) return s;
+  if (Status s = InsertSolo(db, trial_id, t, what); !s) return s;
   auto has_traces = HasTable(db, "trial_traces", what);
   if (!has_traces) return has_traces.status();
   if (*has_traces && !t.trace_zlib.empty()) {
@@ -600,6 +554,7 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   if (s) s = loader.LoadFlagReasons();
   if (s) s = loader.LoadRanks();
   if (s) s = loader.LoadCache();
+  if (s) s = loader.LoadSolo();
   if (s && with_series) s = loader.LoadSteps();
   if (s && with_series) s = loader.LoadSamples();
   if (!s) return s;

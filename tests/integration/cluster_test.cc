@@ -174,6 +174,58 @@ TEST_F(ClusterTest, AgentKilledItsChildrenDie) {
       << "children of a SIGKILLed agent must die with it (PR_SET_PDEATHSIG)";
 }
 
+// A workload antagonist (a real job as the neighbour) dies with a SIGKILLed agent mid-trial,
+// and so does a daemon it detached with setsid: the same guarantees as codl-inject's.
+TEST_F(ClusterTest, AgentKilledItsWorkloadNeighbourDies) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/exp.yaml",
+            "name: workloadkill\n"
+            "victim: {command: [sleep, '6'], progress: {format: wall}, timeout: 60s}\n"
+            "antagonists:\n"
+            "  - name: job2\n"
+            "    workload:\n"
+            "      command: [sh, -c, 'setsid sleep 38 & while :; do echo "
+            "\"{\\\"step_time_s\\\": 0.05}\"; sleep 0.05; done']\n"
+            "      warmup_steps: 2\n"
+            "repetitions: 1\nsettle: 0.5s\nlease: 30s\nwarmup_trials: 0\n");
+  ASSERT_EQ(c.Ctl({"submit", dir_ + "/exp.yaml"}).exit_code, 0);
+  const pid_t agent = c.agent(0).pid();
+  std::vector<pid_t> tree;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        tree.clear();
+        // The workload (in its solo trial or beside the victim, whichever the order has
+        // first) and the daemon it detached.
+        for (const char* what : {"sleep 38", "sh -c setsid"}) {
+          for (pid_t p : DescendantsMatching(agent, what)) tree.push_back(p);
+        }
+        return !DescendantsMatching(agent, "sleep 38").empty() &&
+               !DescendantsMatching(agent, "sh -c setsid").empty();
+      },
+      60))
+      << c.Logs();
+  c.agent(0).Signal(SIGKILL);
+  c.agent(0).Wait(5);
+  auto alive = [](pid_t p) {
+    std::string s = ReadFile("/proc/" + std::to_string(p) + "/stat");
+    auto rp = s.rfind(')');
+    return !s.empty() && rp != std::string::npos && s[rp + 2] != 'Z';
+  };
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        for (pid_t p : tree)
+          if (alive(p)) return false;
+        return true;
+      },
+      2.0))
+      << "a workload neighbour (or what it detached) outlived the killed agent";
+  for (pid_t p : tree) kill(p, SIGKILL);  // a failed run leaves nothing behind
+  c.Ctl({"cancel", "latest"}, 30);
+}
+
 // What a victim started dies with a SIGKILLed agent too: a background job in its group and a
 // daemon it detached with setsid (PDEATHSIG reaches only the victim itself; the agent's guard
 // process ends the rest, agent/child_guard.h). Three kills, each of a fresh agent mid-trial.

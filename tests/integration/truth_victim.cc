@@ -13,9 +13,17 @@
 //              near zero) + 5 % of base it does not time; read_s (base x (1 + 3x)) is an
 //              overlapped loader stage, not part of the step. So per step the antagonist adds
 //              exactly base x gain x x, all of it data_wait_s, nothing untimed.
+//   pair       two jobs, each slowed by the other (a workload antagonist's ground truth): with
+//              --pair TAG --role victim|neighbour, a step takes base * (1 + gain) while a
+//              process of the other role with the same TAG runs, else base. --steps 0 runs
+//              until killed (a neighbour); --exit-after-peer S exits S seconds after it first
+//              saw the other (a neighbour that ends before the victim).
 // Usage: codl-truth-victim --tag DIR --capacity C [--steps N] [--warmup W] [--base S]
 //                          [--gain G] [--pipelined | --phases]
+//        codl-truth-victim --pair TAG --role victim|neighbour [--steps N] [--warmup W]
+//                          [--base S] [--gain G] [--exit-after-peer S]
 #include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -37,6 +45,9 @@ struct Options {
   double gain = 0.5;
   bool pipelined = false;
   bool phases = false;
+  std::string pair;  // --pair TAG: pair mode
+  std::string role;  // victim | neighbour
+  double exit_after_peer_s = -1;
 };
 
 std::vector<std::string> Argv(const std::string& pid) {
@@ -94,9 +105,59 @@ bool Parse(int argc, char** argv, Options* o) {
     else if (a == "--warmup") o->warmup = std::atoi(argv[++i]);
     else if (a == "--base") o->base = std::atof(argv[++i]);
     else if (a == "--gain") o->gain = std::atof(argv[++i]);
+    else if (a == "--pair") o->pair = argv[++i];
+    else if (a == "--role") o->role = argv[++i];
+    else if (a == "--exit-after-peer") o->exit_after_peer_s = std::atof(argv[++i]);
     else return false;
   }
+  if (!o->pair.empty()) {
+    return (o->role == "victim" || o->role == "neighbour") && o->steps >= 0;
+  }
   return !o->tag.empty() && o->capacity > 0 && o->steps > 0;
+}
+
+// Pair mode: whether a process of the other role with this pair's tag runs.
+bool PeerRuns(const Options& o) {
+  const std::string other = o.role == "victim" ? "neighbour" : "victim";
+  DIR* d = opendir("/proc");
+  if (!d) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::vector<std::string> argv = Argv(e->d_name);
+    bool tag = false, role = false;
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      tag = tag || (argv[i] == "--pair" && argv[i + 1] == o.pair);
+      role = role || (argv[i] == "--role" && argv[i + 1] == other);
+    }
+    if (tag && role) {
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int RunPair(const Options& o) {
+  double first_seen = -1;
+  for (int i = 0; o.steps == 0 || i < o.warmup + o.steps; ++i) {
+    const bool peer = PeerRuns(o);
+    if (peer && first_seen < 0) first_seen = Now();
+    if (o.exit_after_peer_s >= 0 && first_seen >= 0 && Now() - first_seen >= o.exit_after_peer_s)
+      return 0;
+    const double t = o.base * (1 + (peer ? o.gain : 0));
+    std::printf("{\"step\": %d, \"step_time_s\": %.9g}\n", i, t);
+    std::fflush(stdout);
+    usleep(static_cast<useconds_t>(t * 1e6));
+  }
+  return 0;
 }
 
 constexpr double kCycle[] = {0.9, 1.0, 1.1, 1.0};
@@ -131,9 +192,12 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, &o)) {
     std::fprintf(stderr,
                  "usage: codl-truth-victim --tag DIR --capacity C [--steps N] [--warmup W] "
-                 "[--base S] [--gain G] [--pipelined | --phases]\n");
+                 "[--base S] [--gain G] [--pipelined | --phases]\n"
+                 "       codl-truth-victim --pair TAG --role victim|neighbour [--steps N] "
+                 "[--warmup W] [--base S] [--gain G] [--exit-after-peer S]\n");
     return 2;
   }
+  if (!o.pair.empty()) return RunPair(o);
   const double x = AntagonistIntensity(o);
   if (x < 0) {
     std::fprintf(stderr, "codl-truth-victim: more than one antagonist with tag %s\n",

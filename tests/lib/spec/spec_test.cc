@@ -82,14 +82,15 @@ const BadCase kBad[] = {
      "'-'"},
     {"missing injector",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, levels: [1]}\n",
-     "e.yaml:4:5: antagonists[0]: missing required key 'injector'"},
+     "e.yaml:4:5: antagonists[0]: missing required key 'injector' (or 'workload': a real "
+     "command)"},
     {"no levels or rates",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy}\n",
      "e.yaml:4:5: antagonists[0]: needs a non-empty 'levels' or 'rates' list"},
     {"unknown antagonist key",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, level: [1]}\n",
      "e.yaml:4:33: antagonists[0]: unknown key 'level' (did you mean 'levels'?) (expected one of: "
-     "name, injector, options, levels, rates, nodes, cpus, numa)"},
+     "name, injector, workload, options, levels, rates, nodes, cpus, numa)"},
     {"bad rate",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, rates: "
      "[2GiB]}\n",

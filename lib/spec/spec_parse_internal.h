@@ -1,0 +1,20 @@
+// Pieces of the experiment parser shared by its files (spec_parse.cc, workload_parse.cc). Not
+// a public interface: every function throws yaml::YamlError (FILE:LINE:COL) like the parser.
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "lib/spec/spec.h"
+
+namespace codl::experiment::parse_detail {
+
+bool ValidEnvName(const std::string& s);
+// victim.progress or antagonists[].workload.progress.
+ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path);
+// antagonists[i].workload: a mapping of command, env, workdir, progress, metric, warmup_steps,
+// settle.
+WorkloadSpec ParseWorkload(const YAML::Node& n, const std::string& path);
+
+}  // namespace codl::experiment::parse_detail

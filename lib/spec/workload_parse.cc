@@ -1,0 +1,50 @@
+// antagonists[].workload: a real command as the neighbour (docs/experiment-format.md,
+// "Workload antagonists"). Split from spec_parse.cc, which calls it from ParseAntagonist.
+#include "lib/spec/spec_parse_internal.h"
+#include "lib/spec/trial_metric.h"
+#include "lib/yaml/typed.h"
+#include "lib/yaml/yaml_reader.h"
+
+namespace codl::experiment::parse_detail {
+
+WorkloadSpec ParseWorkload(const YAML::Node& n, const std::string& path) {
+  yaml::MapReader m(n, path,
+                    {"command", "env", "workdir", "progress", "metric", "warmup_steps", "settle"});
+  WorkloadSpec w;
+  const YAML::Node& cmd = m.Require("command");
+  w.command = yaml::StringList(cmd, m.PathOf("command"), "a list of strings (argv)");
+  if (w.command.empty()) yaml::Fail(cmd, m.PathOf("command"), "must not be empty");
+  if (w.command[0].empty()) {
+    yaml::Fail(cmd[0], yaml::Index(m.PathOf("command"), 0), "must not be empty");
+  }
+  if (m.Has("env")) {
+    w.env = yaml::StringMap(m.Value("env"), m.PathOf("env"), "a mapping", [](const std::string& k) {
+      return ValidEnvName(k) ? std::string() : "'" + k + "' is not a valid variable name";
+    });
+  }
+  if (m.Has("workdir")) w.workdir = yaml::NonEmptyString(m.Value("workdir"), m.PathOf("workdir"));
+  if (m.Has("progress")) w.progress = ParseProgress(m.Value("progress"), m.PathOf("progress"));
+  if (w.progress.format == ProgressSpec::Format::kWall) {
+    yaml::Fail(m.Value("progress"), m.PathOf("progress"),
+               "a workload runs until it is stopped, so it has no wall time: it must report "
+               "steps (format: jsonl or regex)");
+  }
+  if (m.Has("metric")) {
+    const char* allowed = "elapsed, mean (seconds per step) or throughput (steps per second)";
+    w.metric = yaml::ScalarOf(m.Value("metric"), m.PathOf("metric"), allowed);
+    if (w.metric != "elapsed" && w.metric != "mean" && w.metric != "throughput") {
+      yaml::Fail(m.Value("metric"), m.PathOf("metric"),
+                 "'" + w.metric + "' is not a workload metric; allowed: " + allowed);
+    }
+  }
+  if (m.Has("warmup_steps")) {
+    w.warmup_steps = static_cast<int>(
+        yaml::Integer(m.Value("warmup_steps"), m.PathOf("warmup_steps"), 0, 1000000));
+  }
+  if (m.Has("settle")) {
+    w.settle_timeout_s = yaml::Duration(m.Value("settle"), m.PathOf("settle"), true);
+  }
+  return w;
+}
+
+}  // namespace codl::experiment::parse_detail
