@@ -329,6 +329,17 @@ int CmdValidate(const std::string& file, bool plan, const std::string& db) {
         !w.empty()) {
       printf("warning: %s\n", w.c_str());
     }
+    // A tolerance search adds its trials after the plan: at most max_trials each, plus a
+    // baseline per step (a step runs 2 or 3 trials).
+    for (const auto& a : spec->antagonists) {
+      if (!a.tolerance.enabled || a.workload) continue;
+      const int most = a.tolerance.max_trials + (a.tolerance.max_trials + 1) / 2;
+      printf(
+          "tolerance search of %s: after the plan, up to %d more trials (max_trials %d and a "
+          "baseline per step), about %s more at most\n",
+          TerminalSafe(a.name).c_str(), most, a.tolerance.max_trials,
+          FormatEta(most * (victim_s + spec->settle_s + spec->cooldown_s)).c_str());
+    }
     // Adaptive: the plan above is the max-block plan; how far it will likely go.
     if (std::string a = AdaptiveRepetitionsEstimate(*spec, db); !a.empty()) {
       printf("%s\n", a.c_str());

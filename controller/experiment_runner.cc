@@ -17,6 +17,7 @@
 #include "controller/run_events.h"
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
+#include "controller/tolerance_search.h"
 #include "injectors/core/registry.h"
 #include "lib/analysis/adaptive.h"
 #include "lib/common/tunables.h"
@@ -217,8 +218,8 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
                                       Provenance* prov) {
   for (size_t i = 0; i < spec.antagonists.size(); ++i) {
     const auto& a = spec.antagonists[i];
-    if (a.workload) continue;  // a real command has no peak: it runs as it runs
-    bool needs_peak = false;
+    if (a.workload) continue;               // a real command has no peak: it runs as it runs
+    bool needs_peak = a.tolerance.enabled;  // the search runs levels
     for (const auto& in : a.intensities) needs_peak |= !in.absolute;
     if (!needs_peak) continue;
     for (const auto& node : p->antagonist_nodes[i]) {
@@ -325,10 +326,36 @@ void ExperimentRunner::EndPlaced(const std::string& experiment_id) {
 
 Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    const experiment::ExperimentSpec& spec,
-                                   const std::vector<experiment::PlannedTrial>& plan,
+                                   const std::vector<experiment::PlannedTrial>& listed,
                                    const std::atomic<bool>& cancel, RunListener* listener,
                                    Provenance* prov, const ResumeFrom& resume,
                                    const std::set<std::string>* reserved) {
+  // The plan, and after it the tolerance searches' steps as they are decided.
+  std::vector<experiment::PlannedTrial> plan = listed;
+  // Every trial so far: what the searches judge. A resume's kept trials come without their
+  // steps; the searches need them (the per-trial metric), so they are read again with them.
+  std::vector<TrialRecord> done;
+  if (HasToleranceSearch(spec) && resume.resumed) {
+    auto stored = store_->GetTrials(exp.id, /*with_series=*/true);
+    if (!stored.ok()) return stored.status().WithContext("reading the trials to resume");
+    for (auto& t : *stored) {
+      if (t.state == TrialState::kDone || t.state == TrialState::kFailed ||
+          t.state == TrialState::kFlagged)
+        done.push_back(std::move(t));
+    }
+  }
+  std::set<std::string> announced;  // searches reported stopped
+  auto extend = [&]() {
+    int next_index = 0;
+    for (const auto& t : plan) next_index = std::max(next_index, t.index + 1);
+    for (const auto& t : done) next_index = std::max(next_index, t.index + 1);
+    ToleranceExtension ext =
+        NextToleranceTrials(exp, spec, listed.size(), done, next_index, &announced);
+    for (const std::string& line : ext.finished)
+      listener->OnEvent(events::Note(v1::Note::INFO, line));
+    plan.insert(plan.end(), ext.trials.begin(), ext.trials.end());
+    return !ext.trials.empty();
+  };
   std::map<int, const TrialRecord*> kept;
   for (const auto& t : resume.kept) kept[t.index] = &t;
   std::optional<BlockStopper> stopper;
@@ -339,7 +366,7 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   auto replay = [&](size_t i, const TrialRecord& t) {
     if (stopper) stopper->Add(t);
     failed_in_a_row = t.state == TrialState::kFailed ? failed_in_a_row + 1 : 0;
-    return stopper && BlockStopper::ClosesBlock(plan, i) &&
+    return stopper && i < listed.size() && BlockStopper::ClosesBlock(listed, i) &&
            StopAfterBlock(exp, *stopper, plan[i].repetition + 1, listener);
   };
   // The kept head of the plan is replayed before anything is placed: a resume with nothing
@@ -348,7 +375,9 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   for (; first_to_run < plan.size() && kept.count(plan[first_to_run].index); ++first_to_run) {
     if (replay(first_to_run, *kept[plan[first_to_run].index])) return Status::Ok();
   }
-  if (first_to_run == plan.size()) return Status::Ok();
+  // Everything listed was kept: a tolerance search may still have steps to run.
+  if (first_to_run == plan.size() && !(first_to_run >= listed.size() && extend()))
+    return Status::Ok();
   Placement p;
   if (Status s = Place(spec, &p, {reserved, nullptr}); !s.ok()) return s;
   std::set<std::string> nodes(p.victim_nodes.begin(), p.victim_nodes.end());
@@ -373,7 +402,7 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   // victim.trace: the first trial of each pairing (the baseline's too) takes a profiler trace;
   // the others run untraced, as the profiler slows the steps it records.
   std::map<std::string, int> first_of_pairing;
-  for (const auto& trial : plan) first_of_pairing.emplace(trial.pairing, trial.index);
+  for (const auto& trial : listed) first_of_pairing.emplace(trial.pairing, trial.index);
   experiment::ExperimentSpec untraced;
   if (spec.victim.trace_steps > 0) {
     untraced = spec;
@@ -408,8 +437,10 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     if (!retries.count(trial.index))
       prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
     StatusCode failure = StatusCode::kOk;
-    const bool traced =
-        spec.victim.trace_steps > 0 && first_of_pairing.at(trial.pairing) == trial.index;
+    // A searched level's trials are not traced (first_of_pairing holds the plan's).
+    const auto first = first_of_pairing.find(trial.pairing);
+    const bool traced = spec.victim.trace_steps > 0 && first != first_of_pairing.end() &&
+                        first->second == trial.index;
     TrialRecord t = RunTrial(exp, traced || spec.victim.trace_steps == 0 ? spec : untraced, trial,
                              p, cancel, listener, &failure);
     if (t.state != TrialState::kDone && t.state != TrialState::kCancelled && !cancel) {
@@ -456,6 +487,7 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     }
     if (Status s = store_->SaveTrial(t); !s.ok()) return s.WithContext("saving trial");
     t.trace_zlib.clear();  // stored: not carried to the listeners
+    if (HasToleranceSearch(spec)) done.push_back(t);
     listener->OnTrialDone(t);
     if (stopper) stopper->Add(t);
     if (t.state == TrialState::kCancelled) return Cancelled("cancelled");
@@ -467,13 +499,16 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
           "the first 3 trials failed; last error: " + FailureWithStderr(t.error, t.stderr_tail),
           failure};
     }
-    if (stopper && BlockStopper::ClosesBlock(plan, i) &&
+    if (stopper && i < listed.size() && BlockStopper::ClosesBlock(listed, i) &&
         StopAfterBlock(exp, *stopper, trial.repetition + 1, listener)) {
-      return Status::Ok();
+      if (!HasToleranceSearch(spec)) return Status::Ok();
+      plan.resize(i + 1);  // the blocks stop here; the searches follow
     }
     if (spec.cooldown_s > 0 && !clock_->SleepFor(spec.cooldown_s, cancel)) {
       return Cancelled("cancelled");
     }
+    // `trial` is not used past here: the plan may grow (and move) now.
+    if (i + 1 == plan.size() && i + 1 >= listed.size()) extend();
   }
   return Status::Ok();
 }

@@ -124,7 +124,7 @@ class ExperimentRunner {
   class TrialRun;  // one trial, step by step (experiment_runner.cc)
 
   Status RunPlaced(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
-                   const std::vector<experiment::PlannedTrial>& plan,
+                   const std::vector<experiment::PlannedTrial>& listed,
                    const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov,
                    const ResumeFrom& resume, const std::set<std::string>* reserved);
   Status Place(const experiment::ExperimentSpec& spec, Placement* p,

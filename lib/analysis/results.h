@@ -14,6 +14,7 @@
 #include "lib/analysis/rank_summary.h"
 #include "lib/analysis/stats.h"
 #include "lib/analysis/tidy.h"
+#include "lib/analysis/tolerance.h"
 #include "lib/analysis/trial_metric.h"
 #include "lib/common/records.h"
 
@@ -171,6 +172,8 @@ struct ExperimentResults {
   // the first one's detail: a wrong progress field or pattern, said once for the experiment.
   int n_metric_looks_wrong = 0;
   std::string metric_looks_wrong;
+  // `tolerance:` searches, one per antagonist that has one (lib/analysis/tolerance.h).
+  std::vector<ToleranceResult> tolerance;
 };
 
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when

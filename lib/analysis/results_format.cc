@@ -357,6 +357,7 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
     out << "resumed " << r.resumptions << (r.resumptions == 1 ? " time" : " times")
         << " (provenance \"resumptions\": when, from what state, trials kept)\n";
   }
+  for (const ToleranceResult& t : r.tolerance) out << TerminalSafe(ToleranceLine(t)) << "\n";
   if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
   if (r.n_metric_looks_wrong > 0) {
     out << "warning: " << r.n_metric_looks_wrong << " trial"
@@ -591,6 +592,29 @@ std::string FormatJson(const ExperimentResults& r) {
     j["pairings"].push_back(std::move(pj));
   }
   j["interactions"] = InteractionsJson(r.interactions);
+  j["tolerance"] = Json::array();
+  for (const ToleranceResult& t : r.tolerance) {
+    Json probes = Json::array();
+    for (const ToleranceProbe& p : t.probes) {
+      probes.push_back({{"level", p.level},
+                        {"n", p.n},
+                        {"slowdown", Num(p.slowdown)},
+                        {"ci_low", Num(p.ci_low)},
+                        {"ci_high", Num(p.ci_high)},
+                        {"verdict", p.verdict}});
+    }
+    j["tolerance"].push_back({{"name", t.name},
+                              {"slowdown", t.threshold},
+                              {"resolution", t.resolution},
+                              {"max_trials", t.max_trials},
+                              {"tolerated_level", t.tolerated_level},
+                              {"breaks_level", Num(t.breaks_level)},
+                              {"tolerates_max", t.tolerates_max},
+                              {"trials", t.trials},
+                              {"stop_reason", t.stop_reason},
+                              {"detail", t.detail},
+                              {"probes", probes}});
+  }
   j["n_metric_looks_wrong"] = r.n_metric_looks_wrong;
   j["metric_looks_wrong"] = r.metric_looks_wrong.empty() ? Json() : Json(r.metric_looks_wrong);
   j["failed_trials"] = Json::array();

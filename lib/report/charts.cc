@@ -343,8 +343,11 @@ double PeakOf(const std::string& pairing, const AntagonistSummary& a,
   return experiment::kNaN;
 }
 
+// `tolerance` (may be null): its threshold as a dashed line, and the levels it was resolved
+// between as a band (requested levels: on this axis of achieved intensity, close to them).
 std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
-                       const PairingSummary* baseline) {
+                       const PairingSummary* baseline,
+                       const experiment::ToleranceResult* tolerance) {
   constexpr double kW = 430, kH = 300, kLeft = 66, kRight = 18, kTop = 48, kBottom = 54;
   double x_hi = 0;
   for (const auto& p : c.points) x_hi = std::max(x_hi, p.x);
@@ -368,6 +371,20 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
       svg, x, y, NiceTicks(y_lo, y_hi, 5), [](double v) { return Slowdown(v); },
       "slowdown (\u00d7 baseline)");
   if (y_lo <= 1 && 1 <= y_hi) svg.Line(x.r0, y(1), x.r1, y(1), "class=\"ref\"");
+  if (tolerance != nullptr && c.fraction_of_peak) {
+    const double lo = tolerance->tolerated_level;
+    const double hi =
+        std::isfinite(tolerance->breaks_level) ? tolerance->breaks_level : std::min(1.0, x_hi);
+    svg.Open("g", "class=\"tolerance\"");
+    svg.Title(experiment::ToleranceLine(*tolerance));
+    svg.Rect(x(lo), y.r1, std::max(1.0, x(hi) - x(lo)), y.r0 - y.r1,
+             "fill=\"#f4a261\" fill-opacity=\"0.18\"");
+    if (y_lo <= tolerance->threshold && tolerance->threshold <= y_hi) {
+      svg.Line(x.r0, y(tolerance->threshold), x.r1, y(tolerance->threshold),
+               "stroke=\"#e76f51\" stroke-dasharray=\"5 3\"");
+    }
+    svg.Close("g");
+  }
 
   std::vector<std::pair<double, double>> line;
   if (baseline) line.push_back({x(0), y(1)});
@@ -446,6 +463,7 @@ SensitivitySet SensitivityFigures(const ExperimentResults& results,
         "and achieved rate yet.</p>\n";
   } else {
     double y_lo = 1, y_hi = 1;
+    for (const auto& t : results.tolerance) y_hi = std::max(y_hi, t.threshold);
     for (const auto& c : curves) {
       for (const auto& p : c.points) {
         for (double v : {p.pairing->slowdown, p.pairing->ci_low, p.pairing->ci_high}) {
@@ -468,9 +486,19 @@ SensitivitySet SensitivityFigures(const ExperimentResults& results,
                 [](const CurvePoint& a, const CurvePoint& b) { return a.x < b.x; });
       Figure f;
       f.name = "sensitivity-" + FileSafe(c.name);
-      f.svg = CurveChart(c, i, y_lo, y_hi, baseline);
+      const experiment::ToleranceResult* tolerance = nullptr;
+      for (const auto& t : results.tolerance) {
+        if (t.name == c.name) tolerance = &t;
+      }
+      f.svg = CurveChart(c, i, y_lo, y_hi, baseline, tolerance);
       f.csv = CurveCsv(c);
       f.caption = Escape(c.name) + ": " + Escape(CurveSubtitle(c)) + ".";
+      if (tolerance != nullptr) {
+        f.caption +=
+            " Dashed: the tolerance threshold; shaded: the levels its search was "
+            "resolved between. " +
+            Escape(experiment::ToleranceLine(*tolerance)) + ".";
+      }
       set.charts.push_back(std::move(f));
     }
   }

@@ -127,6 +127,18 @@ inline constexpr const char* kWorkloadInjector = "workload";
 inline constexpr const char* kWorkloadRunLabel = "run";
 inline constexpr const char* kWorkloadSoloLabel = "solo";
 
+// `tolerance: {slowdown: 1.10, resolution: 0.05, max_trials: 30}` (on an antagonist, or
+// top-level for every injector antagonist): after the listed trials, CoDL bisects over the
+// level in [0, 1] for the highest level whose slowdown's CI upper bound stays <= slowdown and
+// the lowest whose CI lower bound exceeds it (docs/experiment-format.md, "Tolerance search").
+struct ToleranceSpec {
+  bool enabled = false;
+  double slowdown = 1.10;    // the threshold, > 1
+  double resolution = 0.05;  // stop when the two levels are this close, in (0, 1)
+  int max_trials = 30;       // trials the search may add for this antagonist, baselines included
+  std::string where;         // "exp.yaml:12:5: tolerance", for messages
+};
+
 struct AntagonistSpec {
   std::string name;
   std::string injector;                        // kWorkloadInjector for a workload
@@ -135,6 +147,7 @@ struct AntagonistSpec {
   NodeSelector nodes;                          // default: the victim's nodes
   PlacementSpec placement;                     // cpus, numa: per instance on its node
   std::optional<WorkloadSpec> workload;        // set: a real command, not an injector
+  ToleranceSpec tolerance;                     // its own, or the top-level one
 };
 
 enum class Pairings { kSingles, kPairs, kAll, kExplicit };

@@ -264,11 +264,11 @@ Intensity ParseRateIntensity(const YAML::Node& n, const std::string& path) {
 // runs); its one intensity is "run".
 void ParseWorkloadAntagonist(const MapReader& m, const YAML::Node& n, const std::string& path,
                              const std::string& source_path, AntagonistSpec* a) {
-  for (const char* key : {"injector", "options", "levels", "rates"}) {
+  for (const char* key : {"injector", "options", "levels", "rates", "tolerance"}) {
     if (!m.Has(key)) continue;
     Fail(m.Key(key), m.PathOf(key),
          std::string(key) + " does not apply to a workload (a real command runs as it runs); " +
-             (key[0] == 'l' || key[0] == 'r'
+             (key[0] == 'l' || key[0] == 'r' || key[0] == 't'
                   ? "remove it, or use an injector antagonist to sweep intensities"
                   : "remove it"));
   }
@@ -289,9 +289,9 @@ void ParseWorkloadAntagonist(const MapReader& m, const YAML::Node& n, const std:
 AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
                                const NodeSelector& nodes, const ParseHooks& hooks,
                                const std::string& source_path) {
-  MapReader m(
-      n, path,
-      {"name", "injector", "workload", "options", "levels", "rates", "nodes", "cpus", "numa"});
+  MapReader m(n, path,
+              {"name", "injector", "workload", "options", "levels", "rates", "nodes", "cpus",
+               "numa", "tolerance"});
   AntagonistSpec a;
   a.nodes = nodes;
   a.name = NonEmptyString(m.Require("name"), m.PathOf("name"));
@@ -346,7 +346,11 @@ AntagonistSpec ParseAntagonist(const YAML::Node& n, const std::string& path,
       add(seq[i], p, list[0] == 'l' ? ParseLevel(seq[i], p) : ParseRateIntensity(seq[i], p));
     }
   }
-  if (a.intensities.empty()) Fail(n, path, "needs a non-empty 'levels' or 'rates' list");
+  if (m.Has("tolerance")) {
+    a.tolerance =
+        parse_detail::ParseTolerance(m.Value("tolerance"), m.PathOf("tolerance"), source_path);
+  }
+  // Checked by the caller once a top-level tolerance is applied (CheckIntensities).
   if (m.Has("nodes")) {
     a.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));
     a.nodes.specified = true;  // else the runner colocates it with the victim's node
@@ -467,7 +471,7 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   MapReader m(root, "",
               {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
                "settle", "cooldown", "calibration", "lease", "warmup_trials",
-               "min_antagonist_samples", "agent_grace"});
+               "min_antagonist_samples", "agent_grace", "tolerance"});
   ExperimentSpec spec;
   spec.source_path = source_path;
   spec.name = NonEmptyString(m.Require("name"), "name");
@@ -485,6 +489,22 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
         }
       }
       spec.antagonists.push_back(std::move(a));
+    }
+  }
+  if (m.Has("tolerance")) {
+    // Every injector antagonist without its own (a workload has no level to search).
+    const ToleranceSpec all =
+        parse_detail::ParseTolerance(m.Value("tolerance"), "tolerance", source_path);
+    for (auto& a : spec.antagonists) {
+      if (!a.workload && !a.tolerance.enabled) a.tolerance = all;
+    }
+  }
+  // With a tolerance search the search supplies the levels; without one, some must be listed.
+  for (size_t i = 0; i < spec.antagonists.size(); ++i) {
+    const auto& a = spec.antagonists[i];
+    if (a.intensities.empty() && !a.tolerance.enabled) {
+      Fail(m.Value("antagonists")[i], Index("antagonists", i),
+           "needs a non-empty 'levels' or 'rates' list (or a 'tolerance' search)");
     }
   }
   if (m.Has("pairings")) ParsePairings(m.Value("pairings"), &spec);

@@ -16,5 +16,8 @@ ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path);
 // antagonists[i].workload: a mapping of command, env, workdir, progress, metric, warmup_steps,
 // settle.
 WorkloadSpec ParseWorkload(const YAML::Node& n, const std::string& path);
+// tolerance (top-level or antagonists[i].tolerance): slowdown, resolution, max_trials.
+ToleranceSpec ParseTolerance(const YAML::Node& n, const std::string& path,
+                             const std::string& source_path);
 
 }  // namespace codl::experiment::parse_detail

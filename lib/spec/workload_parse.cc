@@ -1,5 +1,6 @@
 // antagonists[].workload: a real command as the neighbour (docs/experiment-format.md,
-// "Workload antagonists"). Split from spec_parse.cc, which calls it from ParseAntagonist.
+// "Workload antagonists"), and `tolerance` (its "Tolerance search"). Split from
+// spec_parse.cc, which calls them.
 #include "lib/spec/spec_parse_internal.h"
 #include "lib/spec/trial_metric.h"
 #include "lib/yaml/typed.h"
@@ -45,6 +46,37 @@ WorkloadSpec ParseWorkload(const YAML::Node& n, const std::string& path) {
     w.settle_timeout_s = yaml::Duration(m.Value("settle"), m.PathOf("settle"), true);
   }
   return w;
+}
+
+ToleranceSpec ParseTolerance(const YAML::Node& n, const std::string& path,
+                             const std::string& source_path) {
+  yaml::MapReader m(n, path, {"slowdown", "resolution", "max_trials"});
+  ToleranceSpec t;
+  t.enabled = true;
+  const YAML::Node& slowdown = m.Require("slowdown");
+  t.slowdown = yaml::Number(slowdown, m.PathOf("slowdown"));
+  if (!(t.slowdown > 1) || t.slowdown > 100) {
+    yaml::Fail(slowdown, m.PathOf("slowdown"),
+               yaml::ScalarOf(slowdown, m.PathOf("slowdown"), "a number") +
+                   " is out of range (1, 100]: the slowdown the victim tolerates, e.g. 1.10");
+  }
+  if (m.Has("resolution")) {
+    const YAML::Node& r = m.Value("resolution");
+    t.resolution = yaml::Number(r, m.PathOf("resolution"));
+    if (!(t.resolution >= 0.001 && t.resolution < 1)) {
+      yaml::Fail(r, m.PathOf("resolution"),
+                 yaml::ScalarOf(r, m.PathOf("resolution"), "a number") +
+                     " is out of range [0.001, 1): how close, in level, the search stops");
+    }
+  }
+  if (m.Has("max_trials")) {
+    t.max_trials =
+        static_cast<int>(yaml::Integer(m.Value("max_trials"), m.PathOf("max_trials"), 1, 10000));
+  }
+  const YAML::Mark mark = n.Mark();
+  t.where = source_path + ":" + std::to_string(mark.line + 1) + ":" +
+            std::to_string(mark.column + 1) + ": " + path;
+  return t;
 }
 
 }  // namespace codl::experiment::parse_detail

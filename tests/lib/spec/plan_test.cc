@@ -33,9 +33,9 @@ ExperimentSpec ThreeAntagonists(Pairings p) {
   ExperimentSpec s;
   s.name = "t";
   s.victim.command = {"v"};
-  AntagonistSpec a{"a", "memcpy", {}, {Level(0.5), Level(1)}, {}, {}, {}};
-  AntagonistSpec b{"b", "memcpy", {}, {RateOf(2.0 * (1 << 30), "2GiB/s")}, {}, {}, {}};
-  AntagonistSpec c{"c", "memcpy", {}, {Level(0.25), Level(0.5), Level(1)}, {}, {}, {}};
+  AntagonistSpec a{"a", "memcpy", {}, {Level(0.5), Level(1)}, {}, {}, {}, {}};
+  AntagonistSpec b{"b", "memcpy", {}, {RateOf(2.0 * (1 << 30), "2GiB/s")}, {}, {}, {}, {}};
+  AntagonistSpec c{"c", "memcpy", {}, {Level(0.25), Level(0.5), Level(1)}, {}, {}, {}, {}};
   s.antagonists = {a, b, c};
   s.pairings = p;
   s.repetitions = 3;

@@ -19,7 +19,7 @@ const BadCase kBad[] = {
     {"unknown top-level key", "name: x\nvictim: {command: [a]}\ncolour: red\n",
      "e.yaml:3:1: unknown top-level key 'colour' (expected one of: name, nodes, victim, "
      "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease, "
-     "warmup_trials, min_antagonist_samples, agent_grace)"},
+     "warmup_trials, min_antagonist_samples, agent_grace, tolerance)"},
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
      "command, env, workdir, progress, warmup_steps, timeout, nodes, metric, cpus, numa, "
@@ -86,11 +86,12 @@ const BadCase kBad[] = {
      "command)"},
     {"no levels or rates",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy}\n",
-     "e.yaml:4:5: antagonists[0]: needs a non-empty 'levels' or 'rates' list"},
+     "e.yaml:4:5: antagonists[0]: needs a non-empty 'levels' or 'rates' list (or a "
+     "'tolerance' search)"},
     {"unknown antagonist key",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, level: [1]}\n",
      "e.yaml:4:33: antagonists[0]: unknown key 'level' (did you mean 'levels'?) (expected one of: "
-     "name, injector, workload, options, levels, rates, nodes, cpus, numa)"},
+     "name, injector, workload, options, levels, rates, nodes, cpus, numa, tolerance)"},
     {"bad rate",
      "name: x\nvictim: {command: [a]}\nantagonists:\n  - {name: s, injector: memcpy, rates: "
      "[2GiB]}\n",

@@ -108,3 +108,62 @@ TEST(WorkloadSpec, ThePlanHasOneSoloTrialPerWorkloadPerBlock) {
 
 }  // namespace
 }  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+const std::string kToleranceHead = "name: x\nvictim: {command: [a]}\nantagonists:\n";
+
+std::string ToleranceErrorOf(const std::string& yaml) {
+  auto spec = ParseExperiment(yaml, "e.yaml");
+  return spec.ok() ? "(parsed)" : spec.error();
+}
+
+TEST(ToleranceSpec, OwnOrTopLevelAndNoLevelsNeeded) {
+  auto spec = ParseExperiment(kToleranceHead +
+                                  "  - name: a\n    injector: memcpy\n"
+                                  "    tolerance: {slowdown: 1.2, resolution: 0.1, max_trials: 9}\n"
+                                  "  - {name: b, injector: memcpy, levels: [0.5]}\n"
+                                  "  - {name: job2, workload: {command: [b]}}\n"
+                                  "tolerance: {slowdown: 1.05}\n",
+                              "e.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  const auto& a = spec->antagonists[0].tolerance;
+  EXPECT_TRUE(a.enabled);
+  EXPECT_DOUBLE_EQ(a.slowdown, 1.2);
+  EXPECT_DOUBLE_EQ(a.resolution, 0.1);
+  EXPECT_EQ(a.max_trials, 9);
+  EXPECT_TRUE(spec->antagonists[0].intensities.empty());  // the search supplies its levels
+  const auto& b = spec->antagonists[1].tolerance;         // the top-level one
+  EXPECT_TRUE(b.enabled);
+  EXPECT_DOUBLE_EQ(b.slowdown, 1.05);
+  EXPECT_DOUBLE_EQ(b.resolution, 0.05);
+  EXPECT_EQ(b.max_trials, 30);
+  EXPECT_FALSE(spec->antagonists[2].tolerance.enabled);  // a workload has no level
+}
+
+TEST(ToleranceSpec, OutOfRangeValuesNameTheirLocation) {
+  const std::string a = "  - name: a\n    injector: memcpy\n";
+  EXPECT_EQ(ToleranceErrorOf(kToleranceHead + a + "    tolerance: {slowdown: 0.9}\n"),
+            "e.yaml:6:28: antagonists[0].tolerance.slowdown: 0.9 is out of range (1, 100]: the "
+            "slowdown the victim tolerates, e.g. 1.10");
+  EXPECT_NE(
+      ToleranceErrorOf(kToleranceHead + a + "    tolerance: {slowdown: 1.1, resolution: 1.5}\n")
+          .find("antagonists[0].tolerance.resolution: 1.5 is out of range [0.001, 1)"),
+      std::string::npos);
+  EXPECT_NE(ToleranceErrorOf(kToleranceHead + a + "    tolerance: {resolution: 0.1}\n")
+                .find("missing required key 'slowdown'"),
+            std::string::npos);
+  EXPECT_NE(ToleranceErrorOf(kToleranceHead + "  - name: j\n    workload: {command: [b]}\n"
+                                              "    tolerance: {slowdown: 1.1}\n")
+                .find("e.yaml:6:5: antagonists[0].tolerance: tolerance does not apply to a "
+                      "workload"),
+            std::string::npos);
+  EXPECT_NE(ToleranceErrorOf(kToleranceHead + "  - {name: a, injector: memcpy}\n")
+                .find("e.yaml:4:5: antagonists[0]: needs a non-empty 'levels' or 'rates' list (or "
+                      "a 'tolerance' search)"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace codl::experiment
