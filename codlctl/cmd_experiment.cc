@@ -29,8 +29,6 @@
 
 namespace codl::cli {
 
-namespace {
-
 experiment::ParseHooks InjectorHooks() {
   experiment::ParseHooks h;
   h.injector = [](const std::string& n) { return injectors::ValidateInjectorName(n).message(); };
@@ -39,6 +37,8 @@ experiment::ParseHooks InjectorHooks() {
   };
   return h;
 }
+
+namespace {
 
 Result<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path);
@@ -203,7 +203,8 @@ int FollowToEnd(const GlobalOptions& g, const RunOptions& o, ControllerClient* c
     return interrupts->ExitCode(ExitCodeFor(final.status()));
   }
   std::string nothing_measured;  // from the results just printed: no second load to judge them
-  int rc = PrintResults(c, "", id, o.output, stdout, "", &nothing_measured);
+  int rc = o.print ? o.print(c, id) : PrintResults(c, "", id, o.output, stdout, "", &nothing_measured);
+  if (o.print && rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(c, "", id);
   for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
     if (path.empty() || rc != kExitOk) continue;
     FILE* f = fopen(path.c_str(), "w");
@@ -291,6 +292,14 @@ int CmdValidate(const std::string& file, bool plan, const std::string& db) {
     fprintf(stderr, "%s\n", TerminalSafe(spec.error()).c_str());
     return kExitBadInput;
   }
+  PrintPlan(*spec, file, plan ? PlanDetail::kTrials : PlanDetail::kNone, db);
+  return kExitOk;
+}
+
+void PrintPlan(const experiment::ExperimentSpec& loaded, const std::string& file,
+               PlanDetail detail, const std::string& db) {
+  const experiment::ExperimentSpec* spec = &loaded;
+  const bool plan = detail != PlanDetail::kNone;
   auto trials = experiment::ExpandPlan(*spec);
   int baselines = 0;
   for (const auto& t : trials) baselines += t.baseline;
@@ -312,9 +321,11 @@ int CmdValidate(const std::string& file, bool plan, const std::string& db) {
         "started as root; `codlctl agents` lists it); with `codlctl run` and no controller, "
         "as you (%s)\n",
         TerminalSafe(UserName(geteuid())).c_str());
-    printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
-    for (const auto& t : trials)
-      printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
+    if (detail == PlanDetail::kTrials) {
+      printf("%5s  %4s  %s\n", "trial", "rep", "pairing");
+      for (const auto& t : trials)
+        printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
+    }
     const std::optional<double> previous = PreviousVictimSeconds(db, spec->name);
     const double victim_s = previous.value_or(10);
     double est = experiment::EstimateDurationSeconds(*spec, trials, victim_s);
@@ -345,7 +356,6 @@ int CmdValidate(const std::string& file, bool plan, const std::string& db) {
       printf("%s\n", a.c_str());
     }
   }
-  return kExitOk;
 }
 
 int CmdRun(const GlobalOptions& g, const RunOptions& o) {
@@ -360,13 +370,23 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     Note(g, "error", spec.error());
     return kExitBadInput;
   }
-  auto lease = CheckRunOptions(g, o, "run");
+  return SubmitAndFollow(g, o, "run", [&](ControllerClient*) -> Result<std::string> { return *yaml; });
+}
+
+int SubmitAndFollow(const GlobalOptions& g, const RunOptions& o, const std::string& verb,
+                    const YamlForController& yaml_for) {
+  auto lease = CheckRunOptions(g, o, verb);
   if (!lease) return kExitBadInput;
   InterruptHandler interrupts;
   EmbeddedCluster embedded;
   auto client = ConnectOrEmbed(g, o, *lease, &embedded);
   if (!client.ok())
     return client.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailed;
+  auto yaml = yaml_for(client->get());
+  if (!yaml.ok()) {
+    Note(g, "error", "codlctl " + verb + ": " + yaml.error());
+    return yaml.code() == StatusCode::kUnavailable ? kExitUnreachable : kExitBadInput;
+  }
   auto sub = (*client)->Submit(*yaml, o.file);
   if (!sub.ok()) {
     Note(g, "error", sub.error());

@@ -2,6 +2,7 @@
 // runtime error), 2 bad input (bad YAML, bad flags, unknown experiment).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "codlctl/controller_client.h"
 #include "lib/common/tunables.h"
 #include "lib/rpc/rpc_util.h"
+#include "lib/spec/spec.h"
 
 namespace CLI {
 class App;
@@ -38,6 +40,10 @@ struct GlobalOptions {
 // address). Fails only on a bad address or TLS files; reachability shows on the first call.
 Result<std::unique_ptr<ControllerClient>> ConnectController(const GlobalOptions& g);
 
+struct RunOptions;
+class ControllerClient;
+// What `run`, `resume` and `profile` submit, asked once the controller is connected.
+using YamlForController = std::function<Result<std::string>(ControllerClient*)>;
 struct RunOptions {
   std::string file;
   std::string db = "codl-results.db";
@@ -48,7 +54,22 @@ struct RunOptions {
   std::string lease = tunables::DurationFlagText(tunables::kDefaultLeaseS);
   std::vector<std::string> scratch_roots;  // embedded agent: where injectors may write
   bool quiet = false;
+  // Set (`profile`): prints the finished experiment's figures instead of the results table.
+  std::function<int(ControllerClient*, const std::string& id)> print;
 };
+
+// The parser hooks that check injector names and options against the registry.
+experiment::ParseHooks InjectorHooks();
+// Connects to the configured controller (else starts an embedded one as `run` does), submits
+// what `yaml_for` returns (its error: said, exit 2; kUnavailable: 3), follows the experiment to
+// its end and prints its results. `verb` names the command in messages.
+int SubmitAndFollow(const GlobalOptions& g, const RunOptions& o, const std::string& verb,
+                    const YamlForController& yaml_for);
+// `validate`'s account of an experiment: trials, baselines, power warnings; with a plan
+// (kSummary or kTrials) the placement, the estimated duration and, for kTrials, every trial.
+enum class PlanDetail { kNone, kSummary, kTrials };
+void PrintPlan(const experiment::ExperimentSpec& spec, const std::string& file, PlanDetail detail,
+               const std::string& db);
 
 // `db`: where --plan looks for the last run of the same experiment (its victim time).
 int CmdValidate(const std::string& file, bool plan, const std::string& db = "codl-results.db");
@@ -86,6 +107,24 @@ struct PredictCliOptions {
 };
 void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o);
 int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o);
+// codlctl profile (cmd_profile.cc): a victim against every injector its node supports, each
+// at a coarse sweep plus a tolerance search, as one experiment; --show prints a stored one.
+struct ProfileCliOptions {
+  RunOptions run;                       // file, --db, -o, --report, --scratch-root, ...
+  std::string show;                     // --show ID: print that experiment's profile, run nothing
+  std::vector<std::string> injectors;   // --injectors a,b (default: what the node supports)
+  std::vector<std::string> levels = {"0.25", "0.5", "1"};  // --levels
+  double slowdown = 1.10;               // --slowdown: the tolerance threshold
+  double resolution = 0.1;              // --resolution
+  int max_trials = 20;                  // --max-trials: per antagonist's search
+  int repetitions = 0;                  // --repetitions (0: the file's)
+  bool plan = false;                    // --plan: print the plan and its duration, run nothing
+};
+void AddProfileOptions(CLI::App* cmd, ProfileCliOptions* o);
+int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o);
+// `run`'s and `resume`'s options (main.cc): --db, -o, --report, --csv, --json, --lease,
+// --scratch-root, -q.
+void AddRunOptions(CLI::App* cmd, RunOptions* ro);
 int CmdCalibrate(const GlobalOptions& g, const std::string& injector,
                  const std::map<std::string, std::string>& options, const std::string& agent,
                  const std::string& duration);

@@ -113,22 +113,6 @@ Subcommand AddValidate(CLI::App& app) {
   return {cmd, [o](const GlobalOptions&) { return CmdValidate(o->file, o->plan, o->db); }};
 }
 
-// What `run` and `resume` share: where results go, and the embedded agent's settings.
-void AddRunOptions(CLI::App* cmd, RunOptions* ro) {
-  cmd->add_option("--db", ro->db, "results database of the embedded controller")
-      ->capture_default_str();
-  cmd->add_option("-o,--output", ro->output, "table (fits 120 columns) | wide | csv | json")
-      ->capture_default_str();
-  cmd->add_option("--report", ro->report, "also write the HTML report to this file");
-  cmd->add_option("--csv", ro->csv, "also write the results as CSV to this file");
-  cmd->add_option("--json", ro->json, "also write the results as JSON to this file");
-  cmd->add_option("--lease", ro->lease, "embedded agent's dead-man lease")->capture_default_str();
-  cmd->add_option("--scratch-root", ro->scratch_roots,
-                  "embedded agent: directory injectors may write under (repeatable; default "
-                  "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
-  cmd->add_flag("-q,--quiet", ro->quiet, "no progress output");
-}
-
 Subcommand AddRun(CLI::App& app) {
   auto ro = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand(
@@ -316,6 +300,16 @@ Subcommand AddPredict(CLI::App& app) {
   return {cmd, [o](const GlobalOptions& g) { return CmdPredict(g, *o); }};
 }
 
+Subcommand AddProfile(CLI::App& app) {
+  auto o = std::make_shared<ProfileCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "profile",
+      "a victim's interference fingerprint: its slowdown against every injector its node "
+      "supports, a sweep and a tolerance search each, as one experiment");
+  AddProfileOptions(cmd, o.get());
+  return {cmd, [o](const GlobalOptions& g) { return CmdProfile(g, *o); }};
+}
+
 Subcommand AddAgents(CLI::App& app) {
   struct Options {
     std::string output = "table";
@@ -441,6 +435,22 @@ bool RejectUnknownSubcommand(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
+// What `run` and `resume` share: where results go, and the embedded agent's settings.
+void codl::cli::AddRunOptions(CLI::App* cmd, RunOptions* ro) {
+  cmd->add_option("--db", ro->db, "results database of the embedded controller")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", ro->output, "table (fits 120 columns) | wide | csv | json")
+      ->capture_default_str();
+  cmd->add_option("--report", ro->report, "also write the HTML report to this file");
+  cmd->add_option("--csv", ro->csv, "also write the results as CSV to this file");
+  cmd->add_option("--json", ro->json, "also write the results as JSON to this file");
+  cmd->add_option("--lease", ro->lease, "embedded agent's dead-man lease")->capture_default_str();
+  cmd->add_option("--scratch-root", ro->scratch_roots,
+                  "embedded agent: directory injectors may write under (repeatable; default "
+                  "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
+  cmd->add_flag("-q,--quiet", ro->quiet, "no progress output");
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "codlctl: measure how much slower a training job gets when storage, memory bandwidth,\n"
@@ -463,8 +473,8 @@ int main(int argc, char** argv) {
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
       AddValidate(app), AddRun(app),     AddResume(app),    AddSubmit(app),  AddStatus(app),
-      AddWatch(app),    AddResults(app), AddCompare(app),   AddPredict(app), AddReport(app),
-      AddAgents(app),   AddCancel(app),  AddCalibrate(app), AddTrace(app)};
+      AddWatch(app),    AddResults(app), AddCompare(app),   AddPredict(app), AddProfile(app),
+      AddReport(app),   AddAgents(app),   AddCancel(app),  AddCalibrate(app), AddTrace(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

@@ -6,7 +6,9 @@
 
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
+#include "injectors/core/registry.h"
 #include "lib/analysis/compare.h"
+#include "lib/analysis/profile.h"
 #include "lib/analysis/results.h"
 #include "lib/analysis/trial_rows.h"
 #include "lib/common/utf8.h"
@@ -151,6 +153,31 @@ int PrintComparison(ControllerClient* client, const std::string& db,
 
 namespace codl::cli {
 
+std::map<std::string, std::string> InjectorResources() {
+  std::map<std::string, std::string> out;
+  for (const auto& name : injectors::InjectorNames()) {
+    if (const auto* d = injectors::FindDescriptor(name)) out[name] = d->resource;
+  }
+  return out;
+}
+
+int PrintProfile(ControllerClient* client, const std::string& db, const std::string& id,
+                 const std::string& output, FILE* out) {
+  auto rec = LoadRecords(client, db, id);
+  if (!rec.ok()) {
+    fprintf(stderr, "codlctl profile: %s\n", TerminalSafe(rec.error()).c_str());
+    return ExitCodeFor(rec.status());
+  }
+  const auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, ""));
+  const auto profile =
+      experiment::BuildProfile(results, experiment::ProfileAntagonists(results), InjectorResources());
+  Emit(output == "json"  ? experiment::FormatProfileJson(profile)
+       : output == "csv" ? experiment::FormatProfileCsv(profile)
+                         : experiment::FormatProfileTable(profile),
+       out);
+  return kExitOk;
+}
+
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
                 const std::string& path, const std::string& figures) {
   auto rec = LoadRecords(client, db, id);
@@ -168,7 +195,8 @@ int WriteReport(ControllerClient* client, const std::string& db, const std::stri
     fprintf(stderr, "%zu figure files written to %s\n", written->size(), figures.c_str());
     if (path.empty()) return kExitOk;
   }
-  std::string html = report::RenderHtmlReport(rec->first, rec->second, results);
+  std::string html =
+      report::RenderHtmlReport(rec->first, rec->second, results, InjectorResources());
   std::ofstream out(path);
   if (!out || !(out << html)) {
     fprintf(stderr, "codlctl report: cannot write '%s'\n", path.c_str());

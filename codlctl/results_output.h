@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,12 @@ int PrintTidy(ControllerClient* client, const std::string& db, const std::string
 int PrintComparison(ControllerClient* client, const std::string& db,
                     const std::vector<std::string>& ids, const std::string& output,
                     const std::string& metric, const std::string& report, FILE* out);
+// `codlctl profile`: the experiment's interference fingerprint (lib/analysis/profile.h);
+// `output` table | json | csv.
+int PrintProfile(ControllerClient* client, const std::string& db, const std::string& id,
+                 const std::string& output, FILE* out);
+// Injector name -> the resource it pressures, from the injector registry.
+std::map<std::string, std::string> InjectorResources();
 // `path` "" writes no HTML; `figures` non-empty also writes every figure there as SVG + CSV.
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
                 const std::string& path, const std::string& figures = "");

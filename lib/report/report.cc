@@ -13,6 +13,7 @@
 #include "lib/report/interaction_section.h"
 #include "lib/report/neighbour_section.h"
 #include "lib/report/prediction_section.h"
+#include "lib/report/profile_section.h"
 #include "lib/report/provenance.h"
 #include "lib/report/svg.h"
 
@@ -328,7 +329,8 @@ std::string Section(const std::string& id, const std::string& title, const std::
 
 std::string RenderHtmlReport(const ExperimentRecord& experiment,
                              const std::vector<TrialRecord>& trials,
-                             const experiment::ExperimentResults& results) {
+                             const experiment::ExperimentResults& results,
+                             const std::map<std::string, std::string>& resources) {
   std::string page =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -336,6 +338,14 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
       Escape(experiment.name) + " (" + Escape(experiment.id) + ")</title>\n<style>" + kStyle +
       kChartStyle + "</style>\n</head>\n<body>\n" + kErrorHook;
   page += Header(experiment, trials, results);
+  if (std::string profile = RenderProfile(results, resources); !profile.empty()) {
+    page += Section("profile", "Interference profile",
+                    "One row per resource: the victim's slowdown against the antagonist's level "
+                    "(fraction of its calibrated peak; dashed: the tolerance threshold), the "
+                    "highest level it tolerates (slowdown CI under the threshold), the lowest "
+                    "that breaks it, and the slowdown at the peak.",
+                    profile);
+  }
 
   const Figure heatmap = HeatmapFigure(results);
   page += Section("heatmap", "Slowdown by antagonist and intensity",
