@@ -183,6 +183,24 @@ TEST(PressureTest, SummarizeTableAndJsonCarryIt) {
   EXPECT_NE(json.find("\"n_alone\": 0"), std::string::npos);
 }
 
+TEST(PressureTest, TheTableEscapesNamesForTheTerminal) {
+  ExperimentRecord e;
+  e.id = "e";
+  std::vector<TrialRecord> trials = {Trial("baseline", {})};
+  const std::string evil = "bw\x1b]0;pwned\a\r\nFAKE";
+  for (double achieved : {70.0, 80.0, 90.0})
+    trials.push_back(Trial(evil + "@max", {Injector(evil, "memcpy", achieved, 100)}));
+  const ExperimentResults r = Summarize(e, trials);
+  ASSERT_EQ(r.pressure.size(), 1u);
+  const std::string table = FormatTable(r);
+  const size_t at = table.find("pressure: victim on bw");
+  ASSERT_NE(at, std::string::npos) << table;
+  const std::string line = table.substr(at, table.find('\n', at) - at);
+  EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  EXPECT_EQ(line.find('\r'), std::string::npos) << line;
+  EXPECT_NE(line.find("FAKE (memcpy) 0.200"), std::string::npos) << line;
+}
+
 TEST(PressureTest, LineSaysWhenThereIsNoInterval) {
   PressureSummary a;
   a.workload = "job2";
