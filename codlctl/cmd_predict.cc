@@ -9,8 +9,10 @@
 #include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/predict.h"
 #include "lib/analysis/predict_format.h"
+#include "lib/common/utf8.h"
 #include "lib/spec/spec.h"
 #include "lib/spec/trial_metric.h"
+#include "lib/store/store.h"
 
 namespace codl::cli {
 namespace {
@@ -29,6 +31,110 @@ Result<experiment::TrialMetric> MetricFor(const ExperimentRecord& e, const std::
 int Fail(const std::string& message, int code) {
   fprintf(stderr, "codlctl predict: %s\n", message.c_str());
   return code;
+}
+
+// Experiments in `db` that measured the pair directly: the profile's victim command as the
+// victim, beside a workload antagonist whose command is the neighbour's victim command.
+// "" and the pairs found, or why the search could not be done.
+std::string FindMeasuredPairs(const std::string& db, const ExperimentRecord& profile,
+                              const ExperimentRecord& neighbour,
+                              const experiment::TrialMetric& metric, bool all_trials,
+                              std::vector<experiment::MeasuredPair>* pairs) {
+  if (db.empty()) {
+    return "the controller lists no experiments; give --db FILE to search a results database";
+  }
+  auto pspec = experiment::ParseExperiment(profile.yaml, profile.source_path);
+  if (!pspec.ok()) return "the victim profile's YAML does not parse: " + pspec.error();
+  auto nspec = experiment::ParseExperiment(neighbour.yaml, neighbour.source_path);
+  if (!nspec.ok()) return "the neighbour's YAML does not parse: " + nspec.error();
+  auto store = store::Store::OpenExisting(db);
+  if (!store.ok()) return store.error();
+  auto list = (*store)->ListExperiments();
+  if (!list.ok()) return list.error();
+  for (const ExperimentRecord& e : *list) {
+    auto spec = experiment::ParseExperiment(e.yaml, e.source_path);
+    if (!spec.ok() || spec->victim.command != pspec->victim.command) continue;
+    for (const auto& a : spec->antagonists) {
+      if (!a.workload || a.workload->command != nspec->victim.command) continue;
+      auto trials = (*store)->GetTrials(e.id, true);
+      if (!trials.ok()) continue;
+      auto pair =
+          experiment::MeasuredPairOf(e.id, experiment::MeasuredSamples(*trials, metric, all_trials),
+                                     a.name, metric.HigherIsFaster());
+      if (pair.n > 0) pairs->push_back(std::move(pair));
+    }
+  }
+  return "";
+}
+
+// codlctl predict --victim-profile P --neighbour N (lib/analysis/predict.h, "Prediction from
+// profiles").
+int PredictFromProfiles(const GlobalOptions& g, const PredictCliOptions& o,
+                        experiment::CombinationModel model) {
+  if (o.victim_profile.empty() || o.neighbour.empty()) {
+    return Fail(std::string("--victim-profile and --neighbour must be given together (missing ") +
+                    (o.victim_profile.empty() ? "--victim-profile" : "--neighbour") + ")",
+                kExitBadInput);
+  }
+  if (!o.combinations.empty()) {
+    return Fail(
+        "--combination asks one experiment's singles; it does not apply to "
+        "--victim-profile/--neighbour",
+        kExitBadInput);
+  }
+  if (o.id != "latest") {
+    return Fail("an experiment ID ('" + TerminalSafe(o.id) +
+                    "') and --victim-profile/--neighbour exclude each other",
+                kExitBadInput);
+  }
+  std::unique_ptr<ControllerClient> client;
+  if (o.db.empty()) {
+    auto c = ConnectController(g);
+    if (!c.ok()) return Fail(c.error(), kExitBadInput);
+    client = std::move(c.value());
+  }
+  auto prof = LoadRecords(client.get(), o.db, o.victim_profile);
+  if (!prof.ok()) {
+    return Fail(
+        "--victim-profile " + TerminalSafe(o.victim_profile) + ": " + TerminalSafe(prof.error()),
+        ExitCodeFor(prof.status()));
+  }
+  auto nb = LoadRecords(client.get(), o.db, o.neighbour);
+  if (!nb.ok()) {
+    return Fail("--neighbour " + TerminalSafe(o.neighbour) + ": " + TerminalSafe(nb.error()),
+                ExitCodeFor(nb.status()));
+  }
+  auto metric = MetricFor(prof->first, o.metric);
+  if (!metric.ok()) return Fail("--metric: " + metric.error(), kExitBadInput);
+
+  experiment::ProfilePredictOptions po;
+  po.predict.model = model;
+  po.predict.seed = prof->first.seed;
+  po.predict.higher_is_faster = metric->HigherIsFaster();
+  po.predict.at_max = experiment::AchievedAtMaxOf(prof->second, o.all_trials);
+  po.profile_id = prof->first.id;
+  po.neighbour_id = nb->first.id;
+  auto report = experiment::PredictFromProfile(
+      prof->second, experiment::MeasuredSamples(prof->second, *metric, o.all_trials),
+      experiment::VictimPressure(nb->second), po);
+  if (!report.ok()) return Fail(TerminalSafe(report.error()), kExitBadInput);
+
+  std::vector<experiment::MeasuredPair> pairs;
+  experiment::ProfilePredictionSource src;
+  src.not_searched = FindMeasuredPairs(o.db, prof->first, nb->first, *metric, o.all_trials, &pairs);
+  experiment::CompareWithMeasured(std::move(pairs), &*report);
+  src.profile_id = prof->first.id;
+  src.profile_name = prof->first.name;
+  src.neighbour_id = nb->first.id;
+  src.neighbour_name = nb->first.name;
+  src.metric = metric->Name();
+  src.confidence = po.predict.confidence;
+  src.all_trials = o.all_trials;
+  std::string text = o.output == "json"  ? experiment::FormatProfilePredictionJson(*report, src)
+                     : o.output == "csv" ? experiment::FormatProfilePredictionCsv(*report, src)
+                                         : experiment::FormatProfilePredictionTable(*report, src);
+  fputs(text.c_str(), stdout);
+  return kExitOk;
 }
 
 }  // namespace
@@ -52,6 +158,14 @@ void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o) {
                 "use flagged trials too (an antagonist missed its target), as the results' "
                 "\"all trials\" figures do; on a loaded machine the held-target trials may be too "
                 "few");
+  cmd->add_option("--victim-profile", o->victim_profile,
+                  "prediction from profiles: the experiment whose victim was swept by injector "
+                  "antagonists (its singles: one sensitivity curve per injector); with "
+                  "--neighbour, instead of ID");
+  cmd->add_option("--neighbour", o->neighbour,
+                  "prediction from profiles: the experiment where the neighbour job ran as the "
+                  "victim beside injectors at max (its pressure per injector); with "
+                  "--victim-profile");
   cmd->footer(
       "Each antagonist's singles give a sensitivity curve: slowdown against intensity, fitted\n"
       "non-decreasing through (0, 1) and interpolated linearly (past the highest measured\n"
@@ -59,8 +173,15 @@ void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o) {
       "curves (default: product of the singles' slowdowns), with a bootstrap CI that resamples\n"
       "the baseline and the singles. Where the experiment measured a combination, the error\n"
       "(predicted / measured - 1) and the MAPE over all of them are printed.\n\n"
+      "From profiles (--victim-profile P --neighbour N): P's singles give a curve per injector,\n"
+      "N (the neighbour job run as the victim) its pressure per injector (1 - achieved / peak\n"
+      "of the injector at max beside it); the neighbour counts as each injector at level =\n"
+      "its pressure, and the curves' values combine as above, with a bootstrap CI. Pairs\n"
+      "measured in the --db file (P's victim command beside a workload antagonist running N's\n"
+      "victim command) give the error and the MAPE.\n\n"
       "  codlctl predict latest --db codl-results.db\n"
-      "  codlctl predict latest --db codl-results.db --combination membw@0.75+cpu@0.5 -o json");
+      "  codlctl predict latest --db codl-results.db --combination membw@0.75+cpu@0.5 -o json\n"
+      "  codlctl predict --victim-profile P --neighbour N --db codl-results.db");
 }
 
 int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o) {
@@ -69,6 +190,7 @@ int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o) {
   }
   auto model = experiment::ParseCombinationModel(o.model);
   if (!model.ok()) return Fail("--model: " + model.error(), kExitBadInput);
+  if (!o.victim_profile.empty() || !o.neighbour.empty()) return PredictFromProfiles(g, o, *model);
   std::unique_ptr<ControllerClient> client;
   if (o.db.empty()) {
     auto c = ConnectController(g);

@@ -104,6 +104,8 @@ struct PredictCliOptions {
   std::string id = "latest", db, model = "multiplicative", metric, output = "table";
   std::vector<std::string> combinations;
   bool all_trials = false;  // flagged trials too
+  // Prediction from profiles: both or neither (the positional id is then unused).
+  std::string victim_profile, neighbour;
 };
 void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o);
 int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o);

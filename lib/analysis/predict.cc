@@ -9,6 +9,7 @@
 #include "lib/analysis/pairing_samples.h"
 #include "lib/common/random.h"
 #include "lib/common/units.h"
+#include "lib/spec/spec.h"
 
 namespace codl::experiment {
 namespace {
@@ -470,6 +471,207 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   for (const auto& q : parsed) report.predictions.push_back(PredictOne(profile, q));
   SummarizeErrors(&report);
   return report;
+}
+
+}  // namespace codl::experiment
+
+namespace codl::experiment {
+namespace {
+
+// One resource both experiments have: the profile's curve and the neighbour's fractions.
+struct SharedResource {
+  ProfileResource out;
+  const std::vector<double>* fractions = nullptr;
+};
+
+double ClampedPressure(const std::vector<double>& fractions) {
+  const double p = PressureFromFractions(fractions);
+  return std::isfinite(p) ? std::clamp(p, 0.0, 1.0) : kNaN;
+}
+
+// The injector each (non-workload) antagonist of the profile ran.
+std::map<std::string, std::string> InjectorsOf(const std::vector<TrialRecord>& trials) {
+  std::map<std::string, std::string> out;
+  for (const TrialRecord& t : trials) {
+    for (const AntagonistResult& a : t.antagonists) {
+      if (a.injector.empty() || a.injector == kWorkloadInjector) continue;
+      out.emplace(a.name, a.injector);
+    }
+  }
+  return out;
+}
+
+double Combine(const std::vector<double>& slowdowns, CombinationModel model) {
+  double product = 1, additive = 1;
+  for (double s : slowdowns) {
+    product *= s;
+    additive += s - 1;
+  }
+  return model == CombinationModel::kMultiplicative ? product : additive;
+}
+
+}  // namespace
+
+Result<ProfilePrediction> PredictFromProfile(
+    const std::vector<TrialRecord>& profile_trials,
+    const std::map<std::string, std::vector<double>>& profile_samples,
+    const std::vector<VictimPressureSamples>& pressure, const ProfilePredictOptions& options) {
+  const std::string pid = "victim profile " + options.profile_id;
+  const std::string nid = "neighbour " + options.neighbour_id;
+  PredictOptions po = options.predict;
+  if (po.at_max.empty()) po.at_max = AchievedAtMaxOf(profile_trials);
+  const auto base = profile_samples.find("baseline");
+  if (base == profile_samples.end() || base->second.empty()) {
+    return FailedPrecondition(pid + ": no measured baseline trials, so no slowdown to build " +
+                              "sensitivity curves from");
+  }
+  Profile profile{profile_samples,
+                  CollectSingles(profile_samples, po.at_max),
+                  {},
+                  MediansOf(profile_samples),
+                  po,
+                  {}};
+  if (profile.singles.empty()) {
+    return FailedPrecondition(pid + ": no measured singles (one injector antagonist alone at a " +
+                              "level or at max): it is no sensitivity profile; sweep the " +
+                              "victim with `pairings: singles`");
+  }
+  if (Status s = CheckKinds(profile.singles); !s.ok()) {
+    return FailedPrecondition(pid + ": " + s.message());
+  }
+  for (const auto& [key, values] : profile_samples)
+    profile.counts[key] = static_cast<int>(values.size());
+  profile.curves = profile.Fit(profile.medians, "");
+  if (pressure.empty()) {
+    return FailedPrecondition(nid + ": no pressure: it has no measured trial of an injector " +
+                              "antagonist alone at max (or level 1) with a calibrated peak " +
+                              "beside its victim");
+  }
+
+  ProfilePrediction r;
+  r.model = ToString(po.model);
+  // The profile's curves and the neighbour's pressure, each by injector (the first by name
+  // when two antagonists share one).
+  const auto injectors = InjectorsOf(profile_trials);
+  std::map<std::string, std::string> curve_of;  // injector -> the profile's antagonist
+  for (const auto& [name, c] : profile.curves) {
+    const auto it = injectors.find(name);
+    if (it == injectors.end()) {
+      r.skipped.push_back(name + ": the victim profile's trials record no injector for it");
+      continue;
+    }
+    if (c.absolute) {
+      r.skipped.push_back(it->second + " (" + name + "): the victim profile measured it at " +
+                          "rates; a pressure is a fraction of peak, so it needs levels or max");
+      continue;
+    }
+    auto [at, fresh] = curve_of.emplace(it->second, name);
+    if (!fresh) {
+      r.skipped.push_back(it->second + " (" + name + "): another antagonist of the victim " +
+                          "profile with this injector is used, " + at->second);
+    }
+  }
+  std::map<std::string, const VictimPressureSamples*> pressure_of;
+  for (const VictimPressureSamples& s : pressure) {
+    auto [at, fresh] = pressure_of.emplace(s.injector, &s);
+    if (!fresh) {
+      r.skipped.push_back(s.injector + " (" + s.antagonist + "): another antagonist of the " + nid +
+                          " with this injector is used, " + at->second->antagonist);
+    }
+  }
+  std::vector<SharedResource> shared;
+  for (const auto& [injector, name] : curve_of) {
+    const auto it = pressure_of.find(injector);
+    if (it == pressure_of.end()) {
+      r.skipped.push_back(injector + " (" + name + "): the " + nid + " has no pressure on it " +
+                          "(no " + injector + " antagonist alone at max beside its victim)");
+      continue;
+    }
+    SharedResource s;
+    s.out.injector = injector;
+    s.out.antagonist = name;
+    s.out.neighbour_antagonist = it->second->antagonist;
+    s.out.n_pressure = static_cast<int>(it->second->fractions.size());
+    s.out.pressure = ClampedPressure(it->second->fractions);
+    s.fractions = &it->second->fractions;
+    shared.push_back(std::move(s));
+  }
+  for (const auto& [injector, p] : pressure_of) {
+    if (curve_of.count(injector)) continue;
+    r.skipped.push_back(injector + " (" + p->antagonist + "): the " + nid + " presses on it, " +
+                        "but the " + pid + " has no singles of it at levels or max");
+  }
+  if (shared.empty()) {
+    std::string have, pressed;
+    for (const auto& [injector, name] : curve_of) have += (have.empty() ? "" : ", ") + injector;
+    for (const auto& [injector, p] : pressure_of)
+      pressed += (pressed.empty() ? "" : ", ") + injector;
+    return FailedPrecondition("no resource in common: the " + pid + " has curves for " +
+                              (have.empty() ? "none" : have) + ", the " + nid +
+                              " has pressure on " + (pressed.empty() ? "none" : pressed));
+  }
+
+  std::vector<double> slowdowns;
+  for (SharedResource& s : shared) {
+    const SensitivityCurve& fit = profile.curves.at(s.out.antagonist).fit;
+    s.out.slowdown = fit.At(s.out.pressure);
+    s.out.extrapolated = fit.Extrapolates(s.out.pressure);
+    r.extrapolated = r.extrapolated || s.out.extrapolated;
+    slowdowns.push_back(s.out.slowdown);
+  }
+  r.predicted = Combine(slowdowns, po.model);
+
+  std::mt19937_64 rng(PairingSeed(po.seed, "predict-profile", options.neighbour_id));
+  std::vector<double> draws, resampled;
+  for (int i = 0; i < po.resamples; ++i) {
+    const auto curves = profile.Fit(profile.ResampledMedians(rng), "");
+    std::vector<double> values;
+    for (const SharedResource& s : shared) {
+      resampled.resize(s.fractions->size());
+      for (auto& x : resampled) x = (*s.fractions)[UniformBelow(rng, s.fractions->size())];
+      const auto c = curves.find(s.out.antagonist);
+      if (c == curves.end()) break;  // this resample left the curve without points
+      values.push_back(c->second.fit.At(ClampedPressure(resampled)));
+    }
+    if (values.size() != shared.size()) continue;
+    if (const double v = Combine(values, po.model); std::isfinite(v)) draws.push_back(v);
+  }
+  const ConfidenceInterval ci = PercentileInterval(draws, po.confidence);
+  r.ci_low = ci.low;
+  r.ci_high = ci.high;
+  for (SharedResource& s : shared) r.resources.push_back(std::move(s.out));
+  return r;
+}
+
+MeasuredPair MeasuredPairOf(const std::string& experiment_id,
+                            const std::map<std::string, std::vector<double>>& samples,
+                            const std::string& name, bool higher_is_faster) {
+  MeasuredPair m;
+  m.experiment_id = experiment_id;
+  m.name = name;
+  const auto with = samples.find(name + "@" + kWorkloadRunLabel);
+  const auto base = samples.find("baseline");
+  if (with == samples.end() || base == samples.end() || with->second.empty() ||
+      base->second.empty()) {
+    return m;
+  }
+  m.n = static_cast<int>(with->second.size());
+  m.measured = SlowdownFromMedians(Median(with->second), Median(base->second), higher_is_faster);
+  return m;
+}
+
+void CompareWithMeasured(std::vector<MeasuredPair> pairs, ProfilePrediction* r) {
+  std::vector<double> errors;
+  for (MeasuredPair& m : pairs) {
+    m.error = kNaN;
+    if (m.measured > 0 && std::isfinite(r->predicted)) {
+      m.error = r->predicted / m.measured - 1;
+      errors.push_back(m.error);
+    }
+  }
+  r->measured = std::move(pairs);
+  r->n_compared = static_cast<int>(errors.size());
+  r->mape = MeanAbsPercent(errors);
 }
 
 }  // namespace codl::experiment

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/pressure.h"
 #include "lib/analysis/stats.h"
 #include "lib/common/records.h"
 #include "lib/common/result.h"
@@ -111,5 +112,73 @@ struct PredictionReport {
 Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vector<double>>& samples,
                                           const std::vector<std::string>& queries,
                                           const PredictOptions& options = {});
+
+// ---- Prediction from profiles (`codlctl predict --victim-profile P --neighbour N`) ----
+// Bubble-Up style: the victim profile P is an experiment whose victim was swept by injector
+// antagonists (its singles give one sensitivity curve per injector: memcpy, cpu, ...); the
+// neighbour N is an experiment where the neighbour job ran as the victim, and its pressure on
+// each injector (lib/analysis/pressure.h, the victim's rows) says what fraction p_R of resource
+// R it takes. The neighbour is taken to be like R's antagonist at level p_R, so the predicted
+// slowdown is prod_R curve_R(p_R) (or 1 + sum (curve_R(p_R) - 1), additive). Limits: a
+// pressure is measured against an injector at full tilt, not against P's victim; resources
+// neither experiment swept are invisible; the curves are P's singles, so interactions between
+// resources are the combination model's guess.
+
+struct ProfileResource {
+  std::string injector;              // the resource: the injector both experiments used
+  std::string antagonist;            // the profile's antagonist (its curve) with that injector
+  std::string neighbour_antagonist;  // the neighbour experiment's antagonist pressed on
+  double pressure = kNaN;            // the neighbour's pressure, clamped to [0, 1]: p_R
+  int n_pressure = 0;                // trials behind it
+  double slowdown = kNaN;            // curve_R(p_R)
+  bool extrapolated = false;         // p_R lies past the curve's highest measured level
+};
+
+// A pair measured directly: an experiment whose victim is the profile's victim command, beside
+// a workload antagonist whose command is the neighbour's victim command.
+struct MeasuredPair {
+  std::string experiment_id;
+  std::string name;        // the workload antagonist: its pairing is NAME@run
+  int n = 0;               // measured trials of NAME@run
+  double measured = kNaN;  // slowdown of NAME@run (ratio of medians against the baseline)
+  double error = kNaN;     // predicted / measured - 1
+};
+
+struct ProfilePrediction {
+  std::string model;
+  std::vector<ProfileResource> resources;  // by injector
+  std::vector<std::string> skipped;        // resources in one experiment only, and why
+  double predicted = kNaN;
+  double ci_low = kNaN, ci_high = kNaN;
+  bool extrapolated = false;
+  std::vector<MeasuredPair> measured;
+  int n_compared = 0;  // measured pairs with an error
+  double mape = kNaN;  // mean |error| over them, percent
+};
+
+struct ProfilePredictOptions {
+  PredictOptions predict;  // model, resamples, confidence, seed, higher_is_faster, at_max
+  std::string profile_id = "profile", neighbour_id = "neighbour";  // for messages
+};
+
+// `profile_samples`: the profile's per-trial metric values by pairing key (MeasuredSamples);
+// `profile_trials`: its trials (the injector of each antagonist; where `max` singles sit when
+// options.predict.at_max is empty); `pressure`: the neighbour's VictimPressure. The CI is a
+// percentile bootstrap resampling the profile's baseline and singles (curves refitted) and the
+// neighbour's per-trial fractions. Errors name the experiment: a profile without a measured
+// baseline or singles, a neighbour without pressure, or no resource in common.
+Result<ProfilePrediction> PredictFromProfile(
+    const std::vector<TrialRecord>& profile_trials,
+    const std::map<std::string, std::vector<double>>& profile_samples,
+    const std::vector<VictimPressureSamples>& pressure, const ProfilePredictOptions& options);
+
+// NAME@run's slowdown in one experiment's samples; n = 0 and NaN when it or the baseline has
+// no measured trial.
+MeasuredPair MeasuredPairOf(const std::string& experiment_id,
+                            const std::map<std::string, std::vector<double>>& samples,
+                            const std::string& name, bool higher_is_faster);
+
+// Sets r->measured with each pair's error against r->predicted, n_compared and mape.
+void CompareWithMeasured(std::vector<MeasuredPair> pairs, ProfilePrediction* r);
 
 }  // namespace codl::experiment

@@ -182,3 +182,126 @@ std::string FormatPredictionCsv(const PredictionReport& r, const PredictionSourc
 }
 
 }  // namespace codl::experiment
+
+namespace codl::experiment {
+
+std::string FormatProfilePredictionTable(const ProfilePrediction& r,
+                                         const ProfilePredictionSource& src) {
+  std::ostringstream out;
+  out << "prediction from profiles: victim profile " << TerminalSafe(src.profile_name) << " (id "
+      << TerminalSafe(src.profile_id) << ") beside neighbour " << TerminalSafe(src.neighbour_name)
+      << " (id " << TerminalSafe(src.neighbour_id) << "), metric " << src.metric << ", model "
+      << r.model << (src.all_trials ? ", all trials (flagged included)" : ", held-target trials")
+      << "\n";
+  std::vector<std::vector<std::string>> rows{
+      {"resource", "curve", "neighbour pressure", "n", "slowdown at it"}};
+  for (const auto& res : r.resources) {
+    rows.push_back(
+        {TerminalSafe(res.injector), TerminalSafe(res.antagonist),
+         FixedOrDash("%.3f", res.pressure) + " (" + TerminalSafe(res.neighbour_antagonist) + ")",
+         std::to_string(res.n_pressure),
+         FixedOrDash("%.3fx", res.slowdown) + (res.extrapolated ? " *" : "")});
+  }
+  PrintAligned(rows, out);
+  for (const auto& s : r.skipped) out << "skipped: " << TerminalSafe(s) << "\n";
+  out << "predicted slowdown: " << FixedOrDash("%.3fx", r.predicted) << " ["
+      << FixedOrDash("%.3f", r.ci_low) << ", " << FixedOrDash("%.3f", r.ci_high) << "] ("
+      << FixedOrDash("%.0f", src.confidence * 100) << "% CI)\n";
+  if (!src.not_searched.empty()) {
+    out << "measured pairs: not searched: " << TerminalSafe(src.not_searched) << "\n";
+  } else if (r.measured.empty()) {
+    out << "no measured pair: no experiment in the database ran the profile's victim command "
+           "beside a workload antagonist running the neighbour's victim command\n";
+  } else {
+    std::vector<std::vector<std::string>> m{
+        {"measured in", "neighbour", "n", "measured", "predicted", "error"}};
+    for (const auto& p : r.measured) {
+      m.push_back({TerminalSafe(p.experiment_id), TerminalSafe(p.name) + "@run",
+                   std::to_string(p.n), FixedOrDash("%.3fx", p.measured),
+                   FixedOrDash("%.3fx", r.predicted), Percent(p.error)});
+    }
+    PrintAligned(m, out);
+    out << "MAPE " << FixedOrDash("%.1f%%", r.mape) << " over " << r.n_compared << " measured pair"
+        << (r.n_compared == 1 ? "" : "s") << "\n";
+  }
+  if (r.extrapolated) {
+    out << "*: the pressure lies past the highest measured level of the curve; trust it less\n";
+  }
+  return out.str();
+}
+
+std::string FormatProfilePredictionJson(const ProfilePrediction& r,
+                                        const ProfilePredictionSource& src) {
+  Json j;
+  j["victim_profile"] = src.profile_id;
+  j["victim_profile_name"] = src.profile_name;
+  j["neighbour"] = src.neighbour_id;
+  j["neighbour_name"] = src.neighbour_name;
+  j["metric"] = src.metric;
+  j["model"] = r.model;
+  j["confidence"] = src.confidence;
+  j["resources"] = Json::array();
+  for (const auto& res : r.resources) {
+    j["resources"].push_back({{"injector", res.injector},
+                              {"antagonist", res.antagonist},
+                              {"neighbour_antagonist", res.neighbour_antagonist},
+                              {"pressure", JsonNumberOrNull(res.pressure)},
+                              {"n_pressure", res.n_pressure},
+                              {"slowdown", JsonNumberOrNull(res.slowdown)},
+                              {"extrapolated", res.extrapolated}});
+  }
+  j["skipped"] = r.skipped;
+  j["predicted"] = JsonNumberOrNull(r.predicted);
+  j["ci_low"] = JsonNumberOrNull(r.ci_low);
+  j["ci_high"] = JsonNumberOrNull(r.ci_high);
+  j["extrapolated"] = r.extrapolated;
+  j["measured_searched"] = src.not_searched.empty();
+  j["measured"] = Json::array();
+  for (const auto& p : r.measured) {
+    j["measured"].push_back({{"experiment_id", p.experiment_id},
+                             {"name", p.name},
+                             {"n", p.n},
+                             {"measured", JsonNumberOrNull(p.measured)},
+                             {"predicted", JsonNumberOrNull(r.predicted)},
+                             {"error", JsonNumberOrNull(p.error)}});
+  }
+  j["n_compared"] = r.n_compared;
+  j["mape"] = JsonNumberOrNull(r.mape);
+  j["all_trials"] = src.all_trials;
+  return j.dump(2) + "\n";
+}
+
+std::string FormatProfilePredictionCsv(const ProfilePrediction& r,
+                                       const ProfilePredictionSource& src) {
+  std::ostringstream out;
+  out << "victim_profile,neighbour,metric,model,predicted,ci_low,ci_high,pressures,"
+         "extrapolated,measured_experiment_id,measured_name,n_measured,measured,error\n";
+  std::string pressures;  // "memcpy=0.23;cpu=0.41"
+  for (const auto& res : r.resources) {
+    pressures += (pressures.empty() ? "" : ";") + res.injector + "=" + CsvRoundTrip(res.pressure);
+  }
+  std::vector<MeasuredPair> pairs = r.measured;
+  if (pairs.empty()) pairs.emplace_back();  // the prediction alone
+  for (const auto& p : pairs) {
+    const std::vector<std::string> row = {CsvText(src.profile_id),
+                                          CsvText(src.neighbour_id),
+                                          src.metric,
+                                          r.model,
+                                          CsvRoundTrip(r.predicted),
+                                          CsvRoundTrip(r.ci_low),
+                                          CsvRoundTrip(r.ci_high),
+                                          CsvText(pressures),
+                                          r.extrapolated ? "1" : "0",
+                                          CsvText(p.experiment_id),
+                                          CsvText(p.name),
+                                          p.experiment_id.empty() ? "" : std::to_string(p.n),
+                                          CsvRoundTrip(p.measured),
+                                          CsvRoundTrip(p.error)};
+    std::string line;
+    for (const auto& f : row) line += (line.empty() ? "" : ",") + CsvField(f);
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace codl::experiment

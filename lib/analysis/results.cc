@@ -417,6 +417,7 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   // The tolerance searches the YAML asked for, judged as the controller judged them.
   if (auto spec = ParseExperiment(experiment.yaml, experiment.source_path); spec.ok())
     res.tolerance = ToleranceResults(*spec, res.pairings, trials);
+  res.pressure = SummarizePressure(trials, {kResamples, kConfidence, experiment.seed});
   int first_wrong = -1;  // the earliest trial's detail, whatever order `trials` come in
   for (const TrialRecord& t : trials) {
     for (const FlagReason& f : t.flag_reasons) {

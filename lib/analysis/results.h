@@ -11,6 +11,7 @@
 #include "lib/analysis/attribution.h"
 #include "lib/analysis/interaction.h"
 #include "lib/analysis/neighbours.h"
+#include "lib/analysis/pressure.h"
 #include "lib/analysis/rank_summary.h"
 #include "lib/analysis/stats.h"
 #include "lib/analysis/tidy.h"
@@ -174,6 +175,9 @@ struct ExperimentResults {
   std::string metric_looks_wrong;
   // `tolerance:` searches, one per antagonist that has one (lib/analysis/tolerance.h).
   std::vector<ToleranceResult> tolerance;
+  // The pressure each workload (the victim, each workload antagonist) puts on each injector
+  // antagonist at full tilt (lib/analysis/pressure.h): the victim's rows first.
+  std::vector<PressureSummary> pressure;
 };
 
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when

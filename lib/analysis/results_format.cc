@@ -358,6 +358,14 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
         << " (provenance \"resumptions\": when, from what state, trials kept)\n";
   }
   for (const ToleranceResult& t : r.tolerance) out << TerminalSafe(ToleranceLine(t)) << "\n";
+  for (size_t i = 0; i < r.pressure.size();) {  // one line per workload
+    size_t end = i;
+    while (end < r.pressure.size() && r.pressure[end].workload == r.pressure[i].workload) ++end;
+    const std::vector<PressureSummary> rows(r.pressure.begin() + static_cast<long>(i),
+                                            r.pressure.begin() + static_cast<long>(end));
+    out << TerminalSafe(PressureLine(rows)) << "\n";
+    i = end;
+  }
   if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
   if (r.n_metric_looks_wrong > 0) {
     out << "warning: " << r.n_metric_looks_wrong << " trial"
@@ -614,6 +622,19 @@ std::string FormatJson(const ExperimentResults& r) {
                               {"stop_reason", t.stop_reason},
                               {"detail", t.detail},
                               {"probes", probes}});
+  }
+  j["pressure"] = Json::array();
+  for (const PressureSummary& p : r.pressure) {
+    j["pressure"].push_back({{"workload", p.workload},
+                             {"antagonist", p.antagonist},
+                             {"injector", p.injector},
+                             {"unit", p.unit},
+                             {"intensity", p.intensity},
+                             {"pressure", Num(p.pressure)},
+                             {"ci_low", Num(p.ci_low)},
+                             {"ci_high", Num(p.ci_high)},
+                             {"n", p.n},
+                             {"n_alone", p.n_alone}});
   }
   j["n_metric_looks_wrong"] = r.n_metric_looks_wrong;
   j["metric_looks_wrong"] = r.metric_looks_wrong.empty() ? Json() : Json(r.metric_looks_wrong);

@@ -194,6 +194,131 @@ TEST_F(ExportsTest, CompareNeedsTwoExperiments) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// codlctl predict --victim-profile P --neighbour N on a database written here: P's victim
+// (victim-a) slows 1 + 0.4 x under memcpy at level x; N (job-b as the victim) leaves memcpy at
+// max 0.75 of its peak (pressure 0.25); M ran victim-a beside job-b as a workload antagonist
+// and measured 1.0x. So the prediction is 1.1x, 10 % above the measured pair.
+class ProfilePredictCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("codl-profile-predict");
+    db_ = dir_ + "/r.db";
+    auto store = store::Store::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.error();
+    store::Store* s = store->get();
+    const std::vector<double> spread = {1.0, 1.01, 0.99, 1.02, 0.98};
+    const std::vector<double> fractions = {0.7, 0.75, 0.8, 0.75, 0.75};
+    Create(s, "prof-p",
+           "victim:\n  command: [victim-a, --steps, \"10\"]\nantagonists:\n"
+           "  - name: membw\n    injector: memcpy\n    levels: [0.5, 1]\n");
+    Create(s, "nb-n",
+           "victim:\n  command: [job-b]\nantagonists:\n"
+           "  - name: bw\n    injector: memcpy\n    levels: [max]\n");
+    Create(s, "pair-m",
+           "victim:\n  command: [victim-a, --steps, \"10\"]\nantagonists:\n"
+           "  - name: job2\n    workload:\n      command: [job-b]\n");
+    int index = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      const double f = spread[rep];
+      Save(s, "prof-p", index, rep, "baseline", 1.0 * f, {});
+      Save(s, "prof-p", index, rep, "membw@0.5", 1.2 * f, {Injector("membw", 50, 0)});
+      Save(s, "prof-p", index, rep, "membw@1", 1.4 * f, {Injector("membw", 90, 0)});
+      Save(s, "nb-n", index, rep, "baseline", 2.0 * f, {});
+      Save(s, "nb-n", index, rep, "bw@max", 2.5 * f, {Injector("bw", 100 * fractions[rep], 100)});
+      Save(s, "pair-m", index, rep, "baseline", 1.0 * f, {});
+      AntagonistResult w;
+      w.name = "job2";
+      w.injector = "workload";
+      w.achieved_rate = 0.02;
+      w.unit = "s/step";
+      Save(s, "pair-m", index, rep, "job2@run", 1.0 * f, {w});
+    }
+  }
+  void TearDown() override { testing::RemoveTree(dir_); }
+
+  static AntagonistResult Injector(const std::string& name, double achieved, double peak) {
+    AntagonistResult a;
+    a.name = name;
+    a.injector = "memcpy";
+    a.level = 1;
+    a.achieved_rate = achieved;
+    a.peak_rate = peak;
+    a.unit = "bytes/s";
+    return a;
+  }
+  static void Create(store::Store* s, const std::string& id, const std::string& body) {
+    ExperimentRecord e;
+    e.id = id;
+    e.name = id + "-name";
+    e.seed = 7;
+    e.state = ExperimentState::kDone;
+    e.yaml = "name: " + id + "\n" + body + "pairings: singles\n";
+    ASSERT_TRUE(s->CreateExperiment(e).ok());
+  }
+  static void Save(store::Store* s, const std::string& id, int& index, int rep,
+                   const std::string& pairing, double metric, std::vector<AntagonistResult> a) {
+    TrialRecord t;
+    t.experiment_id = id;
+    t.index = index++;
+    t.repetition = rep;
+    t.baseline = pairing == "baseline";
+    t.pairing = pairing;
+    t.state = TrialState::kDone;
+    t.metric = metric;
+    t.wall_s = metric;
+    t.antagonists = std::move(a);
+    ASSERT_TRUE(s->SaveTrial(t).ok());
+  }
+  testing::CommandResult Codlctl(std::vector<std::string> args) {
+    args.insert(args.begin(), Bin("codlctl"));
+    return RunCommand(args, 120);
+  }
+  std::string dir_, db_;
+};
+
+TEST_F(ProfilePredictCliTest, PredictsFromTheProfilesAndComparesWithTheMeasuredPair) {
+  auto r = Codlctl(
+      {"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--db", db_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["resources"].size(), 1u) << r.out;
+  EXPECT_EQ(j["resources"][0]["injector"], "memcpy");
+  EXPECT_NEAR(j["resources"][0]["pressure"].get<double>(), 0.25, 1e-9);
+  EXPECT_NEAR(j["predicted"].get<double>(), 1.1, 1e-9);
+  ASSERT_EQ(j["measured"].size(), 1u) << r.out;
+  EXPECT_EQ(j["measured"][0]["experiment_id"], "pair-m");
+  EXPECT_NEAR(j["measured"][0]["measured"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(j["measured"][0]["error"].get<double>(), 0.1, 1e-9);
+  EXPECT_NEAR(j["mape"].get<double>(), 10, 1e-6);
+
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--db", db_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("predicted slowdown: 1.100x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MAPE 10.0% over 1 measured pair"), std::string::npos) << r.out;
+
+  // The neighbour's pressure is in its results too.
+  r = Codlctl({"results", "nb-n", "--db", db_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json res = Json::parse(r.out);
+  ASSERT_EQ(res["pressure"].size(), 1u) << r.out;
+  EXPECT_EQ(res["pressure"][0]["workload"], "victim");
+  EXPECT_NEAR(res["pressure"][0]["pressure"].get<double>(), 0.25, 1e-9);
+  EXPECT_EQ(res["pressure"][0]["n"], 5);
+}
+
+TEST_F(ProfilePredictCliTest, BadIdsAndExperimentsWithoutPressureAreClearErrors) {
+  auto r = Codlctl({"predict", "--victim-profile", "nope", "--neighbour", "nb-n", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--victim-profile nope"), std::string::npos) << r.err;
+  // prof-p recorded no calibrated peak: no pressure.
+  r = Codlctl({"predict", "--victim-profile", "nb-n", "--neighbour", "prof-p", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("neighbour prof-p: no pressure"), std::string::npos) << r.err;
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("must be given together"), std::string::npos) << r.err;
+}
+
 TEST(SlowdownRatioCI, SameDataGivesARatioAroundOneAndIsReproducible) {
   const std::vector<double> base = {1.0, 1.02, 0.98, 1.01, 0.99};
   const std::vector<double> hit = {1.5, 1.53, 1.47, 1.52, 1.49};
