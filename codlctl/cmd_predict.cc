@@ -67,6 +67,37 @@ std::string FindMeasuredPairs(const std::string& db, const ExperimentRecord& pro
   return "";
 }
 
+// --measured ID...: each must have P's victim command and a workload antagonist (any command:
+// a neighbour job run for a fixed count of steps as N's victim differs from the same job run
+// until stopped as a workload). Every workload antagonist of each is a measured pair. "" or
+// why one cannot be used.
+std::string ExplicitMeasuredPairs(ControllerClient* client, const PredictCliOptions& o,
+                                  const ExperimentRecord& profile,
+                                  const experiment::TrialMetric& metric,
+                                  std::vector<experiment::MeasuredPair>* pairs) {
+  auto pspec = experiment::ParseExperiment(profile.yaml, profile.source_path);
+  if (!pspec.ok()) return "the victim profile's YAML does not parse: " + pspec.error();
+  for (const std::string& id : o.measured) {
+    auto rec = LoadRecords(client, o.db, id);
+    if (!rec.ok()) return id + ": " + rec.error();
+    auto spec = experiment::ParseExperiment(rec->first.yaml, rec->first.source_path);
+    if (!spec.ok()) return id + ": its YAML does not parse: " + spec.error();
+    if (spec->victim.command != pspec->victim.command)
+      return id + ": its victim command is not the victim profile's (" + profile.id + ")";
+    int found = 0;
+    for (const auto& a : spec->antagonists) {
+      if (!a.workload) continue;
+      ++found;
+      auto pair = experiment::MeasuredPairOf(
+          rec->first.id, experiment::MeasuredSamples(rec->second, metric, o.all_trials), a.name,
+          metric.HigherIsFaster());
+      if (pair.n > 0) pairs->push_back(std::move(pair));
+    }
+    if (found == 0) return id + ": it has no workload antagonist (a neighbour job)";
+  }
+  return "";
+}
+
 // codlctl predict --victim-profile P --neighbour N (lib/analysis/predict.h, "Prediction from
 // profiles").
 int PredictFromProfiles(const GlobalOptions& g, const PredictCliOptions& o,
@@ -121,7 +152,13 @@ int PredictFromProfiles(const GlobalOptions& g, const PredictCliOptions& o,
 
   std::vector<experiment::MeasuredPair> pairs;
   experiment::ProfilePredictionSource src;
-  src.not_searched = FindMeasuredPairs(o.db, prof->first, nb->first, *metric, o.all_trials, &pairs);
+  if (o.measured.empty()) {
+    src.not_searched =
+        FindMeasuredPairs(o.db, prof->first, nb->first, *metric, o.all_trials, &pairs);
+  } else if (std::string why = ExplicitMeasuredPairs(client.get(), o, prof->first, *metric, &pairs);
+             !why.empty()) {
+    return Fail("--measured " + TerminalSafe(why), kExitBadInput);
+  }
   experiment::CompareWithMeasured(std::move(pairs), &*report);
   src.profile_id = prof->first.id;
   src.profile_name = prof->first.name;
@@ -166,6 +203,10 @@ void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o) {
                   "prediction from profiles: the experiment where the neighbour job ran as the "
                   "victim beside injectors at max (its pressure per injector); with "
                   "--victim-profile");
+  cmd->add_option("--measured", o->measured,
+                  "with --victim-profile/--neighbour: an experiment that measured the pair (P's "
+                  "victim beside the neighbour job as a workload antagonist) to report the "
+                  "error against, instead of searching --db (repeatable)");
   cmd->footer(
       "Each antagonist's singles give a sensitivity curve: slowdown against intensity, fitted\n"
       "non-decreasing through (0, 1) and interpolated linearly (past the highest measured\n"
@@ -178,10 +219,11 @@ void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o) {
       "of the injector at max beside it); the neighbour counts as each injector at level =\n"
       "its pressure, and the curves' values combine as above, with a bootstrap CI. Pairs\n"
       "measured in the --db file (P's victim command beside a workload antagonist running N's\n"
-      "victim command) give the error and the MAPE.\n\n"
+      "victim command, or those named with --measured) give the error and the MAPE.\n\n"
       "  codlctl predict latest --db codl-results.db\n"
       "  codlctl predict latest --db codl-results.db --combination membw@0.75+cpu@0.5 -o json\n"
-      "  codlctl predict --victim-profile P --neighbour N --db codl-results.db");
+      "  codlctl predict --victim-profile P --neighbour N --db codl-results.db\n"
+      "  codlctl predict --victim-profile P --neighbour N --measured M --db codl-results.db");
 }
 
 int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o) {
@@ -191,6 +233,8 @@ int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o) {
   auto model = experiment::ParseCombinationModel(o.model);
   if (!model.ok()) return Fail("--model: " + model.error(), kExitBadInput);
   if (!o.victim_profile.empty() || !o.neighbour.empty()) return PredictFromProfiles(g, o, *model);
+  if (!o.measured.empty())
+    return Fail("--measured goes with --victim-profile and --neighbour", kExitBadInput);
   std::unique_ptr<ControllerClient> client;
   if (o.db.empty()) {
     auto c = ConnectController(g);

@@ -24,12 +24,12 @@ namespace {
 // Injectors a profile leaves out unless named: noop pressures nothing (a test double).
 const std::set<std::string> kNotProfiled = {"noop"};
 
-int Fail(const std::string& message, int code = kExitBadInput) {
+int ProfileFail(const std::string& message, int code = kExitBadInput) {
   fprintf(stderr, "codlctl profile: %s\n", TerminalSafe(message).c_str());
   return code;
 }
 
-std::vector<std::string> SplitList(const std::string& text) {
+std::vector<std::string> SplitInjectorList(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream ss(text);
   std::string item;
@@ -67,7 +67,7 @@ Result<std::vector<std::string>> SupportedInjectors(ControllerClient* client,
     names.push_back(a.agent_id());
     std::set<std::string> here;
     if (auto it = a.labels().find("injectors"); it != a.labels().end()) {
-      for (const auto& n : SplitList(it->second)) here.insert(n);
+      for (const auto& n : SplitInjectorList(it->second)) here.insert(n);
     }
     if (!common) {
       common = here;
@@ -160,7 +160,7 @@ Result<std::string> ProfileYaml(const std::string& text, const std::vector<std::
 }
 
 // The flags' own ranges, said before anything starts.
-Status CheckFlags(const ProfileCliOptions& o) {
+Status CheckProfileFlags(const ProfileCliOptions& o) {
   if (o.run.output != "table" && o.run.output != "json" && o.run.output != "csv")
     return Err("-o '" + o.run.output + "': expected table, json or csv");
   if (!(o.slowdown > 1) || o.slowdown > 100)
@@ -171,7 +171,7 @@ Status CheckFlags(const ProfileCliOptions& o) {
     return Err("--max-trials " + std::to_string(o.max_trials) + " is out of range 1 … 10000");
   if (o.repetitions < 0 || o.repetitions > 1000)
     return Err("--repetitions " + std::to_string(o.repetitions) + " is out of range 1 … 1000");
-  if (o.levels.empty()) return Err("--levels: give at least one level, e.g. 0.25,0.5,1");
+  if (o.levels.empty()) return Err("--levels: give at least one level, e.g. 0.25,0.5,max");
   for (const std::string& l : o.levels) {
     if (l == "max") continue;
     char* end = nullptr;
@@ -185,14 +185,14 @@ Status CheckFlags(const ProfileCliOptions& o) {
   return Status::Ok();
 }
 
-int Show(const GlobalOptions& g, const ProfileCliOptions& o) {
+int ShowProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
   if (o.run.output != "table" && o.run.output != "json" && o.run.output != "csv")
-    return Fail("-o '" + o.run.output + "': expected table, json or csv");
+    return ProfileFail("-o '" + o.run.output + "': expected table, json or csv");
   std::unique_ptr<ControllerClient> client;
   std::string db = o.run.db;
   if (!ConfiguredController(g.controller).empty()) {
     auto c = ConnectController(g);
-    if (!c.ok()) return Fail(c.error());
+    if (!c.ok()) return ProfileFail(c.error());
     client = std::move(c.value());
     db.clear();
   }
@@ -245,13 +245,13 @@ void AddProfileOptions(CLI::App* cmd, ProfileCliOptions* o) {
 
 int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
   if (!o.show.empty()) {
-    if (!o.run.file.empty()) return Fail("give FILE (to run a profile) or --show ID, not both");
-    return Show(g, o);
+    if (!o.run.file.empty()) return ProfileFail("give FILE (to run a profile) or --show ID, not both");
+    return ShowProfile(g, o);
   }
-  if (o.run.file.empty()) return Fail("give the experiment FILE whose victim to profile, or --show ID");
-  if (Status s = CheckFlags(o); !s.ok()) return Fail(s.error());
+  if (o.run.file.empty()) return ProfileFail("give the experiment FILE whose victim to profile, or --show ID");
+  if (Status s = CheckProfileFlags(o); !s.ok()) return ProfileFail(s.error());
   std::ifstream in(o.run.file);
-  if (!in) return Fail(o.run.file + ": cannot read the file");
+  if (!in) return ProfileFail(o.run.file + ": cannot read the file");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
@@ -283,17 +283,17 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
         names = LocalInjectors(o.run.scratch_roots);
       } else {
         auto c = ConnectController(g);
-        if (!c.ok()) return Fail(c.error());
+        if (!c.ok()) return ProfileFail(c.error());
         auto supported = SupportedInjectors(c->get(), *spec);
         if (!supported.ok())
-          return Fail(supported.error(), supported.code() == StatusCode::kUnavailable
+          return ProfileFail(supported.error(), supported.code() == StatusCode::kUnavailable
                                              ? kExitUnreachable
                                              : kExitBadInput);
         names = *supported;
       }
     }
     auto yaml = build(names, PlanDetail::kTrials);
-    return yaml.ok() ? kExitOk : Fail(yaml.error());
+    return yaml.ok() ? kExitOk : ProfileFail(yaml.error());
   }
   RunOptions run = o.run;
   const std::string output = o.run.output;

@@ -106,6 +106,9 @@ struct PredictCliOptions {
   bool all_trials = false;  // flagged trials too
   // Prediction from profiles: both or neither (the positional id is then unused).
   std::string victim_profile, neighbour;
+  // --measured ID (repeatable): experiments that measured the pair, compared with instead of
+  // searching --db for them.
+  std::vector<std::string> measured;
 };
 void AddPredictOptions(CLI::App* cmd, PredictCliOptions* o);
 int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o);
@@ -115,7 +118,7 @@ struct ProfileCliOptions {
   RunOptions run;                       // file, --db, -o, --report, --scratch-root, ...
   std::string show;                     // --show ID: print that experiment's profile, run nothing
   std::vector<std::string> injectors;   // --injectors a,b (default: what the node supports)
-  std::vector<std::string> levels = {"0.25", "0.5", "1"};  // --levels
+  std::vector<std::string> levels = {"0.25", "0.5", "max"};  // --levels
   double slowdown = 1.10;               // --slowdown: the tolerance threshold
   double resolution = 0.1;              // --resolution
   int max_trials = 20;                  // --max-trials: per antagonist's search

@@ -238,7 +238,7 @@ std::vector<std::string> DefaultQueries(const std::map<std::string, std::vector<
 }
 
 // The data one experiment's predictions rest on.
-struct Profile {
+struct SinglesData {
   const std::map<std::string, std::vector<double>>& samples;
   std::vector<Single> singles;
   std::map<std::string, int> counts;
@@ -266,7 +266,7 @@ struct Profile {
   }
 };
 
-Prediction PredictOne(const Profile& profile, const Query& q) {
+Prediction PredictOne(const SinglesData& profile, const Query& q) {
   const PredictOptions& o = profile.options;
   Prediction p;
   p.combination = q.key;
@@ -421,7 +421,7 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   if (base == samples.end() || base->second.empty()) {
     return FailedPrecondition("no measured baseline trials: no slowdown to build a profile from");
   }
-  Profile profile{samples, CollectSingles(samples, options.at_max), {}, MediansOf(samples), options,
+  SinglesData profile{samples, CollectSingles(samples, options.at_max), {}, MediansOf(samples), options,
                   {}};
   if (profile.singles.empty()) {
     // Singles at `max` only, and none recorded what it achieved: measured, but with no place
@@ -525,7 +525,7 @@ Result<ProfilePrediction> PredictFromProfile(
     return FailedPrecondition(pid + ": no measured baseline trials, so no slowdown to build " +
                               "sensitivity curves from");
   }
-  Profile profile{profile_samples,
+  SinglesData profile{profile_samples,
                   CollectSingles(profile_samples, po.at_max),
                   {},
                   MediansOf(profile_samples),

@@ -55,9 +55,9 @@ std::vector<std::string> ProfileAntagonists(const ExperimentResults& results) {
   return names;
 }
 
-Profile BuildProfile(const ExperimentResults& results, const std::vector<std::string>& antagonists,
+InterferenceProfile BuildProfile(const ExperimentResults& results, const std::vector<std::string>& antagonists,
                      const std::map<std::string, std::string>& resources) {
-  Profile profile;
+  InterferenceProfile profile;
   profile.experiment_id = results.experiment_id;
   profile.name = results.name;
   profile.metric = results.metric;
@@ -120,7 +120,7 @@ std::string ProfileBreaksText(const ProfileRow& row) {
   return row.tolerance.tolerates_max ? "none <= 1" : "none found";
 }
 
-std::string FormatProfileTable(const Profile& p) {
+std::string FormatProfileTable(const InterferenceProfile& p) {
   std::ostringstream out;
   double threshold = kNaN;
   for (const auto& r : p.rows) {
@@ -160,7 +160,7 @@ std::string FormatProfileTable(const Profile& p) {
   return out.str();
 }
 
-std::string FormatProfileJson(const Profile& p) {
+std::string FormatProfileJson(const InterferenceProfile& p) {
   OrderedJson j = {{"experiment_id", p.experiment_id},
                    {"name", p.name},
                    {"metric", p.metric},
@@ -190,7 +190,7 @@ std::string FormatProfileJson(const Profile& p) {
   return j.dump(2) + "\n";
 }
 
-std::string FormatProfileCsv(const Profile& p) {
+std::string FormatProfileCsv(const InterferenceProfile& p) {
   std::ostringstream out;
   out << "experiment_id,resource,antagonist,injector,level,max,n,slowdown,ci_low,ci_high,"
          "tolerated_level,breaks_level,tolerates_max,stop_reason\n";

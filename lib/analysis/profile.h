@@ -36,7 +36,7 @@ struct ProfileRow {
   ProfilePoint strongest;
 };
 
-struct Profile {
+struct InterferenceProfile {
   std::string experiment_id;
   std::string name;
   std::string metric;
@@ -46,7 +46,7 @@ struct Profile {
 
 // `resources`: injector name -> the resource it pressures (the injector registry's); missing
 // injectors get "". Workload antagonists have no level and are not rows.
-Profile BuildProfile(const ExperimentResults& results, const std::vector<std::string>& antagonists,
+InterferenceProfile BuildProfile(const ExperimentResults& results, const std::vector<std::string>& antagonists,
                      const std::map<std::string, std::string>& resources);
 
 // The antagonist names of `results`' experiment in YAML order (its injector antagonists), or
@@ -59,8 +59,8 @@ std::string ProfileCurveText(const ProfileRow& row);
 std::string ProfileToleratesText(const ProfileRow& row);
 std::string ProfileBreaksText(const ProfileRow& row);
 
-std::string FormatProfileTable(const Profile& p);
-std::string FormatProfileJson(const Profile& p);
-std::string FormatProfileCsv(const Profile& p);
+std::string FormatProfileTable(const InterferenceProfile& p);
+std::string FormatProfileJson(const InterferenceProfile& p);
+std::string FormatProfileCsv(const InterferenceProfile& p);
 
 }  // namespace codl::experiment

@@ -22,6 +22,7 @@ std::vector<ToleranceProbe> Probes(const std::vector<PairingSummary>& pairings,
     ToleranceProbe t;
     t.level = s.level;
     t.n = p.n;
+    t.n_all = std::max(p.n_all, p.n);
     t.slowdown = p.slowdown;
     t.ci_low = p.ci_small_n ? kNaN : p.ci_low;
     t.ci_high = p.ci_small_n ? kNaN : p.ci_high;
@@ -84,7 +85,16 @@ ToleranceStep NextToleranceStep(const std::vector<PairingSummary>& pairings,
   if (!(next > r.tolerated_level) || (std::isfinite(r.breaks_level) && !(next < r.breaks_level)))
     return finish("resolved");  // the levels cannot be told apart more finely
   const ToleranceProbe* seen = At(r.probes, next);
-  if (seen != nullptr && seen->n >= kMaxTrialsPerToleranceLevel) {
+  // Flagged trials decide nothing: a level the antagonist cannot hold beside the victim (level
+  // 1 on a busy node, docs/validity.md) would otherwise be retried until the budget is spent.
+  if (seen != nullptr && seen->n_all >= 3 && 2 * (seen->n_all - seen->n) > seen->n_all) {
+    r.detail = "level " + FixedOrDash("%g", next) + ": " + std::to_string(seen->n_all - seen->n) +
+               " of " + std::to_string(seen->n_all) +
+               " trials flagged (the antagonist could not hold it beside the victim; `max` runs "
+               "it unthrottled)";
+    return finish("cannot hold");
+  }
+  if (seen != nullptr && seen->n_all >= kMaxTrialsPerToleranceLevel) {
     r.detail = "level " + FixedOrDash("%g", next) + " after " + std::to_string(seen->n) +
                " trials: CI [" + FixedOrDash("%.3f", seen->ci_low) + ", " +
                FixedOrDash("%.3f", seen->ci_high) + "] straddles " + FixedOrDash("%g", t.slowdown);

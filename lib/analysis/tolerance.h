@@ -18,7 +18,8 @@ struct PairingSummary;
 
 struct ToleranceProbe {
   double level = 0;
-  int n = 0;  // measured trials at it
+  int n = 0;      // measured trials at it (the antagonist held the level)
+  int n_all = 0;  // n + the flagged ones (it could not hold the level beside the victim)
   double slowdown = kNaN;
   double ci_low = kNaN;
   double ci_high = kNaN;
@@ -35,9 +36,11 @@ struct ToleranceResult {
   bool tolerates_max = false;  // level 1 (the calibrated peak) was tolerated
   int trials = 0;              // trials the search ran at its levels (its baselines not counted)
   // "resolved" (L_hi - L_lo <= resolution), "tolerates max", "max_trials" (budget spent),
-  // "undecided" (a level's CI kept straddling the threshold), "running" (not finished yet).
+  // "undecided" (a level's CI kept straddling the threshold), "cannot hold" (most trials at the
+  // next level were flagged: the antagonist cannot hold it beside the victim), "running" (not
+  // finished yet).
   std::string stop_reason;
-  std::string detail;                  // for undecided: which level, its CI
+  std::string detail;                  // for undecided and cannot hold: which level, why
   std::vector<ToleranceProbe> probes;  // every level of the antagonist alone, ascending
 };
 

@@ -45,7 +45,7 @@ std::string CiCell(const experiment::ProfilePoint& p) {
 std::string RenderProfile(const experiment::ExperimentResults& results,
                           const std::map<std::string, std::string>& resources) {
   if (results.tolerance.empty()) return "";
-  const experiment::Profile profile =
+  const experiment::InterferenceProfile profile =
       experiment::BuildProfile(results, experiment::ProfileAntagonists(results), resources);
   std::string rows;
   for (const auto& r : profile.rows) {

@@ -319,6 +319,64 @@ TEST_F(ProfilePredictCliTest, BadIdsAndExperimentsWithoutPressureAreClearErrors)
   EXPECT_NE(r.err.find("must be given together"), std::string::npos) << r.err;
 }
 
+// The neighbour job as a workload usually runs with other arguments than as N's victim (until
+// stopped rather than for a fixed count of steps): --measured names the pair's experiment.
+TEST_F(ProfilePredictCliTest, MeasuredNamesThePairWhoseWorkloadCommandDiffers) {
+  {
+    auto store = store::Store::OpenExisting(db_);
+    ASSERT_TRUE(store.ok()) << store.error();
+    Create(store->get(), "pair-long",
+           "victim:\n  command: [victim-a, --steps, \"10\"]\nantagonists:\n"
+           "  - name: job2\n    workload:\n      command: [job-b, --steps, \"1000000\"]\n");
+    int index = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      Save(store->get(), "pair-long", index, rep, "baseline", 1.0, {});
+      AntagonistResult w;
+      w.name = "job2";
+      w.injector = "workload";
+      w.achieved_rate = 0.02;
+      w.unit = "s/step";
+      Save(store->get(), "pair-long", index, rep, "job2@run", 1.2, {w});
+    }
+  }
+  auto r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured",
+                    "pair-long", "--db", db_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json j = Json::parse(r.out);
+  ASSERT_EQ(j["measured"].size(), 1u) << r.out;  // only the one named, not pair-m
+  EXPECT_EQ(j["measured"][0]["experiment_id"], "pair-long");
+  EXPECT_NEAR(j["measured"][0]["measured"].get<double>(), 1.2, 1e-9);
+  EXPECT_NEAR(j["mape"].get<double>(), 100 * (1.2 - 1.1) / 1.2, 1e-6);
+  // Both, repeated: two measured pairs, one MAPE over them.
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured",
+               "pair-long", "--measured", "pair-m", "--db", db_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = Json::parse(r.out);
+  EXPECT_EQ(j["measured"].size(), 2u) << r.out;
+  EXPECT_EQ(j["n_compared"], 2);
+
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured",
+               "nb-n", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--measured nb-n: its victim command is not the victim profile's"),
+            std::string::npos)
+      << r.err;
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured",
+               "prof-p", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--measured prof-p: it has no workload antagonist"), std::string::npos)
+      << r.err;
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured",
+               "nope", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--measured nope"), std::string::npos) << r.err;
+  r = Codlctl({"predict", "latest", "--measured", "pair-m", "--db", db_});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--measured goes with --victim-profile and --neighbour"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(SlowdownRatioCI, SameDataGivesARatioAroundOneAndIsReproducible) {
   const std::vector<double> base = {1.0, 1.02, 0.98, 1.01, 0.99};
   const std::vector<double> hit = {1.5, 1.53, 1.47, 1.52, 1.49};

@@ -156,7 +156,8 @@ TEST(PressureTest, AWorkloadWithTwoTrialsASideHasNoInterval) {
   for (double achieved : {40.0, 60.0})
     trials.push_back(Trial("job2@run+membw@max",
                            {Injector("membw", "memcpy", achieved, 100), Workload("job2")}));
-  const PressureSummary* w = Find(SummarizePressure(trials), "job2", "membw");
+  const std::vector<PressureSummary> all_w = SummarizePressure(trials);
+  const PressureSummary* w = Find(all_w, "job2", "membw");
   ASSERT_NE(w, nullptr);
   EXPECT_NEAR(w->pressure, 1 - 50.0 / 80, 1e-12);
   EXPECT_TRUE(std::isnan(w->ci_low));

@@ -62,7 +62,7 @@ ExperimentResults Results() {
 }
 
 TEST(ProfileTest, OneRowPerAntagonistWithItsCurveToleranceAndPeak) {
-  const Profile p = BuildProfile(Results(), {"membw", "cpu"},
+  const InterferenceProfile p = BuildProfile(Results(), {"membw", "cpu"},
                                  {{"memcpy", "memory bandwidth"}, {"cpu", "CPU time"}});
   ASSERT_EQ(p.rows.size(), 2u);
   const ProfileRow& m = p.rows[0];
@@ -95,7 +95,7 @@ TEST(ProfileTest, OneRowPerAntagonistWithItsCurveToleranceAndPeak) {
 }
 
 TEST(ProfileTest, AnAntagonistThatNeverRanAloneHasAnEmptyRow) {
-  const Profile p = BuildProfile(Results(), {"absent"}, {});
+  const InterferenceProfile p = BuildProfile(Results(), {"absent"}, {});
   ASSERT_EQ(p.rows.size(), 1u);
   EXPECT_TRUE(p.rows[0].curve.empty());
   EXPECT_EQ(ProfileCurveText(p.rows[0]), "-");

@@ -115,5 +115,24 @@ TEST(ToleranceSearch, OtherPairingsAndCombinationsAreNotProbes) {
   EXPECT_DOUBLE_EQ(s.level, 0.5);
 }
 
+// Level 1 on a busy node: the antagonist cannot hold the calibrated peak beside the victim, its
+// trials are flagged and decide nothing. The search says so instead of retrying to the budget.
+TEST(ToleranceSearch, StopsWhenTheAntagonistCannotHoldTheLevel) {
+  PairingSummary flagged = At(1, 1, kNaN, kNaN);
+  flagged.n_all = 3;  // 2 of 3 flagged
+  ToleranceStep s = NextToleranceStep({flagged}, Searched(), 3);
+  ASSERT_TRUE(s.done);
+  EXPECT_EQ(s.result.stop_reason, "cannot hold");
+  EXPECT_NE(s.result.detail.find("level 1: 2 of 3 trials flagged"), std::string::npos)
+      << s.result.detail;
+  EXPECT_NE(ToleranceLine(s.result).find("cannot hold"), std::string::npos);
+  // One flagged trial of three is not enough to give up: two more are run.
+  flagged.n = 2;
+  s = NextToleranceStep({flagged}, Searched(), 3);
+  ASSERT_FALSE(s.done);
+  EXPECT_DOUBLE_EQ(s.level, 1.0);
+  EXPECT_EQ(s.trials, 3);
+}
+
 }  // namespace
 }  // namespace codl::experiment
