@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/agent.h"
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
@@ -96,16 +97,16 @@ Result<std::vector<std::string>> SupportedInjectors(ControllerClient* client,
   return out;
 }
 
-// The same question on this host, without a controller (--plan with nothing started).
-std::vector<std::string> LocalInjectors(const std::vector<std::string>& scratch_roots) {
-  std::vector<std::string> roots = scratch_roots;
-  if (roots.empty()) roots.push_back(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  const injectors::HostInfo host = injectors::DetectHost(roots);
+// The same question on this host, without a controller (--plan with nothing started): asked of
+// codl-inject (beside codlctl, as `codlctl run`'s agent spawns it) as the agent asks it, since
+// this binary links only the injectors' catalog (no io_uring ring, no CUDA).
+std::vector<std::string> LocalInjectors() {
+  std::set<std::string> here;
+  for (const auto& n : SplitInjectorList(agent::DetectHostLabels("codl-inject")["injectors"]))
+    here.insert(n);
   std::vector<std::string> out;
   for (const auto& n : injectors::InjectorNames()) {
-    if (kNotProfiled.count(n)) continue;
-    if (auto inj = injectors::CreateInjector(n); inj && inj->Unsupported(host).ok())
-      out.push_back(n);
+    if (here.count(n) && !kNotProfiled.count(n)) out.push_back(n);
   }
   return out;
 }
@@ -280,7 +281,10 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
     std::vector<std::string> names = o.injectors;
     if (names.empty()) {
       if (ConfiguredController(g.controller).empty()) {
-        names = LocalInjectors(o.run.scratch_roots);
+        names = LocalInjectors();
+        if (names.empty())
+          return ProfileFail("codl-inject --list reports no injector available on this host "
+                             "(noop excepted): name some with --injectors");
       } else {
         auto c = ConnectController(g);
         if (!c.ok()) return ProfileFail(c.error());

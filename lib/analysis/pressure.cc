@@ -15,6 +15,12 @@ namespace codl::experiment {
 namespace {
 
 // "max", or a level >= 1 (the calibrated peak): an antagonist at full tilt.
+// A unit of capacity held (pagecache's "bytes"), not a rate: what such an antagonist holds at
+// `max` within one trial is bounded by how fast it can fill, not by the workload beside it, so
+// 1 - held / calibrated peak is no pressure. Its workload pressure (with/without W, same
+// windows) is kept.
+bool CapacityUnit(const std::string& unit) { return unit == "bytes"; }
+
 bool FullTiltLabel(const std::string& label) {
   if (label == "max") return true;
   auto level = ParseNumber(label);
@@ -126,10 +132,12 @@ std::vector<VictimPressureSamples> VictimPressure(const std::vector<TrialRecord>
       s.intensity = label;
       InjectorAndUnit(t, name, &s.injector, &s.unit);
     }
+    if (CapacityUnit(s.unit)) continue;
     s.fractions.push_back(f);
   }
   std::vector<VictimPressureSamples> out;
   for (auto& [name, f] : found) {
+    if (f.at_max.fractions.empty() && f.at_level.fractions.empty()) continue;  // capacity only
     out.push_back(std::move(!f.at_max.fractions.empty() ? f.at_max : f.at_level));
   }
   return out;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -108,8 +109,22 @@ TEST_F(ProfileTest, PlanPrintsTheTrialsAndRunsNothing) {
   auto r = RunCommand({Bin("codlctl"), "profile", dir_ + "/victim.yaml", "--plan", "--db", Db(),
                        "--scratch-root", dir_});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  // Every injector this host supports, noop (a test double) left out.
-  EXPECT_NE(r.out.find("against: "), std::string::npos) << r.out;
+  // Every injector codl-inject reports available on this host (io_uring too: codlctl itself
+  // links no ring), noop (a test double) left out, in codl-inject's order.
+  auto list = RunCommand({Bin("codl-inject"), "--list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  std::string expected;
+  std::istringstream lines(list.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.contains("available") || !e["available"].get<bool>() ||
+        e["name"] == "noop")
+      continue;
+    expected += (expected.empty() ? "" : ", ") + e["name"].get<std::string>();
+  }
+  ASSERT_FALSE(expected.empty()) << list.out;
+  EXPECT_NE(r.out.find("against: " + expected + "\n"), std::string::npos)
+      << r.out << "\nexpected: " << expected;
   EXPECT_NE(r.out.find("memcpy"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("noop"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("estimated duration"), std::string::npos) << r.out;

@@ -4,6 +4,7 @@
 // {0.5, 1, 2} the reported interval [tolerated, breaks] must hold it and be at most
 // `resolution` wide, within max_trials.
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -74,6 +75,9 @@ TEST_P(ToleranceTest, TheIntervalHoldsTheKnownThreshold) {
   EXPECT_LE(lo, truth + 1e-6) << t.dump();
   EXPECT_GE(hi, truth - 1e-6) << t.dump();
   EXPECT_LE(hi - lo, kResolution + 1e-9) << t.dump();
+  // The figure (docs/validity.md, "Tolerance search against ground truth").
+  printf("tolerance k=%g: true threshold %.4f, reported [%.4f, %.4f], %d search trials of %d\n",
+         k, truth, lo, hi, t["trials"].get<int>(), kMaxTrials);
   EXPECT_GT(t["trials"].get<int>(), 0);
   EXPECT_LE(t["trials"].get<int>(), kMaxTrials);
   // The report draws it on the sensitivity curve.

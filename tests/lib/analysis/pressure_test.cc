@@ -149,6 +149,22 @@ TEST(PressureTest, AWorkloadsPressureIsTheRatioOfMeansWithAndWithoutIt) {
   EXPECT_EQ(rows.back().workload, "job2");
 }
 
+// pagecache at max holds what it could fill in one trial (4 of 24 GB here), whatever ran beside
+// it: 1 - held / calibrated peak is its fill time, not the victim's pressure. No victim row.
+TEST(PressureTest, ACapacityHeldIsNoVictimPressure) {
+  std::vector<TrialRecord> trials;
+  for (double held : {4.0, 4.2, 4.1}) {
+    AntagonistResult a = Injector("mem", "pagecache", held, 24);
+    a.unit = "bytes";
+    trials.push_back(Trial("mem@max", {a}));
+    trials.push_back(Trial("membw@max", {Injector("membw", "memcpy", 80, 100)}));
+  }
+  const std::vector<PressureSummary> rows = SummarizePressure(trials);
+  EXPECT_EQ(Find(rows, "victim", "mem"), nullptr);
+  ASSERT_NE(Find(rows, "victim", "membw"), nullptr);
+  EXPECT_NEAR(Find(rows, "victim", "membw")->pressure, 0.2, 1e-12);
+}
+
 TEST(PressureTest, AWorkloadWithTwoTrialsASideHasNoInterval) {
   std::vector<TrialRecord> trials;
   for (double achieved : {80.0, 80.0, 80.0})
