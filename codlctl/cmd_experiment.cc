@@ -203,7 +203,8 @@ int FollowToEnd(const GlobalOptions& g, const RunOptions& o, ControllerClient* c
     return interrupts->ExitCode(ExitCodeFor(final.status()));
   }
   std::string nothing_measured;  // from the results just printed: no second load to judge them
-  int rc = o.print ? o.print(c, id) : PrintResults(c, "", id, o.output, stdout, "", &nothing_measured);
+  int rc =
+      o.print ? o.print(c, id) : PrintResults(c, "", id, o.output, stdout, "", &nothing_measured);
   if (o.print && rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(c, "", id);
   for (const auto& [path, format] : {std::pair{o.csv, "csv"}, std::pair{o.json, "json"}}) {
     if (path.empty() || rc != kExitOk) continue;
@@ -296,8 +297,8 @@ int CmdValidate(const std::string& file, bool plan, const std::string& db) {
   return kExitOk;
 }
 
-void PrintPlan(const experiment::ExperimentSpec& loaded, const std::string& file,
-               PlanDetail detail, const std::string& db) {
+void PrintPlan(const experiment::ExperimentSpec& loaded, const std::string& file, PlanDetail detail,
+               const std::string& db) {
   const experiment::ExperimentSpec* spec = &loaded;
   const bool plan = detail != PlanDetail::kNone;
   auto trials = experiment::ExpandPlan(*spec);
@@ -370,7 +371,8 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o) {
     Note(g, "error", spec.error());
     return kExitBadInput;
   }
-  return SubmitAndFollow(g, o, "run", [&](ControllerClient*) -> Result<std::string> { return *yaml; });
+  return SubmitAndFollow(g, o, "run",
+                         [&](ControllerClient*) -> Result<std::string> { return *yaml; });
 }
 
 int SubmitAndFollow(const GlobalOptions& g, const RunOptions& o, const std::string& verb,

@@ -81,8 +81,9 @@ Result<std::vector<std::string>> SupportedInjectors(ControllerClient* client,
     }
   }
   if (!common) {
-    return Err("no live agent matches the victim's nodes: nothing to ask which injectors it "
-               "supports (codlctl agents lists them)");
+    return Err(
+        "no live agent matches the victim's nodes: nothing to ask which injectors it "
+        "supports (codlctl agents lists them)");
   }
   std::vector<std::string> out;
   for (const auto& n : injectors::InjectorNames()) {
@@ -181,7 +182,8 @@ Status CheckProfileFlags(const ProfileCliOptions& o) {
       return Err("--levels: '" + l + "' is not a level in (0, 1] or max");
   }
   for (const std::string& n : o.injectors) {
-    if (Status s = injectors::ValidateInjectorName(n); !s.ok()) return Err("--injectors: " + s.error());
+    if (Status s = injectors::ValidateInjectorName(n); !s.ok())
+      return Err("--injectors: " + s.error());
   }
   return Status::Ok();
 }
@@ -203,8 +205,9 @@ int ShowProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
 }  // namespace
 
 void AddProfileOptions(CLI::App* cmd, ProfileCliOptions* o) {
-  cmd->add_option("file", o->run.file, "experiment YAML whose victim to profile (its antagonists "
-                                       "are replaced)");
+  cmd->add_option("file", o->run.file,
+                  "experiment YAML whose victim to profile (its antagonists "
+                  "are replaced)");
   cmd->add_option("--show", o->show,
                   "print the profile of a stored experiment (ID or 'latest', from --db or the "
                   "controller) and run nothing");
@@ -212,7 +215,8 @@ void AddProfileOptions(CLI::App* cmd, ProfileCliOptions* o) {
                   "injectors to profile against, comma-separated (default: every one the "
                   "victim's node reports available, noop excepted)")
       ->delimiter(',');
-  cmd->add_option("--levels", o->levels, "the coarse sweep: levels in (0, 1] or max, comma-separated")
+  cmd->add_option("--levels", o->levels,
+                  "the coarse sweep: levels in (0, 1] or max, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--slowdown", o->slowdown,
@@ -246,10 +250,12 @@ void AddProfileOptions(CLI::App* cmd, ProfileCliOptions* o) {
 
 int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
   if (!o.show.empty()) {
-    if (!o.run.file.empty()) return ProfileFail("give FILE (to run a profile) or --show ID, not both");
+    if (!o.run.file.empty())
+      return ProfileFail("give FILE (to run a profile) or --show ID, not both");
     return ShowProfile(g, o);
   }
-  if (o.run.file.empty()) return ProfileFail("give the experiment FILE whose victim to profile, or --show ID");
+  if (o.run.file.empty())
+    return ProfileFail("give the experiment FILE whose victim to profile, or --show ID");
   if (Status s = CheckProfileFlags(o); !s.ok()) return ProfileFail(s.error());
   std::ifstream in(o.run.file);
   if (!in) return ProfileFail(o.run.file + ": cannot read the file");
@@ -262,11 +268,13 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
     return kExitBadInput;
   }
   // The YAML to run, once the injectors are known; its plan printed first.
-  auto build = [&](const std::vector<std::string>& names, PlanDetail detail) -> Result<std::string> {
+  auto build = [&](const std::vector<std::string>& names,
+                   PlanDetail detail) -> Result<std::string> {
     auto yaml = ProfileYaml(text, names, o);
     if (!yaml.ok()) return yaml;
     auto profiled = experiment::ParseExperiment(*yaml, o.run.file, InjectorHooks());
-    if (!profiled.ok()) return Err("the profile's experiment does not validate: " + profiled.error());
+    if (!profiled.ok())
+      return Err("the profile's experiment does not validate: " + profiled.error());
     if (o.run.output == "table" || detail == PlanDetail::kTrials) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
@@ -283,16 +291,17 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
       if (ConfiguredController(g.controller).empty()) {
         names = LocalInjectors();
         if (names.empty())
-          return ProfileFail("codl-inject --list reports no injector available on this host "
-                             "(noop excepted): name some with --injectors");
+          return ProfileFail(
+              "codl-inject --list reports no injector available on this host "
+              "(noop excepted): name some with --injectors");
       } else {
         auto c = ConnectController(g);
         if (!c.ok()) return ProfileFail(c.error());
         auto supported = SupportedInjectors(c->get(), *spec);
         if (!supported.ok())
           return ProfileFail(supported.error(), supported.code() == StatusCode::kUnavailable
-                                             ? kExitUnreachable
-                                             : kExitBadInput);
+                                                    ? kExitUnreachable
+                                                    : kExitBadInput);
         names = *supported;
       }
     }

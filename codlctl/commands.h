@@ -115,15 +115,15 @@ int CmdPredict(const GlobalOptions& g, const PredictCliOptions& o);
 // codlctl profile (cmd_profile.cc): a victim against every injector its node supports, each
 // at a coarse sweep plus a tolerance search, as one experiment; --show prints a stored one.
 struct ProfileCliOptions {
-  RunOptions run;                       // file, --db, -o, --report, --scratch-root, ...
-  std::string show;                     // --show ID: print that experiment's profile, run nothing
-  std::vector<std::string> injectors;   // --injectors a,b (default: what the node supports)
+  RunOptions run;                      // file, --db, -o, --report, --scratch-root, ...
+  std::string show;                    // --show ID: print that experiment's profile, run nothing
+  std::vector<std::string> injectors;  // --injectors a,b (default: what the node supports)
   std::vector<std::string> levels = {"0.25", "0.5", "max"};  // --levels
-  double slowdown = 1.10;               // --slowdown: the tolerance threshold
-  double resolution = 0.1;              // --resolution
-  int max_trials = 20;                  // --max-trials: per antagonist's search
-  int repetitions = 0;                  // --repetitions (0: the file's)
-  bool plan = false;                    // --plan: print the plan and its duration, run nothing
+  double slowdown = 1.10;                                    // --slowdown: the tolerance threshold
+  double resolution = 0.1;                                   // --resolution
+  int max_trials = 20;  // --max-trials: per antagonist's search
+  int repetitions = 0;  // --repetitions (0: the file's)
+  bool plan = false;    // --plan: print the plan and its duration, run nothing
 };
 void AddProfileOptions(CLI::App* cmd, ProfileCliOptions* o);
 int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o);

@@ -472,9 +472,9 @@ int main(int argc, char** argv) {
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
-      AddValidate(app), AddRun(app),     AddResume(app),    AddSubmit(app),  AddStatus(app),
-      AddWatch(app),    AddResults(app), AddCompare(app),   AddPredict(app), AddProfile(app),
-      AddReport(app),   AddAgents(app),   AddCancel(app),  AddCalibrate(app), AddTrace(app)};
+      AddValidate(app), AddRun(app),     AddResume(app),  AddSubmit(app),    AddStatus(app),
+      AddWatch(app),    AddResults(app), AddCompare(app), AddPredict(app),   AddProfile(app),
+      AddReport(app),   AddAgents(app),  AddCancel(app),  AddCalibrate(app), AddTrace(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

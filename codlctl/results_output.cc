@@ -169,8 +169,8 @@ int PrintProfile(ControllerClient* client, const std::string& db, const std::str
     return ExitCodeFor(rec.status());
   }
   const auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, ""));
-  const auto profile =
-      experiment::BuildProfile(results, experiment::ProfileAntagonists(results), InjectorResources());
+  const auto profile = experiment::BuildProfile(results, experiment::ProfileAntagonists(results),
+                                                InjectorResources());
   Emit(output == "json"  ? experiment::FormatProfileJson(profile)
        : output == "csv" ? experiment::FormatProfileCsv(profile)
                          : experiment::FormatProfileTable(profile),

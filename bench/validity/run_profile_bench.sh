@@ -9,7 +9,7 @@
 #  3. `codlctl predict --victim-profile A --neighbour B --measured pair(A beside B)` and the
 #     reverse: the predicted slowdown from the profiles against the measured one, and the MAPE.
 # Usage: bench/validity/run_profile_bench.sh [OUT_DIR [PROFILE_A PROFILE_B]]
-#   default OUT_DIR /tmp/codl-profile-bench, presets balanced compute-bound. ~35 min on 2 cores.
+#   default OUT_DIR /tmp/codl-profile-bench, presets balanced compute-bound. ~30 min on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${CODL_BUILD_DIR:-build}

@@ -421,8 +421,8 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   if (base == samples.end() || base->second.empty()) {
     return FailedPrecondition("no measured baseline trials: no slowdown to build a profile from");
   }
-  SinglesData profile{samples, CollectSingles(samples, options.at_max), {}, MediansOf(samples), options,
-                  {}};
+  SinglesData profile{
+      samples, CollectSingles(samples, options.at_max), {}, MediansOf(samples), options, {}};
   if (profile.singles.empty()) {
     // Singles at `max` only, and none recorded what it achieved: measured, but with no place
     // on a curve. Say so by name rather than "no singles".
@@ -526,11 +526,11 @@ Result<ProfilePrediction> PredictFromProfile(
                               "sensitivity curves from");
   }
   SinglesData profile{profile_samples,
-                  CollectSingles(profile_samples, po.at_max),
-                  {},
-                  MediansOf(profile_samples),
-                  po,
-                  {}};
+                      CollectSingles(profile_samples, po.at_max),
+                      {},
+                      MediansOf(profile_samples),
+                      po,
+                      {}};
   if (profile.singles.empty()) {
     return FailedPrecondition(pid + ": no measured singles (one injector antagonist alone at a " +
                               "level or at max): it is no sensitivity profile; sweep the " +
@@ -584,7 +584,8 @@ Result<ProfilePrediction> PredictFromProfile(
     const auto it = pressure_of.find(injector);
     if (it == pressure_of.end()) {
       r.skipped.push_back(injector + " (" + name + "): the " + nid + " has no pressure on it " +
-                          "(no " + injector + " antagonist alone at max beside its victim)");
+                          "(no " + injector + " antagonist alone at max beside its victim, or " +
+                          "one that holds a capacity, not a rate)");
       continue;
     }
     SharedResource s;

@@ -55,8 +55,9 @@ std::vector<std::string> ProfileAntagonists(const ExperimentResults& results) {
   return names;
 }
 
-InterferenceProfile BuildProfile(const ExperimentResults& results, const std::vector<std::string>& antagonists,
-                     const std::map<std::string, std::string>& resources) {
+InterferenceProfile BuildProfile(const ExperimentResults& results,
+                                 const std::vector<std::string>& antagonists,
+                                 const std::map<std::string, std::string>& resources) {
   InterferenceProfile profile;
   profile.experiment_id = results.experiment_id;
   profile.name = results.name;
@@ -116,7 +117,8 @@ std::string ProfileToleratesText(const ProfileRow& row) {
 
 std::string ProfileBreaksText(const ProfileRow& row) {
   if (!row.searched) return "-";
-  if (std::isfinite(row.tolerance.breaks_level)) return FixedOrDash("%g", row.tolerance.breaks_level);
+  if (std::isfinite(row.tolerance.breaks_level))
+    return FixedOrDash("%g", row.tolerance.breaks_level);
   return row.tolerance.tolerates_max ? "none <= 1" : "none found";
 }
 
@@ -138,9 +140,9 @@ std::string FormatProfileTable(const InterferenceProfile& p) {
     out << "no injector antagonists: nothing to profile\n";
     return out.str();
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"resource", "antagonist", "tolerates", "breaks", "at peak", "[95% CI]", "search",
-       "curve (level: slowdown, * significant)"}};
+  std::vector<std::vector<std::string>> rows = {{"resource", "antagonist", "tolerates", "breaks",
+                                                 "at peak", "[95% CI]", "search",
+                                                 "curve (level: slowdown, * significant)"}};
   for (const ProfileRow& r : p.rows) {
     std::string search = "-";
     if (r.searched) {
@@ -148,9 +150,9 @@ std::string FormatProfileTable(const InterferenceProfile& p) {
     }
     rows.push_back({TerminalSafe(r.resource.empty() ? r.injector : r.resource),
                     TerminalSafe(r.antagonist), ProfileToleratesText(r), ProfileBreaksText(r),
-                    std::isfinite(r.at_level) ? FixedOrDash("%.3fx", r.strongest.slowdown) +
-                                                    (r.at_max ? " (max)" : "")
-                                              : "-",
+                    std::isfinite(r.at_level)
+                        ? FixedOrDash("%.3fx", r.strongest.slowdown) + (r.at_max ? " (max)" : "")
+                        : "-",
                     std::isfinite(r.at_level) ? CiText(r.strongest) : "-", search,
                     ProfileCurveText(r)});
   }
@@ -169,11 +171,12 @@ std::string FormatProfileJson(const InterferenceProfile& p) {
   for (const ProfileRow& r : p.rows) {
     OrderedJson curve = OrderedJson::array();
     for (const ProfilePoint& point : r.curve) curve.push_back(PointJson(point));
-    OrderedJson row = {{"antagonist", r.antagonist},
-                       {"injector", r.injector},
-                       {"resource", r.resource},
-                       {"curve", curve},
-                       {"at_peak", std::isfinite(r.at_level) ? PointJson(r.strongest) : OrderedJson()}};
+    OrderedJson row = {
+        {"antagonist", r.antagonist},
+        {"injector", r.injector},
+        {"resource", r.resource},
+        {"curve", curve},
+        {"at_peak", std::isfinite(r.at_level) ? PointJson(r.strongest) : OrderedJson()}};
     if (r.searched) {
       row["tolerance"] = {{"slowdown", r.tolerance.threshold},
                           {"tolerated_level", r.tolerance.tolerated_level},
@@ -195,12 +198,11 @@ std::string FormatProfileCsv(const InterferenceProfile& p) {
   out << "experiment_id,resource,antagonist,injector,level,max,n,slowdown,ci_low,ci_high,"
          "tolerated_level,breaks_level,tolerates_max,stop_reason\n";
   for (const ProfileRow& r : p.rows) {
-    const std::string tail =
-        r.searched ? CsvRoundTrip(r.tolerance.tolerated_level) + "," +
-                         CsvRoundTrip(r.tolerance.breaks_level) + "," +
-                         (r.tolerance.tolerates_max ? "true" : "false") + "," +
-                         CsvField(CsvText(r.tolerance.stop_reason))
-                   : ",,,";
+    const std::string tail = r.searched ? CsvRoundTrip(r.tolerance.tolerated_level) + "," +
+                                              CsvRoundTrip(r.tolerance.breaks_level) + "," +
+                                              (r.tolerance.tolerates_max ? "true" : "false") + "," +
+                                              CsvField(CsvText(r.tolerance.stop_reason))
+                                        : ",,,";
     // One line per curve point (a row with no point still gets one, its figures empty).
     std::vector<ProfilePoint> points = r.curve;
     const bool none = points.empty();

@@ -46,8 +46,9 @@ struct InterferenceProfile {
 
 // `resources`: injector name -> the resource it pressures (the injector registry's); missing
 // injectors get "". Workload antagonists have no level and are not rows.
-InterferenceProfile BuildProfile(const ExperimentResults& results, const std::vector<std::string>& antagonists,
-                     const std::map<std::string, std::string>& resources);
+InterferenceProfile BuildProfile(const ExperimentResults& results,
+                                 const std::vector<std::string>& antagonists,
+                                 const std::map<std::string, std::string>& resources);
 
 // The antagonist names of `results`' experiment in YAML order (its injector antagonists), or
 // the names seen in its pairings when the YAML does not parse.

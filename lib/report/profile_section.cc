@@ -18,17 +18,22 @@ std::string Sparkline(const experiment::ProfileRow& row) {
   if (row.searched) hi = std::max(hi, row.tolerance.threshold);
   const double lo = 1.0, span = hi > lo ? hi - lo : 1;
   auto x = [&](double level) { return kPad + level * (kW - 2 * kPad); };
-  auto y = [&](double s) { return kH - kPad - (std::min(std::max(s, lo), hi) - lo) / span * (kH - 2 * kPad); };
+  auto y = [&](double s) {
+    return kH - kPad - (std::min(std::max(s, lo), hi) - lo) / span * (kH - 2 * kPad);
+  };
   std::string path = "M" + Fixed(x(0), 1) + "," + Fixed(y(1), 1);
   for (const auto& p : row.curve) {
-    if (std::isfinite(p.slowdown)) path += " L" + Fixed(x(p.level), 1) + "," + Fixed(y(p.slowdown), 1);
+    if (std::isfinite(p.slowdown))
+      path += " L" + Fixed(x(p.level), 1) + "," + Fixed(y(p.slowdown), 1);
   }
   std::string svg = "<svg class=\"spark\" width=\"" + Fixed(kW, 0) + "\" height=\"" + Fixed(kH, 0) +
                     "\" viewBox=\"0 0 " + Fixed(kW, 0) + " " + Fixed(kH, 0) +
-                    "\" role=\"img\"><title>" + Escape(experiment::ProfileCurveText(row)) + "</title>";
+                    "\" role=\"img\"><title>" + Escape(experiment::ProfileCurveText(row)) +
+                    "</title>";
   if (row.searched) {
     svg += "<line x1=\"" + Fixed(x(0), 1) + "\" x2=\"" + Fixed(x(1), 1) + "\" y1=\"" +
-           Fixed(y(row.tolerance.threshold), 1) + "\" y2=\"" + Fixed(y(row.tolerance.threshold), 1) +
+           Fixed(y(row.tolerance.threshold), 1) + "\" y2=\"" +
+           Fixed(y(row.tolerance.threshold), 1) +
            "\" stroke=\"#e76f51\" stroke-dasharray=\"4 2\"/>";
   }
   svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#264653\" stroke-width=\"1.5\"/></svg>";

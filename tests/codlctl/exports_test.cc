@@ -355,8 +355,8 @@ TEST_F(ProfilePredictCliTest, MeasuredNamesThePairWhoseWorkloadCommandDiffers) {
   EXPECT_EQ(j["measured"].size(), 2u) << r.out;
   EXPECT_EQ(j["n_compared"], 2);
 
-  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured",
-               "nb-n", "--db", db_});
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured", "nb-n",
+               "--db", db_});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--measured nb-n: its victim command is not the victim profile's"),
             std::string::npos)
@@ -366,14 +366,13 @@ TEST_F(ProfilePredictCliTest, MeasuredNamesThePairWhoseWorkloadCommandDiffers) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--measured prof-p: it has no workload antagonist"), std::string::npos)
       << r.err;
-  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured",
-               "nope", "--db", db_});
+  r = Codlctl({"predict", "--victim-profile", "prof-p", "--neighbour", "nb-n", "--measured", "nope",
+               "--db", db_});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--measured nope"), std::string::npos) << r.err;
   r = Codlctl({"predict", "latest", "--measured", "pair-m", "--db", db_});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--measured goes with --victim-profile and --neighbour"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("--measured goes with --victim-profile and --neighbour"), std::string::npos)
       << r.err;
 }
 

@@ -19,7 +19,7 @@ namespace codl::testing {
 namespace {
 
 constexpr double kCapacity = 100000;  // the noop antagonist's pretend peak, units/s
-constexpr double kGain = 1.0;          // slowdown 1 + x: the threshold 1.1 is crossed at x = 0.1
+constexpr double kGain = 1.0;         // slowdown 1 + x: the threshold 1.1 is crossed at x = 0.1
 
 class ProfileTest : public ::testing::Test {
  protected:
@@ -51,10 +51,27 @@ class ProfileTest : public ::testing::Test {
 };
 
 TEST_F(ProfileTest, TheRowHoldsTheSweepTheToleranceAndThePeak) {
-  auto r = RunCommand({Bin("codlctl"), "profile", dir_ + "/victim.yaml", "--injectors", "noop",
-                       "--levels", "0.25,0.5,1", "--slowdown", "1.1", "--resolution", "0.05",
-                       "--max-trials", "30", "--scratch-root", dir_, "--db", Db(), "-o", "json",
-                       "--report", dir_ + "/report.html"},
+  auto r = RunCommand({Bin("codlctl"),
+                       "profile",
+                       dir_ + "/victim.yaml",
+                       "--injectors",
+                       "noop",
+                       "--levels",
+                       "0.25,0.5,1",
+                       "--slowdown",
+                       "1.1",
+                       "--resolution",
+                       "0.05",
+                       "--max-trials",
+                       "30",
+                       "--scratch-root",
+                       dir_,
+                       "--db",
+                       Db(),
+                       "-o",
+                       "json",
+                       "--report",
+                       dir_ + "/report.html"},
                       400, dir_);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -89,7 +106,8 @@ TEST_F(ProfileTest, TheRowHoldsTheSweepTheToleranceAndThePeak) {
   EXPECT_NE(table.out.find("profile of truth-profile"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("tolerates"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("resolved"), std::string::npos) << table.out;
-  auto json = RunCommand({Bin("codlctl"), "profile", "--show", "latest", "--db", Db(), "-o", "json"});
+  auto json =
+      RunCommand({Bin("codlctl"), "profile", "--show", "latest", "--db", Db(), "-o", "json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(nlohmann::json::parse(json.out)["rows"], j["rows"]);
   auto csv = RunCommand({Bin("codlctl"), "profile", "--show", "latest", "--db", Db(), "-o", "csv"});
@@ -135,8 +153,8 @@ TEST_F(ProfileTest, PlanPrintsTheTrialsAndRunsNothing) {
 }
 
 TEST_F(ProfileTest, BadFlagsAreNamed) {
-  auto levels = RunCommand({Bin("codlctl"), "profile", dir_ + "/victim.yaml", "--levels",
-                            "0.5,1.5", "--plan"});
+  auto levels = RunCommand(
+      {Bin("codlctl"), "profile", dir_ + "/victim.yaml", "--levels", "0.5,1.5", "--plan"});
   EXPECT_EQ(levels.exit_code, 2);
   EXPECT_NE(levels.err.find("--levels: '1.5' is not a level in (0, 1] or max"), std::string::npos)
       << levels.err;

@@ -76,8 +76,8 @@ TEST_P(ToleranceTest, TheIntervalHoldsTheKnownThreshold) {
   EXPECT_GE(hi, truth - 1e-6) << t.dump();
   EXPECT_LE(hi - lo, kResolution + 1e-9) << t.dump();
   // The figure (docs/validity.md, "Tolerance search against ground truth").
-  printf("tolerance k=%g: true threshold %.4f, reported [%.4f, %.4f], %d search trials of %d\n",
-         k, truth, lo, hi, t["trials"].get<int>(), kMaxTrials);
+  printf("tolerance k=%g: true threshold %.4f, reported [%.4f, %.4f], %d search trials of %d\n", k,
+         truth, lo, hi, t["trials"].get<int>(), kMaxTrials);
   EXPECT_GT(t["trials"].get<int>(), 0);
   EXPECT_LE(t["trials"].get<int>(), kMaxTrials);
   // The report draws it on the sensitivity curve.

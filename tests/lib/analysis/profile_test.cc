@@ -13,8 +13,8 @@
 namespace codl::experiment {
 namespace {
 
-PairingSummary Single(const std::string& name, const std::string& injector, double level,
-                      double lo, double hi, bool max = false) {
+PairingSummary Single(const std::string& name, const std::string& injector, double level, double lo,
+                      double hi, bool max = false) {
   PairingSummary p;
   char key[64];
   std::snprintf(key, sizeof key, "%s@%g", name.c_str(), level);
@@ -63,7 +63,7 @@ ExperimentResults Results() {
 
 TEST(ProfileTest, OneRowPerAntagonistWithItsCurveToleranceAndPeak) {
   const InterferenceProfile p = BuildProfile(Results(), {"membw", "cpu"},
-                                 {{"memcpy", "memory bandwidth"}, {"cpu", "CPU time"}});
+                                             {{"memcpy", "memory bandwidth"}, {"cpu", "CPU time"}});
   ASSERT_EQ(p.rows.size(), 2u);
   const ProfileRow& m = p.rows[0];
   EXPECT_EQ(m.resource, "memory bandwidth");
