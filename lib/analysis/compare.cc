@@ -65,6 +65,7 @@ CompareCell CellOf(const Analysed& a, const std::string& key) {
   c.slowdown = it->second.slowdown;
   c.ci_low = it->second.ci_low;
   c.ci_high = it->second.ci_high;
+  c.neighbours = it->second.neighbours;
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/neighbours.h"
 #include "lib/analysis/stats.h"
 #include "lib/analysis/tidy.h"
 #include "lib/common/records.h"
@@ -27,6 +28,9 @@ struct CompareCell {
   double slowdown = kNaN;
   double ci_low = kNaN;  // NaN when either side has fewer than 3 trials
   double ci_high = kNaN;
+  // Workload antagonists in the pairing (a real job as the neighbour): the other direction, its
+  // own slowdown beside the victim, and the pair's combined throughput (results.md, "Two-way").
+  std::vector<NeighbourSummary> neighbours;
 };
 
 // slowdown(experiment k) / slowdown(first experiment): > 1 = the interference hurt more in k.
@@ -68,9 +72,12 @@ ConfidenceInterval BootstrapSlowdownRatioCI(const std::vector<double>& t0,
 
 // One row per pairing (unmatched ones too): pairing, matched, then per experiment i (1-based)
 // n_i, slowdown_i, ci_low_i, ci_high_i, then per later experiment ratio_i, ratio_ci_low_i,
-// ratio_ci_high_i (ratios are against experiment 1).
+// ratio_ci_high_i (ratios are against experiment 1), then per experiment
+// neighbour_slowdown_i, combined_throughput_i (a pairing with exactly one workload antagonist;
+// empty otherwise: the JSON has every one).
 TidyTable ComparisonTable(const Comparison& c);
-// For terminals: "1.42x [1.30, 1.55]" cells and the ratios, then the unmatched pairings.
+// For terminals: "1.42x [1.30, 1.55]" cells and the ratios, the two-way lines of pairings with a
+// workload antagonist, then the unmatched pairings.
 std::string FormatComparison(const Comparison& c);
 // One JSON object: metric, experiments, pairings (with per-experiment cells and ratios),
 // unmatched.

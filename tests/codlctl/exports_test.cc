@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "lib/analysis/compare.h"
 #include "lib/store/store.h"
@@ -374,6 +375,75 @@ TEST_F(ProfilePredictCliTest, MeasuredNamesThePairWhoseWorkloadCommandDiffers) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--measured goes with --victim-profile and --neighbour"), std::string::npos)
       << r.err;
+}
+
+// compare shows the other direction of a pairing with a workload antagonist: its own slowdown
+// beside the victim in each experiment and the pair's combined throughput (issue 28: both
+// directions in results, --trials, JSON, the report and compare).
+TEST_F(ProfilePredictCliTest, CompareShowsBothDirectionsOfAWorkloadPair) {
+  {
+    auto store = store::Store::OpenExisting(db_);
+    ASSERT_TRUE(store.ok()) << store.error();
+    // In pair-1 job2 runs 0.02 s/step beside the victim, 1.5x its 0.01 s alone... (spread
+    // keeps the bootstrap honest); in pair-2 1.2x. The victim: 1.3x and 1.1x.
+    const std::vector<double> spread = {1.0, 1.01, 0.99, 1.02, 0.98};
+    for (const auto& [id, own, victim] : std::vector<std::tuple<std::string, double, double>>{
+             {"pair-1", 1.5, 1.3}, {"pair-2", 1.2, 1.1}}) {
+      Create(store->get(), id,
+             "victim:\n  command: [victim-a]\nantagonists:\n"
+             "  - name: job2\n    workload:\n      command: [job-b]\n");
+      int index = 0;
+      for (int rep = 0; rep < 5; ++rep) {
+        const double f = spread[rep];
+        Save(store->get(), id, index, rep, "baseline", 1.0 * f, {});
+        AntagonistResult w;
+        w.name = "job2";
+        w.injector = "workload";
+        w.unit = "s/step";
+        w.achieved_rate = 0.01 * own * f;
+        Save(store->get(), id, index, rep, "job2@run", victim * f, {w});
+        TrialRecord solo;
+        solo.experiment_id = id;
+        solo.index = index++;
+        solo.repetition = rep;
+        solo.solo = true;
+        solo.pairing = "job2@solo";
+        solo.state = TrialState::kDone;
+        w.achieved_rate = 0.01 * f;
+        solo.antagonists = {w};
+        ASSERT_TRUE(store->get()->SaveTrial(solo).ok());
+      }
+    }
+  }
+  auto r = Codlctl({"compare", "pair-1", "pair-2", "--db", db_, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["pairings"].size(), 1u) << r.out;
+  const auto& p = j["pairings"][0];
+  EXPECT_EQ(p["pairing"], "job2@run");
+  ASSERT_EQ(p["experiments"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const auto& n = p["experiments"][i]["neighbours"];
+    ASSERT_EQ(n.size(), 1u) << r.out;
+    EXPECT_EQ(n[0]["name"], "job2");
+    EXPECT_EQ(n[0]["n_solo"], 5);
+    EXPECT_NEAR(n[0]["slowdown"].get<double>(), i == 0 ? 1.5 : 1.2, 1e-6) << r.out;
+    EXPECT_NEAR(n[0]["combined_throughput"].get<double>(),
+                i == 0 ? 1 / 1.3 + 1 / 1.5 : 1 / 1.1 + 1 / 1.2, 1e-3)
+        << r.out;
+  }
+  auto table = Codlctl({"compare", "pair-1", "pair-2", "--db", db_});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("job2@run: job2 beside the victim #1 1.50x"), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("#2 1.20x"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("combined throughput #1 1.44, #2 1.74"), std::string::npos) << table.out;
+  auto csv = Codlctl({"compare", "pair-1", "pair-2", "--db", db_, "-o", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.find("neighbour_slowdown_1,combined_throughput_1,neighbour_slowdown_2,"
+                         "combined_throughput_2"),
+            std::string::npos)
+      << csv.out;
 }
 
 TEST(SlowdownRatioCI, SameDataGivesARatioAroundOneAndIsReproducible) {
