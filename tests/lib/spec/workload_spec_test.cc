@@ -145,7 +145,7 @@ TEST(ToleranceSpec, OwnOrTopLevelAndNoLevelsNeeded) {
 TEST(ToleranceSpec, OutOfRangeValuesNameTheirLocation) {
   const std::string a = "  - name: a\n    injector: memcpy\n";
   EXPECT_EQ(ToleranceErrorOf(kToleranceHead + a + "    tolerance: {slowdown: 0.9}\n"),
-            "e.yaml:6:28: antagonists[0].tolerance.slowdown: 0.9 is out of range (1, 100]: the "
+            "e.yaml:6:27: antagonists[0].tolerance.slowdown: 0.9 is out of range (1, 100]: the "
             "slowdown the victim tolerates, e.g. 1.10");
   EXPECT_NE(
       ToleranceErrorOf(kToleranceHead + a + "    tolerance: {slowdown: 1.1, resolution: 1.5}\n")
