@@ -23,14 +23,13 @@
 //        codl-truth-victim --pair TAG --role victim|neighbour [--steps N] [--warmup W]
 //                          [--base S] [--gain G] [--exit-after-peer S]
 #include <dirent.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -50,9 +49,17 @@ struct Options {
   double exit_after_peer_s = -1;
 };
 
+// A process may exit while its cmdline is read: read(2) then fails (ESRCH), which an
+// istreambuf_iterator turns into an exception. Plain reads: what was read, else nothing.
 std::vector<std::string> Argv(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string raw;
+  const int fd = open(("/proc/" + pid + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) raw.append(buf, static_cast<size_t>(n));
+    close(fd);
+  }
   std::vector<std::string> argv;
   for (size_t start = 0; start < raw.size();) {
     const size_t end = raw.find('\0', start);
