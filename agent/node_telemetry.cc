@@ -323,8 +323,10 @@ class NodeTelemetrySampler::BandwidthCounter {
       for (const std::string& f : TelemetryListDir(dir + "/format")) {
         if (auto text = TelemetryReadFile(dir + "/format/" + f)) formats[f] = *text;
       }
-      const auto type = TelemetryReadFile(dir + "/type");
-      const auto type_v = type ? TelemetryNumber(TelemetryTrim(*type)) : std::nullopt;
+      // The PMU's perf type; above UINT32_MAX (as when unreadable) it is no type at all.
+      const auto type_text = TelemetryReadFile(dir + "/type");
+      const uint64_t type = (type_text ? TelemetryNumber(TelemetryTrim(*type_text)) : std::nullopt)
+                                .value_or(UINT64_MAX);
       int cpu = 0;
       if (auto mask = TelemetryReadFile(dir + "/cpumask")) {
         const std::string m = TelemetryTrim(*mask);
@@ -334,14 +336,14 @@ class NodeTelemetrySampler::BandwidthCounter {
       for (const char* event : {"cas_count_read", "cas_count_write"}) {
         const auto text = TelemetryReadFile(dir + "/events/" + event);
         const auto config = text ? PerfEventConfig(*text, formats) : std::nullopt;
-        if (!type_v || !config || *type_v > UINT32_MAX) {
+        if (!config || type > UINT32_MAX) {
           failure = imc + " has no readable " + event + " event";
           continue;
         }
         perf_event_attr attr;
         std::memset(&attr, 0, sizeof attr);
         attr.size = sizeof attr;
-        attr.type = static_cast<uint32_t>(*type_v);
+        attr.type = static_cast<uint32_t>(type);
         attr.config = *config;
         const long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
