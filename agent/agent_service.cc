@@ -426,6 +426,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     reply->set_cache_measured(o.cache_measured);
     reply->set_cache_total_bytes(o.cache.total_bytes);
     reply->set_cache_resident_bytes(o.cache.resident_bytes);
+    if (o.telemetry_measured) *reply->mutable_telemetry() = rpc::ToProto(o.telemetry);
     cache_.Store(req->idempotency_key(), *reply);
     r->Finish(grpc::Status::OK);
   });

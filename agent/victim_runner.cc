@@ -268,11 +268,15 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   } else if (!spec.placement.empty()) {
     return NotStarted("this agent cannot place children (cpus/numa)");
   }
+  // The node's counters over the victim's run: read just before its spawn and after its exit.
+  NodeTelemetrySampler telemetry;
+  telemetry.Start(clock_->MonotonicSeconds());
   auto child = ChildProcess::Spawn(std::move(o));
   if (!child.ok()) return NotStarted(child.error());
   const double timeout = spec.timeout_s > 0 ? spec.timeout_s : 600;
   bool cancelled = false;
   while (!(*child)->WaitFor(0.1)) {
+    telemetry.Tick(clock_->MonotonicSeconds());
     double elapsed = clock_->MonotonicSeconds() - t0;
     if (elapsed > timeout) {
       out.timed_out = true;
@@ -284,6 +288,8 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
     }
   }
   if (out.timed_out || cancelled) (*child)->Terminate(2.0);
+  out.telemetry = telemetry.Finish(clock_->MonotonicSeconds());
+  out.telemetry_measured = true;
   out.wall_s = clock_->MonotonicSeconds() - t0;
   out.exit_code = (*child)->exit_code();
   out.stderr_tail = (*child)->stderr_tail();

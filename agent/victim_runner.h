@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/node_telemetry.h"
 #include "agent/page_cache.h"
 #include "agent/progress_parser.h"
 #include "lib/common/clock.h"
@@ -34,6 +35,10 @@ struct VictimOutcome {
   // victim.cache with paths: what the page cache held of them as the victim started.
   bool cache_measured = false;
   CacheReport cache;
+  // Node telemetry from just before the victim's spawn to just after its exit (node_telemetry.h);
+  // not measured when the victim did not start.
+  bool telemetry_measured = false;
+  NodeTelemetry telemetry;
 };
 
 // A victim's profiler trace kept at most this large, compressed (uncompressed: kMaxTraceRawBytes).

@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "lib/analysis/rank_summary.h"
@@ -131,7 +132,7 @@ Result<VictimRun> RunVictimRanks(std::vector<VictimRank> ranks, double deadline_
     if (!ranks[0].client) return Err("victim agent is gone");
     CODL_ASSIGN_OR_RETURN(v1::RunVictimReply reply,
                           ranks[0].client->RunVictim(ranks[0].request, deadline_s));
-    return VictimRun{std::move(reply), {}};
+    return VictimRun{std::move(reply), {}, {}};
   }
   Calls calls(ranks, deadline_s);
   std::optional<size_t> failed;
@@ -147,10 +148,17 @@ Result<VictimRun> RunVictimRanks(std::vector<VictimRank> ranks, double deadline_
   }
   Reply& zero = calls.reply(0);
   std::vector<RankRecord> records;
+  std::vector<NodeTelemetry> telemetry;
+  std::set<std::string> measured = {ranks[0].node};
   for (size_t i = 0; i < ranks.size(); ++i) {
-    if (calls.reply(i).ok()) records.push_back(RankOf(i, ranks[i].node, *calls.reply(i)));
+    if (!calls.reply(i).ok()) continue;
+    records.push_back(RankOf(i, ranks[i].node, *calls.reply(i)));
+    if (calls.reply(i)->has_telemetry() && measured.insert(ranks[i].node).second) {
+      telemetry.push_back(rpc::FromProto(calls.reply(i)->telemetry()));
+      telemetry.back().node = ranks[i].node;
+    }
   }
-  if (!failed) return VictimRun{std::move(*zero), std::move(records)};
+  if (!failed) return VictimRun{std::move(*zero), std::move(records), std::move(telemetry)};
   const size_t f = *failed;
   const std::string error = RankName(ranks, f) + " failed: " + Failure(calls.reply(f)) +
                             " (the other ranks were stopped)";
@@ -162,7 +170,7 @@ Result<VictimRun> RunVictimRanks(std::vector<VictimRank> ranks, double deadline_
     r.set_exit_code(bad->exit_code());
     r.set_stderr_tail(bad->stderr_tail());
   }
-  return VictimRun{std::move(r), std::move(records)};
+  return VictimRun{std::move(r), std::move(records), std::move(telemetry)};
 }
 
 }  // namespace codl::controller

@@ -41,6 +41,9 @@ struct VictimRun {
   // Several ranks: every rank that replied, rank 0 first, each summarized from its steps
   // (rank 0's steps stay in `reply`). Empty for a single instance.
   std::vector<RankRecord> ranks;
+  // Several ranks: the node telemetry of each node a rank after 0 ran on (rank 0's node is in
+  // `reply`), once per node, in rank order.
+  std::vector<NodeTelemetry> node_telemetry;
 };
 
 // Issues every rank's RunVictim at once and waits for all. The first rank to fail (or time

@@ -27,6 +27,11 @@ void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
     t->cache_resident_bytes =
         std::clamp<int64_t>(victim.cache_resident_bytes(), 0, t->cache_total_bytes);
   }
+  if (victim.has_telemetry()) {
+    NodeTelemetry n = rpc::FromProto(victim.telemetry());
+    n.node = t->victim_node;  // the agent does not name itself: the controller knows it
+    t->node_telemetry.insert(t->node_telemetry.begin(), std::move(n));
+  }
 }
 
 std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antagonists) {

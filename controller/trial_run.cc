@@ -380,6 +380,7 @@ class ExperimentRunner::TrialRun {
     }
     victim_ = std::move(reply->reply);
     ranks_ = std::move(reply->ranks);
+    rank_telemetry_ = std::move(reply->node_telemetry);
     LogSettleToVictim();
   }
 
@@ -537,6 +538,7 @@ class ExperimentRunner::TrialRun {
     t.finished_unix_ms = NowMs(clock());
     if (victim_) CopyVictim(*victim_, &t);
     t.ranks = ranks_;
+    for (const NodeTelemetry& n : rank_telemetry_) t.node_telemetry.push_back(n);
     if (trial_.solo) {
       ClassifySolo(&t);
     } else {
@@ -607,11 +609,12 @@ class ExperimentRunner::TrialRun {
   int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;
   std::vector<RankRecord> ranks_;  // several ranks: each rank's record (distributed_victim.h)
-  std::string error_;              // the first thing that went wrong
-  StatusCode error_code_ = StatusCode::kOk;  // and its kind
-  std::string not_settled_;                  // the "did not settle" reason, when it did not
-  std::vector<FlagReason> neighbour_flags_;  // workloads that ended early or had no steps
-  int64_t solo_start_ctrl_ns_ = 0;           // a solo trial's window (controller clock)
+  std::vector<NodeTelemetry> rank_telemetry_;  // and the other ranks' nodes' telemetry
+  std::string error_;                          // the first thing that went wrong
+  StatusCode error_code_ = StatusCode::kOk;    // and its kind
+  std::string not_settled_;                    // the "did not settle" reason, when it did not
+  std::vector<FlagReason> neighbour_flags_;    // workloads that ended early or had no steps
+  int64_t solo_start_ctrl_ns_ = 0;             // a solo trial's window (controller clock)
   double solo_wall_s_ = 0;
   bool solo_ran_ = false;
 };

@@ -306,6 +306,7 @@ PairingSummary SummarizePairing(const std::string& key,
   p.cache_total_bytes = Median(cache_total);
   p.cache_resident_fraction = Median(cache_share);
   p.ranks = SpreadOfRanks(s.measured);
+  p.telemetry = SummarizeTelemetry(s.measured);
   return p;
 }
 

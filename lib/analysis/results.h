@@ -71,6 +71,23 @@ struct StepAttribution {
   double unexplained_s = kNaN;  // added_s - explained_s: untimed work, or medians not adding up
 };
 
+// The victim node's telemetry over a pairing's measured trials (docs/results.md, "Node
+// telemetry"): the median over trials of each per-trial figure; rates are bytes over the
+// telemetry window. NaN where no trial has it.
+struct TelemetrySummary {
+  int n = 0;  // measured trials with telemetry
+  double psi_cpu_some = kNaN;
+  double psi_io_some = kNaN;
+  double psi_memory_some = kNaN;
+  double disk_read_bytes_per_s = kNaN;
+  double disk_write_bytes_per_s = kNaN;
+  double net_bytes_per_s = kNaN;  // received + transmitted, every interface (lo too)
+  double mem_available_min_bytes = kNaN;
+  double membw_bytes_per_s = kNaN;
+  std::string membw_note;  // the first trial's: the source, or why it is unavailable
+};
+TelemetrySummary SummarizeTelemetry(const std::vector<const TrialRecord*>& measured);
+
 struct PairingSummary {
   std::string pairing;  // canonical key: "baseline", "membw@0.5+storage@1"
   bool baseline = false;
@@ -123,6 +140,7 @@ struct PairingSummary {
   // Workload antagonists of the pairing (real jobs as the neighbour): their own slowdown
   // beside the victim against their solo runs, and the pair's combined throughput.
   std::vector<NeighbourSummary> neighbours;
+  TelemetrySummary telemetry;  // the victim node's, over its measured trials
 };
 
 // A trial whose victim failed, for the "failed trials" section: why, with its stderr's last line.

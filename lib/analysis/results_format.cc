@@ -581,6 +581,18 @@ std::string FormatJson(const ExperimentResults& r) {
     }
     pj["cache_total_bytes"] = Num(p.cache_total_bytes);
     pj["cache_resident_fraction"] = Num(p.cache_resident_fraction);
+    if (const TelemetrySummary& tm = p.telemetry; tm.n > 0) {
+      pj["telemetry"] = {{"n", tm.n},
+                         {"psi_cpu_some", Num(tm.psi_cpu_some)},
+                         {"psi_io_some", Num(tm.psi_io_some)},
+                         {"psi_memory_some", Num(tm.psi_memory_some)},
+                         {"disk_read_bytes_per_s", Num(tm.disk_read_bytes_per_s)},
+                         {"disk_write_bytes_per_s", Num(tm.disk_write_bytes_per_s)},
+                         {"net_bytes_per_s", Num(tm.net_bytes_per_s)},
+                         {"mem_available_min_bytes", Num(tm.mem_available_min_bytes)},
+                         {"membw_bytes_per_s", Num(tm.membw_bytes_per_s)},
+                         {"membw_note", tm.membw_note}};
+    }
     pj["antagonists"] = Json::array();
     for (const auto& a : p.antagonists) {
       pj["antagonists"].push_back({{"name", a.name},

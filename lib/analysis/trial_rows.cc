@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "lib/analysis/neighbours.h"
@@ -88,6 +89,88 @@ void Append(std::vector<Cell>* row, std::initializer_list<Cell> cells) {
   row->insert(row->end(), cells.begin(), cells.end());
 }
 
+// The node telemetry columns of --trials (docs/results.md, "Node telemetry"): the victim
+// node's figures over the victim's window; disks and nics in full as JSON text.
+const std::vector<std::string> kTelemetryColumns = {"telemetry_node",
+                                                    "telemetry_window_s",
+                                                    "psi_cpu_some",
+                                                    "psi_cpu_full",
+                                                    "psi_io_some",
+                                                    "psi_io_full",
+                                                    "psi_memory_some",
+                                                    "psi_memory_full",
+                                                    "disk_read_bytes",
+                                                    "disk_write_bytes",
+                                                    "disk_reads",
+                                                    "disk_writes",
+                                                    "net_rx_bytes",
+                                                    "net_tx_bytes",
+                                                    "mem_available_min_bytes",
+                                                    "mem_available_start_bytes",
+                                                    "mem_available_end_bytes",
+                                                    "cached_start_bytes",
+                                                    "cached_end_bytes",
+                                                    "membw_bytes",
+                                                    "membw_note",
+                                                    "disks",
+                                                    "nics",
+                                                    "telemetry_notes"};
+
+// {"vda":{"read_bytes":…,"write_bytes":…,"reads":…,"writes":…}} or {"lo":{"rx_bytes":…,…}}.
+std::string TelemetryDevicesJson(const NodeTelemetry& n, bool disks) {
+  nlohmann::json o = nlohmann::json::object();
+  if (disks) {
+    for (const DiskTelemetry& d : n.disks) {
+      o[d.device] = {{"read_bytes", d.read_bytes},
+                     {"write_bytes", d.write_bytes},
+                     {"reads", d.reads},
+                     {"writes", d.writes}};
+    }
+  } else {
+    for (const NicTelemetry& c : n.nics)
+      o[c.interface] = {{"rx_bytes", c.rx_bytes}, {"tx_bytes", c.tx_bytes}};
+  }
+  return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void AppendTelemetry(std::vector<Cell>* row, const TrialRecord& t) {
+  if (t.node_telemetry.empty()) {
+    row->insert(row->end(), kTelemetryColumns.size(), Cell::Missing());
+    return;
+  }
+  const NodeTelemetry& n = t.node_telemetry.front();
+  auto memory = [](int64_t v) { return v >= 0 ? Cell::Int(v) : Cell::Missing(); };
+  int64_t reads = 0, writes = 0;
+  for (const DiskTelemetry& d : n.disks) {
+    reads += d.reads;
+    writes += d.writes;
+  }
+  Append(row, {Cell::Text(n.node),
+               Cell::Number(n.window_s),
+               Cell::Number(n.psi_cpu_some),
+               Cell::Number(n.psi_cpu_full),
+               Cell::Number(n.psi_io_some),
+               Cell::Number(n.psi_io_full),
+               Cell::Number(n.psi_memory_some),
+               Cell::Number(n.psi_memory_full),
+               Cell::Int(DiskReadBytes(n)),
+               Cell::Int(DiskWriteBytes(n)),
+               Cell::Int(reads),
+               Cell::Int(writes),
+               Cell::Int(NetRxBytes(n)),
+               Cell::Int(NetTxBytes(n)),
+               memory(n.mem_available_min_bytes),
+               memory(n.mem_available_start_bytes),
+               memory(n.mem_available_end_bytes),
+               memory(n.cached_start_bytes),
+               memory(n.cached_end_bytes),
+               Cell::Number(n.membw_bytes),
+               Cell::Text(n.membw_note),
+               Cell::Text(TelemetryDevicesJson(n, true)),
+               Cell::Text(TelemetryDevicesJson(n, false)),
+               Cell::Text(n.notes)});
+}
+
 // A workload antagonist's figure in a trial (beside the victim, or its solo run): role
 // "neighbour", its metric and unit, before the trial's victim row. The columns a neighbour has
 // no value for (the victim's wall time, cores, ranks, cache) are missing.
@@ -111,6 +194,7 @@ void AppendNeighbourRows(const ExperimentRecord& e, const TrialRecord& t, TidyTa
                   Cell::Missing(), Cell::Text(""), Cell::Text(a.node), Cell::Int(1),
                   Cell::Missing(), Cell::Int(t.started_unix_ms), Cell::Int(t.finished_unix_ms),
                   Cell::Missing(), Cell::Missing()});
+    row.insert(row.end(), kTelemetryColumns.size(), Cell::Missing());
     table->rows.push_back(std::move(row));
   }
 }
@@ -142,6 +226,7 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
                         "victim_cpus", "victim_node", "ranks", "slowest_rank", "started_unix_ms",
                         "finished_unix_ms", "cache_total_bytes", "cache_resident_bytes"})
     table.columns.push_back(c);
+  table.columns.insert(table.columns.end(), kTelemetryColumns.begin(), kTelemetryColumns.end());
   for (const TrialRecord* t : ByIndex(trials)) {
     AppendNeighbourRows(e, *t, &table);
     if (t->solo) continue;  // no victim ran: its neighbour row is all there is
@@ -163,6 +248,7 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
             Cell::Int(t->finished_unix_ms),
             t->cache_total_bytes >= 0 ? Cell::Int(t->cache_total_bytes) : Cell::Missing(),
             t->cache_resident_bytes >= 0 ? Cell::Int(t->cache_resident_bytes) : Cell::Missing()});
+    AppendTelemetry(&row, *t);
     table.rows.push_back(std::move(row));
   }
   return table;

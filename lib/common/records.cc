@@ -100,4 +100,25 @@ void RestoreFlagReasons(TrialRecord* t) {
   t->flag_reasons.push_back({FlagCode::kUnknown, t->error});
 }
 
+int64_t DiskReadBytes(const NodeTelemetry& t) {
+  int64_t sum = 0;
+  for (const DiskTelemetry& d : t.disks) sum += d.read_bytes;
+  return sum;
+}
+int64_t DiskWriteBytes(const NodeTelemetry& t) {
+  int64_t sum = 0;
+  for (const DiskTelemetry& d : t.disks) sum += d.write_bytes;
+  return sum;
+}
+int64_t NetRxBytes(const NodeTelemetry& t) {
+  int64_t sum = 0;
+  for (const NicTelemetry& n : t.nics) sum += n.rx_bytes;
+  return sum;
+}
+int64_t NetTxBytes(const NodeTelemetry& t) {
+  int64_t sum = 0;
+  for (const NicTelemetry& n : t.nics) sum += n.tx_bytes;
+  return sum;
+}
+
 }  // namespace codl

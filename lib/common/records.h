@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -97,6 +98,52 @@ struct RankRecord {
   std::vector<VictimStep> steps;  // ranks after 0, with series (rank 0's are the trial's steps)
 };
 
+// Node telemetry (docs/results.md, "Node telemetry"): what one node's agent counted over the
+// victim's run window (its spawn to its exit, the window the antagonists' rates cover).
+struct DiskTelemetry {
+  std::string device;  // a whole disk from /proc/diskstats ("vda", "nvme0n1")
+  int64_t read_bytes = 0;
+  int64_t write_bytes = 0;
+  int64_t reads = 0;  // completed I/Os
+  int64_t writes = 0;
+};
+struct NicTelemetry {
+  std::string interface;  // from /proc/net/dev, lo included
+  int64_t rx_bytes = 0;
+  int64_t tx_bytes = 0;
+};
+struct NodeTelemetry {
+  std::string node;  // agent id
+  double window_s = 0;
+  // PSI (/proc/pressure): the share of the window (0..1) in which some / all non-idle tasks
+  // were stalled on the resource; NaN where the node has no PSI (`notes` says why).
+  double psi_cpu_some = std::numeric_limits<double>::quiet_NaN();
+  double psi_cpu_full = std::numeric_limits<double>::quiet_NaN();
+  double psi_io_some = std::numeric_limits<double>::quiet_NaN();
+  double psi_io_full = std::numeric_limits<double>::quiet_NaN();
+  double psi_memory_some = std::numeric_limits<double>::quiet_NaN();
+  double psi_memory_full = std::numeric_limits<double>::quiet_NaN();
+  std::vector<DiskTelemetry> disks;
+  std::vector<NicTelemetry> nics;
+  // /proc/meminfo, bytes; -1: not read. min: the lowest MemAvailable seen (start, end, and the
+  // 0.2 s samples between).
+  int64_t mem_available_start_bytes = -1;
+  int64_t mem_available_end_bytes = -1;
+  int64_t mem_available_min_bytes = -1;
+  int64_t cached_start_bytes = -1;
+  int64_t cached_end_bytes = -1;
+  // DRAM bytes read + written over the window (resctrl MBM or uncore IMC counters); NaN when
+  // the node has neither: membw_note then holds the reason, never a zero.
+  double membw_bytes = std::numeric_limits<double>::quiet_NaN();
+  std::string membw_note;  // the source ("resctrl mbm_total_bytes"), or why it is unavailable
+  std::string notes;       // what else could not be read, "; "-joined ("" when all was)
+};
+// Sums over a node's disks and interfaces.
+int64_t DiskReadBytes(const NodeTelemetry& t);
+int64_t DiskWriteBytes(const NodeTelemetry& t);
+int64_t NetRxBytes(const NodeTelemetry& t);
+int64_t NetTxBytes(const NodeTelemetry& t);
+
 struct TrialRecord {
   std::string experiment_id;
   int index = 0;  // position in the executed order (0-based)
@@ -138,6 +185,9 @@ struct TrialRecord {
   // victim started (after cold / warm); -1: not measured.
   int64_t cache_total_bytes = -1;
   int64_t cache_resident_bytes = -1;
+  // Node telemetry over the victim's window: the victim's node first (rank 0's), then the other
+  // ranks' nodes. Empty when not measured (an older agent, or a trial whose victim did not run).
+  std::vector<NodeTelemetry> node_telemetry;
 };
 
 // A flagged record written before typed reasons has only its `error` text: it becomes one

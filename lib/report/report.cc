@@ -16,6 +16,7 @@
 #include "lib/report/profile_section.h"
 #include "lib/report/provenance.h"
 #include "lib/report/svg.h"
+#include "lib/report/telemetry_section.h"
 
 namespace codl::report {
 namespace {
@@ -407,6 +408,15 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                     "from the other points of its curve, with a bootstrap CI over the baseline "
                     "and the singles.",
                     predictions);
+  }
+  if (std::string telemetry = RenderTelemetry(results); !telemetry.empty()) {
+    page += Section("telemetry", "Node telemetry",
+                    "What else each pairing touched on the victim's node during the victim's "
+                    "run: the median over its measured trials of the share of the window some "
+                    "task stalled on CPU, I/O and memory (PSI), disk and network bytes per "
+                    "second (every whole disk and interface, lo included), the lowest "
+                    "MemAvailable, and memory bandwidth where the node has counters for it.",
+                    telemetry);
   }
   const Figure series = StepSeriesFigure(results, trials);
   page +=

@@ -1,6 +1,7 @@
 #include "lib/rpc/records_proto.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace codl::rpc {
@@ -243,6 +244,75 @@ Result<ExperimentRecord> FromProto(const v1::ExperimentRecord& p) {
   return e;
 }
 
+v1::NodeTelemetry ToProto(const NodeTelemetry& t) {
+  v1::NodeTelemetry p;
+  p.set_node(t.node);
+  p.set_window_s(t.window_s);
+  p.set_psi_cpu_some(t.psi_cpu_some);
+  p.set_psi_cpu_full(t.psi_cpu_full);
+  p.set_psi_io_some(t.psi_io_some);
+  p.set_psi_io_full(t.psi_io_full);
+  p.set_psi_memory_some(t.psi_memory_some);
+  p.set_psi_memory_full(t.psi_memory_full);
+  for (const DiskTelemetry& d : t.disks) {
+    v1::DiskCounters* c = p.add_disks();
+    c->set_device(d.device);
+    c->set_read_bytes(d.read_bytes);
+    c->set_write_bytes(d.write_bytes);
+    c->set_reads(d.reads);
+    c->set_writes(d.writes);
+  }
+  for (const NicTelemetry& n : t.nics) {
+    v1::NicCounters* c = p.add_nics();
+    c->set_interface(n.interface);
+    c->set_rx_bytes(n.rx_bytes);
+    c->set_tx_bytes(n.tx_bytes);
+  }
+  p.set_mem_available_start_bytes(t.mem_available_start_bytes);
+  p.set_mem_available_end_bytes(t.mem_available_end_bytes);
+  p.set_mem_available_min_bytes(t.mem_available_min_bytes);
+  p.set_cached_start_bytes(t.cached_start_bytes);
+  p.set_cached_end_bytes(t.cached_end_bytes);
+  p.set_membw_bytes(t.membw_bytes);
+  p.set_membw_note(t.membw_note);
+  p.set_notes(t.notes);
+  return p;
+}
+
+NodeTelemetry FromProto(const v1::NodeTelemetry& p) {
+  auto share = [](double v) { return v >= 0 && v <= 1 ? v : std::nan(""); };
+  auto count = [](int64_t v) { return std::max<int64_t>(0, v); };
+  auto memory = [](int64_t v) { return std::max<int64_t>(-1, v); };
+  NodeTelemetry t;
+  t.node = p.node();
+  t.window_s = std::isfinite(p.window_s()) && p.window_s() > 0 ? p.window_s() : 0;
+  t.psi_cpu_some = share(p.psi_cpu_some());
+  t.psi_cpu_full = share(p.psi_cpu_full());
+  t.psi_io_some = share(p.psi_io_some());
+  t.psi_io_full = share(p.psi_io_full());
+  t.psi_memory_some = share(p.psi_memory_some());
+  t.psi_memory_full = share(p.psi_memory_full());
+  for (const auto& c : p.disks()) {
+    if (static_cast<int>(t.disks.size()) >= kMaxTelemetryDevices) break;
+    t.disks.push_back({c.device(), count(c.read_bytes()), count(c.write_bytes()), count(c.reads()),
+                       count(c.writes())});
+  }
+  for (const auto& c : p.nics()) {
+    if (static_cast<int>(t.nics.size()) >= kMaxTelemetryDevices) break;
+    t.nics.push_back({c.interface(), count(c.rx_bytes()), count(c.tx_bytes())});
+  }
+  t.mem_available_start_bytes = memory(p.mem_available_start_bytes());
+  t.mem_available_end_bytes = memory(p.mem_available_end_bytes());
+  t.mem_available_min_bytes = memory(p.mem_available_min_bytes());
+  t.cached_start_bytes = memory(p.cached_start_bytes());
+  t.cached_end_bytes = memory(p.cached_end_bytes());
+  t.membw_bytes =
+      std::isfinite(p.membw_bytes()) && p.membw_bytes() >= 0 ? p.membw_bytes() : std::nan("");
+  t.membw_note = p.membw_note();
+  t.notes = p.notes();
+  return t;
+}
+
 v1::TrialRecord ToProto(const TrialRecord& t) {
   v1::TrialRecord p;
   p.set_experiment_id(t.experiment_id);
@@ -271,6 +341,7 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   for (const auto& name : t.phase_order) p.add_phase_order(name);
   for (const auto& r : t.flag_reasons) *p.add_flag_reasons() = ToProto(r);
   for (const auto& r : t.ranks) *p.add_ranks() = ToProto(r);
+  for (const auto& n : t.node_telemetry) *p.add_node_telemetry() = ToProto(n);
   return p;
 }
 
@@ -307,6 +378,7 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   t.phase_order.assign(p.phase_order().begin(), p.phase_order().end());
   for (const auto& r : p.flag_reasons()) t.flag_reasons.push_back(FromProto(r));
   for (const auto& r : p.ranks()) t.ranks.push_back(FromProto(r));
+  for (const auto& n : p.node_telemetry()) t.node_telemetry.push_back(FromProto(n));
   RestoreFlagReasons(&t);  // from a controller older than typed reasons
   return t;
 }

@@ -32,6 +32,13 @@ v1::TrialState ToProto(TrialState s);
 Result<ExperimentState> FromProto(v1::ExperimentState s);
 Result<TrialState> FromProto(v1::TrialState s);
 
+// Node telemetry (the agent's RunVictimReply, the trial record). FromProto keeps what came in
+// within bounds, whatever the sender wrote: shares in [0, 1] (else NaN), bytes and counts >= 0,
+// memory figures >= -1, at most kMaxTelemetryDevices disks and interfaces.
+inline constexpr int kMaxTelemetryDevices = 256;
+v1::NodeTelemetry ToProto(const NodeTelemetry& t);
+NodeTelemetry FromProto(const v1::NodeTelemetry& p);
+
 // Flag reasons; a code this build does not know reads as FlagCode::kUnknown, its text kept.
 v1::FlagReason ToProto(const FlagReason& r);
 FlagReason FromProto(const v1::FlagReason& p);

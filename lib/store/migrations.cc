@@ -217,6 +217,34 @@ CREATE TABLE trial_solo (
   trial_id INTEGER PRIMARY KEY REFERENCES trials (id) ON DELETE CASCADE
 );
 )sql"},
+    // 15: node telemetry over the victim's window (TrialRecord::node_telemetry), a row per trial
+    // and node (seq 0: the victim's node); disks and interfaces as JSON arrays. Memory figures
+    // -1 = not read; a NULL share or membw_bytes = not available (membw_note says why).
+    {"create trial_node_telemetry", R"sql(
+CREATE TABLE trial_node_telemetry (
+  trial_id                  INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  seq                       INTEGER NOT NULL,
+  node                      TEXT NOT NULL DEFAULT '',
+  window_s                  REAL,
+  psi_cpu_some              REAL,
+  psi_cpu_full              REAL,
+  psi_io_some               REAL,
+  psi_io_full               REAL,
+  psi_memory_some           REAL,
+  psi_memory_full           REAL,
+  disks                     TEXT NOT NULL DEFAULT '[]',  -- [{"device","read_bytes","write_bytes","reads","writes"}]
+  nics                      TEXT NOT NULL DEFAULT '[]',  -- [{"interface","rx_bytes","tx_bytes"}]
+  mem_available_start_bytes INTEGER NOT NULL DEFAULT -1,
+  mem_available_end_bytes   INTEGER NOT NULL DEFAULT -1,
+  mem_available_min_bytes   INTEGER NOT NULL DEFAULT -1,
+  cached_start_bytes        INTEGER NOT NULL DEFAULT -1,
+  cached_end_bytes          INTEGER NOT NULL DEFAULT -1,
+  membw_bytes               REAL,
+  membw_note                TEXT NOT NULL DEFAULT '',
+  notes                     TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (trial_id, seq)
+) WITHOUT ROWID;
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

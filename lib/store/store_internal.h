@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "lib/common/records.h"
 #include "lib/common/result.h"
@@ -28,5 +30,13 @@ Status InsertCache(sql::Db db, int64_t trial_id, const TrialRecord& t, const std
 Status InsertFlagReasons(sql::Db db, int64_t trial_id, const TrialRecord& t,
                          const std::string& what);
 Status InsertSolo(sql::Db db, int64_t trial_id, const TrialRecord& t, const std::string& what);
+
+// store_telemetry.cc: a trial's node telemetry (TrialRecord::node_telemetry), saved and loaded;
+// no-ops in a store older than the table. trial_pos: trials.id -> position in `trials`.
+Status InsertNodeTelemetry(sql::Db db, int64_t trial_id, const TrialRecord& t,
+                           const std::string& what);
+Status LoadNodeTelemetry(sql::Db db, const std::string& experiment_id,
+                         const std::unordered_map<int64_t, size_t>& trial_pos,
+                         std::vector<TrialRecord>* trials, const std::string& what);
 
 }  // namespace codl::store

@@ -412,6 +412,8 @@ class TrialLoader {
     });
   }
 
+  Status LoadTelemetry() { return LoadNodeTelemetry(db_, id_, trial_pos_, &trials_, what_); }
+
  private:
   Status Orphan(const char* kind) const {
     return Err(std::string("a ") + kind + " of experiment '" + id_ + "' in " + *db_.path +
@@ -496,6 +498,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
   if (Status s = InsertChildren(db, trial_id, t, encoded, what); !s) return s;
   if (Status s = InsertCache(db, trial_id, t, what); !s) return s;
   if (Status s = InsertSolo(db, trial_id, t, what); !s) return s;
+  if (Status s = InsertNodeTelemetry(db, trial_id, t, what); !s) return s;
   auto has_traces = HasTable(db, "trial_traces", what);
   if (!has_traces) return has_traces.status();
   if (*has_traces && !t.trace_zlib.empty()) {
@@ -555,6 +558,7 @@ Result<std::vector<TrialRecord>> Store::GetTrials(const std::string& experiment_
   if (s) s = loader.LoadRanks();
   if (s) s = loader.LoadCache();
   if (s) s = loader.LoadSolo();
+  if (s) s = loader.LoadTelemetry();
   if (s && with_series) s = loader.LoadSteps();
   if (s && with_series) s = loader.LoadSamples();
   if (!s) return s;

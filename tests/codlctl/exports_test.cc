@@ -138,6 +138,79 @@ TEST_F(ExportsTest, TrialsAsJsonLinesKeepTypes) {
   EXPECT_DOUBLE_EQ(rows[1]["antagonist_cores"].get<double>(), 0.5);
 }
 
+// Node telemetry (docs/results.md, "Node telemetry"): the victim node's figures in --trials
+// (CSV and JSON), the pairing's medians in the summary's JSON, and a table in the report.
+TEST_F(ExportsTest, NodeTelemetryInTrialsSummaryAndReport) {
+  {
+    auto store = store::Store::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.error();
+    ExperimentRecord e;
+    e.id = "exp-t";
+    e.name = "telemetry";
+    e.state = ExperimentState::kDone;
+    e.total_trials = 6;
+    ASSERT_TRUE((*store)->CreateExperiment(e).ok());
+    for (int i = 0; i < 6; ++i) {
+      TrialRecord t = Trial("exp-t", i, i / 2, i % 2 ? "storage@1" : "baseline", 1 + 0.01 * i);
+      NodeTelemetry n;
+      n.node = "node-a";
+      n.window_s = 2;
+      n.psi_cpu_some = 0.1;
+      n.psi_io_some = i % 2 ? 0.5 : 0.0;
+      n.disks = {{"vda", 0, i % 2 ? 200000000 : 2000000, 0, 10}};
+      n.nics = {{"lo", 100, 100}, {"eth0", 1000, 0}};
+      n.mem_available_min_bytes = 1ll << 30;
+      n.membw_note = "memory bandwidth: unavailable (no uncore PMU in this VM)";
+      t.node_telemetry = {n};
+      ASSERT_TRUE((*store)->SaveTrial(t).ok());
+    }
+  }
+  auto csv = Codlctl({"results", "exp-t", "--db", db_, "--trials"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  ExpectReadableCsv(csv.out, "trials", 6);
+  auto r = Codlctl({"results", "exp-t", "--db", db_, "--trials", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = JsonLines(r.out);
+  ASSERT_EQ(rows.size(), 6u);
+  const Json& t = rows[1];
+  EXPECT_EQ(t["telemetry_node"], "node-a");
+  EXPECT_DOUBLE_EQ(t["telemetry_window_s"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(t["psi_io_some"].get<double>(), 0.5);
+  EXPECT_TRUE(t["psi_memory_some"].is_null()) << "not measured is null, never 0";
+  EXPECT_EQ(t["disk_write_bytes"], 200000000);
+  EXPECT_EQ(t["net_rx_bytes"], 1100);
+  EXPECT_EQ(t["net_tx_bytes"], 100);
+  EXPECT_TRUE(t["membw_bytes"].is_null());
+  EXPECT_EQ(t["membw_note"], "memory bandwidth: unavailable (no uncore PMU in this VM)");
+  EXPECT_TRUE(t["mem_available_end_bytes"].is_null());
+  const Json disks = Json::parse(t["disks"].get<std::string>());
+  EXPECT_EQ(disks["vda"]["write_bytes"], 200000000);
+  EXPECT_EQ(Json::parse(t["nics"].get<std::string>())["lo"]["rx_bytes"], 100);
+
+  auto summary = Codlctl({"results", "exp-t", "--db", db_, "-o", "json"});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  bool seen = false;
+  const Json results = Json::parse(summary.out);
+  for (const Json& p : results["pairings"]) {
+    if (p["pairing"] != "storage@1") continue;
+    seen = true;
+    ASSERT_TRUE(p.contains("telemetry")) << p.dump();
+    EXPECT_EQ(p["telemetry"]["n"], 3);
+    EXPECT_DOUBLE_EQ(p["telemetry"]["disk_write_bytes_per_s"].get<double>(), 1e8);
+    EXPECT_DOUBLE_EQ(p["telemetry"]["psi_io_some"].get<double>(), 0.5);
+    EXPECT_TRUE(p["telemetry"]["membw_bytes_per_s"].is_null());
+  }
+  EXPECT_TRUE(seen) << summary.out;
+
+  const std::string html = dir_ + "/telemetry.html";
+  auto report = Codlctl({"report", "exp-t", "--db", db_, "--output", html});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string page = testing::ReadFile(html);
+  EXPECT_NE(page.find("<section id=\"telemetry\">"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"num\">50.0%</td>"), std::string::npos) << "PSI io of storage@1";
+  EXPECT_NE(page.find("no uncore PMU in this VM"), std::string::npos);
+}
+
 TEST_F(ExportsTest, ResultsJsonCarriesProvenance) {
   auto r = Codlctl({"results", "exp-a", "--db", db_, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

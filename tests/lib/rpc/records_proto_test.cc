@@ -2,6 +2,8 @@
 // and a record with a state this build does not know is refused, not guessed.
 #include "lib/rpc/records_proto.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace codl::rpc {
@@ -272,6 +274,66 @@ TEST(RecordsProto, AnUnknownStateIsRefused) {
   auto bad = FromProto(e);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error(), "experiment 20260101-000000-abcd: unknown experiment state 42");
+}
+
+TEST(RecordsProto, NodeTelemetryRoundTripsInATrial) {
+  TrialRecord t = SampleTrial();
+  NodeTelemetry n;
+  n.node = "gpu-1";
+  n.window_s = 4.5;
+  n.psi_cpu_some = 0.5;
+  n.psi_io_full = 0.01;  // the other shares: NaN
+  n.disks = {{"vda", 1, 2, 3, 4}};
+  n.nics = {{"lo", 5, 6}};
+  n.mem_available_min_bytes = 1 << 30;
+  n.cached_end_bytes = 1 << 20;
+  n.membw_note = "memory bandwidth: unavailable (no uncore PMU in this VM)";
+  n.notes = "x";
+  t.node_telemetry = {n};
+  auto back = FromProto(ToProto(t));
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_EQ(back->node_telemetry.size(), 1u);
+  const NodeTelemetry& g = back->node_telemetry[0];
+  EXPECT_EQ(g.node, "gpu-1");
+  EXPECT_DOUBLE_EQ(g.window_s, 4.5);
+  EXPECT_DOUBLE_EQ(g.psi_cpu_some, 0.5);
+  EXPECT_DOUBLE_EQ(g.psi_io_full, 0.01);
+  EXPECT_TRUE(std::isnan(g.psi_cpu_full));
+  ASSERT_EQ(g.disks.size(), 1u);
+  EXPECT_EQ(g.disks[0].device, "vda");
+  EXPECT_EQ(g.disks[0].writes, 4);
+  ASSERT_EQ(g.nics.size(), 1u);
+  EXPECT_EQ(g.nics[0].tx_bytes, 6);
+  EXPECT_EQ(g.mem_available_min_bytes, 1 << 30);
+  EXPECT_EQ(g.mem_available_start_bytes, -1);
+  EXPECT_EQ(g.cached_end_bytes, 1 << 20);
+  EXPECT_TRUE(std::isnan(g.membw_bytes));
+  EXPECT_EQ(g.membw_note, n.membw_note);
+  EXPECT_EQ(g.notes, "x");
+}
+
+TEST(RecordsProto, NodeTelemetryFromAPeerIsKeptInBounds) {
+  v1::NodeTelemetry p;
+  p.set_window_s(-3);
+  p.set_psi_cpu_some(1.5);
+  p.set_psi_io_some(-0.1);
+  p.set_psi_memory_some(0.2);
+  p.set_mem_available_min_bytes(-99);
+  p.set_membw_bytes(-1);
+  auto* d = p.add_disks();
+  d->set_device("vda");
+  d->set_write_bytes(-5);
+  for (int i = 0; i < kMaxTelemetryDevices + 10; ++i) p.add_nics()->set_rx_bytes(i);
+  const NodeTelemetry t = FromProto(p);
+  EXPECT_EQ(t.window_s, 0);
+  EXPECT_TRUE(std::isnan(t.psi_cpu_some));
+  EXPECT_TRUE(std::isnan(t.psi_io_some));
+  EXPECT_DOUBLE_EQ(t.psi_memory_some, 0.2);
+  EXPECT_EQ(t.mem_available_min_bytes, -1);
+  EXPECT_TRUE(std::isnan(t.membw_bytes));
+  ASSERT_EQ(t.disks.size(), 1u);
+  EXPECT_EQ(t.disks[0].write_bytes, 0);
+  EXPECT_EQ(t.nics.size(), static_cast<size_t>(kMaxTelemetryDevices));
 }
 
 }  // namespace

@@ -1,0 +1,16 @@
+// The report's node telemetry section (telemetry_section.cc): internal to codl_report.
+#pragma once
+
+#include <string>
+
+#include "lib/analysis/results.h"
+
+namespace codl::report {
+
+// One row per pairing with node telemetry: the medians over its measured trials of the victim
+// node's PSI (cpu, io, memory "some"), disk read and write rates, network rate, lowest
+// MemAvailable and memory bandwidth, then the reason memory bandwidth is missing when it is.
+// "" when no pairing has telemetry.
+std::string RenderTelemetry(const experiment::ExperimentResults& results);
+
+}  // namespace codl::report
