@@ -3,6 +3,8 @@
 // The model and its limits: lib/analysis/predict.h; docs/results.md, "Prediction".
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
 #include "codlctl/results_output.h"
@@ -33,6 +35,23 @@ int Fail(const std::string& message, int code) {
   return code;
 }
 
+// The measured pairs of experiment `id`: one per workload antagonist (whose command is
+// `command`, when given) with measured trials; returns how many workload antagonists matched.
+int AddWorkloadPairs(const std::string& id, const experiment::ExperimentSpec& spec,
+                     const std::vector<TrialRecord>& trials, const experiment::TrialMetric& metric,
+                     bool all_trials, const std::vector<std::string>* command,
+                     std::vector<experiment::MeasuredPair>* pairs) {
+  const auto samples = experiment::MeasuredSamples(trials, metric, all_trials);
+  int matched = 0;
+  for (const auto& a : spec.antagonists) {
+    if (!a.workload || (command != nullptr && a.workload->command != *command)) continue;
+    ++matched;
+    auto pair = experiment::MeasuredPairOf(id, samples, a.name, metric.HigherIsFaster());
+    if (pair.n > 0) pairs->push_back(std::move(pair));
+  }
+  return matched;
+}
+
 // Experiments in `db` that measured the pair directly: the profile's victim command as the
 // victim, beside a workload antagonist whose command is the neighbour's victim command.
 // "" and the pairs found, or why the search could not be done.
@@ -54,15 +73,13 @@ std::string FindMeasuredPairs(const std::string& db, const ExperimentRecord& pro
   for (const ExperimentRecord& e : *list) {
     auto spec = experiment::ParseExperiment(e.yaml, e.source_path);
     if (!spec.ok() || spec->victim.command != pspec->victim.command) continue;
-    for (const auto& a : spec->antagonists) {
-      if (!a.workload || a.workload->command != nspec->victim.command) continue;
-      auto trials = (*store)->GetTrials(e.id, true);
-      if (!trials.ok()) continue;
-      auto pair =
-          experiment::MeasuredPairOf(e.id, experiment::MeasuredSamples(*trials, metric, all_trials),
-                                     a.name, metric.HigherIsFaster());
-      if (pair.n > 0) pairs->push_back(std::move(pair));
-    }
+    const bool runs_neighbour = std::any_of(
+        spec->antagonists.begin(), spec->antagonists.end(),
+        [&](const auto& a) { return a.workload && a.workload->command == nspec->victim.command; });
+    if (!runs_neighbour) continue;
+    auto trials = (*store)->GetTrials(e.id, true);
+    if (!trials.ok()) continue;
+    AddWorkloadPairs(e.id, *spec, *trials, metric, all_trials, &nspec->victim.command, pairs);
   }
   return "";
 }
@@ -84,16 +101,9 @@ std::string ExplicitMeasuredPairs(ControllerClient* client, const PredictCliOpti
     if (!spec.ok()) return id + ": its YAML does not parse: " + spec.error();
     if (spec->victim.command != pspec->victim.command)
       return id + ": its victim command is not the victim profile's (" + profile.id + ")";
-    int found = 0;
-    for (const auto& a : spec->antagonists) {
-      if (!a.workload) continue;
-      ++found;
-      auto pair = experiment::MeasuredPairOf(
-          rec->first.id, experiment::MeasuredSamples(rec->second, metric, o.all_trials), a.name,
-          metric.HigherIsFaster());
-      if (pair.n > 0) pairs->push_back(std::move(pair));
-    }
-    if (found == 0) return id + ": it has no workload antagonist (a neighbour job)";
+    if (AddWorkloadPairs(rec->first.id, *spec, rec->second, metric, o.all_trials, nullptr, pairs) ==
+        0)
+      return id + ": it has no workload antagonist (a neighbour job)";
   }
   return "";
 }

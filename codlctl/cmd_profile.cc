@@ -18,6 +18,7 @@
 #include "codlctl/results_output.h"
 #include "injectors/core/registry.h"
 #include "lib/common/utf8.h"
+#include "lib/spec/node_selector_match.h"
 
 namespace codl::cli {
 namespace {
@@ -40,21 +41,6 @@ std::vector<std::string> SplitInjectorList(const std::string& text) {
   return out;
 }
 
-// Whether agent `a` is one the victim's node selector can pick.
-bool VictimMayRunOn(const experiment::NodeSelector& nodes, const v1::AgentInfo& a) {
-  using Kind = experiment::NodeSelector::Kind;
-  if (nodes.kind == Kind::kHosts) {
-    return std::find(nodes.hosts.begin(), nodes.hosts.end(), a.agent_id()) != nodes.hosts.end();
-  }
-  if (nodes.kind == Kind::kLabels) {
-    for (const auto& [k, v] : nodes.labels) {
-      const auto it = a.labels().find(k);
-      if (it == a.labels().end() || it->second != v) return false;
-    }
-  }
-  return true;
-}
-
 // The injectors every live agent the victim may run on reports as available (its `injectors`
 // label, from `codl-inject --list`), less kNotProfiled, in registry order.
 Result<std::vector<std::string>> SupportedInjectors(ControllerClient* client,
@@ -64,7 +50,8 @@ Result<std::vector<std::string>> SupportedInjectors(ControllerClient* client,
   std::optional<std::set<std::string>> common;
   std::vector<std::string> names;
   for (const auto& a : *agents) {
-    if (!a.alive() || !VictimMayRunOn(spec.victim.nodes, a)) continue;
+    if (!a.alive() || !experiment::NodeSelectorMatches(spec.victim.nodes, a.agent_id(), a.labels()))
+      continue;
     names.push_back(a.agent_id());
     std::set<std::string> here;
     if (auto it = a.labels().find("injectors"); it != a.labels().end()) {

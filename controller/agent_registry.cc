@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "lib/spec/node_selector_match.h"
+
 namespace codl::controller {
 
 AgentRegistry::AgentRegistry(const Clock* clock, AgentClientFactory factory, double dead_after_s,
@@ -223,20 +225,7 @@ Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSel
   for (const auto& [id, e] : agents_) {
     if (!AliveLocked(e)) continue;
     if (scope.only && !scope.only->count(id)) continue;
-    bool match = true;
-    if (sel.kind == K::kLabels) {
-      for (const auto& [k, v] : sel.labels) {
-        auto it = e.info.labels().find(k);
-        if (it == e.info.labels().end() || it->second != v) match = false;
-      }
-    } else if (sel.kind == K::kHosts) {
-      match = false;
-      for (const auto& h : sel.hosts) {
-        auto hn = e.info.labels().find("hostname");
-        if (h == id || (hn != e.info.labels().end() && hn->second == h)) match = true;
-      }
-    }
-    if (match) out.push_back(id);
+    if (experiment::NodeSelectorMatches(sel, id, e.info.labels())) out.push_back(id);
   }
   if (sel.kind == K::kCount) {
     if (static_cast<int>(out.size()) < sel.count) {
