@@ -23,80 +23,9 @@
 namespace codl::cli {
 namespace {
 
-// Injectors a profile leaves out unless named: noop pressures nothing (a test double).
-const std::set<std::string> kNotProfiled = {"noop"};
-
 int ProfileFail(const std::string& message, int code = kExitBadInput) {
   fprintf(stderr, "codlctl profile: %s\n", TerminalSafe(message).c_str());
   return code;
-}
-
-std::vector<std::string> SplitInjectorList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-// The injectors every live agent the victim may run on reports as available (its `injectors`
-// label, from `codl-inject --list`), less kNotProfiled, in registry order.
-Result<std::vector<std::string>> SupportedInjectors(ControllerClient* client,
-                                                    const experiment::ExperimentSpec& spec) {
-  auto agents = client->ListAgents();
-  if (!agents.ok()) return Error{agents.error(), StatusCode::kUnavailable};
-  std::optional<std::set<std::string>> common;
-  std::vector<std::string> names;
-  for (const auto& a : *agents) {
-    if (!a.alive() || !experiment::NodeSelectorMatches(spec.victim.nodes, a.agent_id(), a.labels()))
-      continue;
-    names.push_back(a.agent_id());
-    std::set<std::string> here;
-    if (auto it = a.labels().find("injectors"); it != a.labels().end()) {
-      for (const auto& n : SplitInjectorList(it->second)) here.insert(n);
-    }
-    if (!common) {
-      common = here;
-    } else {
-      std::set<std::string> both;
-      for (const auto& n : *common) {
-        if (here.count(n)) both.insert(n);
-      }
-      common = both;
-    }
-  }
-  if (!common) {
-    return Err(
-        "no live agent matches the victim's nodes: nothing to ask which injectors it "
-        "supports (codlctl agents lists them)");
-  }
-  std::vector<std::string> out;
-  for (const auto& n : injectors::InjectorNames()) {
-    if (common->count(n) && !kNotProfiled.count(n)) out.push_back(n);
-  }
-  if (out.empty()) {
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    return Err("the victim's nodes (" + list +
-               ") report no injector they all support: name some with --injectors");
-  }
-  return out;
-}
-
-// The same question on this host, without a controller (--plan with nothing started): asked of
-// codl-inject (beside codlctl, as `codlctl run`'s agent spawns it) as the agent asks it, since
-// this binary links only the injectors' catalog (no io_uring ring, no CUDA).
-std::vector<std::string> LocalInjectors() {
-  std::set<std::string> here;
-  for (const auto& n : SplitInjectorList(agent::DetectHostLabels("codl-inject")["injectors"]))
-    here.insert(n);
-  std::vector<std::string> out;
-  for (const auto& n : injectors::InjectorNames()) {
-    if (here.count(n) && !kNotProfiled.count(n)) out.push_back(n);
-  }
-  return out;
 }
 
 // FILE's experiment with its antagonists, pairings and tolerance replaced by one antagonist per
@@ -276,7 +205,7 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
     std::vector<std::string> names = o.injectors;
     if (names.empty()) {
       if (ConfiguredController(g.controller).empty()) {
-        names = LocalInjectors();
+        names = HostInjectors();
         if (names.empty())
           return ProfileFail(
               "codl-inject --list reports no injector available on this host "
@@ -284,7 +213,7 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
       } else {
         auto c = ConnectController(g);
         if (!c.ok()) return ProfileFail(c.error());
-        auto supported = SupportedInjectors(c->get(), *spec);
+        auto supported = NodeInjectors(c->get(), spec->victim.nodes);
         if (!supported.ok())
           return ProfileFail(supported.error(), supported.code() == StatusCode::kUnavailable
                                                     ? kExitUnreachable
@@ -303,7 +232,7 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
   return SubmitAndFollow(g, run, "profile", [&](ControllerClient* c) -> Result<std::string> {
     std::vector<std::string> names = o.injectors;
     if (names.empty()) {
-      auto supported = SupportedInjectors(c, *spec);
+      auto supported = NodeInjectors(c, spec->victim.nodes);
       if (!supported.ok()) return supported.status();
       names = *supported;
     }

@@ -127,6 +127,27 @@ struct ProfileCliOptions {
 };
 void AddProfileOptions(CLI::App* cmd, ProfileCliOptions* o);
 int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o);
+// codlctl crosstalk (cmd_crosstalk.cc): every antagonist alone, with no victim, over an idle
+// window; its footprint on every resource the node counts (lib/analysis/crosstalk.h).
+struct CrosstalkCliOptions {
+  RunOptions run;                      // file (optional), --db, -o, --report, ...
+  std::string show;                    // --show ID: print that experiment's matrix, run nothing
+  std::vector<std::string> injectors;  // --injectors a,b (default: what the nodes support)
+  std::vector<std::string> levels = {"0.5", "max"};  // --levels
+  std::string window = "5s";                         // --window: the idle window
+  int repetitions = 3;                               // --repetitions
+  bool plan = false;  // --plan: print the plan and its duration, run nothing
+};
+void AddCrosstalkOptions(CLI::App* cmd, CrosstalkCliOptions* o);
+int CmdCrosstalk(const GlobalOptions& g, const CrosstalkCliOptions& o);
+// The injectors every live agent matching `nodes` reports available (its `injectors` label,
+// from `codl-inject --list`), noop excepted, in registry order; kUnavailable when the
+// controller cannot be asked.
+Result<std::vector<std::string>> NodeInjectors(ControllerClient* client,
+                                               const experiment::NodeSelector& nodes);
+// The same on this host without a controller (--plan with nothing started): asked of
+// codl-inject beside codlctl, as the agent asks it (codlctl links only the injectors' catalog).
+std::vector<std::string> HostInjectors();
 // `run`'s and `resume`'s options (main.cc): --db, -o, --report, --csv, --json, --lease,
 // --scratch-root, -q.
 void AddRunOptions(CLI::App* cmd, RunOptions* ro);

@@ -310,6 +310,16 @@ Subcommand AddProfile(CLI::App& app) {
   return {cmd, [o](const GlobalOptions& g) { return CmdProfile(g, *o); }};
 }
 
+Subcommand AddCrosstalk(CLI::App& app) {
+  auto o = std::make_shared<CrosstalkCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "crosstalk",
+      "what each antagonist touches besides its own resource: each alone, no victim, its "
+      "footprint on every resource the node counts, as one experiment");
+  AddCrosstalkOptions(cmd, o.get());
+  return {cmd, [o](const GlobalOptions& g) { return CmdCrosstalk(g, *o); }};
+}
+
 Subcommand AddAgents(CLI::App& app) {
   struct Options {
     std::string output = "table";
@@ -472,9 +482,10 @@ int main(int argc, char** argv) {
   Globals g;
   AddGlobalOptions(app, &g);
   const std::vector<Subcommand> subcommands = {
-      AddValidate(app), AddRun(app),     AddResume(app),  AddSubmit(app),    AddStatus(app),
-      AddWatch(app),    AddResults(app), AddCompare(app), AddPredict(app),   AddProfile(app),
-      AddReport(app),   AddAgents(app),  AddCancel(app),  AddCalibrate(app), AddTrace(app)};
+      AddValidate(app), AddRun(app),     AddResume(app),    AddSubmit(app),
+      AddStatus(app),   AddWatch(app),   AddResults(app),   AddCompare(app),
+      AddPredict(app),  AddProfile(app), AddCrosstalk(app), AddReport(app),
+      AddAgents(app),   AddCancel(app),  AddCalibrate(app), AddTrace(app)};
 
   if (RejectUnknownSubcommand(app, argc, argv)) return kExitBadInput;
   try {

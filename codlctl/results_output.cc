@@ -178,6 +178,30 @@ int PrintProfile(ControllerClient* client, const std::string& db, const std::str
   return kExitOk;
 }
 
+int PrintCrosstalk(ControllerClient* client, const std::string& db, const std::string& id,
+                   const std::string& output, FILE* out) {
+  auto rec = LoadRecords(client, db, id);
+  if (!rec.ok()) {
+    fprintf(stderr, "codlctl crosstalk: %s\n", TerminalSafe(rec.error()).c_str());
+    return ExitCodeFor(rec.status());
+  }
+  const auto results = experiment::Summarize(rec->first, rec->second, OptionsFor(rec->first, ""));
+  if (!results.crosstalk) {
+    fprintf(stderr,
+            "codlctl crosstalk: experiment %s is not a cross-talk experiment (no `crosstalk:` "
+            "in its YAML): codlctl results %s shows its figures\n",
+            TerminalSafe(results.experiment_id).c_str(),
+            TerminalSafe(results.experiment_id).c_str());
+    return kExitBadInput;
+  }
+  const auto& m = results.crosstalk_matrix;
+  Emit(output == "json"  ? experiment::FormatCrosstalkJson(m)
+       : output == "csv" ? experiment::FormatCrosstalkCsv(m)
+                         : experiment::FormatCrosstalkTable(m),
+       out);
+  return kExitOk;
+}
+
 int WriteReport(ControllerClient* client, const std::string& db, const std::string& id,
                 const std::string& path, const std::string& figures) {
   auto rec = LoadRecords(client, db, id);

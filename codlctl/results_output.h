@@ -44,6 +44,10 @@ int PrintComparison(ControllerClient* client, const std::string& db,
 // `output` table | json | csv.
 int PrintProfile(ControllerClient* client, const std::string& db, const std::string& id,
                  const std::string& output, FILE* out);
+// `codlctl crosstalk`: a crosstalk experiment's matrix (lib/analysis/crosstalk.h); `output`
+// table | json | csv. An experiment without `crosstalk:` is refused (exit 2).
+int PrintCrosstalk(ControllerClient* client, const std::string& db, const std::string& id,
+                   const std::string& output, FILE* out);
 // Injector name -> the resource it pressures, from the injector registry.
 std::map<std::string, std::string> InjectorResources();
 // `path` "" writes no HTML; `figures` non-empty also writes every figure there as SVG + CSV.

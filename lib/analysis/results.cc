@@ -412,12 +412,23 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
     p.neighbours = SummarizeNeighbours(g.by_key.at(key), trials, p.slowdown, opt);
   }
   AdjustAcrossPairings(&res.pairings);
+  const auto spec = ParseExperiment(experiment.yaml, experiment.source_path);
+  res.crosstalk = spec.ok() && spec->crosstalk_window_s > 0;
+  const auto base_it = std::find_if(res.pairings.begin(), res.pairings.end(),
+                                    [](const PairingSummary& p) { return p.baseline; });
+  for (PairingSummary& p : res.pairings) {
+    if (res.crosstalk) {
+      p.confounds.clear();  // no victim: the idle window's CPU share is not a figure
+    } else if (base_it != res.pairings.end() && !p.baseline) {
+      for (std::string& c : TelemetryConfounds(p, *base_it)) p.confounds.push_back(std::move(c));
+    }
+  }
   res.interactions = SummarizeInteractions(
       MeasuredSamples(trials, options.metric), g.order,
       {kResamples, kConfidence, experiment.seed, options.metric.HigherIsFaster()});
   // The tolerance searches the YAML asked for, judged as the controller judged them.
-  if (auto spec = ParseExperiment(experiment.yaml, experiment.source_path); spec.ok())
-    res.tolerance = ToleranceResults(*spec, res.pairings, trials);
+  if (spec.ok()) res.tolerance = ToleranceResults(*spec, res.pairings, trials);
+  if (res.crosstalk) res.crosstalk_matrix = SummarizeCrosstalk(res);
   res.pressure = SummarizePressure(trials, {kResamples, kConfidence, experiment.seed});
   int first_wrong = -1;  // the earliest trial's detail, whatever order `trials` come in
   for (const TrialRecord& t : trials) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/analysis/attribution.h"
+#include "lib/analysis/crosstalk.h"
 #include "lib/analysis/interaction.h"
 #include "lib/analysis/neighbours.h"
 #include "lib/analysis/pressure.h"
@@ -81,7 +82,9 @@ struct TelemetrySummary {
   double psi_memory_some = kNaN;
   double disk_read_bytes_per_s = kNaN;
   double disk_write_bytes_per_s = kNaN;
-  double net_bytes_per_s = kNaN;  // received + transmitted, every interface (lo too)
+  double net_bytes_per_s = kNaN;     // received + transmitted, every interface (lo too)
+  double net_rx_bytes_per_s = kNaN;  // received alone (on lo, each byte is counted both ways)
+  double net_tx_bytes_per_s = kNaN;  // transmitted alone
   double mem_available_min_bytes = kNaN;
   double membw_bytes_per_s = kNaN;
   std::string membw_note;  // the first trial's: the source, or why it is unavailable
@@ -196,6 +199,10 @@ struct ExperimentResults {
   // The pressure each workload (the victim, each workload antagonist) puts on each injector
   // antagonist at full tilt (lib/analysis/pressure.h): the victim's rows first.
   std::vector<PressureSummary> pressure;
+  // A crosstalk experiment (`crosstalk:` in its YAML: antagonists alone, no victim): the matrix
+  // of their footprints (crosstalk.h); `crosstalk` false otherwise.
+  bool crosstalk = false;
+  CrosstalkMatrix crosstalk_matrix;
 };
 
 // Summarizes every pairing seen in `trials` (in any order). A trial is the baseline when

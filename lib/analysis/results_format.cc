@@ -249,6 +249,13 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
   if (std::string partial = UnfinishedLine(r); !partial.empty()) out << partial << "\n";
   out << "experiment " << TerminalSafe(r.name) << " (id " << r.experiment_id << ", seed " << r.seed
       << ")\n";
+  if (r.crosstalk) {  // no victim: its idle window's "slowdown" is not a figure
+    out << FormatCrosstalkTable(r.crosstalk_matrix);
+    if (!r.failed_trials.empty())
+      out << r.failed_trials.size() << " failed trial(s): codlctl results " << r.experiment_id
+          << " -o json lists why\n";
+    return out.str();
+  }
   out << prose("metric: " + MetricDescription(r) +
                    " per trial; slowdown: median over trials vs the baseline's, " +
                    Fmt("%.0f", r.confidence * 100) + "% bootstrap CI, held-target trials; " +
@@ -589,6 +596,8 @@ std::string FormatJson(const ExperimentResults& r) {
                          {"disk_read_bytes_per_s", Num(tm.disk_read_bytes_per_s)},
                          {"disk_write_bytes_per_s", Num(tm.disk_write_bytes_per_s)},
                          {"net_bytes_per_s", Num(tm.net_bytes_per_s)},
+                         {"net_rx_bytes_per_s", Num(tm.net_rx_bytes_per_s)},
+                         {"net_tx_bytes_per_s", Num(tm.net_tx_bytes_per_s)},
                          {"mem_available_min_bytes", Num(tm.mem_available_min_bytes)},
                          {"membw_bytes_per_s", Num(tm.membw_bytes_per_s)},
                          {"membw_note", tm.membw_note}};
@@ -648,6 +657,7 @@ std::string FormatJson(const ExperimentResults& r) {
                              {"n", p.n},
                              {"n_alone", p.n_alone}});
   }
+  j["crosstalk"] = r.crosstalk ? Json::parse(FormatCrosstalkJson(r.crosstalk_matrix)) : Json();
   j["n_metric_looks_wrong"] = r.n_metric_looks_wrong;
   j["metric_looks_wrong"] = r.metric_looks_wrong.empty() ? Json() : Json(r.metric_looks_wrong);
   j["failed_trials"] = Json::array();

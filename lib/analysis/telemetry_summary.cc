@@ -8,7 +8,7 @@ namespace codl::experiment {
 
 TelemetrySummary SummarizeTelemetry(const std::vector<const TrialRecord*>& measured) {
   TelemetrySummary s;
-  std::vector<double> cpu, io, memory, disk_read, disk_write, net, mem_min, membw;
+  std::vector<double> cpu, io, memory, disk_read, disk_write, net, net_rx, net_tx, mem_min, membw;
   auto add = [](std::vector<double>* to, double v) {
     if (std::isfinite(v)) to->push_back(v);
   };
@@ -26,6 +26,8 @@ TelemetrySummary SummarizeTelemetry(const std::vector<const TrialRecord*>& measu
     add(&disk_read, static_cast<double>(DiskReadBytes(n)) / n.window_s);
     add(&disk_write, static_cast<double>(DiskWriteBytes(n)) / n.window_s);
     add(&net, static_cast<double>(NetRxBytes(n) + NetTxBytes(n)) / n.window_s);
+    add(&net_rx, static_cast<double>(NetRxBytes(n)) / n.window_s);
+    add(&net_tx, static_cast<double>(NetTxBytes(n)) / n.window_s);
     add(&membw, n.membw_bytes / n.window_s);
   }
   s.psi_cpu_some = Median(cpu);
@@ -34,6 +36,8 @@ TelemetrySummary SummarizeTelemetry(const std::vector<const TrialRecord*>& measu
   s.disk_read_bytes_per_s = Median(disk_read);
   s.disk_write_bytes_per_s = Median(disk_write);
   s.net_bytes_per_s = Median(net);
+  s.net_rx_bytes_per_s = Median(net_rx);
+  s.net_tx_bytes_per_s = Median(net_tx);
   s.mem_available_min_bytes = Median(mem_min);
   s.membw_bytes_per_s = Median(membw);
   return s;

@@ -54,4 +54,82 @@ std::string RenderTelemetry(const experiment::ExperimentResults& results) {
   return html;
 }
 
+std::string RenderCrosstalk(const experiment::ExperimentResults& results) {
+  if (!results.crosstalk) return "";
+  const experiment::CrosstalkMatrix& m = results.crosstalk_matrix;
+  const auto& resources = experiment::CrosstalkResources();
+  std::string html =
+      "<table class=\"telemetry crosstalk\"><thead><tr><th>antagonist</th><th>n</th>"
+      "<th>achieved</th>";
+  for (const auto& res : resources) html += "<th>" + Escape(res.title) + "</th>";
+  html += "</tr></thead>\n<tbody>\n";
+  for (const experiment::CrosstalkRow& row : m.rows) {
+    html += "<tr><td><code>" + Escape(row.pairing) + "</code></td><td class=\"num\">" +
+            std::to_string(row.n) + "</td><td class=\"num\">" +
+            (std::isfinite(row.achieved_rate) ? Escape(FormatRate(row.achieved_rate, row.unit))
+                                              : std::string(kMissing)) +
+            "</td>";
+    for (size_t i = 0; i < resources.size(); ++i) {
+      const experiment::CrosstalkCell& c = row.cells[i];
+      std::string text = kMissing;
+      if (std::isfinite(c.value)) {
+        char buf[48];
+        const auto& res = resources[i];
+        const double shown = res.unit == "share"              ? c.value
+                             : res.key == "cpu_cores"         ? c.value
+                             : res.key == "membw_bytes_per_s" ? c.value / 1e9
+                             : res.unit == "bytes/s"          ? c.value / 1e6
+                                                              : c.value / (1024.0 * 1024.0);
+        std::snprintf(buf, sizeof buf, res.unit == "bytes" ? "%+.0f" : "%+.2f", shown);
+        text = buf;
+      }
+      const char* cls = c.own ? " own" : c.large ? " offtarget" : "";
+      html += std::string("<td class=\"num") + cls + "\"" +
+              (c.own     ? " title=\"its own resource\""
+               : c.large ? " title=\"off-target\""
+                         : "") +
+              ">" + text +
+              (c.own     ? " *"
+               : c.large ? " !"
+                         : "") +
+              "</td>";
+    }
+    html += "</tr>\n";
+  }
+  html += "</tbody></table>\n";
+  html +=
+      "<p class=\"caption\">* its own resource; ! off-target at or over its threshold "
+      "(cpu 0.25 cores, PSI +0.10, disk and net +1 MB/s, memory +256 MiB held, memory "
+      "bandwidth +1 GB/s); columns in MB/s, MiB and GB/s.";
+  if (!m.membw_note.empty()) html += " " + Escape(m.membw_note) + ".";
+  html += "</p>\n";
+  std::string checks;
+  for (const experiment::CrosstalkRow& row : m.rows) {
+    if (!row.has_check) continue;
+    const experiment::CounterCheck& c = row.check;
+    checks += "<li><code>" + Escape(row.pairing) + "</code>: ";
+    if (std::isfinite(c.relative_error)) {
+      char err[32];
+      std::snprintf(err, sizeof err, "%+.1f%%", 100 * c.relative_error);
+      checks += "reported " + Escape(FormatBytesPerSecond(c.reported)) + ", " + Escape(c.counter) +
+                " " + Escape(FormatBytesPerSecond(c.counted)) + ": error " + err;
+    } else {
+      checks += Escape(c.counter) + ": " + Escape(c.note);
+    }
+    checks += "</li>\n";
+  }
+  if (!checks.empty()) {
+    html +=
+        "<p>Independent counters (the antagonist's achieved rate against the node's own "
+        "count of the same bytes):</p>\n<ul>\n" +
+        checks + "</ul>\n";
+  }
+  std::string off;
+  for (const experiment::CrosstalkRow& row : m.rows) {
+    for (const std::string& s : row.off_target) off += "<li>" + Escape(s) + "</li>\n";
+  }
+  if (!off.empty()) html += "<p>Off-target footprints:</p>\n<ul>\n" + off + "</ul>\n";
+  return html;
+}
+
 }  // namespace codl::report

@@ -12,5 +12,10 @@ namespace codl::report {
 // MemAvailable and memory bandwidth, then the reason memory bandwidth is missing when it is.
 // "" when no pairing has telemetry.
 std::string RenderTelemetry(const experiment::ExperimentResults& results);
+// A crosstalk experiment's matrix (lib/analysis/crosstalk.h): one row per antagonist and level,
+// one column per resource, its own resource and off-target footprints over their thresholds
+// marked, then the independent-counter checks and the off-target sentences. "" for another
+// experiment.
+std::string RenderCrosstalk(const experiment::ExperimentResults& results);
 
 }  // namespace codl::report

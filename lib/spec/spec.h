@@ -189,7 +189,15 @@ struct ExperimentSpec {
   // min_antagonist_samples: an interference trial whose victim window holds fewer samples of
   // an antagonist is flagged "too short to judge".
   int min_antagonist_samples = 5;
+  // crosstalk (docs/experiment-format.md, "Cross-talk"): no victim; each antagonist runs alone
+  // and its footprint on every resource is measured over an idle window of this many seconds
+  // (the victim is `sleep` for that long). 0: an ordinary experiment.
+  double crosstalk_window_s = 0;
 };
+
+// crosstalk: true's window, seconds, and the longest one allowed.
+inline constexpr double kDefaultCrosstalkWindowS = 5;
+inline constexpr double kMaxCrosstalkWindowS = 3600;
 
 // Validates one injector option: returns "" when fine, else a message (no location; the parser
 // adds FILE:LINE:COL of the offending value). Injected so that experiment/ does not depend on

@@ -471,12 +471,23 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   MapReader m(root, "",
               {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
                "settle", "cooldown", "calibration", "lease", "warmup_trials",
-               "min_antagonist_samples", "agent_grace", "tolerance"});
+               "min_antagonist_samples", "agent_grace", "tolerance", "crosstalk"});
   ExperimentSpec spec;
   spec.source_path = source_path;
   spec.name = NonEmptyString(m.Require("name"), "name");
   if (m.Has("nodes")) spec.nodes = ParseNodes(m.Value("nodes"), "nodes");
-  spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes, source_path);
+  if (m.Has("crosstalk"))
+    spec.crosstalk_window_s = parse_detail::ParseCrosstalkWindow(m.Value("crosstalk"), "crosstalk");
+  if (spec.crosstalk_window_s > 0) {
+    if (m.Has("victim")) {
+      Fail(m.Key("victim"), "victim",
+           "a crosstalk experiment has no victim: each antagonist runs alone over an idle "
+           "window (drop victim, or crosstalk: false)");
+    }
+    spec.victim = parse_detail::CrosstalkIdleVictim(spec.crosstalk_window_s, spec.nodes);
+  } else {
+    spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes, source_path);
+  }
   if (m.Has("antagonists")) {
     const YAML::Node& list = yaml::List(m.Value("antagonists"), "antagonists");
     for (size_t i = 0; i < list.size(); ++i) {
@@ -505,6 +516,15 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
     if (a.intensities.empty() && !a.tolerance.enabled) {
       Fail(m.Value("antagonists")[i], Index("antagonists", i),
            "needs a non-empty 'levels' or 'rates' list (or a 'tolerance' search)");
+    }
+  }
+  if (spec.crosstalk_window_s > 0) {
+    if (spec.antagonists.empty())
+      Fail(m.Value("crosstalk"), "crosstalk", "needs antagonists: their footprints are measured");
+    for (size_t i = 0; i < spec.antagonists.size(); ++i) {
+      if (spec.antagonists[i].tolerance.enabled)
+        Fail(m.Value("antagonists")[i], Index("antagonists", i),
+             "a tolerance search needs a victim; a crosstalk experiment has none");
     }
   }
   if (m.Has("pairings")) ParsePairings(m.Value("pairings"), &spec);

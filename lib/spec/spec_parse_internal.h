@@ -20,4 +20,9 @@ WorkloadSpec ParseWorkload(const YAML::Node& n, const std::string& path);
 ToleranceSpec ParseTolerance(const YAML::Node& n, const std::string& path,
                              const std::string& source_path);
 
+// crosstalk: `true`, `false` or {window: DURATION}: the idle window in seconds (0 for false).
+double ParseCrosstalkWindow(const YAML::Node& n, const std::string& path);
+// The victim of a crosstalk experiment: `sleep` for `window_s` on `nodes` (wall time, no steps).
+VictimSpec CrosstalkIdleVictim(double window_s, const NodeSelector& nodes);
+
 }  // namespace codl::experiment::parse_detail

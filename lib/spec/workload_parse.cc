@@ -1,6 +1,8 @@
 // antagonists[].workload: a real command as the neighbour (docs/experiment-format.md,
-// "Workload antagonists"), and `tolerance` (its "Tolerance search"). Split from
-// spec_parse.cc, which calls them.
+// "Workload antagonists"), `tolerance` (its "Tolerance search") and `crosstalk` (its
+// "Cross-talk"). Split from spec_parse.cc, which calls them.
+#include <cstdio>
+
 #include "lib/spec/spec_parse_internal.h"
 #include "lib/spec/trial_metric.h"
 #include "lib/yaml/typed.h"
@@ -77,6 +79,33 @@ ToleranceSpec ParseTolerance(const YAML::Node& n, const std::string& path,
   t.where = source_path + ":" + std::to_string(mark.line + 1) + ":" +
             std::to_string(mark.column + 1) + ": " + path;
   return t;
+}
+
+double ParseCrosstalkWindow(const YAML::Node& n, const std::string& path) {
+  if (n.IsScalar()) return yaml::Bool(n, path) ? kDefaultCrosstalkWindowS : 0;
+  yaml::MapReader m(n, path, {"window"});
+  double window = kDefaultCrosstalkWindowS;
+  if (m.Has("window")) {
+    window = yaml::Duration(m.Value("window"), m.PathOf("window"), true);
+    if (window < 1 || window > kMaxCrosstalkWindowS) {
+      yaml::Fail(m.Value("window"), m.PathOf("window"),
+                 "must be between 1s and 1h: the antagonists' 0.2 s samples need a second at "
+                 "least");
+    }
+  }
+  return window;
+}
+
+VictimSpec CrosstalkIdleVictim(double window_s, const NodeSelector& nodes) {
+  VictimSpec v;
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", window_s);
+  v.command = {"sleep", seconds};
+  v.progress.format = ProgressSpec::Format::kWall;
+  v.progress.field.clear();
+  v.timeout_s = window_s + 60;
+  v.nodes = nodes;
+  return v;
 }
 
 }  // namespace codl::experiment::parse_detail

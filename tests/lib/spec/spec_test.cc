@@ -19,7 +19,7 @@ const BadCase kBad[] = {
     {"unknown top-level key", "name: x\nvictim: {command: [a]}\ncolour: red\n",
      "e.yaml:3:1: unknown top-level key 'colour' (expected one of: name, nodes, victim, "
      "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease, "
-     "warmup_trials, min_antagonist_samples, agent_grace, tolerance)"},
+     "warmup_trials, min_antagonist_samples, agent_grace, tolerance, crosstalk)"},
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
      "command, env, workdir, progress, warmup_steps, timeout, nodes, metric, cpus, numa, "
