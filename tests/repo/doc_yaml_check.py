@@ -63,7 +63,9 @@ def main():
                     other += 1
                     print(f"--   {where}: not an experiment (keys {sorted(keys)})")
                     continue
-                added = [FILL[k] for k in FILL if k not in keys]
+                # A crosstalk experiment has no victim (docs/experiment-format.md, "Cross-talk").
+                added = [FILL[k] for k in FILL
+                         if k not in keys and not (k == "victim" and "crosstalk" in keys)]
                 doc = text + ("\n" + "\n".join(added) if added else "") + "\n"
                 exp = os.path.join(tmp, f"doc-{passed + failed}.yaml")
                 with open(exp, "w", encoding="utf-8") as f:
