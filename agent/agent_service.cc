@@ -156,7 +156,8 @@ AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* 
       clock_(clock),
       policy_(policy),
       telemetry_(telemetry),
-      victims_(clock, policy.placer, policy_.victim) {}
+      victims_(clock, policy.placer, policy_.victim),
+      node_windows_(clock) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
@@ -277,6 +278,31 @@ grpc::ServerUnaryReactor* AgentServiceImpl::EstimateSetup(grpc::CallbackServerCo
   // Pure arithmetic on the options: answered inline. A refusal is left to the start.
   const auto estimate = antagonists_->EstimateSetupS(req->spec().injector(), options);
   reply->set_setup_estimate_s(estimate.ok() ? *estimate : 0);
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::BeginNodeWindow(grpc::CallbackServerContext* ctx,
+                                                            const v1::BeginNodeWindowRequest* req,
+                                                            v1::BeginNodeWindowReply* reply) {
+  if (auto* r = Prologue(ctx, "", reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  // A few small file reads: answered inline.
+  r->Finish(rpc::ToGrpc(node_windows_.Begin(req->trial_id(), req->lease_s())));
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::EndNodeWindow(grpc::CallbackServerContext* ctx,
+                                                          const v1::EndNodeWindowRequest* req,
+                                                          v1::EndNodeWindowReply* reply) {
+  if (auto* r = Prologue(ctx, "", reply)) return r;
+  auto* r = ctx->DefaultReactor();
+  auto t = node_windows_.End(req->trial_id());
+  if (!t.ok()) {
+    r->Finish(rpc::ToGrpc(t.status()));
+    return r;
+  }
+  *reply->mutable_telemetry() = rpc::ToProto(*t);
   r->Finish(grpc::Status::OK);
   return r;
 }

@@ -8,6 +8,7 @@
 
 #include "agent/antagonist_manager.h"
 #include "agent/lease_monitor.h"
+#include "agent/node_windows.h"
 #include "agent/telemetry_hub.h"
 #include "agent/victim_identities.h"
 #include "agent/victim_runner.h"
@@ -73,6 +74,12 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   grpc::ServerUnaryReactor* EstimateSetup(grpc::CallbackServerContext* ctx,
                                           const v1::EstimateSetupRequest* req,
                                           v1::EstimateSetupReply* reply) override;
+  grpc::ServerUnaryReactor* BeginNodeWindow(grpc::CallbackServerContext* ctx,
+                                            const v1::BeginNodeWindowRequest* req,
+                                            v1::BeginNodeWindowReply* reply) override;
+  grpc::ServerUnaryReactor* EndNodeWindow(grpc::CallbackServerContext* ctx,
+                                          const v1::EndNodeWindowRequest* req,
+                                          v1::EndNodeWindowReply* reply) override;
   grpc::ServerWriteReactor<v1::TelemetryEvent>* StreamTelemetry(
       grpc::CallbackServerContext* ctx, const v1::StreamTelemetryRequest* req) override;
 
@@ -88,6 +95,7 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   AgentPolicy policy_;
   TelemetryHub* telemetry_;
   VictimRunner victims_;
+  NodeWindows node_windows_;  // telemetry where only antagonists run
   rpc::IdempotencyCache cache_;
   std::atomic<bool> cancel_victims_{false};  // shutting down: every victim, now and later
   // The cancel flag of each running victim: StopAll (an experiment cancelled, the controller

@@ -327,15 +327,19 @@ void PrintPlan(const experiment::ExperimentSpec& loaded, const std::string& file
       for (const auto& t : trials)
         printf("%5d  %4d  %s\n", t.index + 1, t.repetition + 1, t.pairing.c_str());
     }
-    const std::optional<double> previous = PreviousVictimSeconds(db, spec->name);
+    // A crosstalk experiment's "victim" is its idle window: its length is known.
+    const bool idle = spec->crosstalk_window_s > 0;
+    const std::optional<double> previous = idle ? std::optional<double>(spec->crosstalk_window_s)
+                                                : PreviousVictimSeconds(db, spec->name);
     const double victim_s = previous.value_or(10);
     double est = experiment::EstimateDurationSeconds(*spec, trials, victim_s);
     printf(
         "estimated duration: %s (assuming the victim runs ~%s%s; settle %s, cooldown %s per "
         "trial)\n",
         FormatEta(est).c_str(), FormatDuration(victim_s).c_str(),
-        previous ? (", as in the last run in " + TerminalSafe(db)).c_str()
-                 : (", a guess: no earlier run of it in " + TerminalSafe(db)).c_str(),
+        idle       ? ": the crosstalk idle window"
+        : previous ? (", as in the last run in " + TerminalSafe(db)).c_str()
+                   : (", a guess: no earlier run of it in " + TerminalSafe(db)).c_str(),
         FormatDuration(spec->settle_s).c_str(), FormatDuration(spec->cooldown_s).c_str());
     if (std::string w = experiment::ShortVictimWarning(*spec, victim_s, previous.has_value());
         !w.empty()) {

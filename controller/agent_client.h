@@ -30,6 +30,15 @@ class AgentClient {
   // The experiment ended: the agent releases what it held for it (its victims' uid). The
   // default (fakes) has nothing to release.
   virtual Status EndExperiment(const std::string& experiment_id) { return Status::Ok(); }
+  // Node telemetry where antagonists run but not the victim: a window opened as the victim
+  // starts on another node and closed when it is done (BeginNodeWindow / EndNodeWindow). The
+  // defaults (fakes) count nothing: the trial then has no record for that node.
+  virtual Status BeginNodeWindow(const std::string& trial_id, double lease_s) {
+    return FailedPrecondition("this agent keeps no node telemetry windows");
+  }
+  virtual Result<v1::NodeTelemetry> EndNodeWindow(const std::string& trial_id) {
+    return FailedPrecondition("this agent keeps no node telemetry windows");
+  }
 
   // Scale (docs/performance.md, "Control plane: skew and scale"):
   // Connect: start connecting to the agent now (a no-op when connected, and for fakes), and

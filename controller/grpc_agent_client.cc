@@ -155,6 +155,26 @@ class GrpcAgentClient : public AgentClient {
     return r.ok() ? Status::Ok() : r.status();
   }
 
+  Status BeginNodeWindow(const std::string& trial_id, double lease_s) override {
+    v1::BeginNodeWindowRequest req;
+    req.set_trial_id(trial_id);
+    req.set_lease_s(lease_s);
+    auto r = Call<v1::BeginNodeWindowReply>(
+        "BeginNodeWindow", tunables::kStopAllDeadlineS,
+        [&](auto* ctx, auto* reply) { return stub_->BeginNodeWindow(ctx, req, reply); });
+    return r.ok() ? Status::Ok() : r.status();
+  }
+
+  Result<v1::NodeTelemetry> EndNodeWindow(const std::string& trial_id) override {
+    v1::EndNodeWindowRequest req;
+    req.set_trial_id(trial_id);
+    auto r = Call<v1::EndNodeWindowReply>(
+        "EndNodeWindow", tunables::kStopAllDeadlineS,
+        [&](auto* ctx, auto* reply) { return stub_->EndNodeWindow(ctx, req, reply); });
+    if (!r.ok()) return r.status();
+    return r->telemetry();
+  }
+
   Status EndExperiment(const std::string& experiment_id) override {
     v1::EndExperimentRequest req;
     req.set_experiment_id(experiment_id);

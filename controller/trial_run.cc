@@ -373,7 +373,9 @@ class ExperimentRunner::TrialRun {
       if (ev.has_victim_dataset())
         listener->OnVictimDataset(ev.victim_dataset().generated(), ev.victim_dataset().total());
     });
+    BeginNodeWindows();
     auto reply = runner_.RunVictimOnce(spec_, p_, req);
+    EndNodeWindows();
     if (!reply.ok()) {
       Fail(reply.status(), "");
       return;
@@ -382,6 +384,57 @@ class ExperimentRunner::TrialRun {
     ranks_ = std::move(reply->ranks);
     rank_telemetry_ = std::move(reply->node_telemetry);
     LogSettleToVictim();
+  }
+
+  // Nodes that run this trial's antagonists but not its victim count their node telemetry
+  // over the victim's run too: in a window each agent opens just before the victim starts and
+  // closes as it ends (BeginNodeWindow / EndNodeWindow). An agent that cannot (an older one, a
+  // failed call) is left out: the trial has no record for its node, and the log says why.
+  void BeginNodeWindows() {
+    std::set<std::string> victims(p_.victim_nodes.begin(), p_.victim_nodes.end());
+    victims.insert(p_.victim_node);
+    std::set<std::string> others;
+    for (const Instance& r : instances_) {
+      if (r.started && r.client && !victims.count(r.node)) others.insert(r.node);
+    }
+    const std::vector<std::string> nodes(others.begin(), others.end());
+    const double lease_s = std::min(spec_.victim.timeout_s + 60, 24 * 3600.0);
+    const auto begun =
+        FanOut<Status>(nodes.size(), [&](size_t i, std::function<void(Status)> done) {
+          std::thread([client = agents()->Client(nodes[i]), id = trial_id_, lease_s,
+                       done = std::move(done)] {
+            done(client ? client->BeginNodeWindow(id, lease_s) : Unavailable("agent is gone"));
+          }).detach();
+        });
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (begun[i].ok()) {
+        window_nodes_.push_back(nodes[i]);
+      } else {
+        spdlog::warn("trial {}: no node telemetry from {}: {}", trial_.index, nodes[i],
+                     begun[i].error());
+      }
+    }
+  }
+
+  void EndNodeWindows() {
+    using Reply = Result<v1::NodeTelemetry>;
+    auto ended =
+        FanOut<Reply>(window_nodes_.size(), [&](size_t i, std::function<void(Reply)> done) {
+          std::thread([client = agents()->Client(window_nodes_[i]), id = trial_id_,
+                       done = std::move(done)] {
+            done(client ? client->EndNodeWindow(id) : Reply(Unavailable("agent is gone")));
+          }).detach();
+        });
+    for (size_t i = 0; i < window_nodes_.size(); ++i) {
+      if (!ended[i].ok()) {
+        spdlog::warn("trial {}: no node telemetry from {}: {}", trial_.index, window_nodes_[i],
+                     ended[i].error());
+        continue;
+      }
+      NodeTelemetry n = rpc::FromProto(*ended[i]);
+      n.node = window_nodes_[i];
+      window_telemetry_.push_back(std::move(n));
+    }
   }
 
   // 4'. A workload's solo trial: no victim; the workload runs alone, once settled, for as long
@@ -539,6 +592,7 @@ class ExperimentRunner::TrialRun {
     if (victim_) CopyVictim(*victim_, &t);
     t.ranks = ranks_;
     for (const NodeTelemetry& n : rank_telemetry_) t.node_telemetry.push_back(n);
+    for (const NodeTelemetry& n : window_telemetry_) t.node_telemetry.push_back(n);
     if (trial_.solo) {
       ClassifySolo(&t);
     } else {
@@ -609,12 +663,14 @@ class ExperimentRunner::TrialRun {
   int64_t settled_ctrl_ns_ = 0;           // when the settle window completed; 0: it did not
   std::optional<v1::RunVictimReply> victim_;
   std::vector<RankRecord> ranks_;  // several ranks: each rank's record (distributed_victim.h)
-  std::vector<NodeTelemetry> rank_telemetry_;  // and the other ranks' nodes' telemetry
-  std::string error_;                          // the first thing that went wrong
-  StatusCode error_code_ = StatusCode::kOk;    // and its kind
-  std::string not_settled_;                    // the "did not settle" reason, when it did not
-  std::vector<FlagReason> neighbour_flags_;    // workloads that ended early or had no steps
-  int64_t solo_start_ctrl_ns_ = 0;             // a solo trial's window (controller clock)
+  std::vector<NodeTelemetry> rank_telemetry_;    // and the other ranks' nodes' telemetry
+  std::vector<std::string> window_nodes_;        // antagonist-only nodes with a window open
+  std::vector<NodeTelemetry> window_telemetry_;  // and what they counted, after the victim's
+  std::string error_;                            // the first thing that went wrong
+  StatusCode error_code_ = StatusCode::kOk;      // and its kind
+  std::string not_settled_;                      // the "did not settle" reason, when it did not
+  std::vector<FlagReason> neighbour_flags_;      // workloads that ended early or had no steps
+  int64_t solo_start_ctrl_ns_ = 0;               // a solo trial's window (controller clock)
   double solo_wall_s_ = 0;
   bool solo_ran_ = false;
 };

@@ -127,9 +127,9 @@ CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {
   CrosstalkMatrix m;
   const PairingSummary* base = XtalkBaseline(r);
   if (base != nullptr) {
-    m.baseline_n = base->telemetry.n;
+    m.baseline_n = base->telemetry_all.n;
     m.window_s = base->median_metric;
-    m.membw_note = base->telemetry.membw_note;
+    m.membw_note = base->telemetry_all.membw_note;
   }
   const auto& resources = CrosstalkResources();
   for (const PairingSummary& p : r.pairings) {
@@ -142,8 +142,9 @@ CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {
     row.intensity = a.intensity;
     row.achieved_rate = a.achieved_rate;
     row.unit = a.unit;
-    row.n = p.telemetry.n;
-    if (m.membw_note.empty()) m.membw_note = p.telemetry.membw_note;
+    row.n = p.telemetry_all.n;
+    row.n_below_target = p.n_flagged;
+    if (m.membw_note.empty()) m.membw_note = p.telemetry_all.membw_note;
     const std::vector<std::string> own = OwnCrosstalkResources(a.injector);
     std::string resource = ResourceOf(a.injector);
     for (const CrosstalkResource& res : resources) {
@@ -152,8 +153,8 @@ CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {
       if (res.key == "cpu_cores") {
         cell.value = a.cores;
       } else if (base != nullptr) {
-        const double here = XtalkTelemetryFigure(p.telemetry, res.key);
-        const double idle = XtalkTelemetryFigure(base->telemetry, res.key);
+        const double here = XtalkTelemetryFigure(p.telemetry_all, res.key);
+        const double idle = XtalkTelemetryFigure(base->telemetry_all, res.key);
         // MemAvailable falls as memory is held: the drop is the footprint.
         cell.value = res.key == "mem_held_bytes" ? idle - here : here - idle;
       }

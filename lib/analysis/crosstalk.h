@@ -60,7 +60,10 @@ struct CrosstalkRow {
   std::string intensity;  // "0.5", "max", "2GiB/s"
   double achieved_rate = kNaN;
   std::string unit;
-  int n = 0;                         // measured windows
+  // Windows with telemetry, those below target included: its footprint at what it achieved
+  // (achieved_rate says how much that was).
+  int n = 0;
+  int n_below_target = 0;            // windows in which it missed its target (flagged trials)
   std::vector<CrosstalkCell> cells;  // one per CrosstalkResources(), in order
   bool has_check = false;
   CounterCheck check;

@@ -74,6 +74,12 @@ std::string FormatCrosstalkTable(const CrosstalkMatrix& m) {
       "disk and net +1 MB/s, mem +256 MiB held, membw +1 GB/s); n/a: the node does not count "
       "it\n";
   if (!m.membw_note.empty()) out += "membw: " + TerminalSafe(m.membw_note) + "\n";
+  for (const CrosstalkRow& row : m.rows) {
+    if (row.n_below_target == 0) continue;
+    out += TerminalSafe(row.pairing) + ": below its target in " +
+           std::to_string(row.n_below_target) + " of " + std::to_string(row.n) +
+           " windows: its footprint at what it achieved\n";
+  }
   bool any_check = false;
   for (const CrosstalkRow& row : m.rows) {
     if (!row.has_check) continue;
@@ -120,6 +126,7 @@ std::string FormatCrosstalkJson(const CrosstalkMatrix& m) {
                         {"achieved_rate", XtalkNumber(row.achieved_rate)},
                         {"unit", row.unit},
                         {"n", row.n},
+                        {"n_below_target", row.n_below_target},
                         {"off_target", row.off_target}};
     nlohmann::json cells = nlohmann::json::object();
     for (size_t i = 0; i < resources.size(); ++i) {

@@ -307,6 +307,9 @@ PairingSummary SummarizePairing(const std::string& key,
   p.cache_resident_fraction = Median(cache_share);
   p.ranks = SpreadOfRanks(s.measured);
   p.telemetry = SummarizeTelemetry(s.measured);
+  std::vector<const TrialRecord*> ran = s.measured;
+  ran.insert(ran.end(), s.flagged.begin(), s.flagged.end());
+  p.telemetry_all = SummarizeTelemetry(ran);
   return p;
 }
 

@@ -144,6 +144,9 @@ struct PairingSummary {
   // beside the victim against their solo runs, and the pair's combined throughput.
   std::vector<NeighbourSummary> neighbours;
   TelemetrySummary telemetry;  // the victim node's, over its measured trials
+  // The same over every trial whose victim ran, flagged ones too: a crosstalk footprint is the
+  // antagonist's at what it achieved, held target or not (crosstalk.h).
+  TelemetrySummary telemetry_all;
 };
 
 // A trial whose victim failed, for the "failed trials" section: why, with its stderr's last line.

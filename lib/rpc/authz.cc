@@ -104,6 +104,8 @@ const std::map<std::string, std::set<Role>>& MethodTable() {
         {"/codl.v1.Agent/EndExperiment", controller},
         {"/codl.v1.Agent/StreamTelemetry", controller},
         {"/codl.v1.Agent/EstimateSetup", controller},
+        {"/codl.v1.Agent/BeginNodeWindow", controller},
+        {"/codl.v1.Agent/EndNodeWindow", controller},
         // The controller: agents report in (each for its own id: CheckAgentIdentity).
         {"/codl.v1.Controller/RegisterAgent", agent},
         {"/codl.v1.Controller/Heartbeat", agent},

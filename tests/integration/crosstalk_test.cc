@@ -35,12 +35,27 @@ const nlohmann::json* XtRowOf(const nlohmann::json& j, const std::string& inject
 }
 
 TEST_F(CrosstalkTest, FootprintsOwnResourcesAndIndependentCounters) {
-  auto r = RunCommand({Bin("codlctl"), "crosstalk", "--injectors", "cpu,io_uring,net", "--levels",
-                       "0.5", "--repetitions", "2", "--window", "2s", "--scratch-root", dir_,
-                       "--db", Db(), "-o", "json", "--report", dir_ + "/report.html"},
-                      400, dir_);
+  // FILE's settle, calibration and injector options carry over; its victim does not.
+  WriteFile(dir_ + "/quick.yaml",
+            "name: quick\nvictim: {command: [codl-victim, run]}\nsettle: 0.5s\n"
+            "calibration: {duration: 1s}\nantagonists:\n"
+            "  - {name: t, injector: net, levels: [0.25], options: {connections: 1}}\n");
+  auto r = RunCommand(
+      {Bin("codlctl"), "crosstalk", dir_ + "/quick.yaml", "--injectors", "cpu,io_uring,net",
+       "--levels", "0.5", "--repetitions", "2", "--window", "2s", "--scratch-root", dir_, "--db",
+       Db(), "-o", "json", "--report", dir_ + "/report.html"},
+      400, dir_);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
+  auto yaml = RunCommand({Bin("codlctl"), "results", "latest", "--db", Db(), "-o", "json"});
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  const auto results_json = nlohmann::json::parse(yaml.out);
+  EXPECT_EQ(results_json["name"], "quick-crosstalk");
+  EXPECT_EQ(results_json["crosstalk"]["rows"], j["rows"]);
+  const std::string stored = results_json["yaml"];
+  EXPECT_NE(stored.find("connections: 1"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("settle: 0.5s"), std::string::npos) << stored;
+  EXPECT_EQ(stored.find("codl-victim"), std::string::npos) << stored;
   EXPECT_EQ(j["baseline_n"], 2);
   ASSERT_EQ(j["rows"].size(), 3u) << r.out;
 

@@ -67,7 +67,8 @@ ExperimentResults XtResults() {
       "name: xt\ncrosstalk: {window: 2s}\nantagonists:\n"
       "  - {name: disk, injector: io_uring, levels: [0.5]}\n"
       "  - {name: tcp, injector: net, levels: [0.5]}\n"
-      "  - {name: membw, injector: memcpy, levels: [0.5]}\n";
+      "  - {name: membw, injector: memcpy, levels: [0.5]}\n"
+      "  - {name: cache, injector: llc, levels: [0.5]}\n";
   const double idle_disk = 10e6 * kXtWindow;  // 10 MB/s of someone else's I/O
   const double idle_net = 1e6 * kXtWindow;
   std::vector<TrialRecord> trials;
@@ -86,6 +87,12 @@ ExperimentResults XtResults() {
         XtTelemetry(idle_disk, idle_net + 500e6 * kXtWindow, 10 * kXtGiB - 300 * kXtMiB, 0.05)));
     trials.push_back(XtTrial(i++, "membw@0.5", "memcpy", 2e9, 0.2,
                              XtTelemetry(idle_disk, idle_net, 10 * kXtGiB, 0.04)));
+    // llc missed its target in every window (flagged): its footprint still counts, at what it
+    // achieved.
+    TrialRecord llc = XtTrial(i++, "cache@0.5", "llc", 1e6, 0.4,
+                              XtTelemetry(idle_disk, idle_net, 10 * kXtGiB, 0.30));
+    llc.state = TrialState::kFlagged;
+    trials.push_back(llc);
   }
   return Summarize(e, trials);
 }
@@ -112,7 +119,7 @@ TEST(CrosstalkTest, FootprintsOverTheIdleBaselineOwnMarkedOffTargetFlagged) {
   const CrosstalkMatrix& m = r.crosstalk_matrix;
   EXPECT_EQ(m.baseline_n, 3);
   EXPECT_DOUBLE_EQ(m.window_s, kXtWindow);
-  ASSERT_EQ(m.rows.size(), 3u);
+  ASSERT_EQ(m.rows.size(), 4u);
 
   const CrosstalkRow* disk = XtRow(m, "disk@0.5");
   ASSERT_NE(disk, nullptr);
@@ -144,6 +151,13 @@ TEST(CrosstalkTest, FootprintsOverTheIdleBaselineOwnMarkedOffTargetFlagged) {
   EXPECT_TRUE(std::isnan(membw->cells[XtColumn("membw_bytes_per_s")].value));
   EXPECT_TRUE(membw->cells[XtColumn("membw_bytes_per_s")].own);
   EXPECT_NE(m.membw_note.find("no uncore PMU"), std::string::npos);
+  const CrosstalkRow* cache = XtRow(m, "cache@0.5");
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(cache->n, 3);
+  EXPECT_EQ(cache->n_below_target, 3);
+  EXPECT_NEAR(cache->cells[XtColumn("psi_cpu_some")].value, 0.28, 1e-9);
+  EXPECT_TRUE(cache->cells[XtColumn("psi_cpu_some")].large);
+  EXPECT_FALSE(cache->has_check);  // no counter for cache lines
   // No victim: the idle window's CPU share is no confound.
   for (const auto& p : r.pairings) EXPECT_TRUE(p.confounds.empty()) << p.pairing;
 }
@@ -175,10 +189,12 @@ TEST(CrosstalkTest, TableJsonCsvAndTheResultsViewsCarryIt) {
   EXPECT_NE(FormatTable(r).find("cross-talk: each antagonist alone"), std::string::npos);
 
   const auto j = nlohmann::json::parse(FormatCrosstalkJson(r.crosstalk_matrix));
-  ASSERT_EQ(j["rows"].size(), 3u);
+  ASSERT_EQ(j["rows"].size(), 4u);
   EXPECT_EQ(j["resources"].size(), CrosstalkResources().size());
   const auto results_json = nlohmann::json::parse(FormatJson(r));
-  EXPECT_EQ(results_json["crosstalk"]["rows"].size(), 3u);
+  EXPECT_EQ(results_json["crosstalk"]["rows"].size(), 4u);
+  EXPECT_NE(table.find("cache@0.5: below its target in 3 of 3 windows"), std::string::npos)
+      << table;
   bool seen = false;
   for (const auto& row : j["rows"]) {
     if (row["pairing"] != "membw@0.5") continue;
@@ -190,7 +206,7 @@ TEST(CrosstalkTest, TableJsonCsvAndTheResultsViewsCarryIt) {
 
   const std::string csv = FormatCrosstalkCsv(r.crosstalk_matrix);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'),
-            static_cast<long>(1 + 3 * CrosstalkResources().size()));
+            static_cast<long>(1 + 4 * CrosstalkResources().size()));
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "pairing,antagonist,injector,intensity,resource,unit,value,own,large,threshold");
 }
