@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lib/common/cpu_list.h"
+
 namespace codl::agent {
 namespace {
 
@@ -237,8 +239,52 @@ std::optional<uint64_t> PerfEventConfig(std::string_view event,
   return config;
 }
 
-// Memory bandwidth: resctrl MBM (mbm_total_bytes of every L3 domain) or the uncore IMC PMUs'
-// CAS counts (64 bytes each) through perf_event_open; else the reason, never a zero.
+std::vector<std::string> AmdDfDramEvents(std::string_view cpuinfo, std::string* why) {
+  std::string vendor;
+  std::optional<uint64_t> family, model;
+  for (std::string_view line : TelemetrySplit(cpuinfo, '\n')) {
+    if (TelemetryTrim(line).empty()) break;  // the first processor's block is enough
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string key = TelemetryTrim(line.substr(0, colon));
+    const std::string value = TelemetryTrim(line.substr(colon + 1));
+    if (key == "vendor_id") vendor = value;
+    if (key == "cpu family") family = TelemetryNumber(value);
+    if (key == "model") model = TelemetryNumber(value);
+  }
+  if (vendor != "AuthenticAMD" && vendor != "HygonGenuine") {
+    *why = "not an AMD CPU (vendor_id '" + vendor + "')";
+    return {};
+  }
+  if (!family || !model) {
+    *why = "cpuinfo has no cpu family or model";
+    return {};
+  }
+  const uint64_t f = *family, m = *model;
+  const bool zen2 = f == 0x17 && m >= 0x30;
+  const bool zen3 = f == 0x19 && (m <= 0x0f || (m >= 0x20 && m <= 0x5f));
+  if (!zen2 && !zen3) {
+    char cpu[64];
+    std::snprintf(cpu, sizeof cpu, "family 0x%llx model 0x%llx", static_cast<unsigned long long>(f),
+                  static_cast<unsigned long long>(m));
+    *why = std::string("its DRAM events are known to codl for Zen 2 and Zen 3 only, this CPU is ") +
+           cpu;
+    return {};
+  }
+  // dram_channel_data_controller_0..7 (perf's amdzen2/amdzen3 data-fabric events): requests
+  // with 64 bytes of data, reads and writes, one event per DRAM channel.
+  std::vector<std::string> events;
+  for (int channel = 0; channel < 8; ++channel) {
+    char e[48];
+    std::snprintf(e, sizeof e, "event=0x%x,umask=0x38", 0x07 + 0x40 * channel);
+    events.emplace_back(e);
+  }
+  return events;
+}
+
+// Memory bandwidth: resctrl MBM (mbm_total_bytes of every L3 domain), the uncore IMC PMUs'
+// CAS counts (64 bytes each), or the AMD Data Fabric's DRAM channel requests (64 bytes each)
+// through perf_event_open; else the reason, never a zero.
 class NodeTelemetrySampler::BandwidthCounter {
  public:
   explicit BandwidthCounter(const TelemetrySources& s) : sources_(s) {
@@ -262,6 +308,15 @@ class NodeTelemetrySampler::BandwidthCounter {
     if (perf_.empty()) return std::nullopt;
     double bytes = 0;
     for (const PerfCounter& c : perf_) {
+      if (c.multiplexed) {
+        // count, time enabled, time running: more events than counters (amd_df has 4), so the
+        // kernel rotates them and the count covers part of the time.
+        uint64_t v[3] = {0, 0, 0};
+        if (read(c.fd, v, sizeof v) != static_cast<ssize_t>(sizeof v)) return std::nullopt;
+        const double share = v[2] > 0 ? static_cast<double>(v[1]) / static_cast<double>(v[2]) : 0;
+        bytes += static_cast<double>(v[0]) * share * c.bytes_per_count;
+        continue;
+      }
       uint64_t count = 0;
       if (read(c.fd, &count, sizeof count) != static_cast<ssize_t>(sizeof count))
         return std::nullopt;
@@ -274,7 +329,94 @@ class NodeTelemetrySampler::BandwidthCounter {
   struct PerfCounter {
     int fd = -1;
     double bytes_per_count = 64;
+    bool multiplexed = false;  // read_format has the times enabled and running
   };
+
+  // perf_event_open of one system-wide counter of a PMU on `cpu`; -1 with *failure set.
+  static int OpenPmuCounter(const std::string& pmu, uint32_t type, uint64_t config, int cpu,
+                            bool multiplexed, std::string* failure) {
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = type;
+    attr.config = config;
+    if (multiplexed)
+      attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    const long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) return static_cast<int>(fd);
+    const int e = errno;
+    *failure =
+        "perf_event_open on " + pmu + " failed: " + std::strerror(e) +
+        (e == EACCES || e == EPERM ? " (needs CAP_PERFMON or kernel.perf_event_paranoid <= 0)"
+                                   : "");
+    return -1;
+  }
+
+  // A PMU's format files (name -> "config:0-7") and perf type (nullopt when unreadable).
+  static std::map<std::string, std::string> PmuFormats(const std::string& dir) {
+    std::map<std::string, std::string> formats;
+    for (const std::string& f : TelemetryListDir(dir + "/format")) {
+      if (auto text = TelemetryReadFile(dir + "/format/" + f)) formats[f] = *text;
+    }
+    return formats;
+  }
+  static std::optional<uint32_t> PmuType(const std::string& dir) {
+    const auto text = TelemetryReadFile(dir + "/type");
+    const auto type = text ? TelemetryNumber(TelemetryTrim(*text)) : std::nullopt;
+    if (!type || *type > UINT32_MAX) return std::nullopt;
+    return static_cast<uint32_t>(*type);
+  }
+
+  // The CPUs of a PMU's cpumask (one per socket or die: an uncore counter counts for all of
+  // its CPUs); CPU 0 when unreadable.
+  static std::set<int> PmuCpus(const std::string& dir) {
+    if (auto mask = TelemetryReadFile(dir + "/cpumask")) {
+      if (auto parsed = ParseCpuList(TelemetryTrim(*mask)); parsed.ok() && !parsed->empty())
+        return *parsed;
+    }
+    return {0};
+  }
+
+  // The AMD Data Fabric PMU: every DRAM channel's event on every CPU of its cpumask (one per
+  // socket or die), scaled for multiplexing.
+  void OpenAmdDf(const std::string& dir) {
+    std::string why;
+    const auto cpuinfo = TelemetryReadFile(sources_.proc + "/cpuinfo");
+    const std::vector<std::string> events =
+        cpuinfo ? AmdDfDramEvents(*cpuinfo, &why) : std::vector<std::string>{};
+    if (!cpuinfo) why = sources_.proc + "/cpuinfo unreadable";
+    if (events.empty()) {
+      note_ =
+          "memory bandwidth: unavailable (no resctrl MBM and no uncore_imc PMU; amd_df: " + why +
+          ")";
+      return;
+    }
+    const auto formats = PmuFormats(dir);
+    const auto type = PmuType(dir);
+    const std::set<int> cpus = PmuCpus(dir);
+    std::string failure;
+    for (const std::string& event : events) {
+      const auto config = PerfEventConfig(event, formats);
+      if (!config || !type) {
+        failure = "amd_df has no readable type or format for " + event;
+        continue;
+      }
+      for (int cpu : cpus) {
+        const int fd = OpenPmuCounter("amd_df", *type, *config, cpu, true, &failure);
+        if (fd < 0) continue;
+        PerfCounter c;
+        c.fd = fd;
+        c.multiplexed = true;
+        perf_.push_back(c);
+      }
+    }
+    if (perf_.empty()) {
+      note_ = "memory bandwidth: unavailable (no uncore_imc PMU; " + failure + ")";
+      return;
+    }
+    note_ = "amd_df DRAM channel requests x 64 bytes (" + std::to_string(events.size()) +
+            " channels, " + std::to_string(cpus.size()) + " CPUs of its cpumask; multiplexed)";
+  }
 
   std::string MonData() const { return sources_.sys + "/fs/resctrl/mon_data"; }
 
@@ -309,54 +451,30 @@ class NodeTelemetrySampler::BandwidthCounter {
       if (d.rfind("uncore_imc", 0) == 0) imcs.push_back(d);
       if (d == "amd_df") amd_df = true;
     }
+    if (imcs.empty() && amd_df) {
+      OpenAmdDf(devices + "/amd_df");
+      return;
+    }
     if (imcs.empty()) {
-      note_ = std::string(
-                  "memory bandwidth: unavailable (no resctrl MBM and no uncore_imc PMU "
-                  "on this node") +
-              (amd_df ? "; amd_df counters are not read yet)" : ")");
+      note_ =
+          "memory bandwidth: unavailable (no resctrl MBM, no uncore_imc PMU and no amd_df PMU "
+          "on this node)";
       return;
     }
     std::string failure;
     for (const std::string& imc : imcs) {
       const std::string dir = devices + "/" + imc;
-      std::map<std::string, std::string> formats;
-      for (const std::string& f : TelemetryListDir(dir + "/format")) {
-        if (auto text = TelemetryReadFile(dir + "/format/" + f)) formats[f] = *text;
-      }
-      // The PMU's perf type; above UINT32_MAX (as when unreadable) it is no type at all.
-      const auto type_text = TelemetryReadFile(dir + "/type");
-      const uint64_t type = (type_text ? TelemetryNumber(TelemetryTrim(*type_text)) : std::nullopt)
-                                .value_or(UINT64_MAX);
-      int cpu = 0;
-      if (auto mask = TelemetryReadFile(dir + "/cpumask")) {
-        const std::string m = TelemetryTrim(*mask);
-        auto first = TelemetryNumber(m.substr(0, m.find_first_of(",-")));
-        if (first && *first < 1u << 20) cpu = static_cast<int>(*first);
-      }
+      const auto formats = PmuFormats(dir);
+      const auto type = PmuType(dir);
       for (const char* event : {"cas_count_read", "cas_count_write"}) {
         const auto text = TelemetryReadFile(dir + "/events/" + event);
         const auto config = text ? PerfEventConfig(*text, formats) : std::nullopt;
-        if (!config || type > UINT32_MAX) {
+        if (!config || !type) {
           failure = imc + " has no readable " + event + " event";
           continue;
         }
-        perf_event_attr attr;
-        std::memset(&attr, 0, sizeof attr);
-        attr.size = sizeof attr;
-        attr.type = static_cast<uint32_t>(type);
-        attr.config = *config;
-        const long fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0) {
-          const int e = errno;
-          failure =
-              "perf_event_open on " + imc + " failed: " + std::strerror(e) +
-              (e == EACCES || e == EPERM ? " (needs CAP_PERFMON or kernel.perf_event_paranoid <= 0)"
-                                         : "");
-          continue;
-        }
-        PerfCounter c;
-        c.fd = static_cast<int>(fd);
         // The PMU's scale (e.g. 6.103515625e-5 MiB per count = 64 bytes); 64 when absent.
+        double bytes_per_count = 64;
         const auto scale = TelemetryReadFile(dir + "/events/" + event + ".scale");
         const auto unit = TelemetryReadFile(dir + "/events/" + event + ".unit");
         if (scale && unit && TelemetryTrim(*unit) == "MiB") {
@@ -364,9 +482,16 @@ class NodeTelemetrySampler::BandwidthCounter {
           const std::string s = TelemetryTrim(*scale);
           const double v = std::strtod(s.c_str(), &end);
           if (end != s.c_str() && std::isfinite(v) && v > 0 && v < 1)
-            c.bytes_per_count = v * 1048576.0;
+            bytes_per_count = v * 1048576.0;
         }
-        perf_.push_back(c);
+        for (int cpu : PmuCpus(dir)) {
+          const int fd = OpenPmuCounter(imc, *type, *config, cpu, false, &failure);
+          if (fd < 0) continue;
+          PerfCounter c;
+          c.fd = fd;
+          c.bytes_per_count = bytes_per_count;
+          perf_.push_back(c);
+        }
       }
     }
     if (perf_.empty()) {
@@ -415,6 +540,9 @@ void NodeTelemetrySampler::SeeMemAvailable(const MemInfoFields& m) {
 
 void NodeTelemetrySampler::Start(double now_s) {
   if (!membw_) membw_ = std::make_unique<BandwidthCounter>(sources_);
+  if (!gpu_)
+    gpu_ = std::make_unique<GpuTelemetrySampler>(sources_.gpus ? *sources_.gpus : NodeNvml());
+  gpu_->Start(now_s);
   membw_start_ = membw_->Read();
   start_ = Read();
   start_s_ = now_s;
@@ -424,6 +552,7 @@ void NodeTelemetrySampler::Start(double now_s) {
 }
 
 void NodeTelemetrySampler::Tick(double now_s) {
+  if (gpu_) gpu_->Tick(now_s);
   if (now_s - last_mem_s_ < kMemSampleS) return;
   last_mem_s_ = now_s;
   if (auto text = TelemetryReadFile(sources_.proc + "/meminfo"))
@@ -510,6 +639,11 @@ NodeTelemetry NodeTelemetrySampler::Finish(double now_s) {
     t.membw_bytes = std::max(0.0, *membw_end - *membw_start_);
   } else if (membw_ && membw_->note().rfind("memory bandwidth: unavailable", 0) != 0) {
     t.membw_note = "memory bandwidth: unavailable (" + membw_->note() + " could not be read)";
+  }
+  if (gpu_) {
+    gpu_->Finish(now_s, &t);
+  } else {
+    t.gpu_note = "gpu: unavailable (not sampled)";
   }
   return t;
 }

@@ -1,8 +1,9 @@
 // Node telemetry over a victim's run window (docs/results.md, "Node telemetry"): PSI, disk and
-// NIC counters, page cache and free memory, and memory bandwidth where the node has counters
-// for it. Counters are read at the window's start and end (deltas); MemAvailable also every
-// 0.2 s in between, for its minimum. Everything read comes from files on disk: the parsers
-// skip what they cannot read and never throw; what could not be read is said in `notes`.
+// NIC counters, page cache and free memory, memory bandwidth where the node has counters for
+// it, and its NVIDIA GPUs through NVML (gpu_telemetry.h). Counters are read at the window's start
+// and end (deltas); MemAvailable also every 0.2 s in between, for its minimum. Everything read
+// comes from files on disk: the parsers skip what they cannot read and never throw; what could not
+// be read is said in `notes`.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/gpu_telemetry.h"
 #include "lib/common/records.h"
 
 namespace codl::agent {
@@ -68,7 +70,14 @@ std::optional<uint64_t> PerfEventConfig(std::string_view event,
 struct TelemetrySources {
   std::string proc = "/proc";
   std::string sys = "/sys";
+  // The GPUs' NVML; unset: the node's (NodeNvml(): libnvidia-ml.so.1, loaded once).
+  std::optional<GpuSource> gpus;
 };
+
+// The memory-bandwidth events of an AMD CPU's Data Fabric PMU (amd_df), from /proc/cpuinfo's
+// vendor, family and model: Zen 2 and Zen 3 count 64-byte DRAM requests per channel
+// ("event=0x07,umask=0x38" ... 8 channels). Empty, with *why set, for other CPUs.
+std::vector<std::string> AmdDfDramEvents(std::string_view cpuinfo, std::string* why);
 
 // Samples one window. Start, then Tick as often as convenient (it reads MemAvailable at most
 // every kMemSampleS), then Finish. Not thread-safe; cheap (a handful of small files per call).
@@ -110,6 +119,7 @@ class NodeTelemetrySampler {
   std::optional<uint64_t> mem_min_;
   std::unique_ptr<BandwidthCounter> membw_;
   std::optional<double> membw_start_;
+  std::unique_ptr<GpuTelemetrySampler> gpu_;
 };
 
 }  // namespace codl::agent

@@ -112,6 +112,32 @@ struct NicTelemetry {
   int64_t rx_bytes = 0;
   int64_t tx_bytes = 0;
 };
+// One GPU of a node over the window, from NVML (agent/gpu_telemetry.h): utilization, clocks and
+// memory sampled every 0.2 s; PCIe and NVLink bytes as counter differences. NaN or -1: the GPU
+// or driver does not report it (`notes` says which).
+struct GpuTelemetry {
+  int index = 0;     // NVML device index (not CUDA_VISIBLE_DEVICES order)
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  int samples = 0;   // samples taken over the window
+  double util_mean = std::numeric_limits<double>::quiet_NaN();  // % of time a kernel ran, 0..100
+  double util_max = std::numeric_limits<double>::quiet_NaN();
+  double mem_util_mean = std::numeric_limits<double>::quiet_NaN();  // % of time memory was busy
+  int64_t mem_used_max_bytes = -1;  // device memory in use, highest sample
+  int64_t mem_total_bytes = -1;
+  double pcie_tx_bytes = std::numeric_limits<double>::quiet_NaN();  // over the window
+  double pcie_rx_bytes = std::numeric_limits<double>::quiet_NaN();
+  double nvlink_tx_bytes = std::numeric_limits<double>::quiet_NaN();  // data, every link
+  double nvlink_rx_bytes = std::numeric_limits<double>::quiet_NaN();
+  double sm_clock_min_mhz = std::numeric_limits<double>::quiet_NaN();
+  double sm_clock_mean_mhz = std::numeric_limits<double>::quiet_NaN();
+  double mem_clock_min_mhz = std::numeric_limits<double>::quiet_NaN();
+  double mem_clock_mean_mhz = std::numeric_limits<double>::quiet_NaN();
+  // NVML clock event (throttle) reasons seen in any sample, OR'ed; -1: not read.
+  // lib/common/gpu_clock_reasons.h names the bits.
+  int64_t clock_reasons = -1;
+  std::string notes;  // what this GPU could not report, "; "-joined
+};
+
 struct NodeTelemetry {
   std::string node;  // agent id
   double window_s = 0;
@@ -137,6 +163,10 @@ struct NodeTelemetry {
   double membw_bytes = std::numeric_limits<double>::quiet_NaN();
   std::string membw_note;  // the source ("resctrl mbm_total_bytes"), or why it is unavailable
   std::string notes;       // what else could not be read, "; "-joined ("" when all was)
+  // The node's NVIDIA GPUs through NVML; none where gpu_note says why ("gpu: unavailable
+  // (libnvidia-ml.so.1 not found: ...)"), never zeros. gpu_note "": an older agent.
+  std::vector<GpuTelemetry> gpus;
+  std::string gpu_note;  // the source ("NVML, driver 550.54.15"), or why there are no rows
 };
 // Sums over a node's disks and interfaces.
 int64_t DiskReadBytes(const NodeTelemetry& t);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -166,6 +167,7 @@ class SamplerTest : public ::testing::Test {
     root_ = tmpl;
     src_.proc = root_ + "/proc";
     src_.sys = root_ + "/sys";
+    src_.gpus = GpuSource{nullptr, "gpu: unavailable (fixture)"};
     std::filesystem::create_directories(src_.proc);
     std::filesystem::create_directories(src_.sys);
   }
@@ -224,7 +226,10 @@ TEST_F(SamplerTest, DeltasSharesAndTheLowestMemAvailable) {
   EXPECT_EQ(t.cached_start_bytes, 300 * 1024);
   EXPECT_TRUE(std::isnan(t.membw_bytes));
   EXPECT_EQ(t.membw_note,
-            "memory bandwidth: unavailable (no resctrl MBM and no uncore_imc PMU on this node)");
+            "memory bandwidth: unavailable (no resctrl MBM, no uncore_imc PMU and no amd_df PMU "
+            "on this node)");
+  EXPECT_TRUE(t.gpus.empty());
+  EXPECT_EQ(t.gpu_note, "gpu: unavailable (fixture)");
 }
 
 TEST_F(SamplerTest, ACounterThatWentBackwardsIsZeroNotHuge) {
@@ -309,6 +314,59 @@ TEST_F(SamplerTest, AnUncorePmuThatCannotBeOpenedGivesTheReason) {
   EXPECT_EQ(t.membw_note.rfind("memory bandwidth: unavailable (perf_event_open on uncore_imc_0", 0),
             0u)
       << t.membw_note;
+}
+
+TEST_F(SamplerTest, AnAmdDfPmuThatCannotBeOpenedGivesTheReason) {
+  WriteProc(1, 1, 1, 1);
+  Write("proc/cpuinfo",
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\n\n");
+  Write("sys/bus/event_source/devices/amd_df/type", "987654\n");
+  Write("sys/bus/event_source/devices/amd_df/cpumask", "0,64\n");
+  Write("sys/bus/event_source/devices/amd_df/format/event", "config:0-7,32-35\n");
+  Write("sys/bus/event_source/devices/amd_df/format/umask", "config:8-15\n");
+  NodeTelemetrySampler s(src_);
+  s.Start(0);
+  const NodeTelemetry t = s.Finish(1);
+  EXPECT_TRUE(std::isnan(t.membw_bytes));
+  EXPECT_EQ(t.membw_note.rfind(
+                "memory bandwidth: unavailable (no uncore_imc PMU; perf_event_open on amd_df", 0),
+            0u)
+      << t.membw_note;
+}
+
+TEST_F(SamplerTest, AnAmdDfPmuOfAnUnknownCpuSaysWhichCpu) {
+  WriteProc(1, 1, 1, 1);
+  Write("proc/cpuinfo", "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n");
+  Write("sys/bus/event_source/devices/amd_df/type", "11\n");
+  NodeTelemetrySampler s(src_);
+  s.Start(0);
+  const NodeTelemetry t = s.Finish(1);
+  EXPECT_TRUE(std::isnan(t.membw_bytes));
+  EXPECT_EQ(t.membw_note,
+            "memory bandwidth: unavailable (no resctrl MBM and no uncore_imc PMU; amd_df: its "
+            "DRAM events are known to codl for Zen 2 and Zen 3 only, this CPU is family 0x19 "
+            "model 0x11)");
+}
+
+TEST(AmdDfDramEvents, EightChannelsOnZen2AndZen3) {
+  std::string why;
+  const auto zen2 = AmdDfDramEvents(
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\n", &why);
+  ASSERT_EQ(zen2.size(), 8u) << why;
+  EXPECT_EQ(zen2[0], "event=0x7,umask=0x38");
+  EXPECT_EQ(zen2[4], "event=0x107,umask=0x38");
+  EXPECT_EQ(zen2[7], "event=0x1c7,umask=0x38");
+  // Zen 2's format puts the event's high bits at 32-35.
+  const std::map<std::string, std::string> formats = {{"event", "config:0-7,32-35"},
+                                                      {"umask", "config:8-15"}};
+  EXPECT_EQ(PerfEventConfig(zen2[4], formats), 0x100003807ull);
+  EXPECT_EQ(AmdDfDramEvents("vendor_id : AuthenticAMD\ncpu family : 25\nmodel : 1\n", &why).size(),
+            8u);  // Milan
+  EXPECT_TRUE(
+      AmdDfDramEvents("vendor_id : GenuineIntel\ncpu family : 6\nmodel : 85\n", &why).empty());
+  EXPECT_EQ(why, "not an AMD CPU (vendor_id 'GenuineIntel')");
+  EXPECT_TRUE(AmdDfDramEvents("vendor_id : AuthenticAMD\n", &why).empty());
+  EXPECT_EQ(why, "cpuinfo has no cpu family or model");
 }
 
 // The sampler's own cost on this node's real /proc and /sys (docs/validity.md, "Node
