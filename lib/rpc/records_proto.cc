@@ -276,6 +276,28 @@ v1::NodeTelemetry ToProto(const NodeTelemetry& t) {
   p.set_membw_bytes(t.membw_bytes);
   p.set_membw_note(t.membw_note);
   p.set_notes(t.notes);
+  for (const GpuTelemetry& g : t.gpus) {
+    v1::GpuCounters* c = p.add_gpus();
+    c->set_index(g.index);
+    c->set_name(g.name);
+    c->set_samples(g.samples);
+    c->set_util_mean(g.util_mean);
+    c->set_util_max(g.util_max);
+    c->set_mem_util_mean(g.mem_util_mean);
+    c->set_mem_used_max_bytes(g.mem_used_max_bytes);
+    c->set_mem_total_bytes(g.mem_total_bytes);
+    c->set_pcie_tx_bytes(g.pcie_tx_bytes);
+    c->set_pcie_rx_bytes(g.pcie_rx_bytes);
+    c->set_nvlink_tx_bytes(g.nvlink_tx_bytes);
+    c->set_nvlink_rx_bytes(g.nvlink_rx_bytes);
+    c->set_sm_clock_min_mhz(g.sm_clock_min_mhz);
+    c->set_sm_clock_mean_mhz(g.sm_clock_mean_mhz);
+    c->set_mem_clock_min_mhz(g.mem_clock_min_mhz);
+    c->set_mem_clock_mean_mhz(g.mem_clock_mean_mhz);
+    c->set_clock_reasons(g.clock_reasons);
+    c->set_notes(g.notes);
+  }
+  p.set_gpu_note(t.gpu_note);
   return p;
 }
 
@@ -310,6 +332,33 @@ NodeTelemetry FromProto(const v1::NodeTelemetry& p) {
       std::isfinite(p.membw_bytes()) && p.membw_bytes() >= 0 ? p.membw_bytes() : std::nan("");
   t.membw_note = p.membw_note();
   t.notes = p.notes();
+  auto percent = [](double v) { return v >= 0 && v <= 100 ? v : std::nan(""); };
+  auto bytes = [](double v) { return std::isfinite(v) && v >= 0 ? v : std::nan(""); };
+  auto mhz = [](double v) { return std::isfinite(v) && v >= 0 && v < 1e6 ? v : std::nan(""); };
+  for (const auto& c : p.gpus()) {
+    if (static_cast<int>(t.gpus.size()) >= kMaxTelemetryDevices) break;
+    GpuTelemetry g;
+    g.index = std::max(0, c.index());
+    g.name = c.name();
+    g.samples = std::max(0, c.samples());
+    g.util_mean = percent(c.util_mean());
+    g.util_max = percent(c.util_max());
+    g.mem_util_mean = percent(c.mem_util_mean());
+    g.mem_used_max_bytes = memory(c.mem_used_max_bytes());
+    g.mem_total_bytes = memory(c.mem_total_bytes());
+    g.pcie_tx_bytes = bytes(c.pcie_tx_bytes());
+    g.pcie_rx_bytes = bytes(c.pcie_rx_bytes());
+    g.nvlink_tx_bytes = bytes(c.nvlink_tx_bytes());
+    g.nvlink_rx_bytes = bytes(c.nvlink_rx_bytes());
+    g.sm_clock_min_mhz = mhz(c.sm_clock_min_mhz());
+    g.sm_clock_mean_mhz = mhz(c.sm_clock_mean_mhz());
+    g.mem_clock_min_mhz = mhz(c.mem_clock_min_mhz());
+    g.mem_clock_mean_mhz = mhz(c.mem_clock_mean_mhz());
+    g.clock_reasons = std::max<int64_t>(-1, c.clock_reasons());
+    g.notes = c.notes();
+    t.gpus.push_back(std::move(g));
+  }
+  t.gpu_note = p.gpu_note();
   return t;
 }
 

@@ -34,7 +34,8 @@ Result<TrialState> FromProto(v1::TrialState s);
 
 // Node telemetry (the agent's RunVictimReply, the trial record). FromProto keeps what came in
 // within bounds, whatever the sender wrote: shares in [0, 1] (else NaN), bytes and counts >= 0,
-// memory figures >= -1, at most kMaxTelemetryDevices disks and interfaces.
+// memory figures >= -1, at most kMaxTelemetryDevices disks, interfaces and GPUs (GPU
+// percentages in [0, 100], else NaN).
 inline constexpr int kMaxTelemetryDevices = 256;
 v1::NodeTelemetry ToProto(const NodeTelemetry& t);
 NodeTelemetry FromProto(const v1::NodeTelemetry& p);

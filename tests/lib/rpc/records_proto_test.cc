@@ -334,6 +334,72 @@ TEST(RecordsProto, NodeTelemetryFromAPeerIsKeptInBounds) {
   ASSERT_EQ(t.disks.size(), 1u);
   EXPECT_EQ(t.disks[0].write_bytes, 0);
   EXPECT_EQ(t.nics.size(), static_cast<size_t>(kMaxTelemetryDevices));
+  EXPECT_TRUE(t.gpus.empty());
+  EXPECT_EQ(t.gpu_note, "");  // an older agent says nothing about GPUs
+}
+
+TEST(RecordsProto, GpuTelemetryRoundTripsWithItsNote) {
+  NodeTelemetry n;
+  GpuTelemetry g;
+  g.index = 3;
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.samples = 12;
+  g.util_mean = 55.5;
+  g.util_max = 100;
+  g.mem_used_max_bytes = 1ll << 34;
+  g.mem_total_bytes = 80ll << 30;
+  g.pcie_tx_bytes = 1e9;
+  g.pcie_rx_bytes = 2e9;  // NVLink: NaN (no NVLink)
+  g.sm_clock_min_mhz = 1755;
+  g.sm_clock_mean_mhz = 1900.5;
+  g.clock_reasons = 0x24;
+  g.notes = "NVLink bytes: Not Supported (no NVLink)";
+  n.gpus = {g};
+  n.gpu_note = "NVML, driver 550.54.15";
+  const NodeTelemetry back = FromProto(ToProto(n));
+  EXPECT_EQ(back.gpu_note, n.gpu_note);
+  ASSERT_EQ(back.gpus.size(), 1u);
+  const GpuTelemetry& b = back.gpus[0];
+  EXPECT_EQ(b.index, 3);
+  EXPECT_EQ(b.name, g.name);
+  EXPECT_EQ(b.samples, 12);
+  EXPECT_DOUBLE_EQ(b.util_mean, 55.5);
+  EXPECT_DOUBLE_EQ(b.util_max, 100);
+  EXPECT_TRUE(std::isnan(b.mem_util_mean));
+  EXPECT_EQ(b.mem_used_max_bytes, 1ll << 34);
+  EXPECT_EQ(b.mem_total_bytes, 80ll << 30);
+  EXPECT_DOUBLE_EQ(b.pcie_tx_bytes, 1e9);
+  EXPECT_DOUBLE_EQ(b.pcie_rx_bytes, 2e9);
+  EXPECT_TRUE(std::isnan(b.nvlink_tx_bytes));
+  EXPECT_DOUBLE_EQ(b.sm_clock_min_mhz, 1755);
+  EXPECT_DOUBLE_EQ(b.sm_clock_mean_mhz, 1900.5);
+  EXPECT_TRUE(std::isnan(b.mem_clock_min_mhz));
+  EXPECT_EQ(b.clock_reasons, 0x24);
+  EXPECT_EQ(b.notes, g.notes);
+}
+
+TEST(RecordsProto, GpuTelemetryFromAPeerIsKeptInBounds) {
+  v1::NodeTelemetry p;
+  for (int i = 0; i < kMaxTelemetryDevices + 5; ++i) {
+    v1::GpuCounters* c = p.add_gpus();
+    c->set_index(-4);
+    c->set_util_mean(250);
+    c->set_util_max(-1);
+    c->set_pcie_tx_bytes(-10);
+    c->set_mem_used_max_bytes(-7);
+    c->set_clock_reasons(-9);
+    c->set_sm_clock_min_mhz(1e12);
+  }
+  const NodeTelemetry t = FromProto(p);
+  ASSERT_EQ(t.gpus.size(), static_cast<size_t>(kMaxTelemetryDevices));
+  const GpuTelemetry& g = t.gpus[0];
+  EXPECT_EQ(g.index, 0);
+  EXPECT_TRUE(std::isnan(g.util_mean));
+  EXPECT_TRUE(std::isnan(g.util_max));
+  EXPECT_TRUE(std::isnan(g.pcie_tx_bytes));
+  EXPECT_EQ(g.mem_used_max_bytes, -1);
+  EXPECT_EQ(g.clock_reasons, -1);
+  EXPECT_TRUE(std::isnan(g.sm_clock_min_mhz));
 }
 
 }  // namespace
