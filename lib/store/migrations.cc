@@ -245,6 +245,35 @@ CREATE TABLE trial_node_telemetry (
   PRIMARY KEY (trial_id, seq)
 ) WITHOUT ROWID;
 )sql"},
+    // 16: GPU telemetry over the victim's window (NodeTelemetry::gpus), a row per trial, node
+    // (trial_node_telemetry.seq) and NVML device index; the node's gpu_note says where NVML was
+    // absent. -1 = not read; a NULL figure = not reported by the GPU (notes says why).
+    {"create trial_gpu_telemetry", R"sql(
+ALTER TABLE trial_node_telemetry ADD COLUMN gpu_note TEXT NOT NULL DEFAULT '';
+CREATE TABLE trial_gpu_telemetry (
+  trial_id           INTEGER NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  seq                INTEGER NOT NULL,  -- the node: trial_node_telemetry.seq
+  gpu_index          INTEGER NOT NULL,  -- NVML device index
+  name               TEXT NOT NULL DEFAULT '',
+  samples            INTEGER NOT NULL DEFAULT 0,
+  util_mean          REAL,
+  util_max           REAL,
+  mem_util_mean      REAL,
+  mem_used_max_bytes INTEGER NOT NULL DEFAULT -1,
+  mem_total_bytes    INTEGER NOT NULL DEFAULT -1,
+  pcie_tx_bytes      REAL,
+  pcie_rx_bytes      REAL,
+  nvlink_tx_bytes    REAL,
+  nvlink_rx_bytes    REAL,
+  sm_clock_min_mhz   REAL,
+  sm_clock_mean_mhz  REAL,
+  mem_clock_min_mhz  REAL,
+  mem_clock_mean_mhz REAL,
+  clock_reasons      INTEGER NOT NULL DEFAULT -1,  -- NVML clock event reason bits, OR'ed
+  notes              TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (trial_id, seq, gpu_index)
+) WITHOUT ROWID;
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

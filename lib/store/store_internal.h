@@ -39,4 +39,13 @@ Status LoadNodeTelemetry(sql::Db db, const std::string& experiment_id,
                          const std::unordered_map<int64_t, size_t>& trial_pos,
                          std::vector<TrialRecord>* trials, const std::string& what);
 
+// store_gpu_telemetry.cc: the GPUs of a trial's node telemetry (NodeTelemetry::gpus and
+// gpu_note), saved after InsertNodeTelemetry and loaded after LoadNodeTelemetry; no-ops in a
+// store older than trial_gpu_telemetry.
+Status InsertGpuTelemetry(sql::Db db, int64_t trial_id, const TrialRecord& t,
+                          const std::string& what);
+Status LoadGpuTelemetry(sql::Db db, const std::string& experiment_id,
+                        const std::unordered_map<int64_t, size_t>& trial_pos,
+                        std::vector<TrialRecord>* trials, const std::string& what);
+
 }  // namespace codl::store

@@ -412,7 +412,10 @@ class TrialLoader {
     });
   }
 
-  Status LoadTelemetry() { return LoadNodeTelemetry(db_, id_, trial_pos_, &trials_, what_); }
+  Status LoadTelemetry() {
+    if (Status s = LoadNodeTelemetry(db_, id_, trial_pos_, &trials_, what_); !s) return s;
+    return LoadGpuTelemetry(db_, id_, trial_pos_, &trials_, what_);
+  }
 
  private:
   Status Orphan(const char* kind) const {
@@ -499,6 +502,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
   if (Status s = InsertCache(db, trial_id, t, what); !s) return s;
   if (Status s = InsertSolo(db, trial_id, t, what); !s) return s;
   if (Status s = InsertNodeTelemetry(db, trial_id, t, what); !s) return s;
+  if (Status s = InsertGpuTelemetry(db, trial_id, t, what); !s) return s;
   auto has_traces = HasTable(db, "trial_traces", what);
   if (!has_traces) return has_traces.status();
   if (*has_traces && !t.trace_zlib.empty()) {
