@@ -75,6 +75,27 @@ struct StepAttribution {
 // The victim node's telemetry over a pairing's measured trials (docs/results.md, "Node
 // telemetry"): the median over trials of each per-trial figure; rates are bytes over the
 // telemetry window. NaN where no trial has it.
+// One GPU of the victim's node over a pairing's measured trials: medians over the trials that
+// have it (rates: bytes over the telemetry window); clock_reasons OR'ed over them (-1: never
+// read). NaN where no trial has the figure.
+struct GpuTelemetrySummary {
+  int index = 0;  // NVML device index
+  std::string name;
+  int n = 0;  // trials with this GPU
+  double util_mean = kNaN;
+  double util_max = kNaN;
+  double mem_used_max_bytes = kNaN;
+  double pcie_tx_bytes_per_s = kNaN;
+  double pcie_rx_bytes_per_s = kNaN;
+  double nvlink_tx_bytes_per_s = kNaN;
+  double nvlink_rx_bytes_per_s = kNaN;
+  double sm_clock_min_mhz = kNaN;
+  double sm_clock_mean_mhz = kNaN;
+  double mem_clock_min_mhz = kNaN;
+  double mem_clock_mean_mhz = kNaN;
+  int64_t clock_reasons = -1;
+};
+
 struct TelemetrySummary {
   int n = 0;  // measured trials with telemetry
   double psi_cpu_some = kNaN;
@@ -87,7 +108,9 @@ struct TelemetrySummary {
   double net_tx_bytes_per_s = kNaN;  // transmitted alone
   double mem_available_min_bytes = kNaN;
   double membw_bytes_per_s = kNaN;
-  std::string membw_note;  // the first trial's: the source, or why it is unavailable
+  std::string membw_note;                 // the first trial's: the source, or why it is unavailable
+  std::vector<GpuTelemetrySummary> gpus;  // by NVML index; none where gpu_note says why
+  std::string gpu_note;                   // the first trial's that has one
 };
 TelemetrySummary SummarizeTelemetry(const std::vector<const TrialRecord*>& measured);
 

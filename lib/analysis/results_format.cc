@@ -13,6 +13,7 @@
 #include "lib/analysis/results.h"
 #include "lib/analysis/tidy.h"
 #include "lib/common/csv.h"
+#include "lib/common/gpu_clock_reasons.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 #include "lib/spec/spec.h"
@@ -601,6 +602,27 @@ std::string FormatJson(const ExperimentResults& r) {
                          {"mem_available_min_bytes", Num(tm.mem_available_min_bytes)},
                          {"membw_bytes_per_s", Num(tm.membw_bytes_per_s)},
                          {"membw_note", tm.membw_note}};
+      pj["telemetry"]["gpu_note"] = tm.gpu_note;
+      pj["telemetry"]["gpus"] = Json::array();
+      for (const GpuTelemetrySummary& g : tm.gpus) {
+        pj["telemetry"]["gpus"].push_back(
+            {{"index", g.index},
+             {"name", g.name},
+             {"n", g.n},
+             {"util_mean", Num(g.util_mean)},
+             {"util_max", Num(g.util_max)},
+             {"mem_used_max_bytes", Num(g.mem_used_max_bytes)},
+             {"pcie_tx_bytes_per_s", Num(g.pcie_tx_bytes_per_s)},
+             {"pcie_rx_bytes_per_s", Num(g.pcie_rx_bytes_per_s)},
+             {"nvlink_tx_bytes_per_s", Num(g.nvlink_tx_bytes_per_s)},
+             {"nvlink_rx_bytes_per_s", Num(g.nvlink_rx_bytes_per_s)},
+             {"sm_clock_min_mhz", Num(g.sm_clock_min_mhz)},
+             {"sm_clock_mean_mhz", Num(g.sm_clock_mean_mhz)},
+             {"mem_clock_min_mhz", Num(g.mem_clock_min_mhz)},
+             {"mem_clock_mean_mhz", Num(g.mem_clock_mean_mhz)},
+             {"clock_reasons",
+              g.clock_reasons >= 0 ? Json(GpuClockReasonsText(g.clock_reasons)) : Json()}});
+      }
     }
     pj["antagonists"] = Json::array();
     for (const auto& a : p.antagonists) {

@@ -11,6 +11,7 @@
 #include "lib/analysis/rank_summary.h"
 #include "lib/analysis/results.h"
 #include "lib/analysis/trial_metric.h"
+#include "lib/common/gpu_clock_reasons.h"
 
 namespace codl::experiment {
 namespace {
@@ -171,6 +172,92 @@ void AppendTelemetry(std::vector<Cell>* row, const TrialRecord& t) {
                Cell::Text(n.notes)});
 }
 
+// The GPU columns of --trials (docs/results.md, "Node telemetry"): the victim node's GPUs
+// through NVML, summed (bytes), averaged (utilization), or the extreme (the rest) over the GPUs
+// that report the figure; gpu_note says why there are none; `gpus` in full as JSON text.
+const std::vector<std::string> kGpuTelemetryColumns = {"gpu_note",
+                                                       "gpu_count",
+                                                       "gpu_util_mean",
+                                                       "gpu_util_max",
+                                                       "gpu_mem_used_max_bytes",
+                                                       "gpu_pcie_tx_bytes",
+                                                       "gpu_pcie_rx_bytes",
+                                                       "gpu_nvlink_tx_bytes",
+                                                       "gpu_nvlink_rx_bytes",
+                                                       "gpu_sm_clock_min_mhz",
+                                                       "gpu_clock_reasons",
+                                                       "gpus"};
+
+nlohmann::json GpuJsonNumber(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// [{"index":0,"name":…,"util_mean":…,…,"clock_reasons":"sw_power_cap|sw_thermal"}]
+std::string GpusJson(const NodeTelemetry& n) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const GpuTelemetry& g : n.gpus) {
+    a.push_back(
+        {{"index", g.index},
+         {"name", g.name},
+         {"samples", g.samples},
+         {"util_mean", GpuJsonNumber(g.util_mean)},
+         {"util_max", GpuJsonNumber(g.util_max)},
+         {"mem_util_mean", GpuJsonNumber(g.mem_util_mean)},
+         {"mem_used_max_bytes", g.mem_used_max_bytes >= 0 ? nlohmann::json(g.mem_used_max_bytes)
+                                                          : nlohmann::json(nullptr)},
+         {"mem_total_bytes",
+          g.mem_total_bytes >= 0 ? nlohmann::json(g.mem_total_bytes) : nlohmann::json(nullptr)},
+         {"pcie_tx_bytes", GpuJsonNumber(g.pcie_tx_bytes)},
+         {"pcie_rx_bytes", GpuJsonNumber(g.pcie_rx_bytes)},
+         {"nvlink_tx_bytes", GpuJsonNumber(g.nvlink_tx_bytes)},
+         {"nvlink_rx_bytes", GpuJsonNumber(g.nvlink_rx_bytes)},
+         {"sm_clock_min_mhz", GpuJsonNumber(g.sm_clock_min_mhz)},
+         {"sm_clock_mean_mhz", GpuJsonNumber(g.sm_clock_mean_mhz)},
+         {"mem_clock_min_mhz", GpuJsonNumber(g.mem_clock_min_mhz)},
+         {"mem_clock_mean_mhz", GpuJsonNumber(g.mem_clock_mean_mhz)},
+         {"clock_reasons", GpuClockReasonsText(g.clock_reasons)},
+         {"notes", g.notes}});
+  }
+  return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void AppendGpuTelemetry(std::vector<Cell>* row, const TrialRecord& t) {
+  if (t.node_telemetry.empty()) {
+    row->insert(row->end(), kGpuTelemetryColumns.size(), Cell::Missing());
+    return;
+  }
+  const NodeTelemetry& n = t.node_telemetry.front();
+  const double nan = std::nan("");
+  double util_sum = 0, util_max = nan, mem_max = nan, sm_min = nan;
+  double sums[4] = {nan, nan, nan, nan};  // PCIe tx, rx, NVLink tx, rx
+  int util_n = 0;
+  int64_t reasons = -1;
+  auto keep = [](double* to, double v, bool larger) {
+    if (std::isfinite(v) && (std::isnan(*to) || (larger ? v > *to : v < *to))) *to = v;
+  };
+  for (const GpuTelemetry& g : n.gpus) {
+    if (std::isfinite(g.util_mean)) {
+      util_sum += g.util_mean;
+      ++util_n;
+    }
+    keep(&util_max, g.util_max, true);
+    if (g.mem_used_max_bytes >= 0) keep(&mem_max, static_cast<double>(g.mem_used_max_bytes), true);
+    keep(&sm_min, g.sm_clock_min_mhz, false);
+    const double bytes[4] = {g.pcie_tx_bytes, g.pcie_rx_bytes, g.nvlink_tx_bytes,
+                             g.nvlink_rx_bytes};
+    for (int i = 0; i < 4; ++i) {
+      if (std::isfinite(bytes[i])) sums[i] = (std::isnan(sums[i]) ? 0 : sums[i]) + bytes[i];
+    }
+    if (g.clock_reasons >= 0) reasons = (reasons < 0 ? 0 : reasons) | g.clock_reasons;
+  }
+  Append(row, {Cell::Text(n.gpu_note), Cell::Int(static_cast<int64_t>(n.gpus.size())),
+               Cell::Number(util_n > 0 ? util_sum / util_n : nan), Cell::Number(util_max),
+               Cell::Number(mem_max), Cell::Number(sums[0]), Cell::Number(sums[1]),
+               Cell::Number(sums[2]), Cell::Number(sums[3]), Cell::Number(sm_min),
+               reasons >= 0 ? Cell::Text(GpuClockReasonsText(reasons)) : Cell::Missing(),
+               Cell::Text(GpusJson(n))});
+}
+
 // A workload antagonist's figure in a trial (beside the victim, or its solo run): role
 // "neighbour", its metric and unit, before the trial's victim row. The columns a neighbour has
 // no value for (the victim's wall time, cores, ranks, cache) are missing.
@@ -195,6 +282,7 @@ void AppendNeighbourRows(const ExperimentRecord& e, const TrialRecord& t, TidyTa
                   Cell::Missing(), Cell::Int(t.started_unix_ms), Cell::Int(t.finished_unix_ms),
                   Cell::Missing(), Cell::Missing()});
     row.insert(row.end(), kTelemetryColumns.size(), Cell::Missing());
+    row.insert(row.end(), kGpuTelemetryColumns.size(), Cell::Missing());
     table->rows.push_back(std::move(row));
   }
 }
@@ -227,6 +315,8 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
                         "finished_unix_ms", "cache_total_bytes", "cache_resident_bytes"})
     table.columns.push_back(c);
   table.columns.insert(table.columns.end(), kTelemetryColumns.begin(), kTelemetryColumns.end());
+  table.columns.insert(table.columns.end(), kGpuTelemetryColumns.begin(),
+                       kGpuTelemetryColumns.end());
   for (const TrialRecord* t : ByIndex(trials)) {
     AppendNeighbourRows(e, *t, &table);
     if (t->solo) continue;  // no victim ran: its neighbour row is all there is
@@ -249,6 +339,7 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
             t->cache_total_bytes >= 0 ? Cell::Int(t->cache_total_bytes) : Cell::Missing(),
             t->cache_resident_bytes >= 0 ? Cell::Int(t->cache_resident_bytes) : Cell::Missing()});
     AppendTelemetry(&row, *t);
+    AppendGpuTelemetry(&row, *t);
     table.rows.push_back(std::move(row));
   }
   return table;

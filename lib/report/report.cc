@@ -430,7 +430,10 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
                       "run: the median over its measured trials of the share of the window some "
                       "task stalled on CPU, I/O and memory (PSI), disk and network bytes per "
                       "second (every whole disk and interface, lo included), the lowest "
-                      "MemAvailable, and memory bandwidth where the node has counters for it.",
+                      "MemAvailable, and memory bandwidth where the node has counters for it; "
+                      "on a node with NVIDIA GPUs, each GPU's utilization, memory in use, PCIe "
+                      "and NVLink traffic, clocks and clock event (throttle) reasons through "
+                      "NVML.",
                       telemetry);
     }
     const Figure series = StepSeriesFigure(results, trials);

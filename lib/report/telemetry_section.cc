@@ -5,6 +5,7 @@
 #include <set>
 
 #include "lib/analysis/pairing_order.h"
+#include "lib/common/gpu_clock_reasons.h"
 #include "lib/common/units.h"
 #include "lib/report/svg.h"
 
@@ -49,6 +50,51 @@ std::string RenderTelemetry(const experiment::ExperimentResults& results) {
       "<th>PSI io some</th><th>PSI memory some</th><th>disk read / write MB/s</th>"
       "<th>net MB/s</th><th>lowest MemAvailable</th><th>memory bandwidth MB/s</th></tr>"
       "</thead>\n<tbody>\n" +
+      rows + "</tbody></table>\n";
+  for (const std::string& n : notes) html += "<p class=\"caption\">" + Escape(n) + "</p>\n";
+  html += RenderGpuTelemetry(results);
+  return html;
+}
+
+std::string RenderGpuTelemetry(const experiment::ExperimentResults& results) {
+  std::string rows;
+  std::set<std::string> notes;
+  auto number = [](double v, const char* format) {
+    if (!std::isfinite(v)) return std::string(kMissing);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, format, v);
+    return std::string(buf);
+  };
+  for (const experiment::PairingSummary* p : experiment::SortedPairings(results)) {
+    const experiment::TelemetrySummary& t = p->telemetry;
+    if (t.n == 0) continue;
+    if (t.gpus.empty() && !t.gpu_note.empty()) notes.insert(t.gpu_note);
+    for (const experiment::GpuTelemetrySummary& g : t.gpus) {
+      const std::string reasons = GpuClockReasonsText(g.clock_reasons);
+      rows += std::string("<tr") + (p->baseline ? " class=\"baseline\"" : "") + "><td><code>" +
+              Escape(p->pairing) + "</code></td><td class=\"num\">" + std::to_string(g.index) +
+              "</td><td>" + Escape(g.name) + "</td><td class=\"num\">" + std::to_string(g.n) +
+              "</td><td class=\"num\">" + number(g.util_mean, "%.0f") + " / " +
+              number(g.util_max, "%.0f") + "</td><td class=\"num\">" +
+              (std::isfinite(g.mem_used_max_bytes) ? Escape(FormatSize(g.mem_used_max_bytes))
+                                                   : std::string(kMissing)) +
+              "</td><td class=\"num\">" + TelemetryRate(g.pcie_tx_bytes_per_s) + " / " +
+              TelemetryRate(g.pcie_rx_bytes_per_s) + "</td><td class=\"num\">" +
+              TelemetryRate(g.nvlink_tx_bytes_per_s) + " / " +
+              TelemetryRate(g.nvlink_rx_bytes_per_s) + "</td><td class=\"num\">" +
+              number(g.sm_clock_min_mhz, "%.0f") + " / " + number(g.sm_clock_mean_mhz, "%.0f") +
+              "</td><td class=\"num\">" + number(g.mem_clock_min_mhz, "%.0f") + " / " +
+              number(g.mem_clock_mean_mhz, "%.0f") + "</td><td>" +
+              (reasons.empty() ? std::string(kMissing) : Escape(reasons)) + "</td></tr>\n";
+    }
+  }
+  if (rows.empty()) return "";  // a node without GPUs: the exports say why, the report is silent
+  std::string html =
+      "<table class=\"telemetry gpu\"><thead><tr><th>pairing</th><th>GPU</th><th>name</th>"
+      "<th>n</th><th>utilization mean / max %</th><th>memory used (max)</th>"
+      "<th>PCIe tx / rx MB/s</th><th>NVLink tx / rx MB/s</th><th>SM clock min / mean MHz</th>"
+      "<th>memory clock min / mean MHz</th><th>clock event reasons</th></tr></thead>\n"
+      "<tbody>\n" +
       rows + "</tbody></table>\n";
   for (const std::string& n : notes) html += "<p class=\"caption\">" + Escape(n) + "</p>\n";
   return html;

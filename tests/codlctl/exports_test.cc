@@ -211,6 +211,122 @@ TEST_F(ExportsTest, NodeTelemetryInTrialsSummaryAndReport) {
   EXPECT_NE(page.find("no uncore PMU in this VM"), std::string::npos);
 }
 
+// GPU telemetry (docs/results.md, "Node telemetry"): the victim node's GPUs in --trials, per GPU
+// medians in the summary's JSON, a GPU table in the report; a node without NVML has its reason
+// and no figures, never zeros.
+TEST_F(ExportsTest, GpuTelemetryInTrialsSummaryAndReport) {
+  {
+    auto store = store::Store::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.error();
+    ExperimentRecord e;
+    e.id = "exp-g";
+    e.name = "gpu telemetry";
+    e.state = ExperimentState::kDone;
+    e.total_trials = 4;
+    ASSERT_TRUE((*store)->CreateExperiment(e).ok());
+    for (int i = 0; i < 4; ++i) {
+      TrialRecord t = Trial("exp-g", i, i / 2, i % 2 ? "h2d@1" : "baseline", 1 + 0.01 * i);
+      NodeTelemetry n;
+      n.node = "gpu-node";
+      n.window_s = 2;
+      n.gpu_note = "NVML, driver 550.54.15";
+      for (int g = 0; g < 2; ++g) {
+        GpuTelemetry gpu;
+        gpu.index = g;
+        gpu.name = "NVIDIA H100 80GB HBM3";
+        gpu.samples = 10;
+        gpu.util_mean = g == 0 ? 80 : 0;
+        gpu.util_max = g == 0 ? 100 : 0;
+        gpu.mem_used_max_bytes = (g + 1) * (1ll << 30);
+        gpu.pcie_tx_bytes = 1e6;
+        gpu.pcie_rx_bytes = i % 2 ? 4e10 : 2e6;  // NVLink: NaN (a PCIe card)
+        gpu.sm_clock_min_mhz = 1500 + 100 * g;
+        gpu.clock_reasons = g == 0 && i % 2 ? 0x24 : 0x1;
+        n.gpus.push_back(gpu);
+      }
+      t.node_telemetry = {n};
+      ASSERT_TRUE((*store)->SaveTrial(t).ok());
+    }
+    e.id = "exp-nogpu";
+    e.total_trials = 1;
+    ASSERT_TRUE((*store)->CreateExperiment(e).ok());
+    TrialRecord t = Trial("exp-nogpu", 0, 0, "baseline", 1);
+    NodeTelemetry n;
+    n.node = "cpu-node";
+    n.window_s = 1;
+    n.gpu_note = "gpu: unavailable (libnvidia-ml.so.1 not found: no NVIDIA driver on this node)";
+    t.node_telemetry = {n};
+    ASSERT_TRUE((*store)->SaveTrial(t).ok());
+  }
+  auto csv = Codlctl({"results", "exp-g", "--db", db_, "--trials"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  ExpectReadableCsv(csv.out, "trials", 4);
+  auto r = Codlctl({"results", "exp-g", "--db", db_, "--trials", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = JsonLines(r.out);
+  ASSERT_EQ(rows.size(), 4u);
+  const Json& t = rows[1];
+  EXPECT_EQ(t["gpu_note"], "NVML, driver 550.54.15");
+  EXPECT_EQ(t["gpu_count"], 2);
+  EXPECT_DOUBLE_EQ(t["gpu_util_mean"].get<double>(), 40);
+  EXPECT_DOUBLE_EQ(t["gpu_util_max"].get<double>(), 100);
+  EXPECT_EQ(t["gpu_mem_used_max_bytes"], 2ll << 30);
+  EXPECT_DOUBLE_EQ(t["gpu_pcie_rx_bytes"].get<double>(), 8e10);
+  EXPECT_DOUBLE_EQ(t["gpu_pcie_tx_bytes"].get<double>(), 2e6);
+  EXPECT_TRUE(t["gpu_nvlink_tx_bytes"].is_null()) << "not counted is null, never 0";
+  EXPECT_DOUBLE_EQ(t["gpu_sm_clock_min_mhz"].get<double>(), 1500);
+  EXPECT_EQ(t["gpu_clock_reasons"], "gpu_idle|sw_power_cap|sw_thermal");
+  const Json gpus = Json::parse(t["gpus"].get<std::string>());
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0]["name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpus[0]["clock_reasons"], "sw_power_cap|sw_thermal");
+  EXPECT_TRUE(gpus[1]["nvlink_rx_bytes"].is_null());
+
+  auto none = Codlctl({"results", "exp-nogpu", "--db", db_, "--trials", "-o", "json"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  const Json n = JsonLines(none.out).at(0);
+  EXPECT_EQ(n["gpu_note"],
+            "gpu: unavailable (libnvidia-ml.so.1 not found: no NVIDIA driver on this node)");
+  EXPECT_EQ(n["gpu_count"], 0);
+  EXPECT_TRUE(n["gpu_util_max"].is_null());
+  EXPECT_TRUE(n["gpu_pcie_rx_bytes"].is_null());
+  EXPECT_TRUE(n["gpu_clock_reasons"].is_null());
+  EXPECT_EQ(n["gpus"], "[]");
+
+  auto summary = Codlctl({"results", "exp-g", "--db", db_, "-o", "json"});
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  bool seen = false;
+  const Json results = Json::parse(summary.out);
+  for (const Json& p : results["pairings"]) {
+    if (p["pairing"] != "h2d@1") continue;
+    seen = true;
+    const Json& tm = p["telemetry"];
+    EXPECT_EQ(tm["gpu_note"], "NVML, driver 550.54.15");
+    ASSERT_EQ(tm["gpus"].size(), 2u) << tm.dump();
+    EXPECT_EQ(tm["gpus"][0]["n"], 2);
+    EXPECT_DOUBLE_EQ(tm["gpus"][0]["pcie_rx_bytes_per_s"].get<double>(), 2e10);
+    EXPECT_DOUBLE_EQ(tm["gpus"][0]["util_mean"].get<double>(), 80);
+    EXPECT_TRUE(tm["gpus"][0]["nvlink_tx_bytes_per_s"].is_null());
+    EXPECT_EQ(tm["gpus"][0]["clock_reasons"], "sw_power_cap|sw_thermal");
+    EXPECT_EQ(tm["gpus"][1]["clock_reasons"], "gpu_idle");
+  }
+  EXPECT_TRUE(seen) << summary.out;
+
+  const std::string html = dir_ + "/gpu.html";
+  auto report = Codlctl({"report", "exp-g", "--db", db_, "--output", html});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string page = testing::ReadFile(html);
+  EXPECT_NE(page.find("<table class=\"telemetry gpu\">"), std::string::npos);
+  EXPECT_NE(page.find("NVIDIA H100 80GB HBM3"), std::string::npos);
+  EXPECT_NE(page.find("sw_power_cap|sw_thermal"), std::string::npos);
+  EXPECT_NE(page.find("0.5 / 20000.0"), std::string::npos) << "PCIe tx / rx MB/s of h2d@1";
+
+  const std::string cpu_html = dir_ + "/nogpu.html";
+  auto cpu_report = Codlctl({"report", "exp-nogpu", "--db", db_, "--output", cpu_html});
+  ASSERT_EQ(cpu_report.exit_code, 0) << cpu_report.err;
+  EXPECT_EQ(testing::ReadFile(cpu_html).find("telemetry gpu"), std::string::npos);
+}
+
 TEST_F(ExportsTest, ResultsJsonCarriesProvenance) {
   auto r = Codlctl({"results", "exp-a", "--db", db_, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
