@@ -664,10 +664,37 @@ step_victim_smoke() {
   rm -rf "$d"
 }
 
+# The agent's GPU telemetry (agent/gpu_telemetry.cc through the node's NVML) while
+# memcpy_baseline copies host to device: the device's PCIe bytes (or, on a driver without PCIe
+# byte counters, its utilization) must be > 0. Built here with g++: it needs no CUDA.
+step_nvml_telemetry() {
+  local log=nvml_telemetry
+  if ! timeout -k 5 120 g++ -O2 -std=c++17 -I"$ROOT" -o "$TOOLS/nvml_telemetry_check" \
+    "$ROOT/tests/gpu/nvml_telemetry_check.cc" "$ROOT/agent/gpu_telemetry.cc" \
+    "$ROOT/agent/nvml_api.cc" "$ROOT/lib/common/gpu_clock_reasons.cc" -ldl \
+    >"$LOGS/nvml_telemetry_build.log" 2>&1; then
+    record nvml.telemetry fail "" "build: $(tail -3 "$LOGS/nvml_telemetry_build.log" | tr '\n' ' ' | cut -c1-300)"
+    return
+  fi
+  if [[ ! -x $TOOLS/memcpy_baseline ]]; then
+    record nvml.telemetry fail "" "memcpy_baseline not built"
+    return
+  fi
+  run_logged "$log" 40 "$TOOLS/nvml_telemetry_check" --device "$DEV" --seconds 3 \
+    --load "$TOOLS/memcpy_baseline h2d 67108864 4 $DEV 32"
+  case $LAST_RC in
+    0) record nvml.telemetry pass "$(json_num "$LOGS/$log.log" pcie_rx_bytes)" \
+      "PCIe rx bytes of GPU $DEV over 3 s of h2d copies; $(grep '^PASS' "$LOGS/$log.log" | cut -c1-200)" ;;
+    77) record nvml.telemetry fail "" "a GPU node whose NVML does not load: $(grep '^SKIP' "$LOGS/$log.log" | cut -c1-200)" ;;
+    *) record nvml.telemetry fail "" "$(last_error "$LOGS/$log.log")" ;;
+  esac
+}
+
 # Ordered: what a first run must answer comes first. "function estimated_seconds".
 STEPS=(
   "memcpy_peak h2d 10"
   "memcpy_peak d2d 10"
+  "step_nvml_telemetry 10"
   "step_nccl_allreduce 15"
   "step_mps_own 15"
   "step_mps_victim 30"

@@ -116,6 +116,17 @@ TEST_F(TelemetryTest, IoUringWritesShowInTheScratchDevicesDiskstats) {
     EXPECT_EQ(t["membw_note"].get<std::string>().rfind("memory bandwidth: unavailable (", 0), 0u)
         << t.dump();
   }
+  // A node without NVML says why, with no GPU figures (never zeros); one with it lists its GPUs.
+  const std::string gpu_note = t["gpu_note"].get<std::string>();
+  if (gpu_note.rfind("gpu: unavailable (", 0) == 0) {
+    EXPECT_EQ(t["gpu_count"], 0) << t.dump();
+    EXPECT_TRUE(t["gpu_util_max"].is_null()) << t.dump();
+    EXPECT_TRUE(t["gpu_pcie_rx_bytes"].is_null()) << t.dump();
+  } else {
+    EXPECT_EQ(gpu_note.rfind("NVML", 0), 0u) << t.dump();
+    EXPECT_GT(t["gpu_count"].get<int>(), 0) << t.dump();
+  }
+  std::fprintf(stderr, "gpu_note: %s\n", gpu_note.c_str());
 }
 
 TEST_F(TelemetryTest, ACpuHogShowsInPsiCpu) {
