@@ -15,6 +15,7 @@
 #include "agent/antagonist_manager.h"
 #include "agent/child_process.h"
 #include "agent/controller_link.h"
+#include "agent/gpu_telemetry.h"
 #include "agent/lease_monitor.h"
 #include "agent/leftovers.h"
 #include "agent/placement.h"
@@ -68,6 +69,9 @@ Status Agent::Start() {
   placer_ = Placer::Detect(options_.agent_id);
   spdlog::info("placement and CPU accounting: {}{}", PlacementModeName(placer_->mode()),
                placer_->reason().empty() ? "" : " (" + placer_->reason() + ")");
+  // NVML for the GPU telemetry, loaded and initialized now: nvmlInit can take seconds, which
+  // would otherwise fall into the first victim's run.
+  spdlog::info("GPU telemetry: {}", NodeNvml().note);
   AntagonistPolicy ap;
   ap.placer = placer_.get();
   ap.inject_binary = options_.inject_binary;

@@ -21,8 +21,9 @@ struct GpuSource {
   std::string note;              // "NVML, driver 550.54.15", or "gpu: unavailable (...)"
 };
 
-// The node's NVML: libnvidia-ml.so.1 loaded and nvmlInit'ed on the first call, kept for the
-// process's life (nvmlInit can take a second; a trial should not pay it). Thread-safe.
+// The node's NVML: libnvidia-ml.so.1 loaded and nvmlInit'ed on the first call (the agent makes
+// it as it starts: nvmlInit can take seconds, a trial should not pay it), kept for the process's
+// life. Thread-safe.
 const GpuSource& NodeNvml();
 
 // NVML over an API table: nvmlInit, and the note saying which driver (or why it failed).
