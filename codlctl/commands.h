@@ -85,7 +85,8 @@ int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& o
              bool quiet = false);
 // watch -o json|csv: one record per progress update (status_output.h).
 int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output);
-// tidy: "" (per-pairing summary), "trials", "phases" or "ranks" (long format, results_output.h).
+// tidy: "" (per-pairing summary), "trials", "phases", "ranks", "phases-summary" or "telemetry"
+// (long format, results_output.h).
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,
                const std::string& output, const std::string& metric = "",
                const std::string& tidy = "");

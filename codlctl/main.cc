@@ -194,8 +194,8 @@ Subcommand AddWatch(CLI::App& app) {
 Subcommand AddResults(CLI::App& app) {
   struct Options {
     std::string id, db, output = "table", metric;
-    bool trials = false, phases = false, ranks = false, phases_summary = false, json = false,
-         csv = false;
+    bool trials = false, phases = false, ranks = false, phases_summary = false, telemetry = false,
+         json = false, csv = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("results", "slowdown per pairing, with CI and p-value");
@@ -215,7 +215,8 @@ Subcommand AddResults(CLI::App& app) {
   auto* trials =
       cmd->add_flag("--trials", o->trials,
                     "long format: one row per trial (CSV unless -o is given); "
-                    "--trials, --phases, --ranks and --phases-summary exclude each other");
+                    "--trials, --phases, --ranks, --phases-summary and --telemetry exclude each "
+                    "other");
   auto* phases = cmd->add_flag("--phases", o->phases,
                                "long format: one row per trial, rank and phase (CSV unless -o is "
                                "given)")
@@ -231,12 +232,20 @@ Subcommand AddResults(CLI::App& app) {
       ->excludes(trials)
       ->excludes(phases)
       ->excludes(ranks);
+  cmd->add_flag("--telemetry", o->telemetry,
+                "long format: one row per trial and node — the victim's and every node that "
+                "ran only antagonists — with its node telemetry (CSV unless -o is given)")
+      ->excludes(trials)
+      ->excludes(phases)
+      ->excludes(ranks)
+      ->excludes("--phases-summary");
   return {cmd, [o, cmd](const GlobalOptions& g) {
             std::string output = o->json ? "json" : o->csv ? "csv" : o->output;
             const std::string tidy = o->trials           ? "trials"
                                      : o->phases         ? "phases"
                                      : o->ranks          ? "ranks"
                                      : o->phases_summary ? "phases-summary"
+                                     : o->telemetry      ? "telemetry"
                                                          : "";
             // The long formats are for pandas/R: CSV unless an output was asked for.
             if (!tidy.empty() && cmd->count("-o") == 0 && !o->json && !o->csv) output = "csv";

@@ -113,8 +113,9 @@ int PrintTidy(ControllerClient* client, const std::string& db, const std::string
   }
   const auto& [e, trials] = *rec;
   const experiment::TidyTable table =
-      kind == "phases"  ? experiment::PhasesTable(e, trials)
-      : kind == "ranks" ? experiment::RanksTable(e, trials)
+      kind == "phases"      ? experiment::PhasesTable(e, trials)
+      : kind == "ranks"     ? experiment::RanksTable(e, trials)
+      : kind == "telemetry" ? experiment::NodeTelemetryTable(e, trials)
       : kind == "phases-summary"
           ? experiment::PhaseSummaryTable(experiment::Summarize(e, trials, OptionsFor(e, metric)))
           : experiment::TrialsTable(e, trials, OptionsFor(e, metric).metric);

@@ -31,7 +31,8 @@ int MeasuredExitCode(ControllerClient* client, const std::string& db, const std:
 // The same from a reason already computed ("" = something was measured).
 int MeasuredExitCode(const std::string& id, const std::string& nothing_measured);
 // The long (tidy) exports: `kind` "trials" (one row per trial), "phases" (per trial x rank x
-// phase), "ranks" (per trial x rank) or "phases-summary" (per pairing x phase);
+// phase), "ranks" (per trial x rank), "phases-summary" (per pairing x phase) or
+// "telemetry" (per trial x node);
 // `output` csv | json (JSON lines) | table.
 int PrintTidy(ControllerClient* client, const std::string& db, const std::string& id,
               const std::string& kind, const std::string& output, FILE* out,

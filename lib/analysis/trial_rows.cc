@@ -134,12 +134,18 @@ std::string TelemetryDevicesJson(const NodeTelemetry& n, bool disks) {
   return o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void AppendTelemetry(std::vector<Cell>* row, const TrialRecord& t) {
-  if (t.node_telemetry.empty()) {
+// The victim's (rank 0's) node's telemetry, the first record; null when there is none.
+const NodeTelemetry* VictimNodeTelemetry(const TrialRecord& t) {
+  return t.node_telemetry.empty() ? nullptr : &t.node_telemetry.front();
+}
+
+// One node's figures; null: every column missing.
+void AppendTelemetry(std::vector<Cell>* row, const NodeTelemetry* node) {
+  if (node == nullptr) {
     row->insert(row->end(), kTelemetryColumns.size(), Cell::Missing());
     return;
   }
-  const NodeTelemetry& n = t.node_telemetry.front();
+  const NodeTelemetry& n = *node;
   auto memory = [](int64_t v) { return v >= 0 ? Cell::Int(v) : Cell::Missing(); };
   int64_t reads = 0, writes = 0;
   for (const DiskTelemetry& d : n.disks) {
@@ -221,12 +227,12 @@ std::string GpusJson(const NodeTelemetry& n) {
   return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void AppendGpuTelemetry(std::vector<Cell>* row, const TrialRecord& t) {
-  if (t.node_telemetry.empty()) {
+void AppendGpuTelemetry(std::vector<Cell>* row, const NodeTelemetry* node) {
+  if (node == nullptr) {
     row->insert(row->end(), kGpuTelemetryColumns.size(), Cell::Missing());
     return;
   }
-  const NodeTelemetry& n = t.node_telemetry.front();
+  const NodeTelemetry& n = *node;
   const double nan = std::nan("");
   double util_sum = 0, util_max = nan, mem_max = nan, sm_min = nan;
   double sums[4] = {nan, nan, nan, nan};  // PCIe tx, rx, NVLink tx, rx
@@ -338,8 +344,8 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
             Cell::Int(t->finished_unix_ms),
             t->cache_total_bytes >= 0 ? Cell::Int(t->cache_total_bytes) : Cell::Missing(),
             t->cache_resident_bytes >= 0 ? Cell::Int(t->cache_resident_bytes) : Cell::Missing()});
-    AppendTelemetry(&row, *t);
-    AppendGpuTelemetry(&row, *t);
+    AppendTelemetry(&row, VictimNodeTelemetry(*t));
+    AppendGpuTelemetry(&row, VictimNodeTelemetry(*t));
     table.rows.push_back(std::move(row));
   }
   return table;
@@ -371,6 +377,29 @@ TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
                       Cell::Text(phase), Cell::Number(it->second)});
         table.rows.push_back(std::move(row));
       }
+    }
+  }
+  return table;
+}
+
+TidyTable NodeTelemetryTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials) {
+  TidyTable table;
+  table.columns = kTrialColumns;
+  for (const char* c : {"state", "node_role"}) table.columns.push_back(c);
+  table.columns.insert(table.columns.end(), kTelemetryColumns.begin(), kTelemetryColumns.end());
+  table.columns.insert(table.columns.end(), kGpuTelemetryColumns.begin(),
+                       kGpuTelemetryColumns.end());
+  for (const TrialRecord* t : ByIndex(trials)) {
+    std::set<std::string> victim_nodes = {t->victim_node};
+    for (const RankRecord& r : t->ranks) victim_nodes.insert(r.node);
+    for (const NodeTelemetry& n : t->node_telemetry) {
+      std::vector<Cell> row = TrialCells(e, *t);
+      // A solo trial ran no victim: every node of it ran the workload alone.
+      const bool victim = !t->solo && victim_nodes.count(n.node) > 0;
+      Append(&row, {Cell::Text(ToString(t->state)), Cell::Text(victim ? "victim" : "antagonists")});
+      AppendTelemetry(&row, &n);
+      AppendGpuTelemetry(&row, &n);
+      table.rows.push_back(std::move(row));
     }
   }
   return table;

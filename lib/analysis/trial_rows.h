@@ -24,5 +24,9 @@ TidyTable PhasesTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
 // `--ranks`: one row per trial and rank (a single instance is rank 0) with the rank's node,
 // exit status, wall time, median step and busy time, and whether it was the trial's slowest.
 TidyTable RanksTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials);
+// `--telemetry`: one row per trial and node with telemetry — the victim's node (and its other
+// ranks' nodes: node_role "victim") and every node that ran only antagonists ("antagonists") —
+// with --trials' telemetry and GPU columns for that node.
+TidyTable NodeTelemetryTable(const ExperimentRecord& e, const std::vector<TrialRecord>& trials);
 
 }  // namespace codl::experiment

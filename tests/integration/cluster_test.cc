@@ -48,6 +48,33 @@ TEST_F(ClusterTest, TwoAgentsRunAnExperimentEndToEnd) {
   EXPECT_GT(full["target_rate"].get<double>(), full["achieved_rate"].get<double>() * 0.5)
       << res.out;
   EXPECT_EQ(full["unit"], "bytes/s");
+  // Node telemetry: agent a's as the victim's node, and agent b's — it ran only the
+  // antagonist — over a window as long as the victim's (BeginNodeWindow / EndNodeWindow).
+  auto tel = c.Ctl({"results", "latest", "--telemetry", "-o", "json"});
+  ASSERT_EQ(tel.exit_code, 0) << tel.err;
+  std::map<int, std::map<std::string, nlohmann::json>> by_trial;  // trial -> node -> row
+  std::istringstream lines(tel.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto row = nlohmann::json::parse(line);
+    by_trial[row["trial"].get<int>()][row["telemetry_node"].get<std::string>()] = row;
+  }
+  int interfered = 0;
+  for (const auto& [trial, nodes] : by_trial) {
+    ASSERT_TRUE(nodes.count("a")) << tel.out;
+    EXPECT_EQ(nodes.at("a")["node_role"], "victim");
+    if (nodes.at("a")["role"] == "baseline") {
+      EXPECT_FALSE(nodes.count("b")) << "a baseline runs no antagonist on b: " << tel.out;
+      continue;
+    }
+    ++interfered;
+    ASSERT_TRUE(nodes.count("b")) << "trial " << trial << ": " << tel.out;
+    const auto& b = nodes.at("b");
+    EXPECT_EQ(b["node_role"], "antagonists");
+    const double victim_window = nodes.at("a")["telemetry_window_s"].get<double>();
+    EXPECT_NEAR(b["telemetry_window_s"].get<double>(), victim_window, 1.0) << b.dump();
+    EXPECT_GE(b["mem_available_min_bytes"].get<double>(), 0) << b.dump();
+  }
+  EXPECT_GE(interfered, 2) << tel.out;
   // Status through the controller names the final state.
   auto st = c.Ctl({"status", "latest"});
   EXPECT_NE(st.out.find("done"), std::string::npos) << st.out;
