@@ -95,10 +95,10 @@ class TcpConnectionCaps : public ::testing::Test {
     if (!dir_.empty()) RemoveTree(dir_);
   }
 
-  // Starts codl-controller on 127.0.0.1: with tokens (plaintext, --insecure) or mutual TLS.
+  // Starts codl-controller on host_ (loopback): with tokens (plaintext, --insecure) or mutual TLS.
   void StartController(const std::string& caps, bool tls) {
     std::string yaml =
-        "listen: 127.0.0.1:" + std::to_string(port_) +
+        "listen: \"" + Address() + "\"" +
         "\ndatabase: c.db\nmetrics_listen: 127.0.0.1:" + std::to_string(metrics_port_) + "\n" +
         caps;
     std::vector<std::string> argv = {Bin("codl-controller"), "--config", dir_ + "/controller.yaml"};
@@ -137,7 +137,7 @@ class TcpConnectionCaps : public ::testing::Test {
       o.pem_private_key = ReadFile(dir_ + "/certs/" + name + ".key");
       creds = grpc::SslCredentials(o);
     }
-    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_), creds, args);
+    return grpc::CreateCustomChannel(Address(), creds, args);
   }
   grpc::Status List(const std::shared_ptr<grpc::Channel>& ch, const std::string& who) {
     grpc::ClientContext c;
@@ -152,6 +152,7 @@ class TcpConnectionCaps : public ::testing::Test {
                      "\n") != std::string::npos;
   }
   std::string Log() { return ReadFile(dir_ + "/controller.log"); }
+  std::string Address() const { return host_ + ":" + std::to_string(port_); }
 
   // max_connections_per_caller 3 for alice; bob's second connection hits max_connections 4.
   void ExpectCallerCaps(int per_caller, int total) {
@@ -215,6 +216,7 @@ class TcpConnectionCaps : public ::testing::Test {
   }
 
   std::string dir_;
+  std::string host_ = "127.0.0.1";
   int port_ = 0, metrics_port_ = 0;
   bool tls_ = false;
   Process controller_;
@@ -237,6 +239,25 @@ TEST_F(TcpConnectionCaps, TlsCallersAreCappedAndSilentHandshakesClosed) {
       true);
   ExpectCallerCaps(2, 3);
   ExpectIdleFloodCapped(30, 8);
+}
+
+// gRPC names an IPv6 peer "ipv6:%5B::1%5D:PORT": its connections are found and capped too.
+TEST_F(TcpConnectionCaps, Ipv6CallersAreCapped) {
+  const int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const bool v6 = probe >= 0 && bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (probe >= 0) close(probe);
+  if (!v6) GTEST_SKIP() << "no IPv6 loopback here";
+  host_ = "[::1]";
+  StartController("max_connections_per_caller: 1\n", false);
+  auto first = NewChannel("alice");
+  ASSERT_TRUE(List(first, "alice").ok()) << Log();
+  const grpc::Status over = List(NewChannel("alice"), "alice");
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << over.error_message();
+  EXPECT_THAT(over.error_message(), HasSubstr("(max_connections_per_caller 1)"));
+  EXPECT_TRUE(List(NewChannel("admin"), "admin").ok()) << Log();
 }
 
 // gRPC's peer strings for connections the TcpListener handed over, as the registry keys them.
