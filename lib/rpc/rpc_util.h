@@ -55,8 +55,9 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const T
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e);
 
 // A started server and the address it is reachable at: the listen address with the port the
-// kernel bound (":0" asks for an ephemeral one); unix sockets as given. Stop() before shutting
-// the server down (it ends the listener's accept thread, which hands connections to it).
+// kernel bound (":0" asks for an ephemeral one); unix sockets as given. The listener accepts
+// for the server: keep it as long as the server serves, and Stop() it before shutting the
+// server down (it ends the listener's accept thread, which hands connections to it).
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;
   std::string address;
