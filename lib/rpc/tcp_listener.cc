@@ -159,7 +159,8 @@ void TcpListener::AcceptLoop() {
   for (int fd : fds_) fds.push_back({fd, POLLIN, 0});
   fds.push_back({wake_fd_, POLLIN, 0});
   for (;;) {
-    if (poll(fds.data(), fds.size(), kTcpTickMs) < 0 && errno != EINTR) {
+    if (poll(fds.data(), fds.size(), kTcpTickMs) < 0) {
+      if (errno == EINTR) continue;
       spdlog::error("{}: poll: {}", address_, strerror(errno));
       return;
     }
