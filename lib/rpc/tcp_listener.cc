@@ -147,11 +147,11 @@ void TcpListener::Stop() {
   thread_.join();
 }
 
-void TcpListener::LogLimited(double* last_s, const std::string& line) {
+bool TcpListener::LogNow(double* last_s) {
   const double now = TcpNowS();
-  if (now - *last_s < 1) return;
+  if (now - *last_s < 1) return false;
   *last_s = now;
-  spdlog::warn("{}: {}", address_, line);
+  return true;
 }
 
 void TcpListener::AcceptLoop() {
@@ -165,11 +165,11 @@ void TcpListener::AcceptLoop() {
       return;
     }
     if (fds.back().revents != 0) return;
-    if (int n = connections::CloseOverdue(); n > 0) {
-      LogLimited(&last_deadline_log_s_,
-                 "closed " + std::to_string(n) +
-                     " connection(s) that made no authorized call within handshake_timeout " +
-                     std::to_string(CurrentConnectionLimits().handshake_timeout_s) + " s");
+    if (int n = connections::CloseOverdue(); n > 0 && LogNow(&last_deadline_log_s_)) {
+      spdlog::warn(
+          "{}: closed {} connection(s) that made no authorized call within "
+          "handshake_timeout {:g} s",
+          address_, n, CurrentConnectionLimits().handshake_timeout_s);
     }
     for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents != 0) AcceptBatch(fds[i].fd);
@@ -187,15 +187,15 @@ void TcpListener::AcceptBatch(int listen_fd) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Out of descriptors (EMFILE...): the socket stays readable; do not spin on it.
-      LogLimited(&last_error_log_s_, std::string("accept: ") + strerror(errno));
+      if (LogNow(&last_error_log_s_)) spdlog::warn("{}: accept: {}", address_, strerror(errno));
       usleep(100 * 1000);
       return;
     }
     const int one = 1;
     setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as gRPC's own listener
-    if (auto evicted = connections::AdmitTcp(conn, peer)) {
-      LogLimited(&last_evict_log_s_,
-                 "closed the oldest connection without an authorized call: " + *evicted);
+    if (auto evicted = connections::AdmitTcp(conn, peer); evicted && LogNow(&last_evict_log_s_)) {
+      spdlog::warn("{}: closed the oldest connection without an authorized call: {}", address_,
+                   *evicted);
     }
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
     p.listener_fd = listen_fd;

@@ -40,8 +40,9 @@ class TcpListener final : public Listener {
   void AcceptLoop();
   // Accepts what is waiting on `listen_fd` (a bounded batch) and hands it over.
   void AcceptBatch(int listen_fd);
-  // At most one line a second per kind of event: a flood must not flood the log as well.
-  void LogLimited(double* last_s, const std::string& line);
+  // Whether to log now: at most one line a second per kind of event (`last_s`), so that a
+  // flood does not flood the log as well.
+  static bool LogNow(double* last_s);
 
   std::vector<int> fds_;
   int wake_fd_;  // eventfd: Stop wakes the accept loop's poll
