@@ -20,8 +20,8 @@
 #include "agent/leftovers.h"
 #include "agent/placement.h"
 #include "agent/telemetry_hub.h"
+#include "lib/rpc/connection_registry.h"
 #include "lib/rpc/health.h"
-#include "lib/rpc/unix_listener.h"
 
 namespace codl::agent {
 
@@ -115,7 +115,7 @@ Status Agent::Start() {
                                   {service_.get()}, "agent", options_.tokens);
   if (!started.ok()) return started.status();
   server_ = std::move(started->server);
-  unix_listener_ = std::move(started->unix_listener);
+  listener_ = std::move(started->listener);
   advertised_ = options_.advertise.empty() ? started->address : options_.advertise;
   rpc::SetServing(server_.get(), "codl.v1.Agent", true);
   spdlog::info("agent {} listening on {}", options_.agent_id, advertised_);
@@ -144,7 +144,7 @@ void Agent::Shutdown() {
   if (link_) link_->Stop();
   if (antagonists_) antagonists_->StopAll("agent shutting down");
   if (watchdog_.joinable()) watchdog_.join();
-  if (unix_listener_) unix_listener_->Stop();  // it hands connections to the server: first
+  if (listener_) listener_->Stop();  // it hands connections to the server: first
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (service_) service_->Shutdown();
   if (server_) server_->Wait();
@@ -167,7 +167,7 @@ void Agent::WatchdogLoop() {
       m.victims_ok = service_->victims_ok();
       m.victims_failed = service_->victims_failed();
       m.achieved_by_injector = st.achieved_by_injector;
-      m.connections_by_role = rpc::OpenUnixConnectionsByRole();
+      m.connections_by_role = rpc::OpenConnectionsByRole();
       metrics_->Update(m);
     }
   }

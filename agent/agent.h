@@ -87,7 +87,7 @@ class Agent {
   std::unique_ptr<AntagonistManager> antagonists_;
   std::unique_ptr<AgentServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<rpc::UnixListener> unix_listener_;
+  std::unique_ptr<rpc::Listener> listener_;
   std::unique_ptr<ControllerLink> link_;
   std::unique_ptr<AgentMetrics> metrics_;
   std::thread watchdog_;

@@ -9,8 +9,8 @@
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
 #include "injectors/core/registry.h"
+#include "lib/rpc/connection_registry.h"
 #include "lib/rpc/health.h"
-#include "lib/rpc/unix_listener.h"
 #include "lib/store/store.h"
 
 namespace codl::controller {
@@ -55,7 +55,7 @@ Status Controller::Start() {
                                   {service_.get()}, "controller", options_.tokens);
   if (!started.ok()) return started.status();
   server_ = std::move(started->server);
-  unix_listener_ = std::move(started->unix_listener);
+  listener_ = std::move(started->listener);
   address_ = started->address;
   rpc::SetServing(server_.get(), "codl.v1.Controller", true);
   // The durable queue first, in its order; then what the crash interrupted, when asked to.
@@ -94,7 +94,7 @@ Status Controller::Start() {
       metrics_->SetAgents(up, down);
       auto [queued, running] = scheduler_->QueuedAndRunning();
       metrics_->SetExperiments(queued, running);
-      metrics_->SetConnections(rpc::OpenUnixConnectionsByRole());
+      metrics_->SetConnections(rpc::OpenConnectionsByRole());
       for (int i = 0; i < 10 && !stopping_; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -112,7 +112,7 @@ void Controller::Shutdown() {
   // Order matters: the scheduler first (it stops the running trial's antagonists through the
   // agents), then the server.
   scheduler_->Shutdown();
-  if (unix_listener_) unix_listener_->Stop();  // it hands connections to the server: first
+  if (listener_) listener_->Stop();  // it hands connections to the server: first
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   service_->Shutdown();
   server_->Wait();

@@ -66,7 +66,7 @@ class Controller {
   std::unique_ptr<ExperimentScheduler> scheduler_;
   std::unique_ptr<ControllerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<rpc::UnixListener> unix_listener_;
+  std::unique_ptr<rpc::Listener> listener_;
   std::unique_ptr<ControllerMetrics> metrics_;
   std::thread metrics_refresher_;
   std::atomic<bool> stopping_{false};

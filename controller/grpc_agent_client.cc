@@ -47,10 +47,23 @@ class GrpcAgentClient : public AgentClient {
   GrpcAgentClient(std::string agent_id, std::shared_ptr<grpc::Channel> channel)
       : agent_id_(std::move(agent_id)), channel_(channel), stub_(v1::Agent::NewStub(channel)) {}
 
-  // gRPC channels connect lazily; this starts the connection now (no-op when already up).
+  // gRPC channels connect lazily; this starts the connection now (no-op when already up). It
+  // also makes a call that costs the agent nothing (GetAntagonist of no id: NOT_FOUND): the
+  // agent closes a TCP connection that has made no authorized call within its
+  // handshake_timeout (docs/security.md), and the first trial may start later than that.
   bool Connect(double wait_s) override {
     if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return true;
-    if (wait_s <= 0) return false;
+    if (wait_s <= 0) {
+      struct Ping {
+        std::unique_ptr<grpc::ClientContext> ctx = rpc::MakeContext(10);
+        v1::GetAntagonistRequest req;
+        v1::GetAntagonistReply reply;
+      };
+      auto ping = std::make_shared<Ping>();
+      stub_->async()->GetAntagonist(ping->ctx.get(), &ping->req, &ping->reply,
+                                    [ping](grpc::Status) {});
+      return false;
+    }
     return channel_->WaitForConnected(
         std::chrono::system_clock::now() +
         std::chrono::microseconds(static_cast<int64_t>(wait_s * 1e6)));

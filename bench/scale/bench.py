@@ -217,9 +217,18 @@ class Run:
         return {k: (f() - c0[k]) / dt for k, f in cpus.items()}, dt
 
     def start_controller(self):
+        # The emulated agents all dial from 127.0.0.1, under --tls with one pool certificate
+        # (codl://agent/*, counted per address): the connection caps meant for callers on the
+        # network (docs/security.md, "Connection limits") would count them as one caller.
+        config = os.path.join(self.work, "controller.yaml")
+        with open(config, "w") as f:
+            f.write("max_connections_per_caller: 1048576\nmax_connections: 1048576\n"
+                    "max_unauthenticated_connections: 1048576\n"
+                    "max_unauthenticated_connections_per_ip: 1048576\n")
         # Plaintext loopback needs the explicit --insecure (docs/security.md).
-        return self.spawn([f"{self.bin}/codl-controller", "--listen", self.addr, "--db", self.db,
-                           *(self.tls("controller") or ["--insecure"])], f"controller-{self.n}.log")
+        return self.spawn([f"{self.bin}/codl-controller", "--config", config, "--listen", self.addr,
+                           "--db", self.db, *(self.tls("controller") or ["--insecure"])],
+                          f"controller-{self.n}.log")
 
     def restart_storm(self, ctl, load):
         """Kills the controller under N registered agents and starts a new one on the same address

@@ -10,8 +10,9 @@
 #include "lib/daemon/cli_flags.h"
 #include "lib/daemon/logging.h"
 #include "lib/daemon/service_notifier.h"
+#include "lib/rpc/connection_registry.h"
 #include "lib/rpc/health.h"
-#include "lib/rpc/unix_listener.h"
+#include "lib/rpc/local_roles.h"
 
 namespace codl::daemon {
 
@@ -152,6 +153,15 @@ std::optional<int> DaemonBootstrap::AfterLoad(
   if (connections.max_connections_per_caller)
     limits.per_caller = static_cast<size_t>(*connections.max_connections_per_caller);
   if (connections.idle_timeout_s) limits.idle_timeout_s = *connections.idle_timeout_s;
+  if (connections.max_unauthenticated_connections) {
+    limits.unauthenticated = static_cast<size_t>(*connections.max_unauthenticated_connections);
+  }
+  if (connections.max_unauthenticated_connections_per_ip) {
+    limits.unauthenticated_per_ip =
+        static_cast<size_t>(*connections.max_unauthenticated_connections_per_ip);
+  }
+  if (connections.handshake_timeout_s)
+    limits.handshake_timeout_s = *connections.handshake_timeout_s;
   if (connections.max_calls) limits.calls_total = static_cast<size_t>(*connections.max_calls);
   if (connections.max_calls_per_caller)
     limits.calls_per_caller = static_cast<size_t>(*connections.max_calls_per_caller);

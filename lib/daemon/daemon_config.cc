@@ -112,6 +112,23 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
     c->connections.idle_timeout_s =
         yaml::Duration(m.Value("idle_timeout"), "idle_timeout", /*positive=*/true);
   }
+  if (m.Has("max_unauthenticated_connections")) {
+    c->connections.max_unauthenticated_connections = yaml::Integer(
+        m.Value("max_unauthenticated_connections"), "max_unauthenticated_connections", 1, 1 << 20);
+  }
+  if (m.Has("max_unauthenticated_connections_per_ip")) {
+    c->connections.max_unauthenticated_connections_per_ip =
+        yaml::Integer(m.Value("max_unauthenticated_connections_per_ip"),
+                      "max_unauthenticated_connections_per_ip", 1, 1 << 20);
+  }
+  if (m.Has("handshake_timeout")) {
+    const double s =
+        yaml::Duration(m.Value("handshake_timeout"), "handshake_timeout", /*positive=*/true);
+    if (s < 1 || s > 3600) {
+      Fail(m.Value("handshake_timeout"), "handshake_timeout", "must be in [1s, 1h]");
+    }
+    c->connections.handshake_timeout_s = s;
+  }
   // Checked (and names resolved) by rpc::LocalRoles::Parse at start; here: a list of "ROLE=WHO".
   if (m.Has("unix_roles")) {
     c->unix_roles = yaml::StringList(m.Value("unix_roles"), "unix_roles");
@@ -155,6 +172,9 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
                  "max_calls",
                  "max_calls_per_caller",
                  "idle_timeout",
+                 "max_unauthenticated_connections",
+                 "max_unauthenticated_connections_per_ip",
+                 "handshake_timeout",
                  "victim_uid_range",
                  "victim_env",
                  "victim_env_keep",
@@ -218,12 +238,28 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
                                                const std::string& filename) {
   ControllerConfig c;
   Status s = internal::ParseConfigText(text, filename, [&](const YAML::Node& root) {
-    MapReader m(
-        root, "",
-        {"listen", "database", "lease", "heartbeat_interval", "tls", "token_file", "tokens_file",
-         "metrics_listen", "health_listen", "log_level", "log_format", "unix_roles",
-         "resume_interrupted", "max_connections", "max_connections_per_caller", "idle_timeout",
-         "max_calls", "max_calls_per_caller"});
+    MapReader m(root, "",
+                {"listen",
+                 "database",
+                 "lease",
+                 "heartbeat_interval",
+                 "tls",
+                 "token_file",
+                 "tokens_file",
+                 "metrics_listen",
+                 "health_listen",
+                 "log_level",
+                 "log_format",
+                 "unix_roles",
+                 "resume_interrupted",
+                 "max_connections",
+                 "max_connections_per_caller",
+                 "idle_timeout",
+                 "max_calls",
+                 "max_calls_per_caller",
+                 "max_unauthenticated_connections",
+                 "max_unauthenticated_connections_per_ip",
+                 "handshake_timeout"});
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("resume_interrupted"))
       c.resume_interrupted = yaml::Bool(m.Value("resume_interrupted"), "resume_interrupted");

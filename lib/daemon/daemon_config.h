@@ -27,11 +27,14 @@ struct TlsPaths {
 
 // Connection caps both daemons take (rpc::ConnectionLimits; docs/configuration.md).
 struct ConnectionConfig {
-  std::optional<int64_t> max_connections;             // non-admin unix-socket connections, all
-  std::optional<int64_t> max_connections_per_caller;  // of one non-admin uid
-  std::optional<int64_t> max_calls;                   // calls in progress, counted callers
-  std::optional<int64_t> max_calls_per_caller;        // of one identity
-  std::optional<double> idle_timeout_s;               // no call for this long: closed
+  std::optional<int64_t> max_connections;                  // of non-admin callers, all listeners
+  std::optional<int64_t> max_connections_per_caller;       // of one non-admin uid or identity
+  std::optional<int64_t> max_unauthenticated_connections;  // TCP, no authorized call yet
+  std::optional<int64_t> max_unauthenticated_connections_per_ip;  // of them, from one IP
+  std::optional<double> handshake_timeout_s;    // TCP: no authorized call this long: closed
+  std::optional<int64_t> max_calls;             // calls in progress, counted callers
+  std::optional<int64_t> max_calls_per_caller;  // of one identity
+  std::optional<double> idle_timeout_s;         // no call for this long: closed
 };
 
 struct AgentConfig {

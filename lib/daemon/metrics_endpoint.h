@@ -55,15 +55,16 @@ inline std::string RateMetricSuffix(const std::string& unit) {
   return per_second ? out + "_per_second" : out;
 }
 
-// `name`{role} (e.g. codl_controller_connections): open unix-socket connections by caller role,
-// set from rpc::OpenUnixConnectionsByRole() by the daemon's metrics refresh.
+// `name`{role} (e.g. codl_controller_connections): open connections on the daemon's listener by
+// caller role ("unauthenticated": TCP, no authorized call yet), set from
+// rpc::OpenConnectionsByRole() by the daemon's metrics refresh.
 inline prometheus::Family<prometheus::Gauge>& RegisterConnectionsGauge(
     prometheus::Registry& registry, const std::string& name) {
   return prometheus::BuildGauge()
       .Name(name)
       .Help(
-          "Open connections on the daemon's unix socket, by the caller's role (TCP/TLS "
-          "connections are not counted).")
+          "Open connections on the daemon's listener (unix socket or TCP), by the caller's "
+          "role; \"unauthenticated\": TCP connections that have made no authorized call yet.")
       .Register(registry);
 }
 inline void SetConnectionsGauge(prometheus::Family<prometheus::Gauge>& family,

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/common/utf8.h"
+#include "lib/rpc/connection_registry.h"
 #include "lib/rpc/health.h"
 #include "lib/rpc/status.h"
 #include "lib/rpc/unix_listener.h"
@@ -437,9 +438,12 @@ Result<Identity> CallerOf(const grpc::ServerContextBase& ctx) {
 }
 
 namespace {
-// CountCall, and the refusal logged (at most one line a second).
+// The call's TCP connection counted for its caller (AttributeConnection), then CountCall; a
+// refusal logged (at most one line a second).
 grpc::Status Counted(const grpc::ServerContextBase& ctx, const Identity& who) {
-  if (Status s = CountCall(ctx, who); !s.ok()) {
+  Status s = AttributeConnection(ctx.peer(), who);
+  if (s.ok()) s = CountCall(ctx, who);
+  if (!s.ok()) {
     // At most one line a second: a caller at its cap must not flood the log instead.
     static std::atomic<int64_t> last_log_s{0};
     const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(

@@ -111,10 +111,11 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewMethod
 Result<Identity> CallerOf(const grpc::ServerContextBase& ctx);
 
 // Every handler's first check, behind the authorizer: OK when an identity was established for
-// the call (fails closed should a server ever run without the authorizer) and the call fits
-// its caller's in-flight caps (ConnectionLimits::calls_per_caller, calls_total; admins are not
-// counted): RESOURCE_EXHAUSTED naming the cap otherwise. The count is
-// released when the call ends.
+// the call (fails closed should a server ever run without the authorizer), its TCP connection
+// fits the caller's connection caps (the first such call counts the connection for the caller:
+// AttributeConnection in connection_registry.h) and the call fits its caller's in-flight caps
+// (ConnectionLimits::calls_per_caller, calls_total; admins are not counted): RESOURCE_EXHAUSTED
+// naming the cap otherwise. The call count is released when the call ends.
 grpc::Status CheckCaller(const grpc::ServerContextBase* ctx);
 // Counted calls in progress by caller ("user-read/alice": 3): tests and the log.
 std::map<std::string, size_t> CallsInProgressByCaller();

@@ -1,5 +1,7 @@
 #include "lib/rpc/rpc_util.h"
 #include "lib/rpc/health.h"
+#include "lib/rpc/tcp_listener.h"
+#include "lib/rpc/unix_listener.h"
 
 #include <arpa/inet.h>
 #include <sys/stat.h>
@@ -169,7 +171,7 @@ Result<std::shared_ptr<grpc::ServerCredentials>> TcpServerCredentials(
 }  // namespace
 
 void StartedServer::Stop() {
-  if (unix_listener) unix_listener->Stop();
+  if (listener) listener->Stop();
 }
 
 Result<StartedServer> StartServer(const Endpoint& listen,
@@ -191,16 +193,18 @@ Result<StartedServer> StartServer(const Endpoint& listen,
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                                static_cast<int>(std::min(idle_s * 1e3, 2e9)));
   }
-  int port = 0;
-  const bool unix_socket = listen.address.rfind("unix:", 0) == 0;
-  if (unix_socket) {
+  if (listen.address.rfind("unix:", 0) == 0) {
     auto l = UnixListener::Open(listen.address.substr(5));
     if (!l.ok()) return Error{who + " --listen: " + l.error(), l.status().code()};
-    started.unix_listener = std::move(*l);
+    started.listener = std::move(*l);
   } else {
     auto creds = TcpServerCredentials(listen, tokens);
     if (!creds.ok()) return Error{who + " --listen: " + creds.error(), creds.status().code()};
-    builder.AddListeningPort(listen.address, *creds, &port);
+    auto l = TcpListener::Open(listen.address, *creds, &builder);
+    if (!l.ok()) return Error{who + " --listen: " + l.error(), l.status().code()};
+    started.address =
+        listen.address.substr(0, listen.address.rfind(':')) + ":" + std::to_string((*l)->port());
+    started.listener = std::move(*l);
   }
   for (grpc::Service* service : services) builder.RegisterService(service);
   // Unix-socket calls are checked against the method table by CallerOf (authz.h).
@@ -209,12 +213,7 @@ Result<StartedServer> StartServer(const Endpoint& listen,
   builder.experimental().SetInterceptorCreators(std::move(recorders));
   started.server = builder.BuildAndStart();
   if (!started.server) return Unavailable(who + ": cannot listen on '" + listen.address + "'");
-  if (unix_socket) {
-    started.unix_listener->Start(started.server.get());
-  } else {
-    started.address =
-        started.address.substr(0, started.address.rfind(':')) + ":" + std::to_string(port);
-  }
+  started.listener->Start(started.server.get());
   return started;
 }
 

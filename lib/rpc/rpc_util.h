@@ -12,8 +12,9 @@
 
 #include "lib/common/result.h"
 #include "lib/rpc/authz.h"
+#include "lib/rpc/connection_registry.h"
+#include "lib/rpc/listener.h"
 #include "lib/rpc/status.h"
-#include "lib/rpc/unix_listener.h"
 
 namespace codl::rpc {
 
@@ -54,19 +55,21 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const T
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Endpoint& e);
 
 // A started server and the address it is reachable at: the listen address with the port the
-// kernel bound (":0" asks for an ephemeral one); unix sockets as given. Stop() before shutting
-// the server down (it ends the unix socket's accept thread, which hands connections to it).
+// kernel bound (":0" asks for an ephemeral one); unix sockets as given. The listener accepts
+// for the server: keep it as long as the server serves, and Stop() it before shutting the
+// server down (it ends the listener's accept thread, which hands connections to it).
 struct StartedServer {
   std::unique_ptr<grpc::Server> server;
   std::string address;
-  std::unique_ptr<UnixListener> unix_listener;  // unix: addresses only
+  std::unique_ptr<Listener> listener;  // UnixListener or TcpListener
   void Stop();
 };
 
 // The one way both daemons start their gRPC server, and where every call is authorized
-// (authz.h): "unix:PATH" through UnixListener (peer uid checked, private directory), TLS with
-// the CallAuthorizer on the port, plaintext loopback TCP only when listen.insecure (with the
-// CallAuthorizer too: tokens when a tokens file is given, else everyone is admin). `tokens`
+// (authz.h) and every connection capped (connection_registry.h): "unix:PATH" through
+// UnixListener (peer uid checked, private directory); TCP through TcpListener, TLS with the
+// CallAuthorizer, or plaintext loopback only when listen.insecure (with the CallAuthorizer too:
+// tokens when a tokens file is given, else everyone is admin). `tokens`
 // may be null. `who` prefixes errors.
 Result<StartedServer> StartServer(const Endpoint& listen,
                                   const std::vector<grpc::Service*>& services,

@@ -12,8 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <map>
-#include <mutex>
 
 #include <grpcpp/server_posix.h>
 #include <spdlog/spdlog.h>
@@ -27,38 +25,6 @@ bool AdmitLocalPeer(uid_t peer_uid, uid_t self_uid) {
 }
 
 namespace {
-
-// Connections handed to gRPC, by descriptor, with the socket's inode: gRPC names the peer of
-// such a channel "fd:N" and nothing else. While a call runs, its transport holds N open, so N is
-// still that connection; the inode check refuses a stale entry whose number was reused.
-struct LocalPeer {
-  Identity who;
-  ino_t inode = 0;
-  uid_t uid = 0;
-  bool admin = false;
-};
-std::mutex& PeersMu() {
-  static std::mutex mu;
-  return mu;
-}
-std::map<int, LocalPeer>& Peers() {
-  static auto* peers = new std::map<int, LocalPeer>();  // outlives server threads at exit
-  return *peers;
-}
-
-std::mutex& LimitsMu() {
-  static std::mutex mu;
-  return mu;
-}
-ConnectionLimits& Limits() {
-  static ConnectionLimits limits;
-  return limits;
-}
-
-ino_t InodeOf(int fd) {
-  struct stat st {};
-  return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? st.st_ino : 0;
-}
 
 Status CheckSocketDirectory(const std::string& dir, mode_t create_mode, mode_t forbidden) {
   if (mkdir(dir.c_str(), create_mode) != 0 && errno != EEXIST) {
@@ -85,29 +51,6 @@ Status CheckSocketDirectory(const std::string& dir, mode_t create_mode, mode_t f
 
 }  // namespace
 
-void SetConnectionLimits(const ConnectionLimits& limits) {
-  std::lock_guard<std::mutex> l(LimitsMu());
-  Limits() = limits;
-}
-
-ConnectionLimits CurrentConnectionLimits() {
-  std::lock_guard<std::mutex> l(LimitsMu());
-  return Limits();
-}
-
-std::map<std::string, int> OpenUnixConnectionsByRole() {
-  std::map<std::string, int> out;
-  for (Role r :
-       {Role::kController, Role::kAgent, Role::kUserRead, Role::kUserSubmit, Role::kAdmin}) {
-    out[RoleName(r)] = 0;
-  }
-  std::lock_guard<std::mutex> l(PeersMu());
-  for (const auto& [fd, peer] : Peers()) {
-    if (InodeOf(fd) == peer.inode) ++out[RoleName(peer.who.role)];
-  }
-  return out;
-}
-
 Status EnsurePrivateDirectory(const std::string& dir) {
   return CheckSocketDirectory(dir, 0700, 077);
 }
@@ -122,13 +65,7 @@ std::optional<Identity> LocalPeerOf(const std::string& peer) {
   if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
   }
-  const int fd = std::stoi(n);
-  std::lock_guard<std::mutex> l(PeersMu());
-  auto it = Peers().find(fd);
-  if (it == Peers().end() || it->second.inode == 0 || InodeOf(fd) != it->second.inode) {
-    return std::nullopt;
-  }
-  return it->second.who;
+  return connections::UnixIdentity(std::stoi(n));
 }
 
 Result<std::unique_ptr<UnixListener>> UnixListener::Open(const std::string& path,
@@ -181,39 +118,15 @@ void UnixListener::Stop() {
   unlink(path_.c_str());
 }
 
-bool UnixListener::WithinLimits(uid_t uid, bool admin) {
-  const ConnectionLimits caps = CurrentConnectionLimits();
-  size_t mine = 0, others = 0;
-  {
-    std::lock_guard<std::mutex> l(PeersMu());
-    for (auto it = Peers().begin(); it != Peers().end();) {
-      if (InodeOf(it->first) != it->second.inode) {  // gRPC closed it (or the number moved on)
-        it = Peers().erase(it);
-        continue;
-      }
-      if (!it->second.admin) {
-        ++others;
-        mine += it->second.uid == uid;
-      }
-      ++it;
-    }
-  }
-  if (admin) return true;
-  std::string cap;
-  if (mine >= caps.per_caller) {
-    cap = "uid " + std::to_string(uid) + " already has " + std::to_string(mine) +
-          " connections open (max_connections_per_caller " + std::to_string(caps.per_caller) + ")";
-  } else if (others >= caps.total) {
-    cap = std::to_string(others) + " connections of non-admin callers are open (max_connections " +
-          std::to_string(caps.total) + ")";
-  }
-  if (cap.empty()) return true;
+bool UnixListener::Register(int conn, uid_t uid, const Identity& who, bool admin) {
+  auto refusal = connections::AdmitUnix(conn, uid, who, admin);
+  if (!refusal) return true;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   const double now_s = now.tv_sec + now.tv_nsec * 1e-9;
   if (now_s - last_refusal_log_s_ >= 1) {
     last_refusal_log_s_ = now_s;
-    spdlog::warn("unix:{}: refused a connection: {}", path_, cap);
+    spdlog::warn("unix:{}: refused a connection: {}", path_, *refusal);
   }
   return false;
 }
@@ -258,13 +171,9 @@ void UnixListener::AcceptLoop(grpc::Server* server) {
     uid_t uid = 0;
     auto who = Admit(conn, &uid);
     const bool admin = uid == 0 || uid == geteuid();
-    if (!who || !WithinLimits(uid, admin)) {
+    if (!who || !Register(conn, uid, *who, admin)) {
       close(conn);
       continue;
-    }
-    {
-      std::lock_guard<std::mutex> l(PeersMu());
-      Peers()[conn] = LocalPeer{*who, InodeOf(conn), uid, admin};
     }
     grpc::AddInsecureChannelFromFd(server, conn);  // the server owns the fd from here on
   }

@@ -12,8 +12,6 @@
 
 #include <sys/types.h>
 
-#include <atomic>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,30 +21,11 @@
 
 #include "lib/common/result.h"
 #include "lib/rpc/authz.h"
+#include "lib/rpc/connection_registry.h"
+#include "lib/rpc/listener.h"
 #include "lib/rpc/local_roles.h"
 
 namespace codl::rpc {
-
-// Caps on what non-admin callers may hold open (docs/security.md, "Connection limits"): a caller
-// granted only `user-read` must not exhaust the daemon's descriptors or threads. Root and the
-// daemon's own uid (the local admins) are not counted against them: the rest of the descriptor
-// limit is theirs. `idle_timeout_s` applies to every connection, TCP too: one with no call for
-// that long is closed (gRPC's max_connection_idle), so a connection that never sends a byte is
-// not kept forever.
-// Calls in progress are capped per caller identity on every transport (TLS, token, unix);
-// admins are not counted.
-struct ConnectionLimits {
-  size_t per_caller = 64;         // open unix-socket connections of one non-admin uid
-  size_t total = 1024;            // of all non-admin uids together
-  double idle_timeout_s = 600;    // no call for this long: closed
-  size_t calls_per_caller = 256;  // calls in progress (streams too) of one identity
-  size_t calls_total = 4096;      // of all counted identities together
-};
-void SetConnectionLimits(const ConnectionLimits& limits);
-ConnectionLimits CurrentConnectionLimits();
-// Open unix-socket connections now, by the role of their caller ("admin", "user-read", ...;
-// every role present, 0 when none): the daemons' codl_*_connections gauges.
-std::map<std::string, int> OpenUnixConnectionsByRole();
 
 // Whether a peer with `peer_uid` may use a daemon running as `self_uid`.
 bool AdmitLocalPeer(uid_t peer_uid, uid_t self_uid);
@@ -62,18 +41,16 @@ Status EnsureSocketDirectory(const std::string& dir);
 // string ("fd:N"); nullopt for anything else or a descriptor that is no longer that connection.
 std::optional<Identity> LocalPeerOf(const std::string& peer);
 
-class UnixListener {
+class UnixListener final : public Listener {
  public:
   // Binds and listens on `path` (without "unix:"); the socket file is made 0600 (0666 when
   // `roles` grant others). `roles`: null takes CurrentLocalRoles().
   static Result<std::unique_ptr<UnixListener>> Open(const std::string& path,
                                                     const LocalRoles* roles = nullptr);
-  ~UnixListener();
-  // Starts the accept thread; connections go to `server` (which must outlive Stop).
-  void Start(grpc::Server* server);
-  // Stops accepting and removes the socket file. Connections already handed over stay with the
-  // server until it shuts down.
-  void Stop();
+  ~UnixListener() override;
+  void Start(grpc::Server* server) override;
+  // Also removes the socket file.
+  void Stop() override;
 
  private:
   UnixListener(int fd, int wake_fd, std::string path, LocalRoles roles)
@@ -81,9 +58,9 @@ class UnixListener {
   void AcceptLoop(grpc::Server* server);
   // The connection's identity, or nullopt when its peer has no role here. `uid`: the peer's.
   std::optional<Identity> Admit(int conn, uid_t* uid) const;
-  // Whether a connection of `uid` fits the caps (ConnectionLimits); logs a refusal (at most
-  // once a second) naming the cap. Prunes entries of connections gRPC has closed.
-  bool WithinLimits(uid_t uid, bool admin);
+  // Registers the connection (connection_registry.h) when it fits the caps; logs a refusal
+  // (at most once a second) naming the cap.
+  bool Register(int conn, uid_t uid, const Identity& who, bool admin);
 
   int fd_;
   int wake_fd_;  // eventfd: Stop wakes the accept loop's poll

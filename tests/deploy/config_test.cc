@@ -277,6 +277,41 @@ TEST(DaemonConfig, LoggingAndHealthKeys) {
   EXPECT_THAT(bad.error(), StartsWith("c.yaml:1:13: log_format: expected text or json"));
 }
 
+// Connection caps (docs/configuration.md): both daemons take them; a bad value names the key
+// and its range.
+TEST(DaemonConfig, ConnectionCapKeys) {
+  const char* text =
+      "max_connections: 500\nmax_connections_per_caller: 8\nmax_unauthenticated_connections: "
+      "100\nmax_unauthenticated_connections_per_ip: 16\nhandshake_timeout: 5s\n"
+      "idle_timeout: 2m\n";
+  auto a = ParseAgentConfig(text, "a.yaml");
+  ASSERT_TRUE(a.ok()) << a.error();
+  auto c = ParseControllerConfig(text, "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  for (const ConnectionConfig* k : {&a->connections, &c->connections}) {
+    EXPECT_EQ(*k->max_connections, 500);
+    EXPECT_EQ(*k->max_connections_per_caller, 8);
+    EXPECT_EQ(*k->max_unauthenticated_connections, 100);
+    EXPECT_EQ(*k->max_unauthenticated_connections_per_ip, 16);
+    EXPECT_DOUBLE_EQ(*k->handshake_timeout_s, 5);
+    EXPECT_DOUBLE_EQ(*k->idle_timeout_s, 120);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"max_unauthenticated_connections_per_ip: 0\n",
+       "c.yaml:1:41: max_unauthenticated_connections_per_ip: 0 is out of range [1, 1048576]"},
+      {"max_unauthenticated_connections: many\n",
+       "c.yaml:1:34: max_unauthenticated_connections: expected an integer"},
+      {"handshake_timeout: 0s\n", "c.yaml:1:20: handshake_timeout: '0s' must be greater than 0"},
+      {"handshake_timeout: 2h\n", "c.yaml:1:20: handshake_timeout: must be in [1s, 1h]"},
+      {"max_connections: -3\n", "c.yaml:1:18: max_connections: -3 is out of range [1, 1048576]"},
+  };
+  for (const auto& [text, error] : bad) {
+    auto r = ParseControllerConfig(text, "c.yaml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_THAT(r.error(), StartsWith(error));
+  }
+}
+
 TEST(ConfigPath, ExplicitMustExistDefaultMayBeMissing) {
   std::string dir = TempDir();
   auto missing_default = ResolveConfigPath("", false, dir + "/nope.yaml");

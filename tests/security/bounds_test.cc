@@ -180,12 +180,14 @@ class ControllerServiceBounds : public ::testing::Test {
                                     "test", std::move(tokens));
     ASSERT_TRUE(started.ok()) << started.error();
     server_ = std::move(started->server);
+    listener_ = std::move(started->listener);  // it accepts for the server: keep it
     auto ch = rpc::MakeChannel(rpc::Endpoint{started->address, {}, true});
     ASSERT_TRUE(ch.ok());
     stub_ = v1::Controller::NewStub(*ch);
   }
   void StopServing() {
     if (!server_) return;
+    listener_->Stop();
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     service_->Shutdown();
     server_->Wait();
@@ -231,6 +233,7 @@ class ControllerServiceBounds : public ::testing::Test {
   std::unique_ptr<ExperimentScheduler> scheduler_;
   std::unique_ptr<ControllerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::Listener> listener_;
   std::unique_ptr<v1::Controller::Stub> stub_;
 };
 
