@@ -12,6 +12,7 @@
 
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
+#include "codlctl/injector_choice.h"
 #include "codlctl/results_output.h"
 #include "injectors/core/registry.h"
 #include "lib/common/units.h"
@@ -37,13 +38,7 @@ Result<std::string> CrosstalkYaml(const std::string& text, const std::vector<std
     } catch (const YAML::Exception& e) {
       return Err(std::string("cannot read the file: ") + e.what());
     }
-    if (const YAML::Node given = root["antagonists"]; given && given.IsSequence()) {
-      for (const auto& a : given) {
-        if (a.IsMap() && a["injector"] && a["injector"].IsScalar() && a["options"] &&
-            !options.count(a["injector"].Scalar()))
-          options[a["injector"].Scalar()] = YAML::Clone(a["options"]);
-      }
-    }
+    options = InjectorOptionsIn(root);
     // The victim's nodes are where the footprints matter: they become the experiment's.
     if (root["victim"] && root["victim"].IsMap() && root["victim"]["nodes"] && !root["nodes"])
       root["nodes"] = YAML::Clone(root["victim"]["nodes"]);
@@ -90,33 +85,7 @@ Status CheckCrosstalkFlags(const CrosstalkCliOptions& o) {
     return Err("--window '" + o.window + "' is out of range 1s … 1h");
   if (o.repetitions < 1 || o.repetitions > 1000)
     return Err("--repetitions " + std::to_string(o.repetitions) + " is out of range 1 … 1000");
-  if (o.levels.empty()) return Err("--levels: give at least one level, e.g. 0.5,max");
-  for (const std::string& l : o.levels) {
-    if (l == "max") continue;
-    char* end = nullptr;
-    const double v = strtod(l.c_str(), &end);
-    if (end == l.c_str() || *end != '\0' || !(v > 0 && v <= 1))
-      return Err("--levels: '" + l + "' is not a level in (0, 1] or max");
-  }
-  for (const std::string& n : o.injectors) {
-    if (Status s = injectors::ValidateInjectorName(n); !s.ok())
-      return Err("--injectors: " + s.error());
-  }
-  return Status::Ok();
-}
-
-int ShowCrosstalk(const GlobalOptions& g, const CrosstalkCliOptions& o) {
-  if (o.run.output != "table" && o.run.output != "json" && o.run.output != "csv")
-    return CrosstalkFail("-o '" + o.run.output + "': expected table, json or csv");
-  std::unique_ptr<ControllerClient> client;
-  std::string db = o.run.db;
-  if (!ConfiguredController(g.controller).empty()) {
-    auto c = ConnectController(g);
-    if (!c.ok()) return CrosstalkFail(c.error());
-    client = std::move(c.value());
-    db.clear();
-  }
-  return PrintCrosstalk(client.get(), db, o.show, o.run.output, stdout);
+  return CheckLevelsAndInjectors(o.levels, o.injectors, "0.5,max");
 }
 
 }  // namespace
@@ -164,7 +133,7 @@ int CmdCrosstalk(const GlobalOptions& g, const CrosstalkCliOptions& o) {
   if (!o.show.empty()) {
     if (!o.run.file.empty())
       return CrosstalkFail("give FILE (to run a cross-talk experiment) or --show ID, not both");
-    return ShowCrosstalk(g, o);
+    return ShowStored(g, "crosstalk", o.run.db, o.show, o.run.output, PrintCrosstalk);
   }
   if (Status s = CheckCrosstalkFlags(o); !s.ok()) return CrosstalkFail(s.error());
   std::string text;
@@ -199,26 +168,12 @@ int CmdCrosstalk(const GlobalOptions& g, const CrosstalkCliOptions& o) {
     return yaml;
   };
   if (o.plan) {
-    std::vector<std::string> names = o.injectors;
-    if (names.empty()) {
-      if (ConfiguredController(g.controller).empty()) {
-        names = HostInjectors();
-        if (names.empty())
-          return CrosstalkFail(
-              "codl-inject --list reports no injector available on this host (noop "
-              "excepted): name some with --injectors");
-      } else {
-        auto c = ConnectController(g);
-        if (!c.ok()) return CrosstalkFail(c.error());
-        auto supported = NodeInjectors(c->get(), nodes);
-        if (!supported.ok())
-          return CrosstalkFail(supported.error(), supported.code() == StatusCode::kUnavailable
-                                                      ? kExitUnreachable
-                                                      : kExitBadInput);
-        names = *supported;
-      }
-    }
-    auto yaml = build(names, PlanDetail::kTrials);
+    auto names = PlanInjectors(g, o.injectors, nodes);
+    if (!names.ok())
+      return CrosstalkFail(names.error(), names.code() == StatusCode::kUnavailable
+                                              ? kExitUnreachable
+                                              : kExitBadInput);
+    auto yaml = build(*names, PlanDetail::kTrials);
     return yaml.ok() ? kExitOk : CrosstalkFail(yaml.error());
   }
   RunOptions run = o.run;

@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "codlctl/commands.h"
 #include "codlctl/controller_client.h"
+#include "codlctl/injector_choice.h"
 #include "codlctl/results_output.h"
 #include "injectors/core/registry.h"
 #include "lib/common/utf8.h"
@@ -40,14 +41,7 @@ Result<std::string> ProfileYaml(const std::string& text, const std::vector<std::
     return Err(std::string("cannot read the file: ") + e.what());
   }
   // An injector's options in FILE (its first antagonist of that injector) carry over.
-  std::map<std::string, YAML::Node> options;
-  if (const YAML::Node given = root["antagonists"]; given && given.IsSequence()) {
-    for (const auto& a : given) {
-      if (a.IsMap() && a["injector"] && a["injector"].IsScalar() && a["options"] &&
-          !options.count(a["injector"].Scalar()))
-        options[a["injector"].Scalar()] = YAML::Clone(a["options"]);
-    }
-  }
+  std::map<std::string, YAML::Node> options = InjectorOptionsIn(root);
   for (const char* key : {"antagonists", "pairings", "tolerance"}) root.remove(key);
   root["name"] = root["name"].as<std::string>() + "-profile";
   if (o.repetitions > 0) root["repetitions"] = o.repetitions;
@@ -89,33 +83,7 @@ Status CheckProfileFlags(const ProfileCliOptions& o) {
     return Err("--max-trials " + std::to_string(o.max_trials) + " is out of range 1 … 10000");
   if (o.repetitions < 0 || o.repetitions > 1000)
     return Err("--repetitions " + std::to_string(o.repetitions) + " is out of range 1 … 1000");
-  if (o.levels.empty()) return Err("--levels: give at least one level, e.g. 0.25,0.5,max");
-  for (const std::string& l : o.levels) {
-    if (l == "max") continue;
-    char* end = nullptr;
-    const double v = strtod(l.c_str(), &end);
-    if (end == l.c_str() || *end != '\0' || !(v > 0 && v <= 1))
-      return Err("--levels: '" + l + "' is not a level in (0, 1] or max");
-  }
-  for (const std::string& n : o.injectors) {
-    if (Status s = injectors::ValidateInjectorName(n); !s.ok())
-      return Err("--injectors: " + s.error());
-  }
-  return Status::Ok();
-}
-
-int ShowProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
-  if (o.run.output != "table" && o.run.output != "json" && o.run.output != "csv")
-    return ProfileFail("-o '" + o.run.output + "': expected table, json or csv");
-  std::unique_ptr<ControllerClient> client;
-  std::string db = o.run.db;
-  if (!ConfiguredController(g.controller).empty()) {
-    auto c = ConnectController(g);
-    if (!c.ok()) return ProfileFail(c.error());
-    client = std::move(c.value());
-    db.clear();
-  }
-  return PrintProfile(client.get(), db, o.show, o.run.output, stdout);
+  return CheckLevelsAndInjectors(o.levels, o.injectors, "0.25,0.5,max");
 }
 
 }  // namespace
@@ -168,7 +136,7 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
   if (!o.show.empty()) {
     if (!o.run.file.empty())
       return ProfileFail("give FILE (to run a profile) or --show ID, not both");
-    return ShowProfile(g, o);
+    return ShowStored(g, "profile", o.run.db, o.show, o.run.output, PrintProfile);
   }
   if (o.run.file.empty())
     return ProfileFail("give the experiment FILE whose victim to profile, or --show ID");
@@ -202,26 +170,11 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
     return yaml;
   };
   if (o.plan) {
-    std::vector<std::string> names = o.injectors;
-    if (names.empty()) {
-      if (ConfiguredController(g.controller).empty()) {
-        names = HostInjectors();
-        if (names.empty())
-          return ProfileFail(
-              "codl-inject --list reports no injector available on this host "
-              "(noop excepted): name some with --injectors");
-      } else {
-        auto c = ConnectController(g);
-        if (!c.ok()) return ProfileFail(c.error());
-        auto supported = NodeInjectors(c->get(), spec->victim.nodes);
-        if (!supported.ok())
-          return ProfileFail(supported.error(), supported.code() == StatusCode::kUnavailable
-                                                    ? kExitUnreachable
-                                                    : kExitBadInput);
-        names = *supported;
-      }
-    }
-    auto yaml = build(names, PlanDetail::kTrials);
+    auto names = PlanInjectors(g, o.injectors, spec->victim.nodes);
+    if (!names.ok())
+      return ProfileFail(names.error(), names.code() == StatusCode::kUnavailable ? kExitUnreachable
+                                                                                 : kExitBadInput);
+    auto yaml = build(*names, PlanDetail::kTrials);
     return yaml.ok() ? kExitOk : ProfileFail(yaml.error());
   }
   RunOptions run = o.run;

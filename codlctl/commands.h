@@ -2,6 +2,7 @@
 // runtime error), 2 bad input (bad YAML, bad flags, unknown experiment).
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -149,6 +150,21 @@ Result<std::vector<std::string>> NodeInjectors(ControllerClient* client,
 // The same on this host without a controller (--plan with nothing started): asked of
 // codl-inject beside codlctl, as the agent asks it (codlctl links only the injectors' catalog).
 std::vector<std::string> HostInjectors();
+// --plan's injectors: `given`, else what the configured controller's nodes matching `nodes`
+// support (kUnavailable when it cannot be asked), else this host's.
+Result<std::vector<std::string>> PlanInjectors(const GlobalOptions& g,
+                                               const std::vector<std::string>& given,
+                                               const experiment::NodeSelector& nodes);
+// profile's and crosstalk's --levels (each in (0, 1] or max; `example` in the empty-list error)
+// and --injectors (known names).
+Status CheckLevelsAndInjectors(const std::vector<std::string>& levels,
+                               const std::vector<std::string>& names, const char* example);
+// --show ID: `print` (PrintProfile, PrintCrosstalk) from the configured controller, else `db`;
+// `verb` names the command in errors.
+using ShowPrinter = std::function<int(ControllerClient*, const std::string& db,
+                                      const std::string& id, const std::string& output, FILE*)>;
+int ShowStored(const GlobalOptions& g, const std::string& verb, const std::string& db,
+               const std::string& id, const std::string& output, const ShowPrinter& print);
 // `run`'s and `resume`'s options (main.cc): --db, -o, --report, --csv, --json, --lease,
 // --scratch-root, -q.
 void AddRunOptions(CLI::App* cmd, RunOptions* ro);
