@@ -54,7 +54,7 @@ quickstart() {
 
 # What needs optimized, uninstrumented binaries: the deployment checks (ELF dependencies, the
 # install layout, systemd, Slurm, Kubernetes, Prometheus, Grafana), the repository checks and
-# the GPU tests, whose CUDA code the sanitizer builds leave out.
+# the GPU tests, whose CUDA code the sanitizer builds leave out, and the controller's RSS bound.
 plain() {
   cmake --build "$qs_build" -j "$jobs"
   cmake --build "$qs_build" -j "$jobs" --target codl_plain_tests
@@ -64,6 +64,8 @@ plain() {
   for t in gpu_injectors_test gpu_cli_test; do
     CODL_BIN_DIR=$root/$qs_build/bin "$qs_build/bin/$t" --gtest_brief=1
   done
+  # Skipped under the sanitizers (their allocators keep freed memory): measured here.
+  CODL_BIN_DIR=$root/$qs_build/bin "$qs_build/bin/security_plan_memory_test" --gtest_brief=1
 }
 
 # The developer's loop without sanitizers (CODL_SANITIZERS=0).

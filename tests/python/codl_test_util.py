@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -57,6 +58,7 @@ def env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     e = dict(os.environ)
     e["PYTHONPATH"] = PYTHON_DIR + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     e.setdefault("OMP_NUM_THREADS", "1")
+    e.setdefault("PYTHONFAULTHANDLER", "1")  # a hung child killed by run() says where it hung
     e.pop("CODL_PROGRESS_FD", None)
     if extra:
         e.update(extra)
@@ -90,9 +92,15 @@ def run(argv: Sequence[str], codl: bool = True, channel: bool = True,
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        raise AssertionError(f"{cmd} timed out after {timeout} s; stderr: {err[-2000:]}")
+        # SIGABRT first: with PYTHONFAULTHANDLER set (env()), Python prints every thread's stack
+        # to stderr, so a hang says where it hung; then kill.
+        p.send_signal(signal.SIGABRT)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        raise AssertionError(f"{cmd} timed out after {timeout} s; stderr: {err[-4000:]}")
     if reader:
         reader.join(10)
     else:
