@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -154,6 +156,25 @@ bool Cgroup::WaitEmpty(double timeout_s) const {
   }
 }
 
+Result<int64_t> Cgroup::ReclaimMemory() const {
+  auto current = [this]() -> Result<int64_t> {
+    const std::string text = Trimmed(ReadText(path_ + "/memory.current"));
+    if (text.empty()) return Err("no memory controller in " + path_);
+    return static_cast<int64_t>(std::strtoll(text.c_str(), nullptr, 10));
+  };
+  auto before = current();
+  if (!before.ok()) return before.status();
+  if (*before == 0) return int64_t{0};
+  // EAGAIN: less than asked could be reclaimed (pages in use elsewhere); what went still counts.
+  if (Status s = WriteText(path_ + "/memory.reclaim", std::to_string(*before));
+      !s.ok() && s.error().find(std::strerror(EAGAIN)) == std::string::npos) {
+    return s;
+  }
+  auto after = current();
+  if (!after.ok()) return after.status();
+  return std::max<int64_t>(0, *before - *after);
+}
+
 CgroupSupport CgroupSupport::Detect() {
   CgroupSupport s;
   const std::string mount = CgroupV2Mount(ReadText("/proc/self/mountinfo"));
@@ -189,6 +210,9 @@ CgroupSupport CgroupSupport::Detect() {
     s.reason = st.error() + " (other processes in " + dir + "?)";
     return s;
   }
+  // Optional: without it victim.cache cold relies on posix_fadvise alone.
+  s.memory = HasController(controllers, "memory") &&
+             WriteText(dir + "/cgroup.subtree_control", "+memory").ok();
   s.usable = true;
   s.children_dir = dir;
   return s;

@@ -36,6 +36,10 @@ class Cgroup {
   void Kill();
   // True once no process is left (cgroup.events: populated 0), waiting up to timeout_s.
   bool WaitEmpty(double timeout_s) const;
+  // Asks the kernel to reclaim everything charged to the cgroup (memory.reclaim, Linux 5.19+,
+  // with the memory controller): after its processes are gone, that is the page cache they
+  // filled. Returns the bytes memory.current fell by; an error without the memory controller.
+  Result<int64_t> ReclaimMemory() const;
 
  private:
   Cgroup() = default;
@@ -48,9 +52,11 @@ struct CgroupSupport {
   bool usable = false;
   std::string children_dir;  // where child cgroups are created
   std::string reason;        // why not (when !usable), for the log and `codlctl agents`
+  // The children's cgroups also have the memory controller (Cgroup::ReclaimMemory works).
+  bool memory = false;
   // Reads /proc/self/mountinfo and /proc/self/cgroup; when delegated, moves the agent into a
   // leaf `codl-agent` (cgroup v2 allows controllers only in subtrees without processes) and
-  // enables +cpu +cpuset for the children.
+  // enables +cpu +cpuset for the children, and +memory where the hierarchy offers it.
   static CgroupSupport Detect();
 };
 

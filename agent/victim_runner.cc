@@ -261,9 +261,11 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
       on_line(channel, line);
     };
   }
+  std::shared_ptr<ChildPlacement> placed;  // kept past the child: its cgroup's page cache
   if (placer_) {
     auto placement = placer_->Prepare(spec.placement, "victim");
     if (!placement.ok()) return NotStarted(placement.error());
+    placed = *placement;
     o.placement = *placement;
   } else if (!spec.placement.empty()) {
     return NotStarted("this agent cannot place children (cpus/numa)");
@@ -296,6 +298,16 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   out.cpu_s = (*child)->cpu_seconds();
   out.effective_cpus = (*child)->effective_cpus();
   child->reset();  // joins the reader: no more OnStdoutLine calls after this
+  if (spec.cache.mode == "cold" && placed && placed->cgroup) {
+    // With the memory controller delegated, cold also drops what the victim left in the page
+    // cache outside cache.paths (its libraries, its other files), charged to its cgroup.
+    if (auto freed = placed->cgroup->ReclaimMemory(); freed.ok()) {
+      spdlog::info("victim.cache cold: reclaimed {} bytes charged to the victim's cgroup", *freed);
+    } else {
+      spdlog::debug("victim.cache cold: no cgroup reclaim: {}", freed.error());
+    }
+  }
+  placed.reset();
   if (trace && trace->ok()) trace->Collect(&out);
   out.progress = (channel_used ? channel : parser)
                      .Finish(out.exit_code, out.timed_out, out.wall_s, out.stderr_tail);

@@ -259,17 +259,47 @@ static void PrintPowerWarnings(int repetitions, int baselines) {
   }
 }
 
-// victim.cache as-is over data this machine's memory could hold: whether the page cache holds it
-// decides I/O figures, and nothing sets it (the sizes are this machine's; an agent's node may
-// differ). "" otherwise.
-static std::string CacheWarning(const experiment::CacheSpec& c) {
-  if (c.mode != "as-is" || c.paths.empty()) return "";
+// The memory a victim's data competes with: with a controller configured and answering, the
+// largest live agent's (its memory_bytes label: any victim node could hold the data); else this
+// machine's, the node of an embedded `codlctl run`.
+struct VictimMemory {
+  std::string where;  // "node gpu-3's", "this machine's"
+  double bytes = 0;
+};
+static VictimMemory VictimNodeMemory(const GlobalOptions* g) {
+  if (g != nullptr && !ConfiguredController(g->controller).empty()) {
+    if (auto client = ConnectController(*g); client.ok()) {
+      if (auto agents = (*client)->ListAgents(); agents.ok()) {
+        VictimMemory best;
+        for (const auto& a : *agents) {
+          auto it = a.labels().find("memory_bytes");
+          if (!a.alive() || it == a.labels().end()) continue;
+          const double b = std::strtod(it->second.c_str(), nullptr);
+          if (b > best.bytes) best = {"node " + a.agent_id() + "'s", b};
+        }
+        if (best.bytes > 0) return best;
+      }
+    }
+  }
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return "";
-  const double ram = static_cast<double>(pages) * static_cast<double>(page);
+  if (pages <= 0 || page <= 0) return {};
+  return {"this machine's", static_cast<double>(pages) * static_cast<double>(page)};
+}
+
+// victim.cache as-is over data a victim node's memory could hold: whether the page cache holds it
+// decides I/O figures, and nothing sets it. The data is sized here: paths that are not on this
+// machine are said to be unsized (the results warn again with the node's own figures). "" when
+// there is nothing to say.
+static std::string CacheWarning(const experiment::CacheSpec& c, const GlobalOptions* g) {
+  if (c.mode != "as-is" || c.paths.empty()) return "";
   std::error_code ec;
   double total = 0;
+  std::vector<std::string> missing;
   for (const auto& p : c.paths) {
+    if (!std::filesystem::exists(p, ec)) {
+      missing.push_back(p);
+      continue;
+    }
     if (std::filesystem::is_regular_file(p, ec)) {
       total += static_cast<double>(std::filesystem::file_size(p, ec));
       continue;
@@ -280,25 +310,37 @@ static std::string CacheWarning(const experiment::CacheSpec& c) {
       if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += it->file_size(ec);
     }
   }
-  if (total >= ram) return "";
-  return FormatSize(total) + " under victim.cache.paths could sit in this machine's " +
-         FormatSize(ram) +
+  const char* fix =
+      "set victim.cache {mode: cold or warm, paths: [...]} (docs/experiment-format.md)";
+  if (missing.size() == c.paths.size()) {
+    return "victim.cache is as-is and its paths (" + missing.front() +
+           (missing.size() > 1 ? ", ..." : "") +
+           ") are not on this machine, so whether a node's page cache could hold them is not "
+           "known here (the results say, per node); " +
+           fix;
+  }
+  const VictimMemory mem = VictimNodeMemory(g);
+  if (mem.bytes <= 0 || total >= mem.bytes) return "";
+  return FormatSize(total) + " under victim.cache.paths" +
+         (missing.empty() ? "" : " (sized here; " + std::to_string(missing.size()) + " not here)") +
+         " could sit in " + mem.where + " " + FormatSize(mem.bytes) +
          " of memory and victim.cache is as-is: whether it is already cached decides I/O "
-         "figures; set victim.cache {mode: cold or warm, paths: [...]} (docs/experiment-format.md)";
+         "figures; " +
+         fix;
 }
 
-int CmdValidate(const std::string& file, bool plan, const std::string& db) {
+int CmdValidate(const GlobalOptions& g, const std::string& file, bool plan, const std::string& db) {
   auto spec = experiment::LoadExperimentFile(file, InjectorHooks());
   if (!spec.ok()) {
     fprintf(stderr, "%s\n", TerminalSafe(spec.error()).c_str());
     return kExitBadInput;
   }
-  PrintPlan(*spec, file, plan ? PlanDetail::kTrials : PlanDetail::kNone, db);
+  PrintPlan(*spec, file, plan ? PlanDetail::kTrials : PlanDetail::kNone, db, &g);
   return kExitOk;
 }
 
 void PrintPlan(const experiment::ExperimentSpec& loaded, const std::string& file, PlanDetail detail,
-               const std::string& db) {
+               const std::string& db, const GlobalOptions* g) {
   const experiment::ExperimentSpec* spec = &loaded;
   const bool plan = detail != PlanDetail::kNone;
   auto trials = experiment::ExpandPlan(*spec);
@@ -315,7 +357,7 @@ void PrintPlan(const experiment::ExperimentSpec& loaded, const std::string& file
   }
   if (plan) {
     printf("%s\n", experiment::VictimPlacementLine(*spec).c_str());
-    if (std::string w = CacheWarning(spec->victim.cache); !w.empty())
+    if (std::string w = CacheWarning(spec->victim.cache, g); !w.empty())
       printf("warning: %s\n", w.c_str());
     printf(
         "victims run as: the agent's victim_user on each node (default nobody for an agent "

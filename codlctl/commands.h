@@ -68,12 +68,15 @@ int SubmitAndFollow(const GlobalOptions& g, const RunOptions& o, const std::stri
                     const YamlForController& yaml_for);
 // `validate`'s account of an experiment: trials, baselines, power warnings; with a plan
 // (kSummary or kTrials) the placement, the estimated duration and, for kTrials, every trial.
+// `g` with a controller configured: the victim.cache warning weighs the data against the live
+// agents' memory instead of this machine's.
 enum class PlanDetail { kNone, kSummary, kTrials };
 void PrintPlan(const experiment::ExperimentSpec& spec, const std::string& file, PlanDetail detail,
-               const std::string& db);
+               const std::string& db, const GlobalOptions* g = nullptr);
 
 // `db`: where --plan looks for the last run of the same experiment (its victim time).
-int CmdValidate(const std::string& file, bool plan, const std::string& db = "codl-results.db");
+int CmdValidate(const GlobalOptions& g, const std::string& file, bool plan,
+                const std::string& db = "codl-results.db");
 int CmdRun(const GlobalOptions& g, const RunOptions& o);
 // `codlctl resume ID`: continues an interrupted, cancelled or failed experiment (o.file unused).
 int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o);

@@ -105,12 +105,14 @@ Subcommand AddValidate(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("validate", "check an experiment file; --plan prints the trials");
   cmd->add_option("file", o->file, "experiment YAML")->required();
-  cmd->add_flag("--plan", o->plan, "print the expanded trial list and an estimated duration");
+  cmd->add_flag("--plan", o->plan,
+                "print the expanded trial list and an estimated duration; with --controller or "
+                "$CODL_CONTROLLER, victim.cache as-is is weighed against the live agents' memory");
   cmd->add_option("--db", o->db,
                   "--plan: estimate from the last run of this experiment (same name) in this "
                   "results database (never created); without one it assumes a 10 s victim")
       ->capture_default_str();
-  return {cmd, [o](const GlobalOptions&) { return CmdValidate(o->file, o->plan, o->db); }};
+  return {cmd, [o](const GlobalOptions& g) { return CmdValidate(g, o->file, o->plan, o->db); }};
 }
 
 Subcommand AddRun(CLI::App& app) {

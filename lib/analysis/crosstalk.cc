@@ -27,7 +27,25 @@ double XtalkTelemetryFigure(const TelemetrySummary& t, const std::string& key) {
   if (key == "net_max_bytes_per_s") return std::max(t.net_rx_bytes_per_s, t.net_tx_bytes_per_s);
   if (key == "mem_held_bytes") return t.mem_available_min_bytes;
   if (key == "membw_bytes_per_s") return t.membw_bytes_per_s;
-  return kNaN;
+  // The GPUs of the node (NVML): the busiest GPU's utilization, the others summed.
+  double v = kNaN;
+  auto take = [&v](double x, bool sum) {
+    if (!std::isfinite(x)) return;
+    v = !std::isfinite(v) ? x : sum ? v + x : std::max(v, x);
+  };
+  for (const GpuTelemetrySummary& g : t.gpus) {
+    if (key == "gpu_util") take(g.util_mean / 100, false);
+    if (key == "gpu_mem_bytes") take(g.mem_used_max_bytes, true);
+    if (key == "pcie_bytes_per_s") {
+      take(g.pcie_tx_bytes_per_s, true);
+      take(g.pcie_rx_bytes_per_s, true);
+    }
+    if (key == "nvlink_bytes_per_s") {
+      take(g.nvlink_tx_bytes_per_s, true);
+      take(g.nvlink_rx_bytes_per_s, true);
+    }
+  }
+  return v;
 }
 
 const PairingSummary* XtalkBaseline(const ExperimentResults& r) {
@@ -107,6 +125,10 @@ const std::vector<CrosstalkResource>& CrosstalkResources() {
       {"net_max_bytes_per_s", "net MB/s", "bytes/s", "network I/O", 1 * kXtalkMB},
       {"mem_held_bytes", "mem MiB", "bytes", "memory held", 256 * kXtalkMiB},
       {"membw_bytes_per_s", "membw GB/s", "bytes/s", "memory bandwidth", 1000 * kXtalkMB},
+      {"gpu_util", "gpu util", "share", "GPU utilization", 0.10},
+      {"gpu_mem_bytes", "gpu mem MiB", "bytes", "GPU memory", 256 * kXtalkMiB},
+      {"pcie_bytes_per_s", "pcie MB/s", "bytes/s", "PCIe traffic", 100 * kXtalkMB},
+      {"nvlink_bytes_per_s", "nvlink MB/s", "bytes/s", "NVLink traffic", 100 * kXtalkMB},
   };
   return kAll;
 }
@@ -118,9 +140,26 @@ std::vector<std::string> OwnCrosstalkResources(const std::string& injector) {
       {"io_uring", {"disk_bytes_per_s", "psi_io_some"}},
       {"pagecache", {"mem_held_bytes", "psi_memory_some"}},
       {"net", {"net_max_bytes_per_s"}},
+      {"cuda_memcpy", {"pcie_bytes_per_s", "gpu_mem_bytes"}},
+      {"nccl", {"nvlink_bytes_per_s", "gpu_util", "gpu_mem_bytes"}},
+      {"mps_cotenant", {"gpu_util", "gpu_mem_bytes"}},
   };
   auto it = kOwn.find(injector);
   return it == kOwn.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<bool> CrosstalkColumnsShown(const CrosstalkMatrix& m) {
+  const auto& resources = CrosstalkResources();
+  std::vector<bool> shown(resources.size(), true);
+  for (size_t i = 0; i < resources.size(); ++i) {
+    const std::string& key = resources[i].key;
+    if (key != "gpu_util" && key != "gpu_mem_bytes" && key != "pcie_bytes_per_s" &&
+        key != "nvlink_bytes_per_s")
+      continue;
+    shown[i] = false;
+    for (const CrosstalkRow& row : m.rows) shown[i] = shown[i] || std::isfinite(row.cells[i].value);
+  }
+  return shown;
 }
 
 CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {
@@ -130,6 +169,7 @@ CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {
     m.baseline_n = base->telemetry_all.n;
     m.window_s = base->median_metric;
     m.membw_note = base->telemetry_all.membw_note;
+    m.gpu_note = base->telemetry_all.gpu_note;
   }
   const auto& resources = CrosstalkResources();
   for (const PairingSummary& p : r.pairings) {
@@ -145,6 +185,7 @@ CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {
     row.n = p.telemetry_all.n;
     row.n_below_target = p.n_flagged;
     if (m.membw_note.empty()) m.membw_note = p.telemetry_all.membw_note;
+    if (m.gpu_note.empty()) m.gpu_note = p.telemetry_all.gpu_note;
     const std::vector<std::string> own = OwnCrosstalkResources(a.injector);
     std::string resource = ResourceOf(a.injector);
     for (const CrosstalkResource& res : resources) {

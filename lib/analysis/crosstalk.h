@@ -29,7 +29,9 @@ struct CrosstalkResource {
 };
 // The columns, in table order: cpu_cores, psi_cpu_some, psi_io_some, psi_memory_some,
 // disk_bytes_per_s, net_max_bytes_per_s (the larger of received and
-// transmitted: loopback counts each byte both ways), mem_held_bytes, membw_bytes_per_s.
+// transmitted: loopback counts each byte both ways), mem_held_bytes, membw_bytes_per_s, and
+// from NVML on GPU nodes gpu_util (the busiest GPU's share of time a kernel ran),
+// gpu_mem_bytes, pcie_bytes_per_s and nvlink_bytes_per_s (tx + rx, every GPU).
 const std::vector<CrosstalkResource>& CrosstalkResources();
 // The keys of the columns that are `injector`'s own resource (empty for one the node has no
 // counter for, e.g. llc, or an injector it does not know).
@@ -77,11 +79,17 @@ struct CrosstalkMatrix {
   int baseline_n = 0;              // idle windows with no antagonist
   std::vector<CrosstalkRow> rows;  // the single-antagonist pairings, in results order
   std::string membw_note;          // the node's memory-bandwidth source, or why it has none
+  std::string gpu_note;            // why the node has no GPU figures ("" when it has them)
 };
 
 // The matrix of a crosstalk experiment's results (pairings of one antagonist each; pairings of
 // several are left out: their footprint is not one antagonist's).
 CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& results);
+
+// Which columns of CrosstalkResources() a table shows: all but the GPU ones (gpu_util,
+// gpu_mem_bytes, pcie_bytes_per_s, nvlink_bytes_per_s), which only where some row has a figure
+// in them (a CPU node's table stays narrow; JSON and CSV keep every column).
+std::vector<bool> CrosstalkColumnsShown(const CrosstalkMatrix& m);
 
 // Renderings (crosstalk_format.cc): the table `codlctl crosstalk` and `results` print, JSON (the
 // `crosstalk` object of `results -o json`), CSV (one row per antagonist × resource).

@@ -1,5 +1,6 @@
 // Cross-talk renderings: see crosstalk.h. Field and column names are a public interface
 // (docs/results.md, "Cross-talk").
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -52,16 +53,18 @@ std::string FormatCrosstalkTable(const CrosstalkMatrix& m) {
       "baseline n=" +
       std::to_string(m.baseline_n) + ")\n";
   const auto& resources = CrosstalkResources();
+  const std::vector<bool> shown = CrosstalkColumnsShown(m);
   TidyTable t;
   t.columns = {"antagonist", "n", "achieved"};
-  for (const auto& res : resources) t.columns.push_back(res.title);
+  for (size_t i = 0; i < resources.size(); ++i)
+    if (shown[i]) t.columns.push_back(resources[i].title);
   for (const CrosstalkRow& row : m.rows) {
     std::vector<Cell> cells = {
         Cell::Text(row.pairing), Cell::Int(row.n),
         Cell::Text(std::isfinite(row.achieved_rate) ? FormatRate(row.achieved_rate, row.unit)
                                                     : "-")};
     for (size_t i = 0; i < resources.size(); ++i)
-      cells.push_back(Cell::Text(XtalkCellText(resources[i], row.cells[i])));
+      if (shown[i]) cells.push_back(Cell::Text(XtalkCellText(resources[i], row.cells[i])));
     t.rows.push_back(std::move(cells));
   }
   if (m.rows.empty()) {
@@ -71,9 +74,19 @@ std::string FormatCrosstalkTable(const CrosstalkMatrix& m) {
   }
   out +=
       "* its own resource; ! off-target at or over its threshold (cpu 0.25 cores, psi +0.10, "
-      "disk and net +1 MB/s, mem +256 MiB held, membw +1 GB/s); n/a: the node does not count "
-      "it\n";
+      "disk and net +1 MB/s, mem +256 MiB held, membw +1 GB/s; gpu util +0.10, gpu mem "
+      "+256 MiB, pcie and nvlink +100 MB/s); n/a: the node does not count it\n";
   if (!m.membw_note.empty()) out += "membw: " + TerminalSafe(m.membw_note) + "\n";
+  const auto hidden = std::count(shown.begin(), shown.end(), false);
+  if (hidden == 4) {
+    out +=
+        "gpu: no GPU figures (" +
+        (m.gpu_note.empty() ? std::string("no window counted a GPU") : TerminalSafe(m.gpu_note)) +
+        "): the gpu util, gpu mem, pcie and nvlink columns are left out\n";
+  } else if (hidden > 0) {
+    out += "gpu: the GPU columns no window had a figure for are left out\n";
+  }
+
   for (const CrosstalkRow& row : m.rows) {
     if (row.n_below_target == 0) continue;
     out += TerminalSafe(row.pairing) + ": below its target in " +
@@ -111,6 +124,7 @@ std::string FormatCrosstalkJson(const CrosstalkMatrix& m) {
   j["window_s"] = XtalkNumber(m.window_s);
   j["baseline_n"] = m.baseline_n;
   j["membw_note"] = m.membw_note;
+  j["gpu_note"] = m.gpu_note;
   j["resources"] = nlohmann::json::array();
   for (const auto& res : CrosstalkResources()) {
     j["resources"].push_back(

@@ -313,6 +313,47 @@ PairingSummary SummarizePairing(const std::string& key,
   return p;
 }
 
+// victim.cache as-is (the default) over data a victim node's memory could hold: whether the page
+// cache held it was chance, not the plan. The node's memory is its provenance (memory_bytes of
+// the victim's nodes; the largest, since any of them could hold it). "" otherwise.
+std::string CacheAsIsConfound(const ExperimentSpec& spec, const std::string& provenance_json,
+                              const PairingSummary& baseline) {
+  if (spec.victim.cache.mode != "as-is" || spec.victim.cache.paths.empty()) return "";
+  if (!std::isfinite(baseline.cache_total_bytes)) return "";
+  const nlohmann::json prov = nlohmann::json::parse(provenance_json, nullptr, false);
+  if (!prov.is_object() || !prov.contains("nodes") || !prov["nodes"].is_object()) return "";
+  std::vector<std::string> victim_nodes;
+  if (prov.contains("victim") && prov["victim"].is_object() && prov["victim"].contains("nodes") &&
+      prov["victim"]["nodes"].is_array()) {
+    for (const auto& n : prov["victim"]["nodes"])
+      if (n.is_string()) victim_nodes.push_back(n.get<std::string>());
+  }
+  if (victim_nodes.empty()) {
+    for (const auto& [name, node] : prov["nodes"].items()) victim_nodes.push_back(name);
+  }
+  std::string node;
+  double memory = 0;
+  for (const std::string& n : victim_nodes) {
+    if (!prov["nodes"].contains(n) || !prov["nodes"][n].is_object()) continue;
+    const auto& m = prov["nodes"][n].value("memory_bytes", nlohmann::json());
+    if (m.is_number() && m.get<double>() > memory) {
+      memory = m.get<double>();
+      node = n;
+    }
+  }
+  if (memory <= 0 || baseline.cache_total_bytes >= memory) return "";
+  std::string resident;
+  if (std::isfinite(baseline.cache_resident_fraction)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", 100 * baseline.cache_resident_fraction);
+    resident = std::string(" (") + buf + "% resident at the baseline's start, median)";
+  }
+  return "victim.cache is as-is and the " + FormatSize(baseline.cache_total_bytes) +
+         " under its paths fit in node " + node + "'s " + FormatSize(memory) +
+         " of memory: whether they were cached was left to chance" + resident +
+         "; set victim.cache.mode cold or warm";
+}
+
 }  // namespace
 
 std::string NothingMeasured(const ExperimentResults& r) {
@@ -419,6 +460,10 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.crosstalk = spec.ok() && spec->crosstalk_window_s > 0;
   const auto base_it = std::find_if(res.pairings.begin(), res.pairings.end(),
                                     [](const PairingSummary& p) { return p.baseline; });
+  if (spec.ok() && base_it != res.pairings.end()) {
+    if (std::string c = CacheAsIsConfound(*spec, res.provenance_json, *base_it); !c.empty())
+      base_it->confounds.push_back(std::move(c));
+  }
   for (PairingSummary& p : res.pairings) {
     if (res.crosstalk) {
       p.confounds.clear();  // no victim: the idle window's CPU share is not a figure

@@ -1,5 +1,6 @@
 #include "lib/report/telemetry_section.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -107,7 +108,9 @@ std::string RenderCrosstalk(const experiment::ExperimentResults& results) {
   std::string html =
       "<table class=\"telemetry crosstalk\"><thead><tr><th>antagonist</th><th>n</th>"
       "<th>achieved</th>";
-  for (const auto& res : resources) html += "<th>" + Escape(res.title) + "</th>";
+  const std::vector<bool> shown = experiment::CrosstalkColumnsShown(m);
+  for (size_t i = 0; i < resources.size(); ++i)
+    if (shown[i]) html += "<th>" + Escape(resources[i].title) + "</th>";
   html += "</tr></thead>\n<tbody>\n";
   for (const experiment::CrosstalkRow& row : m.rows) {
     html += "<tr><td><code>" + Escape(row.pairing) + "</code></td><td class=\"num\">" +
@@ -116,6 +119,7 @@ std::string RenderCrosstalk(const experiment::ExperimentResults& results) {
                                               : std::string(kMissing)) +
             "</td>";
     for (size_t i = 0; i < resources.size(); ++i) {
+      if (!shown[i]) continue;
       const experiment::CrosstalkCell& c = row.cells[i];
       std::string text = kMissing;
       if (std::isfinite(c.value)) {
@@ -146,8 +150,14 @@ std::string RenderCrosstalk(const experiment::ExperimentResults& results) {
   html +=
       "<p class=\"caption\">* its own resource; ! off-target at or over its threshold "
       "(cpu 0.25 cores, PSI +0.10, disk and net +1 MB/s, memory +256 MiB held, memory "
-      "bandwidth +1 GB/s); columns in MB/s, MiB and GB/s.";
+      "bandwidth +1 GB/s, GPU utilization +0.10, GPU memory +256 MiB, PCIe and NVLink "
+      "+100 MB/s); columns in MB/s, MiB and GB/s.";
   if (!m.membw_note.empty()) html += " " + Escape(m.membw_note) + ".";
+  if (std::count(shown.begin(), shown.end(), false) == 4) {
+    html += " No GPU figures (" +
+            Escape(m.gpu_note.empty() ? std::string("no window counted a GPU") : m.gpu_note) +
+            "): the GPU columns are left out.";
+  }
   html += "</p>\n";
   std::string checks;
   for (const experiment::CrosstalkRow& row : m.rows) {

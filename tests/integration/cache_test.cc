@@ -100,6 +100,21 @@ TEST_F(CacheTest, ColdEvictsAndWarmReadsInBeforeEveryTrial) {
                cold["metric_median"].get<double>(), warm["metric_median"].get<double>());
 }
 
+// as-is (the default) over 256 MiB that this node's memory could hold: the baseline carries a
+// confound naming the node and its memory, in the table and the JSON.
+TEST_F(CacheTest, AsIsOverDataTheNodeCouldHoldIsAConfound) {
+  const nlohmann::json base = Run("as-is");
+  ASSERT_EQ(rows_.size(), 2u) << table_;
+  const std::string expected =
+      "victim.cache is as-is and the 256.00 MiB under its paths fit in node ";
+  EXPECT_NE(table_.find("warning: confound: " + expected), std::string::npos) << table_;
+  EXPECT_NE(table_.find("whether they were cached was left to chance"), std::string::npos)
+      << table_;
+  ASSERT_TRUE(base["confounds"].is_array()) << base.dump();
+  ASSERT_EQ(base["confounds"].size(), 1u) << base.dump();
+  EXPECT_EQ(base["confounds"][0].get<std::string>().rfind(expected, 0), 0u) << base.dump();
+}
+
 TEST_F(CacheTest, AMissingPathFailsTheTrialNamingIt) {
   // A cluster agent allows its scratch and cache roots only; the embedded one allows what you
   // can read, so this goes through the agent's policy with a missing path instead.

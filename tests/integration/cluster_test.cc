@@ -589,6 +589,32 @@ TEST_F(ClusterTest, UnknownExperimentExitsTwoUnreachableControllerThree) {
   EXPECT_NE(gone.err.find("cannot reach the controller"), std::string::npos) << gone.err;
 }
 
+// validate --plan with a controller: victim.cache as-is is weighed against the live agents'
+// memory (their memory_bytes label), not the machine codlctl runs on; paths that are not on
+// this machine are said to be unsized instead of counted as 0 bytes.
+TEST_F(ClusterTest, ValidatePlanWeighsTheCacheAgainstTheAgentsMemory) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("memnode");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  std::filesystem::create_directories(dir_ + "/data");
+  WriteFile(dir_ + "/data/f", std::string(4096, 'x'));
+  WriteFile(dir_ + "/cache.yaml", "name: cache-plan\nvictim:\n  command: [cat, " + dir_ +
+                                      "/data/f]\n  cache: {mode: as-is, paths: [" + dir_ +
+                                      "/data]}\n");
+  auto r = c.Ctl({"validate", dir_ + "/cache.yaml", "--plan"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("4.00 KiB under victim.cache.paths could sit in node memnode's "),
+            std::string::npos)
+      << r.out;
+  WriteFile(dir_ + "/away.yaml",
+            "name: cache-away\nvictim:\n  command: [true]\n  cache: {mode: as-is, paths: [" + dir_ +
+                "/not-here]}\n");
+  auto away = c.Ctl({"validate", dir_ + "/away.yaml", "--plan"});
+  ASSERT_EQ(away.exit_code, 0) << away.out << away.err;
+  EXPECT_NE(away.out.find("are not on this machine"), std::string::npos) << away.out;
+}
+
 TEST_F(ClusterTest, BadInputExitsTwoWithLocation) {
   WriteFile(dir_ + "/bad.yaml", "name: x\nvictim:\n  command: [true]\n  colour: red\n");
   auto r = RunCommand({Bin("codlctl"), "validate", dir_ + "/bad.yaml"});

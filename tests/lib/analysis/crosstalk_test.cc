@@ -211,6 +211,67 @@ TEST(CrosstalkTest, TableJsonCsvAndTheResultsViewsCarryIt) {
             "pairing,antagonist,injector,intensity,resource,unit,value,own,large,threshold");
 }
 
+// On a GPU node (NVML telemetry in every window) the GPU columns appear: cuda_memcpy's PCIe
+// bytes are its own resource; an mps co-tenant's utilization its own; a CPU hog that kept a GPU
+// busy is flagged. Without any GPU figure the table leaves the columns out and says why.
+TEST(CrosstalkTest, GpuColumnsFromNvmlAndLeftOutWithoutThem) {
+  ExperimentRecord e;
+  e.id = "x2";
+  e.name = "xt-gpu";
+  e.yaml =
+      "name: xt-gpu\ncrosstalk: {window: 2s}\nantagonists:\n"
+      "  - {name: h2d, injector: cuda_memcpy, levels: [0.5]}\n"
+      "  - {name: hog, injector: cpu, levels: [0.5]}\n";
+  auto gpu = [](double util, double pcie_bytes, int64_t mem) {
+    NodeTelemetry n = XtTelemetry(0, 0, 10 * kXtGiB, 0.02);
+    n.gpu_note.clear();
+    GpuTelemetry g;
+    g.index = 0;
+    g.name = "NVIDIA H100";
+    g.util_mean = util;
+    g.mem_used_max_bytes = mem;
+    g.pcie_tx_bytes = 0;
+    g.pcie_rx_bytes = pcie_bytes;
+    n.gpus.push_back(g);
+    return n;
+  };
+  std::vector<TrialRecord> trials;
+  int i = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    trials.push_back(XtTrial(i++, "baseline", "", 0, 0, gpu(0, 1e6 * kXtWindow, kXtGiB)));
+    trials.push_back(
+        XtTrial(i++, "h2d@0.5", "cuda_memcpy", 10e9, 0.1, gpu(5, 10e9 * kXtWindow, 2 * kXtGiB)));
+    trials.push_back(XtTrial(i++, "hog@0.5", "cpu", 1, 1.0, gpu(40, 1e6 * kXtWindow, kXtGiB)));
+  }
+  const ExperimentResults r = Summarize(e, trials);
+  const CrosstalkMatrix& m = r.crosstalk_matrix;
+  const CrosstalkRow* h2d = XtRow(m, "h2d@0.5");
+  ASSERT_NE(h2d, nullptr);
+  const CrosstalkCell& pcie = h2d->cells[XtColumn("pcie_bytes_per_s")];
+  EXPECT_NEAR(pcie.value, 10e9 - 1e6, 1);
+  EXPECT_TRUE(pcie.own);
+  EXPECT_TRUE(h2d->cells[XtColumn("gpu_mem_bytes")].own);
+  EXPECT_NEAR(h2d->cells[XtColumn("gpu_mem_bytes")].value, kXtGiB, 1);
+  const CrosstalkRow* hog = XtRow(m, "hog@0.5");
+  ASSERT_NE(hog, nullptr);
+  const CrosstalkCell& util = hog->cells[XtColumn("gpu_util")];
+  EXPECT_NEAR(util.value, 0.40, 1e-9);
+  EXPECT_TRUE(util.large);
+  const std::string table = FormatCrosstalkTable(m);
+  EXPECT_NE(table.find("pcie MB/s"), std::string::npos) << table;
+  EXPECT_NE(table.find("+9999.0*"), std::string::npos) << table;
+  EXPECT_NE(table.find("+0.40!"), std::string::npos) << table;
+  EXPECT_EQ(table.find("gpu: no GPU figures"), std::string::npos) << table;
+
+  // The CPU-only matrix: no GPU column, the reason said; JSON keeps every key (null values).
+  const ExperimentResults cpu = XtResults();
+  const std::string cpu_table = FormatCrosstalkTable(cpu.crosstalk_matrix);
+  EXPECT_EQ(cpu_table.find("pcie MB/s"), std::string::npos) << cpu_table;
+  EXPECT_NE(cpu_table.find("gpu: no GPU figures"), std::string::npos) << cpu_table;
+  const auto j = nlohmann::json::parse(FormatCrosstalkJson(cpu.crosstalk_matrix));
+  EXPECT_TRUE(j["rows"][0]["resources"]["pcie_bytes_per_s"]["value"].is_null());
+}
+
 PairingSummary XtPairing(const std::string& injector, double disk, double psi_cpu) {
   PairingSummary p;
   p.pairing = injector + "@0.5";
