@@ -48,7 +48,17 @@ quickstart() {
     echo "test.sh: scripts/quickstart.sh failed" >&2
     return 1
   fi
-  echo "scripts/quickstart.sh: ok ($(grep -c '^membw' "$log") interference pairings reported)"
+  # Not just printed: at least one interference pairing must have a slowdown (n >= 3 measured
+  # trials). A victim too short for its antagonists' samples flags every trial and shows none.
+  local measured
+  measured=$(awk '$1 ~ /^membw@/ && $2 + 0 >= 3' "$log" | wc -l)
+  if ((measured == 0)); then
+    cat "$log"
+    echo "test.sh: the quickstart measured no interference pairing (every one has n < 3)" >&2
+    return 1
+  fi
+  echo "scripts/quickstart.sh: ok ($(grep -c '^membw' "$log") interference pairings reported," \
+    "$measured with a slowdown)"
   rm -f "$log"
 }
 
