@@ -79,10 +79,13 @@ std::string FormatCrosstalkTable(const CrosstalkMatrix& m) {
   if (!m.membw_note.empty()) out += "membw: " + TerminalSafe(m.membw_note) + "\n";
   const auto hidden = std::count(shown.begin(), shown.end(), false);
   if (hidden == 4) {
+    // The agent's note already reads "gpu: unavailable (...)" where NVML is missing.
+    const std::string note = TerminalSafe(m.gpu_note);
     out +=
-        "gpu: no GPU figures (" +
-        (m.gpu_note.empty() ? std::string("no window counted a GPU") : TerminalSafe(m.gpu_note)) +
-        "): the gpu util, gpu mem, pcie and nvlink columns are left out\n";
+        (note.rfind("gpu: ", 0) == 0
+             ? note
+             : "gpu: no GPU figures (" + (note.empty() ? "no window counted a GPU" : note) + ")") +
+        ": the gpu util, gpu mem, pcie and nvlink columns are left out\n";
   } else if (hidden > 0) {
     out += "gpu: the GPU columns no window had a figure for are left out\n";
   }

@@ -154,9 +154,14 @@ std::string RenderCrosstalk(const experiment::ExperimentResults& results) {
       "+100 MB/s); columns in MB/s, MiB and GB/s.";
   if (!m.membw_note.empty()) html += " " + Escape(m.membw_note) + ".";
   if (std::count(shown.begin(), shown.end(), false) == 4) {
-    html += " No GPU figures (" +
-            Escape(m.gpu_note.empty() ? std::string("no window counted a GPU") : m.gpu_note) +
-            "): the GPU columns are left out.";
+    html += " " +
+            Escape(m.gpu_note.rfind("gpu: ", 0) == 0
+                       ? "GPU" + m.gpu_note.substr(3)
+                       : "No GPU figures (" +
+                             (m.gpu_note.empty() ? std::string("no window counted a GPU")
+                                                 : m.gpu_note) +
+                             ")") +
+            ": the GPU columns are left out.";
   }
   html += "</p>\n";
   std::string checks;

@@ -267,7 +267,18 @@ TEST(CrosstalkTest, GpuColumnsFromNvmlAndLeftOutWithoutThem) {
   const ExperimentResults cpu = XtResults();
   const std::string cpu_table = FormatCrosstalkTable(cpu.crosstalk_matrix);
   EXPECT_EQ(cpu_table.find("pcie MB/s"), std::string::npos) << cpu_table;
-  EXPECT_NE(cpu_table.find("gpu: no GPU figures"), std::string::npos) << cpu_table;
+  EXPECT_NE(cpu_table.find("gpu: no GPU figures (no window counted a GPU): the gpu util"),
+            std::string::npos)
+      << cpu_table;
+  // A node without NVML: the agent's reason, said once.
+  CrosstalkMatrix no_nvml = cpu.crosstalk_matrix;
+  no_nvml.gpu_note =
+      "gpu: unavailable (libnvidia-ml.so.1 not found: no NVIDIA driver on this node)";
+  EXPECT_NE(FormatCrosstalkTable(no_nvml).find(
+                "\ngpu: unavailable (libnvidia-ml.so.1 not found: no NVIDIA driver on this node): "
+                "the gpu util, gpu mem, pcie and nvlink columns are left out\n"),
+            std::string::npos)
+      << FormatCrosstalkTable(no_nvml);
   const auto j = nlohmann::json::parse(FormatCrosstalkJson(cpu.crosstalk_matrix));
   EXPECT_TRUE(j["rows"][0]["resources"]["pcie_bytes_per_s"]["value"].is_null());
 }
