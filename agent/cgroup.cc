@@ -210,9 +210,9 @@ CgroupSupport CgroupSupport::Detect() {
     s.reason = st.error() + " (other processes in " + dir + "?)";
     return s;
   }
-  // Optional: without it victim.cache cold relies on posix_fadvise alone.
-  s.memory = HasController(controllers, "memory") &&
-             WriteText(dir + "/cgroup.subtree_control", "+memory").ok();
+  // Optional (Cgroup::ReclaimMemory): without it victim.cache cold relies on posix_fadvise alone.
+  if (HasController(controllers, "memory"))
+    (void)WriteText(dir + "/cgroup.subtree_control", "+memory");
   s.usable = true;
   s.children_dir = dir;
   return s;

@@ -52,8 +52,6 @@ struct CgroupSupport {
   bool usable = false;
   std::string children_dir;  // where child cgroups are created
   std::string reason;        // why not (when !usable), for the log and `codlctl agents`
-  // The children's cgroups also have the memory controller (Cgroup::ReclaimMemory works).
-  bool memory = false;
   // Reads /proc/self/mountinfo and /proc/self/cgroup; when delegated, moves the agent into a
   // leaf `codl-agent` (cgroup v2 allows controllers only in subtrees without processes) and
   // enables +cpu +cpuset for the children, and +memory where the hierarchy offers it.

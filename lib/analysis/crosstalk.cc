@@ -125,10 +125,10 @@ const std::vector<CrosstalkResource>& CrosstalkResources() {
       {"net_max_bytes_per_s", "net MB/s", "bytes/s", "network I/O", 1 * kXtalkMB},
       {"mem_held_bytes", "mem MiB", "bytes", "memory held", 256 * kXtalkMiB},
       {"membw_bytes_per_s", "membw GB/s", "bytes/s", "memory bandwidth", 1000 * kXtalkMB},
-      {"gpu_util", "gpu util", "share", "GPU utilization", 0.10},
-      {"gpu_mem_bytes", "gpu mem MiB", "bytes", "GPU memory", 256 * kXtalkMiB},
-      {"pcie_bytes_per_s", "pcie MB/s", "bytes/s", "PCIe traffic", 100 * kXtalkMB},
-      {"nvlink_bytes_per_s", "nvlink MB/s", "bytes/s", "NVLink traffic", 100 * kXtalkMB},
+      {"gpu_util", "gpu util", "share", "GPU utilization", 0.10, true},
+      {"gpu_mem_bytes", "gpu mem MiB", "bytes", "GPU memory", 256 * kXtalkMiB, true},
+      {"pcie_bytes_per_s", "pcie MB/s", "bytes/s", "PCIe traffic", 100 * kXtalkMB, true},
+      {"nvlink_bytes_per_s", "nvlink MB/s", "bytes/s", "NVLink traffic", 100 * kXtalkMB, true},
   };
   return kAll;
 }
@@ -148,18 +148,33 @@ std::vector<std::string> OwnCrosstalkResources(const std::string& injector) {
   return it == kOwn.end() ? std::vector<std::string>{} : it->second;
 }
 
-std::vector<bool> CrosstalkColumnsShown(const CrosstalkMatrix& m) {
+namespace {
+bool XtalkHasGpuFigures(const CrosstalkMatrix& m) {
   const auto& resources = CrosstalkResources();
-  std::vector<bool> shown(resources.size(), true);
-  for (size_t i = 0; i < resources.size(); ++i) {
-    const std::string& key = resources[i].key;
-    if (key != "gpu_util" && key != "gpu_mem_bytes" && key != "pcie_bytes_per_s" &&
-        key != "nvlink_bytes_per_s")
-      continue;
-    shown[i] = false;
-    for (const CrosstalkRow& row : m.rows) shown[i] = shown[i] || std::isfinite(row.cells[i].value);
+  for (const CrosstalkRow& row : m.rows) {
+    for (size_t i = 0; i < resources.size(); ++i) {
+      if (resources[i].gpu && std::isfinite(row.cells[i].value)) return true;
+    }
   }
+  return false;
+}
+}  // namespace
+
+std::vector<bool> CrosstalkColumnsShown(const CrosstalkMatrix& m) {
+  const bool gpu = XtalkHasGpuFigures(m);
+  std::vector<bool> shown;
+  for (const CrosstalkResource& res : CrosstalkResources()) shown.push_back(gpu || !res.gpu);
   return shown;
+}
+
+std::string CrosstalkGpuLeftOut(const CrosstalkMatrix& m) {
+  if (XtalkHasGpuFigures(m)) return "";
+  // The agent's note already reads "gpu: unavailable (...)" where NVML is missing.
+  const std::string& note = m.gpu_note;
+  return (note.rfind("gpu: ", 0) == 0
+              ? note
+              : "gpu: no GPU figures (" + (note.empty() ? "no window counted a GPU" : note) + ")") +
+         ": the gpu util, gpu mem, pcie and nvlink columns are left out";
 }
 
 CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {

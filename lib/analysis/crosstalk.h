@@ -26,6 +26,7 @@ struct CrosstalkResource {
   std::string prose;  // in sentences: "CPU", "PSI cpu some", "disk I/O", "memory held"
   // An off-target footprint at or above this is flagged (docs/results.md, "Cross-talk").
   double threshold = 0;
+  bool gpu = false;  // from NVML: shown only where some window counted a GPU
 };
 // The columns, in table order: cpu_cores, psi_cpu_some, psi_io_some, psi_memory_some,
 // disk_bytes_per_s, net_max_bytes_per_s (the larger of received and
@@ -79,17 +80,20 @@ struct CrosstalkMatrix {
   int baseline_n = 0;              // idle windows with no antagonist
   std::vector<CrosstalkRow> rows;  // the single-antagonist pairings, in results order
   std::string membw_note;          // the node's memory-bandwidth source, or why it has none
-  std::string gpu_note;            // why the node has no GPU figures ("" when it has them)
+  std::string gpu_note;            // the node's GPU source ("NVML, driver …") or why it has none
 };
 
 // The matrix of a crosstalk experiment's results (pairings of one antagonist each; pairings of
 // several are left out: their footprint is not one antagonist's).
 CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& results);
 
-// Which columns of CrosstalkResources() a table shows: all but the GPU ones (gpu_util,
-// gpu_mem_bytes, pcie_bytes_per_s, nvlink_bytes_per_s), which only where some row has a figure
-// in them (a CPU node's table stays narrow; JSON and CSV keep every column).
+// Which columns of CrosstalkResources() a table shows: the GPU ones only where some row has a
+// GPU figure (a CPU node's table stays narrow; JSON and CSV keep every column).
 std::vector<bool> CrosstalkColumnsShown(const CrosstalkMatrix& m);
+// "" where the GPU columns are shown; else the sentence the table and the report print in their
+// place: "gpu: unavailable (libnvidia-ml.so.1 not found: …): the gpu util, gpu mem, pcie and
+// nvlink columns are left out" (the agent's reason, or "gpu: no GPU figures (…)").
+std::string CrosstalkGpuLeftOut(const CrosstalkMatrix& m);
 
 // Renderings (crosstalk_format.cc): the table `codlctl crosstalk` and `results` print, JSON (the
 // `crosstalk` object of `results -o json`), CSV (one row per antagonist × resource).

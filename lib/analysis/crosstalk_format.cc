@@ -1,6 +1,5 @@
 // Cross-talk renderings: see crosstalk.h. Field and column names are a public interface
 // (docs/results.md, "Cross-talk").
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -77,19 +76,7 @@ std::string FormatCrosstalkTable(const CrosstalkMatrix& m) {
       "disk and net +1 MB/s, mem +256 MiB held, membw +1 GB/s; gpu util +0.10, gpu mem "
       "+256 MiB, pcie and nvlink +100 MB/s); n/a: the node does not count it\n";
   if (!m.membw_note.empty()) out += "membw: " + TerminalSafe(m.membw_note) + "\n";
-  const auto hidden = std::count(shown.begin(), shown.end(), false);
-  if (hidden == 4) {
-    // The agent's note already reads "gpu: unavailable (...)" where NVML is missing.
-    const std::string note = TerminalSafe(m.gpu_note);
-    out +=
-        (note.rfind("gpu: ", 0) == 0
-             ? note
-             : "gpu: no GPU figures (" + (note.empty() ? "no window counted a GPU" : note) + ")") +
-        ": the gpu util, gpu mem, pcie and nvlink columns are left out\n";
-  } else if (hidden > 0) {
-    out += "gpu: the GPU columns no window had a figure for are left out\n";
-  }
-
+  if (std::string gpu = CrosstalkGpuLeftOut(m); !gpu.empty()) out += TerminalSafe(gpu) + "\n";
   for (const CrosstalkRow& row : m.rows) {
     if (row.n_below_target == 0) continue;
     out += TerminalSafe(row.pairing) + ": below its target in " +

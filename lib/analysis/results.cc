@@ -316,11 +316,10 @@ PairingSummary SummarizePairing(const std::string& key,
 // victim.cache as-is (the default) over data a victim node's memory could hold: whether the page
 // cache held it was chance, not the plan. The node's memory is its provenance (memory_bytes of
 // the victim's nodes; the largest, since any of them could hold it). "" otherwise.
-std::string CacheAsIsConfound(const ExperimentSpec& spec, const std::string& provenance_json,
+std::string CacheAsIsConfound(const ExperimentSpec& spec, const nlohmann::json& prov,
                               const PairingSummary& baseline) {
   if (spec.victim.cache.mode != "as-is" || spec.victim.cache.paths.empty()) return "";
   if (!std::isfinite(baseline.cache_total_bytes)) return "";
-  const nlohmann::json prov = nlohmann::json::parse(provenance_json, nullptr, false);
   if (!prov.is_object() || !prov.contains("nodes") || !prov["nodes"].is_object()) return "";
   std::vector<std::string> victim_nodes;
   if (prov.contains("victim") && prov["victim"].is_object() && prov["victim"].contains("nodes") &&
@@ -429,11 +428,9 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
     res.trials_committed += t.state == TrialState::kDone || t.state == TrialState::kFlagged ||
                             t.state == TrialState::kFailed;
   }
-  {
-    const nlohmann::json prov = nlohmann::json::parse(experiment.provenance_json, nullptr, false);
-    if (prov.is_object() && prov.contains("resumptions") && prov["resumptions"].is_array())
-      res.resumptions = static_cast<int>(prov["resumptions"].size());
-  }
+  const nlohmann::json prov = nlohmann::json::parse(experiment.provenance_json, nullptr, false);
+  if (prov.is_object() && prov.contains("resumptions") && prov["resumptions"].is_array())
+    res.resumptions = static_cast<int>(prov["resumptions"].size());
   res.bootstrap_resamples = kResamples;
   res.confidence = kConfidence;
   res.metric = options.metric.Name();
@@ -461,7 +458,7 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   const auto base_it = std::find_if(res.pairings.begin(), res.pairings.end(),
                                     [](const PairingSummary& p) { return p.baseline; });
   if (spec.ok() && base_it != res.pairings.end()) {
-    if (std::string c = CacheAsIsConfound(*spec, res.provenance_json, *base_it); !c.empty())
+    if (std::string c = CacheAsIsConfound(*spec, prov, *base_it); !c.empty())
       base_it->confounds.push_back(std::move(c));
   }
   for (PairingSummary& p : res.pairings) {

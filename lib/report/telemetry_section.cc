@@ -1,6 +1,5 @@
 #include "lib/report/telemetry_section.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -153,16 +152,8 @@ std::string RenderCrosstalk(const experiment::ExperimentResults& results) {
       "bandwidth +1 GB/s, GPU utilization +0.10, GPU memory +256 MiB, PCIe and NVLink "
       "+100 MB/s); columns in MB/s, MiB and GB/s.";
   if (!m.membw_note.empty()) html += " " + Escape(m.membw_note) + ".";
-  if (std::count(shown.begin(), shown.end(), false) == 4) {
-    html += " " +
-            Escape(m.gpu_note.rfind("gpu: ", 0) == 0
-                       ? "GPU" + m.gpu_note.substr(3)
-                       : "No GPU figures (" +
-                             (m.gpu_note.empty() ? std::string("no window counted a GPU")
-                                                 : m.gpu_note) +
-                             ")") +
-            ": the GPU columns are left out.";
-  }
+  if (std::string gpu = experiment::CrosstalkGpuLeftOut(m); !gpu.empty())
+    html += " " + Escape(gpu) + ".";
   html += "</p>\n";
   std::string checks;
   for (const experiment::CrosstalkRow& row : m.rows) {
