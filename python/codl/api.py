@@ -3,8 +3,8 @@
 Time on the recording thread is charged exclusively: at every transition (a phase entered or
 left, a step boundary) the time since the previous transition goes to the innermost open phase,
 or to ``other_s`` when none is open. So the phases of a step always sum to its ``step_time_s``.
-Communication (``comm_s``) is timed on other threads (DDP's comm hook futures complete on
-Gloo/NCCL threads): its in-flight union is moved out of ``backward_s`` where the two overlap.
+Communication (``comm_s``) is timed on another thread (codl's, waiting for the futures of DDP's
+comm hooks): its in-flight union is moved out of ``backward_s`` where the two overlap.
 
 One JSON line per step, in the jsonl progress format the CoDL agent parses (docs/victim.md,
 "Progress formats"), is written to the file descriptor in ``CODL_PROGRESS_FD`` when it is set,

@@ -8,18 +8,22 @@
   ``step`` wrapped on 1.x (as torch's own profiler hook does); ``zero_grad`` wrapped; without a
   loader, ``optimizer.step()`` ends the step;
 - h2d (CUDA only): ``Tensor.to``/``Tensor.cuda`` from the host to a CUDA device;
-- comm: a communication hook on every ``DistributedDataParallel`` (the user's own hook, or
-  ``allreduce_hook``, wrapped) times each bucket's all-reduce until its future completes.
+- comm: a communication hook on every ``DistributedDataParallel`` (the user's own hook wrapped,
+  or codl's all-reduce, which does what DDP does without one) times each bucket's collective
+  until its future completes, waited for on a thread of codl's (``_CommWaiter``).
 On CUDA the GPU-side phases are also timed with CUDA events, read one or more steps later.
 Nothing here runs at import; ``install`` and ``instrument_objects`` do the wiring.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
+import os
+import threading
 import time
 import types
-from typing import Any, Callable, Optional, Set
+from typing import Any, Callable, Deque, Optional, Set, Tuple
 
 import torch
 
@@ -292,17 +296,78 @@ def _install_h2d() -> None:
 
 
 # ---- DDP communication ----
+class _CommWaiter:
+    """Waits for DDP's comm futures on a thread of codl's own, never on the backend's.
+
+    A Python callback on a Gloo/NCCL future (``fut.then(fn)``, which torch's own
+    ``allreduce_hook`` also uses) runs on the backend's worker thread and takes the GIL there,
+    once to call ``fn`` and once more to free it after DDP has already seen the result. A job
+    that ends right after its last step then deadlocks: the main thread, holding the GIL,
+    destroys the Reducer, which joins a Gloo worker that waits for the GIL (about 1 run in 10
+    of a 2-rank Gloo job on a 2-core box). So nothing of codl's runs on the backend's threads:
+    the hook hands the backend's future to this thread, which waits for it with the GIL
+    released, records the span, and only then completes the future DDP waits on.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: Deque[Tuple[float, Any, Any, Callable[[Any], Any]]] = collections.deque()
+        self._thread: Optional[threading.Thread] = None
+
+    def submit(self, t0: float, fut: Any, out: Any, unwrap: Callable[[Any], Any]) -> None:
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="codl-comm", daemon=True)
+                self._thread.start()
+            self._queue.append((t0, fut, out, unwrap))
+            self._cond.notify()
+
+    def forget_thread(self) -> None:
+        """In a forked child the thread is gone (a DataLoader worker): start another if needed."""
+        self._cond = threading.Condition()
+        self._queue.clear()
+        self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                t0, fut, out, unwrap = self._queue.popleft()
+            # In issue order: a later bucket that finished first is recorded when an earlier one
+            # ends, which leaves the union of the spans (what comm_s sums) unchanged.
+            try:
+                fut.wait()
+                value = unwrap(fut.value())
+            except BaseException as e:  # noqa: BLE001 - the job sees the backend's error
+                api.recorder().comm_span(t0, _now())
+                out.set_exception(e)
+                continue
+            api.recorder().comm_span(t0, _now())
+            out.set_result(value)
+
+
+_comm_waiter = _CommWaiter()
+os.register_at_fork(after_in_child=_comm_waiter.forget_thread)
+
+
+def _future_for(bucket: Any) -> Any:
+    """The future DDP waits on; CUDA-aware for a CUDA bucket, so that DDP's wait orders its
+    stream after the collective's (set_result records an event on this thread's stream, which
+    the backend future's wait made follow the collective)."""
+    buf = bucket.buffer()
+    if buf.is_cuda:
+        return torch.futures.Future(devices=[buf.device])
+    return torch.futures.Future()
+
+
 def _timed_comm_hook(hook: Callable[..., Any]) -> Callable[..., Any]:
     def codl_comm_hook(state: Any, bucket: Any) -> Any:
         t0 = _now()
         fut = hook(state, bucket)
-        rec = api.recorder()
-
-        def done(f: Any) -> Any:
-            rec.comm_span(t0, _now())
-            return f.value()
-
-        return fut.then(done)
+        out = _future_for(bucket)
+        _comm_waiter.submit(t0, fut, out, lambda value: value)
+        return out
 
     codl_comm_hook.__name__ = getattr(hook, "__name__", "codl_comm_hook")
     # DDP checks the annotations (bucket: GradBucket, return: Future[Tensor]); ours are strings
@@ -310,6 +375,23 @@ def _timed_comm_hook(hook: Callable[..., Any]) -> Callable[..., Any]:
     codl_comm_hook.__annotations__ = {}
     return codl_comm_hook
 
+
+def _allreduce_hook(process_group: Any, bucket: Any) -> Any:
+    """What DDP does without a hook (and torch's ``allreduce_hook``): the bucket divided by the
+    world size, summed over the ranks; timed, with no Python callback on the backend's thread."""
+    import torch.distributed as dist
+
+    group = process_group if process_group is not None else dist.group.WORLD
+    tensor = bucket.buffer()
+    tensor.div_(group.size())
+    t0 = _now()
+    fut = dist.all_reduce(tensor, group=group, async_op=True).get_future()
+    out = _future_for(bucket)
+    _comm_waiter.submit(t0, fut, out, lambda value: value[0])
+    return out
+
+
+_allreduce_hook.__annotations__ = {}  # as codl_comm_hook's: strings would fail DDP's check
 
 def _install_ddp() -> None:
     if "ddp" in _installed:
@@ -334,9 +416,7 @@ def _install_ddp() -> None:
         if not getattr(self, "_codl_comm", False):
             self._codl_comm = True
             try:
-                from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
-                self.register_comm_hook(self.process_group, default_hooks.allreduce_hook)
+                orig_register(self, self.process_group, _allreduce_hook)
             except Exception as e:  # noqa: BLE001 - never break the job for a timer
                 import sys
 
