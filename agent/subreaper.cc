@@ -37,21 +37,21 @@ State& S() {
   return *s;
 }
 
-struct ProcStat {
+struct OrphanStat {
   char state = '?';
   pid_t ppid = 0;
   pid_t pgrp = 0;
   uint64_t start_ticks = 0;
 };
 
-std::optional<ProcStat> ReadStat(pid_t pid) {
+std::optional<OrphanStat> ReadStat(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(in, line)) return std::nullopt;
   const size_t rp = line.rfind(')');  // comm may hold spaces and parentheses
   if (rp == std::string::npos || rp + 2 > line.size()) return std::nullopt;
   std::istringstream rest(line.substr(rp + 2));
-  ProcStat st;
+  OrphanStat st;
   std::string skip;
   rest >> st.state >> st.ppid >> st.pgrp;
   for (int field = 6; field <= 21; ++field) rest >> skip;  // session .. itrealvalue
@@ -74,7 +74,7 @@ std::string TagOf(pid_t pid) {
 
 // SIGKILL to a process, and to its group when it leads one (a setsid daemon's own helpers). A
 // group it merely joined may be anyone's, so that is never signalled as a whole.
-void KillOrphan(pid_t pid, const ProcStat& st) { kill(st.pgrp == pid ? -pid : pid, SIGKILL); }
+void KillOrphan(pid_t pid, const OrphanStat& st) { kill(st.pgrp == pid ? -pid : pid, SIGKILL); }
 
 // Reaps a killed orphan, waiting at most ~1 s (SIGKILL lands at once unless the process sits in
 // an uninterruptible sleep; the sweep thread reaps it later then).

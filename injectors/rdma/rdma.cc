@@ -352,7 +352,7 @@ class RdmaInjector final : public Injector {
 #endif
   }
 
-  bool pair_ = false;
+  [[maybe_unused]] bool pair_ = false;  // read by the verbs code only (CODL_HAVE_RDMA)
   int listen_fd_ = -1, control_fd_ = -1;
   std::string peer_;
   std::vector<std::string> notes_;

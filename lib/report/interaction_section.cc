@@ -75,8 +75,9 @@ std::string RenderInteractions(const experiment::ExperimentResults& results) {
     }
     const auto& [a, a_label] = *parts.begin();
     const auto& [b, b_label] = *std::next(parts.begin());
+    // (Captured by name: clang 14 cannot capture structured bindings.)
     auto m = std::find_if(matrices.begin(), matrices.end(),
-                          [&](const PairMatrix& x) { return x.a == a && x.b == b; });
+                          [&a = a, &b = b](const PairMatrix& x) { return x.a == a && x.b == b; });
     if (m == matrices.end()) m = matrices.insert(matrices.end(), PairMatrix{a, b, {}, {}, {}});
     AddOnce(&m->rows, a_label);
     AddOnce(&m->columns, b_label);
