@@ -3,7 +3,7 @@
 # Usage: scripts/fuzz.sh [SECONDS]        every target SECONDS (default 30) in build-fuzz/
 #        scripts/fuzz.sh --run-one BINARY CORPUS SECONDS
 #                                          one target on a scratch copy of CORPUS (the ctest)
-# Environment: BUILD_DIR (default build-fuzz), JOBS (ninja -j, default 2).
+# Environment: BUILD_DIR (default build-fuzz), JOBS (ninja -j and targets run at once, default 2).
 # New inputs go to a scratch corpus, never into the repository's seed corpus; a crash leaves its
 # input as build-fuzz/fuzz-out/<target>/crash-* and makes the script exit non-zero.
 set -euo pipefail
@@ -36,16 +36,31 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None \
   "-DCMAKE_C_FLAGS=-O1 -g1" "-DCMAKE_CXX_FLAGS=-O1 -g1" -DCMAKE_UNITY_BUILD=ON \
   -DCODL_FUZZ=ON -DCODL_WITH_CUDA=OFF -DCODL_BUILD_TESTS=OFF -DCODL_BUILD_BENCH=OFF >/dev/null
 ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}"
+# The targets run side by side, JOBS at a time (each libFuzzer process uses one core), each
+# still for SECONDS; their summaries are printed in order once all have ended.
+fuzz_target() {
+  local t=$1
+  mkdir -p "$build/fuzz-out/$t"
+  FUZZ_OUT="$build/fuzz-out/$t" run_one "$build/bin/fuzz_$t" "tests/fuzz/$t/corpus" "$seconds" \
+    >"$build/fuzz-out/$t/log.txt" 2>&1 || true
+}
+running=0
+for t in "${targets[@]}"; do
+  if ((running >= ${JOBS:-2})); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_target "$t" &
+  running=$((running + 1))
+done
+wait
 status=0
 for t in "${targets[@]}"; do
   echo "== fuzz_$t: ${seconds}s"
-  mkdir -p "$build/fuzz-out/$t"
-  FUZZ_OUT="$build/fuzz-out/$t" run_one "$build/bin/fuzz_$t" "tests/fuzz/$t/corpus" "$seconds" \
-    2>&1 | tee "$build/fuzz-out/$t/log.txt" | grep -E "^(stat::|==|#[0-9]+ +DONE)|ERROR|SUMMARY" ||
-    true
+  grep -E "^(stat::|==|#[0-9]+ +DONE)|ERROR|SUMMARY" "$build/fuzz-out/$t/log.txt" || true
   if ls "$build/fuzz-out/$t"/crash-* "$build/fuzz-out/$t"/timeout-* "$build/fuzz-out/$t"/oom-* \
     >/dev/null 2>&1; then
-    echo "fuzz_$t: found a failing input in $build/fuzz-out/$t" >&2
+    echo "fuzz_$t: found a failing input in $build/fuzz-out/$t (log: $build/fuzz-out/$t/log.txt)" >&2
     status=1
   fi
 done

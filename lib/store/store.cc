@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -23,7 +24,22 @@ namespace {
 
 // Long enough to ride out any single write transaction (a SaveTrial with thousands of samples
 // takes milliseconds), short enough that a wedged peer surfaces as an error, not a hang.
-constexpr int kBusyTimeoutMs = 10000;
+// CODL_STORE_BUSY_TIMEOUT_MS (1 to 3600000) replaces it, e.g. for a database on a slow network
+// file system; another value is ignored (docs/results.md).
+constexpr int kDefaultBusyTimeoutMs = 10000;
+
+int BusyTimeoutMs() {
+  static const int ms = [] {
+    const char* env = std::getenv("CODL_STORE_BUSY_TIMEOUT_MS");
+    if (env == nullptr || *env == '\0') return kDefaultBusyTimeoutMs;
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 1 || v > 3600000) return kDefaultBusyTimeoutMs;
+    return static_cast<int>(v);
+  }();
+  return ms;
+}
 
 // Why a database file could not be opened, as far as its folder shows: "" when nothing tells.
 std::string OpenFailureReason(const std::string& path) {
@@ -145,7 +161,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
     return e;
   }
   sqlite3_extended_result_codes(handle, 1);
-  sqlite3_busy_timeout(handle, kBusyTimeoutMs);
+  sqlite3_busy_timeout(handle, BusyTimeoutMs());
 
   // Per connection, and only outside a transaction: enforce the parent/child links so replacing
   // a trial also deletes its steps, antagonists and samples (ON DELETE CASCADE).
@@ -159,7 +175,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
   // to it (a peer opening the same new file at once gets SQLITE_BUSY at once): retry here.
   std::string got;
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(BusyTimeoutMs());
   while (true) {
     auto mode = sql::Stmt::Prepare(db, "PRAGMA journal_mode = WAL");
     if (!mode) return mode.status();

@@ -5,14 +5,16 @@
 #   read-only  the database's file system is mounted read-only (a tmpfs in a private mount
 #              namespace this test creates): three times
 #   corrupt    the file is not a SQLite database: three times, the file left byte for byte
-#   locked     another process holds an exclusive lock past the store's 10 s busy timeout, at
-#              start (14 s) and after 2 committed trials (25 s: past the trial's save and the
-#              final state's); after the mid-run one, once the lock is gone,
+#   locked     another process holds an exclusive lock past the store's busy timeout (set to
+#              2 s here with CODL_STORE_BUSY_TIMEOUT_MS; 10 s by default), at start (4 s) and
+#              after 2 committed trials (8 s: past the trial's save and the final state's,
+#              2 s each); after the mid-run one, once the lock is gone,
 #              `codlctl resume` completes the experiment (8 of 8 trials)
 # Skipped (77) where a mount namespace or tmpfs cannot be made.
 # Usage: store_failure_check.sh CODLCTL
 set -u
 codlctl=$1
+export CODL_STORE_BUSY_TIMEOUT_MS=2000
 # shellcheck source=tests/codlctl/run_helpers.sh
 source "$(dirname "$0")/run_helpers.sh"
 in_private_mount_namespace "$0" "$@"
@@ -83,7 +85,7 @@ done
 # Locked at start: the lock outlasts the busy timeout.
 db=$tmp/locked.db
 "$codlctl" run "$tmp/exp.yaml" --db "$db" -q >/dev/null 2>&1 || fail "locked: first run"
-if lock "$db" 14; then
+if lock "$db" 4; then
   "$codlctl" run "$tmp/exp.yaml" --db "$db" -q >"$tmp/out" 2>"$tmp/err"
   expect "locked-at-start" $? "locked|busy"
   wait "$lock_pid"
@@ -113,7 +115,7 @@ for _ in $(seq 600); do
 done
 if [[ -z $id || $id == "$before" ]]; then
   fail "locked-mid-run: the run made no experiment: $(head -c 400 "$tmp/err")"
-elif lock "$db" 25; then  # past the trial's save (10 s) and the final state's (10 s more)
+elif lock "$db" 8; then  # past the trial's save (2 s) and the final state's (2 s more)
   wait "$run_pid"
   expect "locked-mid-run" $? "locked|busy"
   wait "$lock_pid"
