@@ -85,7 +85,9 @@ function(codl_test_source_dir target)
 endfunction()
 
 function(codl_add_gtest name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  # SERIAL: the binary's tests assert timing or rates (slowdowns, achieved rates, leases), so
+  # ctest runs each alone (RUN_SERIAL) while the other integration tests run two at a time.
+  cmake_parse_arguments(ARG "SERIAL" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
   if(CODL_SANITIZE)
@@ -101,6 +103,9 @@ function(codl_add_gtest name)
   set(props TIMEOUT 600)
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  if(ARG_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
   endif()
   # Tests find the binaries through CODL_BIN_DIR. The few that need the source tree get
   # CODL_TEST_SOURCE_DIR compiled in on their own (codl_test_source_dir): an absolute path in
