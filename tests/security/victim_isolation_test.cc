@@ -27,6 +27,11 @@ using ::testing::Not;
 using namespace codl::testing;
 
 constexpr uid_t kLo = 61200, kHi = 61209;
+// One lock directory for every agent these tests start, as agents on one host share theirs:
+// ctest runs these tests side by side, and an agent takes a uid only when no other agent holds
+// its lock (it kills what still runs as that uid first). With a directory per test, one test's
+// agent killed another's running victim (SIGKILL, seen at ctest -j3).
+constexpr const char* kLockDir = "/tmp/codl-test-victim-uids-61200";
 
 // Agent.RunVictim (or EndExperiment when `command` is empty) over `address` from a forked
 // child, which writes the serialized reply to `reply_file`. Returns the child.
@@ -87,7 +92,7 @@ class VictimIsolation : public ::testing::Test {
         {Bin("codl-agent"), "--listen", "unix:" + socket_, "--controller",
          "unix:" + dir_ + "/run/no-controller.sock", "--id", "isolation-test", "--scratch-root",
          out_, "--victim-uid-range", std::to_string(kLo) + "-" + std::to_string(kHi),
-         "--victim-uid-lock-dir", dir_ + "/run/uids", "--victim-env-keep", "CODL_TEST_KEPT"},
+         "--victim-uid-lock-dir", kLockDir, "--victim-env-keep", "CODL_TEST_KEPT"},
         dir_ + "/agent.log", "",
         {{"HTTPS_PROXY", "http://proxy.example:3128"},
          {"CODL_TEST_KEPT", "kept"},
