@@ -7,7 +7,8 @@
 #   fuzz  the libFuzzer targets (scripts/fuzz.sh, clang, build-fuzz/) for CODL_FUZZ_SECONDS each.
 # Usage: scripts/sanitize.sh [asan] [tsan] [fuzz]        (default: all three, in that order)
 # Environment: CODL_JOBS (ninja -j, default 2), CODL_FUZZ_SECONDS (default 20),
-#   CODL_TEST_JOBS (ctest -j for unit tests, default 2). Timings go to stdout ("sanitize.sh:").
+#   CODL_TEST_JOBS (ctest -j for unit tests, default 2), CODL_INTEGRATION_JOBS (ctest -j for the
+#   integration tests, default 3). Timings go to stdout ("sanitize.sh:").
 # Figures (build and run times, cold and warm) are in docs/development.md#what-ci-runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,11 +71,12 @@ asan() {
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
   timed "asan unit tests" ctest --test-dir "$dir" --output-on-failure -j "${CODL_TEST_JOBS:-2}" \
     -LE 'integration|deploy|repo|gpu'
-  # Two at a time, except the binaries whose tests assert timing or rates (codl_add_gtest
-  # SERIAL, and python_ddp): ctest runs those alone (RUN_SERIAL). CODL_INTEGRATION_JOBS=1: all
-  # alone, as before (2026-12-07, warm: 717 s at -j1; every test passed at -j2 too, 397 s).
+  # Three at a time on two cores (most of them wait on processes, leases and sleeps), except the
+  # binaries whose tests assert timing or rates (codl_add_gtest SERIAL, and python_ddp): ctest
+  # runs those alone (RUN_SERIAL). CODL_INTEGRATION_JOBS=1: all alone. Warm, 2026-12-07: 717 s
+  # at -j1, 520 s at -j2, 423-431 s at -j3 (docs/development.md#what-ci-runs).
   timed "asan integration tests" ctest --test-dir "$dir" --output-on-failure \
-    -j "${CODL_INTEGRATION_JOBS:-2}" -L integration -LE 'deploy|gpu'
+    -j "${CODL_INTEGRATION_JOBS:-3}" -L integration -LE 'deploy|gpu'
   unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
   check_reports "$logs"
 }

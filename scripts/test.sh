@@ -16,7 +16,9 @@
 #   CODL_SANITIZERS=0              while developing: deps, quickstart, plain, then the unit and
 #                                  integration tests in an uninstrumented build (build/, stage
 #                                  `dev`) instead of asan/tsan/fuzz
-#   CODL_JOBS, CODL_TEST_JOBS      ninja -j and ctest -j for unit tests (default 2)
+#   CODL_JOBS, CODL_TEST_JOBS      ninja -j, and ctest -j for the unit tests and the plain
+#                                  stage's checks (default 2)
+#   CODL_INTEGRATION_JOBS          ctest -j for the ASan integration tests (default 3)
 # Figures (cold and warm): docs/development.md#what-ci-runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +70,7 @@ quickstart() {
 plain() {
   cmake --build "$qs_build" -j "$jobs"
   cmake --build "$qs_build" -j "$jobs" --target codl_plain_tests
-  ctest --test-dir "$qs_build" --output-on-failure -j 1 -L 'deploy|repo|gpu'
+  ctest --test-dir "$qs_build" --output-on-failure -j "$test_jobs" -L 'deploy|repo|gpu'
   # Their expectations follow the build's CUDA (the asan stage runs them without it).
   local t
   for t in gpu_injectors_test gpu_cli_test; do
