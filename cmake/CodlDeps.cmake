@@ -85,8 +85,9 @@ function(codl_test_source_dir target)
 endfunction()
 
 function(codl_add_gtest name)
-  # SERIAL: the binary's tests assert timing or rates (slowdowns, achieved rates, leases), so
-  # ctest runs each alone (RUN_SERIAL) while the other integration tests run two at a time.
+  # SERIAL: the binary's tests assert what a neighbouring test could change (measured rates, CPU
+  # shares, lease timing), so ctest runs each alone (RUN_SERIAL) while the other integration
+  # tests run three at a time (scripts/sanitize.sh, CODL_INTEGRATION_JOBS).
   cmake_parse_arguments(ARG "SERIAL" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
