@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 run_one() {
   local bin=$1 corpus=$2 seconds=$3 work
   work=$(mktemp -d "${TMPDIR:-/tmp}/codl-fuzz.XXXXXX")
-  trap 'rm -rf "$work"' RETURN
+  # A RETURN trap outlives its function in bash: it clears itself, or it would run again when
+  # the caller returns (where `work` is unset: "unbound variable" under set -u).
+  trap 'rm -rf "$work"; trap - RETURN' RETURN
   cp -r "$corpus/." "$work/"
   local out=${FUZZ_OUT:-$work}
   mkdir -p "$out"
