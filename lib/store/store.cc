@@ -25,20 +25,21 @@ namespace {
 // Long enough to ride out any single write transaction (a SaveTrial with thousands of samples
 // takes milliseconds), short enough that a wedged peer surfaces as an error, not a hang.
 // CODL_STORE_BUSY_TIMEOUT_MS (1 to 3600000) replaces it, e.g. for a database on a slow network
-// file system; another value is ignored (docs/results.md).
+// file system (docs/results.md); any other value is an error naming the variable and its range.
 constexpr int kDefaultBusyTimeoutMs = 10000;
 
-int BusyTimeoutMs() {
-  static const int ms = [] {
-    const char* env = std::getenv("CODL_STORE_BUSY_TIMEOUT_MS");
-    if (env == nullptr || *env == '\0') return kDefaultBusyTimeoutMs;
-    char* end = nullptr;
-    errno = 0;
-    const long v = std::strtol(env, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 1 || v > 3600000) return kDefaultBusyTimeoutMs;
-    return static_cast<int>(v);
-  }();
-  return ms;
+Result<int> BusyTimeoutMs() {
+  const char* env = std::getenv("CODL_STORE_BUSY_TIMEOUT_MS");
+  if (env == nullptr || *env == '\0') return kDefaultBusyTimeoutMs;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(env, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 1 || v > 3600000) {
+    return InvalidArgument("CODL_STORE_BUSY_TIMEOUT_MS='" + std::string(env) +
+                           "': expected whole milliseconds from 1 to 3600000 (default " +
+                           std::to_string(kDefaultBusyTimeoutMs) + ")");
+  }
+  return static_cast<int>(v);
 }
 
 // Why a database file could not be opened, as far as its folder shows: "" when nothing tells.
@@ -148,6 +149,8 @@ int Store::LatestSchemaVersion() { return LatestMigration(); }
 
 Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int schema_version) {
   if (path.empty()) return Err("results database path is empty");
+  const Result<int> busy_timeout_ms = BusyTimeoutMs();
+  if (!busy_timeout_ms) return busy_timeout_ms.status();
   sqlite3* handle = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
@@ -161,7 +164,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
     return e;
   }
   sqlite3_extended_result_codes(handle, 1);
-  sqlite3_busy_timeout(handle, BusyTimeoutMs());
+  sqlite3_busy_timeout(handle, *busy_timeout_ms);
 
   // Per connection, and only outside a transaction: enforce the parent/child links so replacing
   // a trial also deletes its steps, antagonists and samples (ON DELETE CASCADE).
@@ -175,7 +178,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
   // to it (a peer opening the same new file at once gets SQLITE_BUSY at once): retry here.
   std::string got;
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(BusyTimeoutMs());
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(*busy_timeout_ms);
   while (true) {
     auto mode = sql::Stmt::Prepare(db, "PRAGMA journal_mode = WAL");
     if (!mode) return mode.status();

@@ -54,6 +54,23 @@ TEST_F(StoreTest, OpensInWalModeAtLatestVersion) {
   EXPECT_EQ((*again)->SchemaVersion(), Store::LatestSchemaVersion());
 }
 
+// CODL_STORE_BUSY_TIMEOUT_MS: a value outside 1..3600000 ms is an error naming it, not a
+// silent fall back to the 10 s default; a valid one opens.
+TEST_F(StoreTest, ABadBusyTimeoutVariableIsAnErrorNamingItsRange) {
+  for (const char* bad : {"abc", "0", "-5", "3600001", "10s", "99999999999999999999"}) {
+    setenv("CODL_STORE_BUSY_TIMEOUT_MS", bad, 1);
+    auto s = Store::Open(path_);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.error(), HasSubstr(std::string("CODL_STORE_BUSY_TIMEOUT_MS='") + bad + "'"));
+    EXPECT_THAT(s.error(), HasSubstr("from 1 to 3600000"));
+  }
+  setenv("CODL_STORE_BUSY_TIMEOUT_MS", "2500", 1);
+  auto ok = Store::Open(path_);
+  EXPECT_TRUE(ok.ok()) << ok.error();
+  unsetenv("CODL_STORE_BUSY_TIMEOUT_MS");
+}
+
 TEST_F(StoreTest, ExperimentRoundTripsEveryField) {
   for (int i = 0; i < 6; ++i) {
     ExperimentRecord e =
