@@ -1,5 +1,5 @@
-// Renderings of the interaction figures for results_format.cc (table lines, JSON array). The
-// names are a public interface, documented in docs/results.md ("Interaction").
+// Renderings of the interaction figures for results_format.cc (table lines) and results_json.cc
+// (JSON array). The names are a public interface, documented in docs/results.md ("Interaction").
 #pragma once
 
 #include <string>
