@@ -5,109 +5,16 @@
 #include <cstdio>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "lib/analysis/pairing_samples.h"
+#include "lib/analysis/predict_singles.h"
 #include "lib/common/random.h"
 #include "lib/common/units.h"
 #include "lib/spec/spec.h"
 
 namespace codl::experiment {
 namespace {
-
-// Where an intensity label sits on a curve: a level ("0.5") or an absolute rate ("2GiB/s").
-struct Position {
-  double x = 0;
-  bool absolute = false;
-  std::string label;  // canonical: levels as %g, so "0.50" finds the measured "0.5"
-};
-
-using AtMax = std::map<std::string, AchievedAtMax>;
-
-// `max` (open loop, no requested intensity) sits where the antagonist's single at max was
-// measured: its achieved level on a curve of levels, its achieved rate on a curve of rates.
-// `absolute`: the curve's kind, unknown when the antagonist has no other single (a level then,
-// where one was recorded).
-Result<Position> MaxPosition(const std::string& name, const AtMax& at_max,
-                             std::optional<bool> absolute) {
-  const auto it = at_max.find(name);
-  if (it == at_max.end()) {
-    return InvalidArgument(name + "@max: an open-loop intensity is placed where its single " +
-                           name + "@max was measured, and no measured trial of that single " +
-                           "recorded what it achieved");
-  }
-  const bool has_level = std::isfinite(it->second.level) && it->second.level > 0;
-  const bool has_rate = std::isfinite(it->second.rate) && it->second.rate > 0;
-  Position p;
-  p.label = "max";
-  if (absolute.value_or(!has_level)) {
-    if (!has_rate) {
-      return InvalidArgument(name + "@max: its single's trials recorded no achieved rate, so " +
-                             "it has no place on a curve of rates");
-    }
-    p.x = it->second.rate;
-    p.absolute = true;
-    return p;
-  }
-  if (!has_level) {
-    return InvalidArgument(name + "@max: its single's trials recorded no calibrated peak, so " +
-                           "its achieved level (a fraction of peak) is unknown");
-  }
-  p.x = it->second.level;
-  return p;
-}
-
-Result<Position> PositionOf(const std::string& name, const std::string& label, const AtMax& at_max,
-                            std::optional<bool> absolute) {
-  if (label == "max") return MaxPosition(name, at_max, absolute);
-  Position p;
-  if (auto level = ParseNumber(label); level.ok()) {
-    if (*level < 0 || *level > 1) {
-      return InvalidArgument(name + "@" + label + ": a level is a fraction of peak in [0, 1]");
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", *level);
-    p.x = *level;
-    p.label = buf;
-    return p;
-  }
-  auto rate = ParseRate(label);
-  if (!rate.ok()) {
-    return InvalidArgument(name + "@" + label + ": neither a level (0.5) nor a rate (2GiB/s)");
-  }
-  p.x = rate->value;
-  p.absolute = true;
-  p.label = label;
-  return p;
-}
-
-// One measured single: an antagonist alone at one intensity.
-struct Single {
-  std::string name, key;
-  Position at;
-};
-
-// The singles at a level or rate, then those at `max` placed on their curve's kind (singles
-// at max without a recorded achieved intensity are left out: PredictSlowdowns says why).
-std::vector<Single> CollectSingles(const std::map<std::string, std::vector<double>>& samples,
-                                   const AtMax& at_max) {
-  std::vector<Single> out;
-  std::map<std::string, bool> kind;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const auto& [key, values] : samples) {
-      const auto parts = ParsePairingKey(key);
-      if (parts.size() != 1 || values.empty()) continue;
-      const auto& [name, label] = *parts.begin();
-      if ((label == "max") != (pass == 1)) continue;
-      const auto k = kind.find(name);
-      auto at = PositionOf(name, label, at_max,
-                           k == kind.end() ? std::nullopt : std::optional<bool>(k->second));
-      if (!at.ok()) continue;
-      if (pass == 0) kind.emplace(name, at->absolute);
-      out.push_back({name, key, *at});
-    }
-  }
-  return out;
-}
 
 struct Curve {
   bool absolute = false;
@@ -116,7 +23,7 @@ struct Curve {
 };
 
 // Curves from the medians of one (possibly resampled) data set; `exclude` is left out.
-std::map<std::string, Curve> FitCurves(const std::vector<Single>& singles,
+std::map<std::string, Curve> FitCurves(const std::vector<predict_singles::Single>& singles,
                                        const std::map<std::string, double>& medians,
                                        const std::map<std::string, int>& counts,
                                        const std::string& exclude, bool higher_is_faster) {
@@ -136,10 +43,10 @@ std::map<std::string, Curve> FitCurves(const std::vector<Single>& singles,
 
 struct Query {
   std::string key;
-  std::vector<std::pair<std::string, Position>> parts;  // name order
+  std::vector<std::pair<std::string, predict_singles::Position>> parts;  // name order
 };
 
-Result<Query> ParseQuery(const std::string& text, const AtMax& at_max,
+Result<Query> ParseQuery(const std::string& text, const predict_singles::AtMax& at_max,
                          const std::map<std::string, Curve>& curves) {
   const auto parts = ParsePairingKey(text);
   if (parts.empty()) {
@@ -149,9 +56,9 @@ Result<Query> ParseQuery(const std::string& text, const AtMax& at_max,
   std::map<std::string, std::string> canonical;
   for (const auto& [name, label] : parts) {
     const auto c = curves.find(name);
-    auto at =
-        PositionOf(name, label, at_max,
-                   c == curves.end() ? std::nullopt : std::optional<bool>(c->second.absolute));
+    auto at = predict_singles::PositionOf(
+        name, label, at_max,
+        c == curves.end() ? std::nullopt : std::optional<bool>(c->second.absolute));
     if (!at.ok()) return at.status();
     q.parts.emplace_back(name, *at);
     canonical[name] = at->label;
@@ -203,28 +110,10 @@ Status CheckQuery(const Query& q, const std::map<std::string, Curve>& curves) {
   return Status::Ok();
 }
 
-Status CheckKinds(const std::vector<Single>& singles) {
-  std::map<std::string, bool> kind;
-  for (const auto& s : singles) {
-    auto [it, fresh] = kind.emplace(s.name, s.at.absolute);
-    if (!fresh && it->second != s.at.absolute) {
-      return InvalidArgument("'" + s.name +
-                             "' has singles at both levels and rates: one curve cannot hold both");
-    }
-  }
-  return Status::Ok();
-}
-
-std::map<std::string, double> MediansOf(const std::map<std::string, std::vector<double>>& s) {
-  std::map<std::string, double> m;
-  for (const auto& [key, values] : s) m[key] = Median(values);
-  return m;
-}
-
 // The default questions: every measured combination, then every measured single whose curve
 // has another point to predict it from (it is left out).
 std::vector<std::string> DefaultQueries(const std::map<std::string, std::vector<double>>& samples,
-                                        const std::vector<Single>& singles) {
+                                        const std::vector<predict_singles::Single>& singles) {
   std::vector<std::string> out;
   for (const auto& [key, values] : samples) {
     if (ParsePairingKey(key).size() >= 2 && !values.empty()) out.push_back(key);
@@ -240,7 +129,7 @@ std::vector<std::string> DefaultQueries(const std::map<std::string, std::vector<
 // The data one experiment's predictions rest on.
 struct SinglesData {
   const std::map<std::string, std::vector<double>>& samples;
-  std::vector<Single> singles;
+  std::vector<predict_singles::Single> singles;
   std::map<std::string, int> counts;
   std::map<std::string, double> medians;
   PredictOptions options;
@@ -298,13 +187,6 @@ Prediction PredictOne(const SinglesData& profile, const Query& q) {
   return p;
 }
 
-double MeanAbsPercent(const std::vector<double>& errors) {
-  if (errors.empty()) return kNaN;
-  double sum = 0;
-  for (double e : errors) sum += std::fabs(e);
-  return 100 * sum / static_cast<double>(errors.size());
-}
-
 // MAPE over the predictions with a measurement, overall and by kind, and the largest error.
 void SummarizeErrors(PredictionReport* r) {
   std::vector<double> all, combinations, interpolations;
@@ -316,9 +198,9 @@ void SummarizeErrors(PredictionReport* r) {
     r->max_abs_error = std::isfinite(r->max_abs_error) ? std::max(r->max_abs_error, abs) : abs;
   }
   r->n_compared = static_cast<int>(all.size());
-  r->mape = MeanAbsPercent(all);
-  r->mape_combinations = MeanAbsPercent(combinations);
-  r->mape_interpolations = MeanAbsPercent(interpolations);
+  r->mape = predict_singles::MeanAbsPercent(all);
+  r->mape_combinations = predict_singles::MeanAbsPercent(combinations);
+  r->mape_interpolations = predict_singles::MeanAbsPercent(interpolations);
 }
 
 }  // namespace
@@ -421,8 +303,9 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
   if (base == samples.end() || base->second.empty()) {
     return FailedPrecondition("no measured baseline trials: no slowdown to build a profile from");
   }
-  SinglesData profile{
-      samples, CollectSingles(samples, options.at_max), {}, MediansOf(samples), options, {}};
+  auto singles = predict_singles::CollectSingles(samples, options.at_max);
+  auto medians = predict_singles::MediansOf(samples);
+  SinglesData profile{samples, std::move(singles), {}, std::move(medians), options, {}};
   if (profile.singles.empty()) {
     // Singles at `max` only, and none recorded what it achieved: measured, but with no place
     // on a curve. Say so by name rather than "no singles".
@@ -443,7 +326,7 @@ Result<PredictionReport> PredictSlowdowns(const std::map<std::string, std::vecto
         "no measured singles (one antagonist at a level or rate): run `pairings: singles` or "
         "`pairings: pairs` to build a sensitivity profile");
   }
-  if (Status s = CheckKinds(profile.singles); !s.ok()) return s;
+  if (Status s = predict_singles::CheckKinds(profile.singles); !s.ok()) return s;
   for (const auto& [key, values] : samples) profile.counts[key] = static_cast<int>(values.size());
   profile.curves = profile.Fit(profile.medians, "");
 
@@ -525,18 +408,15 @@ Result<ProfilePrediction> PredictFromProfile(
     return FailedPrecondition(pid + ": no measured baseline trials, so no slowdown to build " +
                               "sensitivity curves from");
   }
-  SinglesData profile{profile_samples,
-                      CollectSingles(profile_samples, po.at_max),
-                      {},
-                      MediansOf(profile_samples),
-                      po,
-                      {}};
+  auto singles = predict_singles::CollectSingles(profile_samples, po.at_max);
+  auto medians = predict_singles::MediansOf(profile_samples);
+  SinglesData profile{profile_samples, std::move(singles), {}, std::move(medians), po, {}};
   if (profile.singles.empty()) {
     return FailedPrecondition(pid + ": no measured singles (one injector antagonist alone at a " +
                               "level or at max): it is no sensitivity profile; sweep the " +
                               "victim with `pairings: singles`");
   }
-  if (Status s = CheckKinds(profile.singles); !s.ok()) {
+  if (Status s = predict_singles::CheckKinds(profile.singles); !s.ok()) {
     return FailedPrecondition(pid + ": " + s.message());
   }
   for (const auto& [key, values] : profile_samples)
@@ -672,7 +552,7 @@ void CompareWithMeasured(std::vector<MeasuredPair> pairs, ProfilePrediction* r) 
   }
   r->measured = std::move(pairs);
   r->n_compared = static_cast<int>(errors.size());
-  r->mape = MeanAbsPercent(errors);
+  r->mape = predict_singles::MeanAbsPercent(errors);
 }
 
 }  // namespace codl::experiment
