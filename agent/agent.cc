@@ -4,9 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
@@ -19,6 +16,7 @@
 #include "agent/lease_monitor.h"
 #include "agent/leftovers.h"
 #include "agent/placement.h"
+#include "agent/scratch_roots.h"
 #include "agent/telemetry_hub.h"
 #include "lib/rpc/connection_registry.h"
 #include "lib/rpc/health.h"
@@ -41,20 +39,6 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {
     gethostname(host, sizeof host - 1);
     options_.agent_id = host;
   }
-  if (options_.scratch_roots.empty()) {
-    // Same defaults as codl-inject: CODL_SCRATCH_ROOTS (colon-separated), else the temp dir.
-    if (const char* env = getenv("CODL_SCRATCH_ROOTS"); env && *env) {
-      std::stringstream ss(env);
-      std::string root;
-      while (std::getline(ss, root, ':')) {
-        if (!root.empty()) options_.scratch_roots.push_back(root);
-      }
-    }
-    if (options_.scratch_roots.empty()) {
-      const char* tmp = getenv("TMPDIR");
-      options_.scratch_roots.push_back(tmp && *tmp ? tmp : "/tmp");
-    }
-  }
 }
 
 Agent::~Agent() { Shutdown(); }
@@ -64,6 +48,13 @@ bool Agent::registered() const { return link_ && link_->registered(); }
 int Agent::running_antagonists() const { return antagonists_ ? antagonists_->Running() : 0; }
 
 Status Agent::Start() {
+  // Never a world-writable directory by default (scratch_roots.h).
+  auto roots = ScratchRootsOrDefault(options_.scratch_roots, geteuid() == 0);
+  if (!roots.ok()) return roots.status();
+  options_.scratch_roots = *roots;
+  std::vector<std::string> all_roots = options_.scratch_roots;
+  all_roots.insert(all_roots.end(), options_.cache_roots.begin(), options_.cache_roots.end());
+  for (const std::string& w : WorldWritableRootWarnings(all_roots)) spdlog::warn("{}", w);
   CleanLeftovers();
   lease_ = std::make_unique<LeaseMonitor>(SystemClock::Get());
   placer_ = Placer::Detect(options_.agent_id);
@@ -96,6 +87,7 @@ Status Agent::Start() {
   policy.victim.cache_roots = options_.scratch_roots;
   policy.victim.cache_roots.insert(policy.victim.cache_roots.end(), options_.cache_roots.begin(),
                                    options_.cache_roots.end());
+  policy.victim.cache_limits = {options_.cache_max_bytes, options_.cache_max_time_s};
   if (const auto& r = options_.victim_uid_range) {
     auto pool = VictimIdentities::Open({r->first, r->second}, options_.victim_uid_lock_dir,
                                        SystemClock::Get(), VictimIdentities::kDefaultIdleReleaseS);

@@ -37,9 +37,14 @@ struct AgentOptions {
   std::string advertise;                      // address the controller dials; default: listen
   std::string agent_id;                       // default: hostname
   std::map<std::string, std::string> labels;  // user labels, added to the detected ones
-  std::vector<std::string> scratch_roots;     // where injectors may write
+  // Where injectors may write (the first also holds victims' HOMEs). Empty: CODL_SCRATCH_ROOTS,
+  // else the agent's private directory (agent/scratch_roots.h), made at Start.
+  std::vector<std::string> scratch_roots;
   // victim.cache.paths may also lie under these (read, evicted, warmed: never written).
   std::vector<std::string> cache_roots;
+  // victim.cache's per-trial caps: bytes under its paths (0: the node's memory) and time.
+  int64_t cache_max_bytes = 0;
+  double cache_max_time_s = 300;
   bool allow_victim = true;                   // may the controller run victim commands here?
   double max_level = 1.0;                     // policy: highest level an antagonist may run at
   double lease_s = tunables::kDefaultLeaseS;  // dead-man switch default

@@ -9,6 +9,7 @@
 #include "lib/rpc/queued_writer.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/rpc_util.h"
+#include "lib/rpc/serve.h"
 
 namespace codl::agent {
 
@@ -135,7 +136,7 @@ Result<InjectChild::Spec::Workload> AgentServiceImpl::WorkloadFor(
   w.run_as = identity.run_as;
   if (policy_.uid_pool) {
     auto id = policy_.uid_pool->Acquire(req.experiment_id());
-    if (!id.ok()) return Err("workload could not start: " + id.error());
+    if (!id.ok()) return id.status().WithContext("workload could not start");
     w.run_as = *id;
   }
   if (identity.clean_env) {
@@ -156,20 +157,13 @@ AgentServiceImpl::AgentServiceImpl(AntagonistManager* antagonists, const Clock* 
       clock_(clock),
       policy_(policy),
       telemetry_(telemetry),
-      victims_(clock, policy.placer, policy_.victim),
+      victims_(clock, policy.placer, policy_.victim, policy_.uid_pool, antagonists, telemetry),
       node_windows_(clock) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Shutdown(); }
 
-int AgentServiceImpl::StopRunningVictims() {
-  std::lock_guard<std::mutex> l(running_mu_);
-  for (auto* flag : running_victims_) *flag = true;
-  return static_cast<int>(running_victims_.size());
-}
-
 void AgentServiceImpl::Shutdown() {
-  cancel_victims_ = true;
-  StopRunningVictims();
+  victims_.CancelAll();
   victim_threads_.JoinAll();
   executor_.Shutdown();
 }
@@ -195,44 +189,34 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Calibrate(grpc::CallbackServerContex
                                                       const v1::CalibrateRequest* req,
                                                       v1::CalibrateReply* reply) {
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
-  auto* r = ctx->DefaultReactor();
-  executor_.Post([this, r, req, reply] {
+  return rpc::FinishUnary(ctx, "Calibrate", &executor_, [this, req, reply] {
     std::map<std::string, std::string> options(req->options().begin(), req->options().end());
     auto c = antagonists_->Calibrate(req->injector(), options, req->duration_s());
-    if (!c.ok()) {
-      r->Finish(rpc::ToGrpc(c.status(), StatusCode::kFailedPrecondition));
-      return;
-    }
+    if (!c.ok()) return rpc::ToGrpc(c.status(), StatusCode::kFailedPrecondition);
     reply->set_peak_rate(c->peak_rate);
     reply->set_unit(c->unit);
     cache_.Store(req->idempotency_key(), *reply);
-    r->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return r;
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServerContext* ctx,
                                                             const v1::StartAntagonistRequest* req,
                                                             v1::StartAntagonistReply* reply) {
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
-  auto* r = ctx->DefaultReactor();
   const bool workload = req->spec().has_workload();
   Status allowed =
       workload
           ? CheckWorkloadRequest(*req, policy_)
           : CheckStartRequest(*req, policy_, antagonists_->CalibratedPeak(req->spec().injector()));
   if (!allowed.ok()) {
-    r->Finish(rpc::ToGrpc(allowed));
-    return r;
+    return rpc::FinishUnary(ctx, "StartAntagonist", nullptr, [&] { return rpc::ToGrpc(allowed); });
   }
-  executor_.Post([this, r, req, reply, workload] {
+  return rpc::FinishUnary(ctx, "StartAntagonist", &executor_, [this, req, reply, workload] {
     InjectorRequest ir;
     if (workload) {
       auto w = WorkloadFor(*req);
-      if (!w.ok()) {
-        r->Finish(rpc::ToGrpc(w.status(), StatusCode::kFailedPrecondition));
-        return;
-      }
+      if (!w.ok()) return rpc::ToGrpc(w.status(), StatusCode::kFailedPrecondition);
       ir.command.assign(req->spec().workload().command().begin(),
                         req->spec().workload().command().end());
       ir.workload = std::move(*w);
@@ -253,91 +237,77 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StartAntagonist(grpc::CallbackServer
         std::min<int64_t>(req->start_at_unix_ns(), clock_->UnixNanos() + 5'000'000'000LL +
                                                        static_cast<int64_t>(setup_s * 1e9));
     auto started = antagonists_->Start(req->antagonist_id(), ir, req->lease_s());
-    if (!started.ok()) {
-      r->Finish(rpc::ToGrpc(started.status(), StatusCode::kFailedPrecondition));
-      return;
-    }
+    if (!started.ok()) return rpc::ToGrpc(started.status(), StatusCode::kFailedPrecondition);
     reply->set_pid(started->pid);
     reply->set_started_unix_ns(started->started_unix_ns);
     reply->set_setup_s(started->setup_s);
     reply->set_setup_estimate_s(setup_s);
     reply->set_ready_unix_ns(started->ready_unix_ns);
     cache_.Store(req->idempotency_key(), *reply);
-    r->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return r;
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::EstimateSetup(grpc::CallbackServerContext* ctx,
                                                           const v1::EstimateSetupRequest* req,
                                                           v1::EstimateSetupReply* reply) {
   if (auto* r = Prologue(ctx, "", reply)) return r;
-  auto* r = ctx->DefaultReactor();
-  std::map<std::string, std::string> options(req->spec().options().begin(),
-                                             req->spec().options().end());
   // Pure arithmetic on the options: answered inline. A refusal is left to the start.
-  const auto estimate = antagonists_->EstimateSetupS(req->spec().injector(), options);
-  reply->set_setup_estimate_s(estimate.ok() ? *estimate : 0);
-  r->Finish(grpc::Status::OK);
-  return r;
+  return rpc::FinishUnary(ctx, "EstimateSetup", nullptr, [this, req, reply] {
+    std::map<std::string, std::string> options(req->spec().options().begin(),
+                                               req->spec().options().end());
+    const auto estimate = antagonists_->EstimateSetupS(req->spec().injector(), options);
+    reply->set_setup_estimate_s(estimate.ok() ? *estimate : 0);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::BeginNodeWindow(grpc::CallbackServerContext* ctx,
                                                             const v1::BeginNodeWindowRequest* req,
                                                             v1::BeginNodeWindowReply* reply) {
   if (auto* r = Prologue(ctx, "", reply)) return r;
-  auto* r = ctx->DefaultReactor();
   // A few small file reads: answered inline.
-  r->Finish(rpc::ToGrpc(node_windows_.Begin(req->trial_id(), req->lease_s())));
-  return r;
+  return rpc::FinishUnary(ctx, "BeginNodeWindow", nullptr, [this, req] {
+    return rpc::ToGrpc(node_windows_.Begin(req->trial_id(), req->lease_s()));
+  });
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::EndNodeWindow(grpc::CallbackServerContext* ctx,
                                                           const v1::EndNodeWindowRequest* req,
                                                           v1::EndNodeWindowReply* reply) {
   if (auto* r = Prologue(ctx, "", reply)) return r;
-  auto* r = ctx->DefaultReactor();
-  auto t = node_windows_.End(req->trial_id());
-  if (!t.ok()) {
-    r->Finish(rpc::ToGrpc(t.status()));
-    return r;
-  }
-  *reply->mutable_telemetry() = rpc::ToProto(*t);
-  r->Finish(grpc::Status::OK);
-  return r;
+  return rpc::FinishUnary(ctx, "EndNodeWindow", nullptr, [this, req, reply] {
+    auto t = node_windows_.End(req->trial_id());
+    if (!t.ok()) return rpc::ToGrpc(t.status());
+    *reply->mutable_telemetry() = rpc::ToProto(*t);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::GetAntagonist(grpc::CallbackServerContext* ctx,
                                                           const v1::GetAntagonistRequest* req,
                                                           v1::GetAntagonistReply* reply) {
   if (auto* r = Prologue(ctx, "", reply)) return r;
-  auto* r = ctx->DefaultReactor();
-  auto snap = antagonists_->Get(req->antagonist_id());  // non-blocking: answer inline
-  if (!snap.ok()) {
-    r->Finish(rpc::ToGrpc(snap.status(), StatusCode::kNotFound));
-    return r;
-  }
-  reply->set_running(snap->running);
-  reply->set_unit(snap->unit);
-  reply->set_last_achieved(snap->last_achieved);
-  reply->set_target(snap->target);
-  reply->set_samples(snap->samples);
-  reply->set_error(snap->error);
-  r->Finish(grpc::Status::OK);
-  return r;
+  return rpc::FinishUnary(ctx, "GetAntagonist", nullptr, [this, req, reply] {
+    auto snap = antagonists_->Get(req->antagonist_id());  // non-blocking: answer inline
+    if (!snap.ok()) return rpc::ToGrpc(snap.status(), StatusCode::kNotFound);
+    reply->set_running(snap->running);
+    reply->set_unit(snap->unit);
+    reply->set_last_achieved(snap->last_achieved);
+    reply->set_target(snap->target);
+    reply->set_samples(snap->samples);
+    reply->set_error(snap->error);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::StopAntagonist(grpc::CallbackServerContext* ctx,
                                                            const v1::StopAntagonistRequest* req,
                                                            v1::StopAntagonistReply* reply) {
   if (auto* r = Prologue(ctx, req->idempotency_key(), reply)) return r;
-  auto* r = ctx->DefaultReactor();
-  executor_.Post([this, r, req, reply] {
+  return rpc::FinishUnary(ctx, "StopAntagonist", &executor_, [this, req, reply] {
     auto f = antagonists_->Stop(req->antagonist_id());
-    if (!f.ok()) {
-      r->Finish(rpc::ToGrpc(f.status(), StatusCode::kNotFound));
-      return;
-    }
+    if (!f.ok()) return rpc::ToGrpc(f.status(), StatusCode::kNotFound);
     reply->set_unit(f->unit);
     reply->set_target_rate(f->target_rate);
     reply->set_achieved_rate(f->achieved_rate);
@@ -358,9 +328,47 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAntagonist(grpc::CallbackServerC
       p->set_steps(s.steps);
     }
     cache_.Store(req->idempotency_key(), *reply);
-    r->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return r;
+}
+
+grpc::Status AgentServiceImpl::RunVictimBody(const v1::RunVictimRequest& req,
+                                             v1::RunVictimReply* reply) {
+  VictimRequest request;
+  request.spec = FromProto(req.victim());
+  if (req.has_placement()) request.spec.placement = FromProto(req.placement());
+  request.experiment_id = req.experiment_id();
+  request.trial_id = req.trial_id();
+  request.start_at_unix_ns = req.start_at_unix_ns();
+  auto outcome = victims_.Run(std::move(request));
+  if (!outcome.ok()) {  // it never started: not retried from the cache
+    reply->set_ok(false);
+    reply->set_exit_code(127);
+    reply->set_error(outcome.error());
+    return grpc::Status::OK;
+  }
+  VictimOutcome& o = *outcome;
+  reply->set_ok(o.progress.ok);
+  reply->set_error(o.progress.error);
+  reply->set_exit_code(o.exit_code);
+  reply->set_wall_s(o.wall_s);
+  reply->set_metric(o.progress.metric);
+  reply->set_stderr_tail(o.stderr_tail);
+  reply->set_started_unix_ns(o.started_unix_ns);
+  reply->set_cpu_s(o.cpu_s);
+  reply->set_effective_cpus(o.effective_cpus);
+  for (const auto& [k, v] : o.progress.phase_medians) (*reply->mutable_phase_medians())[k] = v;
+  for (const auto& name : o.progress.phase_order) reply->add_phase_order(name);
+  for (const auto& s : o.progress.steps) *reply->add_steps() = rpc::ToProto(s);
+  reply->set_trace_zlib(std::move(o.trace_zlib));
+  reply->set_trace_raw_bytes(o.trace_raw_bytes);
+  reply->set_trace_error(o.trace_error);
+  reply->set_cache_measured(o.cache_measured);
+  reply->set_cache_total_bytes(o.cache.total_bytes);
+  reply->set_cache_resident_bytes(o.cache.resident_bytes);
+  if (o.telemetry_measured) *reply->mutable_telemetry() = rpc::ToProto(o.telemetry);
+  cache_.Store(req.idempotency_key(), *reply);
+  return grpc::Status::OK;
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContext* ctx,
@@ -374,87 +382,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::RunVictim(grpc::CallbackServerContex
     return r;
   }
   bool launched = victim_threads_.Launch([this, r, req, reply] {
-    experiment::VictimSpec spec = FromProto(req->victim());
-    if (req->has_placement()) spec.placement = FromProto(req->placement());
-    // The victim joins what the antagonists set up (e.g. the MPS server); its own env wins.
-    for (const auto& [k, v] : antagonists_->VictimEnvironment()) spec.env.emplace(k, v);
-    const std::string trial_id = req->trial_id();
-    std::atomic<bool> cancel{false};
-    {
-      std::lock_guard<std::mutex> l(running_mu_);
-      cancel = cancel_victims_.load();
-      running_victims_.insert(&cancel);
-    }
-    // A distributed victim's common start (at most 5 s ahead: a wrong clock offset must not
-    // park a victim); StopAll sets `cancel`, which ends the wait and then the run.
-    const int64_t wait_ns =
-        std::min<int64_t>(req->start_at_unix_ns() - clock_->UnixNanos(), 5'000'000'000LL);
-    if (req->start_at_unix_ns() > 0 && wait_ns > 0) clock_->SleepFor(wait_ns / 1e9, cancel);
-    auto publish = [this, trial_id](const auto& fill) {
-      if (trial_id.empty()) return;
-      v1::TelemetryEvent ev;
-      ev.set_agent_unix_ns(clock_->UnixNanos());
-      fill(&ev);
-      telemetry_->Publish(trial_id, ev);
-    };
-    // Its experiment's own uid (victim_uid_range), held until EndExperiment.
-    std::optional<RunAs> run_as;
-    if (policy_.uid_pool) {
-      auto id = policy_.uid_pool->Acquire(req->experiment_id());
-      if (!id.ok()) {
-        {
-          std::lock_guard<std::mutex> l(running_mu_);
-          running_victims_.erase(&cancel);
-        }
-        ++victims_failed_;
-        reply->set_ok(false);
-        reply->set_exit_code(127);
-        reply->set_error("victim could not start: " + id.error());
-        r->Finish(grpc::Status::OK);
-        return;
-      }
-      run_as = *id;
-    }
-    VictimOutcome o = victims_.Run(
-        spec, &cancel,
-        [&](const VictimStep& st) {
-          publish([&](v1::TelemetryEvent* ev) { *ev->mutable_victim_step() = rpc::ToProto(st); });
-        },
-        [&](const VictimRunner::DatasetProgress& d) {
-          publish([&](v1::TelemetryEvent* ev) {
-            ev->mutable_victim_dataset()->set_generated(d.generated);
-            ev->mutable_victim_dataset()->set_total(d.total);
-            ev->mutable_victim_dataset()->set_t_s(d.t_s);
-          });
-        },
-        run_as);
-    if (policy_.uid_pool) policy_.uid_pool->Done(req->experiment_id());
-    {
-      std::lock_guard<std::mutex> l(running_mu_);
-      running_victims_.erase(&cancel);
-    }
-    (o.progress.ok ? victims_ok_ : victims_failed_) += 1;
-    reply->set_ok(o.progress.ok);
-    reply->set_error(o.progress.error);
-    reply->set_exit_code(o.exit_code);
-    reply->set_wall_s(o.wall_s);
-    reply->set_metric(o.progress.metric);
-    reply->set_stderr_tail(o.stderr_tail);
-    reply->set_started_unix_ns(o.started_unix_ns);
-    reply->set_cpu_s(o.cpu_s);
-    reply->set_effective_cpus(o.effective_cpus);
-    for (const auto& [k, v] : o.progress.phase_medians) (*reply->mutable_phase_medians())[k] = v;
-    for (const auto& name : o.progress.phase_order) reply->add_phase_order(name);
-    for (const auto& s : o.progress.steps) *reply->add_steps() = rpc::ToProto(s);
-    reply->set_trace_zlib(std::move(o.trace_zlib));
-    reply->set_trace_raw_bytes(o.trace_raw_bytes);
-    reply->set_trace_error(o.trace_error);
-    reply->set_cache_measured(o.cache_measured);
-    reply->set_cache_total_bytes(o.cache.total_bytes);
-    reply->set_cache_resident_bytes(o.cache.resident_bytes);
-    if (o.telemetry_measured) *reply->mutable_telemetry() = rpc::ToProto(o.telemetry);
-    cache_.Store(req->idempotency_key(), *reply);
-    r->Finish(grpc::Status::OK);
+    r->Finish(rpc::Guarded("RunVictim", [&] { return RunVictimBody(*req, reply); }));
   });
   if (!launched) {
     r->Finish(rpc::ToGrpc(ResourceExhausted("this agent is already running its limit of victims")));
@@ -466,29 +394,25 @@ grpc::ServerUnaryReactor* AgentServiceImpl::StopAll(grpc::CallbackServerContext*
                                                     const v1::StopAllRequest* req,
                                                     v1::StopAllReply* reply) {
   if (auto* r = Prologue(ctx, "", reply)) return r;
-  auto* r = ctx->DefaultReactor();
-  executor_.Post([this, r, req, reply] {
-    const int victims = StopRunningVictims();
+  return rpc::FinishUnary(ctx, "StopAll", &executor_, [this, req, reply] {
+    const int victims = victims_.StopRunning();
     reply->set_stopped(
         antagonists_->StopAll(req->reason().empty() ? "controller asked" : req->reason()) +
         victims);
-    r->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return r;
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::EndExperiment(grpc::CallbackServerContext* ctx,
                                                           const v1::EndExperimentRequest* req,
                                                           v1::EndExperimentReply* reply) {
   if (auto* r = Prologue(ctx, "", reply)) return r;
-  auto* r = ctx->DefaultReactor();
-  executor_.Post([this, r, req, reply] {
+  return rpc::FinishUnary(ctx, "EndExperiment", &executor_, [this, req, reply] {
     const int killed = policy_.uid_pool ? policy_.uid_pool->End(req->experiment_id()) : -1;
     reply->set_released(killed >= 0);
     reply->set_killed(std::max(killed, 0));
-    r->Finish(grpc::Status::OK);
+    return grpc::Status::OK;
   });
-  return r;
 }
 
 namespace {

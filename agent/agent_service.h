@@ -11,6 +11,7 @@
 #include "agent/node_windows.h"
 #include "agent/telemetry_hub.h"
 #include "agent/victim_identities.h"
+#include "agent/victim_manager.h"
 #include "agent/victim_runner.h"
 #include "agent/victim_threads.h"
 #include "codl/v1/agent.grpc.pb.h"
@@ -48,8 +49,8 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
                    TelemetryHub* telemetry);
   ~AgentServiceImpl() override;
   void Shutdown();
-  int64_t victims_ok() const { return victims_ok_.load(); }
-  int64_t victims_failed() const { return victims_failed_.load(); }
+  int64_t victims_ok() const { return victims_.ok_count(); }
+  int64_t victims_failed() const { return victims_.failed_count(); }
 
   grpc::ServerUnaryReactor* Calibrate(grpc::CallbackServerContext* ctx,
                                       const v1::CalibrateRequest* req,
@@ -89,22 +90,17 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
   // Returns a reactor already finished when the call needs no further work, else nullptr.
   grpc::ServerUnaryReactor* Prologue(grpc::CallbackServerContext* ctx, const std::string& key,
                                      google::protobuf::Message* reply);
+  // RunVictim's work, on a victim thread: the request translated for the VictimManager, the
+  // victim run to its end, the reply filled.
+  grpc::Status RunVictimBody(const v1::RunVictimRequest& req, v1::RunVictimReply* reply);
 
   AntagonistManager* antagonists_;
   const Clock* clock_;
   AgentPolicy policy_;
   TelemetryHub* telemetry_;
-  VictimRunner victims_;
+  VictimManager victims_;     // their lifecycle; StopAll cancels the running ones
   NodeWindows node_windows_;  // telemetry where only antagonists run
   rpc::IdempotencyCache cache_;
-  std::atomic<bool> cancel_victims_{false};  // shutting down: every victim, now and later
-  // The cancel flag of each running victim: StopAll (an experiment cancelled, the controller
-  // stopping everything) sets them, so a victim is stopped without waiting for it to end.
-  std::mutex running_mu_;
-  std::set<std::atomic<bool>*> running_victims_;
-  int StopRunningVictims();
-  std::atomic<int64_t> victims_ok_{0};
-  std::atomic<int64_t> victims_failed_{0};
   Executor executor_{16};
   VictimThreads victim_threads_{8};  // declared last: joined first, before what victims use
 };

@@ -16,9 +16,6 @@
 namespace codl::agent {
 namespace {
 
-// A calibration's setup, on top of its duration.
-constexpr double kCalibrationSetupS = 120;
-
 // One synchronized-start setup measurement per injector and option set.
 std::string SetupKey(const std::string& injector,
                      const std::map<std::string, std::string>& options) {
@@ -353,7 +350,7 @@ Result<AntagonistManager::Calibration> AntagonistManager::Calibrate(
   auto child = Launch(std::move(spec), policy_.default_lease_s);
   if (!child.ok()) return child.status().WithContext("calibrating " + injector);
   std::shared_ptr<InjectChild> c = *child;
-  const bool finished = c->WaitExit(duration_s + kCalibrationSetupS);
+  const bool finished = c->WaitExit(duration_s + tunables::kCalibrationSetupS);
   Unregister(id);
   if (!finished) {
     c->Kill();

@@ -298,6 +298,8 @@ class NodeTelemetrySampler::BandwidthCounter {
   BandwidthCounter& operator=(const BandwidthCounter&) = delete;
 
   const std::string& note() const { return note_; }
+  // Whether a source was opened (else note() says why none was); Read() may still fail.
+  bool available() const { return resctrl_ || !perf_.empty(); }
   // Bytes so far (a counter: only differences mean anything); nullopt when unavailable.
   std::optional<double> Read() const {
     if (resctrl_) {
@@ -637,7 +639,7 @@ NodeTelemetry NodeTelemetrySampler::Finish(double now_s) {
   t.membw_note = membw_ ? membw_->note() : "memory bandwidth: unavailable (not sampled)";
   if (membw_start_ && membw_end) {
     t.membw_bytes = std::max(0.0, *membw_end - *membw_start_);
-  } else if (membw_ && membw_->note().rfind("memory bandwidth: unavailable", 0) != 0) {
+  } else if (membw_ && membw_->available()) {
     t.membw_note = "memory bandwidth: unavailable (" + membw_->note() + " could not be read)";
   }
   if (gpu_) {

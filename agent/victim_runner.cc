@@ -141,6 +141,71 @@ class HomeDir {
   std::string path_;
 };
 
+// The victim child's argv, environment (clean with a HOME of its own, or the agent's; the
+// experiment's; the codl package on PYTHONPATH; the trace's variables), directory and user.
+// Fails only when its HOME cannot be made; a trace directory that cannot is said in
+// `trace_error` and the victim runs untraced.
+Status SetUpChild(const experiment::VictimSpec& spec, const VictimIdentity& identity,
+                  const std::optional<RunAs>& run_as, ChildProcess::Options* o,
+                  std::unique_ptr<HomeDir>* home, std::unique_ptr<TraceDir>* trace,
+                  std::string* trace_error) {
+  o->argv = spec.command;
+  if (identity.clean_env) {
+    std::string error;
+    *home = std::make_unique<HomeDir>(identity.home_root, run_as, &error);
+    if (!error.empty()) return Err(error);
+    o->inherit_env = false;
+    o->env = CleanVictimEnvironment(identity.env_keep, (*home)->path());
+  }
+  for (const auto& [k, v] : spec.env) o->env[k] = v;
+  if (const std::string py = CodlPythonDir(); !py.empty()) {
+    // Clean: the victim's own PYTHONPATH (or a kept one) only; else the agent's as well.
+    o->env["PYTHONPATH"] = identity.clean_env ? VictimPythonPath(py, o->env, /*inherited=*/"")
+                                              : VictimPythonPath(py, spec.env);
+  }
+  o->workdir = spec.workdir;
+  o->run_as = run_as;
+  if (spec.trace_steps > 0) {
+    *trace = std::make_unique<TraceDir>(run_as, trace_error);
+    if ((*trace)->ok()) {
+      o->env["CODL_TRACE_STEPS"] = std::to_string(spec.trace_steps);
+      o->env["CODL_TRACE_FILE"] = (*trace)->file();
+    }
+  }
+  o->stderr_tail_bytes = 4096;
+  return Status::Ok();
+}
+
+// Waits for the victim's exit, its timeout (timeout_s; 0: 600 s) or `cancel`, sampling the
+// node's counters meanwhile, then stops it if it still runs and fills in what its end tells.
+// Returns whether it was cancelled.
+bool WaitForVictim(ChildProcess& child, const Clock& clock, double t0, double timeout_s,
+                   const std::atomic<bool>* cancel, NodeTelemetrySampler* telemetry,
+                   VictimOutcome* out) {
+  const double timeout = timeout_s > 0 ? timeout_s : 600;
+  bool cancelled = false;
+  while (!child.WaitFor(0.1)) {
+    telemetry->Tick(clock.MonotonicSeconds());
+    if (clock.MonotonicSeconds() - t0 > timeout) {
+      out->timed_out = true;
+      break;
+    }
+    if (cancel && cancel->load()) {
+      cancelled = true;
+      break;
+    }
+  }
+  if (out->timed_out || cancelled) child.Terminate(2.0);
+  out->telemetry = telemetry->Finish(clock.MonotonicSeconds());
+  out->telemetry_measured = true;
+  out->wall_s = clock.MonotonicSeconds() - t0;
+  out->exit_code = child.exit_code();
+  out->stderr_tail = child.stderr_tail();
+  out->cpu_s = child.cpu_seconds();
+  out->effective_cpus = child.effective_cpus();
+  return cancelled;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> CleanVictimEnvironment(const std::vector<std::string>& keep,
@@ -212,38 +277,20 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   };
   if (!spec.cache.paths.empty()) {
     // Before every trial, baselines too: what the victim finds in memory is chosen, not chance.
-    auto cache = PrepareCache(spec.cache, identity_.cache_roots);
+    // Bounded, confined beneath the roots, and no further than the victim could read itself.
+    auto cache = PrepareCache(
+        spec.cache, CacheScope{identity_.cache_roots, run_as, identity_.cache_limits}, cancel);
     if (!cache.ok()) return NotStarted(cache.error());
     out.cache = *cache;
     out.cache_measured = true;
   }
   ChildProcess::Options o;
-  o.argv = spec.command;
   std::unique_ptr<HomeDir> home;
-  if (identity_.clean_env) {
-    std::string error;
-    home = std::make_unique<HomeDir>(identity_.home_root, run_as, &error);
-    if (!error.empty()) return NotStarted(error);
-    o.inherit_env = false;
-    o.env = CleanVictimEnvironment(identity_.env_keep, home->path());
-  }
-  for (const auto& [k, v] : spec.env) o.env[k] = v;
-  if (const std::string py = CodlPythonDir(); !py.empty()) {
-    // Clean: the victim's own PYTHONPATH (or a kept one) only; else the agent's as well.
-    o.env["PYTHONPATH"] = identity_.clean_env ? VictimPythonPath(py, o.env, /*inherited=*/"")
-                                              : VictimPythonPath(py, spec.env);
-  }
-  o.workdir = spec.workdir;
-  o.run_as = run_as;
   std::unique_ptr<TraceDir> trace;
-  if (spec.trace_steps > 0) {
-    trace = std::make_unique<TraceDir>(run_as, &out.trace_error);
-    if (trace->ok()) {
-      o.env["CODL_TRACE_STEPS"] = std::to_string(spec.trace_steps);
-      o.env["CODL_TRACE_FILE"] = trace->file();
-    }
+  if (Status s = SetUpChild(spec, identity_, run_as, &o, &home, &trace, &out.trace_error);
+      !s.ok()) {
+    return NotStarted(s.error());
   }
-  o.stderr_tail_bytes = 4096;
   auto on_line = [&](ProgressParser& p, std::string_view line) {
     const auto kind = p.OnStdoutLine(line, clock_->MonotonicSeconds() - t0);
     if (on_step && kind == ProgressParser::LineKind::kStep) on_step(p.steps().back());
@@ -275,28 +322,8 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   telemetry.Start(clock_->MonotonicSeconds());
   auto child = ChildProcess::Spawn(std::move(o));
   if (!child.ok()) return NotStarted(child.error());
-  const double timeout = spec.timeout_s > 0 ? spec.timeout_s : 600;
-  bool cancelled = false;
-  while (!(*child)->WaitFor(0.1)) {
-    telemetry.Tick(clock_->MonotonicSeconds());
-    double elapsed = clock_->MonotonicSeconds() - t0;
-    if (elapsed > timeout) {
-      out.timed_out = true;
-      break;
-    }
-    if (cancel && cancel->load()) {
-      cancelled = true;
-      break;
-    }
-  }
-  if (out.timed_out || cancelled) (*child)->Terminate(2.0);
-  out.telemetry = telemetry.Finish(clock_->MonotonicSeconds());
-  out.telemetry_measured = true;
-  out.wall_s = clock_->MonotonicSeconds() - t0;
-  out.exit_code = (*child)->exit_code();
-  out.stderr_tail = (*child)->stderr_tail();
-  out.cpu_s = (*child)->cpu_seconds();
-  out.effective_cpus = (*child)->effective_cpus();
+  const bool cancelled =
+      WaitForVictim(**child, *clock_, t0, spec.timeout_s, cancel, &telemetry, &out);
   child->reset();  // joins the reader: no more OnStdoutLine calls after this
   if (spec.cache.mode == "cold" && placed && placed->cgroup) {
     // With the memory controller delegated, cold also drops what the victim left in the page

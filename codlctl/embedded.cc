@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/scratch_roots.h"
 #include "controller/agent_registry.h"
 #include "controller/controller.h"
 #include "lib/common/tunables.h"
@@ -43,7 +44,11 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
   ao.lease_s = lease_s;
   ao.heartbeat_interval_s = tunables::kEmbeddedHeartbeatIntervalS;
   ao.labels["embedded"] = "true";
-  ao.scratch_roots = scratch_roots;
+  // Yours, private: $CODL_SCRATCH_ROOTS, else ~/.cache/codl/scratch (agent/scratch_roots.h),
+  // even as root (a system agent's /var/lib/codl/scratch is not this run's).
+  auto roots = agent::ScratchRootsOrDefault(scratch_roots, /*system=*/false);
+  if (!roots.ok()) return roots.status();
+  ao.scratch_roots = *roots;
   // The victim is your own command, run as you: it sees your shell's environment (a cluster
   // agent started as root gives victims a clean one, docs/security.md).
   ao.victim_env_clean = false;

@@ -468,7 +468,7 @@ void codl::cli::AddRunOptions(CLI::App* cmd, RunOptions* ro) {
   cmd->add_option("--lease", ro->lease, "embedded agent's dead-man lease")->capture_default_str();
   cmd->add_option("--scratch-root", ro->scratch_roots,
                   "embedded agent: directory injectors may write under (repeatable; default "
-                  "$CODL_SCRATCH_ROOTS, else $TMPDIR or /tmp)");
+                  "$CODL_SCRATCH_ROOTS, else ~/.cache/codl/scratch, made private)");
   cmd->add_flag("-q,--quiet", ro->quiet, "no progress output");
 }
 

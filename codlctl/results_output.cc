@@ -21,13 +21,21 @@ namespace codl::cli {
 namespace {
 
 // The metric named by --metric, else the experiment's victim.metric. The YAML was validated when
-// submitted; one that no longer parses (an older or newer format) falls back to the default.
+// submitted; one that no longer parses (an older or newer format, a results file written by
+// something else) falls back to the default, and says so.
 experiment::SummarizeOptions OptionsFor(const ExperimentRecord& e, const std::string& metric) {
   experiment::SummarizeOptions o;
   std::string name = metric;
   if (name.empty()) {
     auto spec = experiment::ParseExperiment(e.yaml, e.source_path);
-    if (spec.ok()) name = spec->victim.metric;
+    if (spec.ok()) {
+      name = spec->victim.metric;
+    } else {
+      fprintf(stderr,
+              "codlctl: warning: experiment %s: its stored experiment file does not parse (%s); "
+              "the default metric is used\n",
+              TerminalSafe(e.id).c_str(), TerminalSafe(spec.error()).c_str());
+    }
   }
   if (auto m = experiment::ParseTrialMetric(name); !name.empty() && m.ok()) o.metric = *m;
   return o;

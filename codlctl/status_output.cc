@@ -69,6 +69,7 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
   s.set_created_unix_ms(e.created_unix_ms);
   s.set_finished_unix_ms(e.finished_unix_ms);
   s.set_stop_reason(e.stop_reason);
+  s.set_submitter(e.submitter);
   return s;
 }
 
@@ -82,16 +83,24 @@ std::string StatusLine(const v1::ExperimentStatus& s) {
   if (!s.current_pairing().empty())
     line += ", now " + TerminalSafe(s.current_pairing()) + ", ETA " + FormatEta(s.eta_s());
   if (!s.error().empty()) line += " — " + TerminalSafe(s.error());
+  if (!s.submitter().empty()) line += "; submitted by " + TerminalSafe(s.submitter());
   return line + TerminalSafe(AdaptiveNote(s));
+}
+
+// Who submitted it: last, so that every earlier column keeps its place. Missing when unknown.
+Cell SubmitterCell(const v1::ExperimentStatus& s) {
+  return s.submitter().empty() ? Cell::Missing() : Cell::Text(s.submitter());
 }
 
 experiment::TidyTable StatusTable(const std::vector<v1::ExperimentStatus>& statuses) {
   experiment::TidyTable t;
   t.columns = kStatusColumns;
   t.columns.insert(t.columns.end(), kDatasetColumns.begin(), kDatasetColumns.end());
+  t.columns.push_back("submitter");
   for (const auto& s : statuses) {
     std::vector<Cell> row = StatusCells(s);
     for (Cell& c : DatasetCells(s)) row.push_back(std::move(c));
+    row.push_back(SubmitterCell(s));
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -104,12 +113,14 @@ experiment::TidyTable WatchTable(const v1::ExperimentEvent& event, int64_t ts_un
   t.columns.push_back("message");
   t.columns.insert(t.columns.end(), kDatasetColumns.begin(), kDatasetColumns.end());
   t.columns.push_back("event");
+  t.columns.push_back("submitter");
   std::vector<Cell> row = StatusCells(event.status());
   row.insert(row.begin(), Cell::Int(ts_unix_ms));
   row.push_back(Cell::Text(event.message()));
   for (Cell& c : DatasetCells(event.status())) row.push_back(std::move(c));
   const std::string kind = EventKind(event);
   row.push_back(kind.empty() ? Cell::Missing() : Cell::Text(kind));
+  row.push_back(SubmitterCell(event.status()));
   t.rows.push_back(std::move(row));
   return t;
 }

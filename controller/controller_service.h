@@ -6,6 +6,7 @@
 #include "controller/agent_registry.h"
 #include "controller/experiment_runner.h"
 #include "controller/experiment_scheduler.h"
+#include "controller/ownership.h"
 #include "controller/rendezvous.h"
 #include "lib/common/executor.h"
 #include "lib/common/tunables.h"
@@ -69,6 +70,16 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
   // acting for another id); nullptr to go on.
   grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx,
                                    const std::string* agent_id = nullptr);
+  enum class Blocking { kNo, kYes };  // kYes: the body runs on the executor
+  // Every unary handler's path: Refuse, the caller, `body(caller)` -> grpc::Status under
+  // rpc::Guarded. Defined in the .cc, the only user.
+  template <typename Body>
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* ctx, const char* what,
+                                  Blocking blocking, Body body,
+                                  const std::string* agent_id = nullptr);
+  // The experiment `id` names for the caller ("latest": theirs), when they may `action` it.
+  Result<ExperimentRecord> Changeable(const Caller& caller, const std::string& id,
+                                      const std::string& action);
   Status CheckRendezvousCaller(grpc::CallbackServerContext* ctx, const std::string& key) const;
 
   AgentRegistry* agents_;

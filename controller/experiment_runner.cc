@@ -18,6 +18,7 @@
 #include "controller/runner_wire.h"
 #include "controller/settle.h"
 #include "controller/tolerance_search.h"
+#include "controller/trial_policies.h"
 #include "injectors/core/registry.h"
 #include "lib/analysis/adaptive.h"
 #include "lib/common/tunables.h"
@@ -324,6 +325,72 @@ void ExperimentRunner::EndPlaced(const std::string& experiment_id) {
   SetPlaced(experiment_id, {});
 }
 
+Status ExperimentRunner::WaitForDownAgents(const std::set<std::string>& placed,
+                                           const experiment::PlannedTrial& trial, double grace_s,
+                                           const std::atomic<bool>& cancel,
+                                           RunListener* listener) const {
+  std::vector<std::string> down;
+  for (const auto& n : placed) {
+    if (!agents_->Alive(n)) down.push_back(n);
+  }
+  if (down.empty()) return Status::Ok();
+  listener->OnEvent(events::Note(
+      v1::Note::WARNING, "agent(s) " + JoinNodes(down) + " stopped heartbeating; waiting up to " +
+                             FormatSeconds(grace_s) + " (agent_grace) for them"));
+  down = AwaitAgents(down, -1, grace_s, cancel);
+  if (cancel) return Cancelled("cancelled");
+  if (!down.empty()) return LostAgentsError(down, trial, grace_s);
+  return Status::Ok();
+}
+
+Result<bool> ExperimentRunner::RetryAfterAgentLoss(
+    const PlacedRun& run, const experiment::PlannedTrial& trial, const TrialRecord& t,
+    const std::map<std::string, std::string>& sessions, StatusCode failure,
+    std::map<int, int>* retries) {
+  if (t.state == TrialState::kDone || t.state == TrialState::kCancelled || run.cancel) return false;
+  const double grace_s = run.spec.agent_grace_s;
+  const double ended_s = clock_->MonotonicSeconds();
+  std::vector<std::string> lost = LostAgents(sessions, failure, ended_s, run.cancel);
+  if (lost.empty()) return false;
+  const std::string which =
+      "trial " + std::to_string(trial.index + 1) + ": agent(s) " + JoinNodes(lost);
+  run.listener->OnEvent(events::Note(
+      v1::Note::WARNING, which + " lost (" + t.error + "); waiting up to " +
+                             FormatSeconds(grace_s) + " (agent_grace) for them to come back"));
+  const std::vector<std::string> missing = AwaitAgents(lost, ended_s, grace_s, run.cancel);
+  if (run.cancel) return Cancelled("cancelled");
+  if (!missing.empty()) return LostAgentsError(missing, trial, grace_s);
+  if ((*retries)[trial.index]++ >= kMaxTrialRetries) return false;
+  const double back_s = clock_->MonotonicSeconds() - ended_s;
+  run.prov->AddRetry(trial.index, lost, t.error, back_s, NowMs(clock_));
+  run.prov->Save();
+  run.listener->OnEvent(events::Note(
+      v1::Note::WARNING, which + " back after " + FormatSeconds(back_s) +
+                             "; the trial runs again (recorded in the provenance's retries)"));
+  ConnectPlaced(run.exp, *run.p, run.cancel);
+  return true;
+}
+
+Status ExperimentRunner::PrepareNodes(const PlacedRun& run, const ResumeFrom& resume,
+                                      SoloClock* solo) {
+  RecordNodes(*run.p, run.prov);
+  ConnectPlaced(run.exp, *run.p, run.cancel);
+  run.listener->OnEvent(events::Note(v1::Note::INFO, VictimPlacementMessage(*run.p)));
+  if (Status s = CalibrateAll(run.spec, run.p, run.cancel, run.listener, run.prov); !s.ok())
+    return s;
+  run.prov->Save();
+  for (const auto& t : resume.kept) {
+    if (IsMeasuredBaseline(t)) solo->baselines.push_back(t.wall_s);
+  }
+  if (Status s =
+          RunWarmups(run.exp, run.spec, *run.p, run.cancel, run.listener, run.prov, &solo->warmups);
+      !s.ok()) {
+    return s;
+  }
+  run.p->solo_s = solo->Seconds();
+  return Status::Ok();
+}
+
 Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
                                    const experiment::ExperimentSpec& spec,
                                    const std::vector<experiment::PlannedTrial>& listed,
@@ -360,12 +427,12 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   for (const auto& t : resume.kept) kept[t.index] = &t;
   std::optional<BlockStopper> stopper;
   if (spec.adaptive.enabled) stopper.emplace(exp, spec);
-  int failed_in_a_row = 0;
+  FailureStreak failures;
   // A trial kept from an earlier run counts for adaptive repetitions and the 3-failures rule
   // as if just run; true: the blocks stop after it.
   auto replay = [&](size_t i, const TrialRecord& t) {
     if (stopper) stopper->Add(t);
-    failed_in_a_row = t.state == TrialState::kFailed ? failed_in_a_row + 1 : 0;
+    failures.Add(t);
     return stopper && i < listed.size() && BlockStopper::ClosesBlock(listed, i) &&
            StopAfterBlock(exp, *stopper, plan[i].repetition + 1, listener);
   };
@@ -380,36 +447,18 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     return Status::Ok();
   Placement p;
   if (Status s = Place(spec, &p, {reserved, nullptr}); !s.ok()) return s;
-  std::set<std::string> nodes(p.victim_nodes.begin(), p.victim_nodes.end());
-  for (const auto& n : p.antagonist_nodes) nodes.insert(n.begin(), n.end());
-  SetPlaced(exp.id, std::move(nodes));
+  std::set<std::string> placed_nodes(p.victim_nodes.begin(), p.victim_nodes.end());
+  for (const auto& n : p.antagonist_nodes) placed_nodes.insert(n.begin(), n.end());
+  SetPlaced(exp.id, placed_nodes);
   struct Unplace {
     ExperimentRunner* r;
     const std::string& id;
     ~Unplace() { r->EndPlaced(id); }
   } unplace{this, exp.id};
-  RecordNodes(p, prov);
-  ConnectPlaced(exp, p, cancel);
-  listener->OnEvent(events::Note(v1::Note::INFO, VictimPlacementMessage(p)));
-  if (Status s = CalibrateAll(spec, &p, cancel, listener, prov); !s.ok()) return s;
-  prov->Save();
+  const PlacedRun run{exp, spec, &p, cancel, listener, prov};
   SoloClock solo;
-  for (const auto& t : resume.kept) {
-    if (IsMeasuredBaseline(t)) solo.baselines.push_back(t.wall_s);
-  }
-  if (Status s = RunWarmups(exp, spec, p, cancel, listener, prov, &solo.warmups); !s.ok()) return s;
-  p.solo_s = solo.Seconds();
-  // victim.trace: the first trial of each pairing (the baseline's too) takes a profiler trace;
-  // the others run untraced, as the profiler slows the steps it records.
-  std::map<std::string, int> first_of_pairing;
-  for (const auto& trial : listed) first_of_pairing.emplace(trial.pairing, trial.index);
-  experiment::ExperimentSpec untraced;
-  if (spec.victim.trace_steps > 0) {
-    untraced = spec;
-    untraced.victim.trace_steps = 0;
-  }
-  std::set<std::string> placed_nodes(p.victim_nodes.begin(), p.victim_nodes.end());
-  for (const auto& n : p.antagonist_nodes) placed_nodes.insert(n.begin(), n.end());
+  if (Status s = PrepareNodes(run, resume, &solo); !s.ok()) return s;
+  const TracePolicy traces(spec, listed);
   std::map<int, int> retries;  // trial index -> times run again after an agent loss
   for (size_t i = first_to_run; i < plan.size(); ++i) {
     const auto& trial = plan[i];
@@ -419,60 +468,25 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
       continue;
     }
     // A placed agent down before the trial: it has agent_grace to come back.
-    std::vector<std::string> down;
-    for (const auto& n : placed_nodes) {
-      if (!agents_->Alive(n)) down.push_back(n);
-    }
-    if (!down.empty()) {
-      listener->OnEvent(events::Note(
-          v1::Note::WARNING, "agent(s) " + JoinNodes(down) +
-                                 " stopped heartbeating; waiting up to " +
-                                 FormatSeconds(spec.agent_grace_s) + " (agent_grace) for them"));
-      down = AwaitAgents(down, -1, spec.agent_grace_s, cancel);
-      if (cancel) return Cancelled("cancelled");
-      if (!down.empty()) return LostAgentsError(down, trial, spec.agent_grace_s);
+    if (Status s = WaitForDownAgents(placed_nodes, trial, spec.agent_grace_s, cancel, listener);
+        !s.ok()) {
+      return s;
     }
     const std::map<std::string, std::string> sessions = Sessions(p);
     listener->OnTrialStarted(trial);
     if (!retries.count(trial.index))
       prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
     StatusCode failure = StatusCode::kOk;
-    // A searched level's trials are not traced (first_of_pairing holds the plan's).
-    const auto first = first_of_pairing.find(trial.pairing);
-    const bool traced = spec.victim.trace_steps > 0 && first != first_of_pairing.end() &&
-                        first->second == trial.index;
-    TrialRecord t = RunTrial(exp, traced || spec.victim.trace_steps == 0 ? spec : untraced, trial,
-                             p, cancel, listener, &failure);
-    if (t.state != TrialState::kDone && t.state != TrialState::kCancelled && !cancel) {
-      // An agent lost mid-trial: the trial runs again once it is back within agent_grace
-      // (recorded as retried: provenance and a warning), else the experiment stops
-      // interrupted and resumable. Never silently: the dropped attempt's error is kept.
-      const double ended_s = clock_->MonotonicSeconds();
-      std::vector<std::string> lost = LostAgents(sessions, failure, ended_s, cancel);
-      if (!lost.empty()) {
-        listener->OnEvent(events::Note(
-            v1::Note::WARNING, "trial " + std::to_string(trial.index + 1) + ": agent(s) " +
-                                   JoinNodes(lost) + " lost (" + t.error + "); waiting up to " +
-                                   FormatSeconds(spec.agent_grace_s) +
-                                   " (agent_grace) for them to come back"));
-        const std::vector<std::string> missing =
-            AwaitAgents(lost, ended_s, spec.agent_grace_s, cancel);
-        if (cancel) return Cancelled("cancelled");
-        if (!missing.empty()) return LostAgentsError(missing, trial, spec.agent_grace_s);
-        if (retries[trial.index]++ < kMaxTrialRetries) {
-          const double back_s = clock_->MonotonicSeconds() - ended_s;
-          prov->AddRetry(trial.index, lost, t.error, back_s, NowMs(clock_));
-          prov->Save();
-          listener->OnEvent(events::Note(
-              v1::Note::WARNING, "trial " + std::to_string(trial.index + 1) + ": agent(s) " +
-                                     JoinNodes(lost) + " back after " + FormatSeconds(back_s) +
-                                     "; the trial runs again (recorded in the provenance's "
-                                     "retries)"));
-          ConnectPlaced(exp, p, cancel);
-          --i;
-          continue;
-        }
-      }
+    const bool traced = traces.Traced(trial);  // a searched level's trials are not
+    TrialRecord t = RunTrial(exp, traces.SpecFor(trial), trial, p, cancel, listener, &failure);
+    // An agent lost mid-trial: the trial runs again once it is back within agent_grace
+    // (recorded as retried: provenance and a warning), else the experiment stops interrupted
+    // and resumable. Never silently: the dropped attempt's error is kept.
+    auto again = RetryAfterAgentLoss(run, trial, t, sessions, failure, &retries);
+    if (!again.ok()) return again.status();
+    if (*again) {
+      --i;
+      continue;
     }
     prov->Save();
     if (traced && t.trace_zlib.empty() && t.state != TrialState::kCancelled) {
@@ -491,13 +505,12 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
     listener->OnTrialDone(t);
     if (stopper) stopper->Add(t);
     if (t.state == TrialState::kCancelled) return Cancelled("cancelled");
-    // A victim that cannot run at all (bad command) fails every trial: stop early and say so.
-    failed_in_a_row = t.state == TrialState::kFailed ? failed_in_a_row + 1 : 0;
-    if (failed_in_a_row >= 3 && trial.index + 1 == failed_in_a_row) {
+    failures.Add(t);
+    if (failures.StopsAt(trial.index)) {
       // The last failure's kind (kOk, read as kUnknown, when the victim itself failed).
-      return Error{
-          "the first 3 trials failed; last error: " + FailureWithStderr(t.error, t.stderr_tail),
-          failure};
+      return Error{"the first " + std::to_string(FailureStreak::kLimit) +
+                       " trials failed; last error: " + FailureWithStderr(t.error, t.stderr_tail),
+                   failure};
     }
     if (stopper && i < listed.size() && BlockStopper::ClosesBlock(listed, i) &&
         StopAfterBlock(exp, *stopper, trial.repetition + 1, listener)) {

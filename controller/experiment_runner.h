@@ -123,6 +123,30 @@ class ExperimentRunner {
   };
   class TrialRun;  // one trial, step by step (experiment_runner.cc)
 
+  // What the steps of one placed run share.
+  struct PlacedRun {
+    const ExperimentRecord& exp;
+    const experiment::ExperimentSpec& spec;
+    Placement* p;
+    const std::atomic<bool>& cancel;
+    RunListener* listener;
+    Provenance* prov;
+  };
+  // The placed nodes recorded and connected, the antagonists calibrated, the warm-up runs run;
+  // `solo` gets the resumed baselines' and the warm-ups' wall times.
+  Status PrepareNodes(const PlacedRun& run, const ResumeFrom& resume, SoloClock* solo);
+  // Lost-agent grace before a trial: a placed agent that stopped heartbeating has agent_grace
+  // (`grace_s`) to come back, else the experiment stops interrupted (resumable).
+  Status WaitForDownAgents(const std::set<std::string>& placed,
+                           const experiment::PlannedTrial& trial, double grace_s,
+                           const std::atomic<bool>& cancel, RunListener* listener) const;
+  // Lost-agent grace after a trial that did not finish: true when an agent was lost and came
+  // back within agent_grace, so the trial runs again (at most kMaxTrialRetries times; recorded
+  // in the provenance); an error when it did not come back; false otherwise.
+  Result<bool> RetryAfterAgentLoss(const PlacedRun& run, const experiment::PlannedTrial& trial,
+                                   const TrialRecord& t,
+                                   const std::map<std::string, std::string>& sessions,
+                                   StatusCode failure, std::map<int, int>* retries);
   Status RunPlaced(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                    const std::vector<experiment::PlannedTrial>& listed,
                    const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov,

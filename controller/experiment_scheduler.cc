@@ -67,7 +67,8 @@ std::string ExperimentScheduler::NewExperimentId() {
 }
 
 Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::string& yaml,
-                                                                   const std::string& source_path) {
+                                                                   const std::string& source_path,
+                                                                   const std::string& submitter) {
   auto spec =
       experiment::ParseExperiment(yaml, source_path.empty() ? "<submitted>" : source_path, hooks_);
   if (!spec.ok()) return spec.status();
@@ -83,6 +84,7 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   r.id = NewExperimentId();
   r.name = live->spec.name;
   r.source_path = source_path;
+  r.submitter = submitter;
   r.yaml = yaml;
   r.state = ExperimentState::kQueued;
   r.seed = live->spec.seed;
@@ -91,7 +93,8 @@ Result<ExperimentScheduler::Submitted> ExperimentScheduler::Submit(const std::st
   if (Status s = store_->CreateExperiment(r); !s.ok()) return s;
   if (Status s = Enqueue(live); !s.ok()) return s;
   // Names are the submitter's bytes: escaped, so a CR/LF cannot add a line to the log.
-  spdlog::info("experiment {} '{}' queued: {} trials", r.id, TerminalSafe(r.name), r.total_trials);
+  spdlog::info("experiment {} '{}' queued by {}: {} trials", r.id, TerminalSafe(r.name),
+               TerminalSafe(submitter.empty() ? "an unknown caller" : submitter), r.total_trials);
   return Submitted{r.id, r.total_trials};
 }
 
@@ -231,6 +234,7 @@ v1::ExperimentStatus ExperimentScheduler::StatusOf(const Live& live) const {
   s.set_dataset_total(live.dataset_total);
   s.set_precision(live.precision);
   s.set_stop_reason(live.record.stop_reason);
+  s.set_submitter(live.record.submitter);
   if (live.record.state == ExperimentState::kQueued) s.set_waiting_for(live.waiting_for);
   s.set_created_unix_ms(live.record.created_unix_ms);
   s.set_finished_unix_ms(live.record.finished_unix_ms);

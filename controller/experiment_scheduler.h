@@ -52,7 +52,9 @@ class ExperimentScheduler {
     int total_trials = 0;
   };
   // Bad YAML -> error "FILE:LINE:COL: message" (the caller maps it to INVALID_ARGUMENT).
-  Result<Submitted> Submit(const std::string& yaml, const std::string& source_path);
+  // `submitter`: the caller as the service identified it (ExperimentRecord::submitter).
+  Result<Submitted> Submit(const std::string& yaml, const std::string& source_path,
+                           const std::string& submitter = "");
   Result<v1::ExperimentStatus> GetStatus(const std::string& id);  // id or "latest"
   // The state after the call; `stopping` while a running experiment's trial is being stopped.
   struct CancelOutcome {

@@ -18,8 +18,12 @@ run_one() {
   cp -r "$corpus/." "$work/"
   local out=${FUZZ_OUT:-$work}
   mkdir -p "$out"
+  # A target's dictionary (tests/fuzz/<target>/dict) steers mutations to its syntax: for the
+  # YAML readers, anchors and aliases, whose expansion a document must not escape.
+  local dict=()
+  [[ -f "$corpus/../dict" ]] && dict=(-dict="$corpus/../dict")
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-    -artifact_prefix="$out/" -print_final_stats=1 "$work"
+    "${dict[@]}" -artifact_prefix="$out/" -print_final_stats=1 "$work"
 }
 
 if [[ "${1:-}" == --run-one ]]; then

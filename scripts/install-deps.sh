@@ -17,7 +17,8 @@ build_pkgs=(build-essential cmake ninja-build pkg-config ccache
 dev_pkgs=(libgtest-dev libgmock-dev)
 test_pkgs=(sqlite3 fio iproute2 procps python3 iperf3 stress-ng
            systemd munge slurmctld slurmd slurm-client
-           chromium prometheus python3-torch python3-scipy python3-statsmodels)
+           chromium prometheus python3-torch python3-scipy python3-statsmodels
+           python3-pip python3-setuptools python3-venv mypy)
 case "$set_name" in
   build) pkgs=("${build_pkgs[@]}") ;;
   dev) pkgs=("${build_pkgs[@]}" "${dev_pkgs[@]}") ;;

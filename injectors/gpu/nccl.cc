@@ -381,7 +381,7 @@ class NcclInjector final : public Injector {
       const double now = MonotonicSeconds();
       if (Status s = CheckHealth(now, &st); !s.ok()) return s;
       if (Status w = gpu::CheckDutyWindow(duty.duty(), st.op_s); !w.ok())
-        return Err("nccl: " + w.message());
+        return std::move(w).WithContext("nccl");
       const bool stopping = ctx.stop.stop_requested();
       if (!stopping) st.grace = StopGrace(ctx, st);
       if (stopping && st.stop_seen < 0) st.stop_seen = now;

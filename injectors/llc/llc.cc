@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "injectors/core/injector.h"
+#include "injectors/core/memory_room.h"
 #include "injectors/core/paced_run.h"
 #include "injectors/cpu_list.h"
 #include "injectors/llc/llc_topology.h"
@@ -220,11 +221,10 @@ Status LlcInjector::Setup(const OptionValues& o, const HostInfo&, HostServices&,
   line_ = llc != nullptr ? llc->line_size : 64;
   lines_per_thread_ = o.Size("working_set") / line_ / static_cast<uint64_t>(threads_);
   const size_t bytes = lines_per_thread_ * line_ * static_cast<size_t>(threads_);
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && static_cast<double>(bytes) > 0.5 * static_cast<double>(pages) * page) {
-    return Err("llc: working_set " + FormatSize(static_cast<double>(bytes)) +
-               " is more than half of the free memory (" +
-               FormatSize(static_cast<double>(pages) * page) + ")");
+  if (auto room = ReadMemoryRoom();
+      room && static_cast<double>(bytes) > 0.5 * static_cast<double>(room->bytes())) {
+    return ResourceExhausted("llc: working_set " + FormatSize(static_cast<double>(bytes)) +
+                             " is more than half of the memory available: " + room->Describe());
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)

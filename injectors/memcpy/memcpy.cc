@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "injectors/core/injector.h"
+#include "injectors/core/memory_room.h"
 #include "injectors/core/paced_run.h"
 #include "injectors/cpu_list.h"
 #include "injectors/memcpy/memcpy_kernels.h"
@@ -34,6 +35,11 @@ namespace codl::injectors {
 namespace {
 
 // Size of the largest data/unified cache, from sysfs; 32 MiB when unknown.
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
 uint64_t LastLevelCacheBytes() {
   uint64_t best = 0;
   int best_level = -1;
@@ -82,7 +88,15 @@ class MemcpyInjector final : public Injector {
     static const Descriptor d = [] {
       const uint64_t llc = LastLevelCacheBytes();
       const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-      const uint64_t buffer = std::max<uint64_t>(4 * llc, 64 * kMiB);
+      const unsigned threads = std::min(cpus, 4u);
+      // 4x the LLC, so the walk misses it; but on a big-cache, small-memory machine (260 MiB of
+      // L3 beside 24 GiB) no more than MemTotal/16 walked by the default threads, so the
+      // default fits beside a training job. A round MiB count, at least 64 MiB.
+      const uint64_t mem_cap = PhysicalMemoryBytes() / (32 * threads) / kMiB * kMiB;
+      const uint64_t buffer =
+          std::max<uint64_t>(std::min<uint64_t>(4 * llc, mem_cap > 0 ? mem_cap : 4 * llc),
+                             64 * kMiB) /
+          kMiB * kMiB;
       return Descriptor{
           "memcpy",
           "DRAM bandwidth",
@@ -91,12 +105,13 @@ class MemcpyInjector final : public Injector {
           "bytes copied per second, each byte counted once (read once + written once; "
           "STREAM Copy would report 2x)",
           {
-              IntOption("threads", std::to_string(std::min(cpus, 4u)), 1, 1024,
+              IntOption("threads", std::to_string(threads), 1, 1024,
                         "copy threads (default: min(CPUs, 4))"),
               SizeOption("buffer_size", std::to_string(buffer / kMiB) + "MiB", 64 * 1024,
                          64.0 * 1024 * kMiB,
                          "per-thread source and destination buffer each (default: 4x LLC " +
-                             std::to_string(llc / kMiB) + "MiB, at least 64MiB)"),
+                             std::to_string(llc / kMiB) +
+                             "MiB, at least 64MiB, at most MemTotal/(32 x threads))"),
               SizeOption("chunk_size", "1MiB", 4096, 64.0 * kMiB,
                          "bytes copied per pacing step (finer = smoother, more overhead)"),
               EnumOption(
@@ -161,10 +176,12 @@ class MemcpyInjector final : public Injector {
     notes_.clear();
     notes_.push_back(std::string("non-temporal stores ") + (stream ? "on" : "off"));
 
-    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && walked > 0.9 * static_cast<double>(pages) * static_cast<double>(page)) {
-      return Err("memcpy needs " + FormatSize(walked) + " (2 x buffer_size x threads) but only " +
-                 FormatSize(static_cast<double>(pages) * page) + " is free");
+    // Against what the node can give (MemAvailable: page cache included) and the cgroup's room,
+    // never MemFree: a node that has read its dataset has little of that (memory_room.h).
+    if (auto room = ReadMemoryRoom(); room && walked > 0.9 * static_cast<double>(room->bytes())) {
+      return ResourceExhausted("memcpy needs " + FormatSize(walked) +
+                               " (2 x buffer_size x threads) but only " + room->Describe() +
+                               "; lower buffer_size or threads");
     }
     // Each thread allocates and first-touches its own buffers, pinned as it will run, so the
     // pages land on its NUMA node and page faults are paid here, not in the measurement.

@@ -159,7 +159,7 @@ class RdmaInjector final : public Injector {
   Status Setup(const OptionValues& o, const HostInfo& host, HostServices& services,
                const StopToken& stop) override {
 #ifdef CODL_HAVE_RDMA
-    if (Status why = Unsupported(host); !why.ok()) return Err("rdma: " + why.message());
+    if (Status why = Unsupported(host); !why.ok()) return std::move(why).WithContext("rdma");
     shape_.write = o.String("op") == "write";
     shape_.block = o.Size("block");
     shape_.queue_depth = static_cast<int>(o.Int("queue_depth"));

@@ -133,7 +133,7 @@ Result<ConnInfo> DecodeConnInfo(std::string_view text) {
   }
   for (const auto& [key, value] : fields) {
     if (Status why = ParseField(key, value, &c); !why.ok()) {
-      return Err("rdma connection info: " + why.message());
+      return std::move(why).WithContext("rdma connection info");
     }
   }
   return c;

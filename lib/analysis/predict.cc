@@ -393,6 +393,100 @@ double Combine(const std::vector<double>& slowdowns, CombinationModel model) {
   return model == CombinationModel::kMultiplicative ? product : additive;
 }
 
+// The resources the profile has a curve for and the neighbour presses on, each by injector
+// (the first antagonist by name where two share one); what cannot be matched, and why, goes to
+// `skipped`. An error when nothing is shared.
+Result<std::vector<SharedResource>> MatchResources(
+    const std::vector<TrialRecord>& profile_trials, const std::map<std::string, Curve>& curves,
+    const std::vector<VictimPressureSamples>& pressure, const std::string& pid,
+    const std::string& nid, std::vector<std::string>* skipped) {
+  // The profile's curves and the neighbour's pressure, each by injector (the first by name
+  // when two antagonists share one).
+  const auto injectors = InjectorsOf(profile_trials);
+  std::map<std::string, std::string> curve_of;  // injector -> the profile's antagonist
+  for (const auto& [name, c] : curves) {
+    const auto it = injectors.find(name);
+    if (it == injectors.end()) {
+      skipped->push_back(name + ": the victim profile's trials record no injector for it");
+      continue;
+    }
+    if (c.absolute) {
+      skipped->push_back(it->second + " (" + name + "): the victim profile measured it at " +
+                         "rates; a pressure is a fraction of peak, so it needs levels or max");
+      continue;
+    }
+    auto [at, fresh] = curve_of.emplace(it->second, name);
+    if (!fresh) {
+      skipped->push_back(it->second + " (" + name + "): another antagonist of the victim " +
+                         "profile with this injector is used, " + at->second);
+    }
+  }
+  std::map<std::string, const VictimPressureSamples*> pressure_of;
+  for (const VictimPressureSamples& s : pressure) {
+    auto [at, fresh] = pressure_of.emplace(s.injector, &s);
+    if (!fresh) {
+      skipped->push_back(s.injector + " (" + s.antagonist + "): another antagonist of the " + nid +
+                         " with this injector is used, " + at->second->antagonist);
+    }
+  }
+  std::vector<SharedResource> shared;
+  for (const auto& [injector, name] : curve_of) {
+    const auto it = pressure_of.find(injector);
+    if (it == pressure_of.end()) {
+      skipped->push_back(injector + " (" + name + "): the " + nid + " has no pressure on it " +
+                         "(no " + injector + " antagonist alone at max beside its victim, or " +
+                         "one that holds a capacity, not a rate)");
+      continue;
+    }
+    SharedResource s;
+    s.out.injector = injector;
+    s.out.antagonist = name;
+    s.out.neighbour_antagonist = it->second->antagonist;
+    s.out.n_pressure = static_cast<int>(it->second->fractions.size());
+    s.out.pressure = ClampedPressure(it->second->fractions);
+    s.fractions = &it->second->fractions;
+    shared.push_back(std::move(s));
+  }
+  for (const auto& [injector, p] : pressure_of) {
+    if (curve_of.count(injector)) continue;
+    skipped->push_back(injector + " (" + p->antagonist + "): the " + nid + " presses on it, " +
+                       "but the " + pid + " has no singles of it at levels or max");
+  }
+  if (shared.empty()) {
+    std::string have, pressed;
+    for (const auto& [injector, name] : curve_of) have += (have.empty() ? "" : ", ") + injector;
+    for (const auto& [injector, p] : pressure_of)
+      pressed += (pressed.empty() ? "" : ", ") + injector;
+    return FailedPrecondition("no resource in common: the " + pid + " has curves for " +
+                              (have.empty() ? "none" : have) + ", the " + nid +
+                              " has pressure on " + (pressed.empty() ? "none" : pressed));
+  }
+  return shared;
+}
+
+// The prediction's bootstrap interval: the profile's singles and the neighbour's pressure
+// samples resampled together, the curves fitted again each time.
+ConfidenceInterval PredictionInterval(const SinglesData& profile,
+                                      const std::vector<SharedResource>& shared,
+                                      const PredictOptions& po, const std::string& neighbour_id) {
+  std::mt19937_64 rng(PairingSeed(po.seed, "predict-profile", neighbour_id));
+  std::vector<double> draws, resampled;
+  for (int i = 0; i < po.resamples; ++i) {
+    const auto curves = profile.Fit(profile.ResampledMedians(rng), "");
+    std::vector<double> values;
+    for (const SharedResource& s : shared) {
+      resampled.resize(s.fractions->size());
+      for (auto& x : resampled) x = (*s.fractions)[UniformBelow(rng, s.fractions->size())];
+      const auto c = curves.find(s.out.antagonist);
+      if (c == curves.end()) break;  // this resample left the curve without points
+      values.push_back(c->second.fit.At(ClampedPressure(resampled)));
+    }
+    if (values.size() != shared.size()) continue;
+    if (const double v = Combine(values, po.model); std::isfinite(v)) draws.push_back(v);
+  }
+  return PercentileInterval(draws, po.confidence);
+}
+
 }  // namespace
 
 Result<ProfilePrediction> PredictFromProfile(
@@ -430,67 +524,9 @@ Result<ProfilePrediction> PredictFromProfile(
 
   ProfilePrediction r;
   r.model = ToString(po.model);
-  // The profile's curves and the neighbour's pressure, each by injector (the first by name
-  // when two antagonists share one).
-  const auto injectors = InjectorsOf(profile_trials);
-  std::map<std::string, std::string> curve_of;  // injector -> the profile's antagonist
-  for (const auto& [name, c] : profile.curves) {
-    const auto it = injectors.find(name);
-    if (it == injectors.end()) {
-      r.skipped.push_back(name + ": the victim profile's trials record no injector for it");
-      continue;
-    }
-    if (c.absolute) {
-      r.skipped.push_back(it->second + " (" + name + "): the victim profile measured it at " +
-                          "rates; a pressure is a fraction of peak, so it needs levels or max");
-      continue;
-    }
-    auto [at, fresh] = curve_of.emplace(it->second, name);
-    if (!fresh) {
-      r.skipped.push_back(it->second + " (" + name + "): another antagonist of the victim " +
-                          "profile with this injector is used, " + at->second);
-    }
-  }
-  std::map<std::string, const VictimPressureSamples*> pressure_of;
-  for (const VictimPressureSamples& s : pressure) {
-    auto [at, fresh] = pressure_of.emplace(s.injector, &s);
-    if (!fresh) {
-      r.skipped.push_back(s.injector + " (" + s.antagonist + "): another antagonist of the " + nid +
-                          " with this injector is used, " + at->second->antagonist);
-    }
-  }
-  std::vector<SharedResource> shared;
-  for (const auto& [injector, name] : curve_of) {
-    const auto it = pressure_of.find(injector);
-    if (it == pressure_of.end()) {
-      r.skipped.push_back(injector + " (" + name + "): the " + nid + " has no pressure on it " +
-                          "(no " + injector + " antagonist alone at max beside its victim, or " +
-                          "one that holds a capacity, not a rate)");
-      continue;
-    }
-    SharedResource s;
-    s.out.injector = injector;
-    s.out.antagonist = name;
-    s.out.neighbour_antagonist = it->second->antagonist;
-    s.out.n_pressure = static_cast<int>(it->second->fractions.size());
-    s.out.pressure = ClampedPressure(it->second->fractions);
-    s.fractions = &it->second->fractions;
-    shared.push_back(std::move(s));
-  }
-  for (const auto& [injector, p] : pressure_of) {
-    if (curve_of.count(injector)) continue;
-    r.skipped.push_back(injector + " (" + p->antagonist + "): the " + nid + " presses on it, " +
-                        "but the " + pid + " has no singles of it at levels or max");
-  }
-  if (shared.empty()) {
-    std::string have, pressed;
-    for (const auto& [injector, name] : curve_of) have += (have.empty() ? "" : ", ") + injector;
-    for (const auto& [injector, p] : pressure_of)
-      pressed += (pressed.empty() ? "" : ", ") + injector;
-    return FailedPrecondition("no resource in common: the " + pid + " has curves for " +
-                              (have.empty() ? "none" : have) + ", the " + nid +
-                              " has pressure on " + (pressed.empty() ? "none" : pressed));
-  }
+  auto matched = MatchResources(profile_trials, profile.curves, pressure, pid, nid, &r.skipped);
+  if (!matched.ok()) return matched.status();
+  std::vector<SharedResource> shared = std::move(*matched);
 
   std::vector<double> slowdowns;
   for (SharedResource& s : shared) {
@@ -502,22 +538,7 @@ Result<ProfilePrediction> PredictFromProfile(
   }
   r.predicted = Combine(slowdowns, po.model);
 
-  std::mt19937_64 rng(PairingSeed(po.seed, "predict-profile", options.neighbour_id));
-  std::vector<double> draws, resampled;
-  for (int i = 0; i < po.resamples; ++i) {
-    const auto curves = profile.Fit(profile.ResampledMedians(rng), "");
-    std::vector<double> values;
-    for (const SharedResource& s : shared) {
-      resampled.resize(s.fractions->size());
-      for (auto& x : resampled) x = (*s.fractions)[UniformBelow(rng, s.fractions->size())];
-      const auto c = curves.find(s.out.antagonist);
-      if (c == curves.end()) break;  // this resample left the curve without points
-      values.push_back(c->second.fit.At(ClampedPressure(resampled)));
-    }
-    if (values.size() != shared.size()) continue;
-    if (const double v = Combine(values, po.model); std::isfinite(v)) draws.push_back(v);
-  }
-  const ConfidenceInterval ci = PercentileInterval(draws, po.confidence);
+  const ConfidenceInterval ci = PredictionInterval(profile, shared, po, options.neighbour_id);
   r.ci_low = ci.low;
   r.ci_high = ci.high;
   for (SharedResource& s : shared) r.resources.push_back(std::move(s.out));

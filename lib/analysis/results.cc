@@ -421,6 +421,7 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.finished_unix_ms = experiment.finished_unix_ms;
   res.provenance_json = experiment.provenance_json;
   res.stop_reason = experiment.stop_reason;
+  res.submitter = experiment.submitter;
   res.state = ToString(experiment.state);
   res.state_error = experiment.error;
   res.trials_planned = experiment.total_trials;

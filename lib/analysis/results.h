@@ -207,6 +207,7 @@ struct ExperimentResults {
   int64_t finished_unix_ms = 0;
   std::string provenance_json = "{}";
   std::string stop_reason;  // adaptive repetitions: why the runs stopped ("" for fixed ones)
+  std::string submitter;    // who submitted it (ExperimentRecord::submitter); "" unknown
   // Whether these are all the figures the plan asked for: the experiment's state ("done",
   // "running", "interrupted", ...) and error, its planned trials, the trials committed (done,
   // flagged or failed), and how often it was resumed (`codlctl resume`).

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "lib/analysis/interaction_format.h"
@@ -212,6 +213,109 @@ std::string FailedTrialsSection(const std::vector<FailedTrial>& failed) {
   return out;
 }
 
+// The indented lines under a pairing's row: rates, phases, ranks, neighbours, the cache, its
+// confounds and warnings.
+std::vector<std::string> DetailLines(const PairingSummary& p, bool wide) {
+  std::vector<std::string> lines;
+  // Several antagonists: the narrow cell has their percentages, this line their rates.
+  if (!wide && !p.baseline && p.antagonists.size() > 1 && Achieved(p, true) != "-") {
+    lines.push_back("achieved: " + Achieved(p, true));
+  }
+  if (std::string phases = PhasesLine(p); !phases.empty()) lines.push_back(phases);
+  if (!p.ranks.ranks.empty()) lines.push_back(RanksLine(p.ranks));
+  for (const NeighbourSummary& n : p.neighbours) lines.push_back(TerminalSafe(NeighbourLine(n)));
+  if (std::isfinite(p.cache_total_bytes)) {
+    lines.push_back("cache: " +
+                    (std::isfinite(p.cache_resident_fraction)
+                         ? Fmt("%.1f%%", 100 * p.cache_resident_fraction) + " of "
+                         : std::string()) +
+                    FormatSize(p.cache_total_bytes) +
+                    " under victim.cache.paths resident at the victim's start (median)");
+  }
+  for (const std::string& c : p.confounds) lines.push_back("warning: confound: " + TerminalSafe(c));
+  if (!p.baseline && std::isfinite(p.p_min) && p.p_min > 0.05) {
+    lines.push_back("note: with " + std::to_string(p.n) +
+                    " trials against the baseline's, p "
+                    "cannot fall below " +
+                    Fmt("%.3g", p.p_min) +
+                    ": no outcome could be significant at 5% (raise repetitions)");
+  }
+  if (p.n_failed || p.n_flagged || p.n_not_run) {
+    std::string s = "warning:";
+    if (p.n_failed) s += " " + std::to_string(p.n_failed) + " failed";
+    if (p.n_flagged) {
+      s += std::string(p.n_failed ? "," : "") + " " + std::to_string(p.n_flagged) +
+           " flagged (target missed, did not settle, too short to judge, or metric looks "
+           "wrong)";
+    }
+    if (p.n_not_run) {
+      s += std::string(p.n_failed || p.n_flagged ? "," : "") + " " + std::to_string(p.n_not_run) +
+           " not run";
+    }
+    lines.push_back(s + "; excluded from the held-target figures" +
+                    (p.n_flagged ? " (flagged ones are in \"all trials\")" : ""));
+  }
+  return lines;
+}
+
+// Each row aligned in columns two spaces apart, its detail lines below it, indented.
+std::string AlignedRows(
+    const std::vector<std::vector<std::string>>& rows,
+    const std::vector<std::vector<std::string>>& details,
+    const std::function<std::string(const std::string&, const std::string&)>& prose) {
+  std::ostringstream out;
+  std::vector<size_t> width(rows.empty() ? 0 : rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (size_t r_i = 0; r_i < rows.size(); ++r_i) {
+    std::string line;
+    for (size_t i = 0; i < rows[r_i].size(); ++i) {
+      line += rows[r_i][i];
+      if (i + 1 < rows[r_i].size()) line += std::string(width[i] - rows[r_i][i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+    for (const auto& d : details[r_i]) out << prose("    " + d, "        ") << "\n";
+  }
+  return out.str();
+}
+
+// After the rows: how the repetitions stopped, who submitted, resumptions, tolerance and
+// pressure lines, and the experiment's warnings.
+std::string Footer(const ExperimentResults& r) {
+  std::ostringstream out;
+  bool has_baseline =
+      !r.pairings.empty() && r.pairings.front().baseline && r.pairings.front().n > 0;
+  if (!r.stop_reason.empty()) out << "adaptive repetitions: " << r.stop_reason << "\n";
+  if (!r.submitter.empty()) out << "submitted by " << TerminalSafe(r.submitter) << "\n";
+  if (r.resumptions > 0) {
+    out << "resumed " << r.resumptions << (r.resumptions == 1 ? " time" : " times")
+        << " (provenance \"resumptions\": when, from what state, trials kept)\n";
+  }
+  for (const ToleranceResult& t : r.tolerance) out << TerminalSafe(ToleranceLine(t)) << "\n";
+  for (size_t i = 0; i < r.pressure.size();) {  // one line per workload
+    size_t end = i;
+    while (end < r.pressure.size() && r.pressure[end].workload == r.pressure[i].workload) ++end;
+    const std::vector<PressureSummary> rows(r.pressure.begin() + static_cast<long>(i),
+                                            r.pressure.begin() + static_cast<long>(end));
+    out << TerminalSafe(PressureLine(rows)) << "\n";
+    i = end;
+  }
+  if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
+  if (r.n_metric_looks_wrong > 0) {
+    out << "warning: " << r.n_metric_looks_wrong << " trial"
+        << (r.n_metric_looks_wrong == 1 ? "" : "s")
+        << " flagged because the victim's per-step values cannot be step times (first: "
+        << TerminalSafe(r.metric_looks_wrong) << "); fix victim.progress\n";
+  }
+  if (r.noisy_baseline) {
+    out << "warning: noisy baseline: CoV " << Fmt("%.1f", r.baseline_cov * 100) << "% > "
+        << Fmt("%.1f", r.noisy_cov_threshold * 100) << "%; small slowdowns are not trustworthy\n";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 std::string FormatTable(const ExperimentResults& r, bool wide) {
@@ -277,89 +381,10 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
       rows.push_back({p.pairing, std::to_string(p.n), MetricCell(r, p.metric_median), slowdown,
                       PCell(p), FlaggedCell(p), p.baseline ? "-" : AchievedBrief(p)});
     }
-    std::vector<std::string> lines;
-    // Several antagonists: the narrow cell has their percentages, this line their rates.
-    if (!wide && !p.baseline && p.antagonists.size() > 1 && Achieved(p, true) != "-") {
-      lines.push_back("achieved: " + Achieved(p, true));
-    }
-    if (std::string phases = PhasesLine(p); !phases.empty()) lines.push_back(phases);
-    if (!p.ranks.ranks.empty()) lines.push_back(RanksLine(p.ranks));
-    for (const NeighbourSummary& n : p.neighbours) lines.push_back(TerminalSafe(NeighbourLine(n)));
-    if (std::isfinite(p.cache_total_bytes)) {
-      lines.push_back("cache: " +
-                      (std::isfinite(p.cache_resident_fraction)
-                           ? Fmt("%.1f%%", 100 * p.cache_resident_fraction) + " of "
-                           : std::string()) +
-                      FormatSize(p.cache_total_bytes) +
-                      " under victim.cache.paths resident at the victim's start (median)");
-    }
-    for (const std::string& c : p.confounds)
-      lines.push_back("warning: confound: " + TerminalSafe(c));
-    if (!p.baseline && std::isfinite(p.p_min) && p.p_min > 0.05) {
-      lines.push_back("note: with " + std::to_string(p.n) +
-                      " trials against the baseline's, p "
-                      "cannot fall below " +
-                      Fmt("%.3g", p.p_min) +
-                      ": no outcome could be significant at 5% (raise repetitions)");
-    }
-    if (p.n_failed || p.n_flagged || p.n_not_run) {
-      std::string s = "warning:";
-      if (p.n_failed) s += " " + std::to_string(p.n_failed) + " failed";
-      if (p.n_flagged) {
-        s += std::string(p.n_failed ? "," : "") + " " + std::to_string(p.n_flagged) +
-             " flagged (target missed, did not settle, too short to judge, or metric looks "
-             "wrong)";
-      }
-      if (p.n_not_run) {
-        s += std::string(p.n_failed || p.n_flagged ? "," : "") + " " + std::to_string(p.n_not_run) +
-             " not run";
-      }
-      lines.push_back(s + "; excluded from the held-target figures" +
-                      (p.n_flagged ? " (flagged ones are in \"all trials\")" : ""));
-    }
-    details.push_back(lines);
+    details.push_back(DetailLines(p, wide));
   }
-  std::vector<size_t> width(header.size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  for (size_t r_i = 0; r_i < rows.size(); ++r_i) {
-    std::string line;
-    for (size_t i = 0; i < rows[r_i].size(); ++i) {
-      line += rows[r_i][i];
-      if (i + 1 < rows[r_i].size()) line += std::string(width[i] - rows[r_i][i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
-    for (const auto& d : details[r_i]) out << prose("    " + d, "        ") << "\n";
-  }
-  bool has_baseline =
-      !r.pairings.empty() && r.pairings.front().baseline && r.pairings.front().n > 0;
-  if (!r.stop_reason.empty()) out << "adaptive repetitions: " << r.stop_reason << "\n";
-  if (r.resumptions > 0) {
-    out << "resumed " << r.resumptions << (r.resumptions == 1 ? " time" : " times")
-        << " (provenance \"resumptions\": when, from what state, trials kept)\n";
-  }
-  for (const ToleranceResult& t : r.tolerance) out << TerminalSafe(ToleranceLine(t)) << "\n";
-  for (size_t i = 0; i < r.pressure.size();) {  // one line per workload
-    size_t end = i;
-    while (end < r.pressure.size() && r.pressure[end].workload == r.pressure[i].workload) ++end;
-    const std::vector<PressureSummary> rows(r.pressure.begin() + static_cast<long>(i),
-                                            r.pressure.begin() + static_cast<long>(end));
-    out << TerminalSafe(PressureLine(rows)) << "\n";
-    i = end;
-  }
-  if (!has_baseline) out << "warning: no measured baseline trials; slowdowns are unknown\n";
-  if (r.n_metric_looks_wrong > 0) {
-    out << "warning: " << r.n_metric_looks_wrong << " trial"
-        << (r.n_metric_looks_wrong == 1 ? "" : "s")
-        << " flagged because the victim's per-step values cannot be step times (first: "
-        << TerminalSafe(r.metric_looks_wrong) << "); fix victim.progress\n";
-  }
-  if (r.noisy_baseline) {
-    out << "warning: noisy baseline: CoV " << Fmt("%.1f", r.baseline_cov * 100) << "% > "
-        << Fmt("%.1f", r.noisy_cov_threshold * 100) << "%; small slowdowns are not trustworthy\n";
-  }
+  out << AlignedRows(rows, details, prose);
+  out << Footer(r);
   if (wide) {
     out << FormatInteractionTable(r.interactions, r.confidence);
   } else {

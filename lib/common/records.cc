@@ -17,6 +17,17 @@ constexpr const char* kFlagCodes[] = {"unknown",         "missed_target",      "
 const char* ToString(ExperimentState s) { return kExperimentStates[static_cast<int>(s)]; }
 const char* ToString(TrialState s) { return kTrialStates[static_cast<int>(s)]; }
 
+std::string_view SubmitterName(std::string_view submitter) {
+  const size_t slash = submitter.find('/');
+  return slash == std::string_view::npos ? std::string_view() : submitter.substr(slash + 1);
+}
+
+bool SameSubmitter(std::string_view a, std::string_view b) {
+  if (a.empty() || b.empty()) return false;
+  const std::string_view na = SubmitterName(a), nb = SubmitterName(b);
+  return !na.empty() && !nb.empty() ? na == nb : a == b;
+}
+
 bool ParseExperimentState(const std::string& s, ExperimentState* out) {
   for (int i = 0; i < 6; ++i) {
     if (s == kExperimentStates[i]) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/common/result.h"
@@ -256,7 +257,17 @@ struct ExperimentRecord {
   // Adaptive repetitions: why the controller stopped running blocks (docs/validity.md,
   // "Adaptive repetitions"); "" for a fixed `repetitions: N` or an older record.
   std::string stop_reason;
+  // Who submitted it, as the controller identified the caller ("user-submit/alice",
+  // "admin/root", "admin" for an unnamed admin); "" when unknown (stored before submitters
+  // were recorded): only an admin may then cancel or resume it (docs/security.md).
+  std::string submitter;
 };
+
+// The name in a submitter ("alice" of "user-submit/alice"); "" for an unnamed one ("admin").
+std::string_view SubmitterName(std::string_view submitter);
+// Whether two submitters are the same caller: the same name when both have one (alice's
+// user-submit token and her admin certificate), else the same text. "" matches nothing.
+bool SameSubmitter(std::string_view a, std::string_view b);
 
 // A cached calibration: the peak one injector with one option set reached alone on one node.
 struct CalibrationRecord {

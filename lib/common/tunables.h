@@ -71,8 +71,13 @@ inline constexpr double kGetAntagonistDeadlineS = 3;
 // A stop waits for the child to exit and its summary: seconds, not minutes.
 inline constexpr double kStopAntagonistDeadlineS = 15;
 inline constexpr double kStopAllDeadlineS = 10;
-// A calibration runs for its duration plus codl-inject's setup and the spawn.
-inline constexpr double kCalibrateDeadlineMarginS = 180;
+// The agent waits this long for a calibrating codl-inject beyond its duration (setup: buffers
+// allocated and touched, files laid out) before it kills it.
+inline constexpr double kCalibrationSetupS = 120;
+// A calibration call runs for its duration plus the agent's setup allowance above, the spawn
+// and the reply: derived, so the controller never gives up before the agent does.
+inline constexpr double kCalibrateDeadlineMarginS = kCalibrationSetupS + 60;
+static_assert(kCalibrateDeadlineMarginS > kCalibrationSetupS);
 // A victim run may take victim.timeout; the agent then needs a little to kill and report it.
 inline constexpr double kVictimDeadlineMarginS = 30;
 
@@ -98,6 +103,21 @@ inline constexpr double kCliWatchDeadlineS = 7 * 24 * 3600.0;
 // `codlctl calibrate`: the controller calibrates (kCalibrateDeadlineMarginS per call) and may
 // retry; generous, as a calibration is rare and a timeout would waste it.
 inline double CliCalibrateDeadlineS(double duration_s) { return duration_s * 4 + 300; }
+
+// --- gRPC keepalive (every channel and every server) ---
+
+// Clients ping an otherwise quiet connection that has a call open (a `watch` between events, a
+// victim's long RunVictim) this often, with no limit on pings without data, so that a dead peer
+// is noticed within a lease; clients never ping a connection with no call open.
+inline constexpr int kClientKeepaliveMs = 10'000;
+// How long a client waits for the ping's answer before it drops the connection.
+inline constexpr int kClientKeepaliveTimeoutMs = 20'000;
+// Servers accept pings this close together on a connection that sends no data. gRPC's default
+// is 5 minutes, and a ping sooner is a "strike"; after two the server sends GOAWAY
+// `too_many_pings` and the quiet watch is dropped. Derived from the client's interval, with room
+// for timer jitter: the two must stay ordered.
+inline constexpr int kServerMinPingIntervalMs = kClientKeepaliveMs / 2;
+static_assert(kServerMinPingIntervalMs < kClientKeepaliveMs);
 
 // "10s", "0.5s": a default in the form the duration flags parse (lib/common/units.h), so a
 // flag's default text is made from the value above rather than written again.

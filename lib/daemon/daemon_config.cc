@@ -140,6 +140,40 @@ void ReadSharedKeys(const MapReader& m, const std::string& filename, Config* c) 
   }
 }
 
+// Who victims run as and in what environment: victim_user or victim_uid_range (exclusive),
+// victim_uid_lock_dir, victim_env, victim_env_keep.
+void ReadVictimKeys(const MapReader& m, const std::string& filename, AgentConfig* out) {
+  AgentConfig& c = *out;
+  if (m.Has("victim_user"))
+    c.victim_user = yaml::NonEmptyString(m.Value("victim_user"), "victim_user");
+  if (m.Has("victim_uid_range")) {
+    c.victim_uid_range = yaml::NonEmptyString(m.Value("victim_uid_range"), "victim_uid_range");
+    if (auto r = ParseUidRange(*c.victim_uid_range); !r.ok())
+      Fail(m.Value("victim_uid_range"), "victim_uid_range", r.error());
+    if (c.victim_user) {
+      Fail(m.Value("victim_uid_range"), "victim_uid_range",
+           "victim_user and victim_uid_range are exclusive: choose one");
+    }
+  }
+  if (m.Has("victim_uid_lock_dir")) {
+    c.victim_uid_lock_dir = Anchor(
+        internal::AbsolutePath(m.Value("victim_uid_lock_dir"), "victim_uid_lock_dir"), filename);
+  }
+  if (m.Has("victim_env")) {
+    c.victim_env = yaml::NonEmptyString(m.Value("victim_env"), "victim_env");
+    if (*c.victim_env != "clean" && *c.victim_env != "inherit")
+      Fail(m.Value("victim_env"), "victim_env",
+           "'" + *c.victim_env + "': expected clean or inherit");
+  }
+  if (m.Has("victim_env_keep")) {
+    c.victim_env_keep = yaml::StringList(m.Value("victim_env_keep"), "victim_env_keep");
+    for (const std::string& name : *c.victim_env_keep) {
+      if (!IsEnvName(name))
+        Fail(m.Value("victim_env_keep"), "victim_env_keep", "'" + name + "': not a variable name");
+    }
+  }
+}
+
 }  // namespace
 
 Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string& filename) {
@@ -153,6 +187,8 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
                  "labels",
                  "scratch_roots",
                  "cache_roots",
+                 "cache_max_bytes",
+                 "cache_max_time",
                  "allow_victim",
                  "max_level",
                  "lease",
@@ -191,35 +227,16 @@ Result<AgentConfig> ParseAgentConfig(const std::string& text, const std::string&
     if (m.Has("cache_roots")) {
       c.cache_roots = internal::AbsolutePathList(m.Value("cache_roots"), "cache_roots");
     }
-    if (m.Has("victim_user"))
-      c.victim_user = yaml::NonEmptyString(m.Value("victim_user"), "victim_user");
-    if (m.Has("victim_uid_range")) {
-      c.victim_uid_range = yaml::NonEmptyString(m.Value("victim_uid_range"), "victim_uid_range");
-      if (auto r = ParseUidRange(*c.victim_uid_range); !r.ok())
-        Fail(m.Value("victim_uid_range"), "victim_uid_range", r.error());
-      if (c.victim_user) {
-        Fail(m.Value("victim_uid_range"), "victim_uid_range",
-             "victim_user and victim_uid_range are exclusive: choose one");
+    if (m.Has("cache_max_bytes")) {
+      c.cache_max_bytes = yaml::Size(m.Value("cache_max_bytes"), "cache_max_bytes");
+      if (*c.cache_max_bytes < (1u << 20)) {
+        Fail(m.Value("cache_max_bytes"), "cache_max_bytes", "must be at least 1MiB");
       }
     }
-    if (m.Has("victim_uid_lock_dir")) {
-      c.victim_uid_lock_dir = Anchor(
-          internal::AbsolutePath(m.Value("victim_uid_lock_dir"), "victim_uid_lock_dir"), filename);
+    if (m.Has("cache_max_time")) {
+      c.cache_max_time_s = yaml::Duration(m.Value("cache_max_time"), "cache_max_time", true);
     }
-    if (m.Has("victim_env")) {
-      c.victim_env = yaml::NonEmptyString(m.Value("victim_env"), "victim_env");
-      if (*c.victim_env != "clean" && *c.victim_env != "inherit")
-        Fail(m.Value("victim_env"), "victim_env",
-             "'" + *c.victim_env + "': expected clean or inherit");
-    }
-    if (m.Has("victim_env_keep")) {
-      c.victim_env_keep = yaml::StringList(m.Value("victim_env_keep"), "victim_env_keep");
-      for (const std::string& name : *c.victim_env_keep) {
-        if (!IsEnvName(name))
-          Fail(m.Value("victim_env_keep"), "victim_env_keep",
-               "'" + name + "': not a variable name");
-      }
-    }
+    ReadVictimKeys(m, filename, &c);
     if (m.Has("allow_victim")) c.allow_victim = yaml::Bool(m.Value("allow_victim"), "allow_victim");
     if (m.Has("max_level")) {
       double v = yaml::Number(m.Value("max_level"), "max_level");

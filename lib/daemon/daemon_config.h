@@ -45,6 +45,8 @@ struct AgentConfig {
   std::map<std::string, std::string> labels;  // user labels; empty: none
   std::optional<std::vector<std::string>> scratch_roots;  // absolute directories
   std::optional<std::vector<std::string>> cache_roots;    // victim.cache.paths may lie here too
+  std::optional<uint64_t> cache_max_bytes;                // victim.cache: bytes per trial
+  std::optional<double> cache_max_time_s;                 // victim.cache: time per trial
   std::optional<bool> allow_victim;
   std::optional<double> max_level;  // (0, 1]
   std::optional<double> lease_s;

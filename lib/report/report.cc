@@ -328,6 +328,122 @@ std::string Section(const std::string& id, const std::string& title, const std::
          (lede.empty() ? "" : "<p class=\"lede\">" + lede + "</p>\n") + body + "</section>\n";
 }
 
+// A cross-talk experiment's sections: no victim, so its idle window's "slowdown" is no
+// figure; each antagonist's footprints are.
+std::string CrosstalkSections(const experiment::ExperimentResults& results,
+                              const std::vector<TrialRecord>& trials) {
+  std::string page;
+  // No victim: the idle window's "slowdown" is not a figure, its footprints are.
+  page += Section("crosstalk", "Cross-talk: what each antagonist touched",
+                  "Each antagonist alone, with no victim, over an idle window: the node's "
+                  "counters over that window less an idle baseline's (medians over windows), "
+                  "one column per resource; the antagonist's own CPU in the first.",
+                  RenderCrosstalk(results));
+  if (std::string telemetry = RenderTelemetry(results); !telemetry.empty())
+    page += Section("telemetry", "Node telemetry", "The medians the matrix is made of.", telemetry);
+  page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
+  return page;
+}
+
+// An experiment with a victim: its profile, heatmap, curves, phases, neighbours,
+// interactions, predictions, telemetry, one trial's step series and the table.
+std::string VictimSections(const ExperimentRecord& experiment,
+                           const std::vector<TrialRecord>& trials,
+                           const experiment::ExperimentResults& results,
+                           const std::map<std::string, std::string>& resources) {
+  std::string page;
+  if (std::string profile = RenderProfile(results, resources); !profile.empty()) {
+    page += Section("profile", "Interference profile",
+                    "One row per resource: the victim's slowdown against the antagonist's level "
+                    "(fraction of its calibrated peak; dashed: the tolerance threshold), the "
+                    "highest level it tolerates (slowdown CI under the threshold), the lowest "
+                    "that breaks it, and the slowdown at the peak.",
+                    profile);
+  }
+
+  const Figure heatmap = HeatmapFigure(results);
+  page += Section("heatmap", "Slowdown by antagonist and intensity",
+                  "Each cell: median slowdown of the victim, its confidence interval, the "
+                  "number of measured trials and the Holm-adjusted p-value. Hatched grey cells "
+                  "are not significant (adjusted p &ge; 0.05, or fewer than 3 trials a side); "
+                  "&#9888; marks pairings with excluded trials; hover a cell for details.",
+                  heatmap.svg + heatmap.empty);
+  const SensitivitySet curves = SensitivityFigures(results, trials);
+  std::string curve_html;
+  if (!curves.charts.empty()) {
+    curve_html = "<div class=\"charts\">\n";
+    for (const auto& f : curves.charts) {
+      curve_html += "<figure>" + f.svg + "<figcaption class=\"caption\">" + f.caption +
+                    "</figcaption></figure>\n";
+    }
+    curve_html += "</div>\n";
+  }
+  page += Section("sensitivity", "Sensitivity curves",
+                  "Slowdown against the intensity each antagonist actually achieved (not the "
+                  "one requested), with confidence-interval bars; the open circle is the "
+                  "baseline, faded points are not significant after the Holm adjustment.",
+                  curve_html + curves.notes);
+  if (const Figure phases = PhaseFigure(results, trials); !phases.svg.empty()) {
+    page += Section("phases", "Where the step time went",
+                    "Each pairing's mean time per step by phase (the baseline first; phases in "
+                    "pipeline order, those under 1 % of the step in every pairing together, and "
+                    "what the victim does not time on top), labelled with the time it adds per "
+                    "step. The table gives each phase's added time per step with its bootstrap "
+                    "CI (* where it excludes 0; the same resampling as the slowdown) and, for "
+                    "stages that overlap the step (loader reads and decodes), their own change: "
+                    "they cost the step only through the wait they feed. A phase that is near "
+                    "zero at baseline is never shown as a ratio.",
+                    "<div class=\"scroll\">" + phases.svg + "</div>\n" + PhaseMatrix(results));
+  }
+  if (std::string two_way = RenderNeighbours(results); !two_way.empty()) {
+    page += Section("neighbours", "Two-way: real jobs as the neighbour",
+                    "Each workload antagonist against the victim, both ways: the victim's "
+                    "slowdown beside it (what the victim tolerates) and its own slowdown beside "
+                    "the victim against its solo runs (what the victim causes it), with a "
+                    "bootstrap CI and the Mann-Whitney p; combined throughput is the two jobs' "
+                    "throughput relative to running alone, summed (&gt; 1: sharing pays).",
+                    two_way);
+  }
+  if (std::string interactions = RenderInteractions(results); !interactions.empty()) {
+    page += Section("interaction", "Interaction",
+                    "Each combination against its singles at the same intensities: measured "
+                    "slowdown, the multiplicative (&times;) and additive (+) predictions, and "
+                    "measured &divide; &times;-pred with a bootstrap CI that resamples baseline, "
+                    "singles and combination together; flagged super- or sub-additive when the "
+                    "CI excludes 1.",
+                    interactions);
+  }
+  if (std::string predictions = RenderPredictions(results, trials, experiment.seed);
+      !predictions.empty()) {
+    page += Section("prediction", "Prediction from the singles",
+                    "How well the singles' sensitivity curves predict what was measured: each "
+                    "combination from its singles (the product of their slowdowns), each single "
+                    "from the other points of its curve, with a bootstrap CI over the baseline "
+                    "and the singles.",
+                    predictions);
+  }
+  if (std::string telemetry = RenderTelemetry(results); !telemetry.empty()) {
+    page += Section("telemetry", "Node telemetry",
+                    "What else each pairing touched on the victim's node during the victim's "
+                    "run: the median over its measured trials of the share of the window some "
+                    "task stalled on CPU, I/O and memory (PSI), disk and network bytes per "
+                    "second (every whole disk and interface, lo included), the lowest "
+                    "MemAvailable, and memory bandwidth where the node has counters for it; "
+                    "on a node with NVIDIA GPUs, each GPU's utilization, memory in use, PCIe "
+                    "and NVLink traffic, clocks and clock event (throttle) reasons through "
+                    "NVML.",
+                    telemetry);
+  }
+  const Figure series = StepSeriesFigure(results, trials);
+  page +=
+      Section("series", "Step time of one interference trial", "",
+              series.svg.empty() ? series.empty
+                                 : "<p class=\"caption\">" + series.caption +
+                                       "</p>\n<div class=\"scroll\">" + series.svg + "</div>\n");
+  page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
+  return page;
+}
+
 }  // namespace
 
 std::string RenderHtmlReport(const ExperimentRecord& experiment,
@@ -341,109 +457,8 @@ std::string RenderHtmlReport(const ExperimentRecord& experiment,
       Escape(experiment.name) + " (" + Escape(experiment.id) + ")</title>\n<style>" + kStyle +
       kChartStyle + "</style>\n</head>\n<body>\n" + kErrorHook;
   page += Header(experiment, trials, results);
-  if (results.crosstalk) {
-    // No victim: the idle window's "slowdown" is not a figure, its footprints are.
-    page += Section("crosstalk", "Cross-talk: what each antagonist touched",
-                    "Each antagonist alone, with no victim, over an idle window: the node's "
-                    "counters over that window less an idle baseline's (medians over windows), "
-                    "one column per resource; the antagonist's own CPU in the first.",
-                    RenderCrosstalk(results));
-    if (std::string telemetry = RenderTelemetry(results); !telemetry.empty())
-      page +=
-          Section("telemetry", "Node telemetry", "The medians the matrix is made of.", telemetry);
-    page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
-  }
-  if (!results.crosstalk) {
-    if (std::string profile = RenderProfile(results, resources); !profile.empty()) {
-      page += Section("profile", "Interference profile",
-                      "One row per resource: the victim's slowdown against the antagonist's level "
-                      "(fraction of its calibrated peak; dashed: the tolerance threshold), the "
-                      "highest level it tolerates (slowdown CI under the threshold), the lowest "
-                      "that breaks it, and the slowdown at the peak.",
-                      profile);
-    }
-
-    const Figure heatmap = HeatmapFigure(results);
-    page += Section("heatmap", "Slowdown by antagonist and intensity",
-                    "Each cell: median slowdown of the victim, its confidence interval, the "
-                    "number of measured trials and the Holm-adjusted p-value. Hatched grey cells "
-                    "are not significant (adjusted p &ge; 0.05, or fewer than 3 trials a side); "
-                    "&#9888; marks pairings with excluded trials; hover a cell for details.",
-                    heatmap.svg + heatmap.empty);
-    const SensitivitySet curves = SensitivityFigures(results, trials);
-    std::string curve_html;
-    if (!curves.charts.empty()) {
-      curve_html = "<div class=\"charts\">\n";
-      for (const auto& f : curves.charts) {
-        curve_html += "<figure>" + f.svg + "<figcaption class=\"caption\">" + f.caption +
-                      "</figcaption></figure>\n";
-      }
-      curve_html += "</div>\n";
-    }
-    page += Section("sensitivity", "Sensitivity curves",
-                    "Slowdown against the intensity each antagonist actually achieved (not the "
-                    "one requested), with confidence-interval bars; the open circle is the "
-                    "baseline, faded points are not significant after the Holm adjustment.",
-                    curve_html + curves.notes);
-    if (const Figure phases = PhaseFigure(results, trials); !phases.svg.empty()) {
-      page += Section("phases", "Where the step time went",
-                      "Each pairing's mean time per step by phase (the baseline first; phases in "
-                      "pipeline order, those under 1 % of the step in every pairing together, and "
-                      "what the victim does not time on top), labelled with the time it adds per "
-                      "step. The table gives each phase's added time per step with its bootstrap "
-                      "CI (* where it excludes 0; the same resampling as the slowdown) and, for "
-                      "stages that overlap the step (loader reads and decodes), their own change: "
-                      "they cost the step only through the wait they feed. A phase that is near "
-                      "zero at baseline is never shown as a ratio.",
-                      "<div class=\"scroll\">" + phases.svg + "</div>\n" + PhaseMatrix(results));
-    }
-    if (std::string two_way = RenderNeighbours(results); !two_way.empty()) {
-      page += Section("neighbours", "Two-way: real jobs as the neighbour",
-                      "Each workload antagonist against the victim, both ways: the victim's "
-                      "slowdown beside it (what the victim tolerates) and its own slowdown beside "
-                      "the victim against its solo runs (what the victim causes it), with a "
-                      "bootstrap CI and the Mann-Whitney p; combined throughput is the two jobs' "
-                      "throughput relative to running alone, summed (&gt; 1: sharing pays).",
-                      two_way);
-    }
-    if (std::string interactions = RenderInteractions(results); !interactions.empty()) {
-      page += Section("interaction", "Interaction",
-                      "Each combination against its singles at the same intensities: measured "
-                      "slowdown, the multiplicative (&times;) and additive (+) predictions, and "
-                      "measured &divide; &times;-pred with a bootstrap CI that resamples baseline, "
-                      "singles and combination together; flagged super- or sub-additive when the "
-                      "CI excludes 1.",
-                      interactions);
-    }
-    if (std::string predictions = RenderPredictions(results, trials, experiment.seed);
-        !predictions.empty()) {
-      page += Section("prediction", "Prediction from the singles",
-                      "How well the singles' sensitivity curves predict what was measured: each "
-                      "combination from its singles (the product of their slowdowns), each single "
-                      "from the other points of its curve, with a bootstrap CI over the baseline "
-                      "and the singles.",
-                      predictions);
-    }
-    if (std::string telemetry = RenderTelemetry(results); !telemetry.empty()) {
-      page += Section("telemetry", "Node telemetry",
-                      "What else each pairing touched on the victim's node during the victim's "
-                      "run: the median over its measured trials of the share of the window some "
-                      "task stalled on CPU, I/O and memory (PSI), disk and network bytes per "
-                      "second (every whole disk and interface, lo included), the lowest "
-                      "MemAvailable, and memory bandwidth where the node has counters for it; "
-                      "on a node with NVIDIA GPUs, each GPU's utilization, memory in use, PCIe "
-                      "and NVLink traffic, clocks and clock event (throttle) reasons through "
-                      "NVML.",
-                      telemetry);
-    }
-    const Figure series = StepSeriesFigure(results, trials);
-    page +=
-        Section("series", "Step time of one interference trial", "",
-                series.svg.empty() ? series.empty
-                                   : "<p class=\"caption\">" + series.caption +
-                                         "</p>\n<div class=\"scroll\">" + series.svg + "</div>\n");
-    page += Section("table", "All pairings", "", PairingTable(results) + ExcludedTrials(trials));
-  }
+  page += results.crosstalk ? CrosstalkSections(results, trials)
+                            : VictimSections(experiment, trials, results, resources);
   if (std::string prov = RenderProvenance(experiment.provenance_json); !prov.empty()) {
     page += Section("provenance", "Provenance",
                     "What these figures depended on besides the YAML below: versions, the "

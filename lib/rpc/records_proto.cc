@@ -221,6 +221,7 @@ v1::ExperimentRecord ToProto(const ExperimentRecord& e) {
   p.set_finished_unix_ms(e.finished_unix_ms);
   p.set_provenance_json(e.provenance_json);
   p.set_stop_reason(e.stop_reason);
+  p.set_submitter(e.submitter);
   return p;
 }
 
@@ -241,6 +242,7 @@ Result<ExperimentRecord> FromProto(const v1::ExperimentRecord& p) {
   // An older controller sends none: keep the record's "no provenance" object.
   if (!p.provenance_json().empty()) e.provenance_json = p.provenance_json();
   e.stop_reason = p.stop_reason();
+  e.submitter = p.submitter();
   return e;
 }
 

@@ -16,6 +16,8 @@
 #include <grpcpp/security/server_credentials.h>
 #include <spdlog/spdlog.h>
 
+#include "lib/common/tunables.h"
+
 namespace codl::rpc {
 
 namespace {
@@ -124,7 +126,9 @@ Result<std::shared_ptr<grpc::Channel>> MakeChannel(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 4000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, tunables::kClientKeepaliveMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, tunables::kClientKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // a quiet watch keeps being checked
   args.SetMaxReceiveMessageSize(64 << 20);
   return grpc::CreateCustomChannel(e.address, creds, args);
 }
@@ -186,6 +190,11 @@ Result<StartedServer> StartServer(const Endpoint& listen,
   // Bounded requests (security issue, item 4): the largest legitimate one is a submitted YAML
   // (itself capped by the YAML reader) or a victim spec; 16 MiB leaves ample room.
   builder.SetMaxReceiveMessageSize(16 << 20);
+  // Keepalive agreed with the clients' (tunables.h): their pings on a quiet stream are never
+  // strikes, so a watch that waits an hour for its next event is not dropped.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             tunables::kServerMinPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // A connection with no call for this long is closed (ConnectionLimits): one that never sends
   // a byte holds a descriptor no longer than that. Clients reconnect on their next call.
   const double idle_s = CurrentConnectionLimits().idle_timeout_s;

@@ -1,5 +1,10 @@
 #include "lib/rpc/status.h"
 
+#include <new>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
 namespace codl::rpc {
 
 grpc::StatusCode ToGrpcCode(StatusCode code) {
@@ -68,6 +73,19 @@ Status FromGrpc(const grpc::Status& s, const std::string& what) {
   std::string name = StatusCodeName(st.code());
   for (char& c : name) c = c == '-' ? ' ' : c;  // "deadline exceeded" reads better in a sentence
   return Error{what + ": " + name + (st.message().empty() ? "" : ": " + st.message()), st.code()};
+}
+
+grpc::Status Guarded(const char* what, const std::function<grpc::Status()>& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    spdlog::error("{}: out of memory; the call failed and the daemon goes on", what);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        std::string(what) + ": the request needs more memory than is available");
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}; the call failed and the daemon goes on", what, e.what());
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string(what) + ": " + e.what());
+  }
 }
 
 }  // namespace codl::rpc

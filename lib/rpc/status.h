@@ -3,6 +3,7 @@
 // reads a code out of message text.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -24,5 +25,11 @@ grpc::Status ToGrpc(const Status& s, StatusCode unclassified = StatusCode::kUnkn
 Status FromGrpc(const grpc::Status& s);
 // Same code; the message names the peer and the call: "WHAT: CODE: MESSAGE".
 Status FromGrpc(const grpc::Status& s, const std::string& what);
+
+// Runs a handler's body and returns its status. An exception it throws becomes a status rather
+// than taking the daemon down: std::bad_alloc (a request whose work would not fit in memory)
+// RESOURCE_EXHAUSTED, anything else INTERNAL, each naming `what` and logged. Every handler of
+// the controller and the agent runs its body under it.
+grpc::Status Guarded(const char* what, const std::function<grpc::Status()>& body);
 
 }  // namespace codl::rpc

@@ -148,9 +148,9 @@ std::optional<Identity> UnixListener::Admit(int conn, uid_t* uid) const {
                  peer.pid);
     return std::nullopt;
   }
-  // Root and the daemon's own uid are the local admins, without a name (as before roles).
-  const bool owner = peer.uid == 0 || peer.uid == geteuid();
-  return Identity{*role, owner ? std::string() : UserName(peer.uid)};
+  // Named by the peer's user (root and the daemon's own uid are the local admins): the name is
+  // what an experiment records as its submitter.
+  return Identity{*role, UserName(peer.uid)};
 }
 
 void UnixListener::AcceptLoop(grpc::Server* server) {

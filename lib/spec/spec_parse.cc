@@ -460,34 +460,11 @@ void ParseCalibration(const YAML::Node& n, ExperimentSpec* spec) {
   }
 }
 
-ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
-                         const ParseHooks& hooks) {
-  if (!root.IsDefined() || root.IsNull()) {
-    Fail(YAML::Mark(), "", "empty document: expected a mapping with at least name and victim");
-  }
-  if (!root.IsMap()) {
-    Fail(root, "", std::string("the document must be a mapping, got ") + KindName(root));
-  }
-  MapReader m(root, "",
-              {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
-               "settle", "cooldown", "calibration", "lease", "warmup_trials",
-               "min_antagonist_samples", "agent_grace", "tolerance", "crosstalk"});
-  ExperimentSpec spec;
-  spec.source_path = source_path;
-  spec.name = NonEmptyString(m.Require("name"), "name");
-  if (m.Has("nodes")) spec.nodes = ParseNodes(m.Value("nodes"), "nodes");
-  if (m.Has("crosstalk"))
-    spec.crosstalk_window_s = parse_detail::ParseCrosstalkWindow(m.Value("crosstalk"), "crosstalk");
-  if (spec.crosstalk_window_s > 0) {
-    if (m.Has("victim")) {
-      Fail(m.Key("victim"), "victim",
-           "a crosstalk experiment has no victim: each antagonist runs alone over an idle "
-           "window (drop victim, or crosstalk: false)");
-    }
-    spec.victim = parse_detail::CrosstalkIdleVictim(spec.crosstalk_window_s, spec.nodes);
-  } else {
-    spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes, source_path);
-  }
+// antagonists (names unique), the experiment-wide tolerance for those without their own, and
+// what each needs: levels, rates or a search; a crosstalk experiment's, no search.
+void ParseAntagonists(const MapReader& m, const ParseHooks& hooks, const std::string& source_path,
+                      ExperimentSpec* out) {
+  ExperimentSpec& spec = *out;
   if (m.Has("antagonists")) {
     const YAML::Node& list = yaml::List(m.Value("antagonists"), "antagonists");
     for (size_t i = 0; i < list.size(); ++i) {
@@ -527,10 +504,11 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
              "a tolerance search needs a victim; a crosstalk experiment has none");
     }
   }
-  if (m.Has("pairings")) ParsePairings(m.Value("pairings"), &spec);
-  if (m.Has("repetitions")) ParseRepetitions(m.Value("repetitions"), &spec);
-  spec.seed = DrawSeed();
-  if (m.Has("order")) ParseOrder(m.Value("order"), &spec);
+}
+
+// settle, cooldown, calibration, warmup_trials, min_antagonist_samples, agent_grace, lease.
+void ParseTimings(const MapReader& m, ExperimentSpec* out) {
+  ExperimentSpec& spec = *out;
   if (m.Has("settle")) spec.settle_s = Duration(m.Value("settle"), "settle", false);
   if (m.Has("cooldown")) spec.cooldown_s = Duration(m.Value("cooldown"), "cooldown", false);
   if (m.Has("calibration")) ParseCalibration(m.Value("calibration"), &spec);
@@ -554,7 +532,42 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
     Fail(m.Value("lease"), "lease",
          "must be at least " + tunables::DurationFlagText(tunables::kMinLeaseS));
   }
+}
 
+ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
+                         const ParseHooks& hooks) {
+  if (!root.IsDefined() || root.IsNull()) {
+    Fail(YAML::Mark(), "", "empty document: expected a mapping with at least name and victim");
+  }
+  if (!root.IsMap()) {
+    Fail(root, "", std::string("the document must be a mapping, got ") + KindName(root));
+  }
+  MapReader m(root, "",
+              {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
+               "settle", "cooldown", "calibration", "lease", "warmup_trials",
+               "min_antagonist_samples", "agent_grace", "tolerance", "crosstalk"});
+  ExperimentSpec spec;
+  spec.source_path = source_path;
+  spec.name = NonEmptyString(m.Require("name"), "name");
+  if (m.Has("nodes")) spec.nodes = ParseNodes(m.Value("nodes"), "nodes");
+  if (m.Has("crosstalk"))
+    spec.crosstalk_window_s = parse_detail::ParseCrosstalkWindow(m.Value("crosstalk"), "crosstalk");
+  if (spec.crosstalk_window_s > 0) {
+    if (m.Has("victim")) {
+      Fail(m.Key("victim"), "victim",
+           "a crosstalk experiment has no victim: each antagonist runs alone over an idle "
+           "window (drop victim, or crosstalk: false)");
+    }
+    spec.victim = parse_detail::CrosstalkIdleVictim(spec.crosstalk_window_s, spec.nodes);
+  } else {
+    spec.victim = ParseVictim(m.Require("victim"), "victim", spec.nodes, source_path);
+  }
+  ParseAntagonists(m, hooks, source_path, &spec);
+  if (m.Has("pairings")) ParsePairings(m.Value("pairings"), &spec);
+  if (m.Has("repetitions")) ParseRepetitions(m.Value("repetitions"), &spec);
+  spec.seed = DrawSeed();
+  if (m.Has("order")) ParseOrder(m.Value("order"), &spec);
+  ParseTimings(m, &spec);
   double trials = CountPlannedTrials(spec);
   if (trials > kMaxPlannedTrials) {
     char buf[128];

@@ -274,6 +274,13 @@ CREATE TABLE trial_gpu_telemetry (
   PRIMARY KEY (trial_id, seq, gpu_index)
 ) WITHOUT ROWID;
 )sql"},
+    // 17: who submitted the experiment (ExperimentRecord::submitter, rpc::Identity::ToString:
+    // "user-submit/alice", "admin/root"); only that caller or an admin may cancel or resume it.
+    // '' for experiments stored before this: owner unknown, so only an admin may change them.
+    {"add experiments.submitter", R"sql(
+ALTER TABLE experiments ADD COLUMN submitter TEXT NOT NULL DEFAULT '';
+CREATE INDEX experiments_by_submitter ON experiments (submitter, created_unix_ms);
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

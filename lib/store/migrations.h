@@ -14,6 +14,8 @@ inline constexpr int kApplicationId = 0x436F444C;
 int LatestMigration();
 // The step that added experiments.owner (Store::MarkUnfinishedInterrupted).
 inline constexpr int kOwnerSchemaVersion = 11;
+// The step that added experiments.submitter (ExperimentRecord::submitter).
+inline constexpr int kSubmitterSchemaVersion = 17;
 
 // Reads the database's schema version (PRAGMA user_version).
 Result<int> ReadSchemaVersion(sql::Db db);

@@ -61,9 +61,13 @@ std::string OpenFailureReason(const std::string& path) {
   return "";
 }
 
-constexpr const char* kExperimentColumns =
-    "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
-    "finished_unix_ms, provenance, stop_reason, error_code";
+// A store at a schema before kSubmitterSchemaVersion (tests only) reads '' for the submitter.
+std::string ExperimentColumns(bool has_submitter) {
+  return std::string(
+             "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
+             "finished_unix_ms, provenance, stop_reason, error_code, ") +
+         (has_submitter ? "submitter" : "''");
+}
 
 Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   ExperimentRecord e;
@@ -84,6 +88,7 @@ Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   e.stop_reason = row.Text(11);
   const std::string code = row.Text(12);
   e.error_code = code.empty() ? StatusCode::kOk : StatusCodeFromName(code);
+  e.submitter = row.Text(13);
   return e;
 }
 
@@ -206,6 +211,7 @@ Result<std::unique_ptr<Store>> Store::OpenImpl(const std::string& path, int sche
 
   if (Status s = Migrate(db, schema_version); !s) return s;
   store->has_owner_ = schema_version >= kOwnerSchemaVersion;
+  store->has_submitter_ = schema_version >= kSubmitterSchemaVersion;
   return store;
 }
 
@@ -232,13 +238,15 @@ Status Store::CreateExperiment(const ExperimentRecord& e) {
   if (!found) return found.status();
   if (*found) return Err("experiment '" + e.id + "' already exists in " + path_);
 
+  // Stores at older schemas (tests only) lack the later columns.
+  std::string columns =
+      "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
+      "finished_unix_ms";
+  std::string values = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10";
+  if (has_owner_) columns += ", owner", values += ", ?11";
+  if (has_submitter_) columns += ", submitter", values += ", ?12";
   auto insert = sql::Stmt::Prepare(
-      db, has_owner_ ? "INSERT INTO experiments (id, name, source_path, yaml, state, error, seed, "
-                       "total_trials, created_unix_ms, finished_unix_ms, owner) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-                     : "INSERT INTO experiments (id, name, source_path, yaml, state, error, seed, "
-                       "total_trials, created_unix_ms, finished_unix_ms) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+      db, ("INSERT INTO experiments (" + columns + ") VALUES (" + values + ")").c_str());
   if (!insert) return insert.status();
   insert->BindText(1, e.id);
   insert->BindText(2, e.name);
@@ -251,6 +259,7 @@ Status Store::CreateExperiment(const ExperimentRecord& e) {
   insert->BindInt(9, e.created_unix_ms);
   insert->BindInt(10, e.finished_unix_ms);
   if (has_owner_) insert->BindText(11, ThisProcessToken());
+  if (has_submitter_) insert->BindText(12, e.submitter);
   if (Status s = insert->Run(what); !s) return s;
   return txn.Commit(what);
 }
@@ -357,7 +366,7 @@ Result<ExperimentRecord> Store::GetExperiment(const std::string& id) {
   if (!resolved) return resolved.status();
   auto stmt = sql::Stmt::Prepare(
       db,
-      (std::string("SELECT ") + kExperimentColumns + " FROM experiments WHERE id = ?1").c_str());
+      ("SELECT " + ExperimentColumns(has_submitter_) + " FROM experiments WHERE id = ?1").c_str());
   if (!stmt) return stmt.status();
   stmt->BindText(1, *resolved);
   auto row = stmt->Next(what);
@@ -370,10 +379,31 @@ Result<ExperimentRecord> Store::GetExperiment(const std::string& id) {
   return e;
 }
 
+Result<std::optional<std::string>> Store::LatestExperimentOf(const std::string& submitter) {
+  if (submitter.empty() || !has_submitter_) return std::optional<std::string>();
+  std::lock_guard<std::mutex> lock(mu_);
+  sql::Db db{db_, &path_};
+  // SameSubmitter in SQL: the same text, or the same name after the role's '/'.
+  auto stmt = sql::Stmt::Prepare(
+      db,
+      "SELECT id FROM experiments WHERE submitter = ?1 OR (?2 != '' AND instr(submitter, '/') > 0 "
+      "AND substr(submitter, instr(submitter, '/') + 1) = ?2) "
+      "ORDER BY created_unix_ms DESC, rowid DESC LIMIT 1");
+  if (!stmt) return stmt.status();
+  stmt->BindText(1, submitter);
+  stmt->BindText(2, SubmitterName(submitter));
+  auto row = stmt->Next("looking up the latest experiment of " + submitter);
+  if (!row) return row.status();
+  if (!*row) return std::optional<std::string>();
+  std::string id = stmt->Text(0);
+  stmt->Reset();
+  return std::optional<std::string>(std::move(id));
+}
+
 Result<std::vector<ExperimentRecord>> Store::ListExperiments() {
   std::lock_guard<std::mutex> lock(mu_);
   sql::Db db{db_, &path_};
-  auto stmt = sql::Stmt::Prepare(db, (std::string("SELECT ") + kExperimentColumns +
+  auto stmt = sql::Stmt::Prepare(db, ("SELECT " + ExperimentColumns(has_submitter_) +
                                       " FROM experiments ORDER BY created_unix_ms DESC, rowid DESC")
                                          .c_str());
   if (!stmt) return stmt.status();

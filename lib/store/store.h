@@ -66,6 +66,8 @@ class Store {
   Status SetStopReason(const std::string& id, const std::string& reason);
   Result<ExperimentRecord> GetExperiment(const std::string& id);  // id or "latest"
   Result<std::vector<ExperimentRecord>> ListExperiments();        // newest first
+  // The id of the newest experiment `submitter` submitted (SameSubmitter); nullopt when none.
+  Result<std::optional<std::string>> LatestExperimentOf(const std::string& submitter);
   // Experiments left queued/running by a process that is gone (the owner CreateExperiment and
   // UpdateExperiment record; a live one's rows are left alone, so two `codlctl run` may share a
   // file): running ones are marked interrupted (error "controller stopped while the experiment
@@ -112,6 +114,8 @@ class Store {
   std::string reserve_path_;  // "" while no reserve is kept; guarded by mu_
   // experiments.owner exists (schema 11+; older only in OpenAtSchemaVersionForTesting stores).
   bool has_owner_ = true;
+  // experiments.submitter exists (schema 17+); likewise.
+  bool has_submitter_ = true;
   sqlite3* db_;  // guarded by mu_ (one connection per Store; statements prepared per call)
   const std::string path_;
   std::mutex mu_;

@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -110,11 +111,17 @@ std::string Location(const std::string& file, const YAML::Mark& mark) {
 }
 
 namespace {
-// Counts the documents of a stream with yaml-cpp's event parser, up to kMaxDocuments, and keeps
-// the mark of the second one's first node. YAML::LoadAll never returns on some inputs (a
-// top-level ", " — found by fuzzing, tests/fuzz): the parser reports an endless run of empty
-// documents, which the cap cuts off.
-class DocumentCounter : public YAML::EventHandler {
+// The first pass over a stream, with yaml-cpp's event parser (nothing is built yet):
+// - counts the documents, up to kMaxDocuments, and keeps the mark of the second one's first
+//   node. YAML::LoadAll never returns on some inputs (a top-level ", " — found by fuzzing,
+//   tests/fuzz): the parser reports an endless run of empty documents, which the cap cuts off.
+// - bounds what the document expands to. yaml-cpp shares an anchored node between its aliases,
+//   but every reader that copies one out (a string, a list, an emitted YAML) materializes it
+//   again: 120,000 aliases of a 500 kB scalar are 60 GB. Each node costs one plus the bytes of
+//   its scalar; an alias costs what its anchor cost (nested aliases included), so the sum is the
+//   size of the document with every alias replaced by a copy. Over kMaxAliases or
+//   kMaxExpandedBytes, the handler throws at the alias or node that crossed the limit.
+class FirstPass : public YAML::EventHandler {
  public:
   static constexpr int kMaxDocuments = 16;
   int documents = 0;
@@ -124,31 +131,70 @@ class DocumentCounter : public YAML::EventHandler {
     ++documents;
     if (documents == 2) second_mark = m;
     second_node_seen_ = false;
+    anchors_.clear();
   }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
-  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
-                const std::string&) override {
+  void OnNull(const YAML::Mark& m, YAML::anchor_t anchor) override { Leaf(m, anchor, 1); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t anchor) override {
     Node(m);
+    if (++aliases_ > kMaxAliases) {
+      throw YamlError{m, "more than " + std::to_string(kMaxAliases) +
+                             " aliases (*name); a CoDL YAML file may have at most " +
+                             std::to_string(kMaxAliases)};
+    }
+    auto it = anchors_.find(anchor);
+    Add(m, it == anchors_.end() ? 1 : it->second);
   }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    Leaf(m, anchor, 1 + value.size());
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    Node(m);
+    Open(m, anchor);
   }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    Node(m);
+    Open(m, anchor);
   }
-  void OnMapEnd() override {}
+  void OnMapEnd() override { Close(); }
 
  private:
   void Node(const YAML::Mark& m) {
     if (documents == 2 && !second_node_seen_) second_mark = m;
     second_node_seen_ = true;
   }
+  void Add(const YAML::Mark& m, uint64_t bytes) {
+    expanded_ += bytes;
+    if (expanded_ > kMaxExpandedBytes) {
+      throw YamlError{m, "the document expands to more than " +
+                             std::to_string(kMaxExpandedBytes >> 20) +
+                             " MiB with its aliases (*name) replaced by what they refer to; "
+                             "that is the limit for a CoDL YAML file"};
+    }
+  }
+  void Leaf(const YAML::Mark& m, YAML::anchor_t anchor, uint64_t bytes) {
+    Node(m);
+    Add(m, bytes);
+    if (anchor != 0) anchors_[anchor] = bytes;
+  }
+  void Open(const YAML::Mark& m, YAML::anchor_t anchor) {
+    Node(m);
+    Add(m, 1);
+    open_.push_back({anchor, expanded_ - 1});
+  }
+  void Close() {
+    if (open_.empty()) return;
+    if (open_.back().first != 0) anchors_[open_.back().first] = expanded_ - open_.back().second;
+    open_.pop_back();
+  }
+
   bool second_node_seen_ = false;
+  uint64_t aliases_ = 0;
+  uint64_t expanded_ = 0;
+  std::map<YAML::anchor_t, uint64_t> anchors_;             // anchor -> expanded size
+  std::vector<std::pair<YAML::anchor_t, uint64_t>> open_;  // containers: anchor, size at start
 };
 }  // namespace
 
@@ -165,15 +211,16 @@ Status ReadDocument(std::string_view text, const std::string& file,
                            std::to_string(kMaxFlowNesting) + " are allowed");
   }
   const std::string owned(text);
-  DocumentCounter counter;
+  FirstPass counter;
   YAML::Node root;
   try {
     std::istringstream in(owned);
     YAML::Parser parser(in);
-    while (counter.documents < DocumentCounter::kMaxDocuments &&
-           parser.HandleNextDocument(counter)) {
+    while (counter.documents < FirstPass::kMaxDocuments && parser.HandleNextDocument(counter)) {
     }
     if (counter.documents == 1) root = YAML::Load(owned);
+  } catch (const YamlError& e) {
+    return InvalidArgument(Location(file, e.mark) + ": " + e.message);
   } catch (const YAML::Exception& e) {
     return InvalidArgument(Location(file, e.mark) + ": YAML syntax error: " + e.msg);
   }
@@ -181,7 +228,7 @@ Status ReadDocument(std::string_view text, const std::string& file,
     if (counter.documents > 1) {
       Fail(counter.second_mark, "",
            "expected one YAML document, found " +
-               (counter.documents >= DocumentCounter::kMaxDocuments
+               (counter.documents >= FirstPass::kMaxDocuments
                     ? "at least " + std::to_string(counter.documents)
                     : std::to_string(counter.documents)));
     }

@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -54,15 +55,21 @@ std::string ScalarOf(const YAML::Node& n, const std::string& path, const char* w
 // "FILE:LINE:COL" (1-based); a node built in code has no mark and reads as FILE:1:1.
 std::string Location(const std::string& file, const YAML::Mark& mark);
 
-// Limits on any CoDL YAML file (experiment files also arrive over RPC): its size, and how deep
-// flow collections (`[`, `{`) may nest.
+// Limits on any CoDL YAML file (experiment files also arrive over RPC, and come back from
+// results files): its size, how deep flow collections (`[`, `{`) may nest, how many aliases
+// (`*name`) it may use, and how big it may be once every alias is replaced by a copy of what it
+// refers to (each node counts one byte plus its scalar's bytes). All are checked by an event
+// pass before any node is built (docs/security.md, "YAML limits").
 inline constexpr size_t kMaxDocumentBytes = 1 << 20;
 inline constexpr int kMaxFlowNesting = 64;
+inline constexpr uint64_t kMaxAliases = 1000;
+inline constexpr uint64_t kMaxExpandedBytes = 4 << 20;
 
 // Parses `text` as exactly one YAML document and runs `read` on its root (a null node for an
 // empty or comment-only text). The first YamlError thrown by `read`, a YAML syntax error
 // ("YAML syntax error: ...") or a second document becomes
-// InvalidArgument("FILE:LINE:COL: message"). Text over the limits above is refused first.
+// InvalidArgument("FILE:LINE:COL: message"). Text over the limits above is refused first (the
+// alias limits at the alias or node that crosses them).
 Status ReadDocument(std::string_view text, const std::string& file,
                     const std::function<void(const YAML::Node& root)>& read);
 

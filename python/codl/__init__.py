@@ -18,7 +18,22 @@ from typing import Any
 
 from codl.api import instrument, phase, step_end
 
-__all__ = ["instrument", "phase", "step_end", "results"]
+__all__ = ["instrument", "phase", "step_end", "results", "__version__"]
+
+
+def _version() -> str:
+    """The project's version: the installed distribution's, else (a checkout on PYTHONPATH) the
+    repository's VERSION file beside this package."""
+    import importlib.metadata
+    import pathlib
+
+    beside = pathlib.Path(__file__).resolve().parent.parent / "VERSION"
+    if beside.is_file():
+        return beside.read_text(encoding="utf-8").strip()
+    try:
+        return importlib.metadata.version("codl")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def __getattr__(name: str) -> Any:
@@ -26,4 +41,6 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("codl.results")
+    if name == "__version__":
+        return _version()
     raise AttributeError(f"module 'codl' has no attribute {name!r}")

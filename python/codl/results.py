@@ -62,7 +62,8 @@ def _experiment(con: sqlite3.Connection, exp_id: str) -> sqlite3.Row:
     if len(rows) > 1:
         ids = ", ".join(r["id"] for r in rows[:5])
         raise KeyError(f"experiment id prefix {exp_id!r} is ambiguous ({ids})")
-    return rows[0]
+    row: sqlite3.Row = rows[0]
+    return row
 
 
 def load(db: str, exp_id: str, metric: str = "elapsed") -> Results:

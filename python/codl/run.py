@@ -17,7 +17,7 @@ import runpy
 import sys
 from typing import Any, List, Optional, Sequence
 
-from codl import api
+from codl import recorder as recording
 
 USAGE = ("python3 -m codl.run [--warmup-steps N] [--max-steps N] [--phases auto|loader-only] "
          "[--trace-steps N] [--trace-file F] SCRIPT [ARGS...]")
@@ -68,7 +68,7 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         if spec is None or spec.loader is None:
             return spec
         loader = spec.loader
-        exec_module = loader.exec_module  # type: ignore[attr-defined]
+        exec_module = loader.exec_module
         on_import = self.on_import
 
         def exec_then_hook(module: Any) -> None:
@@ -76,7 +76,7 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
             sys.modules[name] = module
             on_import()
 
-        loader.exec_module = exec_then_hook  # type: ignore[attr-defined]
+        setattr(loader, "exec_module", exec_then_hook)
         return spec
 
 
@@ -87,7 +87,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         sys.stderr.write(f"{sys.executable}: can't open file {script!r}: "
                          "[Errno 2] No such file or directory\n")
         sys.exit(2)
-    rec = api.configure(warmup_steps=opts.warmup_steps, max_steps=opts.max_steps)
+    rec = recording.configure(warmup_steps=opts.warmup_steps, max_steps=opts.max_steps)
     rec.config.update({"launcher": "codl.run", "warmup_steps": opts.warmup_steps,
                        "max_steps": opts.max_steps})
 

@@ -23,11 +23,11 @@ import os
 import threading
 import time
 import types
-from typing import Any, Callable, Deque, Optional, Set, Tuple
+from typing import Any, Callable, Deque, Dict, Optional, Set, Tuple
 
 import torch
 
-from codl import api
+from codl import recorder as recording
 
 _now = time.perf_counter
 _installed: Set[str] = set()
@@ -43,10 +43,10 @@ def torch_major() -> int:
         return 0
 
 
-def _cuda_check(rec: api.Recorder) -> None:
+def _cuda_check(rec: recording.Recorder) -> None:
     """Once CUDA is initialised by the job, GPU phases are also timed with CUDA events."""
-    if rec.event_factory is None and _cuda_possible and torch.cuda.is_initialized():
-        rec.gpu_phases = (api.H2D, api.FORWARD, api.BACKWARD, api.OPTIMIZER)
+    if rec.event_factory is None and _cuda_possible and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        rec.gpu_phases = (recording.H2D, recording.FORWARD, recording.BACKWARD, recording.OPTIMIZER)
         rec.event_factory = functools.partial(torch.cuda.Event, enable_timing=True)
 
 
@@ -75,33 +75,34 @@ def _install_loader() -> None:
         lid = getattr(self, "_codl_loader", None)
         if lid is None or not (_all_loaders or lid in _loader_ids):
             return orig_next(self)
-        rec = api.recorder()
+        rec = recording.recorder()
         if _driver is None:
             _driver = lid
         drives = lid == _driver
         if drives:
             _cuda_check(rec)
-            rec.boundary(api.MODE_LOADER)
-        rec.enter(api.DATA_WAIT)
+            rec.boundary(recording.MODE_LOADER)
+        rec.enter(recording.DATA_WAIT)
         try:
             batch = orig_next(self)
         except StopIteration:
-            rec.exit(api.DATA_WAIT)
-            if drives and rec.mode == api.MODE_LOADER:
+            rec.exit(recording.DATA_WAIT)
+            if drives and rec.mode == recording.MODE_LOADER:
                 rec.discard_open_step()
             raise
         except BaseException:
-            rec.exit(api.DATA_WAIT)
+            rec.exit(recording.DATA_WAIT)
             raise
-        rec.exit(api.DATA_WAIT)
+        rec.exit(recording.DATA_WAIT)
         if drives:
             n = _batch_len(batch)
             if n:
                 rec.add_samples(n)
         return batch
 
-    base.__init__ = __init__
-    base.__next__ = __next__
+    # setattr: monkeypatching is what these hooks do, and mypy rightly refuses `cls.f = g`.
+    setattr(base, "__init__", __init__)
+    setattr(base, "__next__", __next__)
 
 
 def _batch_len(batch: Any) -> int:
@@ -120,11 +121,11 @@ def _batch_len(batch: Any) -> int:
 
 # ---- forward ----
 def _fwd_pre(module: Any, inputs: Any) -> None:
-    api.recorder().enter(api.FORWARD)
+    recording.recorder().enter(recording.FORWARD)
 
 
 def _fwd_post(module: Any, inputs: Any, output: Any) -> None:
-    api.recorder().exit(api.FORWARD)
+    recording.recorder().exit(recording.FORWARD)
 
 
 def _install_forward_global() -> None:
@@ -147,12 +148,12 @@ def _install_backward() -> None:
     def timed(orig: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(orig)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            rec = api.recorder()
-            rec.enter(api.BACKWARD)
+            rec = recording.recorder()
+            rec.enter(recording.BACKWARD)
             try:
                 return orig(*args, **kwargs)
             finally:
-                rec.exit(api.BACKWARD)
+                rec.exit(recording.BACKWARD)
 
         return wrapper
 
@@ -162,15 +163,15 @@ def _install_backward() -> None:
 
 # ---- optimizer ----
 def _step_pre(*_: Any) -> None:
-    rec = api.recorder()
+    rec = recording.recorder()
     _cuda_check(rec)
-    rec.enter(api.OPTIMIZER)
+    rec.enter(recording.OPTIMIZER)
 
 
 def _step_post(*_: Any) -> None:
-    rec = api.recorder()
-    if rec.exit(api.OPTIMIZER):
-        rec.boundary(api.MODE_OPTIMIZER)
+    rec = recording.recorder()
+    if rec.exit(recording.OPTIMIZER):
+        rec.boundary(recording.MODE_OPTIMIZER)
 
 
 def _timed_step(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -180,7 +181,7 @@ def _timed_step(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             out = func(self, *args, **kwargs)
         except BaseException:
-            api.recorder().exit(api.OPTIMIZER)
+            recording.recorder().exit(recording.OPTIMIZER)
             raise
         _step_post()
         return out
@@ -192,12 +193,12 @@ def _timed_step(func: Callable[..., Any]) -> Callable[..., Any]:
 def _timed_zero_grad(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
-        rec = api.recorder()
-        rec.enter(api.OPTIMIZER)
+        rec = recording.recorder()
+        rec.enter(recording.OPTIMIZER)
         try:
             return func(self, *args, **kwargs)
         finally:
-            rec.exit(api.OPTIMIZER)
+            rec.exit(recording.OPTIMIZER)
 
     zero_grad._codl_timed = True  # type: ignore[attr-defined]
     return zero_grad
@@ -208,12 +209,12 @@ def _install_optimizer_global() -> None:
         return
     _installed.add("optimizer")
     opt = torch.optim.Optimizer
-    opt.zero_grad = _timed_zero_grad(opt.zero_grad)
+    setattr(opt, "zero_grad", _timed_zero_grad(opt.zero_grad))
     from torch.optim import optimizer as om
 
     if hasattr(om, "register_optimizer_step_pre_hook"):  # torch >= 2.0
-        om.register_optimizer_step_pre_hook(_step_pre)
-        om.register_optimizer_step_post_hook(_step_post)
+        getattr(om, "register_optimizer_step_pre_hook")(_step_pre)
+        getattr(om, "register_optimizer_step_post_hook")(_step_post)
         return
     # torch 1.x: wrap each optimizer class's step once, when its first instance is made, before
     # torch's own profiler hook wraps it (Optimizer._hook_for_profile, in __init__), so that a
@@ -230,7 +231,7 @@ def _install_optimizer_global() -> None:
                 cls.zero_grad = _timed_zero_grad(cls.zero_grad)
         orig_init(self, *args, **kwargs)
 
-    opt.__init__ = __init__
+    setattr(opt, "__init__", __init__)
 
 
 def _instrument_optimizer(optimizer: Any) -> None:
@@ -273,26 +274,26 @@ def _install_h2d() -> None:
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if self.is_cuda or not _to_cuda(args, kwargs):
             return orig_to(self, *args, **kwargs)
-        rec = api.recorder()
-        rec.enter(api.H2D)
+        rec = recording.recorder()
+        rec.enter(recording.H2D)
         try:
             return orig_to(self, *args, **kwargs)
         finally:
-            rec.exit(api.H2D)
+            rec.exit(recording.H2D)
 
     @functools.wraps(orig_cuda)
     def cuda(self: Any, *args: Any, **kwargs: Any) -> Any:
         if self.is_cuda:
             return orig_cuda(self, *args, **kwargs)
-        rec = api.recorder()
-        rec.enter(api.H2D)
+        rec = recording.recorder()
+        rec.enter(recording.H2D)
         try:
             return orig_cuda(self, *args, **kwargs)
         finally:
-            rec.exit(api.H2D)
+            rec.exit(recording.H2D)
 
-    tensor.to = to
-    tensor.cuda = cuda
+    setattr(tensor, "to", to)
+    setattr(tensor, "cuda", cuda)
 
 
 # ---- DDP communication ----
@@ -343,7 +344,7 @@ class _CommWaiter:
                 value = unwrap(fut.value())
             except BaseException as e:  # noqa: BLE001 - the job sees the backend's error
                 error = e
-            api.recorder().comm_span(t0, _now())
+            recording.recorder().comm_span(t0, _now())
             if error is None:
                 out.set_result(value)
             else:
@@ -388,7 +389,8 @@ def _allreduce_hook(process_group: Any, bucket: Any) -> Any:
     tensor = bucket.buffer()
     tensor.div_(group.size())
     t0 = _now()
-    fut = dist.all_reduce(tensor, group=group, async_op=True).get_future()
+    fut = dist.all_reduce(  # type: ignore[no-untyped-call]
+        tensor, group=group, async_op=True).get_future()
     out = _future_for(bucket)
     _comm_waiter.submit(t0, fut, out, lambda value: value[0])
     return out
@@ -405,7 +407,7 @@ def _install_ddp() -> None:
         from torch.nn.parallel import DistributedDataParallel as DDP
     except ImportError:
         return
-    orig_register = DDP.register_comm_hook
+    orig_register = getattr(DDP, "register_comm_hook")
     orig_forward = DDP.forward
 
     @functools.wraps(orig_register)
@@ -427,11 +429,11 @@ def _install_ddp() -> None:
                 sys.stderr.write(f"codl: no comm_s for this DistributedDataParallel: {e}\n")
         return orig_forward(self, *args, **kwargs)
 
-    DDP.register_comm_hook = register_comm_hook
-    DDP.forward = forward
+    setattr(DDP, "register_comm_hook", register_comm_hook)
+    setattr(DDP, "forward", forward)
 
 
-def install(rec: api.Recorder, phases: str = "auto") -> None:
+def install(rec: recording.Recorder, phases: str = "auto") -> None:
     """codl.run: every loader, module, optimizer and DDP of the job (``phases='loader-only'``:
     the DataLoader only)."""
     global _all_loaders, _cuda_possible
@@ -449,7 +451,7 @@ def install(rec: api.Recorder, phases: str = "auto") -> None:
         _install_h2d()
 
 
-def instrument_objects(rec: api.Recorder, loader: Any = None, model: Any = None,
+def instrument_objects(rec: recording.Recorder, loader: Any = None, model: Any = None,
                        optimizer: Any = None) -> None:
     """codl.instrument: the given objects only (composes with install: nothing counts twice)."""
     global _cuda_possible
@@ -472,12 +474,12 @@ def instrument_objects(rec: api.Recorder, loader: Any = None, model: Any = None,
 # ---- a profiler trace of some measured steps ----
 # The DFTracer names of codl's phases, used as the trace's range names.
 TRACE_NAMES = {
-    api.DATA_WAIT: "ai.dataloader.fetch",
-    api.H2D: "ai.device.transfer",
-    api.FORWARD: "ai.compute.forward",
-    api.BACKWARD: "ai.compute.backward",
-    api.OPTIMIZER: "ai.compute.step",
-    api.COMM: "ai.comm.all_reduce",
+    recording.DATA_WAIT: "ai.dataloader.fetch",
+    recording.H2D: "ai.device.transfer",
+    recording.FORWARD: "ai.compute.forward",
+    recording.BACKWARD: "ai.compute.backward",
+    recording.OPTIMIZER: "ai.compute.step",
+    recording.COMM: "ai.comm.all_reduce",
 }
 
 
@@ -495,12 +497,12 @@ class Tracer:
         self.count = 0
         self.prof: Any = None
         self.step_range: Any = None
-        self.ranges: dict = {}
+        self.ranges: Dict[str, Any] = {}
 
     @staticmethod
     def _range(name: str) -> Any:
         r = torch.autograd.profiler.record_function(name)
-        r.__enter__()
+        r.__enter__()  # type: ignore[no-untyped-call]
         return r
 
     def _start(self) -> None:
@@ -510,7 +512,7 @@ class Tracer:
         if torch.cuda.is_available():
             acts.append(ProfilerActivity.CUDA)
         self.prof = profile(activities=acts)
-        self.prof.__enter__()
+        self.prof.__enter__()  # type: ignore[no-untyped-call]
         self.active = True
 
     def step_opened(self, index: int) -> None:

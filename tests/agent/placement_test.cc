@@ -228,7 +228,8 @@ TEST(CgroupPlacement, ReclaimMemoryDropsThePageCacheAChildFilled) {
     for (int i = 0; i < 32; ++i) out.write(block.data(), block.size());
   }
   experiment::CacheSpec cold{"cold", {dir}}, as_is{"as-is", {dir}};
-  ASSERT_TRUE(PrepareCache(cold, {dir}).ok());  // starts out of the cache
+  ASSERT_TRUE(
+      PrepareCache(cold, CacheScope{{dir}, std::nullopt, {}}).ok());  // starts out of the cache
   auto cg = Cgroup::Create(scratch.dir, "reader");
   ASSERT_TRUE(cg.ok()) << cg.error();
   auto placement = std::make_shared<ChildPlacement>();
@@ -240,13 +241,13 @@ TEST(CgroupPlacement, ReclaimMemoryDropsThePageCacheAChildFilled) {
   ASSERT_TRUE(c.ok()) << c.error();
   ASSERT_TRUE((*c)->WaitFor(30));
   c->reset();
-  auto before = PrepareCache(as_is, {dir});
+  auto before = PrepareCache(as_is, CacheScope{{dir}, std::nullopt, {}});
   ASSERT_TRUE(before.ok()) << before.error();
   EXPECT_GT(before->resident_bytes, before->total_bytes * 9 / 10);
   auto freed = placement->cgroup->ReclaimMemory();
   ASSERT_TRUE(freed.ok()) << freed.error();
   EXPECT_GE(*freed, before->total_bytes * 9 / 10);
-  auto after = PrepareCache(as_is, {dir});
+  auto after = PrepareCache(as_is, CacheScope{{dir}, std::nullopt, {}});
   ASSERT_TRUE(after.ok()) << after.error();
   EXPECT_LT(after->resident_bytes, after->total_bytes / 10);
   placement.reset();

@@ -138,7 +138,10 @@ fi
 # submitter's to drive). The victim adds a hostile phase name (dropped: phase names are
 # restricted), and a second, failing victim a hostile stderr line, which run's failure message
 # quotes.
+# It spends the step it reports: a step longer than the victim's whole run is flagged (metric
+# looks wrong), and a shell can start and exit in 4 ms.
 cat >"$tmp/evil.sh" <<'SH'
+sleep 0.05
 printf '{"step_time_s": 0.01, "phases": {"ok_s": 0.003, "x\\u001b]0;ph\\u0007\\r\\nFAKE_s": 0.004}}\n'
 SH
 cat >"$tmp/evil.yaml" <<YAML

@@ -61,7 +61,8 @@ const std::vector<std::string> kWatchColumns = {"ts_unix_ms",
                                                 "message",
                                                 "dataset_generated",
                                                 "dataset_total",
-                                                "event"};
+                                                "event",
+                                                "submitter"};
 
 constexpr int kSamples = 400;
 

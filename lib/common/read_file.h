@@ -1,0 +1,18 @@
+// Reading a whole small file (a /proc or /sys entry, a config file) into a string, written once.
+// Bounded: a path that names something huge (a device, a sparse file) cannot make the caller
+// allocate more than `max_bytes`.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace codl {
+
+inline constexpr size_t kDefaultReadFileMax = 16u << 20;
+
+// The file's bytes, or nullopt when it cannot be opened or read, or holds more than `max_bytes`.
+std::optional<std::string> ReadFileText(const std::string& path,
+                                        size_t max_bytes = kDefaultReadFileMax);
+
+}  // namespace codl
