@@ -11,6 +11,7 @@
 #include "lib/analysis/pairing_samples.h"
 #include "lib/analysis/predict.h"
 #include "lib/analysis/predict_format.h"
+#include "lib/analysis/results.h"
 #include "lib/common/utf8.h"
 #include "lib/spec/spec.h"
 #include "lib/spec/trial_metric.h"
@@ -21,13 +22,8 @@ namespace {
 
 // --metric, else the experiment's victim.metric, else elapsed (as `codlctl results`).
 Result<experiment::TrialMetric> MetricFor(const ExperimentRecord& e, const std::string& metric) {
-  std::string name = metric;
-  if (name.empty()) {
-    auto spec = experiment::ParseExperiment(e.yaml, e.source_path);
-    if (spec.ok()) name = spec->victim.metric;
-  }
-  if (name.empty()) return experiment::TrialMetric{};
-  return experiment::ParseTrialMetric(name);
+  if (!metric.empty()) return experiment::ParseTrialMetric(metric);
+  return experiment::ReadStoredExperiment(e).metric();
 }
 
 int Fail(const std::string& message, int code) {
@@ -62,17 +58,21 @@ std::string FindMeasuredPairs(const std::string& db, const ExperimentRecord& pro
   if (db.empty()) {
     return "the controller lists no experiments; give --db FILE to search a results database";
   }
-  auto pspec = experiment::ParseExperiment(profile.yaml, profile.source_path);
-  if (!pspec.ok()) return "the victim profile's YAML does not parse: " + pspec.error();
-  auto nspec = experiment::ParseExperiment(neighbour.yaml, neighbour.source_path);
-  if (!nspec.ok()) return "the neighbour's YAML does not parse: " + nspec.error();
+  const auto pspec_stored = experiment::ReadStoredExperiment(profile);
+  const experiment::ExperimentSpec* pspec = pspec_stored.spec.get();
+  if (pspec == nullptr)
+    return "the victim profile's YAML does not parse: " + pspec_stored.parse_error;
+  const auto nspec_stored = experiment::ReadStoredExperiment(neighbour);
+  const experiment::ExperimentSpec* nspec = nspec_stored.spec.get();
+  if (nspec == nullptr) return "the neighbour's YAML does not parse: " + nspec_stored.parse_error;
   auto store = store::Store::OpenExisting(db);
   if (!store.ok()) return store.error();
   auto list = (*store)->ListExperiments();
   if (!list.ok()) return list.error();
   for (const ExperimentRecord& e : *list) {
-    auto spec = experiment::ParseExperiment(e.yaml, e.source_path);
-    if (!spec.ok() || spec->victim.command != pspec->victim.command) continue;
+    const auto spec_stored = experiment::ReadStoredExperiment(e);
+    const experiment::ExperimentSpec* spec = spec_stored.spec.get();
+    if (spec == nullptr || spec->victim.command != pspec->victim.command) continue;
     const bool runs_neighbour = std::any_of(
         spec->antagonists.begin(), spec->antagonists.end(),
         [&](const auto& a) { return a.workload && a.workload->command == nspec->victim.command; });
@@ -92,13 +92,16 @@ std::string ExplicitMeasuredPairs(ControllerClient* client, const PredictCliOpti
                                   const ExperimentRecord& profile,
                                   const experiment::TrialMetric& metric,
                                   std::vector<experiment::MeasuredPair>* pairs) {
-  auto pspec = experiment::ParseExperiment(profile.yaml, profile.source_path);
-  if (!pspec.ok()) return "the victim profile's YAML does not parse: " + pspec.error();
+  const auto pspec_stored = experiment::ReadStoredExperiment(profile);
+  const experiment::ExperimentSpec* pspec = pspec_stored.spec.get();
+  if (pspec == nullptr)
+    return "the victim profile's YAML does not parse: " + pspec_stored.parse_error;
   for (const std::string& id : o.measured) {
     auto rec = LoadRecords(client, o.db, id);
     if (!rec.ok()) return id + ": " + rec.error();
-    auto spec = experiment::ParseExperiment(rec->first.yaml, rec->first.source_path);
-    if (!spec.ok()) return id + ": its YAML does not parse: " + spec.error();
+    const auto spec_stored = experiment::ReadStoredExperiment(rec->first);
+    const experiment::ExperimentSpec* spec = spec_stored.spec.get();
+    if (spec == nullptr) return id + ": its YAML does not parse: " + spec_stored.parse_error;
     if (spec->victim.command != pspec->victim.command)
       return id + ": its victim command is not the victim profile's (" + profile.id + ")";
     if (AddWorkloadPairs(rec->first.id, *spec, rec->second, metric, o.all_trials, nullptr, pairs) ==

@@ -30,16 +30,15 @@ std::optional<Previous> FindPrevious(const experiment::ExperimentSpec& spec,
   if (!store.ok()) return std::nullopt;
   auto experiments = (*store)->ListExperiments();  // newest first
   if (!experiments.ok()) return std::nullopt;
-  experiment::SummarizeOptions options;
-  if (auto m = experiment::ParseTrialMetric(spec.victim.metric); m.ok()) options.metric = *m;
   for (const auto& e : *experiments) {
     if (e.state != ExperimentState::kDone) continue;
-    auto old = experiment::ParseExperiment(e.yaml, e.source_path);
-    if (!old.ok() || !SameVictimOnSameNodes(spec, *old)) continue;
+    const experiment::StoredExperiment old = experiment::ReadStoredExperiment(e);
+    if (!old.spec || !SameVictimOnSameNodes(spec, *old.spec)) continue;
     auto trials = (*store)->GetTrials(e.id, /*with_series=*/true);
     if (!trials.ok()) continue;
-    auto estimate =
-        experiment::EstimateBlocks(experiment::Summarize(e, *trials, options), spec.adaptive);
+    // Judged by the new experiment's metric: that is the precision it will be run to.
+    auto estimate = experiment::EstimateBlocks(
+        experiment::Summarize(e, *trials, old.Options(&spec.victim.metric)), spec.adaptive);
     if (estimate) return Previous{e.id, *estimate};
   }
   return std::nullopt;

@@ -24,21 +24,19 @@ namespace {
 // submitted; one that no longer parses (an older or newer format, a results file written by
 // something else) falls back to the default, and says so.
 experiment::SummarizeOptions OptionsFor(const ExperimentRecord& e, const std::string& metric) {
-  experiment::SummarizeOptions o;
-  std::string name = metric;
-  if (name.empty()) {
-    auto spec = experiment::ParseExperiment(e.yaml, e.source_path);
-    if (spec.ok()) {
-      name = spec->victim.metric;
-    } else {
-      fprintf(stderr,
-              "codlctl: warning: experiment %s: its stored experiment file does not parse (%s); "
-              "the default metric is used\n",
-              TerminalSafe(e.id).c_str(), TerminalSafe(spec.error()).c_str());
-    }
+  const experiment::StoredExperiment stored = experiment::ReadStoredExperiment(e);
+  if (!metric.empty()) {
+    auto m = experiment::ParseTrialMetric(metric);  // checked by the command line already
+    const experiment::TrialMetric chosen = m.ok() ? *m : experiment::TrialMetric{};
+    return stored.Options(&chosen);
   }
-  if (auto m = experiment::ParseTrialMetric(name); !name.empty() && m.ok()) o.metric = *m;
-  return o;
+  if (!stored.spec) {
+    fprintf(stderr,
+            "codlctl: warning: experiment %s: its stored experiment file does not parse (%s); "
+            "the default metric is used\n",
+            TerminalSafe(e.id).c_str(), TerminalSafe(stored.parse_error).c_str());
+  }
+  return stored.Options();
 }
 
 // Writes `text` whole, ending in a newline.

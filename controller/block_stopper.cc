@@ -19,7 +19,7 @@ BlockStopper::Verdict BlockStopper::AfterBlock(int blocks) const {
   // The figures `codlctl results` will show: same metric, same seeded bootstrap, so the
   // precision the run stopped at is the precision the user reads.
   experiment::SummarizeOptions options;
-  if (auto m = experiment::ParseTrialMetric(metric_); m.ok()) options.metric = *m;
+  options.metric = metric_;
   const auto results = experiment::Summarize(exp_, trials_, options);
   const auto check = experiment::CheckPrecision(results, adaptive_.ci_halfwidth);
   v.checked = true;

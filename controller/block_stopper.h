@@ -35,7 +35,7 @@ class BlockStopper {
  private:
   ExperimentRecord exp_;
   experiment::AdaptiveRepetitions adaptive_;
-  std::string metric_;  // victim.metric
+  experiment::TrialMetric metric_;  // victim.metric
   std::vector<TrialRecord> trials_;
 };
 

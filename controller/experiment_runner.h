@@ -147,6 +147,13 @@ class ExperimentRunner {
                                    const TrialRecord& t,
                                    const std::map<std::string, std::string>& sessions,
                                    StatusCode failure, std::map<int, int>* retries);
+  // What the tolerance searches judge of a resumed run: its stored trials, with their steps.
+  Result<std::vector<TrialRecord>> ResumedTrialsToJudge(const ExperimentRecord& exp,
+                                                        const experiment::ExperimentSpec& spec,
+                                                        const ResumeFrom& resume) const;
+  // A trial that ran, kept: provenance saved, a missing trace warned about, a baseline's wall
+  // time counted for the solo runs, the trial stored (then its trace dropped from `t`).
+  Status CommitTrial(const PlacedRun& run, bool traced, SoloClock* solo, TrialRecord* t);
   Status RunPlaced(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                    const std::vector<experiment::PlannedTrial>& listed,
                    const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov,

@@ -99,11 +99,10 @@ class ExperimentScheduler::Listener : public RunListener {
       s_->metrics_->OnTrialProgress(t.experiment_id, completed,
                                     static_cast<int>(live_->plan.size()));
     }
-    const auto metric = experiment::ParseTrialMetric(live_->spec.victim.metric);
-    s_->Publish(live_,
-                events::TrialFinished(t, static_cast<int>(live_->plan.size()),
-                                      metric.ok() ? *metric : experiment::TrialMetric{}),
-                false);
+    s_->Publish(
+        live_,
+        events::TrialFinished(t, static_cast<int>(live_->plan.size()), live_->spec.victim.metric),
+        false);
   }
   void OnPrecision(const std::string& line) override {
     {

@@ -2,14 +2,37 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "codl/v1/agent.pb.h"
 #include "lib/common/clock.h"
+#include "lib/common/records.h"
 #include "lib/spec/spec.h"
 
 namespace codl::controller::runner {
 
 inline int64_t NowMs(const Clock* c) { return c->UnixNanos() / 1'000'000; }
+
+// A baseline whose victim ran cleanly: what a workload's solo run lasts as long as.
+inline bool IsMeasuredBaseline(const TrialRecord& t) {
+  return t.baseline && !t.solo && t.state == TrialState::kDone && t.wall_s > 0;
+}
+
+// "1.5 s": a duration in a message.
+inline std::string FormatSeconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+// "a, b, c": agent ids in a message.
+inline std::string JoinNodes(const std::vector<std::string>& nodes) {
+  std::string s;
+  for (const auto& n : nodes) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
 inline int64_t Nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
 inline v1::VictimSpec ToProto(const experiment::VictimSpec& v) {

@@ -23,7 +23,7 @@ ToleranceExtension NextToleranceTrials(const ExperimentRecord& exp,
   ToleranceExtension out;
   if (!HasToleranceSearch(spec)) return out;
   experiment::SummarizeOptions options;
-  if (auto m = experiment::ParseTrialMetric(spec.victim.metric); m.ok()) options.metric = *m;
+  options.metric = spec.victim.metric;
   ExperimentRecord bare = exp;
   bare.yaml.clear();  // the searches are judged below; Summarize need not parse the YAML
   const auto results = experiment::Summarize(bare, done, options);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <sstream>
 
 #include "lib/analysis/format_numbers.h"
@@ -39,7 +40,12 @@ OrderedJson PointJson(const ProfilePoint& p) {
 
 std::vector<std::string> ProfileAntagonists(const ExperimentResults& results) {
   std::vector<std::string> names;
-  if (auto spec = ParseExperiment(results.yaml, "experiment.yaml"); spec.ok()) {
+  std::shared_ptr<const ExperimentSpec> spec = results.spec;
+  if (!spec) {  // results not made by Summarize: their YAML, if it parses
+    if (auto parsed = ParseExperiment(results.yaml, "experiment.yaml"); parsed.ok())
+      spec = std::make_shared<const ExperimentSpec>(std::move(*parsed));
+  }
+  if (spec) {
     for (const auto& a : spec->antagonists) {
       if (!a.workload) names.push_back(a.name);
     }

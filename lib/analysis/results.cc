@@ -454,11 +454,13 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
     p.neighbours = SummarizeNeighbours(g.by_key.at(key), trials, p.slowdown, opt);
   }
   AdjustAcrossPairings(&res.pairings);
-  const auto spec = ParseExperiment(experiment.yaml, experiment.source_path);
-  res.crosstalk = spec.ok() && spec->crosstalk_window_s > 0;
+  const std::shared_ptr<const ExperimentSpec> spec =
+      options.spec ? options.spec : ReadStoredExperiment(experiment).spec;
+  res.spec = spec;
+  res.crosstalk = spec && spec->crosstalk_window_s > 0;
   const auto base_it = std::find_if(res.pairings.begin(), res.pairings.end(),
                                     [](const PairingSummary& p) { return p.baseline; });
-  if (spec.ok() && base_it != res.pairings.end()) {
+  if (spec && base_it != res.pairings.end()) {
     if (std::string c = CacheAsIsConfound(*spec, prov, *base_it); !c.empty())
       base_it->confounds.push_back(std::move(c));
   }
@@ -473,7 +475,7 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
       MeasuredSamples(trials, options.metric), g.order,
       {kResamples, kConfidence, experiment.seed, options.metric.HigherIsFaster()});
   // The tolerance searches the YAML asked for, judged as the controller judged them.
-  if (spec.ok()) res.tolerance = ToleranceResults(*spec, res.pairings, trials);
+  if (spec) res.tolerance = ToleranceResults(*spec, res.pairings, trials);
   if (res.crosstalk) res.crosstalk_matrix = SummarizeCrosstalk(res);
   res.pressure = SummarizePressure(trials, {kResamples, kConfidence, experiment.seed});
   int first_wrong = -1;  // the earliest trial's detail, whatever order `trials` come in
@@ -495,6 +497,25 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   std::sort(res.failed_trials.begin(), res.failed_trials.end(),
             [](const FailedTrial& a, const FailedTrial& b) { return a.index < b.index; });
   return res;
+}
+
+StoredExperiment ReadStoredExperiment(const ExperimentRecord& record) {
+  StoredExperiment s;
+  s.record = record;
+  auto spec = ParseExperiment(record.yaml, record.source_path);
+  if (spec.ok()) {
+    s.spec = std::make_shared<const ExperimentSpec>(std::move(*spec));
+  } else {
+    s.parse_error = spec.error();
+  }
+  return s;
+}
+
+SummarizeOptions StoredExperiment::Options(const TrialMetric* metric) const {
+  SummarizeOptions o;
+  o.metric = metric != nullptr ? *metric : this->metric();
+  o.spec = spec;
+  return o;
 }
 
 ExperimentResults Summarize(const ExperimentRecord& experiment,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,8 @@ struct ExperimentResults;
 std::string UnfinishedLine(const ExperimentResults& r);
 
 struct ExperimentResults {
+  // The experiment's YAML as Summarize read it (null when it does not parse).
+  std::shared_ptr<const ExperimentSpec> spec;
   std::string experiment_id;
   std::string name;
   uint64_t seed = 0;
@@ -238,7 +241,23 @@ struct ExperimentResults {
 struct SummarizeOptions {
   TrialMetric metric;  // default: elapsed
   double noisy_cov_threshold = 0.10;
+  // The experiment's YAML parsed once (ReadStoredExperiment); null: Summarize parses it.
+  std::shared_ptr<const ExperimentSpec> spec;
 };
+
+// A stored experiment read once: its record and its YAML parsed, or why that YAML no longer
+// parses (an older or newer format, a results file written by something else). Every reader of
+// a stored experiment (results, report, profile, predict, repetitions) starts from one.
+struct StoredExperiment {
+  ExperimentRecord record;
+  std::shared_ptr<const ExperimentSpec> spec;  // null when the YAML does not parse
+  std::string parse_error;                     // why, when it does not
+  // victim.metric, or elapsed when the YAML does not parse.
+  TrialMetric metric() const { return spec ? spec->victim.metric : TrialMetric{}; }
+  // Summarize's options: this experiment's metric (or `metric` when it names one) and spec.
+  SummarizeOptions Options(const TrialMetric* metric = nullptr) const;
+};
+StoredExperiment ReadStoredExperiment(const ExperimentRecord& record);
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             const SummarizeOptions& options);

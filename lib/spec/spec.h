@@ -12,6 +12,7 @@
 
 #include "lib/common/result.h"
 #include "lib/common/tunables.h"
+#include "lib/spec/trial_metric.h"
 
 namespace codl::experiment {
 
@@ -64,8 +65,7 @@ struct VictimSpec {
   ProgressSpec progress;
   int warmup_steps = 0;
   double timeout_s = 600;  // victim.timeout
-  std::string metric =
-      "elapsed";  // victim.metric: elapsed|throughput|mean|median|pNN (TrialMetric)
+  TrialMetric metric;      // victim.metric: elapsed (the default), throughput, mean, median, pNN
   NodeSelector nodes;
   PlacementSpec placement;  // victim.cpus, victim.numa
   // victim.distributed: one instance per selected node (at least 2), ranks in node order, with
@@ -114,10 +114,10 @@ struct WorkloadSpec {
   std::string workdir;
   ProgressSpec progress;  // jsonl or regex: a workload must report steps
   // elapsed (= mean): seconds per step over the window; throughput: steps per second.
-  std::string metric = "elapsed";
+  TrialMetric metric;  // elapsed (the default), mean or throughput
   int warmup_steps = 0;
   double settle_timeout_s = 120;  // workload.settle: how long its warmup steps may take
-  bool throughput() const { return metric == "throughput"; }
+  bool throughput() const { return metric.kind == TrialMetric::Kind::kThroughput; }
 };
 
 // The injector name a workload antagonist carries in records and the agent's protocol.

@@ -209,7 +209,7 @@ VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeS
     const std::string s = ScalarOf(m.Value("metric"), m.PathOf("metric"), kAllowedMetrics);
     auto metric = ParseTrialMetric(s);
     if (!metric.ok()) Fail(m.Value("metric"), m.PathOf("metric"), metric.error());
-    v.metric = metric->Name();
+    v.metric = *metric;
   }
   if (m.Has("timeout")) v.timeout_s = Duration(m.Value("timeout"), m.PathOf("timeout"), true);
   if (m.Has("nodes")) v.nodes = ParseNodes(m.Value("nodes"), m.PathOf("nodes"));

@@ -34,11 +34,15 @@ WorkloadSpec ParseWorkload(const YAML::Node& n, const std::string& path) {
   }
   if (m.Has("metric")) {
     const char* allowed = "elapsed, mean (seconds per step) or throughput (steps per second)";
-    w.metric = yaml::ScalarOf(m.Value("metric"), m.PathOf("metric"), allowed);
-    if (w.metric != "elapsed" && w.metric != "mean" && w.metric != "throughput") {
+    const std::string name = yaml::ScalarOf(m.Value("metric"), m.PathOf("metric"), allowed);
+    auto metric = ParseTrialMetric(name);
+    using Kind = TrialMetric::Kind;
+    if (!metric.ok() || (metric->kind != Kind::kElapsed && metric->kind != Kind::kMean &&
+                         metric->kind != Kind::kThroughput)) {
       yaml::Fail(m.Value("metric"), m.PathOf("metric"),
-                 "'" + w.metric + "' is not a workload metric; allowed: " + allowed);
+                 "'" + name + "' is not a workload metric; allowed: " + allowed);
     }
+    w.metric = *metric;
   }
   if (m.Has("warmup_steps")) {
     w.warmup_steps = static_cast<int>(
