@@ -15,6 +15,7 @@
 #include "controller/settle.h"
 #include "lib/common/clock.h"
 #include "lib/common/records.h"
+#include "lib/spec/spec.h"
 
 namespace codl::controller {
 // Named (not anonymous): TrialRun, a member of an exported class, holds these.
@@ -64,6 +65,35 @@ struct VictimWindow {
   int64_t start_ctrl_ns = 0;
   double wall_s = 0;
 };
+
+// The samples of one stopped antagonist, timed from the victim's start (`offset_ns`: its
+// agent's clock offset); the achieved rate and its CoV over the victim's window (the agent's
+// whole-run summary when no sample falls in it).
+void AddSamples(const v1::StopAntagonistReply& reply, const VictimWindow& window, int64_t offset_ns,
+                Instance* r);
+
+// A workload antagonist's figure: its steps inside the victim's window; that it exited by
+// itself first, or reported no step, adds a flag to `neighbour_flags` (its error, an exit
+// status, is part of that reason). Returns the error that fails the trial, if any.
+std::optional<std::string> CollectWorkload(const v1::StopAntagonistReply& reply,
+                                           const experiment::WorkloadSpec& w,
+                                           const VictimWindow& window, bool solo, Instance* r,
+                                           std::vector<FlagReason>* neighbour_flags);
+
+// Why an antagonist asked during the settle step is not at target: the call's error, its own
+// error, or that it exited; "" when it runs.
+std::string SettleProblem(const Result<v1::GetAntagonistReply>& g);
+
+// A solo trial has no victim: done unless cancelled, not run, or failed (its flags follow).
+void ClassifySolo(bool cancelled, bool ran, const std::string& error, TrialRecord* t);
+
+// A measured trial is also flagged when its victim's values cannot be step times, when its
+// antagonists did not settle (`not_settled`), for its workloads (`neighbour_flags`), or when its
+// victim ran too briefly to judge whether they held their targets; every reason is kept, in
+// that order. `instances`: in the order of t->antagonists.
+void FlagUnjudgeable(const experiment::ExperimentSpec& spec, const std::string& not_settled,
+                     const std::vector<FlagReason>& neighbour_flags,
+                     const std::vector<const Instance*>& instances, TrialRecord* t);
 
 // The settle step's state: samples (streamed, or the answers of an agent asked why it is not at
 // target) are judged as they arrive, one SettleWindow::Observe per sample, so a dip is never

@@ -344,13 +344,6 @@ class ExperimentRunner::TrialRun {
         v1::Note::WARNING, "trial " + std::to_string(trial_.index + 1) + ": " + not_settled_));
   }
 
-  static std::string SettleProblem(const Result<v1::GetAntagonistReply>& g) {
-    if (!g.ok()) return g.error();
-    if (!g->error().empty()) return g->error();
-    if (!g->running()) return "antagonist exited early";
-    return "";
-  }
-
   // 4. The victim, its progress streamed to the listener as it happens (for `codlctl watch`);
   // the full record comes with the reply. Distributed: every rank at once, rank 0's progress
   // and record (controller/distributed_victim.h).
@@ -521,9 +514,10 @@ class ExperimentRunner::TrialRun {
     }
     spdlog::info("trial {}: start_account {}", trial_.index,
                  FormatStartAccount(r->result.name, r->node, r->start));
-    AddSamples(*reply, window, r);
+    AddSamples(*reply, window, Nanos(agents()->ClockOffset(r->node)), r);
     if (const auto& w = spec_.antagonists[r->antagonist].workload) {
-      CollectWorkload(*reply, *w, window, r);
+      if (auto error = CollectWorkload(*reply, *w, window, trial_.solo, r, &neighbour_flags_))
+        Fail(*error);
       return;
     }
     if (!reply->error().empty()) Fail(r->result.name + ": " + reply->error());
@@ -532,57 +526,6 @@ class ExperimentRunner::TrialRun {
     r->result.reached_target =
         !(r->result.target_rate > 0) ||
         r->result.achieved_rate >= options().settle_fraction * r->result.target_rate;
-  }
-
-  // A workload's figure is its steps inside the window; that it exited by itself first flags
-  // the trial (its error, an exit status, is part of the reason, not a failure of the trial).
-  void CollectWorkload(const v1::StopAntagonistReply& reply, const experiment::WorkloadSpec& w,
-                       const VictimWindow& window, Instance* r) {
-    const workload::Figure f = workload::InWindow(r->result.samples, window.wall_s, w.throughput());
-    r->result.achieved_rate = f.value;
-    r->result.achieved_cov = f.cov;
-    r->result.unit = workload::Unit(w);
-    r->window_samples = f.samples;
-    if (reply.ended_early() && window.ran) {
-      neighbour_flags_.push_back({FlagCode::kNeighbourEnded,
-                                  workload::EndedEarlyReason(r->result.name, r->node, trial_.solo,
-                                                             reply.exit_code(), reply.error())});
-    } else if (!reply.error().empty()) {
-      Fail(r->result.name + ": " + reply.error());
-    }
-    if (window.ran && f.steps == 0 && !reply.ended_early()) {
-      neighbour_flags_.push_back({FlagCode::kTooFewSamples,
-                                  workload::NoStepsReason(r->result.name, r->node, trial_.solo)});
-    }
-  }
-
-  // The samples, timed from the victim's start; the achieved rate and its CoV over the victim's
-  // window (the agent's whole-run summary when no sample falls in it).
-  void AddSamples(const v1::StopAntagonistReply& reply, const VictimWindow& window,
-                  Instance* r) const {
-    r->window_samples = 0;
-    const int64_t offset_ns = Nanos(agents()->ClockOffset(r->node));
-    std::vector<double> in_window;
-    for (const auto& s : reply.samples()) {
-      RateSample rs;
-      const int64_t abs_ctrl = r->started_agent_ns + Nanos(s.t_s()) - offset_ns;
-      rs.t_s = (abs_ctrl - window.start_ctrl_ns) / 1e9;
-      rs.achieved = s.achieved();
-      rs.target = s.target();
-      rs.steps = s.steps();
-      r->result.samples.push_back(rs);
-      // Each sample covers the interval that ends at its time stamp.
-      if (window.ran && rs.t_s > 0 && rs.t_s <= window.wall_s + 0.25)
-        in_window.push_back(rs.achieved);
-    }
-    r->window_samples = static_cast<int>(in_window.size());
-    if (in_window.empty()) {
-      r->result.achieved_rate = reply.achieved_rate();
-      r->result.achieved_cov = reply.cov();
-      return;
-    }
-    r->result.achieved_rate = Mean(in_window);
-    r->result.achieved_cov = CoefficientOfVariationOrZero(in_window);
   }
 
   // 6. The record.
@@ -594,7 +537,7 @@ class ExperimentRunner::TrialRun {
     for (const NodeTelemetry& n : rank_telemetry_) t.node_telemetry.push_back(n);
     for (const NodeTelemetry& n : window_telemetry_) t.node_telemetry.push_back(n);
     if (trial_.solo) {
-      ClassifySolo(&t);
+      ClassifySolo(cancel_, solo_ran_, error_, &t);
     } else {
       Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
     }
@@ -602,48 +545,12 @@ class ExperimentRunner::TrialRun {
     return t;
   }
 
-  // A solo trial has no victim: done unless cancelled or something failed (its flags follow).
-  void ClassifySolo(TrialRecord* t) const {
-    if (cancel_ || !solo_ran_) {
-      t->state = cancel_ ? TrialState::kCancelled : TrialState::kFailed;
-      t->error = cancel_ ? "cancelled" : error_.empty() ? "the solo run did not start" : error_;
-    } else if (!error_.empty()) {
-      t->state = TrialState::kFailed;
-      t->error = error_;
-    } else {
-      t->state = TrialState::kDone;
-    }
-  }
-
   // A measured trial is also flagged when its antagonists did not settle or when its victim ran
-  // too briefly to judge whether they held their targets; every reason is kept, settle first.
+  // too briefly to judge whether they held their targets (trial_detail.h).
   void FlagUnjudgeable(TrialRecord* t) const {
-    if (t->state != TrialState::kDone && t->state != TrialState::kFlagged) return;
-    std::vector<FlagReason> reasons;
-    // A value that cannot be a step time first: no figure of this trial means anything then.
-    if (std::string wrong = experiment::MetricLooksWrong(*t, spec_.victim.progress);
-        !wrong.empty() && !t->solo)
-      reasons.push_back({FlagCode::kMetricLooksWrong, "metric looks wrong: " + wrong});
-    if (!not_settled_.empty()) reasons.push_back({FlagCode::kDidNotSettle, not_settled_});
-    reasons.insert(reasons.end(), neighbour_flags_.begin(), neighbour_flags_.end());
-    // The missed targets, if any.
-    reasons.insert(reasons.end(), t->flag_reasons.begin(), t->flag_reasons.end());
-    // By index: each instance's result has moved into t->antagonists.
-    for (size_t i = 0; i < instances_.size(); ++i) {
-      const Instance& r = instances_[i];
-      // `max` has no target to hold, so there is nothing to judge (and it is never flagged).
-      if (!r.collected || r.max) continue;
-      const std::string& name = t->antagonists[i].name;
-      std::string s = TooShortReason(name, r.window_samples, spec_.min_antagonist_samples);
-      if (!s.empty()) {
-        reasons.push_back({FlagCode::kTooFewSamples, s});
-        break;  // one instance says it; the others were sampled at the same rate
-      }
-    }
-    if (reasons.empty()) return;
-    t->state = TrialState::kFlagged;
-    t->flag_reasons = std::move(reasons);
-    t->error = JoinFlagReasons(t->flag_reasons);
+    std::vector<const Instance*> judged;
+    for (const Instance& r : instances_) judged.push_back(&r);
+    trial_detail::FlagUnjudgeable(spec_, not_settled_, neighbour_flags_, judged, t);
   }
 
   const ExperimentRunner& runner_;

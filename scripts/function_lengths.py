@@ -4,6 +4,9 @@
     scripts/function_lengths.py                 # top 10 outside build*/ and tests/
     scripts/function_lengths.py -n 30 --include-tests
     scripts/function_lengths.py --over 80       # every function longer than 80 lines
+    scripts/function_lengths.py --max-function 100 --max-file-lines 600
+                                                # the gate (tests/repo): exit 1 naming each
+                                                # function or file over its limit
 
 A function's length is the number of lines from the start of its declaration to its closing
 brace. Functions are found by brace matching on *.cc, *.h and *.cu files after blanking
@@ -253,7 +256,13 @@ def main(argv):
     parser.add_argument("--include-tests", action="store_true", help="scan tests/ too")
     parser.add_argument("--exclude", action="append", default=[], metavar="DIR",
                         help="a folder name to skip (repeatable); build*/ and .*/ always are")
+    parser.add_argument("--max-function", type=int, default=None, metavar="N",
+                        help="gate: fail (exit 1) when a function is longer than N lines")
+    parser.add_argument("--max-file-lines", type=int, default=None, metavar="N",
+                        help="gate: fail (exit 1) when a source file has more than N lines")
     args = parser.parse_args(argv)
+    if args.max_function is not None or args.max_file_lines is not None:
+        return gate(args, here)
 
     # Paths print relative to the repository by default, else to the current directory.
     base = os.path.dirname(here) if not args.roots else os.curdir
@@ -271,6 +280,34 @@ def main(argv):
     print(f"{len(found)} functions scanned; longest: {found[0][0] if found else 0} lines",
           file=sys.stderr)
     return 0
+
+
+# Generated code only (none is checked in today): paths relative to the repository.
+GATE_ALLOWED = set()
+
+
+def gate(args, here):
+    base = os.path.dirname(here) if not args.roots else os.curdir
+    roots = args.roots or [base]
+    over = []
+    for path in source_files(roots, args.include_tests, set(args.exclude)):
+        rel = os.path.relpath(path, base)
+        if rel in GATE_ALLOWED:
+            continue
+        if args.max_file_lines is not None:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = sum(1 for _ in f)
+            if lines > args.max_file_lines:
+                over.append(f"{rel}: {lines} lines (limit {args.max_file_lines}): split it by concern")
+        if args.max_function is not None:
+            for line, length, name in functions_in(path):
+                if length > args.max_function:
+                    over.append(f"{rel}:{line}: {name} is {length} lines "
+                                f"(limit {args.max_function}): give its parts names")
+    for o in over:
+        print(o)
+    print(f"sizes: {len(over)} over the limits", file=sys.stderr)
+    return 1 if over else 0
 
 
 if __name__ == "__main__":

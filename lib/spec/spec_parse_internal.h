@@ -1,4 +1,5 @@
-// Pieces of the experiment parser shared by its files (spec_parse.cc, workload_parse.cc). Not
+// Pieces of the experiment parser shared by its files (spec_parse.cc, victim_parse.cc,
+// workload_parse.cc). Not
 // a public interface: every function throws yaml::YamlError (FILE:LINE:COL) like the parser.
 #pragma once
 
@@ -7,10 +8,20 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lib/spec/spec.h"
+#include "lib/yaml/yaml_reader.h"
 
 namespace codl::experiment::parse_detail {
 
 bool ValidEnvName(const std::string& s);
+// nodes (top-level, victim.nodes, antagonists[i].nodes): labels, hosts, count.
+NodeSelector ParseNodes(const YAML::Node& n, const std::string& path);
+// cpus, numa and where of a victim or an antagonist (`m` reads the mapping `n` at `path`).
+PlacementSpec ParsePlacement(const yaml::MapReader& m, const YAML::Node& n, const std::string& path,
+                             const std::string& source_path);
+// victim: its command, environment, progress, metric, placement, ranks, trace and cache.
+// `nodes`: the experiment's selector (the victim's default); source_path: for relative paths.
+VictimSpec ParseVictim(const YAML::Node& n, const std::string& path, const NodeSelector& nodes,
+                       const std::string& source_path);
 // victim.progress or antagonists[].workload.progress.
 ProgressSpec ParseProgress(const YAML::Node& n, const std::string& path);
 // antagonists[i].workload: a mapping of command, env, workdir, progress, metric, warmup_steps,
