@@ -15,14 +15,14 @@
 namespace codl::agent {
 namespace {
 
-experiment::VictimSpec Shell(const std::string& script, double timeout_s = 60) {
+experiment::VictimSpec ManagedShell(const std::string& script, double timeout_s = 60) {
   experiment::VictimSpec v;
   v.command = {"sh", "-c", script};
   v.timeout_s = timeout_s;
   return v;
 }
 
-VictimRequest Request(experiment::VictimSpec spec, std::string trial = "") {
+VictimRequest ManagedRequest(experiment::VictimSpec spec, std::string trial = "") {
   VictimRequest r;
   r.spec = std::move(spec);
   r.experiment_id = "exp";
@@ -30,7 +30,7 @@ VictimRequest Request(experiment::VictimSpec spec, std::string trial = "") {
   return r;
 }
 
-const char* kThreeSteps =
+const char* kManagedThreeSteps =
     "for t in 0.1 0.2 0.3; do echo \"{\\\"step_time_s\\\":$t}\" >&$CODL_PROGRESS_FD; done";
 
 TEST(VictimManager, ARunPublishesItsStepsToItsTrialAndCountsItsEnd) {
@@ -42,7 +42,7 @@ TEST(VictimManager, ARunPublishesItsStepsToItsTrialAndCountsItsEnd) {
     if (ev.has_victim_step()) seen.push_back(ev.victim_step().step_time_s());
   });
   VictimManager m(SystemClock::Get(), nullptr, {}, nullptr, nullptr, &hub);
-  auto o = m.Run(Request(Shell(kThreeSteps), "trial-1"));
+  auto o = m.Run(ManagedRequest(ManagedShell(kManagedThreeSteps), "trial-1"));
   hub.Unsubscribe(handle);
   ASSERT_TRUE(o.ok()) << o.error();
   EXPECT_TRUE(o->progress.ok) << o->progress.error;
@@ -52,7 +52,7 @@ TEST(VictimManager, ARunPublishesItsStepsToItsTrialAndCountsItsEnd) {
     EXPECT_EQ(seen, (std::vector<double>{0.1, 0.2, 0.3}));
   }
   EXPECT_EQ(m.ok_count(), 1);
-  auto bad = m.Run(Request(Shell("exit 3")));
+  auto bad = m.Run(ManagedRequest(ManagedShell("exit 3")));
   ASSERT_TRUE(bad.ok());
   EXPECT_FALSE(bad->progress.ok);
   EXPECT_EQ(m.failed_count(), 1);
@@ -62,7 +62,7 @@ TEST(VictimManager, StopRunningCancelsTheVictimsRunningNow) {
   VictimManager m(SystemClock::Get(), nullptr, {}, nullptr, nullptr, nullptr);
   Result<VictimOutcome> o = Err("not run");
   const auto t0 = std::chrono::steady_clock::now();
-  std::thread runner([&] { o = m.Run(Request(Shell("sleep 30"))); });
+  std::thread runner([&] { o = m.Run(ManagedRequest(ManagedShell("sleep 30"))); });
   int stopped = 0;
   for (int i = 0; i < 200 && stopped == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -80,7 +80,7 @@ TEST(VictimManager, AfterCancelAllEveryLaterVictimStartsCancelled) {
   VictimManager m(SystemClock::Get(), nullptr, {}, nullptr, nullptr, nullptr);
   m.CancelAll();
   const auto t0 = std::chrono::steady_clock::now();
-  auto o = m.Run(Request(Shell("sleep 30")));
+  auto o = m.Run(ManagedRequest(ManagedShell("sleep 30")));
   ASSERT_TRUE(o.ok()) << o.error();
   EXPECT_FALSE(o->progress.ok);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(25));
@@ -88,7 +88,7 @@ TEST(VictimManager, AfterCancelAllEveryLaterVictimStartsCancelled) {
 
 TEST(VictimManager, AStartTimeFarAheadIsWaitedForAtMostFiveSeconds) {
   VictimManager m(SystemClock::Get(), nullptr, {}, nullptr, nullptr, nullptr);
-  VictimRequest r = Request(Shell(kThreeSteps));
+  VictimRequest r = ManagedRequest(ManagedShell(kManagedThreeSteps));
   r.start_at_unix_ns = SystemClock::Get()->UnixNanos() + 3600'000'000'000LL;  // an hour ahead
   const auto t0 = std::chrono::steady_clock::now();
   auto o = m.Run(std::move(r));

@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void Put(const std::string& path, const std::string& text) {
+void PutRoomFile(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path) << text;
 }
@@ -23,16 +23,16 @@ class MemoryRoomTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = tmp_.path();
-    Put(dir_ + "/proc/meminfo",
-        "MemTotal:       24576000 kB\nMemFree:          215040 kB\nMemAvailable:   "
-        "23068672 kB\nCached:         22000000 kB\n");
+    PutRoomFile(dir_ + "/proc/meminfo",
+                "MemTotal:       24576000 kB\nMemFree:          215040 kB\nMemAvailable:   "
+                "23068672 kB\nCached:         22000000 kB\n");
   }
   testing::TempDir tmp_;
   std::string dir_;
 };
 
 TEST_F(MemoryRoomTest, AFullPageCacheStillLeavesRoom) {
-  Put(dir_ + "/proc/self/cgroup", "0::/\n");
+  PutRoomFile(dir_ + "/proc/self/cgroup", "0::/\n");
   auto room = ReadMemoryRoom(dir_ + "/proc", dir_ + "/cg");
   ASSERT_TRUE(room.has_value());
   EXPECT_EQ(room->mem_available, 23068672ull * 1024) << "MemAvailable, not MemFree";
@@ -42,14 +42,14 @@ TEST_F(MemoryRoomTest, AFullPageCacheStillLeavesRoom) {
 }
 
 TEST_F(MemoryRoomTest, V2TheTightestLevelsLimitLessItsWorkingSet) {
-  Put(dir_ + "/proc/self/cgroup", "0::/jobs/train\n");
+  PutRoomFile(dir_ + "/proc/self/cgroup", "0::/jobs/train\n");
   // /jobs: 8 GiB limit, 6 GiB used of which 4 GiB inactive file pages -> 6 GiB of room.
-  Put(dir_ + "/cg/jobs/memory.max", "8589934592\n");
-  Put(dir_ + "/cg/jobs/memory.current", "6442450944\n");
-  Put(dir_ + "/cg/jobs/memory.stat", "anon 2147483648\ninactive_file 4294967296\n");
+  PutRoomFile(dir_ + "/cg/jobs/memory.max", "8589934592\n");
+  PutRoomFile(dir_ + "/cg/jobs/memory.current", "6442450944\n");
+  PutRoomFile(dir_ + "/cg/jobs/memory.stat", "anon 2147483648\ninactive_file 4294967296\n");
   // /jobs/train: no limit of its own.
-  Put(dir_ + "/cg/jobs/train/memory.max", "max\n");
-  Put(dir_ + "/cg/jobs/train/memory.current", "100\n");
+  PutRoomFile(dir_ + "/cg/jobs/train/memory.max", "max\n");
+  PutRoomFile(dir_ + "/cg/jobs/train/memory.current", "100\n");
   auto room = ReadMemoryRoom(dir_ + "/proc", dir_ + "/cg");
   ASSERT_TRUE(room.has_value());
   ASSERT_TRUE(room->cgroup_room.has_value());
@@ -61,10 +61,11 @@ TEST_F(MemoryRoomTest, V2TheTightestLevelsLimitLessItsWorkingSet) {
 }
 
 TEST_F(MemoryRoomTest, V1MemoryControllerOnAHybridHost) {
-  Put(dir_ + "/proc/self/cgroup", "4:memory:/box\n3:cpuset:/\n0::/\n");
-  Put(dir_ + "/cg/memory/box/memory.limit_in_bytes", "2147483648\n");
-  Put(dir_ + "/cg/memory/box/memory.usage_in_bytes", "2147483648\n");
-  Put(dir_ + "/cg/memory/box/memory.stat", "inactive_file 1\ntotal_inactive_file 1073741824\n");
+  PutRoomFile(dir_ + "/proc/self/cgroup", "4:memory:/box\n3:cpuset:/\n0::/\n");
+  PutRoomFile(dir_ + "/cg/memory/box/memory.limit_in_bytes", "2147483648\n");
+  PutRoomFile(dir_ + "/cg/memory/box/memory.usage_in_bytes", "2147483648\n");
+  PutRoomFile(dir_ + "/cg/memory/box/memory.stat",
+              "inactive_file 1\ntotal_inactive_file 1073741824\n");
   auto room = ReadMemoryRoom(dir_ + "/proc", dir_ + "/cg");
   ASSERT_TRUE(room.has_value());
   ASSERT_TRUE(room->cgroup_room.has_value());
@@ -72,9 +73,9 @@ TEST_F(MemoryRoomTest, V1MemoryControllerOnAHybridHost) {
 }
 
 TEST_F(MemoryRoomTest, V1UnlimitedAndUnreadableLevelsAreNoLimit) {
-  Put(dir_ + "/proc/self/cgroup", "4:memory:/box\n");
-  Put(dir_ + "/cg/memory/box/memory.limit_in_bytes", "9223372036854771712\n");
-  Put(dir_ + "/cg/memory/box/memory.usage_in_bytes", "5\n");
+  PutRoomFile(dir_ + "/proc/self/cgroup", "4:memory:/box\n");
+  PutRoomFile(dir_ + "/cg/memory/box/memory.limit_in_bytes", "9223372036854771712\n");
+  PutRoomFile(dir_ + "/cg/memory/box/memory.usage_in_bytes", "5\n");
   auto room = ReadMemoryRoom(dir_ + "/proc", dir_ + "/cg");
   ASSERT_TRUE(room.has_value());
   EXPECT_FALSE(room->cgroup_room.has_value());
@@ -83,7 +84,7 @@ TEST_F(MemoryRoomTest, V1UnlimitedAndUnreadableLevelsAreNoLimit) {
 }
 
 TEST_F(MemoryRoomTest, NoMemAvailableMeansUnknown) {
-  Put(dir_ + "/proc/meminfo", "MemTotal: 1000 kB\nMemFree: 10 kB\n");
+  PutRoomFile(dir_ + "/proc/meminfo", "MemTotal: 1000 kB\nMemFree: 10 kB\n");
   EXPECT_FALSE(ReadMemoryRoom(dir_ + "/proc", dir_ + "/cg").has_value());
 }
 
