@@ -52,9 +52,10 @@ Status Agent::Start() {
   auto roots = ScratchRootsOrDefault(options_.scratch_roots, geteuid() == 0);
   if (!roots.ok()) return roots.status();
   options_.scratch_roots = *roots;
-  std::vector<std::string> all_roots = options_.scratch_roots;
-  all_roots.insert(all_roots.end(), options_.cache_roots.begin(), options_.cache_roots.end());
-  for (const std::string& w : WorldWritableRootWarnings(all_roots)) spdlog::warn("{}", w);
+  // What victim.cache may name: the scratch roots and the cache roots.
+  std::vector<std::string> cache_roots = options_.scratch_roots;
+  cache_roots.insert(cache_roots.end(), options_.cache_roots.begin(), options_.cache_roots.end());
+  for (const std::string& w : WorldWritableRootWarnings(cache_roots)) spdlog::warn("{}", w);
   CleanLeftovers();
   lease_ = std::make_unique<LeaseMonitor>(SystemClock::Get());
   placer_ = Placer::Detect(options_.agent_id);
@@ -84,9 +85,7 @@ Status Agent::Start() {
   policy.victim.clean_env = options_.victim_env_clean.value_or(geteuid() == 0);
   policy.victim.env_keep = options_.victim_env_keep;
   policy.victim.home_root = options_.scratch_roots.front();
-  policy.victim.cache_roots = options_.scratch_roots;
-  policy.victim.cache_roots.insert(policy.victim.cache_roots.end(), options_.cache_roots.begin(),
-                                   options_.cache_roots.end());
+  policy.victim.cache_roots = std::move(cache_roots);
   policy.victim.cache_limits = {options_.cache_max_bytes, options_.cache_max_time_s};
   if (const auto& r = options_.victim_uid_range) {
     auto pool = VictimIdentities::Open({r->first, r->second}, options_.victim_uid_lock_dir,

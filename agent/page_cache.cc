@@ -43,17 +43,6 @@ std::optional<std::string> Normalize(const std::string& p) {
   return out.empty() ? "/" : out;
 }
 
-// `path` relative to `root` when it lies beneath it ("" for the root itself).
-std::optional<std::string> Beneath(const std::string& path, const std::string& root) {
-  if (root == "/") return path.substr(1);
-  if (path == root) return std::string();
-  if (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-      path[root.size()] == '/') {
-    return path.substr(root.size() + 1);
-  }
-  return std::nullopt;
-}
-
 const char* KindOf(mode_t mode) {
   if (S_ISLNK(mode)) return "a symbolic link";
   if (S_ISCHR(mode)) return "a character device";
@@ -102,7 +91,7 @@ class CacheWalk {
     }
     for (const Root& root : roots_) {
       for (const std::string* form : {&root.configured, &root.real}) {
-        if (auto rel = Beneath(*path, *form)) return Open(root, *rel);
+        if (auto rel = RelativeBeneath(*path, *form)) return Open(root, *rel);
       }
     }
     std::string list;
@@ -289,7 +278,7 @@ class CacheWalk {
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", scope_.limits.max_seconds);
       return DeadlineExceeded("victim.cache: preparing " + top_ + " took longer than this " +
-                              "agent's cache_max_seconds (" + limit + " s), at " + shown);
+                              "agent's cache_max_time (" + limit + " s), at " + shown);
     }
     return Status::Ok();
   }

@@ -42,7 +42,7 @@ inline constexpr int kMaxCacheDepth = 64;
 // Residency is measured, and files evicted, this much at a time.
 inline constexpr int64_t kCacheWindowBytes = int64_t{1} << 30;
 
-// Per-trial caps (agent config keys cache_max_bytes, cache_max_seconds; docs/configuration.md).
+// Per-trial caps (agent config keys cache_max_bytes, cache_max_time; docs/configuration.md).
 struct CacheLimits {
   // The bytes under all paths together. Default: the node's memory, as warming more than fits
   // evicts what was just read, and a cold file bigger than memory was not cached anyway.

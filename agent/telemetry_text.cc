@@ -1,29 +1,17 @@
 #include "agent/telemetry_text.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cstdint>
+
+#include "lib/common/read_file.h"
 
 namespace codl::agent::telemetry_text {
 
 std::optional<std::string> TelemetryReadFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  std::string data;
-  char buf[8192];
-  while (data.size() <= kTelemetryMaxFileBytes) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return data;
+  return ReadFileText(path, kTelemetryMaxFileBytes);
 }
 
 std::vector<std::string_view> TelemetrySplit(std::string_view s, char sep) {

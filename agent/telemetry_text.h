@@ -11,10 +11,11 @@
 
 namespace codl::agent::telemetry_text {
 
-// Files under /proc and /sys are small; reading stops past this many bytes.
+// Files under /proc and /sys are small; a larger one is not what we expect, and is not read.
 inline constexpr size_t kTelemetryMaxFileBytes = 1 << 20;
 
-// The file's text (at most about kTelemetryMaxFileBytes), or nullopt when it cannot be opened.
+// The file's text, or nullopt when it cannot be read or holds more than kTelemetryMaxFileBytes
+// (lib/common/read_file.h).
 std::optional<std::string> TelemetryReadFile(const std::string& path);
 // `s` cut at every `sep` (empty pieces kept).
 std::vector<std::string_view> TelemetrySplit(std::string_view s, char sep);

@@ -69,7 +69,7 @@ struct VictimIdentity {
   std::string home_root;              // clean_env: each trial's HOME is made under it
   // victim.cache.paths must resolve inside one of these (the scratch roots and cache_roots).
   std::vector<std::string> cache_roots;
-  CacheLimits cache_limits;  // cache_max_bytes, cache_max_seconds
+  CacheLimits cache_limits;  // cache_max_bytes, cache_max_time
 };
 
 // The base of a victim's clean environment: PATH and LANG (the agent's values, else

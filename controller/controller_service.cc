@@ -64,6 +64,13 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::Serve(grpc::CallbackServerConte
       [caller = CallerFrom(*ctx), body = std::move(body)]() mutable { return body(caller); });
 }
 
+Result<ExperimentRecord> ControllerServiceImpl::Readable(const Caller& caller,
+                                                         const std::string& id) {
+  auto resolved = ResolveExperimentFor(*store_, caller, id, Access::kRead);
+  if (!resolved.ok()) return resolved.status();
+  return store_->GetExperiment(*resolved);
+}
+
 Result<ExperimentRecord> ControllerServiceImpl::Changeable(const Caller& caller,
                                                            const std::string& id,
                                                            const std::string& action) {
@@ -232,8 +239,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetResults(grpc::CallbackServer
                                                             const v1::GetResultsRequest* req,
                                                             v1::GetResultsReply* reply) {
   return Serve(ctx, "GetResults", Blocking::kYes, [this, req, reply](const Caller& c) {
-    auto id = ResolveExperimentFor(*store_, c, req->experiment_id(), Access::kRead);
-    auto e = id.ok() ? store_->GetExperiment(*id) : Result<ExperimentRecord>(id.status());
+    auto e = Readable(c, req->experiment_id());
     if (!e.ok()) return rpc::ToGrpc(e.status());
     auto t = store_->GetTrials(e->id, /*with_series=*/true);
     if (!t.ok()) return rpc::ToGrpc(t.status(), StatusCode::kInternal);
@@ -246,8 +252,7 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::GetTrialTrace(grpc::CallbackSer
                                                                const v1::GetTrialTraceRequest* req,
                                                                v1::GetTrialTraceReply* reply) {
   return Serve(ctx, "GetTrialTrace", Blocking::kYes, [this, req, reply](const Caller& c) {
-    auto id = ResolveExperimentFor(*store_, c, req->experiment_id(), Access::kRead);
-    auto e = id.ok() ? store_->GetExperiment(*id) : Result<ExperimentRecord>(id.status());
+    auto e = Readable(c, req->experiment_id());
     if (!e.ok()) return rpc::ToGrpc(e.status());
     auto trace = store_->GetTrialTrace(e->id, req->trial_index());
     if (!trace.ok()) return rpc::ToGrpc(trace.status(), StatusCode::kInternal);

@@ -77,6 +77,8 @@ class ControllerServiceImpl final : public v1::Controller::CallbackService {
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* ctx, const char* what,
                                   Blocking blocking, Body body,
                                   const std::string* agent_id = nullptr);
+  // The experiment `id` names for the caller ("latest": theirs, else the newest of all).
+  Result<ExperimentRecord> Readable(const Caller& caller, const std::string& id);
   // The experiment `id` names for the caller ("latest": theirs), when they may `action` it.
   Result<ExperimentRecord> Changeable(const Caller& caller, const std::string& id,
                                       const std::string& action);

@@ -33,18 +33,6 @@ std::optional<uint64_t> StatField(const std::string& stat, const std::string& ke
   return std::nullopt;
 }
 
-std::optional<uint64_t> MemAvailable(const std::string& meminfo) {
-  std::istringstream in(meminfo);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    auto kb = ParseBytes(line.substr(13));
-    if (!kb || *kb > (uint64_t{1} << 53)) return std::nullopt;
-    return *kb * 1024;
-  }
-  return std::nullopt;
-}
-
 // The process's cgroup path for the memory controller: v1's "N:...memory...:/p" line, else the
 // v2 "0::/p" line; `v1` says which.
 std::optional<std::string> MemoryCgroupPath(const std::string& self_cgroup, bool* v1) {
@@ -94,6 +82,22 @@ CgroupMemoryFiles ReadLevel(const std::string& dir, bool v1) {
 
 }  // namespace
 
+MemInfo ParseMemInfo(const std::string& text) {
+  MemInfo m;
+  bool total = false, available = false;
+  std::istringstream in(text);
+  std::string key, unit;
+  uint64_t value;
+  while (in >> key >> value) {
+    std::getline(in, unit);  // " kB" (or nothing, for the few count fields)
+    const uint64_t bytes = unit.find("kB") != std::string::npos ? value * 1024 : value;
+    if (key == "MemTotal:") m.total = bytes, total = true;
+    if (key == "MemAvailable:") m.available = bytes, available = true;
+  }
+  m.ok = total && available;
+  return m;
+}
+
 uint64_t MemoryRoom::bytes() const {
   return cgroup_room ? std::min(mem_available, *cgroup_room) : mem_available;
 }
@@ -120,11 +124,10 @@ std::optional<uint64_t> CgroupRoom(const CgroupMemoryFiles& f) {
 }
 
 std::optional<MemoryRoom> ReadMemoryRoom(const std::string& proc, const std::string& cgroup_fs) {
-  auto meminfo = ReadFileText(proc + "/meminfo");
-  auto available = meminfo ? MemAvailable(*meminfo) : std::nullopt;
-  if (!available) return std::nullopt;
+  const MemInfo meminfo = ParseMemInfo(ReadFileText(proc + "/meminfo").value_or(""));
+  if (!meminfo.ok) return std::nullopt;
   MemoryRoom room;
-  room.mem_available = *available;
+  room.mem_available = meminfo.available;
   bool v1 = false;
   auto self = ReadFileText(proc + "/self/cgroup");
   auto path = self ? MemoryCgroupPath(*self, &v1) : std::nullopt;

@@ -14,6 +14,15 @@
 
 namespace codl::injectors {
 
+struct MemInfo {
+  uint64_t total = 0;      // MemTotal, bytes
+  uint64_t available = 0;  // MemAvailable, bytes
+  bool ok = false;         // both fields found
+};
+
+// Parses /proc/meminfo text ("MemTotal:  24576000 kB" lines).
+MemInfo ParseMemInfo(const std::string& text);
+
 struct MemoryRoom {
   uint64_t mem_available = 0;           // /proc/meminfo MemAvailable, bytes
   std::optional<uint64_t> cgroup_room;  // limit − working set of the tightest cgroup level

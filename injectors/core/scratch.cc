@@ -24,9 +24,7 @@ std::string Join(const std::vector<std::string>& v) {
 }
 
 bool Under(const std::string& path, const std::string& root) {
-  if (root == "/") return true;
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
+  return RelativeBeneath(path, root).has_value();
 }
 
 bool HasDotDot(const std::string& path) {

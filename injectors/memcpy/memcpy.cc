@@ -34,12 +34,13 @@
 namespace codl::injectors {
 namespace {
 
-// Size of the largest data/unified cache, from sysfs; 32 MiB when unknown.
+// MemTotal in bytes; 0 when unknown.
 uint64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
+// Size of the largest data/unified cache, from sysfs; 32 MiB when unknown.
 uint64_t LastLevelCacheBytes() {
   uint64_t best = 0;
   int best_level = -1;

@@ -20,10 +20,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <memory>
-#include <sstream>
 #include <vector>
 
 #include "injectors/core/injector.h"
@@ -32,20 +30,14 @@
 #include "injectors/core/scratch.h"
 #include "injectors/core/start_wait.h"
 #include "injectors/pagecache/pagecache_memory.h"
+#include "lib/common/read_file.h"
 #include "lib/common/units.h"
 
 namespace codl::injectors {
 namespace {
 
-std::string ReadText(const char* path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-MemInfo ReadMemInfo() { return ParseMemInfo(ReadText("/proc/meminfo")); }
-double ReadPsi() { return ParsePsiSomeAvg10(ReadText("/proc/pressure/memory")); }
+MemInfo ReadMemInfo() { return ParseMemInfo(ReadFileText("/proc/meminfo").value_or("")); }
+double ReadPsi() { return ParsePsiSomeAvg10(ReadFileText("/proc/pressure/memory").value_or("")); }
 
 uint64_t PageSize() { return static_cast<uint64_t>(sysconf(_SC_PAGESIZE)); }
 

@@ -6,22 +6,6 @@
 
 namespace codl::injectors {
 
-MemInfo ParseMemInfo(const std::string& text) {
-  MemInfo m;
-  bool total = false, available = false;
-  std::istringstream in(text);
-  std::string key, unit;
-  uint64_t value;
-  while (in >> key >> value) {
-    std::getline(in, unit);  // " kB" (or nothing, for the few count fields)
-    const uint64_t bytes = unit.find("kB") != std::string::npos ? value * 1024 : value;
-    if (key == "MemTotal:") m.total = bytes, total = true;
-    if (key == "MemAvailable:") m.available = bytes, available = true;
-  }
-  m.ok = total && available;
-  return m;
-}
-
 double ParsePsiSomeAvg10(const std::string& text) {
   std::istringstream in(text);
   std::string line;

@@ -6,16 +6,9 @@
 #include <cstdint>
 #include <string>
 
+#include "injectors/core/memory_room.h"  // MemInfo, ParseMemInfo
+
 namespace codl::injectors {
-
-struct MemInfo {
-  uint64_t total = 0;      // MemTotal, bytes
-  uint64_t available = 0;  // MemAvailable, bytes
-  bool ok = false;         // both fields found
-};
-
-// Parses /proc/meminfo text ("MemTotal:  24576000 kB" lines).
-MemInfo ParseMemInfo(const std::string& text);
 
 // "some avg10=" of /proc/pressure/memory text, in percent; -1 when absent or unparsable
 // (kernels without PSI, psi=0, some containers).

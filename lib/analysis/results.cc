@@ -501,7 +501,6 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
 
 StoredExperiment ReadStoredExperiment(const ExperimentRecord& record) {
   StoredExperiment s;
-  s.record = record;
   auto spec = ParseExperiment(record.yaml, record.source_path);
   if (spec.ok()) {
     s.spec = std::make_shared<const ExperimentSpec>(std::move(*spec));

@@ -245,11 +245,10 @@ struct SummarizeOptions {
   std::shared_ptr<const ExperimentSpec> spec;
 };
 
-// A stored experiment read once: its record and its YAML parsed, or why that YAML no longer
-// parses (an older or newer format, a results file written by something else). Every reader of
-// a stored experiment (results, report, profile, predict, repetitions) starts from one.
+// A stored experiment's YAML read once: parsed, or why it no longer parses (an older or newer
+// format, a results file written by something else). Every reader of a stored experiment
+// (results, report, profile, predict, repetitions) starts from one beside its record.
 struct StoredExperiment {
-  ExperimentRecord record;
   std::shared_ptr<const ExperimentSpec> spec;  // null when the YAML does not parse
   std::string parse_error;                     // why, when it does not
   // victim.metric, or elapsed when the YAML does not parse.

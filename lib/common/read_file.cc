@@ -8,7 +8,7 @@
 namespace codl {
 
 std::optional<std::string> ReadFileText(const std::string& path, size_t max_bytes) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   std::string out;
   char buf[8192];

@@ -1,6 +1,7 @@
 // Reading a whole small file (a /proc or /sys entry, a config file) into a string, written once.
 // Bounded: a path that names something huge (a device, a sparse file) cannot make the caller
-// allocate more than `max_bytes`.
+// allocate more than `max_bytes`; one swapped for a FIFO or a terminal cannot block or become the
+// caller's (O_NONBLOCK | O_NOCTTY).
 #pragma once
 
 #include <cstddef>

@@ -137,6 +137,16 @@ Result<UniqueFd> OpenFileBeneath(int root_fd, std::string_view rel, int flags, m
   return UniqueFd(fd);
 }
 
+std::optional<std::string> RelativeBeneath(const std::string& path, const std::string& root) {
+  if (root == "/") return path.substr(1);
+  if (path == root) return std::string();
+  if (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+      path[root.size()] == '/') {
+    return path.substr(root.size() + 1);
+  }
+  return std::nullopt;
+}
+
 Result<UniqueFd> OpenRootDir(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {

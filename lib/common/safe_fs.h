@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,10 @@ Result<UniqueFd> OpenDirBeneath(int root_fd, std::string_view rel, bool create, 
 // Opens the file `rel` beneath `root_fd` with `flags` (O_NOFOLLOW and O_CLOEXEC are added;
 // pass O_CREAT | O_EXCL for a new temp file).
 Result<UniqueFd> OpenFileBeneath(int root_fd, std::string_view rel, int flags, mode_t mode = 0600);
+
+// `path` relative to `root` when it is `root` or lies beneath it ("" for the root itself, "a/b"
+// beneath it), by text alone: both absolute and normalized (no "//", ".", ".." or trailing '/').
+std::optional<std::string> RelativeBeneath(const std::string& path, const std::string& root);
 
 // Opens an absolute directory path the caller trusts (a configured root) as a descriptor: the
 // last component must not be a symlink and must be a directory.

@@ -202,7 +202,7 @@ TEST_F(CachePaths, CancelAndTheTimeCapStopTheWorkBetweenWindows) {
   auto timed = PrepareCache(Spec("warm", big), scope);
   ASSERT_FALSE(timed.ok()) << "8 GiB of zeros read in 0.2 s?";
   EXPECT_EQ(timed.code(), StatusCode::kDeadlineExceeded) << timed.error();
-  EXPECT_NE(timed.error().find("cache_max_seconds (0.2 s)"), std::string::npos) << timed.error();
+  EXPECT_NE(timed.error().find("cache_max_time (0.2 s)"), std::string::npos) << timed.error();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
 }
 
