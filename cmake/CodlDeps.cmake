@@ -41,6 +41,22 @@ if(CODL_WITH_CUDA)
 endif()
 message(STATUS "codl: CUDA ${CODL_HAVE_CUDA}, NCCL ${CODL_HAVE_NCCL}")
 
+# gpusim (-DCODL_GPU_SIM=ON, tests and CI only): the CUDA runtime is gpusim's (gpusim/), linked
+# in place of cudart_static; cuBLAS, NCCL and NVML are gpusim's libraries in <build>/gpusim/lib.
+# The production code is unchanged.
+set(CODL_CUDART CUDA::cudart_static)
+if(CODL_GPU_SIM)
+  if(NOT CODL_HAVE_CUDA)
+    message(FATAL_ERROR "CODL_GPU_SIM needs the CUDA toolkit (nvcc and headers in /usr/local/cuda): "
+                        "the stand-in replaces its libraries, not its compiler")
+  endif()
+  set(CMAKE_CUDA_RUNTIME_LIBRARY None)  # no real cudart next to gpusim's
+  set(CODL_CUDART codl_gpusim)
+  # dlopen("libnccl.so.2") from a binary of this tree finds gpusim's before the system's
+  # (the binary's RUNPATH comes before ld.so.cache), with no LD_LIBRARY_PATH to set.
+  list(APPEND CMAKE_BUILD_RPATH ${CMAKE_BINARY_DIR}/gpusim/lib)
+endif()
+
 if(NOT CODL_TOOLS_ONLY)
   find_package(Protobuf REQUIRED)
   find_package(gRPC CONFIG QUIET)

@@ -7,6 +7,8 @@
 #   plain       the rest of that optimized tree (controller, agent, bench binaries, CUDA code)
 #               and the checks that need uninstrumented binaries or CUDA: the labels deploy, repo
 #               and gpu, and the GPU host tests with CUDA built in
+#   gpusim      the GPU code on gpusim, the CPU stand-in for a CUDA node (build/gpusim,
+#               -DCODL_GPU_SIM=ON; docs/gpu.md#gpusim-the-gpu-code-without-a-gpu): label gpusim
 #   asan        every unit and integration test, built with ASan+UBSan and -Werror
 #   tsan        the rpc/agent/controller tests under TSan
 #   fuzz        every libFuzzer target for CODL_FUZZ_SECONDS (default 20)
@@ -31,9 +33,9 @@ qs_build=build/quickstart
 if [[ -n "${CODL_STAGES:-}" ]]; then
   read -r -a stages <<<"$CODL_STAGES"
 elif [[ "${CODL_SANITIZERS:-1}" == 0 ]]; then
-  stages=(deps quickstart plain dev)
+  stages=(deps quickstart plain gpusim dev)
 else
-  stages=(deps quickstart plain asan tsan fuzz)
+  stages=(deps quickstart plain gpusim asan tsan fuzz)
 fi
 
 deps() { bash scripts/install-deps.sh test; }
@@ -80,6 +82,27 @@ plain() {
   CODL_BIN_DIR=$root/$qs_build/bin "$qs_build/bin/security_plan_memory_test" --gtest_brief=1
 }
 
+# The GPU injectors, the CUDA victim and the NVML telemetry on the stand-in. Only what those
+# tests need is built (codl_gpusim_tests); the sources compile as in the dev build (ccache).
+gpusim() {
+  local build=build/gpusim
+  if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+    echo "test.sh: stage gpusim skipped: no CUDA toolkit (nvcc) to compile the GPU code against"
+    return 0
+  fi
+  cmake -S . -B "$build" -G Ninja -DCODL_GPU_SIM=ON -DCODL_WERROR=ON -DCODL_BUILD_TESTS=ON \
+    -DCODL_TESTS_IN_ALL=OFF -DCODL_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build" -j "$jobs" --target codl_gpusim_tests
+  ctest --test-dir "$build" --output-on-failure -j "$test_jobs" -L gpusim
+  # Nothing of the stand-in outlives its tests: no node or communicator in /dev/shm.
+  local left
+  left=$(find /dev/shm -maxdepth 1 -user "$(id -u)" -name 'codl-gpusim-*' -newer "$build/CMakeCache.txt" | head -5)
+  if [[ -n "$left" ]]; then
+    echo "test.sh: gpusim left shared memory behind: $left" >&2
+    return 1
+  fi
+}
+
 # The developer's loop without sanitizers (CODL_SANITIZERS=0).
 dev() {
   CODL_DEPS=test CODL_JOBS="$jobs" bash scripts/build.sh -DCODL_BUILD_TESTS=ON -DCODL_WERROR=ON
@@ -107,8 +130,8 @@ summary() {
 }
 for s in "${stages[@]}"; do
   case $s in
-    deps | quickstart | plain | dev | asan | tsan | fuzz) ;;
-    *) echo "test.sh: unknown stage '$s' (deps quickstart plain dev asan tsan fuzz)" >&2; exit 2 ;;
+    deps | quickstart | plain | gpusim | dev | asan | tsan | fuzz) ;;
+    *) echo "test.sh: unknown stage '$s' (deps quickstart plain gpusim dev asan tsan fuzz)" >&2; exit 2 ;;
   esac
 done
 trap summary EXIT

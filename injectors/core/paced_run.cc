@@ -1,6 +1,7 @@
 #include "injectors/core/paced_run.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -84,6 +85,7 @@ class PacedRun {
  private:
   void StartWorkers(const WorkerFn& worker) {
     threads_.reserve(static_cast<size_t>(spec_.workers));
+    running_.store(spec_.workers);
     for (int i = 0; i < spec_.workers; ++i) {
       threads_.emplace_back([this, &worker, i] {
         WorkerContext ctx{i, pacer_, meter_, run_stop_.token()};
@@ -98,6 +100,9 @@ class PacedRun {
           if (first_error_.empty()) first_error_ = status.error();
           run_stop_.RequestStop();
         }
+        // Every worker is done (an NCCL rank that followed its peers' stop vote): so is the
+        // run, without waiting for this caller's own stop.
+        if (running_.fetch_sub(1) == 1) run_stop_.RequestStop();
       });
     }
   }
@@ -160,6 +165,7 @@ class PacedRun {
   std::vector<std::thread> threads_;
   std::mutex error_mu_;
   std::string first_error_;
+  std::atomic<int> running_{0};  // workers that have not returned
   std::vector<IntervalPoint> points_{{0, 0, 0}};
 };
 

@@ -50,6 +50,9 @@ struct WorkerContext {
   void Done(uint64_t units, uint64_t ops = 0) { meter.Add(units, ops); }
 };
 
+// A worker returns when ctx.stop fires, on an error, or when it has nothing left to do (an NCCL
+// rank that followed its peers' stop vote). The run ends on the caller's stop, on the first
+// error, or once every worker has returned.
 using WorkerFn = std::function<Status(WorkerContext&)>;
 
 struct PacedRunSpec {

@@ -112,5 +112,28 @@ TEST(StartGate, AStopBeforeTheStartMeansNoLoadAtAll) {
   EXPECT_EQ(summary->achieved_rate, 0);
 }
 
+// Regression (found by gpusim: an NCCL rank that followed its peer's stop vote kept its run
+// going until its own stop): when every worker has returned, the run ends.
+TEST(RunPacedEnd, TheRunEndsWhenEveryWorkerHasReturned) {
+  PacedRunSpec spec;
+  spec.workers = 2;
+  std::atomic<int> done{0};
+  auto worker = [&](WorkerContext& ctx) -> Status {
+    for (int i = 0; i < 10 && !ctx.stop.stop_requested(); ++i) {
+      ctx.Done(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ctx.index == 0 ? 5 : 50));
+    }
+    ++done;
+    return Status::Ok();
+  };
+  StopSource stop;  // never requested: only the workers end this run
+  codl::testing::NullReporter reporter;
+  const int64_t t0 = RealtimeNanos();
+  auto summary = RunPaced(spec, Target::Max(), stop.token().WithDeadline(60), reporter, worker);
+  EXPECT_LT(RealtimeNanos() - t0, 30'000'000'000LL) << "the run waited for the caller's stop";
+  ASSERT_TRUE(summary.ok()) << summary.error();
+  EXPECT_EQ(done.load(), 2);
+}
+
 }  // namespace
 }  // namespace codl::injectors

@@ -1,0 +1,378 @@
+// gpusim, the CPU stand-in for a CUDA node (gpusim/, docs/gpu.md#gpusim): its config, the CUDA
+// runtime's semantics CoDL relies on (copies move the bytes in the modeled time, stream order,
+// cudaErrorNotReady, errors), the contention model's fair share, injected faults as CoDL's
+// binaries meet them, NCCL collectives with real data, NVML counters and the MPS control.
+// Runs on the CI config (tests/gpu/gpusim_ci.yaml: 2 devices, defaults otherwise).
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "gpusim/config.h"
+#include "gpusim/node.h"
+#include "injectors/gpu/loaders/nccl_loader.h"
+#include "tests/injectors/test_util.h"
+
+namespace codl::gpusim {
+namespace {
+
+double Seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+TEST(GpusimConfig, DefaultIsTwoH100LikeDevices) {
+  const NodeConfig c = DefaultConfig();
+  ASSERT_EQ(c.devices.size(), 2u);
+  EXPECT_EQ(c.devices[0].name, "H100-like (gpusim)");
+  EXPECT_EQ(c.devices[0].sms, 132);
+  EXPECT_DOUBLE_EQ(c.devices[0].pcie_h2d_bps, 2e9);
+}
+
+TEST(GpusimConfig, ParsesDevicesAndFaults) {
+  NodeConfig c;
+  std::string error;
+  ASSERT_TRUE(
+      ParseConfig("count: 3\ndevice: {sms: 8, hbm_gbps: 10, compute_capability: '8.0'}\n"
+                  "faults: [{device: 1, after_ops: 5, error: lost}]\n",
+                  "t.yaml", &c, &error))
+      << error;
+  ASSERT_EQ(c.devices.size(), 3u);
+  EXPECT_EQ(c.devices[2].sms, 8);
+  EXPECT_EQ(c.devices[2].cc_major, 8);
+  EXPECT_DOUBLE_EQ(c.devices[1].hbm_bps, 10e9);
+  ASSERT_EQ(c.faults.size(), 1u);
+  EXPECT_EQ(c.faults[0].error, "lost");
+  ASSERT_TRUE(ParseConfig("{\"devices\": [{\"name\": \"a\"}, {\"name\": \"b\", \"sms\": 4}]}",
+                          "t.json", &c, &error))
+      << error;
+  EXPECT_EQ(c.devices[1].name, "b");
+  EXPECT_EQ(c.devices[1].sms, 4);
+}
+
+TEST(GpusimConfig, BadInputNamesTheKeyAndTheLine) {
+  NodeConfig c;
+  std::string error;
+  EXPECT_FALSE(ParseConfig("count: 2\ndevice:\n  pcie_gbps: 3\n", "n.yaml", &c, &error));
+  EXPECT_NE(error.find("n.yaml"), std::string::npos) << error;
+  EXPECT_NE(error.find("unknown device key 'pcie_gbps'"), std::string::npos) << error;
+  EXPECT_NE(error.find("line 3"), std::string::npos) << error;
+  EXPECT_FALSE(ParseConfig("device: {sms: 0}\n", "n.yaml", &c, &error));
+  EXPECT_NE(error.find("'sms': 0 is out of range"), std::string::npos) << error;
+  EXPECT_FALSE(ParseConfig("faults: [{device: 0, error: melted}]\n", "n.yaml", &c, &error));
+  EXPECT_NE(error.find("not sticky or lost"), std::string::npos) << error;
+  EXPECT_FALSE(ParseConfig("count: 1\ndevices: [{}, {}]\n", "n.yaml", &c, &error));
+  EXPECT_FALSE(ParseConfig("[1, 2]", "n.yaml", &c, &error));
+}
+
+TEST(GpusimRuntime, DevicesPropertiesAndErrors) {
+  int n = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  EXPECT_EQ(n, 2);
+  cudaDeviceProp p{};
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 1), cudaSuccess);
+  EXPECT_NE(std::string(p.name).find("gpusim"), std::string::npos) << "the stand-in names itself";
+  EXPECT_EQ(cudaSetDevice(7), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "reading the error clears it";
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  void* big = nullptr;
+  EXPECT_EQ(cudaMalloc(&big, p.totalGlobalMem + 1), cudaErrorMemoryAllocation);
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 1 << 20), cudaSuccess);
+  std::vector<char> host(1 << 20);
+  EXPECT_EQ(cudaMemcpy(host.data(), host.data(), host.size(), cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue)
+      << "a host destination is no device memory";
+  EXPECT_EQ(cudaMemcpy(d, host.data(), 2u << 20, cudaMemcpyHostToDevice), cudaErrorInvalidValue)
+      << "past the end of the allocation";
+  size_t free_b = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_b, &total), cudaSuccess);
+  EXPECT_EQ(total, p.totalGlobalMem);
+  EXPECT_LE(free_b, total - (1 << 20));
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaFree(d), cudaErrorInvalidValue) << "freed twice";
+}
+
+// 64 MiB host-to-device: the bytes arrive, in the modeled time (2 GB/s: 33.6 ms); the stream
+// reports cudaErrorNotReady until then, and the events time it.
+TEST(GpusimRuntime, CopiesMoveTheBytesInTheModeledTimeInStreamOrder) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const size_t bytes = 64u << 20;
+  void *host = nullptr, *dev = nullptr, *back = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&host, bytes, cudaHostAllocPortable), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(&back, bytes, cudaHostAllocPortable), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dev, bytes), cudaSuccess);
+  for (size_t i = 0; i < bytes; ++i)
+    static_cast<unsigned char*>(host)[i] = static_cast<unsigned char>(i * 7);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  const double t0 = Seconds();
+  ASSERT_EQ(cudaEventRecord(a, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(back, dev, bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(b, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  EXPECT_EQ(cudaEventQuery(b), cudaErrorNotReady);
+  float ms = 0;
+  EXPECT_EQ(cudaEventElapsedTime(&ms, a, b), cudaErrorNotReady);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "not ready is no error";
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  const double took = Seconds() - t0;
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  const double model = 2.0 * static_cast<double>(bytes) / 2e9;  // h2d then d2h, 2 GB/s each
+  EXPECT_GE(took, 0.97 * model);
+  EXPECT_NEAR(ms * 1e-3, model, 0.25 * model);
+  EXPECT_EQ(std::memcmp(host, back, bytes), 0) << "the bytes went there and back";
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaStreamDestroy(s);
+  cudaFree(dev);
+  cudaFreeHost(host);
+  cudaFreeHost(back);
+}
+
+// Two copies on one link at once each get half of it (w / sum w); a copy on the other direction
+// is not slowed.
+TEST(GpusimModel, ConcurrentCopiesShareTheLinkEqually) {
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  const size_t bytes = 32u << 20;
+  std::vector<void*> host(3), dev(3);
+  std::vector<cudaStream_t> s(3);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(cudaHostAlloc(&host[i], bytes, 0), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dev[i], bytes), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking), cudaSuccess);
+  }
+  // The model is exact; a copy's CPU time (a loaded 2-core box) can only add to it.
+  const double model = static_cast<double>(bytes) / 2e9;
+  double t0 = Seconds();
+  ASSERT_EQ(cudaMemcpyAsync(dev[0], host[0], bytes, cudaMemcpyHostToDevice, s[0]), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s[0]), cudaSuccess);
+  const double alone = Seconds() - t0;
+  t0 = Seconds();
+  ASSERT_EQ(cudaMemcpyAsync(dev[0], host[0], bytes, cudaMemcpyHostToDevice, s[0]), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(dev[1], host[1], bytes, cudaMemcpyHostToDevice, s[1]), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(host[2], dev[2], bytes, cudaMemcpyDeviceToHost, s[2]), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s[2]), cudaSuccess);
+  const double other_direction = Seconds() - t0;
+  ASSERT_EQ(cudaStreamSynchronize(s[0]), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s[1]), cudaSuccess);
+  const double shared = Seconds() - t0;
+  EXPECT_GE(alone, 0.97 * model);
+  EXPECT_LT(alone, 1.5 * model);
+  EXPECT_GE(shared, 0.97 * 2 * model) << "two copies on one link: half each";
+  EXPECT_LT(shared, 1.5 * 2 * model);
+  EXPECT_GE(other_direction, 0.97 * model);
+  EXPECT_LT(other_direction, 1.5 * model) << "D2H has its own link";
+  for (int i = 0; i < 3; ++i) {
+    cudaStreamDestroy(s[i]);
+    cudaFree(dev[i]);
+    cudaFreeHost(host[i]);
+  }
+}
+
+// NVML sees what the model moved: PCIe RX bytes and the memory in use.
+TEST(GpusimNvml, CountsTheModelsBytesAndMemory) {
+  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  using Init = int (*)();
+  using Handle = int (*)(unsigned, void**);
+  struct Memory {
+    unsigned long long total, free, used;
+  };
+  using Mem = int (*)(void*, Memory*);
+  struct Field {
+    unsigned id, scope;
+    long long ts, lat;
+    int type, ret;
+    unsigned long long v;
+  };
+  using Fields = int (*)(void*, int, Field*);
+  auto init = reinterpret_cast<Init>(dlsym(h, "nvmlInit_v2"));
+  auto handle = reinterpret_cast<Handle>(dlsym(h, "nvmlDeviceGetHandleByIndex_v2"));
+  auto mem = reinterpret_cast<Mem>(dlsym(h, "nvmlDeviceGetMemoryInfo"));
+  auto fields = reinterpret_cast<Fields>(dlsym(h, "nvmlDeviceGetFieldValues"));
+  ASSERT_TRUE(init && handle && mem && fields);
+  ASSERT_EQ(init(), 0);
+  void* d0 = nullptr;
+  ASSERT_EQ(handle(0, &d0), 0);
+  Field f{198, 0, 0, 0, 0, 0, 0};
+  ASSERT_EQ(fields(d0, 1, &f), 0);
+  const unsigned long long before = f.v;
+  Memory m0{};
+  ASSERT_EQ(mem(d0, &m0), 0);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const size_t bytes = 8u << 20;
+  void *host = nullptr, *dev = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&host, bytes, 0), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dev, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  Memory m1{};
+  ASSERT_EQ(mem(d0, &m1), 0);
+  ASSERT_EQ(fields(d0, 1, &f), 0);
+  EXPECT_EQ(f.ret, 0);
+  EXPECT_EQ(f.v - before, bytes) << "PCIe RX counts the H2D bytes";
+  EXPECT_EQ(m1.used - m0.used, bytes);
+  cudaFree(dev);
+  cudaFreeHost(host);
+}
+
+// NCCL on two ranks of this process (ncclCommInitAll, as codl-victim uses it): the data is
+// reduced, gathered and scattered for real.
+TEST(GpusimNccl, CollectivesMoveRealData) {
+  const auto& nccl = gpu_loaders::Nccl();
+  ASSERT_TRUE(nccl.error.empty()) << nccl.error;
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const int devs[2] = {0, 1};
+  ASSERT_EQ(nccl.CommInitAll(comms, 2, devs), ncclSuccess);
+  const size_t count = 3u << 20;  // more than one 4 MiB round
+  std::vector<std::vector<float>> results(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      cudaSetDevice(r);
+      float *send = nullptr, *recv = nullptr;
+      cudaMalloc(reinterpret_cast<void**>(&send), count * sizeof(float) * 2);
+      cudaMalloc(reinterpret_cast<void**>(&recv), count * sizeof(float) * 2);
+      std::vector<float> mine(count);
+      for (size_t i = 0; i < count; ++i) mine[i] = static_cast<float>((r + 1) * (i % 1000));
+      cudaMemcpy(send, mine.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+      cudaStream_t s = nullptr;
+      cudaStreamCreate(&s);
+      EXPECT_EQ(nccl.AllReduce(send, recv, count, ncclFloat, ncclSum, comms[r], s), ncclSuccess);
+      EXPECT_EQ(nccl.AllGather(send, recv + count, count / 2, ncclFloat, comms[r], s), ncclSuccess);
+      cudaStreamSynchronize(s);
+      results[static_cast<size_t>(r)].resize(count * 2);
+      cudaMemcpy(results[static_cast<size_t>(r)].data(), recv, count * 2 * sizeof(float),
+                 cudaMemcpyDeviceToHost);
+      ncclResult_t state = ncclInProgress;
+      EXPECT_EQ(nccl.CommGetAsyncError(comms[r], &state), ncclSuccess);
+      EXPECT_EQ(state, ncclSuccess);
+      cudaStreamDestroy(s);
+      cudaFree(send);
+      cudaFree(recv);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    const auto& got = results[static_cast<size_t>(r)];
+    for (size_t i : {size_t{0}, size_t{999}, count / 2, count - 1})
+      EXPECT_FLOAT_EQ(got[i], 3.0f * static_cast<float>(i % 1000)) << "allreduce sum at " << i;
+    // allgather of the first half of each rank's buffer: rank 0's, then rank 1's
+    EXPECT_FLOAT_EQ(got[count + 999], 999.0f);
+    EXPECT_FLOAT_EQ(got[count + count / 2 + 999], 2.0f * 999.0f);
+  }
+  for (ncclComm_t c : comms) nccl.CommDestroy(c);
+}
+
+// A rank that never comes leaves a non-blocking init in progress; an abort by a peer turns a
+// pending collective into an asynchronous remote error.
+TEST(GpusimNccl, InitWaitsForPeersAndAnAbortReachesThem) {
+  const auto& nccl = gpu_loaders::Nccl();
+  ASSERT_TRUE(nccl.error.empty()) << nccl.error;
+  ncclUniqueId id;
+  ASSERT_EQ(nccl.GetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t c0 = nullptr, c1 = nullptr;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(nccl.CommInitRankConfig(&c0, 2, id, 0, &config), ncclInProgress);
+  ncclResult_t state = ncclSuccess;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(nccl.CommGetAsyncError(c0, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress) << "rank 1 has not joined";
+  std::thread r1([&] {
+    cudaSetDevice(1);
+    EXPECT_EQ(nccl.CommInitRankConfig(&c1, 2, id, 1, nullptr), ncclSuccess);
+  });
+  r1.join();
+  for (int i = 0; i < 1000 && state == ncclInProgress; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    nccl.CommGetAsyncError(c0, &state);
+  }
+  ASSERT_EQ(state, ncclSuccess);
+  float* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 4096), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(nccl.AllReduce(buf, buf, 1024, ncclFloat, ncclSum, c0, s), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady) << "rank 1 has not issued its part";
+  nccl.CommAbort(c1);  // rank 1 gives up
+  for (int i = 0; i < 1000 && cudaStreamQuery(s) == cudaErrorNotReady; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  ASSERT_EQ(nccl.CommGetAsyncError(c0, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclRemoteError);
+  EXPECT_NE(std::string(nccl.GetLastError(c0)).find("rank 1 aborted"), std::string::npos);
+  nccl.CommAbort(c0);
+  cudaStreamDestroy(s);
+  cudaFree(buf);
+}
+
+// Faults from the config, as codl-inject meets them: a sticky error fails the run with CUDA's
+// words for it; nothing of the node is left behind.
+TEST(GpusimFaults, AStickyErrorFailsTheInjectorWithItsReason) {
+  const std::string dir = ::testing::TempDir() + "gpusim-fault-" + std::to_string(getpid());
+  mkdir(dir.c_str(), 0700);
+  const std::string config = dir + "/sticky.yaml";
+  std::ofstream(config)
+      << "count: 1\ndevice: {sms: 4}\nfaults: [{device: 0, after_ops: 40, error: sticky}]\n";
+  setenv("CODL_GPUSIM_CONFIG", config.c_str(), 1);
+  setenv("CODL_GPUSIM_NODE", "gpusim_test_fault", 1);
+  const auto run = testing::RunProcess(
+      testing::CodlInjectCmd({"cuda_memcpy", "--set", "size=1MiB", "--max", "--duration", "5s"}),
+      60);
+  unsetenv("CODL_GPUSIM_NODE");
+  EXPECT_NE(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.err.find("an illegal memory access was encountered (700)"), std::string::npos)
+      << run.err;
+  const std::string node =
+      "/dev/shm/codl-gpusim-" + std::to_string(getuid()) + "-gpusim_test_fault";
+  struct stat st {};
+  EXPECT_NE(stat(node.c_str(), &st), 0) << "the node's shared memory was left behind";
+}
+
+// The MPS control stand-in: start, commands, quit (the socket goes).
+TEST(GpusimMps, ControlDaemonLifecycle) {
+  const std::string dir = ::testing::TempDir() + "gpusim-mps-" + std::to_string(getpid());
+  mkdir(dir.c_str(), 0700);
+  setenv("CUDA_MPS_PIPE_DIRECTORY", (dir + "/pipe").c_str(), 1);
+  setenv("CUDA_MPS_LOG_DIRECTORY", (dir + "/log").c_str(), 1);
+  auto control = [](const std::string& input) {
+    return testing::RunProcess({"/bin/sh", "-c", "echo '" + input + "' | nvidia-cuda-mps-control"},
+                               20);
+  };
+  ASSERT_EQ(testing::RunProcess({"/bin/sh", "-c", "nvidia-cuda-mps-control -d"}, 20).exit_code, 0);
+  struct stat st {};
+  EXPECT_EQ(stat((dir + "/pipe/control").c_str(), &st), 0);
+  EXPECT_EQ(control("get_server_list").out, "") << "no client yet, no server";
+  auto set = control("set_default_active_thread_percentage 30");
+  EXPECT_EQ(set.exit_code, 0);
+  EXPECT_EQ(control("get_default_active_thread_percentage").out, "30.0\n");
+  EXPECT_NE(control("frobnicate").exit_code, 0);
+  EXPECT_EQ(control("quit").exit_code, 0);
+  for (int i = 0; i < 100 && stat((dir + "/pipe/control").c_str(), &st) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_NE(stat((dir + "/pipe/control").c_str(), &st), 0) << "the socket outlived quit";
+  EXPECT_NE(control("get_server_list").exit_code, 0) << "no daemon: the client says so";
+  unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+  unsetenv("CUDA_MPS_LOG_DIRECTORY");
+}
+
+}  // namespace
+}  // namespace codl::gpusim
