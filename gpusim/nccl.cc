@@ -111,6 +111,29 @@ ncclResult_t Enqueue(ncclComm_t comm, Op op, cudaStream_t stream) {
   return ncclSuccess;
 }
 
+// A collective's buffers must be this rank's device memory, whole: `send_parts` and
+// `recv_parts` are the buffers' sizes in units of count x type (-1: nranks of them; 0: unused).
+ncclResult_t Collective(ncclComm_t comm, const Op& op, int send_parts, int recv_parts,
+                        cudaStream_t stream) {
+  if (comm == nullptr) return Usage("comm is NULL");
+  const size_t bytes = op.count * TypeSize(op.type);
+  const auto parts = [&](int p) {
+    return p < 0 ? static_cast<size_t>(comm->st->nranks) : static_cast<size_t>(p);
+  };
+  if (send_parts != 0) {
+    if (ncclResult_t r = CheckBuffer(*comm->st, op.send, bytes * parts(send_parts), "sendbuff");
+        r != ncclSuccess)
+      return r;
+  }
+  if (ncclResult_t r = CheckBuffer(*comm->st, op.recv, bytes * parts(recv_parts), "recvbuff");
+      r != ncclSuccess)
+    return r;
+  return Enqueue(comm, op, stream);
+}
+
+const unsigned char* Bytes(const void* p) { return static_cast<const unsigned char*>(p); }
+unsigned char* Bytes(void* p) { return static_cast<unsigned char*>(p); }
+
 // Grouped calls (ncclGroupStart/End) of this thread, by communicator.
 thread_local int t_group_depth = 0;
 thread_local std::vector<std::pair<ncclComm_t, std::pair<P2p, cudaStream_t>>> t_group;
@@ -247,80 +270,31 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  if (comm == nullptr) return Usage("comm is NULL");
-  const size_t bytes = count * TypeSize(type);
-  if (ncclResult_t r = CheckBuffer(*comm->st, send, bytes, "sendbuff"); r != ncclSuccess) return r;
-  if (ncclResult_t r = CheckBuffer(*comm->st, recv, bytes, "recvbuff"); r != ncclSuccess) return r;
-  Op o{Kind::kAllReduce,
-       static_cast<const unsigned char*>(send),
-       static_cast<unsigned char*>(recv),
-       count,
-       type,
-       op,
-       0,
-       {}};
-  return Enqueue(comm, o, stream);
+  return Collective(comm, Op{Kind::kAllReduce, Bytes(send), Bytes(recv), count, type, op, 0, {}}, 1,
+                    1, stream);
 }
 
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type,
                            ncclComm_t comm, cudaStream_t stream) {
-  if (comm == nullptr) return Usage("comm is NULL");
-  const size_t bytes = count * TypeSize(type);
-  if (ncclResult_t r = CheckBuffer(*comm->st, send, bytes, "sendbuff"); r != ncclSuccess) return r;
-  if (ncclResult_t r =
-          CheckBuffer(*comm->st, recv, bytes * static_cast<size_t>(comm->st->nranks), "recvbuff");
-      r != ncclSuccess)
-    return r;
-  Op o{Kind::kAllGather,
-       static_cast<const unsigned char*>(send),
-       static_cast<unsigned char*>(recv),
-       count,
-       type,
-       ncclSum,
-       0,
-       {}};
-  return Enqueue(comm, o, stream);
+  return Collective(comm,
+                    Op{Kind::kAllGather, Bytes(send), Bytes(recv), count, type, ncclSum, 0, {}}, 1,
+                    -1, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  if (comm == nullptr) return Usage("comm is NULL");
-  const size_t bytes = count * TypeSize(type);
-  if (ncclResult_t r =
-          CheckBuffer(*comm->st, send, bytes * static_cast<size_t>(comm->st->nranks), "sendbuff");
-      r != ncclSuccess)
-    return r;
-  if (ncclResult_t r = CheckBuffer(*comm->st, recv, bytes, "recvbuff"); r != ncclSuccess) return r;
-  Op o{Kind::kReduceScatter,
-       static_cast<const unsigned char*>(send),
-       static_cast<unsigned char*>(recv),
-       count,
-       type,
-       op,
-       0,
-       {}};
-  return Enqueue(comm, o, stream);
+  return Collective(comm,
+                    Op{Kind::kReduceScatter, Bytes(send), Bytes(recv), count, type, op, 0, {}}, -1,
+                    1, stream);
 }
 
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type,
                            int root, ncclComm_t comm, cudaStream_t stream) {
-  if (comm == nullptr) return Usage("comm is NULL");
-  if (root < 0 || root >= comm->st->nranks) return Usage("root out of range");
-  const size_t bytes = count * TypeSize(type);
-  if (comm->st->rank == root) {
-    if (ncclResult_t r = CheckBuffer(*comm->st, send, bytes, "sendbuff"); r != ncclSuccess)
-      return r;
-  }
-  if (ncclResult_t r = CheckBuffer(*comm->st, recv, bytes, "recvbuff"); r != ncclSuccess) return r;
-  Op o{Kind::kBroadcast,
-       static_cast<const unsigned char*>(send),
-       static_cast<unsigned char*>(recv),
-       count,
-       type,
-       ncclSum,
-       root,
-       {}};
-  return Enqueue(comm, o, stream);
+  if (comm != nullptr && (root < 0 || root >= comm->st->nranks)) return Usage("root out of range");
+  const bool sends = comm != nullptr && comm->st->rank == root;
+  return Collective(comm,
+                    Op{Kind::kBroadcast, Bytes(send), Bytes(recv), count, type, ncclSum, root, {}},
+                    sends ? 1 : 0, 1, stream);
 }
 
 ncclResult_t ncclGroupStart(void) {

@@ -56,15 +56,22 @@ const char* ResourceName(int r) {
 
 bool ProcessAlive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
+namespace {
+std::atomic<Node*> g_joined{nullptr};
+}  // namespace
+
 Node& Node::Get() {
   // Never destroyed: stream threads may still use it while the process exits.
   static Node* node = [] {
     auto* n = new Node();
     std::atexit([] { Node::Get().Leave(); });
+    g_joined.store(n);
     return n;
   }();
   return *node;
 }
+
+Node* Node::IfJoined() { return g_joined.load(); }
 
 Node::Node() {
   pid_ = getpid();

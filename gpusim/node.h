@@ -61,6 +61,9 @@ class Node {
   // "default"; the file is /dev/shm/codl-gpusim-<uid>-<name>. Attaches at first use and leaves
   // at exit.
   static Node& Get();
+  // The node if this process has joined it already, else nullptr (joins nothing: a process
+  // that only asks about devices, like the forked probe of codl-inject --list, never joins).
+  static Node* IfJoined();
   // For the NVML stand-in and the MPS control: the same node, without joining it as a user
   // when `join` is false (nothing to leave at exit).
   const std::string& path() const { return path_; }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "agent/nvml_api.h"
 #include "gpusim/config.h"
 #include "gpusim/node.h"
 
@@ -26,29 +27,10 @@ enum : int {
   kUnknown = 999
 };
 
-struct Utilization {
-  unsigned int gpu, memory;
-};
-struct Memory {
-  unsigned long long total, free, used;
-};
-union Value {
-  double d;
-  unsigned int ui;
-  unsigned long ul;
-  unsigned long long ull;
-  long long sll;
-  int si;
-  unsigned short us;
-};
-struct FieldValue {
-  unsigned int field_id, scope_id;
-  long long timestamp_us, latency_us;
-  int value_type;
-  int nvml_return;
-  Value value;
-};
-static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t is 40 bytes");
+// NVML's types, as the agent declares them (one declaration of the ABI for both sides).
+using codl::agent::nvml::FieldValue;
+using codl::agent::nvml::Memory;
+using codl::agent::nvml::Utilization;
 
 struct Window {
   double t = 0;

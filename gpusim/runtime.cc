@@ -90,8 +90,11 @@ cudaError_t Runtime::DeviceError(int device) const {
   if (device < static_cast<int>(sticky_.size()) &&
       sticky_[static_cast<size_t>(device)] != cudaSuccess)
     return sticky_[static_cast<size_t>(device)];
-  Node& node = Node::Get();
-  if (node.ok() && node.shm()->dev[device].lost.load() != 0) return cudaErrorLaunchFailure;
+  // A device lost in another process shows once this one has joined the node (its first copy,
+  // kernel or allocation); asking about devices alone joins nothing.
+  const Node* node = Node::IfJoined();
+  if (node != nullptr && node->ok() && node->shm()->dev[device].lost.load() != 0)
+    return cudaErrorLaunchFailure;
   return cudaSuccess;
 }
 

@@ -8,7 +8,8 @@
 #               and the checks that need uninstrumented binaries or CUDA: the labels deploy, repo
 #               and gpu, and the GPU host tests with CUDA built in
 #   gpusim      the GPU code on gpusim, the CPU stand-in for a CUDA node (build/gpusim,
-#               -DCODL_GPU_SIM=ON; docs/gpu.md#gpusim-the-gpu-code-without-a-gpu): label gpusim
+#               -DCODL_GPU_SIM=ON; docs/gpu.md#gpusim-the-gpu-code-without-a-gpu): label gpusim,
+#               then tests/gpu/run_gpu_checks.sh --sim
 #   asan        every unit and integration test, built with ASan+UBSan and -Werror
 #   tsan        the rpc/agent/controller tests under TSan
 #   fuzz        every libFuzzer target for CODL_FUZZ_SECONDS (default 20)
@@ -94,6 +95,14 @@ gpusim() {
     -DCODL_TESTS_IN_ALL=OFF -DCODL_BUILD_BENCH=OFF >/dev/null
   cmake --build "$build" -j "$jobs" --target codl_gpusim_tests
   ctest --test-dir "$build" --output-on-failure -j "$test_jobs" -L gpusim
+  # The hardware check script itself, every step on the stand-in, reusing this build.
+  if ! CODL_GPU_BUILD_DIR=$root/$build CODL_GPU_SKIP_BUILD=1 CODL_GPU_BUDGET_S=300 JOBS=$jobs \
+    bash tests/gpu/run_gpu_checks.sh --sim --out "$build/gpu-checks" >"$build/gpu-checks.log" 2>&1; then
+    cat "$build/gpu-checks.log"
+    echo "test.sh: tests/gpu/run_gpu_checks.sh --sim failed (summary: $build/gpu-checks/gpu_summary.json)" >&2
+    return 1
+  fi
+  tail -1 "$build/gpu-checks.log"
   # Nothing of the stand-in outlives its tests: no node or communicator in /dev/shm.
   local left
   left=$(find /dev/shm -maxdepth 1 -user "$(id -u)" -name 'codl-gpusim-*' -newer "$build/CMakeCache.txt" | head -5)

@@ -17,12 +17,16 @@ std::map<std::string, std::string> DetectGpuLabels() {
   labels["gpu_count"] = std::to_string(count);
   if (count > 0) {
     std::string names, memory;
+    bool simulated = false;
     for (const auto& d : probe.devices) {
       names += (names.empty() ? "" : ",") + d.name;
       memory += (memory.empty() ? "" : ",") + std::to_string(d.memory_bytes);
+      // No NVIDIA device has this name: the stand-in says what it is through the CUDA API.
+      simulated = simulated || d.name.find("(gpusim)") != std::string::npos;
     }
     labels["gpu_names"] = names;
     labels["gpu_memory_bytes"] = memory;
+    labels["gpu_device"] = simulated ? "simulated (gpusim)" : "hardware";
   } else {
     labels["gpu_unavailable_reason"] = reason;
   }

@@ -13,6 +13,9 @@ namespace codl::injectors {
 //   gpu_count            "2"                       always
 //   gpu_names            "NVIDIA H200,NVIDIA H200" when gpu_count > 0
 //   gpu_memory_bytes     "150754820096,..."        when gpu_count > 0
+//   gpu_device           "hardware" | "simulated (gpusim)"   when gpu_count > 0: the devices
+//                        are gpusim's CPU stand-in (docs/gpu.md#gpusim), whose names end in
+//                        "(gpusim)"; every figure measured on them is the model's
 //   cuda_driver_version  "13.0"                    when a driver answered
 //   cuda_runtime_version "13.0"                    when built with CUDA
 //   nccl_version         "2.28.9"                  when built with NCCL and libnccl.so.2 loads

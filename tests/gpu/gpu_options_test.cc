@@ -158,12 +158,15 @@ TEST(GpuLabelsTest, DescribeThisHost) {
     EXPECT_NE(labels["gpu_count"], "0");
     EXPECT_TRUE(labels.count("gpu_names"));
     EXPECT_TRUE(labels.count("gpu_memory_bytes"));
+    EXPECT_TRUE(labels["gpu_device"] == "hardware" || labels["gpu_device"] == "simulated (gpusim)")
+        << labels["gpu_device"];
     EXPECT_FALSE(labels.count("gpu_unavailable_reason"));
   } else {
     EXPECT_EQ(labels["gpu_count"], "0");
     EXPECT_EQ(labels["gpu_unavailable_reason"], reason);
     EXPECT_EQ(labels["mps_available"], "false");
     EXPECT_FALSE(labels.count("gpu_names"));
+    EXPECT_FALSE(labels.count("gpu_device"));
   }
 #ifdef CODL_TEST_HAVE_NCCL
   ASSERT_TRUE(labels.count("nccl_version"));

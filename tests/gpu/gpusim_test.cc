@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -347,6 +348,16 @@ TEST(GpusimFaults, AStickyErrorFailsTheInjectorWithItsReason) {
   EXPECT_NE(stat(node.c_str(), &st), 0) << "the node's shared memory was left behind";
 }
 
+// Honest labels: codl-inject's GPU labels (what the agent registers, so every provenance)
+// say the devices are simulated.
+TEST(GpusimLabels, TheGpuLabelsSayTheDevicesAreSimulated) {
+  const auto run = testing::RunProcess(testing::CodlInjectCmd({"--list", "--json"}), 60);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\"gpu_device\":\"simulated (gpusim)\""), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"gpu_count\":\"2\""), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"mps_available\":\"true\""), std::string::npos) << run.out;
+}
+
 // The MPS control stand-in: start, commands, quit (the socket goes).
 TEST(GpusimMps, ControlDaemonLifecycle) {
   const std::string dir = ::testing::TempDir() + "gpusim-mps-" + std::to_string(getpid());
@@ -370,6 +381,110 @@ TEST(GpusimMps, ControlDaemonLifecycle) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_NE(stat((dir + "/pipe/control").c_str(), &st), 0) << "the socket outlived quit";
   EXPECT_NE(control("get_server_list").exit_code, 0) << "no daemon: the client says so";
+  unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+  unsetenv("CUDA_MPS_LOG_DIRECTORY");
+}
+
+}  // namespace
+}  // namespace codl::gpusim
+
+namespace codl::gpusim {
+namespace {
+
+// Ground truth: codl-victim --device cuda beside a GPU antagonist, each in its own process on
+// one gpusim node, against what the model says from the config alone (node.h's rule). The
+// victim's step is made of the one GPU resource under test, large enough that its fixed costs
+// (a sync, an event) stay near 1 %. The node is slower than CI's (PCIe 1 GB/s, 1 GFLOP/s) so the
+// host work behind the model (memcpy, the SGEMM's real result) stays well inside modeled time
+// even on a busy 2-core box, and it is a node of its own.
+class GpusimGroundTruth : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "gpusim-truth-" + std::to_string(getpid());
+    mkdir(dir_.c_str(), 0700);
+    std::ofstream(dir_ + "/node.yaml")
+        << "count: 2\ndevice: {sms: 16, pcie_h2d_gbps: 1, pcie_d2h_gbps: 1, fp32_gflops: 1}\n";
+    setenv("CODL_GPUSIM_CONFIG", (dir_ + "/node.yaml").c_str(), 1);
+    setenv("CODL_GPUSIM_NODE", ("truth-" + std::to_string(getpid())).c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("CODL_GPUSIM_CONFIG");
+    unsetenv("CODL_GPUSIM_NODE");
+  }
+
+  // The victim's median `phase` over its steps (its summary line).
+  double VictimPhase(const std::vector<std::string>& flags, const std::string& phase) {
+    std::vector<std::string> argv = {std::string(std::getenv("CODL_BIN_DIR")) + "/codl-victim",
+                                     "run",
+                                     "--dir",
+                                     dir_ + "/data",
+                                     "--device",
+                                     "cuda",
+                                     "--steps",
+                                     "12",
+                                     "--warmup-steps",
+                                     "2",
+                                     "--decode-work",
+                                     "0",
+                                     "--samples",
+                                     "64",
+                                     "--sample-size",
+                                     "64KiB"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const auto run = testing::RunProcess(argv, 120);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const auto lines = testing::Lines(run.out);
+    return lines.empty() ? 0 : testing::JsonNumber(lines.back(), phase);
+  }
+
+  // The victim's slowdown in `phase` beside `antagonist` (codl-inject arguments, run at --max).
+  double Slowdown(const std::vector<std::string>& victim, const std::string& phase,
+                  std::vector<std::string> antagonist) {
+    const double alone = VictimPhase(victim, phase);
+    antagonist.insert(antagonist.end(), {"--max", "--duration", "120s"});
+    testing::Child load(testing::CodlInjectCmd(antagonist));
+    EXPECT_NE(load.ReadLine(60), "") << "the antagonist never reported";
+    const double beside = VictimPhase(victim, phase);
+    kill(load.pid(), SIGTERM);
+    EXPECT_EQ(load.Wait(30), 0) << "the antagonist did not stop cleanly on SIGTERM";
+    EXPECT_GT(alone, 0);
+    const double slowdown = alone > 0 ? beside / alone : 0;
+    // The figure for the record (docs/gpu.md quotes them): ctest --output-on-failure -V shows it.
+    std::printf("gpusim truth: %s %s: alone %.4f s, beside %.4f s, slowdown %.4f\n",
+                antagonist[0].c_str(), phase.c_str(), alone, beside, slowdown);
+    return slowdown;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(GpusimGroundTruth, H2dCopiesBesideAnH2dFloodTakeTwiceAsLong) {
+  // Two copies on one PCIe direction: 1/2 each, so the victim's H2D phase takes 2x.
+  const double s = Slowdown({"--gemm-count", "0", "--h2d-size", "48MiB"}, "h2d_s",
+                            {"cuda_memcpy", "--set", "direction=h2d"});
+  EXPECT_NEAR(s, 2.0, 0.06) << "model: w / (w + w) of the link";  // +-3 %
+}
+
+TEST_F(GpusimGroundTruth, GemmBesideAD2dFloodIsNotSlowed) {
+  // HBM copies and SM time are separate resources in the model: truth 1.0.
+  const double s = Slowdown({"--gemm-count", "2", "--gemm-dim", "256", "--h2d-size", "4KiB"},
+                            "compute_s", {"cuda_memcpy", "--set", "direction=d2d"});
+  EXPECT_NEAR(s, 1.0, 0.03);
+}
+
+TEST_F(GpusimGroundTruth, GemmBesideAnMpsCotenantLosesItsShare) {
+  // The victim is an MPS client at 100 %, the co-tenant at p: the victim keeps 1 / (1 + p) of
+  // the SMs, so its compute takes (1 + p)x.
+  setenv("CUDA_MPS_PIPE_DIRECTORY", (dir_ + "/mps-pipe").c_str(), 1);
+  setenv("CUDA_MPS_LOG_DIRECTORY", (dir_ + "/mps-log").c_str(), 1);
+  for (int percent : {25, 50, 100}) {
+    SCOPED_TRACE(percent);
+    const double s =
+        Slowdown({"--gemm-count", "2", "--gemm-dim", "256", "--h2d-size", "4KiB"}, "compute_s",
+                 {"mps_cotenant", "--set", "sm_percent=" + std::to_string(percent), "--set",
+                  "pipe_dir=" + dir_ + "/mps-pipe", "--set", "log_dir=" + dir_ + "/mps-log"});
+    EXPECT_NEAR(s, 1.0 + percent / 100.0, 0.03 * (1.0 + percent / 100.0));
+  }
   unsetenv("CUDA_MPS_PIPE_DIRECTORY");
   unsetenv("CUDA_MPS_LOG_DIRECTORY");
 }

@@ -20,18 +20,46 @@
 # (nvidia-smi missing or listing none): the environment is captured, nothing is built or run,
 # and the summary says so; 130 interrupted.
 #
-# Environment: OUT (default ./out), CODL_GPU_BUILD_DIR (default <repo>/build-gpu-check),
+# --sim runs the very same steps on gpusim, the CPU stand-in for a CUDA node (docs/gpu.md#gpusim-
+# the-gpu-code-without-a-gpu), so CI exercises this script: the build is -DCODL_GPU_SIM=ON, the
+# CUDA libraries and nvidia-cuda-mps-control are gpusim's, nvidia-smi is not asked, and the
+# summary says "simulated":true (its figures are the model's, not a GPU's).
+# --out DIR is OUT=DIR.
+#
+# Environment: OUT (default ./out), CODL_GPU_BUILD_DIR (default <repo>/build-gpu-check, with
+# --sim <repo>/build-gpu-check-sim),
 # CODL_GPU_SKIP_BUILD=1 (reuse that build), JOBS (default nproc), CODL_GPU_BUDGET_S (default
 # 540: the whole run, build included), CODL_GPU_DEVICE (default 0).
 # shellcheck disable=SC2317  # the step functions are called through the STEPS table
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SIM=0
+while (($#)); do
+  case $1 in
+    --sim) SIM=1 ;;
+    --out)
+      [[ $# -ge 2 ]] || { echo "run_gpu_checks.sh: --out needs a folder" >&2; exit 2; }
+      OUT=$2
+      shift
+      ;;
+    --out=*) OUT=${1#--out=} ;;
+    -h | --help)
+      sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "run_gpu_checks.sh: unknown argument '$1' (--sim, --out DIR, --help)" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
 OUT=${OUT:-./out}
 mkdir -p "$OUT/logs/nccl" "$OUT/steps" "$OUT/env"
 OUT=$(cd "$OUT" && pwd)
 LOGS=$OUT/logs
-BUILD=${CODL_GPU_BUILD_DIR:-$ROOT/build-gpu-check}
+BUILD=${CODL_GPU_BUILD_DIR:-$ROOT/build-gpu-check$( ((SIM)) && echo -sim)}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 BUDGET_S=${CODL_GPU_BUDGET_S:-540}
 DEV=${CODL_GPU_DEVICE:-0}
@@ -45,6 +73,16 @@ BG_PIDS=()                       # background processes this script started (by 
 SMI_PID=""
 # The GPU's compute capability ("90"). Not CC: an exported CC is the C compiler CMake uses.
 GPU_ARCH=""
+# GEMM size of the victim and of the kernel=gemm co-tenant. gpusim computes every SGEMM's result
+# on the host, at a modeled 2 GFLOP/s: its n is the co-tenant's smallest.
+GEMM_N=4096
+((SIM)) && GEMM_N=256
+# Bytes per copy of the memcpy steps. gpusim's links are ~12x slower than an H100's PCIe, so its
+# copies are smaller by as much: a copy lasts what it lasts on a GPU (~3 ms), which is what the
+# level checks' control loop is tuned for (64 MiB copies of 33 ms under-deliver at level 0.25:
+# docs/gpu.md#gpusim-the-gpu-code-without-a-gpu, "found, not yet fixed").
+MEMCPY_BYTES=67108864
+((SIM)) && MEMCPY_BYTES=4194304
 
 CHECKS=()  # JSON objects, one per check
 ROWS=()    # "name|status|value|detail" for the table
@@ -166,8 +204,9 @@ write_summary() {
   )
   {
     printf '{"script":"tests/gpu/run_gpu_checks.sh","elapsed_s":%s,"budget_s":%s,' "$(elapsed)" "$BUDGET_S"
-    printf '"device":%s,"gpu_present":%s,"passed":%d,"failed":%d,"skipped":%d,"checks":[%s]}\n' \
-      "$(json_str "${DEVICE_DESC:-none}")" "${GPU_PRESENT:-false}" "$pass" "$fail" "$skip" "$joined"
+    printf '"device":%s,"gpu_present":%s,"simulated":%s,"passed":%d,"failed":%d,"skipped":%d,"checks":[%s]}\n' \
+      "$(json_str "${DEVICE_DESC:-none}")" "${GPU_PRESENT:-false}" "$( ((SIM)) && echo true || echo false)" \
+      "$pass" "$fail" "$skip" "$joined"
   } >"$OUT/gpu_summary.json"
   echo
   printf '%-30s %-5s %-14s %s\n' CHECK STATUS VALUE DETAIL
@@ -232,7 +271,13 @@ NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 capture_env
 GPU_PRESENT=false
 DEVICE_DESC=""
-if command -v nvidia-smi >/dev/null 2>&1; then
+if ((SIM)); then
+  # gpusim's node: its config, its MPS control first on PATH, a node of this run's own.
+  export CODL_GPUSIM_CONFIG=${CODL_GPUSIM_CONFIG:-$ROOT/tests/gpu/gpusim_ci.yaml}
+  export CODL_GPUSIM_NODE=${CODL_GPUSIM_NODE:-gpu-checks-$$}
+  export PATH=$BUILD/gpusim/bin:$PATH
+  DEVICE_DESC="simulated (gpusim): $CODL_GPUSIM_CONFIG"
+elif command -v nvidia-smi >/dev/null 2>&1; then
   DEVICE_DESC=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode \
     --format=csv,noheader 2>/dev/null | grep -v -i 'no devices' | head -8 | tr '\n' ';')
 fi
@@ -244,6 +289,7 @@ if [[ -z $DEVICE_DESC ]]; then
 fi
 GPU_PRESENT=true
 record env.gpu info "" "$DEVICE_DESC"
+if ((!SIM)); then
 record env.pcie info "" "$(timeout 20 nvidia-smi -i "$DEV" --query-gpu=pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max --format=csv,noheader 2>&1 | head -1) (gen cur,max, width cur,max)"
 record env.modes info "" "compute/MIG: $(timeout 20 nvidia-smi -i "$DEV" --query-gpu=compute_mode,mig.mode.current --format=csv,noheader 2>&1 | head -1); NUMA node: $(gpu_numa_node)"
 GPU_ARCH=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
@@ -251,6 +297,7 @@ GPU_ARCH=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2
 nvidia-smi --query-gpu=timestamp,index,utilization.gpu,utilization.memory,memory.used,power.draw,clocks.sm,clocks.mem,temperature.gpu,pcie.link.gen.current,clocks_throttle_reasons.active \
   --format=csv -lms 250 >"$OUT/env/smi_250ms.csv" 2>&1 &
 SMI_PID=$!
+fi
 echo "$START" >"$OUT/env/script_start_unix_s"
 
 # ---- 1. library paths, then the build ----------------------------------------------------------
@@ -270,8 +317,9 @@ if [[ ! -f /usr/local/cuda/include/nccl.h ]] && command -v python3 >/dev/null; t
     fi
   done
 fi
+((SIM)) && lib_dirs=("$BUILD/gpusim/lib")  # gpusim's, and never the toolkit's real ones
 for d in "${lib_dirs[@]}"; do
-  [[ -d $d ]] && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  [[ -d $d ]] || ((SIM)) && LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 done
 export LD_LIBRARY_PATH
 record env.libraries info "" "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
@@ -279,6 +327,9 @@ record env.libraries info "" "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 cmake_args=(-S "$ROOT" -B "$BUILD" -G Ninja -DCODL_TOOLS_ONLY=ON -DCODL_BUILD_TESTS=OFF
   -DCMAKE_BUILD_TYPE=Release)
 [[ -n $GPU_ARCH ]] && cmake_args+=(-DCMAKE_CUDA_ARCHITECTURES="${GPU_ARCH}-real")
+((SIM)) && cmake_args+=(-DCODL_GPU_SIM=ON)
+build_targets=(codl-inject codl-victim)
+((SIM)) && build_targets+=(codl_gpusim_all)
 if [[ -n $NCCL_INC ]]; then
   cmake_args+=(-DNCCL_INCLUDE_DIR="$NCCL_INC" -DNCCL_LIBRARY="$NCCL_LIB")
   record env.nccl info "" "NCCL headers from $NCCL_INC"
@@ -291,24 +342,36 @@ build_tools() {
   if [[ ${CODL_GPU_SKIP_BUILD:-0} == 1 && -x $TOOLS/memcpy_baseline && -x $TOOLS/gemm_victim ]]; then
     return 0
   fi
+  local link=()
+  # gpusim: its runtime instead of cudart, its cuBLAS, found through RUNPATH.
+  ((SIM)) && link=(-cudart none -L"$BUILD/gpusim" -L"$BUILD/gpusim/lib" -lcodl_gpusim
+    -Xlinker "-rpath,$BUILD/gpusim:$BUILD/gpusim/lib")
   timeout -k 5 180 "$NVCC" -O2 -std=c++17 -arch="$arch" -o "$TOOLS/memcpy_baseline" \
-    "$ROOT/tests/gpu/memcpy_baseline.cu" &&
+    "$ROOT/tests/gpu/memcpy_baseline.cu" "${link[@]}" &&
     timeout -k 5 180 "$NVCC" -O2 -std=c++17 -arch="$arch" -o "$TOOLS/gemm_victim" \
-      "$ROOT/tests/gpu/gemm_victim.cu" -lcublas
+      "$ROOT/tests/gpu/gemm_victim.cu" -lcublas "${link[@]}"
 }
-build_tools >"$LOGS/nvcc_tools.log" 2>&1 &
-tools_pid=$!
+if ((SIM)); then
+  tools_pid=""  # after the build: they link gpusim's libraries
+else
+  build_tools >"$LOGS/nvcc_tools.log" 2>&1 &
+  tools_pid=$!
+fi
 if [[ ${CODL_GPU_SKIP_BUILD:-0} == 1 && -x $INJECT ]]; then
   record build skip "" "CODL_GPU_SKIP_BUILD=1: reusing $INJECT"
 else
   if run_logged cmake_configure 120 cmake "${cmake_args[@]}" &&
-    run_logged cmake_build 300 cmake --build "$BUILD" --target codl-inject codl-victim -j "$JOBS"; then
+    run_logged cmake_build 300 cmake --build "$BUILD" --target "${build_targets[@]}" -j "$JOBS"; then
     record build pass "" "codl-inject, codl-victim in $BUILD ($(grep -o 'CUDA [A-Z]*, NCCL [A-Z]*' "$LOGS/cmake_configure.log" | head -1))"
   else
     record build fail "" "$(grep -m3 -E 'error|Error' "$LOGS"/cmake_*.log | cut -c1-300 | tr '\n' ' ')"
     # codl-inject alone, should codl-victim be what failed.
     run_logged cmake_build_inject 200 cmake --build "$BUILD" --target codl-inject -j "$JOBS"
   fi
+fi
+if [[ -z $tools_pid ]]; then
+  build_tools >"$LOGS/nvcc_tools.log" 2>&1 &
+  tools_pid=$!
 fi
 if wait "$tools_pid"; then
   record build.nvcc_tools pass "" "memcpy_baseline, gemm_victim"
@@ -331,7 +394,7 @@ for inj in cuda_memcpy nccl mps_cotenant; do
   if avail "$inj"; then
     record "list.$inj" pass "" "available"
   else
-    record "list.$inj" fail "" "nvidia-smi sees a GPU but $inj is unavailable: $(reason "$inj")"
+    record "list.$inj" fail "" "$( ((SIM)) && echo gpusim || echo nvidia-smi) sees a GPU but $inj is unavailable: $(reason "$inj")"
   fi
 done
 if ! avail cuda_memcpy; then
@@ -346,7 +409,7 @@ declare -A PEAK
 # memcpy DIR: calibrate, then compare with the bare loop (goal >= 0.97x).
 memcpy_peak() {
   local dir=$1 log=memcpy_${1}_calibrate base ratio st
-  if ! run_logged "$log" 40 "$INJECT" cuda_memcpy --set device="$DEV" --set direction="$dir" --calibrate --duration 3s --json; then
+  if ! run_logged "$log" 40 "$INJECT" cuda_memcpy --set device="$DEV" --set direction="$dir" --set size="$MEMCPY_BYTES" --calibrate --duration 3s --json; then
     record "memcpy.$dir.calibrate" fail "" "$(last_error "$LOGS/$log.log")"
     return
   fi
@@ -357,7 +420,7 @@ memcpy_peak() {
     record "memcpy.$dir.vs_baseline" fail "" "memcpy_baseline not built"
     return
   fi
-  if run_logged "memcpy_${dir}_baseline" 40 "$TOOLS/memcpy_baseline" "$dir" 67108864 3 "$DEV" 32; then
+  if run_logged "memcpy_${dir}_baseline" 40 "$TOOLS/memcpy_baseline" "$dir" "$MEMCPY_BYTES" 3 "$DEV" 32; then
     base=$(json_num "$LOGS/memcpy_${dir}_baseline.log" bytes_per_s)
     ratio=$(calc "${PEAK[$dir]} / $base")
     if check "$ratio >= 0.97"; then st=pass; else st=fail; fi
@@ -375,7 +438,7 @@ memcpy_levels() {
   }
   for level in 0.25 0.5 0.75; do
     log=memcpy_${dir}_level_$level
-    if run_logged "$log" 40 "$INJECT" cuda_memcpy --set device="$DEV" --set direction="$dir" --level "$level" \
+    if run_logged "$log" 40 "$INJECT" cuda_memcpy --set device="$DEV" --set direction="$dir" --set size="$MEMCPY_BYTES" --level "$level" \
       --peak "${PEAK[$dir]}" --duration 4s --json; then
       record_level "memcpy.$dir.level_$level" "$LOGS/$log.log"
     else
@@ -500,7 +563,7 @@ step_mps_victim() {
   log_mps_clients "$shared/pipe" "$LOGS/mps_clients.log" &
   logger=$!
   BG_PIDS+=("$logger")
-  if run_logged victim_alone 60 "${SHARED_ENV[@]}" "$TOOLS/gemm_victim" 5 4096 "$DEV"; then
+  if run_logged victim_alone 60 "${SHARED_ENV[@]}" "$TOOLS/gemm_victim" 5 "$GEMM_N" "$DEV"; then
     base=$(json_num "$LOGS/victim_alone.log" tflops)
     "$INJECT" mps_cotenant --set device="$DEV" --set sm_percent=50 --set pipe_dir="$shared/pipe" \
       --set log_dir="$shared/log" --max --duration 40s --json >"$LOGS/mps_cotenant.log" 2>&1 &
@@ -513,7 +576,7 @@ step_mps_victim() {
     done
     if grep -q '^{"mps":{.*"started":false}}$' "$LOGS/mps_cotenant.log"; then
       sleep 1 # let the co-tenant reach its steady state
-      if run_logged victim_shared 60 "${SHARED_ENV[@]}" "$TOOLS/gemm_victim" 5 4096 "$DEV"; then
+      if run_logged victim_shared 60 "${SHARED_ENV[@]}" "$TOOLS/gemm_victim" 5 "$GEMM_N" "$DEV"; then
         inter=$(json_num "$LOGS/victim_shared.log" tflops)
         drop=$(calc "1 - $inter / $base")
         if check "$drop >= 0.10"; then st=pass; else st=fail; fi
@@ -620,7 +683,7 @@ step_duty() {
 step_mps_variants() {
   local v log
   avail mps_cotenant || return 0
-  for v in "kernel=gemm sm_percent=50" "kernel=fma sm_percent=25" "kernel=fma sm_percent=100"; do
+  for v in "kernel=gemm gemm_n=$GEMM_N sm_percent=50" "kernel=fma sm_percent=25" "kernel=fma sm_percent=100"; do
     log=mps_$(tr ' =' '__' <<<"$v")
     # shellcheck disable=SC2046,SC2086  # word splitting into --set pairs is the point
     if run_logged "$log" 60 "$INJECT" mps_cotenant --set device="$DEV" $(printf -- '--set %s ' $v) \
