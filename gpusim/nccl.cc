@@ -68,10 +68,15 @@ void Execute(const std::shared_ptr<CommState>& st, const Op& op) {
     }
     return;
   }
-  if (!Exchange(*st, op)) return;
+  // The collective holds its share of the link from its first byte: the data exchange runs in
+  // the first slice of the modeled transfer, not before it.
   const double bytes = LinkBytes(op, st->nranks);
-  node.Consume(st->device, codl::gpusim::kNvlink, bytes, spec.nvlink_bps, 1.0f, nullptr);
-  if (node.ok())
+  bool exchanged = false;
+  node.Consume(st->device, codl::gpusim::kNvlink, bytes, spec.nvlink_bps, 1.0f,
+               [&](double from, double) {
+                 if (from == 0) exchanged = Exchange(*st, op);
+               });
+  if (exchanged && node.ok())
     node.shm()->dev[st->device].nvlink_rx_bytes.fetch_add(static_cast<uint64_t>(bytes));
 }
 

@@ -23,6 +23,7 @@ constexpr uint64_t kMagic = 0x636f646c6770736dull;  // "codlgpsm"
 constexpr uint32_t kVersion = 1;
 constexpr double kQuantumS = 1e-3;  // shares are re-read this often
 constexpr double kMaxLagS = 2e-3;   // a late user catches up at most this much
+constexpr double kCarryS = 2e-4;    // a thread's wake-up latency, at most
 
 double NowS() {
   timespec ts{};
@@ -216,7 +217,12 @@ double Node::Consume(int device, int resource, double units, double capacity, fl
   DeviceCounters& c = shm_->dev[device];
   const int slot = Claim(device, resource, weight);
   const double start = NowS();
-  double t = start;  // the modeled clock of this user
+  // The modeled clock of this user. Work queued back to back on one stream (one thread) starts
+  // where the previous piece ended in the model, not when its thread woke up: a wake-up's
+  // latency would otherwise be lost once per operation (~90 us, 6 % of a 1.4 ms copy).
+  thread_local double t_previous_end = 0;
+  // Only a wake-up's worth (kCarryS): a real idle gap between two operations stays idle.
+  double t = start - t_previous_end < kCarryS ? t_previous_end : start;
   double done = 0;
   while (done < units) {
     const double sum = slot >= 0 ? WeightSum(device, resource) : weight;
@@ -232,6 +238,7 @@ double Node::Consume(int device, int resource, double units, double capacity, fl
     SleepUntil(t);
   }
   if (slot >= 0) shm_->slots[slot].pid.store(0, std::memory_order_release);
+  t_previous_end = t;
   return NowS() - start;
 }
 

@@ -358,6 +358,23 @@ TEST(GpusimLabels, TheGpuLabelsSayTheDevicesAreSimulated) {
   EXPECT_NE(run.out.find("\"mps_available\":\"true\""), std::string::npos) << run.out;
 }
 
+// cuda_memcpy d2d into another GPU (peer_device) goes over NVLink: its calibrated peak is the
+// config's NVLink rate (3 GB/s on the CI node).
+TEST(GpusimPeer, PeerCopiesRunAtTheNvlinkRate) {
+  const auto run = testing::RunProcess(
+      testing::CodlInjectCmd({"cuda_memcpy", "--set", "direction=d2d", "--set", "peer_device=1",
+                              "--set", "size=4MiB", "--calibrate", "--duration", "2s", "--json"}),
+      60);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto lines = testing::Lines(run.out);
+  ASSERT_FALSE(lines.empty());
+  // The model's rate, less what the host's memmove of 4 MiB copies adds (~0.5 % when idle).
+  const double rate = testing::JsonNumber(lines.back(), "achieved_rate");
+  EXPECT_GE(rate, 0.9 * 3e9) << lines.back();
+  EXPECT_LE(rate, 1.01 * 3e9) << lines.back();
+  EXPECT_NE(lines.back().find("through peer access"), std::string::npos) << lines.back();
+}
+
 // The MPS control stand-in: start, commands, quit (the socket goes).
 TEST(GpusimMps, ControlDaemonLifecycle) {
   const std::string dir = ::testing::TempDir() + "gpusim-mps-" + std::to_string(getpid());
@@ -394,7 +411,8 @@ namespace {
 // Ground truth: codl-victim --device cuda beside a GPU antagonist, each in its own process on
 // one gpusim node, against what the model says from the config alone (node.h's rule). The
 // victim's step is made of the one GPU resource under test, large enough that its fixed costs
-// (a sync, an event) stay near 1 %. The node is slower than CI's (PCIe 1 GB/s, 1 GFLOP/s) so the
+// (a sync, an event) stay near 1 %. The node is slower than CI's (PCIe 1 GB/s, 1 GFLOP/s, NVLink
+// 0.02 GB/s, where a 4 MiB allreduce's exchange through shared memory costs a few ms) so the
 // host work behind the model (memcpy, the SGEMM's real result) stays well inside modeled time
 // even on a busy 2-core box, and it is a node of its own.
 class GpusimGroundTruth : public ::testing::Test {
@@ -403,7 +421,8 @@ class GpusimGroundTruth : public ::testing::Test {
     dir_ = ::testing::TempDir() + "gpusim-truth-" + std::to_string(getpid());
     mkdir(dir_.c_str(), 0700);
     std::ofstream(dir_ + "/node.yaml")
-        << "count: 2\ndevice: {sms: 16, pcie_h2d_gbps: 1, pcie_d2h_gbps: 1, fp32_gflops: 1}\n";
+        << "count: 2\ndevice: {sms: 16, pcie_h2d_gbps: 1, pcie_d2h_gbps: 1, fp32_gflops: 1, "
+           "nvlink_gbps: 0.02}\n";
     setenv("CODL_GPUSIM_CONFIG", (dir_ + "/node.yaml").c_str(), 1);
     setenv("CODL_GPUSIM_NODE", ("truth-" + std::to_string(getpid())).c_str(), 1);
   }
@@ -463,6 +482,58 @@ TEST_F(GpusimGroundTruth, H2dCopiesBesideAnH2dFloodTakeTwiceAsLong) {
   const double s = Slowdown({"--gemm-count", "0", "--h2d-size", "48MiB"}, "h2d_s",
                             {"cuda_memcpy", "--set", "direction=h2d"});
   EXPECT_NEAR(s, 2.0, 0.06) << "model: w / (w + w) of the link";  // +-3 %
+}
+
+// A level the model cannot give (90 % of the link while a flood takes half of it) is reported as
+// saturated, at the half the model leaves it.
+TEST_F(GpusimGroundTruth, ALevelTheModelCannotGiveIsFlaggedSaturated) {
+  testing::Child flood(
+      testing::CodlInjectCmd({"cuda_memcpy", "--set", "size=4MiB", "--max", "--duration", "120s"}));
+  ASSERT_NE(flood.ReadLine(60), "");
+  const auto run = testing::RunProcess(
+      testing::CodlInjectCmd({"cuda_memcpy", "--set", "size=4MiB", "--level", "0.9", "--peak",
+                              "1e9", "--duration", "4s", "--json"}),
+      60);
+  kill(flood.pid(), SIGTERM);
+  EXPECT_EQ(flood.Wait(30), 0);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto lines = testing::Lines(run.out);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(testing::JsonNumber(lines.back(), "saturated"), 1) << lines.back();
+  // PCIe 1 GB/s here, half of it left: 0.5e9 of the 0.9e9 asked.
+  EXPECT_NEAR(testing::JsonNumber(lines.back(), "achieved_rate"), 0.5e9, 0.03 * 0.5e9);
+}
+
+TEST_F(GpusimGroundTruth, AllreduceBesideABackgroundAllreduceTakesTwiceAsLong) {
+  // codl-victim's 2 ranks (NCCL on cuda:0 and cuda:1) beside the nccl antagonist's 2 ranks on
+  // the same GPUs: each collective gets half of each device's NVLink, so comm takes 2x.
+  const std::vector<std::string> nccl = {"nccl",      "--set", "op=allreduce", "--set",
+                                         "size=4MiB", "--set", "ranks=2"};
+  const std::vector<std::string> victim = {"--ranks",    "2",    "--gemm-count",     "0",
+                                           "--h2d-size", "4KiB", "--allreduce-size", "4MiB"};
+  const double alone = VictimPhase(victim, "comm_s");
+  auto rank = [&](int r, const std::string& more) {
+    std::vector<std::string> args = nccl;
+    args.insert(args.end(),
+                {"--set", "rank=" + std::to_string(r), "--set", "device=" + std::to_string(r),
+                 "--set", more, "--max", "--duration", "120s", "--json"});
+    return testing::CodlInjectCmd(args);
+  };
+  testing::Child rank0(rank(0, "rendezvous_key=truth/k"));
+  const std::string publish = rank0.ReadLine(60);
+  const std::string key = "\"value_hex\":\"";
+  const size_t at = publish.find(key);
+  ASSERT_NE(at, std::string::npos) << publish;
+  testing::Child rank1(rank(1, "unique_id=" + publish.substr(at + key.size(), 256)));
+  EXPECT_NE(rank1.ReadLine(60), "") << "rank 1 never reported";
+  const double beside = VictimPhase(victim, "comm_s");
+  kill(rank0.pid(), SIGTERM);  // the stop vote takes rank 1 along
+  EXPECT_EQ(rank0.Wait(30), 0);
+  EXPECT_EQ(rank1.Wait(30), 0);
+  ASSERT_GT(alone, 0);
+  std::printf("gpusim truth: nccl comm_s: alone %.4f s, beside %.4f s, slowdown %.4f\n", alone,
+              beside, beside / alone);
+  EXPECT_NEAR(beside / alone, 2.0, 0.06);
 }
 
 TEST_F(GpusimGroundTruth, GemmBesideAD2dFloodIsNotSlowed) {
