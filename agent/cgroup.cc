@@ -14,15 +14,13 @@
 #include <sstream>
 #include <thread>
 
+#include "lib/common/read_file.h"
+#include "lib/common/units.h"
+
 namespace codl::agent {
 namespace {
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string ReadText(const std::string& path) { return ReadFileText(path).value_or(""); }
 
 // Cgroup files take one write per value; errors come back from write(), not from open().
 Status WriteText(const std::string& path, const std::string& value) {
@@ -37,10 +35,7 @@ Status WriteText(const std::string& path, const std::string& value) {
   return Status::Ok();
 }
 
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+std::string Trimmed(const std::string& s) { return std::string(TrimSpace(s)); }
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "lib/common/read_file.h"
+#include "lib/common/units.h"
 
 namespace codl::agent::telemetry_text {
 
@@ -84,11 +85,6 @@ std::vector<std::string> TelemetryListDir(const std::string& dir) {
   return names;
 }
 
-std::string TelemetryTrim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return std::string(s);
-}
+std::string TelemetryTrim(std::string_view s) { return std::string(TrimSpace(s)); }
 
 }  // namespace codl::agent::telemetry_text

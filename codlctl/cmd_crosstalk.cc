@@ -15,6 +15,7 @@
 #include "codlctl/injector_choice.h"
 #include "codlctl/results_output.h"
 #include "injectors/core/registry.h"
+#include "lib/common/read_file.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
 
@@ -139,11 +140,9 @@ int CmdCrosstalk(const GlobalOptions& g, const CrosstalkCliOptions& o) {
   std::string text;
   experiment::NodeSelector nodes;
   if (!o.run.file.empty()) {
-    std::ifstream in(o.run.file);
-    if (!in) return CrosstalkFail(o.run.file + ": cannot read the file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    std::optional<std::string> read = ReadFileText(o.run.file);
+    if (!read) return CrosstalkFail(o.run.file + ": cannot read the file");
+    text = std::move(*read);
     auto spec = experiment::ParseExperiment(text, o.run.file, InjectorHooks());
     if (!spec.ok()) {
       fprintf(stderr, "%s\n", TerminalSafe(spec.error()).c_str());

@@ -21,6 +21,7 @@
 #include "codlctl/victim_estimate.h"
 #include "injectors/core/registry.h"
 #include "lib/analysis/stats.h"
+#include "lib/common/read_file.h"
 #include "lib/common/subprocess.h"
 #include "lib/common/units.h"
 #include "lib/common/utf8.h"
@@ -41,11 +42,9 @@ experiment::ParseHooks InjectorHooks() {
 namespace {
 
 Result<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Err(path + ": cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::optional<std::string> text = ReadFileText(path);
+  if (!text) return Err(path + ": cannot read the file");
+  return std::move(*text);
 }
 
 // Watches until the experiment ends; returns its final status.

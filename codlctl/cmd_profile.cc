@@ -18,6 +18,7 @@
 #include "codlctl/injector_choice.h"
 #include "codlctl/results_output.h"
 #include "injectors/core/registry.h"
+#include "lib/common/read_file.h"
 #include "lib/common/utf8.h"
 #include "lib/spec/node_selector_match.h"
 
@@ -141,11 +142,9 @@ int CmdProfile(const GlobalOptions& g, const ProfileCliOptions& o) {
   if (o.run.file.empty())
     return ProfileFail("give the experiment FILE whose victim to profile, or --show ID");
   if (Status s = CheckProfileFlags(o); !s.ok()) return ProfileFail(s.error());
-  std::ifstream in(o.run.file);
-  if (!in) return ProfileFail(o.run.file + ": cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::optional<std::string> read = ReadFileText(o.run.file);
+  if (!read) return ProfileFail(o.run.file + ": cannot read the file");
+  const std::string& text = *read;
   auto spec = experiment::ParseExperiment(text, o.run.file, InjectorHooks());
   if (!spec.ok()) {
     fprintf(stderr, "%s\n", TerminalSafe(spec.error()).c_str());

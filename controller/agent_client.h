@@ -60,6 +60,17 @@ class AgentClient {
   using EstimateDone = std::function<void(double setup_s)>;
   virtual void EstimateSetupAsync(const v1::InjectorSpec& spec, EstimateDone done) { done(0); }
 
+  // The trial's other fan-outs, in the same form (issue, return, `done` later on another
+  // thread): the stops of its antagonists and its node telemetry windows. GrpcAgentClient uses
+  // gRPC's callback API (a retry waits on a grpc::Alarm, not a thread); the defaults run the
+  // blocking call on a thread of its own (fakes in tests, which may block on purpose).
+  using StopDone = std::function<void(Result<v1::StopAntagonistReply>)>;
+  virtual void StopAntagonistAsync(const v1::StopAntagonistRequest& req, StopDone done);
+  using WindowBegun = std::function<void(Status)>;
+  virtual void BeginNodeWindowAsync(const std::string& trial_id, double lease_s, WindowBegun done);
+  using WindowEnded = std::function<void(Result<v1::NodeTelemetry>)>;
+  virtual void EndNodeWindowAsync(const std::string& trial_id, WindowEnded done);
+
   // Live telemetry of one trial until the returned handle is destroyed (which cancels the
   // stream and joins its reader). nullptr when the agent cannot stream (fakes in tests).
   class TelemetryStream {
@@ -75,6 +86,18 @@ class AgentClient {
 inline void AgentClient::StartAntagonistAsync(const v1::StartAntagonistRequest& req,
                                               StartDone done) {
   std::thread([this, req, done = std::move(done)] { done(StartAntagonist(req)); }).detach();
+}
+inline void AgentClient::StopAntagonistAsync(const v1::StopAntagonistRequest& req, StopDone done) {
+  std::thread([this, req, done = std::move(done)] { done(StopAntagonist(req)); }).detach();
+}
+inline void AgentClient::BeginNodeWindowAsync(const std::string& trial_id, double lease_s,
+                                              WindowBegun done) {
+  std::thread([this, trial_id, lease_s, done = std::move(done)] {
+    done(BeginNodeWindow(trial_id, lease_s));
+  }).detach();
+}
+inline void AgentClient::EndNodeWindowAsync(const std::string& trial_id, WindowEnded done) {
+  std::thread([this, trial_id, done = std::move(done)] { done(EndNodeWindow(trial_id)); }).detach();
 }
 
 // Creates the client for an agent that registered with `address`.

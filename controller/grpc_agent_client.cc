@@ -1,3 +1,4 @@
+#include <grpcpp/alarm.h>
 #include <spdlog/spdlog.h>
 
 #include <mutex>
@@ -70,38 +71,40 @@ class GrpcAgentClient : public AgentClient {
   }
 
   // The callback API: no thread per call. Same deadline as StartAntagonist, and the same
-  // single retry on UNAVAILABLE after 200 ms (on a short-lived thread, never blocking a gRPC
-  // callback thread; safe because the request carries its idempotency key).
+  // single retry on UNAVAILABLE after 200 ms (on a grpc::Alarm, never blocking a gRPC callback
+  // thread; safe because the request carries its idempotency key).
   void StartAntagonistAsync(const v1::StartAntagonistRequest& req, StartDone done) override {
-    struct Pending {
-      std::unique_ptr<grpc::ClientContext> ctx;
-      v1::StartAntagonistRequest req;
-      v1::StartAntagonistReply reply;
-      StartDone done;
-    };
-    auto p = std::make_shared<Pending>();
-    p->ctx = rpc::MakeContext(StartDeadlineS(req));
-    p->req = req;
-    p->done = std::move(done);
-    stub_->async()->StartAntagonist(p->ctx.get(), &p->req, &p->reply, [this, p](grpc::Status s) {
-      if (s.ok()) {
-        p->done(std::move(p->reply));
-      } else if (rpc::FromGrpc(s).code() == StatusCode::kUnavailable) {
-        std::thread([this, p] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          v1::StartAntagonistReply reply;
-          auto ctx = rpc::MakeContext(StartDeadlineS(p->req));
-          grpc::Status again = stub_->StartAntagonist(ctx.get(), p->req, &reply);
-          if (again.ok()) {
-            p->done(std::move(reply));
-          } else {
-            p->done(rpc::FromGrpc(again, "agent " + agent_id_ + " StartAntagonist"));
-          }
-        }).detach();
-      } else {
-        p->done(rpc::FromGrpc(s, "agent " + agent_id_ + " StartAntagonist"));
-      }
-    });
+    CallAsync<v1::StartAntagonistRequest, v1::StartAntagonistReply>(
+        "StartAntagonist", StartDeadlineS(req), req, &Async::StartAntagonist, std::move(done));
+  }
+
+  void StopAntagonistAsync(const v1::StopAntagonistRequest& req, StopDone done) override {
+    CallAsync<v1::StopAntagonistRequest, v1::StopAntagonistReply>(
+        "StopAntagonist", tunables::kStopAntagonistDeadlineS, req, &Async::StopAntagonist,
+        std::move(done));
+  }
+
+  void BeginNodeWindowAsync(const std::string& trial_id, double lease_s,
+                            WindowBegun done) override {
+    v1::BeginNodeWindowRequest req;
+    req.set_trial_id(trial_id);
+    req.set_lease_s(lease_s);
+    CallAsync<v1::BeginNodeWindowRequest, v1::BeginNodeWindowReply>(
+        "BeginNodeWindow", tunables::kStopAllDeadlineS, req, &Async::BeginNodeWindow,
+        [done = std::move(done)](Result<v1::BeginNodeWindowReply> r) {
+          done(r.ok() ? Status::Ok() : r.status());
+        });
+  }
+
+  void EndNodeWindowAsync(const std::string& trial_id, WindowEnded done) override {
+    v1::EndNodeWindowRequest req;
+    req.set_trial_id(trial_id);
+    CallAsync<v1::EndNodeWindowRequest, v1::EndNodeWindowReply>(
+        "EndNodeWindow", tunables::kStopAllDeadlineS, req, &Async::EndNodeWindow,
+        [done = std::move(done)](Result<v1::EndNodeWindowReply> r) {
+          if (!r.ok()) return done(r.status());
+          done(r->telemetry());
+        });
   }
 
   // A failed estimate (an agent without EstimateSetup, a timeout) is 0: the start then falls
@@ -211,6 +214,60 @@ class GrpcAgentClient : public AgentClient {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     return rpc::FromGrpc(s, "agent " + agent_id_ + " " + method);  // keeps the agent's code
+  }
+
+  // One call on gRPC's callback API with the blocking Call's policy: `deadline_s` per attempt,
+  // one retry on UNAVAILABLE after 200 ms, waited on a grpc::Alarm (no thread). `done` runs
+  // once, on a gRPC thread.
+  using Async = v1::Agent::StubInterface::async_interface;
+  template <class Req, class Reply>
+  using AsyncMethod = void (Async::*)(grpc::ClientContext*, const Req*, Reply*,
+                                      std::function<void(grpc::Status)>);
+  template <class Req, class Reply>
+  void CallAsync(const char* method, double deadline_s, const Req& req, AsyncMethod<Req, Reply> rpc,
+                 std::function<void(Result<Reply>)> done) {
+    struct Pending {
+      std::unique_ptr<grpc::ClientContext> ctx;
+      Req req;
+      Reply reply;
+      std::function<void(Result<Reply>)> done;
+      grpc::Alarm alarm;
+      bool retried = false;
+      std::function<void()> issue;  // reset once done: it holds the Pending
+    };
+    auto p = std::make_shared<Pending>();
+    p->req = req;
+    p->done = std::move(done);
+    std::weak_ptr<Pending> weak = p;
+    p->issue = [this, weak, method, deadline_s, rpc] {
+      const std::shared_ptr<Pending> q = weak.lock();
+      if (!q) return;
+      q->ctx = rpc::MakeContext(deadline_s);
+      q->reply.Clear();
+      (stub_->async()->*rpc)(q->ctx.get(), &q->req, &q->reply, [this, q, method](grpc::Status s) {
+        if (!s.ok() && !q->retried && rpc::FromGrpc(s).code() == StatusCode::kUnavailable) {
+          q->retried = true;
+          // The alarm keeps its callback as long as it lives (in the Pending): the callback
+          // holds the Pending through a holder it frees when it runs, or there would be a cycle.
+          auto* holder = new std::shared_ptr<Pending>(q);
+          q->alarm.Set(std::chrono::system_clock::now() + std::chrono::milliseconds(200),
+                       [holder](bool) {
+                         const std::shared_ptr<Pending> again = std::move(*holder);
+                         delete holder;
+                         again->issue();
+                       });
+          return;
+        }
+        auto finish = std::move(q->done);
+        q->issue = nullptr;  // breaks the Pending -> issue -> Pending cycle
+        if (s.ok()) {
+          finish(std::move(q->reply));
+        } else {
+          finish(rpc::FromGrpc(s, "agent " + agent_id_ + " " + method));
+        }
+      });
+    };
+    p->issue();
   }
 
   std::string agent_id_;

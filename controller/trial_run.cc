@@ -394,10 +394,9 @@ class ExperimentRunner::TrialRun {
     const double lease_s = std::min(spec_.victim.timeout_s + 60, 24 * 3600.0);
     const auto begun =
         FanOut<Status>(nodes.size(), [&](size_t i, std::function<void(Status)> done) {
-          std::thread([client = agents()->Client(nodes[i]), id = trial_id_, lease_s,
-                       done = std::move(done)] {
-            done(client ? client->BeginNodeWindow(id, lease_s) : Unavailable("agent is gone"));
-          }).detach();
+          const std::shared_ptr<AgentClient> client = agents()->Client(nodes[i]);
+          if (!client) return done(Unavailable("agent is gone"));
+          client->BeginNodeWindowAsync(trial_id_, lease_s, std::move(done));
         });
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (begun[i].ok()) {
@@ -413,10 +412,9 @@ class ExperimentRunner::TrialRun {
     using Reply = Result<v1::NodeTelemetry>;
     auto ended =
         FanOut<Reply>(window_nodes_.size(), [&](size_t i, std::function<void(Reply)> done) {
-          std::thread([client = agents()->Client(window_nodes_[i]), id = trial_id_,
-                       done = std::move(done)] {
-            done(client ? client->EndNodeWindow(id) : Reply(Unavailable("agent is gone")));
-          }).detach();
+          const std::shared_ptr<AgentClient> client = agents()->Client(window_nodes_[i]);
+          if (!client) return done(Reply(Unavailable("agent is gone")));
+          client->EndNodeWindowAsync(trial_id_, std::move(done));
         });
     for (size_t i = 0; i < window_nodes_.size(); ++i) {
       if (!ended[i].ok()) {
@@ -461,7 +459,6 @@ class ExperimentRunner::TrialRun {
 
   // One call per started instance, all at once: a slow or dead agent must not hold the others'
   // antagonists running while its call waits out its deadline. nullopt: never started.
-  // (A blocking call each, on a thread of its own: the stop has no callback form.)
   std::vector<std::optional<Result<v1::StopAntagonistReply>>> StopStarted() const {
     using Reply = std::optional<Result<v1::StopAntagonistReply>>;
     return FanOut<Reply>(instances_.size(), [&](size_t i, std::function<void(Reply)> done) {
@@ -473,9 +470,8 @@ class ExperimentRunner::TrialRun {
       v1::StopAntagonistRequest req;
       req.set_idempotency_key(rpc::NewIdempotencyKey());
       req.set_antagonist_id(r.id);
-      std::thread([client = r.client, req, done = std::move(done)] {
-        done(client->StopAntagonist(req));
-      }).detach();
+      r.client->StopAntagonistAsync(
+          req, [done = std::move(done)](auto reply) { done(std::move(reply)); });
     });
   }
 

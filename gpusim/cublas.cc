@@ -1,6 +1,6 @@
 // libcublas.so.13 for a gpusim node: cublasSgemm with a real result (computed on the host, on
 // the handle's stream) that takes the model's time on the SMs (2mnk FLOP at the device's FP32
-// rate, at this process's share). Only what injectors/gpu/loaders/cublas_loader.h resolves.
+// rate, at this process's share). Only what lib/gpu/cublas_loader.h resolves.
 #include <cublas_v2.h>
 
 #include <cstring>

@@ -9,9 +9,9 @@
 #include <cuda_runtime.h>
 
 // cuBLAS and NCCL are dlopen'ed, not linked, so codl-victim starts where they are missing.
-#include "injectors/gpu/loaders/cublas_loader.h"
+#include "lib/gpu/cublas_loader.h"
 #ifdef CODL_VICTIM_HAVE_NCCL
-#include "injectors/gpu/loaders/nccl_loader.h"
+#include "lib/gpu/nccl_loader.h"
 #endif
 
 #include <set>

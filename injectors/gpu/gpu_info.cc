@@ -4,7 +4,7 @@
 #include "injectors/gpu/gpu_probe.h"
 
 #ifdef CODL_HAVE_NCCL
-#include "injectors/gpu/loaders/nccl_loader.h"
+#include "lib/gpu/nccl_loader.h"
 #endif
 
 namespace codl::injectors {

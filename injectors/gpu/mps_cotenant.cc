@@ -37,14 +37,14 @@
 #ifdef CODL_HAVE_CUDA
 #include "injectors/gpu/compute_kernels.h"
 #include "injectors/gpu/cuda_common.h"
-#include "injectors/gpu/loaders/cublas_loader.h"
+#include "lib/gpu/cublas_loader.h"
 #endif
 
 namespace codl::injectors {
 namespace {
 
 #ifdef CODL_HAVE_CUDA
-// cuBLAS is loaded on first use of kernel=gemm instead of linked (gpu/loaders/cublas_loader.h).
+// cuBLAS is loaded on first use of kernel=gemm instead of linked (lib/gpu/cublas_loader.h).
 using gpu_loaders::Cublas;
 #endif
 

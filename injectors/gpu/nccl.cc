@@ -43,7 +43,7 @@
 #include <sys/stat.h>
 
 #include "injectors/gpu/cuda_common.h"
-#include "injectors/gpu/loaders/nccl_loader.h"
+#include "lib/gpu/nccl_loader.h"
 static_assert(sizeof(ncclUniqueId) == codl::injectors::gpu::kNcclUniqueIdBytes);
 #endif
 

@@ -2,21 +2,13 @@
 
 #include <charconv>
 
+#include "lib/common/units.h"
+
 namespace codl {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 Result<int> CpuNumber(std::string_view s, std::string_view item, int max_cpu) {
-  s = Trim(s);
+  s = TrimSpace(s);
   int v = -1;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
@@ -31,13 +23,13 @@ Result<int> CpuNumber(std::string_view s, std::string_view item, int max_cpu) {
 }  // namespace
 
 Result<std::set<int>> ParseCpuList(std::string_view text, int max_cpu) {
-  if (Trim(text).empty()) return Err("empty CPU list (expected e.g. 0-3,6)");
+  if (TrimSpace(text).empty()) return Err("empty CPU list (expected e.g. 0-3,6)");
   std::set<int> cpus;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     if (comma == std::string_view::npos) comma = text.size();
-    const std::string_view item = Trim(text.substr(pos, comma - pos));
+    const std::string_view item = TrimSpace(text.substr(pos, comma - pos));
     pos = comma + 1;
     if (item.empty()) return Err("empty item in CPU list '" + std::string(text) + "'");
     const size_t dash = item.find('-');

@@ -16,7 +16,9 @@ std::optional<std::string> ReadFileText(const std::string& path, size_t max_byte
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 || out.size() + static_cast<size_t>(n) > max_bytes) {
+      const int saved = n < 0 ? errno : EFBIG;  // for the caller's strerror(errno)
       close(fd);
+      errno = saved;
       return std::nullopt;
     }
     if (n == 0) break;

@@ -12,7 +12,9 @@ namespace codl {
 
 inline constexpr size_t kDefaultReadFileMax = 16u << 20;
 
-// The file's bytes, or nullopt when it cannot be opened or read, or holds more than `max_bytes`.
+// The file's bytes, or nullopt when it cannot be opened or read (errno says why; EFBIG: it holds
+// more than `max_bytes`). Every whole-file read of CoDL goes through here: a config, token or
+// experiment path naming /dev/zero or a FIFO fails instead of filling memory or blocking.
 std::optional<std::string> ReadFileText(const std::string& path,
                                         size_t max_bytes = kDefaultReadFileMax);
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "lib/common/read_file.h"
 #include "lib/common/tunables.h"
 #include "lib/daemon/logging.h"
 #include "lib/daemon/victim_user.h"
@@ -46,11 +47,9 @@ void CheckHeartbeatBelowLease(const MapReader& m, std::optional<double> heartbea
 }
 
 Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return Err(std::string(what) + " " + path + ": cannot open: " + strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::optional<std::string> text = ReadFileText(path);
+  if (!text) return Err(std::string(what) + " " + path + ": cannot open: " + strerror(errno));
+  return std::move(*text);
 }
 
 // Keys both daemons have (lease, heartbeat_interval, tls, token_file, tokens_file,

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lib/common/read_file.h"
 #include "lib/common/utf8.h"
 #include "lib/rpc/connection_registry.h"
 #include "lib/rpc/health.h"
@@ -203,11 +204,9 @@ Result<TokenTable> TokenTable::Parse(const std::string& text, const std::string&
 }
 
 Result<TokenTable> TokenTable::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return InvalidArgument("cannot read tokens file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return Parse(ss.str(), path);
+  const std::optional<std::string> text = ReadFileText(path);
+  if (!text) return InvalidArgument("cannot read tokens file '" + path + "'");
+  return Parse(*text, path);
 }
 
 std::optional<Identity> TokenTable::Find(std::string_view token) const {

@@ -16,6 +16,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <spdlog/spdlog.h>
 
+#include "lib/common/read_file.h"
 #include "lib/common/tunables.h"
 
 namespace codl::rpc {
@@ -56,11 +57,9 @@ bool IsLocalAddress(const std::string& address) {
 
 namespace {
 Result<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return InvalidArgument(std::string("cannot read ") + what + " file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::optional<std::string> text = ReadFileText(path);
+  if (!text) return InvalidArgument(std::string("cannot read ") + what + " file '" + path + "'");
+  return std::move(*text);
 }
 
 // The three PEM files of a TLS endpoint, each read with an error that names it.

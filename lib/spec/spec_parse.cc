@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "lib/common/cpu_list.h"
+#include "lib/common/read_file.h"
 #include "lib/common/tunables.h"
 #include "lib/common/units.h"
 #include "lib/spec/progress_pattern.h"
@@ -472,11 +473,9 @@ Result<ExperimentSpec> ParseExperiment(std::string_view yaml_text, const std::st
 }
 
 Result<ExperimentSpec> LoadExperimentFile(const std::string& path, const ParseHooks& hooks) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseExperiment(text.str(), path, hooks);
+  const std::optional<std::string> text = ReadFileText(path);
+  if (!text) return InvalidArgument(path + ": cannot open: " + std::strerror(errno));
+  return ParseExperiment(*text, path, hooks);
 }
 
 }  // namespace codl::experiment

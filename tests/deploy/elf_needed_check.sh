@@ -2,7 +2,7 @@
 # The control plane and codl-victim must start on hosts without CUDA: none of them may have a
 # NEEDED entry (readelf -d) for the CUDA runtime/driver, NCCL or cuBLAS, and codl-controller /
 # codlctl none for liburing either. GPU libraries are linked statically (cudart) or dlopen'ed
-# (injectors/gpu/loaders). Fails, naming the binary and the library, if someone re-adds one.
+# (lib/gpu). Fails, naming the binary and the library, if someone re-adds one.
 # Usage: elf_needed_check.sh BIN_DIR
 set -u
 bin=${1:?usage: elf_needed_check.sh BIN_DIR}

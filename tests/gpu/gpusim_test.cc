@@ -21,7 +21,7 @@
 
 #include "gpusim/config.h"
 #include "gpusim/node.h"
-#include "injectors/gpu/loaders/nccl_loader.h"
+#include "lib/gpu/nccl_loader.h"
 #include "tests/injectors/test_util.h"
 
 namespace codl::gpusim {

@@ -2,12 +2,12 @@
 
 #include <cstring>
 
-#include "injectors/gpu/loaders/dl_library.h"
+#include "lib/common/dl_library.h"
 
 namespace codl::rdma_loaders {
 
-using gpu_loaders::OpenFirst;
-using gpu_loaders::Resolve;
+using dl::OpenFirst;
+using dl::Resolve;
 
 int VerbsApi::QueryPort(ibv_context* ctx, uint8_t port, ibv_port_attr* attr) const {
   std::memset(attr, 0, sizeof *attr);

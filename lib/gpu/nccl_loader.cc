@@ -1,8 +1,11 @@
-#include "injectors/gpu/loaders/nccl_loader.h"
+#include "lib/gpu/nccl_loader.h"
 
-#include "injectors/gpu/loaders/dl_library.h"
+#include "lib/common/dl_library.h"
 
 namespace codl::gpu_loaders {
+
+using dl::OpenFirst;
+using dl::Resolve;
 
 const NcclApi& Nccl() {
   static const NcclApi api = [] {

@@ -1,5 +1,6 @@
-// What both run-time loaders do: open the first library name that loads, and resolve symbols
-// into typed function pointers, remembering the first one that is missing.
+// What the run-time loaders (lib/gpu: NCCL, cuBLAS; injectors/rdma/verbs: libibverbs) do: open the
+// first library name that loads, and resolve symbols into typed function pointers, remembering the
+// first one that is missing.
 #pragma once
 
 #include <dlfcn.h>
@@ -7,7 +8,7 @@
 #include <initializer_list>
 #include <string>
 
-namespace codl::gpu_loaders {
+namespace codl::dl {
 
 // The handle of the first of `names` that dlopen accepts, or nullptr with dlerror()'s text
 // in *error.
@@ -27,4 +28,4 @@ void Resolve(void* handle, const char* symbol, Fn* fn, std::string* missing) {
   if (*fn == nullptr && missing->empty()) *missing = symbol;
 }
 
-}  // namespace codl::gpu_loaders
+}  // namespace codl::dl

@@ -1,8 +1,11 @@
-#include "injectors/gpu/loaders/cublas_loader.h"
+#include "lib/gpu/cublas_loader.h"
 
-#include "injectors/gpu/loaders/dl_library.h"
+#include "lib/common/dl_library.h"
 
 namespace codl::gpu_loaders {
+
+using dl::OpenFirst;
+using dl::Resolve;
 
 const CublasApi& Cublas() {
   static const CublasApi api = [] {
