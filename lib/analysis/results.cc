@@ -432,6 +432,15 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   const nlohmann::json prov = nlohmann::json::parse(experiment.provenance_json, nullptr, false);
   if (prov.is_object() && prov.contains("resumptions") && prov["resumptions"].is_array())
     res.resumptions = static_cast<int>(prov["resumptions"].size());
+  if (prov.is_object() && prov.contains("nodes") && prov["nodes"].is_object()) {
+    for (const auto& [name, node] : prov["nodes"].items()) {
+      const auto gpu = node.is_object() ? node.find("gpu") : node.end();
+      if (gpu == node.end() || !gpu->is_object()) continue;
+      const auto label = gpu->find("gpu_device");
+      if (label != gpu->end() && label->is_string() && *label != "hardware")
+        res.gpu_device = label->get<std::string>();
+    }
+  }
   res.bootstrap_resamples = kResamples;
   res.confidence = kConfidence;
   res.metric = options.metric.Name();

@@ -219,6 +219,9 @@ struct ExperimentResults {
   int trials_planned = 0;
   int trials_committed = 0;
   int resumptions = 0;
+  // "simulated (gpusim)" when any node's GPUs were gpusim's CPU stand-in (its provenance's
+  // gpu_device label): the GPU figures are the stand-in's model. "" on hardware or no GPU.
+  std::string gpu_device;
   std::vector<FailedTrial> failed_trials;  // in index order
   // Trials flagged because their per-step values cannot be step times (MetricLooksWrong), and
   // the first one's detail: a wrong progress field or pattern, said once for the experiment.

@@ -289,6 +289,10 @@ std::string Footer(const ExperimentResults& r) {
       !r.pairings.empty() && r.pairings.front().baseline && r.pairings.front().n > 0;
   if (!r.stop_reason.empty()) out << "adaptive repetitions: " << r.stop_reason << "\n";
   if (!r.submitter.empty()) out << "submitted by " << TerminalSafe(r.submitter) << "\n";
+  if (!r.gpu_device.empty()) {
+    out << "device: " << TerminalSafe(r.gpu_device)
+        << " (the GPU figures are the stand-in's model, not a GPU's: docs/gpu.md)\n";
+  }
   if (r.resumptions > 0) {
     out << "resumed " << r.resumptions << (r.resumptions == 1 ? " time" : " times")
         << " (provenance \"resumptions\": when, from what state, trials kept)\n";

@@ -136,6 +136,10 @@ std::string Header(const ExperimentRecord& e, const std::vector<TrialRecord>& tr
   h += "</p>\n" + AdaptiveLine(r);
   if (std::string partial = experiment::UnfinishedLine(r); !partial.empty())
     h += "<p class=\"partial\"><b>" + Escape(partial) + "</b></p>\n";
+  if (!r.gpu_device.empty()) {
+    h += "<p class=\"partial\"><b>device: " + Escape(r.gpu_device) +
+         "</b> — the GPU figures are the stand-in's model, not a GPU's</p>\n";
+  }
   if (r.resumptions > 0) {
     h += "<p class=\"meta\">resumed " + std::to_string(r.resumptions) +
          (r.resumptions == 1 ? " time" : " times") +

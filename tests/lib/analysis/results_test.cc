@@ -141,6 +141,24 @@ TEST(SummarizeTest, SlowdownCountsAndPhases) {
   EXPECT_EQ(p.antagonists[1].intensity, "2GiB/s");
 }
 
+// A run on gpusim's stand-in says so (issue 49's honest labels): the provenance's node GPU
+// labels carry gpu_device, and the table's footer and the JSON repeat it. Hardware says nothing.
+TEST(SummarizeTest, SimulatedGpusAreSaidInTheTableAndTheJson) {
+  ExperimentRecord e = Record();
+  e.provenance_json =
+      "{\"nodes\":{\"n1\":{\"gpu\":{\"gpu_count\":\"2\",\"gpu_device\":\"simulated (gpusim)\"}},"
+      "\"n2\":{\"gpu\":{\"gpu_count\":\"0\"}}}}";
+  const ExperimentResults r = Summarize(e, Synthetic());
+  EXPECT_EQ(r.gpu_device, "simulated (gpusim)");
+  EXPECT_NE(FormatTable(r, /*wide=*/true).find("device: simulated (gpusim)"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(FormatJson(r))["gpu_device"], "simulated (gpusim)");
+  e.provenance_json = "{\"nodes\":{\"n1\":{\"gpu\":{\"gpu_device\":\"hardware\"}}}}";
+  const ExperimentResults hw = Summarize(e, Synthetic());
+  EXPECT_EQ(hw.gpu_device, "");
+  EXPECT_EQ(FormatTable(hw, /*wide=*/true).find("device:"), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::parse(FormatJson(hw))["gpu_device"].is_null());
+}
+
 TEST(SummarizeTest, DeterministicAndNoisyBaseline) {
   auto a = Summarize(Record(), Synthetic(), 0.001);
   auto b = Summarize(Record(), Synthetic(), 0.001);
