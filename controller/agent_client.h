@@ -62,8 +62,8 @@ class AgentClient {
 
   // The trial's other fan-outs, in the same form (issue, return, `done` later on another
   // thread): the stops of its antagonists and its node telemetry windows. GrpcAgentClient uses
-  // gRPC's callback API (a retry waits on a grpc::Alarm, not a thread); the defaults run the
-  // blocking call on a thread of its own (fakes in tests, which may block on purpose).
+  // gRPC's callback API (no thread, but a short-lived one for a retry's 200 ms); the defaults run
+  // the blocking call on a thread of its own (fakes in tests, which may block on purpose).
   using StopDone = std::function<void(Result<v1::StopAntagonistReply>)>;
   virtual void StopAntagonistAsync(const v1::StopAntagonistRequest& req, StopDone done);
   using WindowBegun = std::function<void(Status)>;

@@ -1,6 +1,6 @@
 // GrpcAgentClient's callback-API calls (the trial's fan-outs: stops, node telemetry windows)
 // against an address where nothing listens: each fails with the agent and the method named,
-// after its one retry on UNAVAILABLE, which waits on a grpc::Alarm (no thread of its own).
+// after its one retry on UNAVAILABLE, 200 ms later.
 #include <gtest/gtest.h>
 
 #include <chrono>
