@@ -147,8 +147,7 @@ cudaError_t Copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, CUst
   const auto* from = static_cast<const char*>(src);
   rt.Enqueue(s, [=] {
     auto step = [=](double a, double b) {
-      const auto lo = static_cast<size_t>(a * static_cast<double>(n));
-      const auto hi = b >= 1.0 ? n : static_cast<size_t>(b * static_cast<double>(n));
+      const auto [lo, hi] = codl::gpusim::SliceOf(a, b, n);
       if (hi > lo) std::memmove(d + lo, from + lo, hi - lo);
     };
     if (device < 0) {
@@ -172,11 +171,9 @@ cudaError_t Memset(void* p, int value, size_t n, CUstream_st* s) {
   auto* d = static_cast<unsigned char*>(p);
   rt.Enqueue(s, [=] {
     Node::Get().Consume(device, codl::gpusim::kHbm, static_cast<double>(n), capacity, 1.0f,
-                        [=](double lo, double hi) {
-                          const auto a0 = static_cast<size_t>(lo * static_cast<double>(n));
-                          const auto b0 =
-                              hi >= 1.0 ? n : static_cast<size_t>(hi * static_cast<double>(n));
-                          if (b0 > a0) std::memset(d + a0, value, b0 - a0);
+                        [=](double from, double to) {
+                          const auto [lo, hi] = codl::gpusim::SliceOf(from, to, n);
+                          if (hi > lo) std::memset(d + lo, value, hi - lo);
                         });
   });
   return cudaSuccess;

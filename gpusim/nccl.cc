@@ -51,12 +51,11 @@ void Execute(const std::shared_ptr<CommState>& st, const Op& op) {
     const unsigned char* from =
         op.kind == Kind::kPointToPoint && !op.p2p.empty() ? op.p2p[0].send : op.send;
     if (op.kind != Kind::kPointToPoint && from != op.recv) {
-      node.Consume(
-          st->device, codl::gpusim::kHbm, 2 * bytes, spec.hbm_bps, 1.0f, [&](double a, double b) {
-            const auto lo = static_cast<size_t>(a * bytes),
-                       hi = b >= 1 ? static_cast<size_t>(bytes) : static_cast<size_t>(b * bytes);
-            if (hi > lo) std::memmove(op.recv + lo, from + lo, hi - lo);
-          });
+      node.Consume(st->device, codl::gpusim::kHbm, 2 * bytes, spec.hbm_bps, 1.0f,
+                   [&](double a, double b) {
+                     const auto [lo, hi] = codl::gpusim::SliceOf(a, b, static_cast<size_t>(bytes));
+                     if (hi > lo) std::memmove(op.recv + lo, from + lo, hi - lo);
+                   });
     } else if (op.kind == Kind::kPointToPoint) {
       for (const P2p& p : op.p2p) {
         if (p.recv != nullptr) {

@@ -204,8 +204,7 @@ double Node::WeightSum(int device, int resource) {
 }
 
 double Node::Consume(int device, int resource, double units, double capacity, float weight,
-                     const std::function<void(double, double)>& step, double count_units) {
-  if (count_units < 0) count_units = units;
+                     const std::function<void(double, double)>& step) {
   if (shm_ == nullptr || units <= 0 || capacity <= 0) {
     if (step) step(0, 1);
     return 0;
@@ -233,7 +232,7 @@ double Node::Consume(int device, int resource, double units, double capacity, fl
     const double dt = slice / rate;
     t = std::max(t, NowS() - kMaxLagS) + dt;
     c.busy_ns[resource].fetch_add(static_cast<uint64_t>(dt * share * 1e9));
-    c.bytes[resource].fetch_add(static_cast<uint64_t>(slice * count_units / units));
+    c.bytes[resource].fetch_add(static_cast<uint64_t>(slice));
     done += slice;
     SleepUntil(t);
   }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace codl::gpusim {
 
@@ -75,7 +76,7 @@ class Node {
   // calling step(from, to) (fractions of the whole, 0..1) for the real work of each slice
   // (a copy's bytes, a GEMM's rows). Returns the modeled seconds it took.
   double Consume(int device, int resource, double units, double capacity, float weight,
-                 const std::function<void(double, double)>& step, double count_units = -1);
+                 const std::function<void(double, double)>& step);
 
   // Memory accounting for this process; false when `bytes` do not fit in `limit`.
   bool Allocate(int device, uint64_t bytes, uint64_t limit);
@@ -97,5 +98,11 @@ class Node {
 };
 
 bool ProcessAlive(pid_t pid);
+
+// A Consume step over `bytes`: the slice [from, to) of them, each byte in exactly one slice.
+inline std::pair<size_t, size_t> SliceOf(double from, double to, size_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  return {static_cast<size_t>(from * b), to >= 1.0 ? bytes : static_cast<size_t>(to * b)};
+}
 
 }  // namespace codl::gpusim

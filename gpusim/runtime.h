@@ -94,7 +94,6 @@ class Runtime {
   // Weight of this process's kernels on the SMs: its MPS active-thread fraction when it joined
   // an MPS daemon (the stand-in, mps_control.cc) at start, else 1.
   float SmWeight() const;
-  bool mps_client() const { return mps_percent_ > 0; }
 
  private:
   Runtime() = default;
