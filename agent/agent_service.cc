@@ -352,7 +352,7 @@ grpc::Status AgentServiceImpl::RunVictimBody(const v1::RunVictimRequest& req,
   reply->set_error(o.progress.error);
   reply->set_exit_code(o.exit_code);
   reply->set_wall_s(o.wall_s);
-  reply->set_metric(o.progress.metric);
+  reply->set_metric(o.progress.value_s);
   reply->set_stderr_tail(o.stderr_tail);
   reply->set_started_unix_ns(o.started_unix_ns);
   reply->set_cpu_s(o.cpu_s);

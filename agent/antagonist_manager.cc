@@ -135,8 +135,18 @@ Result<AntagonistManager::Started> AntagonistManager::Start(const std::string& i
                                                             const InjectorRequest& req,
                                                             double lease_s) {
   {
+    // An entry whose process has ended (a lease, a cancel, its own exit) is kept for the
+    // controller's Stop to collect, but it never blocks a new start under its id: a resumed
+    // study re-runs a cut-off trial under the same id, and that new attempt starts fresh.
     std::lock_guard<std::mutex> l(mu_);
-    if (antagonists_.count(id)) return Err("antagonist '" + id + "' is already running");
+    auto it = antagonists_.find(id);
+    if (it != antagonists_.end() && !it->second.child->exited()) {
+      return AlreadyExists("antagonist '" + id + "' is already running");
+    }
+    if (it != antagonists_.end()) {
+      spdlog::info("antagonist {}: a new start replaces the ended one", id);
+      antagonists_.erase(it);
+    }
   }
   if (req.workload) return StartWorkload(id, req, lease_s);
   if (!req.max && !(req.rate > 0)) {

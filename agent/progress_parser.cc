@@ -211,7 +211,7 @@ ProgressParser::Outcome ProgressParser::Finish(int exit_code, bool timed_out, do
   }
   if (spec_.format == Format::kWall) {
     out.ok = true;
-    out.metric = wall_s;
+    out.value_s = wall_s;
     return out;
   }
   if (!regex_error_.empty()) {
@@ -243,7 +243,7 @@ ProgressParser::Outcome ProgressParser::Finish(int exit_code, bool timed_out, do
     return out;
   }
   out.ok = true;
-  out.metric = Median(std::move(metric));
+  out.value_s = Median(std::move(metric));
   for (auto& [name, values] : phases) out.phase_medians[name] = Median(std::move(values));
   for (const auto& name : phase_order_) {
     if (out.phase_medians.count(name)) out.phase_order.push_back(name);

@@ -54,7 +54,7 @@ class ProgressParser {
   struct Outcome {
     bool ok = false;
     std::string error;
-    double metric = 0;
+    double value_s = 0;  // the trial's value: the median measured step time, or the wall time
     std::vector<codl::VictimStep> steps;          // every parsed step, warmup included
     std::map<std::string, double> phase_medians;  // over measured steps that report the phase
     std::vector<std::string> phase_order;         // phase_medians' names in first-reported order

@@ -34,6 +34,9 @@ Status EmbeddedCluster::Start(const std::string& db_path, double lease_s,
   // An experiment a killed `codlctl run` left queued is not someone's to run now: it is marked
   // interrupted (resumable), like the one it left running.
   co.requeue_queued = false;
+  // Its one agent has registered before anything is submitted: a selector it does not match
+  // (hosts: [gpu-1] written for a cluster) fails at once.
+  co.agent_rejoin_grace_s = 0;
   controller_ = std::make_unique<controller::Controller>(co);
   if (Status s = controller_->Start(); !s.ok()) return s;
   controller_address_ = controller_->address();

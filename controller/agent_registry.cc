@@ -229,9 +229,9 @@ Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSel
   }
   if (sel.kind == K::kCount) {
     if (static_cast<int>(out.size()) < sel.count) {
-      return Err("node selector '" + DescribeSelector(sel) + "' needs " +
-                 std::to_string(sel.count) + " live agents, " + std::to_string(out.size()) +
-                 " are up");
+      return FailedPrecondition("node selector '" + DescribeSelector(sel) + "' needs " +
+                                std::to_string(sel.count) + " live agents, " +
+                                std::to_string(out.size()) + " are up");
     }
     if (scope.avoid) {
       std::stable_partition(out.begin(), out.end(),
@@ -240,8 +240,9 @@ Result<std::vector<std::string>> AgentRegistry::Select(const experiment::NodeSel
     out.resize(sel.count);
   }
   if (out.empty()) {
-    return Err("node selector '" + DescribeSelector(sel) + "' matched no live agent (" +
-               std::to_string(agents_.size()) + " registered)");
+    return FailedPrecondition("node selector '" + DescribeSelector(sel) +
+                              "' matched no live agent (" + std::to_string(agents_.size()) +
+                              " registered)");
   }
   return out;
 }

@@ -85,6 +85,7 @@ Status Controller::Start() {
                  hold_s);
     scheduler_->HoldFirstStart(hold_s);
   }
+  scheduler_->SetAgentRejoinGrace(options_.agent_rejoin_grace_s);
   scheduler_->Start();
   started_ = true;
   metrics_refresher_ = std::thread([this] {

@@ -44,6 +44,9 @@ struct ControllerOptions {
   bool requeue_queued = true;
   // At start, resume what the previous controller's crash interrupted (`resume_interrupted`).
   bool resume_interrupted = false;
+  // For this long after start, an experiment whose nodes match no live agent waits for agents
+  // to (re-)register instead of failing (`agent_rejoin_grace`; 0: fail at once).
+  double agent_rejoin_grace_s = tunables::kDefaultAgentRejoinGraceS;
 };
 
 class Controller {

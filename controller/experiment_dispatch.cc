@@ -4,6 +4,7 @@
 
 #include "controller/experiment_scheduler.h"
 #include "controller/experiment_scheduler_live.h"
+#include "lib/common/units.h"
 #include "lib/common/utf8.h"
 #include "lib/rpc/records_proto.h"
 #include "lib/rpc/status.h"
@@ -44,6 +45,21 @@ void ExperimentScheduler::DispatchLocked(std::vector<std::shared_ptr<Live>>* wai
   for (auto it = queue_.begin(); it != queue_.end();) {
     std::shared_ptr<Live> live = *it;
     auto nodes = runner_->Nodes(live->spec, {nullptr, &taken});
+    if (!nodes.ok() && nodes.code() == StatusCode::kFailedPrecondition &&
+        clock_->MonotonicSeconds() < started_s_ + rejoin_grace_s_) {
+      // No live agent for it yet, and the controller has just started: its agents may not have
+      // re-registered. It keeps its place in the queue (and promises no node) until the grace
+      // ends, then fails with the registry's words.
+      const std::string why = "waits for its agents to register (up to " +
+                              FormatDuration(rejoin_grace_s_) +
+                              " after the controller's start): " + nodes.error();
+      if (why != live->waiting_for) {
+        live->waiting_for = why;
+        waiting->push_back(live);
+      }
+      ++it;
+      continue;
+    }
     if (!nodes.ok()) {
       live->placement = nodes.status();  // fails now, with the runner's own words
       it = queue_.erase(it);

@@ -40,6 +40,7 @@ std::pair<int, int> ExperimentScheduler::QueuedAndRunning() {
 ExperimentScheduler::~ExperimentScheduler() { Shutdown(); }
 
 void ExperimentScheduler::Start() {
+  started_s_ = clock_->MonotonicSeconds();
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 

@@ -41,6 +41,10 @@ class ExperimentScheduler {
   // Before Start: the worker starts nothing for this long (wall clock). After a restart that
   // queued experiments again, their agents need a heartbeat or two to re-register.
   void HoldFirstStart(double seconds) { hold_s_ = seconds; }
+  // Before Start: for this long after Start, an experiment whose node selectors match no live
+  // agent (a FAILED_PRECONDITION from the registry) stays queued, saying so, instead of failing:
+  // after a restart, `codlctl resume` may come before the agents are back.
+  void SetAgentRejoinGrace(double seconds) { rejoin_grace_s_ = seconds; }
   // Submissions beyond this many queued (not yet running) experiments are refused with
   // RESOURCE_EXHAUSTED: the queue, its YAML and plans live in memory.
   void SetMaxQueued(size_t n) { max_queued_ = n; }
@@ -123,6 +127,8 @@ class ExperimentScheduler {
   bool redispatch_ = false;  // something changed that may let a queued experiment start
   size_t max_queued_ = kDefaultMaxQueued;
   double hold_s_ = 0;
+  double rejoin_grace_s_ = 0;
+  double started_s_ = 0;                  // clock_'s monotonic time at Start
   std::thread worker_;                    // the dispatcher
   std::map<uint64_t, std::thread> runs_;  // one per running experiment
   std::vector<uint64_t> finished_runs_;   // to be joined by the dispatcher

@@ -26,6 +26,8 @@ void ApplyFile(const cfg::ControllerConfig& f, const CLI::App& app,
                           o.heartbeat_interval_s);
   cfg::FromFileUnlessFlag(app, "--metrics-listen", f.metrics_listen, o.metrics_listen);
   cfg::FromFileUnlessFlag(app, "--resume-interrupted", f.resume_interrupted, o.resume_interrupted);
+  cfg::FromFileUnlessFlag(app, "--agent-rejoin-grace", f.agent_rejoin_grace_s,
+                          o.agent_rejoin_grace_s);
 }
 
 }  // namespace
@@ -54,6 +56,11 @@ int main(int argc, char** argv) {
   app.add_flag("--resume-interrupted", o.resume_interrupted,
                "at start, resume the experiments the previous controller's crash interrupted "
                "(as `codlctl resume ID` would); queued ones always run again");
+  boot.AddDurationFlag("--agent-rejoin-grace", &o.agent_rejoin_grace_s,
+                       "after start, how long an experiment whose nodes match no live agent "
+                       "waits for agents to (re-)register before it fails (0: fail at once)",
+                       tunables::DurationFlagText(tunables::kDefaultAgentRejoinGraceS))
+      ->check(CLI::Range(0.0, 86400.0));
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddHealthFlag("codl.v1.Controller");
   boot.AddTlsFlags(&o.tls.ca, &o.tls.cert, &o.tls.key);

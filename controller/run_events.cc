@@ -65,7 +65,7 @@ v1::ExperimentEvent TrialFinished(const TrialRecord& t, int total,
   f->set_total(total);
   f->set_pairing(t.pairing);
   f->set_state(rpc::ToProto(t.state));
-  f->set_metric(t.metric);
+  f->set_metric(t.value_s);
   if (t.state != TrialState::kFlagged) f->set_error(t.error);
   for (const auto& r : t.flag_reasons) *f->add_flag_reasons() = rpc::ToProto(r);
   char buf[512];

@@ -19,7 +19,7 @@ void CopyVictim(const v1::RunVictimReply& victim, TrialRecord* t) {
   t->wall_s = victim.wall_s();
   t->victim_cpu_s = victim.cpu_s();
   t->victim_effective_cpus = victim.effective_cpus();
-  t->metric = victim.metric();
+  t->value_s = victim.metric();
   t->stderr_tail = victim.stderr_tail();
   for (const auto& [k, v] : victim.phase_medians()) t->phase_medians[k] = v;
   t->phase_order.assign(victim.phase_order().begin(), victim.phase_order().end());

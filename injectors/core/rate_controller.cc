@@ -24,7 +24,7 @@ double RateController::Update(double now, double completed_units) {
 
   // Integral term: the exact deficit, clamped (anti-windup) so a stall, or a resource that
   // cannot keep up, never builds a debt that would later be repaid as a long burst.
-  const double limit = target_ * config_.max_deficit_s;
+  const double limit = std::max(target_ * config_.max_deficit_s, config_.min_deficit_units);
   deficit_ = std::clamp(deficit_ + target_ * dt - done, -limit, limit);
 
   // Saturation: the deficit sits at its upper clamp (we are behind and the extra pacing rate

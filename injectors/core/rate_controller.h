@@ -35,9 +35,14 @@ class SteadyClock final : public Clock {
 };
 
 struct RateControllerConfig {
-  double kp = 0.2;                 // gain on the last window's rate error (dimensionless)
-  double ki = 4.0;                 // 1/s, gain on the accumulated deficit: ~250 ms to pay it back
-  double max_deficit_s = 0.1;      // anti-windup: |deficit| ≤ target × this
+  double kp = 0.2;             // gain on the last window's rate error (dimensionless)
+  double ki = 4.0;             // 1/s, gain on the accumulated deficit: ~250 ms to pay it back
+  double max_deficit_s = 0.1;  // anti-windup: |deficit| ≤ target × this
+  // ... and never below this many units: the work a window may see complete at once (a unit
+  // times the units in flight). A unit that takes longer than max_deficit_s at the target (a
+  // 64 MiB copy at 0.5 GB/s) otherwise never fits the clamp: the deficit is cut at every
+  // completion, the lost part is never paid back, and the run under-delivers, flagged saturated.
+  double min_deficit_units = 0;
   double max_boost = 1.6;          // pacing rate stays within [0, max_boost × target]
   double saturation_hold_s = 0.5;  // deficit pinned at its clamp this long ⇒ saturated
 };

@@ -161,6 +161,9 @@ class CudaMemcpyInjector final : public Injector {
     PacedRunSpec spec;
     spec.workers = static_cast<int>(lanes_.size());
     if (direction_ == "bidir") spec.ops_name = "h2d";  // the H2D half, in bytes/s
+    // A lane's copies in flight plus the one completing (docs/gpu.md, "cuda_memcpy").
+    spec.controller.min_deficit_units =
+        static_cast<double>(size_) * (depth_ + 1) * static_cast<double>(lanes_.size());
     gpu::CopySplit split(h2d_share_);
     const bool bidir = direction_ == "bidir";
     auto worker = [this, &split, bidir](WorkerContext& ctx) -> Status {

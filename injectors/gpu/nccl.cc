@@ -241,6 +241,8 @@ class NcclInjector final : public Injector {
     PacedRunSpec spec;
     spec.workers = 1;  // one communicator, one stream: NCCL serializes on it anyway
     spec.ops_name = "algbw";
+    // The collectives in flight plus the one completing (rate_controller.h).
+    spec.controller.min_deficit_units = static_cast<double>(bus_units_) * (depth_ + 1);
     auto summary =
         RunPaced(spec, target, stop, reporter, [this](WorkerContext& ctx) { return Loop(ctx); });
     if (summary.ok() && !memory_note_.empty()) summary->notes.push_back(memory_note_);

@@ -182,7 +182,7 @@ CrosstalkMatrix SummarizeCrosstalk(const ExperimentResults& r) {
   const PairingSummary* base = XtalkBaseline(r);
   if (base != nullptr) {
     m.baseline_n = base->telemetry_all.n;
-    m.window_s = base->median_metric;
+    m.window_s = base->median_metric_s;
     m.membw_note = base->telemetry_all.membw_note;
     m.gpu_note = base->telemetry_all.gpu_note;
   }

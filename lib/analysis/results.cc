@@ -269,7 +269,7 @@ PairingSummary SummarizePairing(const std::string& key,
   const Split s = SplitByState(trials, &p);
   const std::vector<double> m = Metrics(s.measured, metric);
   p.metric_median = Median(m);
-  if (metric.Unit() == "s") p.median_metric = p.metric_median;
+  if (metric.Unit() == "s") p.median_metric_s = p.metric_median;
   p.cov = CoefficientOfVariation(m);
   SummarizeVictimCpu(s.measured, &p);
   if (p.baseline) {

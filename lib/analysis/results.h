@@ -119,16 +119,16 @@ struct PairingSummary {
   std::string pairing;  // canonical key: "baseline", "membw@0.5+storage@1"
   bool baseline = false;
   std::vector<AntagonistSummary> antagonists;  // sorted by name; empty for the baseline
-  int n = 0;                    // measured trials: state done (the figures below use only these)
-  int n_flagged = 0;            // measured, but an antagonist missed its target: excluded
-  int n_failed = 0;             // the victim failed: excluded
-  int n_not_run = 0;            // pending, running or cancelled
-  double median_metric = kNaN;  // metric_median when the metric is a time (seconds), else NaN
-  double metric_median = kNaN;  // median over measured trials of the per-trial metric, its unit
-  double cov = kNaN;            // coefficient of variation of the metric
-  double slowdown = kNaN;       // metric_median vs the baseline's (1 for the baseline); for
-                                // throughput baseline / measured, so > 1 is always slower
-  double ci_low = kNaN;         // bootstrap 95% CI of the slowdown (NaN for the baseline)
+  int n = 0;                      // measured trials: state done (the figures below use only these)
+  int n_flagged = 0;              // measured, but an antagonist missed its target: excluded
+  int n_failed = 0;               // the victim failed: excluded
+  int n_not_run = 0;              // pending, running or cancelled
+  double median_metric_s = kNaN;  // metric_median when the metric is a time (seconds), else NaN
+  double metric_median = kNaN;    // median over measured trials of the per-trial metric, its unit
+  double cov = kNaN;              // coefficient of variation of the metric
+  double slowdown = kNaN;         // metric_median vs the baseline's (1 for the baseline); for
+                                  // throughput baseline / measured, so > 1 is always slower
+  double ci_low = kNaN;           // bootstrap 95% CI of the slowdown (NaN for the baseline)
   double ci_high = kNaN;
   // Selection made visible: the same figures over every trial whose victim ran (measured and
   // flagged), beside the held-target ones above.

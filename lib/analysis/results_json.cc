@@ -142,7 +142,7 @@ Json PairingJson(const PairingSummary& p) {
   pj["n_flagged"] = p.n_flagged;
   pj["n_failed"] = p.n_failed;
   pj["n_not_run"] = p.n_not_run;
-  pj["median_metric_s"] = Num(p.median_metric);
+  pj["median_metric_s"] = Num(p.median_metric_s);
   pj["metric_cov"] = Num(p.cov);
   pj["victim_cores"] = Num(p.victim_cores);
   pj["p_holm"] = Num(p.p_holm);

@@ -15,7 +15,7 @@ double TrialMetricValue(const TrialRecord& t, const TrialMetric& metric) {
   for (const VictimStep& s : t.steps) {
     if (!s.warmup && std::isfinite(s.step_time_s)) times.push_back(s.step_time_s);
   }
-  if (times.empty() && std::isfinite(t.metric) && t.metric > 0) times.push_back(t.metric);
+  if (times.empty() && std::isfinite(t.value_s) && t.value_s > 0) times.push_back(t.value_s);
   if (times.empty()) return kNaN;
   const double elapsed = std::accumulate(times.begin(), times.end(), 0.0);
   switch (metric.kind) {

@@ -190,8 +190,11 @@ struct TrialRecord {
   int exit_code = 0;
   std::string stderr_tail;
   std::string victim_node;
-  double metric = 0;  // victim metric: median step time (jsonl/regex) or wall time, seconds
-  double wall_s = 0;  // victim wall time
+  // The trial's value, seconds: its median step time (jsonl/regex) or its wall time. What
+  // stands for the trial is the spec's TrialMetric (victim.metric) computed from it and the
+  // steps (lib/analysis/trial_metric.h); the progress field names what the victim printed.
+  double value_s = 0;
+  double wall_s = 0;                            // victim wall time
   std::map<std::string, double> phase_medians;  // median per-phase time over measured steps
   // phase_medians' names in the order the victim first reported them (the map sorts them by
   // name); empty when unknown (older records): name order. lib/analysis/phase_order.h.

@@ -31,6 +31,10 @@ inline constexpr double kMinLeaseS = 1;
 // How often agents heartbeat (the controller tells registered agents its own). Well below the
 // lease, so that several heartbeats fit in one.
 inline constexpr double kDefaultHeartbeatIntervalS = 1;
+// How long after the controller starts an experiment whose nodes match no live agent waits for
+// agents to (re-)register instead of failing (`agent_rejoin_grace`): a restarted controller's
+// agents come back at their next reconnect, which backs off up to a few seconds.
+inline constexpr double kDefaultAgentRejoinGraceS = 30;
 // Faster than this, heartbeats from a large cluster would be the controller's main load.
 inline constexpr double kMinHeartbeatIntervalS = 0.05;
 // The embedded cluster of `codlctl run`: in-process, so heartbeats are cheap and a dead agent is

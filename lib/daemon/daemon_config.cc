@@ -268,6 +268,7 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
                  "log_format",
                  "unix_roles",
                  "resume_interrupted",
+                 "agent_rejoin_grace",
                  "max_connections",
                  "max_connections_per_caller",
                  "idle_timeout",
@@ -279,6 +280,10 @@ Result<ControllerConfig> ParseControllerConfig(const std::string& text,
     if (m.Has("listen")) c.listen = internal::Address(m.Value("listen"), "listen", 0);
     if (m.Has("resume_interrupted"))
       c.resume_interrupted = yaml::Bool(m.Value("resume_interrupted"), "resume_interrupted");
+    if (m.Has("agent_rejoin_grace")) {
+      c.agent_rejoin_grace_s =
+          yaml::Duration(m.Value("agent_rejoin_grace"), "agent_rejoin_grace", /*positive=*/false);
+    }
     if (m.Has("database"))
       c.database = Anchor(internal::FilePath(m.Value("database"), "database"), filename);
     ReadSharedKeys(m, filename, &c);

@@ -82,7 +82,8 @@ struct ControllerConfig {
   std::optional<std::string> log_format;      // text | json
   std::optional<std::vector<std::string>> unix_roles;  // "ROLE=WHO" (lib/rpc/local_roles.h)
   ConnectionConfig connections;
-  std::optional<bool> resume_interrupted;  // resume what a crash interrupted, at start
+  std::optional<bool> resume_interrupted;      // resume what a crash interrupted, at start
+  std::optional<double> agent_rejoin_grace_s;  // wait this long after start for agents
 };
 
 // `filename` is used in messages and to resolve relative paths.

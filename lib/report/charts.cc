@@ -66,7 +66,7 @@ std::string CellTitle(const PairingSummary& p, const ExperimentResults& r) {
   if (std::isfinite(p.ci_low)) {
     t += " " + CiLabel(p.ci_low, p.ci_high) + " (" + Percent(r.confidence) + " bootstrap CI)";
   }
-  t += "\nmedian " + Duration(p.median_metric);
+  t += "\nmedian " + Duration(p.median_metric_s);
   t += "\nn = " + std::to_string(p.n) + " measured";
   if (p.n_failed) t += ", " + std::to_string(p.n_failed) + " failed";
   if (p.n_flagged) t += ", " + std::to_string(p.n_flagged) + " flagged";
@@ -395,7 +395,7 @@ std::string CurveChart(const Curve& c, size_t index, double y_lo, double y_hi,
   if (baseline) {
     svg.Open("g", "class=\"point\"");
     svg.Title("baseline (no antagonist): slowdown 1.00\u00d7 by definition, median " +
-              Duration(baseline->median_metric) + ", n=" + std::to_string(baseline->n));
+              Duration(baseline->median_metric_s) + ", n=" + std::to_string(baseline->n));
     svg.Circle(x(0), y(1), 4.5, "fill=\"#fff\" stroke=\"" + colour + "\" stroke-width=\"2\"");
     svg.Close("g");
   }

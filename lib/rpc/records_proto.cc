@@ -377,7 +377,7 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   p.set_exit_code(t.exit_code);
   p.set_stderr_tail(t.stderr_tail);
   p.set_victim_node(t.victim_node);
-  p.set_metric(t.metric);
+  p.set_metric(t.value_s);
   p.set_wall_s(t.wall_s);
   p.mutable_phase_medians()->insert(t.phase_medians.begin(), t.phase_medians.end());
   p.set_started_unix_ms(t.started_unix_ms);
@@ -413,7 +413,7 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   t.exit_code = p.exit_code();
   t.stderr_tail = p.stderr_tail();
   t.victim_node = p.victim_node();
-  t.metric = p.metric();
+  t.value_s = p.metric();
   t.wall_s = p.wall_s();
   t.phase_medians.insert(p.phase_medians().begin(), p.phase_medians().end());
   t.started_unix_ms = p.started_unix_ms();

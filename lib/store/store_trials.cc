@@ -177,7 +177,7 @@ TrialRecord TrialFromRow(const sql::Stmt& r) {
   t.exit_code = static_cast<int>(r.Int(7));
   t.stderr_tail = r.Text(8);
   t.victim_node = r.Text(9);
-  t.metric = r.Real(10);
+  t.value_s = r.Real(10);
   t.wall_s = r.Real(11);
   t.started_unix_ms = r.Int(12);
   t.finished_unix_ms = r.Int(13);
@@ -489,7 +489,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
   insert->BindInt(8, t.exit_code);
   insert->BindText(9, t.stderr_tail);
   insert->BindText(10, t.victim_node);
-  insert->BindReal(11, t.metric);
+  insert->BindReal(11, t.value_s);
   insert->BindReal(12, t.wall_s);
   insert->BindInt(13, t.started_unix_ms);
   insert->BindInt(14, t.finished_unix_ms);

@@ -264,6 +264,31 @@ TEST_F(AntagonistManagerTest, StopReportsTheSummaryRecord) {
   EXPECT_EQ(m.Get("a").code(), StatusCode::kNotFound) << "forgotten once stopped";
 }
 
+// A resumed study re-runs a cut-off trial under the same antagonist id. The lease stopped the
+// old process while the controller was down; its entry, ended, must not refuse the new attempt
+// ("already running": the trial was lost for good, recorded as a victim failure). A live one
+// still refuses, with its code.
+TEST_F(AntagonistManagerTest, AStartReplacesAnEntryWhoseProcessEndedUnderTheLease) {
+  auto m = Manager();
+  ASSERT_TRUE(m.Start("e1-t3-membw-n1", Request("noop"), /*lease_s=*/0.2).ok());
+  ASSERT_TRUE(LinesRead(m, "e1-t3-membw-n1"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // no contact since the start
+  EXPECT_EQ(m.EnforceLeases(), 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (m.Running() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(m.Running(), 0) << "the lease did not stop it";
+  lease_.Renew();  // the controller is back
+  auto again = m.Start("e1-t3-membw-n1", Request("noop"), 30);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(m.Running(), 1);
+  auto twice = m.Start("e1-t3-membw-n1", Request("noop"), 30);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.code(), StatusCode::kAlreadyExists) << twice.error();
+  EXPECT_TRUE(m.Stop("e1-t3-membw-n1").ok());
+}
+
 // A calibration is the same child: its summary's achieved rate is the peak, remembered per
 // injector; a run without a summary, or a failed one, is an error naming how it ended.
 TEST_F(AntagonistManagerTest, CalibrationTakesThePeakFromTheSummary) {

@@ -47,7 +47,7 @@ TEST(ProgressParser, JsonlStepsPhasesAndMedians) {
       });
   auto o = p.Finish(0, false, 2.0, "");
   ASSERT_TRUE(o.ok) << o.error;
-  EXPECT_DOUBLE_EQ(o.metric, 0.20);
+  EXPECT_DOUBLE_EQ(o.value_s, 0.20);
   ASSERT_EQ(o.steps.size(), 3u);  // neither the config nor the summary line is a step
   EXPECT_EQ(o.steps[1].step, 1);
   EXPECT_DOUBLE_EQ(o.steps[1].t_s, 1.5);
@@ -64,7 +64,7 @@ TEST(ProgressParser, EvenCountMedianAndCustomField) {
            R"({"step_time_s":100})"});
   auto o = p.Finish(0, false, 1, "");
   ASSERT_TRUE(o.ok) << o.error;
-  EXPECT_DOUBLE_EQ(o.metric, 2.5);
+  EXPECT_DOUBLE_EQ(o.value_s, 2.5);
   EXPECT_EQ(o.steps.size(), 4u);
   EXPECT_EQ(o.steps[3].step, 3);  // numbered in order when the line has no "step"
 }
@@ -77,7 +77,7 @@ TEST(ProgressParser, MalformedLinesAreIgnoredButCounted) {
   auto o = p.Finish(0, false, 1, "");
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_EQ(o.steps.size(), 2u);
-  EXPECT_DOUBLE_EQ(o.metric, 0.6);
+  EXPECT_DOUBLE_EQ(o.value_s, 0.6);
   EXPECT_EQ(o.malformed_lines, 5);
   EXPECT_EQ(o.lines, 7);  // blank lines are not counted
 }
@@ -90,7 +90,7 @@ TEST(ProgressParser, MissingFieldIsNoParsableProgress) {
   Feed(p, lines);
   auto o = p.Finish(0, false, 3, "");
   EXPECT_FALSE(o.ok);
-  EXPECT_EQ(o.metric, 0);
+  EXPECT_EQ(o.value_s, 0);
   EXPECT_EQ(o.error,
             "victim printed no parsable progress (field 'step_time_s' not found in 12 lines)");
 }
@@ -110,8 +110,8 @@ TEST(ProgressParser, RegexFirstCaptureGroupIsTheMetric) {
   ASSERT_TRUE(o.ok) << o.error;
   ASSERT_EQ(o.steps.size(), 3u);
   EXPECT_TRUE(o.steps[0].warmup);
-  EXPECT_DOUBLE_EQ(o.metric, 0.3);  // median of 0.2 and 0.4; 0.9 was warmup
-  EXPECT_EQ(o.malformed_lines, 1);  // "1.2.3" matched the group but is not a number
+  EXPECT_DOUBLE_EQ(o.value_s, 0.3);  // median of 0.2 and 0.4; 0.9 was warmup
+  EXPECT_EQ(o.malformed_lines, 1);   // "1.2.3" matched the group but is not a number
   EXPECT_TRUE(o.phase_medians.empty());
 }
 
@@ -142,7 +142,7 @@ TEST(ProgressParser, WallUsesTheWallTimeAndIgnoresStdout) {
   Feed(p, {R"({"step_time_s":0.1})", "anything"});
   auto o = p.Finish(0, false, 12.5, "");
   ASSERT_TRUE(o.ok) << o.error;
-  EXPECT_DOUBLE_EQ(o.metric, 12.5);
+  EXPECT_DOUBLE_EQ(o.value_s, 12.5);
   EXPECT_TRUE(o.steps.empty());
 }
 
@@ -151,7 +151,7 @@ TEST(ProgressParser, NonZeroExitIsNeverAMeasurement) {
   Feed(p, {R"({"step_time_s":0.1})", R"({"step_time_s":0.1})"});
   auto o = p.Finish(3, false, 1, "Traceback: boom");
   EXPECT_FALSE(o.ok);
-  EXPECT_EQ(o.metric, 0);
+  EXPECT_EQ(o.value_s, 0);
   EXPECT_EQ(o.error, "victim exited with status 3 (2 steps reported)");
   EXPECT_EQ(o.steps.size(), 2u);  // kept for the record
   EXPECT_TRUE(o.phase_medians.empty());
@@ -200,7 +200,7 @@ TEST(ProgressParser, WarmupStepsAreKeptButExcluded) {
   EXPECT_TRUE(o.steps[0].warmup);
   EXPECT_TRUE(o.steps[1].warmup);
   EXPECT_FALSE(o.steps[2].warmup);
-  EXPECT_DOUBLE_EQ(o.metric, 0.2);
+  EXPECT_DOUBLE_EQ(o.value_s, 0.2);
   EXPECT_DOUBLE_EQ(o.phase_medians.at("read_s"), 0.1);
 }
 
@@ -211,7 +211,7 @@ TEST(ProgressParser, VictimMarkedWarmupIsExcludedToo) {
   auto o = p.Finish(0, false, 9, "");
   ASSERT_TRUE(o.ok) << o.error;
   EXPECT_TRUE(o.steps[0].warmup);
-  EXPECT_DOUBLE_EQ(o.metric, 2.0);
+  EXPECT_DOUBLE_EQ(o.value_s, 2.0);
 }
 
 TEST(ProgressParser, OnlyWarmupStepsIsAFailure) {

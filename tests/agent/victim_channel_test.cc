@@ -34,7 +34,7 @@ TEST(VictimChannel, RecordsOnTheChannelWinAndStdoutIsLeftToTheJob) {
                        ">&$CODL_PROGRESS_FD; echo '{\"step_time_s\":0.9}'; done"));
   ASSERT_TRUE(o.progress.ok) << o.progress.error << " / " << o.stderr_tail;
   ASSERT_EQ(o.progress.steps.size(), 3u);
-  EXPECT_DOUBLE_EQ(o.progress.metric, 0.2);
+  EXPECT_DOUBLE_EQ(o.progress.value_s, 0.2);
   EXPECT_DOUBLE_EQ(o.progress.phase_medians.at("forward_s"), 0.2);
 }
 
@@ -45,7 +45,7 @@ TEST(VictimChannel, StdoutVictimsStillWork) {
                        "echo \"{\\\"step_time_s\\\":$t}\"; done"));
   ASSERT_TRUE(o.progress.ok) << o.progress.error;
   EXPECT_EQ(o.progress.steps.size(), 2u);
-  EXPECT_DOUBLE_EQ(o.progress.metric, 0.45);
+  EXPECT_DOUBLE_EQ(o.progress.value_s, 0.45);
 }
 
 TEST(VictimChannel, OnlyTheChannelIsInheritedBeyondStdio) {

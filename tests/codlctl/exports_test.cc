@@ -27,7 +27,7 @@ TrialRecord Trial(const std::string& exp, int index, int rep, const std::string&
   t.baseline = pairing == "baseline";
   t.pairing = pairing;
   t.state = state;
-  t.metric = metric;
+  t.value_s = metric;
   t.wall_s = metric;
   t.phase_medians = {{"compute_s", 0.1}, {"read_s", metric / 10}};
   if (state == TrialState::kFlagged) {
@@ -454,7 +454,7 @@ class ProfilePredictCliTest : public ::testing::Test {
     t.baseline = pairing == "baseline";
     t.pairing = pairing;
     t.state = TrialState::kDone;
-    t.metric = metric;
+    t.value_s = metric;
     t.wall_s = metric;
     t.antagonists = std::move(a);
     ASSERT_TRUE(s->SaveTrial(t).ok());

@@ -51,7 +51,7 @@ class RepetitionsEstimateTest : public ::testing::Test {
       t.baseline = i % 2 == 0;
       t.pairing = t.baseline ? "baseline" : "membw@0.5";
       t.state = TrialState::kDone;
-      t.metric = t.wall_s = (t.baseline ? 1.0 : 2.0) * noise[i / 2];
+      t.value_s = t.wall_s = (t.baseline ? 1.0 : 2.0) * noise[i / 2];
       ASSERT_TRUE((*store)->SaveTrial(t).ok());
     }
   }

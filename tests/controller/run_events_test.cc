@@ -14,7 +14,7 @@ TrialRecord Trial(TrialState state) {
   t.index = 2;
   t.pairing = "membw@0.5";
   t.state = state;
-  t.metric = 0.125;
+  t.value_s = 0.125;
   return t;
 }
 
@@ -53,7 +53,7 @@ TEST(RunEvents, AFlaggedTrialCarriesItsReasonsAsAList) {
 // victim's own per-step summary (issue: "metric 0.038 s" beside an elapsed 1.16 s).
 TEST(RunEvents, AFinishedTrialSaysTheExperimentsMetricByName) {
   TrialRecord t = Trial(TrialState::kDone);
-  t.metric = 0.038;  // the victim's mean step time
+  t.value_s = 0.038;  // the victim's mean step time
   for (int i = 0; i < 11; ++i) {
     VictimStep s;
     s.step = i;

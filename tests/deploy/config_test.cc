@@ -252,6 +252,10 @@ TEST(ControllerConfig, EveryKeyAndErrors) {
   EXPECT_EQ(*c->database, "/var/lib/codl/controller.db");
   EXPECT_EQ(*c->token_file, "/etc/codl/token");
   EXPECT_EQ(*c->metrics_listen, "0.0.0.0:9464");
+  EXPECT_FALSE(c->agent_rejoin_grace_s.has_value());
+  c = ParseControllerConfig("agent_rejoin_grace: 2m\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(*c->agent_rejoin_grace_s, 120);
 
   auto bad = ParseControllerConfig("listen: 127.0.0.1:7700\nscratch_roots: [/x]\n", "c.yaml");
   ASSERT_FALSE(bad.ok());

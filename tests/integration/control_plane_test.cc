@@ -271,6 +271,43 @@ TEST_F(ClusterTest, AnAgentLostMidTrialIsWaitedForThenTheTrialRunsAgain) {
   EXPECT_EQ(rr["trials_committed"].get<int>(), 2);
 }
 
+// `codlctl resume` issued as soon as the restarted controller answers, before its agent is back,
+// waits for the agent (agent_rejoin_grace) instead of failing the study with "node selector
+// matched no live agent (0 registered)".
+TEST_F(ClusterTest, AResumeBeforeTheAgentsAreBackWaitsForThem) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/long.yaml", QuickExperiment("long", "", 3));
+  auto sub = c.Ctl({"submit", dir_ + "/long.yaml"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = sub.out.substr(0, sub.out.find('\n'));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return c.Ctl({"status", id}, 10).out.find(" 2/") != std::string::npos;
+      },
+      120))
+      << c.Logs();
+  c.controller().Signal(SIGKILL);
+  c.controller().Wait(5);
+  c.agent(0).Signal(SIGTERM);
+  ASSERT_EQ(c.agent(0).Wait(30), 0) << c.Logs();
+  c.StartController();
+  ASSERT_TRUE(WaitUntil([&] { return c.Ctl({"status", id}, 5).exit_code == 0; }, 20)) << c.Logs();
+  Process resume({Bin("codlctl"), "--controller", c.address(), "resume", id, "-q"},
+                 dir_ + "/resume.log");
+  sleep(2);  // the resume is queued meanwhile, not failed
+  EXPECT_TRUE(resume.Running()) << ReadFile(dir_ + "/resume.log");
+  c.StartAgent("a");
+  ASSERT_EQ(resume.Wait(180), 0) << ReadFile(dir_ + "/resume.log") << c.Logs();
+  auto st = c.Ctl({"status", id, "-o", "json"}, 10);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  const auto j = nlohmann::json::parse(st.out);
+  EXPECT_EQ(j["state"], "done") << st.out;
+  EXPECT_NE(c.Logs().find("waits for its agents to register"), std::string::npos) << c.Logs();
+}
+
 // Cloned hosts sharing a hostname: a second agent process with a live agent's id (plaintext
 // loopback, no tokens: no identity tells them apart) is refused and the first keeps its id.
 TEST_F(ClusterTest, ASecondAgentWithALiveAgentsIdIsRefused) {

@@ -120,12 +120,12 @@ std::vector<TrialRecord> FiveAgainstFive() {
     b.pairing = "baseline";
     b.baseline = true;
     b.state = TrialState::kDone;
-    b.metric = b.wall_s = base[i];
+    b.value_s = b.wall_s = base[i];
     TrialRecord t = b;
     t.index = 2 * i + 1;
     t.pairing = "membw@1";
     t.baseline = false;
-    t.metric = t.wall_s = 2 * base[i];
+    t.value_s = t.wall_s = 2 * base[i];
     trials.push_back(b);
     trials.push_back(t);
   }

@@ -65,7 +65,7 @@ std::vector<TrialRecord> Trials() {
                                {{"data_wait_s", wait}, {"read_s", read}, {"compute_s", compute}},
                                k < 2));
       }
-      t.metric = wait + compute + 0.001;
+      t.value_s = wait + compute + 0.001;
       t.phase_medians = {{"data_wait_s", wait}, {"read_s", read}, {"compute_s", compute}};
       t.phase_order = {"data_wait_s", "read_s", "compute_s"};
       trials.push_back(t);

@@ -49,7 +49,7 @@ TEST(ConfoundTest, SummaryTableAndJsonCarryIt) {
     t.baseline = i % 2 == 0;
     t.pairing = t.baseline ? "baseline" : "membw@0.5";
     t.state = TrialState::kDone;
-    t.metric = t.baseline ? 1.0 : 1.2;
+    t.value_s = t.baseline ? 1.0 : 1.2;
     t.wall_s = 10;
     t.victim_cpu_s = 10;  // one core
     t.victim_effective_cpus = "0-1";

@@ -18,7 +18,7 @@ TrialRecord Trial(int index, const std::string& pairing, double victim_cpu_s,
   t.pairing = pairing;
   t.baseline = pairing == "baseline";
   t.state = TrialState::kDone;
-  t.metric = 1;
+  t.value_s = 1;
   t.wall_s = 10;
   t.victim_cpu_s = victim_cpu_s;
   t.victim_effective_cpus = cpus;

@@ -41,7 +41,7 @@ TrialRecord XtTrial(int index, const std::string& pairing, const std::string& in
   t.pairing = pairing;
   t.baseline = pairing == "baseline";
   t.state = TrialState::kDone;
-  t.metric = t.wall_s = kXtWindow;
+  t.value_s = t.wall_s = kXtWindow;
   t.victim_cpu_s = 0.001;
   if (!t.baseline) {
     AntagonistResult a;

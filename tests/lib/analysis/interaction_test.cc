@@ -111,7 +111,7 @@ TrialRecord InteractionTrial(int index, const std::string& pairing, double metri
   t.pairing = pairing;
   t.baseline = pairing == "baseline";
   t.state = TrialState::kDone;
-  t.metric = metric;
+  t.value_s = metric;
   return t;
 }
 

@@ -42,7 +42,7 @@ TrialRecord Trial(const std::string& pairing, std::vector<AntagonistResult> anta
   t.pairing = pairing;
   t.baseline = pairing == "baseline";
   t.state = state;
-  t.metric = 1;
+  t.value_s = 1;
   t.wall_s = 1;
   t.antagonists = std::move(antagonists);
   return t;

@@ -39,7 +39,7 @@ TrialRecord Trial(int index, const std::vector<double>& busy,
   t.pairing = "baseline";
   t.baseline = true;
   t.state = state;
-  t.wall_s = t.metric = 1;
+  t.wall_s = t.value_s = 1;
   for (size_t i = 0; i < busy.size(); ++i) {
     RankRecord r;
     r.rank = static_cast<int>(i);

@@ -23,7 +23,7 @@ TrialRecord Trial(int index, const std::string& pairing, double metric,
   t.pairing = pairing;
   t.baseline = pairing == "baseline";
   t.state = state;
-  t.metric = metric;
+  t.value_s = metric;
   t.phase_medians = {{"read_s", metric / 2}, {"compute_s", 0.5}};
   return t;
 }
@@ -94,7 +94,7 @@ TEST(SummarizeTest, SlowdownCountsAndPhases) {
   EXPECT_TRUE(b.baseline);
   EXPECT_EQ(b.pairing, "baseline");
   EXPECT_EQ(b.n, 6);
-  EXPECT_DOUBLE_EQ(b.median_metric, 1.0);
+  EXPECT_DOUBLE_EQ(b.median_metric_s, 1.0);
   EXPECT_DOUBLE_EQ(b.slowdown, 1.0);
   EXPECT_TRUE(std::isnan(b.ci_low));
   EXPECT_TRUE(std::isnan(b.p_value));
@@ -106,7 +106,7 @@ TEST(SummarizeTest, SlowdownCountsAndPhases) {
   EXPECT_EQ(s.n, 5);
   EXPECT_EQ(s.n_failed, 1);
   EXPECT_EQ(s.n_flagged, 1);
-  EXPECT_DOUBLE_EQ(s.median_metric, 2.0);
+  EXPECT_DOUBLE_EQ(s.median_metric_s, 2.0);
   EXPECT_DOUBLE_EQ(s.slowdown, 2.0);
   EXPECT_LE(s.ci_low, 2.0);
   EXPECT_GE(s.ci_high, 2.0);

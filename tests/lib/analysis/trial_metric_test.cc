@@ -62,7 +62,7 @@ TEST(TrialMetricTest, ValuesComeFromTheMeasuredStepsOnly) {
 
 TEST(TrialMetricTest, ATrialWithoutStepsIsOneStepOfItsMetric) {
   TrialRecord wall;
-  wall.metric = 2.5;  // progress format `wall`
+  wall.value_s = 2.5;  // progress format `wall`
   EXPECT_DOUBLE_EQ(TrialMetricValue(wall, M("elapsed")), 2.5);
   EXPECT_DOUBLE_EQ(TrialMetricValue(wall, M("throughput")), 0.4);
   EXPECT_TRUE(std::isnan(TrialMetricValue(TrialRecord{}, M("elapsed"))));
@@ -118,7 +118,7 @@ TEST(TrialMetricTest, ThroughputSlowdownIsBaselineOverMeasured) {
   const PairingSummary& p = r.pairings[1];
   EXPECT_NEAR(p.slowdown, 0.22 / 0.18, 1e-9);  // > 1: slower, as for every metric
   EXPECT_NEAR(p.metric_median, 10 / 0.22, 1e-9);
-  EXPECT_TRUE(std::isnan(p.median_metric));  // not seconds
+  EXPECT_TRUE(std::isnan(p.median_metric_s));  // not seconds
   EXPECT_LE(p.ci_low, p.slowdown);
   EXPECT_GE(p.ci_high, p.slowdown);
   EXPECT_NE(FormatTable(r).find("steps/s"), std::string::npos) << FormatTable(r);

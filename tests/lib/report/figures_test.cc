@@ -198,7 +198,7 @@ TEST(FiguresTest, MaxIsDrawnAtItsAchievedIntensity) {
   base.baseline = true;
   base.n = 5;
   base.slowdown = 1;
-  base.median_metric = 1;
+  base.median_metric_s = 1;
   r.pairings.push_back(base);
   std::vector<TrialRecord> trials;
   const struct {

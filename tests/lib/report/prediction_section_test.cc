@@ -17,7 +17,7 @@ void AddTrials(std::vector<TrialRecord>* trials, const std::string& pairing, dou
     t.pairing = pairing;
     t.baseline = pairing == "baseline";
     t.state = TrialState::kDone;
-    t.metric = seconds * (1 + 0.005 * (i - 2));
+    t.value_s = seconds * (1 + 0.005 * (i - 2));
     trials->push_back(t);
   }
 }

@@ -239,7 +239,7 @@ TEST(ReportTest, NaNValuesRenderAsDash) {
   const double nan = std::nan("");
   for (auto& p : results.pairings) {
     if (p.pairing == "membw@1") {
-      p.slowdown = p.ci_low = p.ci_high = p.p_value = p.median_metric = p.cov = nan;
+      p.slowdown = p.ci_low = p.ci_high = p.p_value = p.median_metric_s = p.cov = nan;
       p.metric_median = nan;
       for (auto& ph : p.phases) ph.slowdown = ph.median_s = nan;
       for (auto& a : p.antagonists) a.achieved_rate = a.target_rate = nan;

@@ -110,11 +110,11 @@ inline Synthetic MakeSynthetic(const SyntheticOptions& o = {}) {
     t.state = state;
     t.victim_node = "node-a";
     const double noise = 1 + o.jitter * Jitter(&rng);
-    t.metric = kBase * p.slowdown * noise;
+    t.value_s = kBase * p.slowdown * noise;
     const double read = kRead * p.read_factor * noise;
-    if (o.phases) t.phase_medians = {{"read_s", read}, {"compute_s", t.metric - read}};
+    if (o.phases) t.phase_medians = {{"read_s", read}, {"compute_s", t.value_s - read}};
     if (o.phases && o.pipeline) {
-      t.phase_medians["data_wait_s"] = 0.3 * t.metric;
+      t.phase_medians["data_wait_s"] = 0.3 * t.value_s;
       t.phase_medians["h2d_s"] = 0.002 * kBase * noise;
       t.phase_medians["comm_s"] = 0.003 * kBase * p.slowdown;
     }
@@ -126,11 +126,11 @@ inline Synthetic MakeSynthetic(const SyntheticOptions& o = {}) {
         VictimStep step;
         step.step = k;
         step.warmup = k < 5;
-        step.step_time_s = t.metric * (step.warmup ? 1.6 - 0.1 * k : 1 + o.jitter * Jitter(&rng));
+        step.step_time_s = t.value_s * (step.warmup ? 1.6 - 0.1 * k : 1 + o.jitter * Jitter(&rng));
         if (o.phases && o.pipeline) {
           // As codl-victim reports them: the on-path phases add up to the step, read_s runs in
           // the loader threads beside it.
-          const double f = step.step_time_s / t.metric;
+          const double f = step.step_time_s / t.value_s;
           step.phases = {{"data_wait_s", t.phase_medians["data_wait_s"] * f},
                          {"read_s", read * f},
                          {"h2d_s", t.phase_medians["h2d_s"]},
@@ -138,15 +138,15 @@ inline Synthetic MakeSynthetic(const SyntheticOptions& o = {}) {
           step.phases["compute_s"] = step.step_time_s - step.phases["data_wait_s"] -
                                      step.phases["h2d_s"] - step.phases["comm_s"];
         } else if (o.phases) {
-          step.phases = {{"read_s", read * step.step_time_s / t.metric},
-                         {"compute_s", (t.metric - read) * step.step_time_s / t.metric}};
+          step.phases = {{"read_s", read * step.step_time_s / t.value_s},
+                         {"compute_s", (t.value_s - read) * step.step_time_s / t.value_s}};
         }
         clock += step.step_time_s;
         step.t_s = clock;
         t.steps.push_back(step);
       }
     }
-    t.wall_s = clock > 0 ? clock : t.metric * 45;
+    t.wall_s = clock > 0 ? clock : t.value_s * 45;
     for (const auto& n : names) {
       t.antagonists.push_back(detail::Antagonist(n, p.level, t.wall_s, o.jitter, &rng));
       if (o.pipeline)
@@ -168,7 +168,7 @@ inline Synthetic MakeSynthetic(const SyntheticOptions& o = {}) {
     TrialRecord failed = make(pairings[4], o.repetitions, TrialState::kFailed, {"storage"});
     failed.exit_code = 137;
     failed.error = "victim killed: out of memory";
-    failed.metric = 0;
+    failed.value_s = 0;
     s.trials.push_back(failed);
     TrialRecord flagged = make(pairings[4], o.repetitions, TrialState::kFlagged, {"storage"});
     flagged.error = "storage reached 61% of its target";

@@ -38,7 +38,7 @@ TrialRecord SampleTrial() {
   t.exit_code = -9;
   t.stderr_tail = "killed";
   t.victim_node = "node-a";
-  t.metric = 0.125;
+  t.value_s = 0.125;
   t.wall_s = 12.5;
   t.phase_medians = {{"read_s", 0.01}, {"compute_s", 0.1}};
   t.started_unix_ms = 1700000000100;
@@ -109,7 +109,7 @@ TEST(RecordsProto, TrialRoundTripKeepsStepsAndSamples) {
   EXPECT_EQ(out->exit_code, in.exit_code);
   EXPECT_EQ(out->stderr_tail, in.stderr_tail);
   EXPECT_EQ(out->victim_node, in.victim_node);
-  EXPECT_EQ(out->metric, in.metric);
+  EXPECT_EQ(out->value_s, in.value_s);
   EXPECT_EQ(out->wall_s, in.wall_s);
   EXPECT_EQ(out->phase_medians, in.phase_medians);
   ASSERT_EQ(out->ranks.size(), 2u);

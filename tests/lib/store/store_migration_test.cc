@@ -64,7 +64,7 @@ TEST(StoreMigrationTest, Version1DatabaseMigratesToLatestWithDataPreserved) {
   ASSERT_EQ(got_t->size(), 1u);
   const TrialRecord& old = (*got_t)[0];
   EXPECT_EQ(old.state, TrialState::kDone);
-  EXPECT_EQ(old.metric, 0.25);
+  EXPECT_EQ(old.value_s, 0.25);
   EXPECT_EQ(old.wall_s, 61);
   EXPECT_EQ(old.victim_cpu_s, 0);  // not measured before the column existed
   EXPECT_EQ(old.victim_effective_cpus, "");

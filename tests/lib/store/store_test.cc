@@ -93,7 +93,7 @@ TEST_F(StoreTest, TrialRoundTripsEveryField) {
   for (int i = 0; i < 6; ++i) {
     TrialRecord t = MakeTrial("e1", i, /*steps=*/9, /*antagonists=*/i % 3, /*samples=*/11);
     t.state = static_cast<TrialState>(i);
-    if (i == 1) t.metric = std::numeric_limits<double>::quiet_NaN();  // failed: no metric
+    if (i == 1) t.value_s = std::numeric_limits<double>::quiet_NaN();  // failed: no metric
     if (i == 2) t.wall_s = std::numeric_limits<double>::infinity();
     if (i == 3) t.phase_medians.clear();
     Status s = store_->SaveTrial(t);

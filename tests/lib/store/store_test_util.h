@@ -83,7 +83,7 @@ inline void ExpectSameTrial(const TrialRecord& a, const TrialRecord& b, bool wit
   EXPECT_EQ(a.exit_code, b.exit_code);
   EXPECT_EQ(a.stderr_tail, b.stderr_tail);
   EXPECT_EQ(a.victim_node, b.victim_node);
-  EXPECT_SAME_DOUBLE(a.metric, b.metric);
+  EXPECT_SAME_DOUBLE(a.value_s, b.value_s);
   EXPECT_SAME_DOUBLE(a.wall_s, b.wall_s);
   EXPECT_SAME_DOUBLE(a.victim_cpu_s, b.victim_cpu_s);
   EXPECT_EQ(a.victim_effective_cpus, b.victim_effective_cpus);
@@ -165,7 +165,7 @@ inline TrialRecord MakeTrial(const std::string& experiment_id, int index, int st
   t.stderr_tail = std::string("Traceback (most recent call last):\n  \"quoted\" 'x'\n") +
                   std::string("nul:\0:end\n", 10) + "\xff\xfe not utf-8";
   t.victim_node = "gpu-node-07";
-  t.metric = 0.1 + index / 3.0;
+  t.value_s = 0.1 + index / 3.0;
   t.wall_s = 61.000000000000014;
   t.victim_cpu_s = 122.5 + index;
   t.victim_effective_cpus = "0-3,6";
