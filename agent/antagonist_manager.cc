@@ -352,7 +352,13 @@ Result<AntagonistManager::Calibration> AntagonistManager::Calibrate(
   }
   spec.injector = injector;
   spec.caps = CapabilitiesOf(injector);
-  spec.argv = BaseArgs(injector, options);
+  // A collective's ranks are calibrated together (the controller's CalibrateCollective): a
+  // non-zero rank fetches rank 0's rendezvous value first, as a start does.
+  std::map<std::string, std::string> run_options = options;
+  if (Status s = FetchRendezvous(spec.id, spec.caps, &run_options); !s.ok()) {
+    return s.WithContext("calibrating " + injector);
+  }
+  spec.argv = BaseArgs(injector, run_options);
   spec.argv.insert(spec.argv.end(), {"--calibrate", "--duration", FormatNumber(duration_s) + "s"});
   spec.relay = &policy_.relay;
   spec.clock = clock_;

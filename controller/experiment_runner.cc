@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -153,7 +155,10 @@ Result<CalibrationRecord> ExperimentRunner::Calibrate(
   c.node = agent_id;
   c.node_fingerprint = NodeFingerprint(agents_->Snapshot(agent_id));
   c.injector = injector;
-  c.options_key = OptionsKey(options);
+  // Without the rendezvous key, which is new for every run (a collective's calibration).
+  auto keyed = options;
+  keyed.erase("rendezvous_key");
+  c.options_key = OptionsKey(keyed);
   c.peak_rate = reply->peak_rate();
   c.unit = reply->unit();
   c.duration_s = duration_s;
@@ -187,6 +192,12 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
     bool needs_peak = a.tolerance.enabled;  // the search runs levels
     for (const auto& in : a.intensities) needs_peak |= !in.absolute;
     if (!needs_peak) continue;
+    const injectors::Descriptor* d = injectors::FindDescriptor(a.injector);
+    if (d != nullptr && d->capabilities.collective && p->antagonist_nodes[i].size() > 1) {
+      if (cancel) return Cancelled("cancelled");
+      if (Status s = CalibrateCollective(spec, i, p, listener, prov); !s.ok()) return s;
+      continue;
+    }
     for (const auto& node : p->antagonist_nodes[i]) {
       auto cached = store_->GetCalibration(node, a.injector, OptionsKey(a.options));
       std::string why = "none cached";
@@ -208,6 +219,63 @@ Status ExperimentRunner::CalibrateAll(const experiment::ExperimentSpec& spec, Pl
       p->peaks[{static_cast<int>(i), node}] = *c;
       prov->AddCalibration(a.name, *c, "measured: " + why);
     }
+  }
+  return Status::Ok();
+}
+
+// A collective antagonist on several nodes is calibrated as it runs: all its ranks at once,
+// through a rendezvous of their own, so each node's peak is the bus bandwidth of the
+// communicator the trials use. (Calibrated rank by rank, each ran alone as a 1-rank
+// communicator: for NCCL a device-local copy, whose "peak" was the HBM's; every level trial
+// then missed its target. Found on gpusim.)
+Status ExperimentRunner::CalibrateCollective(const experiment::ExperimentSpec& spec, size_t i,
+                                             Placement* p, RunListener* listener,
+                                             Provenance* prov) {
+  const auto& a = spec.antagonists[i];
+  const std::vector<std::string>& nodes = p->antagonist_nodes[i];
+  const std::string scope = NewRendezvousScope("calibration-" + a.name);
+  std::vector<std::map<std::string, std::string>> options;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    options.push_back(CollectiveOptions(a, nodes.size(), k, scope));
+  }
+  auto key = [&](size_t k) {
+    auto o = options[k];
+    o.erase("rendezvous_key");
+    return OptionsKey(o);
+  };
+  std::string why;
+  std::vector<CalibrationRecord> cached;
+  for (size_t k = 0; k < nodes.size() && why.empty(); ++k) {
+    auto c = store_->GetCalibration(nodes[k], a.injector, key(k));
+    why = c.ok() && c->has_value() ? StaleReason(spec, **c) : "none cached";
+    if (why.empty()) cached.push_back(**c);
+  }
+  if (why.empty()) {
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      p->peaks[{static_cast<int>(i), nodes[k]}] = cached[k];
+      prov->AddCalibration(a.name, cached[k], "cached");
+    }
+    return Status::Ok();
+  }
+  listener->OnEvent(
+      events::Calibrating(a.name, a.injector, JoinNodes(nodes), spec.calibration_s, why));
+  ScopedRendezvousGrant grant(&grants_, scope, std::set<std::string>(nodes.begin(), nodes.end()));
+  std::vector<std::optional<Result<CalibrationRecord>>> ranks(nodes.size());
+  {
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      threads.emplace_back(
+          [&, k] { ranks[k] = Calibrate(nodes[k], a.injector, options[k], spec.calibration_s); });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (!ranks[k]->ok()) {
+      return ranks[k]->status().WithContext("antagonist '" + a.name + "' (rank " +
+                                            std::to_string(k) + " on " + nodes[k] + ")");
+    }
+    p->peaks[{static_cast<int>(i), nodes[k]}] = **ranks[k];
+    prov->AddCalibration(a.name, **ranks[k], "measured: " + why);
   }
   return Status::Ok();
 }

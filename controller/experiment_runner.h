@@ -168,6 +168,8 @@ class ExperimentRunner {
                      const std::atomic<bool>& cancel);
   Status CalibrateAll(const experiment::ExperimentSpec& spec, Placement* p,
                       const std::atomic<bool>& cancel, RunListener* listener, Provenance* prov);
+  Status CalibrateCollective(const experiment::ExperimentSpec& spec, size_t i, Placement* p,
+                             RunListener* listener, Provenance* prov);
   // Why a cached calibration cannot be used ("" when it can): too old, or its node changed.
   std::string StaleReason(const experiment::ExperimentSpec& spec,
                           const CalibrationRecord& cached) const;

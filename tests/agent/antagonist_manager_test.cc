@@ -144,6 +144,28 @@ TEST_F(AntagonistManagerTest, NonZeroRankOfACollectiveGetsTheRendezvousValue) {
   EXPECT_NE(Argv().find("--set unique_id=01ab"), std::string::npos) << Argv();
 }
 
+// A collective's ranks are calibrated together (controller: CalibrateCollective), so a non-zero
+// rank's calibration fetches rank 0's value first, as its start does (it never did: rank 1 was
+// never started and rank 0 waited out its init_timeout; found on gpusim).
+TEST_F(AntagonistManagerTest, ANonZeroRanksCalibrationGetsTheRendezvousValue) {
+  Fake({R"({"summary":true,"injector":"nccl","unit":"busbw bytes/s","mode":"calibrate",)"
+        R"("target_rate":0,"achieved_rate":2e7,"peak_rate":2e7,"cov":0,"seconds":1,)"
+        R"("saturated":false,"stopped_by_signal":false})"},
+       /*idle=*/false, /*exit_code=*/0);
+  std::string fetched_key;
+  RendezvousRelay relay;
+  relay.fetch = [&](const std::string& key, double) -> Result<std::string> {
+    fetched_key = key;
+    return std::string("\x01\xab", 2);
+  };
+  auto m = Manager(relay);
+  auto c = m.Calibrate("nccl", {{"ranks", "2"}, {"rank", "1"}, {"rendezvous_key", "cal/ar"}}, 1);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(fetched_key, "cal/ar");
+  EXPECT_NE(Argv().find("--set unique_id=01ab"), std::string::npos) << Argv();
+  EXPECT_DOUBLE_EQ(c->peak_rate, 2e7);
+}
+
 TEST_F(AntagonistManagerTest, NonCollectiveInjectorsGetNoRendezvous) {
   bool fetched = false;
   RendezvousRelay relay;

@@ -1,10 +1,12 @@
 // FakeAgent: an AgentClient with no process and no socket, for the runner and registry tests.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "controller/agent_client.h"
@@ -18,7 +20,10 @@ class FakeAgent : public AgentClient {
  public:
   std::mutex mu;
   int calibrations = 0;
-  std::map<std::string, double> running;  // id -> target rate
+  double calibrate_s = 0;  // how long a calibration takes (real time)
+  std::vector<v1::CalibrateRequest> calibrate_requests;
+  std::vector<std::pair<double, double>> calibrate_windows;  // monotonic start, end
+  std::map<std::string, double> running;                     // id -> target rate
   std::set<std::string> ever_started;
   int stops = 0;
   bool fail_start = false;
@@ -66,8 +71,12 @@ class FakeAgent : public AgentClient {
     return std::make_unique<Stream>(this, handle);
   }
 
-  Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest&) override {
+  Result<v1::CalibrateReply> Calibrate(const v1::CalibrateRequest& req) override {
+    const double from = SystemClock::Get()->MonotonicSeconds();
+    if (calibrate_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(calibrate_s));
     std::lock_guard<std::mutex> l(mu);
+    calibrate_requests.push_back(req);
+    calibrate_windows.emplace_back(from, SystemClock::Get()->MonotonicSeconds());
     ++calibrations;
     v1::CalibrateReply r;
     r.set_peak_rate(peak);
