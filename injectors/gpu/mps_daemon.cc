@@ -23,8 +23,6 @@ namespace {
 // The daemon creates sockets under the pipe dir; leave room for its own names (sun_path is 108).
 constexpr size_t kMaxPipeDirLength = 80;
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 std::vector<long> ParsePids(const std::string& text) {
   std::vector<long> pids;
   std::istringstream in(text);
@@ -78,21 +76,6 @@ bool MpsControlRunning(const std::string& pipe_dir) {
   const bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
   return ok;
-}
-
-Status MakeDirs(const std::string& path, mode_t mode) {
-  if (path.empty()) return InvalidArgument("empty path");
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    const std::string prefix = path.substr(0, pos);
-    if (prefix.empty()) continue;
-    if (mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) return Err(Errno("mkdir " + prefix));
-  }
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return FailedPrecondition(path + " is not a directory");
-  return Status::Ok();
 }
 
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,

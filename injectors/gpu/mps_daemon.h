@@ -50,9 +50,6 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env,
                                  const std::string& input, double timeout_s, bool capture = true);
 
-// mkdir -p: ok, or why not.
-Status MakeDirs(const std::string& path, mode_t mode);
-
 class MpsControl {
  public:
   // Uses the daemon listening in dirs.pipe_dir, or starts one when `may_start`.

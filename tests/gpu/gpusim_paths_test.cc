@@ -58,6 +58,19 @@ TEST_F(GpusimPaths, ANodeWithoutADeviceSaysSoWithCudasWords) {
       << run.err;
 }
 
+// An MPS pipe directory that cannot be made (a file in its path) is named with the system's
+// reason before any daemon starts.
+TEST_F(GpusimPaths, AnMpsPipeDirectoryThatCannotBeMadeIsNamed) {
+  std::ofstream(dir_ + "/file") << "x";
+  auto run = testing::RunProcess(
+      testing::CodlInjectCmd({"mps_cotenant", "--set", "pipe_dir=" + dir_ + "/file/pipe", "--max",
+                              "--duration", "1s"}),
+      60);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("MPS directory '" + dir_ + "/file/pipe'"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("Not a directory"), std::string::npos) << run.err;
+}
+
 // NCCL_DEBUG without NCCL_DEBUG_FILE would put NCCL's log on stdout, the agent's JSON lines:
 // the injector sends it to stderr, and its records stay parseable.
 TEST_F(GpusimPaths, NcclDebugKeepsStdoutForTheRecords) {

@@ -125,14 +125,6 @@ TEST(RunProcessTest, ChildInheritsNoExtraDescriptors) {
   EXPECT_EQ(r->output, "closed\n");
 }
 
-TEST(MakeDirsTest, CreatesNestedDirectories) {
-  TempDir dir;
-  const std::string nested = dir.path() + "/a/b/c";
-  EXPECT_TRUE(MakeDirs(nested, 0755).ok());
-  EXPECT_TRUE(fs::is_directory(nested));
-  EXPECT_TRUE(MakeDirs(nested, 0755).ok());  // idempotent
-}
-
 // The fake control program: `-d` starts a background listener on $PIPE/control that exits on
 // "quit"; otherwise it reads one command from stdin like the real client does.
 constexpr const char* kFakeControl = R"(#!/bin/sh
