@@ -3,6 +3,8 @@
 // Shared by cluster_test.cc and control_plane_test.cc.
 #pragma once
 
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,7 +56,9 @@ class Cluster {
                            "--heartbeat-interval", "200ms", "--insecure"},
                           dir_ + "/controller.log");
   }
-  void StartAgent(const std::string& id, std::vector<std::string> extra = {}) {
+  // `env`: variables set for this agent beside the test's own environment.
+  void StartAgent(const std::string& id, std::vector<std::string> extra = {},
+                  const std::map<std::string, std::string>& env = {}) {
     std::vector<std::string> argv = {Bin("codl-agent"),
                                      "--controller",
                                      address_,
@@ -68,7 +72,8 @@ class Cluster {
                                      dir_ + "/state-" + id,
                                      "--insecure"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    agents_.emplace_back(Process(argv, dir_ + "/agent-" + id + ".log"));
+    agents_.emplace_back(Process(argv, dir_ + "/agent-" + id + ".log", "", env));
+    ids_.insert(id);
   }
   bool WaitForAgents(size_t n) {
     return WaitUntil(
@@ -89,9 +94,9 @@ class Cluster {
   }
   std::string Logs() {
     std::string all;
-    for (const char* f : {"controller.log", "agent-a.log", "agent-b.log"}) {
-      all += std::string("==== ") + f + "\n" + ReadFile(dir_ + "/" + f);
-    }
+    std::vector<std::string> files = {"controller.log"};
+    for (const auto& id : ids_) files.push_back("agent-" + id + ".log");
+    for (const auto& f : files) all += "==== " + f + "\n" + ReadFile(dir_ + "/" + f);
     return all;
   }
   Process& controller() { return controller_; }
@@ -104,6 +109,7 @@ class Cluster {
   std::string address_;
   Process controller_;
   std::vector<Process> agents_;
+  std::set<std::string> ids_;  // every agent started, for Logs()
 };
 
 class ClusterTest : public ::testing::Test {
