@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   boot.AddDurationFlag("--agent-rejoin-grace", &o.agent_rejoin_grace_s,
                        "after start, how long an experiment whose nodes match no live agent "
                        "waits for agents to (re-)register before it fails (0: fail at once)",
-                       tunables::DurationFlagText(tunables::kDefaultAgentRejoinGraceS))
+                       tunables::DurationFlagText(tunables::kDefaultAgentRejoinGraceS),
+                       /*allow_zero=*/true)
       ->check(CLI::Range(0.0, 86400.0));
   boot.AddMetricsFlag(&o.metrics_listen);
   boot.AddHealthFlag("codl.v1.Controller");

@@ -80,9 +80,9 @@ void DaemonBootstrap::AddMetricsFlag(std::string* listen) {
 
 CLI::Option* DaemonBootstrap::AddDurationFlag(const std::string& name, double* seconds,
                                               const std::string& help,
-                                              const std::string& default_text) {
+                                              const std::string& default_text, bool allow_zero) {
   return app_.add_option(name, *seconds, help)
-      ->transform(DurationFlag())
+      ->transform(DurationFlag(allow_zero))
       ->default_str(default_text);
 }
 

@@ -42,9 +42,10 @@ class DaemonBootstrap {
   // --health-listen: a plaintext host:port carrying only grpc.health.v1.Health, reporting ""
   // and `service` ("codl.v1.Agent"), for probes without the mTLS certificate (rpc/health.h).
   void AddHealthFlag(const std::string& service);
-  // A duration flag in seconds ("10s", "500ms", "2m"; > 0); --help shows `default_text`.
+  // A duration flag in seconds ("10s", "500ms", "2m"; > 0, or 0 too with `allow_zero`);
+  // --help shows `default_text`.
   CLI::Option* AddDurationFlag(const std::string& name, double* seconds, const std::string& help,
-                               const std::string& default_text);
+                               const std::string& default_text, bool allow_zero = false);
 
   // Parses argv and loads the config file into `file` (every key unset when there is none),
   // applies its tls block and resolves the token. Returns the exit code when main should stop

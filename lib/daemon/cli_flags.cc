@@ -11,11 +11,15 @@ CLI::Option* AddConfigFlag(CLI::App& app, std::string* path, const std::string& 
                             " when it exists); flags given on the command line override it");
 }
 
-CLI::Validator DurationFlag() {
+CLI::Validator DurationFlag(bool allow_zero) {
   return CLI::Validator(
-      [](std::string& value) -> std::string {
+      [allow_zero](std::string& value) -> std::string {
         auto d = ParseDuration(value);
         if (!d.ok()) return d.error();
+        if (allow_zero && *d == 0) {
+          value = "0";
+          return "";
+        }
         if (*d <= 0) return "'" + value + "' must be greater than 0";
         value = std::to_string(*d);
         return "";

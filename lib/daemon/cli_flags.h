@@ -18,7 +18,7 @@ CLI::Option* AddConfigFlag(CLI::App& app, std::string* path, const std::string& 
 
 // For a double option holding seconds: accepts "10s", "500ms", "2m" (common/units.h) and
 // rejects values <= 0.
-CLI::Validator DurationFlag();
+CLI::Validator DurationFlag(bool allow_zero = false);  // allow_zero: "0" means off
 
 // Copies a config-file value into `field` unless `flag` was given on the command line.
 template <class T, class U>

@@ -53,7 +53,9 @@ TEST(PlanMemory, ALargePlanIsGivenBackOnceItsExperimentEnds) {
                 "}\n"
                 "  - {name: b, injector: cpu, levels: " +
                 Levels() + "}\npairings: all\nrepetitions: 180\n");
-  Process controller({Bin("codl-controller"), "--listen", "unix:" + socket, "--db", dir + "/c.db"},
+  // No rejoin grace: with no agent, each experiment must fail at once, not wait 30 s for one.
+  Process controller({Bin("codl-controller"), "--listen", "unix:" + socket, "--db", dir + "/c.db",
+                      "--agent-rejoin-grace", "0"},
                      dir + "/controller.log");
   auto ctl = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {Bin("codlctl"), "--controller", "unix:" + socket});
