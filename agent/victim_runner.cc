@@ -272,7 +272,7 @@ VictimOutcome VictimRunner::Run(const experiment::VictimSpec& spec, const std::a
   auto NotStarted = [&out](const std::string& why) {
     out.exit_code = 127;
     out.progress.ok = false;
-    out.progress.error = "victim could not start: " + why;
+    out.progress.error = std::string(kVictimNotStarted) + why;
     return out;
   };
   if (!spec.cache.paths.empty()) {

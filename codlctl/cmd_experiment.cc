@@ -217,21 +217,23 @@ int FollowToEnd(const GlobalOptions& g, const RunOptions& o, ControllerClient* c
     fclose(f);
   }
   if (!o.report.empty() && rc == kExitOk) rc = WriteReport(c, "", id, o.report);
+  // Where the results are: the embedded run's --db, or the controller's own database (reached
+  // through it, never through a --db that is not its file).
+  const std::string controller = ConfiguredController(g.controller);
+  const std::string where = controller.empty() ? " --db " + o.db : " --controller " + controller;
   if (!IsDone(*final)) {
     Note(g, "error",
          "experiment " + id + " " + rpc::StateName(*final) +
              (final->error().empty() ? "" : ": " + final->error()));
     const auto state = rpc::StateOf(*final);
     if (state.ok() && *state != ExperimentState::kQueued && *state != ExperimentState::kRunning) {
-      Note(g, "info",
-           "continue it with: codlctl resume " + id +
-               (ConfiguredController(g.controller).empty() ? " --db " + o.db : ""));
+      Note(g, "info", "continue it with: codlctl resume " + id + where);
     }
   } else if (!o.quiet) {
     Note(g, "info",
          "experiment " + id + " done; results in " +
-             (ConfiguredController(g.controller).empty() ? o.db : "the controller's database") +
-             " (codlctl results " + id + " --db " + o.db + ")");
+             (controller.empty() ? o.db : "the controller's database") + " (codlctl results " + id +
+             where + ")");
   }
   if (rc == kExitOk && IsDone(*final)) rc = MeasuredExitCode(id, nothing_measured);
   return interrupts->ExitCode(rc != kExitOk ? rc : ExitCodeFor(*final));
@@ -449,7 +451,8 @@ int SubmitAndFollow(const GlobalOptions& g, const RunOptions& o, const std::stri
   return FollowToEnd(g, o, client->get(), id, &interrupts);
 }
 
-int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o) {
+int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o,
+              bool retry_failed) {
   auto lease = CheckRunOptions(g, o, "resume");
   if (!lease) return kExitBadInput;
   if (ConfiguredController(g.controller).empty() && access(o.db.c_str(), F_OK) != 0) {
@@ -463,7 +466,7 @@ int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o
   auto client = ConnectOrEmbed(g, o, *lease, &embedded);
   if (!client.ok())
     return client.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailed;
-  auto resumed = (*client)->Resume(id);
+  auto resumed = (*client)->Resume(id, retry_failed);
   if (!resumed.ok()) {
     Note(g, "error", "codlctl resume: " + resumed.error());
     return ExitCodeFor(resumed.status());
@@ -476,7 +479,10 @@ int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o
              (was.ok() ? ToString(*was) : "unfinished") +
              "): " + std::to_string(resumed->kept_trials()) + " of " +
              std::to_string(resumed->total_trials()) + " trials kept, " + std::to_string(left) +
-             " to run");
+             " to run" +
+             (retry_failed ? " (" + std::to_string(resumed->retried_trials()) +
+                                 " failed ones as their next attempt)"
+                           : ""));
   }
   return FollowToEnd(g, o, client->get(), resumed->experiment_id(), &interrupts);
 }

@@ -68,7 +68,8 @@ int StatusFromDb(const std::string& id, const std::string& db, const std::string
     experiments.push_back(std::move(*e));
   }
   std::vector<v1::ExperimentStatus> statuses;
-  for (const auto& e : experiments) {
+  for (auto& e : experiments) {
+    ShowOwnerGone(&e);
     auto trials = (*store)->GetTrials(e.id, false);
     statuses.push_back(StatusFromRecords(e, trials.ok() ? *trials : std::vector<TrialRecord>{}));
   }

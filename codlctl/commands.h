@@ -79,7 +79,9 @@ int CmdValidate(const GlobalOptions& g, const std::string& file, bool plan,
                 const std::string& db = "codl-results.db");
 int CmdRun(const GlobalOptions& g, const RunOptions& o);
 // `codlctl resume ID`: continues an interrupted, cancelled or failed experiment (o.file unused).
-int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o);
+// retry_failed: --retry-failed (its failed trials run again as their next attempts).
+int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o,
+              bool retry_failed);
 // `quiet`: with `watch`, no progress lines (the exit status still tells how it ended).
 int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool quiet = false);
 // output (status, watch, results, agents, compare): table | json | csv.

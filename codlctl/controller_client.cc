@@ -149,10 +149,12 @@ Result<std::string> ControllerClient::Cancel(const std::string& id) {
   return rpc::StateName(reply);
 }
 
-Result<v1::ResumeExperimentReply> ControllerClient::Resume(const std::string& id) {
+Result<v1::ResumeExperimentReply> ControllerClient::Resume(const std::string& id,
+                                                           bool retry_failed) {
   v1::ResumeExperimentRequest req;
   req.set_idempotency_key(rpc::NewIdempotencyKey());
   req.set_experiment_id(id);
+  req.set_retry_failed(retry_failed);
   v1::ResumeExperimentReply reply;
   auto ctx = rpc::MakeContext(tunables::kCliCallDeadlineS);
   grpc::Status gs = stub_->ResumeExperiment(ctx.get(), req, &reply);

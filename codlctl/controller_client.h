@@ -28,7 +28,7 @@ class ControllerClient {
   Result<v1::GetTrialTraceReply> GetTrialTrace(const std::string& id, int index);
   Result<std::vector<v1::AgentInfo>> ListAgents();
   Result<std::string> Cancel(const std::string& id);
-  Result<v1::ResumeExperimentReply> Resume(const std::string& id);
+  Result<v1::ResumeExperimentReply> Resume(const std::string& id, bool retry_failed = false);
   Result<v1::CalibrateNodeReply> Calibrate(const std::string& agent_id, const std::string& injector,
                                            const std::map<std::string, std::string>& options,
                                            double duration_s);

@@ -139,14 +139,21 @@ Subcommand AddResume(CLI::App& app) {
       "continue an interrupted, cancelled or failed experiment where it stopped, then print "
       "its results as `run` does");
   cmd->add_option("id", *id, "experiment id or 'latest'")->required();
+  auto retry_failed = std::make_shared<bool>(false);
+  cmd->add_flag("--retry-failed", *retry_failed,
+                "run its failed trials again too, each as its next attempt (only the last "
+                "attempt counts); a done experiment with failed trials may be resumed so");
   AddRunOptions(cmd, ro.get());
   cmd->footer(
       "The stored plan is run on: the same seed and trial order, every committed trial kept\n"
-      "(a trial cut off mid-run runs again under its index), calibrations reused while valid.\n"
+      "(a trial cut off mid-run runs again under its index, as its next attempt), calibrations\n"
+      "reused while valid. Failed trials are kept unless --retry-failed.\n"
       "Each resumption is recorded in the provenance. Without --controller, the embedded\n"
       "controller opens --db (the file the experiment ran with); an experiment left `running`\n"
       "by a killed `codlctl run` is marked interrupted first. Exit status as for `run`.");
-  return {cmd, [ro, id](const GlobalOptions& g) { return CmdResume(g, *id, *ro); }};
+  return {cmd, [ro, id, retry_failed](const GlobalOptions& g) {
+            return CmdResume(g, *id, *ro, *retry_failed);
+          }};
 }
 
 Subcommand AddSubmit(CLI::App& app) {

@@ -1,4 +1,5 @@
 #include "codlctl/results_output.h"
+#include "codlctl/status_output.h"
 
 #include <sys/stat.h>
 
@@ -66,6 +67,7 @@ Result<std::pair<ExperimentRecord, std::vector<TrialRecord>>> LoadRecords(Contro
     if (!store.ok()) return store.status();
     auto e = (*store)->GetExperiment(id.empty() ? "latest" : id);
     if (!e.ok()) return e.status();
+    ShowOwnerGone(&*e);
     auto t = (*store)->GetTrials(e->id, true);
     if (!t.ok()) return t.status();
     return std::make_pair(std::move(e.value()), std::move(t.value()));

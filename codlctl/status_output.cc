@@ -1,6 +1,7 @@
 #include "codlctl/status_output.h"
 
 #include "codlctl/progress_view.h"
+#include "lib/common/process_token.h"
 #include "lib/common/utf8.h"
 #include "lib/rpc/records_proto.h"
 
@@ -54,6 +55,13 @@ std::string EventKind(const v1::ExperimentEvent& event) {
   return event.GetDescriptor()->FindFieldByNumber(event.kind_case())->name();
 }
 
+void ShowOwnerGone(ExperimentRecord* e) {
+  if (e->state != ExperimentState::kRunning && e->state != ExperimentState::kQueued) return;
+  if (ProcessTokenAlive(e->owner)) return;
+  e->error = std::string("its process is gone (it was ") + ToString(e->state) + ")";
+  e->state = ExperimentState::kInterrupted;
+}
+
 v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
                                        const std::vector<TrialRecord>& trials) {
   v1::ExperimentStatus s;
@@ -62,9 +70,12 @@ v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
   rpc::SetState(e.state, &s);
   s.set_error(e.error);
   s.set_total_trials(e.total_trials);
-  s.set_completed_trials(static_cast<int>(trials.size()));
-  int failed = 0;
-  for (const auto& t : trials) failed += t.state == TrialState::kFailed;
+  int committed = 0, failed = 0;
+  for (const auto& t : trials) {
+    committed += Committed(t.state);  // one count everywhere: cut-off trials are not in it
+    failed += t.state == TrialState::kFailed;
+  }
+  s.set_completed_trials(committed);
   s.set_failed_trials(failed);
   s.set_created_unix_ms(e.created_unix_ms);
   s.set_finished_unix_ms(e.finished_unix_ms);

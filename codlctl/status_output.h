@@ -14,6 +14,12 @@ namespace codl::cli {
 
 // An experiment's state as the controller reports it; from a database, the recorded trials
 // stand in for the completed ones.
+// Read from a database file: an experiment stored `queued` or `running` by a process that is
+// gone (a killed `codlctl run`, a crashed controller) is shown as what it is, `interrupted`
+// with the error "its process is gone …" (the store marks it so once a controller or
+// `codlctl run` opens the file again). Others are left as they are.
+void ShowOwnerGone(ExperimentRecord* e);
+
 v1::ExperimentStatus StatusFromRecords(const ExperimentRecord& e,
                                        const std::vector<TrialRecord>& trials);
 

@@ -298,8 +298,9 @@ grpc::ServerUnaryReactor* ControllerServiceImpl::ResumeExperiment(
     auto rec = Changeable(c, req->experiment_id(), "resume");
     if (!rec.ok()) return rpc::ToGrpc(rec.status());
     spdlog::info("experiment {}: resume requested by {}", rec->id, TerminalSafe(c.submitter));
-    auto s = scheduler_->Resume(rec->id);
+    auto s = scheduler_->Resume(rec->id, req->retry_failed());
     if (!s.ok()) return rpc::ToGrpc(s.status());
+    reply->set_retried_trials(s->retried_trials);
     reply->set_experiment_id(s->id);
     reply->set_total_trials(s->total_trials);
     reply->set_kept_trials(s->kept_trials);

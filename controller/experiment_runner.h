@@ -33,6 +33,9 @@ struct RunnerOptions {
   // How long past the settle window the antagonists get to complete one unbroken window
   // before the trial is flagged "did not settle" (controller/settle.h).
   double settle_grace_s = 10.0;
+  // The pause before a failed attempt runs again (retry policy), or the spec's cooldown when
+  // longer: what failed (a busy node, a full page cache) may pass.
+  double retry_pause_s = 1.0;
 };
 
 // What the runner tells the world while it works (the scheduler turns it into status/events).
@@ -57,6 +60,9 @@ class RunListener {
 struct ResumeFrom {
   bool resumed = false;
   std::vector<TrialRecord> kept;  // done, flagged or failed: not run again
+  // The trials that run again (cut off, or failed under --retry-failed): index -> the attempts
+  // they used (their next is one more); their dropped attempts are in the store already.
+  std::map<int, int> attempts_used;
   ExperimentState previous_state = ExperimentState::kInterrupted;
   std::string previous_error;
 };
@@ -140,13 +146,28 @@ class ExperimentRunner {
   Status WaitForDownAgents(const std::set<std::string>& placed,
                            const experiment::PlannedTrial& trial, double grace_s,
                            const std::atomic<bool>& cancel, RunListener* listener) const;
-  // Lost-agent grace after a trial that did not finish: true when an agent was lost and came
-  // back within agent_grace, so the trial runs again (at most kMaxTrialRetries times; recorded
-  // in the provenance); an error when it did not come back; false otherwise.
+  // Lost-agent grace after a trial that did not finish: an agent lost marks the attempt
+  // kAgentLost; true when the retry policy gives the trial another attempt and the agents came
+  // back within agent_grace (recorded in the provenance); an error when they did not come back;
+  // false otherwise.
   Result<bool> RetryAfterAgentLoss(const PlacedRun& run, const experiment::PlannedTrial& trial,
-                                   const TrialRecord& t,
+                                   TrialRecord* t,
                                    const std::map<std::string, std::string>& sessions,
-                                   StatusCode failure, std::map<int, int>* retries);
+                                   StatusCode failure);
+  // Stores the trial as running (attempt `attempt`) before it runs: a controller killed while it
+  // runs leaves a row the next start marks cut off (Store::MarkUnfinishedInterrupted), so a
+  // resume knows the attempt was made. `first_in_run`: its load goes into the provenance.
+  Status MarkRunning(const PlacedRun& run, const experiment::PlannedTrial& trial, int attempt,
+                     bool first_in_run);
+  // After an attempt: whether it runs again (RetryAfterAgentLoss, then RetryFailedAttempt); on
+  // an error (the experiment stops) the attempt is stored cut off.
+  Result<bool> AfterAttempt(const PlacedRun& run, const experiment::PlannedTrial& trial,
+                            const std::map<std::string, std::string>& sessions, StatusCode failure,
+                            TrialRecord* t);
+  // Whether a failed attempt runs again (the spec's retry policy; an agent loss was judged
+  // above): keeps the attempt (Store::SaveAttempt) and says so. `again`: RetryAfterAgentLoss's
+  // verdict.
+  Result<bool> RetryFailedAttempt(const PlacedRun& run, const TrialRecord& t, bool again);
   // What the tolerance searches judge of a resumed run: its stored trials, with their steps.
   Result<std::vector<TrialRecord>> ResumedTrialsToJudge(const ExperimentRecord& exp,
                                                         const experiment::ExperimentSpec& spec,
@@ -202,7 +223,7 @@ class ExperimentRunner {
   TrialRecord RunTrial(const ExperimentRecord& exp, const experiment::ExperimentSpec& spec,
                        const experiment::PlannedTrial& trial, const Placement& p,
                        const std::atomic<bool>& cancel, RunListener* listener,
-                       StatusCode* failure_code = nullptr);
+                       StatusCode* failure_code = nullptr, int attempt = 1);
 
   AgentRegistry* agents_;
   store::Store* store_;

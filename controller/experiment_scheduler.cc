@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 
@@ -153,7 +154,53 @@ Status ExperimentScheduler::Requeue(const std::string& id) {
   return Enqueue(*live);
 }
 
-Result<ExperimentScheduler::Resumed> ExperimentScheduler::Resume(const std::string& id) {
+namespace {
+
+// Why a stored trial that did not commit was cut off: its own kind when it has one (an agent
+// lost with no agent back), else a controller restart or a cancel.
+FailureKind CutOffKind(const TrialRecord& t) {
+  if (t.failure != FailureKind::kNone) return t.failure;
+  return t.error == store::Store::kTrialCutOffError ? FailureKind::kControllerRestart
+                                                    : FailureKind::kCancelled;
+}
+
+}  // namespace
+
+Status ExperimentScheduler::SortStoredTrials(const std::shared_ptr<Live>& live,
+                                             std::vector<TrialRecord> trials, bool retry_failed,
+                                             int* retried) {
+  const experiment::RetryPolicy& policy = live->spec.retry;
+  for (auto& t : trials) {
+    const bool committed = Committed(t.state);
+    if (committed && (t.state != TrialState::kFailed || !retry_failed)) {
+      if (t.state == TrialState::kFailed) ++live->failed;
+      live->resume.kept.push_back(std::move(t));
+      continue;
+    }
+    const FailureKind why = committed ? t.failure : CutOffKind(t);
+    if (why == FailureKind::kControllerRestart && !policy.Retries(why, t.attempt)) {
+      // Its policy allows no other attempt: it failed, for a reason that says so.
+      t.state = TrialState::kFailed;
+      t.failure = why;
+      t.error = "cut off by a controller restart at attempt " + std::to_string(t.attempt) +
+                " (retry allows " + std::to_string(policy.attempts) + ")";
+      if (Status s = store_->SaveTrial(t); !s.ok()) return s;
+      ++live->failed;
+      live->resume.kept.push_back(std::move(t));
+      continue;
+    }
+    // It runs again: this attempt is kept as one that did not count.
+    AttemptRecord a{t.index, t.attempt,     t.state,           why,
+                    t.error, t.victim_node, t.started_unix_ms, t.finished_unix_ms};
+    if (Status s = store_->SaveAttempt(live->record.id, a); !s.ok()) return s;
+    live->resume.attempts_used[t.index] = t.attempt;
+    if (committed) ++*retried;
+  }
+  return Status::Ok();
+}
+
+Result<ExperimentScheduler::Resumed> ExperimentScheduler::Resume(const std::string& id,
+                                                                 bool retry_failed) {
   auto rec = store_->GetExperiment(id);
   if (!rec.ok()) return rec.status();
   {
@@ -165,27 +212,32 @@ Result<ExperimentScheduler::Resumed> ExperimentScheduler::Resume(const std::stri
     }
   }
   const ExperimentState was = rec->state;
-  if (was != ExperimentState::kInterrupted && was != ExperimentState::kCancelled &&
-      was != ExperimentState::kFailed) {
-    return FailedPrecondition("experiment " + rec->id + " is " + ToString(was) +
-                              (was == ExperimentState::kDone
-                                   ? ": every planned trial ran; nothing to resume"
-                                   : ": only an interrupted, cancelled or failed one can be "
-                                     "resumed (another process may be running it)"));
+  auto trials = store_->GetTrials(rec->id, /*with_series=*/false);
+  if (!trials.ok()) return trials.status();
+  const bool has_failed = std::any_of(trials->begin(), trials->end(), [](const TrialRecord& t) {
+    return t.state == TrialState::kFailed;
+  });
+  const bool resumable = was == ExperimentState::kInterrupted ||
+                         was == ExperimentState::kCancelled || was == ExperimentState::kFailed ||
+                         (was == ExperimentState::kDone && retry_failed && has_failed);
+  if (!resumable) {
+    return FailedPrecondition(
+        "experiment " + rec->id + " is " + ToString(was) +
+        (was == ExperimentState::kDone
+             ? retry_failed ? ": every planned trial ran and none failed; nothing to retry"
+               : has_failed ? ": every planned trial ran; its failed trials run "
+                              "again with `codlctl resume " +
+                                  rec->id + " --retry-failed`"
+                            : ": every planned trial ran; nothing to resume"
+             : ": only an interrupted, cancelled or failed one can be resumed (another process "
+               "may be running it)"));
   }
   auto live_or = LiveFromRecord(*rec);
   if (!live_or.ok()) return live_or.status().WithContext("experiment " + rec->id);
   std::shared_ptr<Live> live = *live_or;
-  auto trials = store_->GetTrials(rec->id, /*with_series=*/false);
-  if (!trials.ok()) return trials.status();
-  for (auto& t : *trials) {
-    // Committed results stay; a trial cut off mid-run (cancelled, or left running) runs again.
-    if (t.state == TrialState::kDone || t.state == TrialState::kFailed ||
-        t.state == TrialState::kFlagged) {
-      if (t.state == TrialState::kFailed) ++live->failed;
-      live->resume.kept.push_back(std::move(t));
-    }
-  }
+  int retried = 0;
+  if (Status s = SortStoredTrials(live, std::move(*trials), retry_failed, &retried); !s.ok())
+    return s;
   live->completed = static_cast<int>(live->resume.kept.size());
   live->resume.resumed = true;
   live->resume.previous_state = was;
@@ -201,9 +253,10 @@ Result<ExperimentScheduler::Resumed> ExperimentScheduler::Resume(const std::stri
     if (Status s = store_->SetStopReason(rec->id, ""); !s.ok()) return s;
   }
   if (Status s = Enqueue(live); !s.ok()) return s;
-  spdlog::info("experiment {} '{}' resumed ({} before): {} of {} trials kept", rec->id,
-               TerminalSafe(rec->name), ToString(was), live->completed, rec->total_trials);
-  return Resumed{rec->id, rec->total_trials, live->completed, was};
+  spdlog::info("experiment {} '{}' resumed ({} before): {} of {} trials kept, {} failed run again",
+               rec->id, TerminalSafe(rec->name), ToString(was), live->completed, rec->total_trials,
+               retried);
+  return Resumed{rec->id, rec->total_trials, live->completed, was, retried};
 }
 
 Error ExperimentScheduler::QueueFull() const {
@@ -260,7 +313,7 @@ Result<v1::ExperimentStatus> ExperimentScheduler::GetStatus(const std::string& i
   auto trials = store_->GetTrials(rec->id, /*with_series=*/false);
   if (trials.ok()) {
     for (const auto& t : *trials) {
-      ++finished.completed;
+      finished.completed += Committed(t.state);
       if (t.state == TrialState::kFailed) ++finished.failed;
     }
   }

@@ -69,15 +69,19 @@ class ExperimentScheduler {
 
   // Continues an interrupted, cancelled or failed experiment (id or "latest") from its stored
   // plan: the same seed and order, its committed trials kept, the rest queued to run (a trial
-  // stored as cancelled, cut off mid-run, runs again under its index). FAILED_PRECONDITION for
-  // one that is done, queued or running.
+  // stored as cancelled, cut off mid-run, runs again under its index, as its next attempt; one
+  // cut off by a controller restart only while the retry policy allows another attempt, else it
+  // is stored failed). `retry_failed` (`codlctl resume --retry-failed`): its failed trials run
+  // again too, as their next attempts, and a done experiment with failed trials may be resumed.
+  // FAILED_PRECONDITION for one that is queued, running, or done with nothing to run.
   struct Resumed {
     std::string id;
     int total_trials = 0;
     int kept_trials = 0;
     ExperimentState previous_state = ExperimentState::kInterrupted;
+    int retried_trials = 0;  // failed trials that run again (retry_failed)
   };
-  Result<Resumed> Resume(const std::string& id);
+  Result<Resumed> Resume(const std::string& id, bool retry_failed = false);
   // Queues again an experiment the store says is queued (a controller restart: the durable
   // queue), from its stored YAML and seed.
   Status Requeue(const std::string& id);
@@ -109,6 +113,10 @@ class ExperimentScheduler {
   // the stored trial count).
   Result<std::shared_ptr<Live>> LiveFromRecord(const ExperimentRecord& rec);
   Status Enqueue(const std::shared_ptr<Live>& live);
+  // Resume: which stored trials stay (live->resume.kept) and which run again (their attempts
+  // kept in the store, live->resume.attempts_used); `retried`: the failed ones run again.
+  Status SortStoredTrials(const std::shared_ptr<Live>& live, std::vector<TrialRecord> trials,
+                          bool retry_failed, int* retried);
   Status CheckQueueRoom();
   Error QueueFull() const;
 

@@ -90,7 +90,8 @@ class ExperimentScheduler::Listener : public RunListener {
     int completed;
     {
       std::lock_guard<std::mutex> l(s_->mu_);
-      completed = ++live_->completed;
+      // A cut-off trial (cancelled) is not one of the committed ones: it runs again on resume.
+      completed = live_->completed += Committed(t.state);
       live_->eta->OnTrialDone(t.index, s_->clock_->MonotonicSeconds() - live_->trial_started_s);
       if (t.state == TrialState::kFailed) ++live_->failed;
     }

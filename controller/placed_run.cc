@@ -31,10 +31,6 @@ using namespace runner;
 
 namespace {
 
-// Retries of one trial after agent losses, at most: an agent that dies in every run of it
-// ends the experiment (interrupted) rather than loop.
-constexpr int kMaxTrialRetries = 3;
-
 // Interrupted, resumable: the scheduler maps ABORTED to the state `interrupted`.
 Error LostAgentsError(const std::vector<std::string>& missing,
                       const experiment::PlannedTrial& trial, double grace_s) {
@@ -95,31 +91,90 @@ Status ExperimentRunner::WaitForDownAgents(const std::set<std::string>& placed,
 }
 
 Result<bool> ExperimentRunner::RetryAfterAgentLoss(
-    const PlacedRun& run, const experiment::PlannedTrial& trial, const TrialRecord& t,
-    const std::map<std::string, std::string>& sessions, StatusCode failure,
-    std::map<int, int>* retries) {
-  if (t.state == TrialState::kDone || t.state == TrialState::kCancelled || run.cancel) return false;
+    const PlacedRun& run, const experiment::PlannedTrial& trial, TrialRecord* t,
+    const std::map<std::string, std::string>& sessions, StatusCode failure) {
+  if (t->state == TrialState::kDone || t->state == TrialState::kCancelled || run.cancel)
+    return false;
   const double grace_s = run.spec.agent_grace_s;
   const double ended_s = clock_->MonotonicSeconds();
   std::vector<std::string> lost = LostAgents(sessions, failure, ended_s, run.cancel);
   if (lost.empty()) return false;
+  t->failure = FailureKind::kAgentLost;
+  // A flagged attempt too: its antagonists were cut off with their agent.
+  if (!run.spec.retry.Retries(t->failure, t->attempt)) return false;
   const std::string which =
       "trial " + std::to_string(trial.index + 1) + ": agent(s) " + JoinNodes(lost);
   run.listener->OnEvent(events::Note(
-      v1::Note::WARNING, which + " lost (" + t.error + "); waiting up to " +
+      v1::Note::WARNING, which + " lost (" + t->error + "); waiting up to " +
                              FormatSeconds(grace_s) + " (agent_grace) for them to come back"));
   const std::vector<std::string> missing = AwaitAgents(lost, ended_s, grace_s, run.cancel);
   if (run.cancel) return Cancelled("cancelled");
   if (!missing.empty()) return LostAgentsError(missing, trial, grace_s);
-  if ((*retries)[trial.index]++ >= kMaxTrialRetries) return false;
   const double back_s = clock_->MonotonicSeconds() - ended_s;
-  run.prov->AddRetry(trial.index, lost, t.error, back_s, NowMs(clock_));
+  run.prov->AddRetry(trial.index, lost, t->error, back_s, NowMs(clock_));
   run.prov->Save();
   run.listener->OnEvent(events::Note(
       v1::Note::WARNING, which + " back after " + FormatSeconds(back_s) +
                              "; the trial runs again (recorded in the provenance's retries)"));
   ConnectPlaced(run.exp, *run.p, run.cancel);
   return true;
+}
+
+Result<bool> ExperimentRunner::RetryFailedAttempt(const PlacedRun& run, const TrialRecord& t,
+                                                  bool again) {
+  if (!again) {
+    if (t.state != TrialState::kFailed || run.cancel ||
+        !run.spec.retry.Retries(t.failure, t.attempt))
+      return false;
+    run.listener->OnEvent(events::Note(
+        v1::Note::WARNING, "trial " + std::to_string(t.index + 1) + ": attempt " +
+                               std::to_string(t.attempt) + " failed (" + ToString(t.failure) +
+                               ": " + FailureWithStderr(t.error, t.stderr_tail) +
+                               "); it runs again (retry: attempt " + std::to_string(t.attempt + 1) +
+                               " of " + std::to_string(run.spec.retry.attempts) + ")"));
+  }
+  AttemptRecord a{t.index, t.attempt,     t.state,           t.failure,
+                  t.error, t.victim_node, t.started_unix_ms, t.finished_unix_ms};
+  if (Status s = store_->SaveAttempt(t.experiment_id, a); !s.ok())
+    return s.WithContext("keeping the failed attempt");
+  if (!again &&
+      !clock_->SleepFor(std::max(options_.retry_pause_s, run.spec.cooldown_s), run.cancel))
+    return Cancelled("cancelled");
+  return true;
+}
+
+Status ExperimentRunner::MarkRunning(const PlacedRun& run, const experiment::PlannedTrial& trial,
+                                     int attempt, bool first_in_run) {
+  if (first_in_run) run.prov->AddTrial(trial.index, agents_->LoadAverage1m(run.p->victim_node));
+  TrialRecord t;
+  t.experiment_id = run.exp.id;
+  t.index = trial.index;
+  t.attempt = attempt;
+  t.repetition = trial.repetition;
+  t.baseline = trial.baseline;
+  t.solo = trial.solo;
+  t.pairing = trial.pairing;
+  t.victim_node = run.p->victim_node;
+  t.started_unix_ms = NowMs(clock_);
+  t.state = TrialState::kRunning;
+  if (Status s = store_->SaveTrial(t); !s.ok()) return s.WithContext("saving trial");
+  return Status::Ok();
+}
+
+Result<bool> ExperimentRunner::AfterAttempt(const PlacedRun& run,
+                                            const experiment::PlannedTrial& trial,
+                                            const std::map<std::string, std::string>& sessions,
+                                            StatusCode failure, TrialRecord* t) {
+  auto lost = RetryAfterAgentLoss(run, trial, t, sessions, failure);
+  Result<bool> again = lost.ok() ? RetryFailedAttempt(run, *t, *lost) : Result<bool>(lost.status());
+  if (again.ok()) return again;
+  // The experiment stops here: the attempt is stored cut off (a resume runs it again), never
+  // left `running`.
+  t->state = TrialState::kCancelled;
+  if (t->failure == FailureKind::kNone) t->failure = FailureKind::kCancelled;
+  if (Status s = store_->SaveTrial(*t); !s.ok())
+    spdlog::warn("[{}] trial {}: {}", t->experiment_id, t->index + 1, s.error());
+  return again;
 }
 
 Status ExperimentRunner::PrepareNodes(const PlacedRun& run, const ResumeFrom& resume,
@@ -221,7 +276,9 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
   SoloClock solo;
   if (Status s = PrepareNodes(run, resume, &solo); !s.ok()) return s;
   const TracePolicy traces(spec, listed);
-  std::map<int, int> retries;  // trial index -> times run again after an agent loss
+  // trial index -> the attempt running now (1-based); a resumed trial goes on from its count.
+  std::map<int, int> attempt(resume.attempts_used.begin(), resume.attempts_used.end());
+  std::set<int> prov_trials;  // trials in the provenance's per-trial load (once each)
   for (size_t i = first_to_run; i < plan.size(); ++i) {
     const auto& trial = plan[i];
     if (cancel) return Cancelled("cancelled");
@@ -230,21 +287,18 @@ Status ExperimentRunner::RunPlaced(const ExperimentRecord& exp,
       continue;
     }
     // A placed agent down before the trial: it has agent_grace to come back.
-    if (Status s = WaitForDownAgents(placed_nodes, trial, spec.agent_grace_s, cancel, listener);
-        !s.ok()) {
-      return s;
-    }
+    Status down = WaitForDownAgents(placed_nodes, trial, spec.agent_grace_s, cancel, listener);
+    if (!down.ok()) return down;
     const std::map<std::string, std::string> sessions = Sessions(p);
     listener->OnTrialStarted(trial);
-    if (!retries.count(trial.index))
-      prov->AddTrial(trial.index, agents_->LoadAverage1m(p.victim_node));
+    const int this_attempt = ++attempt[trial.index];
+    Status marked = MarkRunning(run, trial, this_attempt, prov_trials.insert(trial.index).second);
+    if (!marked.ok()) return marked;
     StatusCode failure = StatusCode::kOk;
     const bool traced = traces.Traced(trial);  // a searched level's trials are not
-    TrialRecord t = RunTrial(exp, traces.SpecFor(trial), trial, p, cancel, listener, &failure);
-    // An agent lost mid-trial: the trial runs again once it is back within agent_grace
-    // (recorded as retried: provenance and a warning), else the experiment stops interrupted
-    // and resumable. Never silently: the dropped attempt's error is kept.
-    auto again = RetryAfterAgentLoss(run, trial, t, sessions, failure, &retries);
+    TrialRecord t =
+        RunTrial(exp, traces.SpecFor(trial), trial, p, cancel, listener, &failure, this_attempt);
+    auto again = AfterAttempt(run, trial, sessions, failure, &t);
     if (!again.ok()) return again.status();
     if (*again) {
       --i;

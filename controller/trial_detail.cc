@@ -57,17 +57,23 @@ std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antag
   return missed;
 }
 
-void Classify(bool cancelled, const std::string& error, const v1::RunVictimReply* victim,
-              TrialRecord* t) {
+void Classify(bool cancelled, const std::string& error, FailureKind error_kind,
+              const v1::RunVictimReply* victim, TrialRecord* t) {
   if (cancelled) {
     t->state = TrialState::kCancelled;
     t->error = "cancelled";
+    t->failure = FailureKind::kCancelled;
   } else if (!error.empty()) {
     t->state = TrialState::kFailed;
     t->error = error;
+    t->failure = error_kind;
   } else if (!victim || !victim->ok()) {
     t->state = TrialState::kFailed;
     t->error = victim ? victim->error() : "";
+    t->failure = victim && std::string_view(victim->error()).substr(0, kVictimNotStarted.size()) ==
+                               kVictimNotStarted
+                     ? FailureKind::kVictimStart
+                     : FailureKind::kVictim;
   } else {
     t->flag_reasons = MissedTargets(t->antagonists);
     t->error = JoinFlagReasons(t->flag_reasons);
@@ -156,13 +162,18 @@ std::optional<std::string> CollectWorkload(const v1::StopAntagonistReply& reply,
   return error;
 }
 
-void ClassifySolo(bool cancelled, bool ran, const std::string& error, TrialRecord* t) {
+void ClassifySolo(bool cancelled, bool ran, const std::string& error, FailureKind error_kind,
+                  TrialRecord* t) {
   if (cancelled || !ran) {
     t->state = cancelled ? TrialState::kCancelled : TrialState::kFailed;
     t->error = cancelled ? "cancelled" : error.empty() ? "the solo run did not start" : error;
+    t->failure = cancelled       ? FailureKind::kCancelled
+                 : error.empty() ? FailureKind::kAntagonistStart
+                                 : error_kind;
   } else if (!error.empty()) {
     t->state = TrialState::kFailed;
     t->error = error;
+    t->failure = error_kind;
   } else {
     t->state = TrialState::kDone;
   }

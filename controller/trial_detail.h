@@ -38,9 +38,11 @@ std::vector<FlagReason> MissedTargets(const std::vector<AntagonistResult>& antag
 
 // The trial's state, in order of precedence: cancelled, failed (a step's error, then the
 // victim's own), flagged (an antagonist missed its target: flag_reasons and error say which),
-// done. victim: null if it did not run.
-void Classify(bool cancelled, const std::string& error, const v1::RunVictimReply* victim,
-              TrialRecord* t);
+// done. victim: null if it did not run. t->failure says why a failed or cancelled one did not
+// count: `error_kind` for a step's error, else the victim's (kVictimStart when the agent could
+// not start it, kVictim for its own failure).
+void Classify(bool cancelled, const std::string& error, FailureKind error_kind,
+              const v1::RunVictimReply* victim, TrialRecord* t);
 
 // One antagonist on one node in one trial.
 struct Instance {
@@ -85,7 +87,9 @@ std::optional<std::string> CollectWorkload(const v1::StopAntagonistReply& reply,
 std::string SettleProblem(const Result<v1::GetAntagonistReply>& g);
 
 // A solo trial has no victim: done unless cancelled, not run, or failed (its flags follow).
-void ClassifySolo(bool cancelled, bool ran, const std::string& error, TrialRecord* t);
+// t->failure: `error_kind`, or kAntagonistStart when the solo run did not start.
+void ClassifySolo(bool cancelled, bool ran, const std::string& error, FailureKind error_kind,
+                  TrialRecord* t);
 
 // A measured trial is also flagged when its victim's values cannot be step times, when its
 // antagonists did not settle (`not_settled`), for its workloads (`neighbour_flags`), or when its

@@ -33,7 +33,7 @@ class ExperimentRunner::TrialRun {
  public:
   TrialRun(const ExperimentRunner& runner, const ExperimentRecord& exp,
            const experiment::ExperimentSpec& spec, const experiment::PlannedTrial& trial,
-           const Placement& p, const std::atomic<bool>& cancel, RunListener* listener)
+           const Placement& p, const std::atomic<bool>& cancel, RunListener* listener, int attempt)
       : runner_(runner),
         exp_(exp),
         spec_(spec),
@@ -41,7 +41,10 @@ class ExperimentRunner::TrialRun {
         p_(p),
         cancel_(cancel),
         listener_(listener),
-        trial_id_(exp.id + "-t" + std::to_string(trial.index)),
+        attempt_(attempt),
+        // A new attempt has ids of its own: never one an agent still lists from an earlier one.
+        trial_id_(exp.id + "-t" + std::to_string(trial.index) +
+                  (attempt > 1 ? "-a" + std::to_string(attempt) : "")),
         rendezvous_scope_(NewRendezvousScope(trial_id_)),
         grant_(&runner.grants_, rendezvous_scope_, PlacedAgents(p)) {}
 
@@ -69,18 +72,21 @@ class ExperimentRunner::TrialRun {
   const Clock* clock() const { return runner_.clock_; }
   AgentRegistry* agents() const { return runner_.agents_; }
   const RunnerOptions& options() const { return runner_.options_; }
-  void Fail(const std::string& error) { Fail(Err(error), ""); }
-  // Keeps the failure's kind (an unreachable agent stays kUnavailable up to codlctl's exit).
-  void Fail(const Status& failed, const std::string& context) {
+  // An antagonist's failure: it did not start, died before the victim ran, or said an error.
+  void Fail(const std::string& error) { Fail(Err(error), "", FailureKind::kAntagonistStart); }
+  // Keeps its code (kUnavailable up to codlctl's exit) and kind (unreachable: kAgentLost).
+  void Fail(const Status& failed, const std::string& context, FailureKind kind) {
     if (!error_.empty()) return;
     error_ = JoinContext(context, failed.message());
     error_code_ = failed.code();
+    error_kind_ = failed.code() == StatusCode::kUnavailable ? FailureKind::kAgentLost : kind;
   }
 
   TrialRecord NewRecord() const {
     TrialRecord t;
     t.experiment_id = exp_.id;
     t.index = trial_.index;
+    t.attempt = attempt_;
     t.repetition = trial_.repetition;
     t.baseline = trial_.baseline;
     t.solo = trial_.solo;
@@ -215,7 +221,7 @@ class ExperimentRunner::TrialRun {
 
   void RecordStart(const Result<v1::StartAntagonistReply>& reply, Instance* r) {
     if (!reply.ok()) {
-      Fail(reply.status(), "starting " + r->result.name);
+      Fail(reply.status(), "starting " + r->result.name, FailureKind::kAntagonistStart);
       return;
     }
     r->started = true;
@@ -350,7 +356,7 @@ class ExperimentRunner::TrialRun {
   void RunVictim() {
     auto client = agents()->Client(p_.victim_node);
     if (!client) {
-      Fail(Unavailable("victim agent is gone"), "");
+      Fail(Unavailable("victim agent is gone"), "", FailureKind::kAgentLost);
       return;
     }
     v1::RunVictimRequest req;
@@ -370,7 +376,7 @@ class ExperimentRunner::TrialRun {
     auto reply = runner_.RunVictimOnce(spec_, p_, req);
     EndNodeWindows();
     if (!reply.ok()) {
-      Fail(reply.status(), "");
+      Fail(reply.status(), "", FailureKind::kVictimStart);
       return;
     }
     victim_ = std::move(reply->reply);
@@ -533,9 +539,9 @@ class ExperimentRunner::TrialRun {
     for (const NodeTelemetry& n : rank_telemetry_) t.node_telemetry.push_back(n);
     for (const NodeTelemetry& n : window_telemetry_) t.node_telemetry.push_back(n);
     if (trial_.solo) {
-      ClassifySolo(cancel_, solo_ran_, error_, &t);
+      ClassifySolo(cancel_, solo_ran_, error_, error_kind_, &t);
     } else {
-      Classify(cancel_, error_, victim_ ? &*victim_ : nullptr, &t);
+      Classify(cancel_, error_, error_kind_, victim_ ? &*victim_ : nullptr, &t);
     }
     FlagUnjudgeable(&t);
     return t;
@@ -556,6 +562,7 @@ class ExperimentRunner::TrialRun {
   const Placement& p_;
   const std::atomic<bool>& cancel_;
   RunListener* listener_;
+  const int attempt_;  // 1-based
   const std::string trial_id_;
   const std::string rendezvous_scope_;  // unguessable key prefix (controller/rendezvous.h)
   ScopedRendezvousGrant grant_;         // only this trial's agents may use its keys
@@ -570,7 +577,8 @@ class ExperimentRunner::TrialRun {
   std::vector<std::string> window_nodes_;        // antagonist-only nodes with a window open
   std::vector<NodeTelemetry> window_telemetry_;  // and what they counted, after the victim's
   std::string error_;                            // the first thing that went wrong
-  StatusCode error_code_ = StatusCode::kOk;      // and its kind
+  StatusCode error_code_ = StatusCode::kOk;      // and its code
+  FailureKind error_kind_ = FailureKind::kNone;  // and its kind (the retry policy's view)
   std::string not_settled_;                      // the "did not settle" reason, when it did not
   std::vector<FlagReason> neighbour_flags_;      // workloads that ended early or had no steps
   int64_t solo_start_ctrl_ns_ = 0;               // a solo trial's window (controller clock)
@@ -582,8 +590,8 @@ TrialRecord ExperimentRunner::RunTrial(const ExperimentRecord& exp,
                                        const experiment::ExperimentSpec& spec,
                                        const experiment::PlannedTrial& trial, const Placement& p,
                                        const std::atomic<bool>& cancel, RunListener* listener,
-                                       StatusCode* failure_code) {
-  TrialRun run(*this, exp, spec, trial, p, cancel, listener);
+                                       StatusCode* failure_code, int attempt) {
+  TrialRun run(*this, exp, spec, trial, p, cancel, listener, attempt);
   TrialRecord t = run.Run();
   if (failure_code != nullptr) *failure_code = run.error_code();
   return t;

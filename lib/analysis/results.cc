@@ -409,6 +409,17 @@ std::string UnfinishedLine(const ExperimentResults& r) {
   return line;
 }
 
+std::string RetriedLine(const ExperimentResults& r) {
+  if (r.trials_retried == 0) return "";
+  std::string why;
+  for (const auto& [kind, n] : r.retried_for)
+    why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + (kind.empty() ? "unknown" : kind);
+  return "retried: " + std::to_string(r.trials_retried) + " of " +
+         std::to_string(r.trials_committed) + " trials ran more than once" +
+         (why.empty() ? "" : " (attempts dropped: " + why + ")") +
+         "; each counts its last attempt only";
+}
+
 ExperimentResults Summarize(const ExperimentRecord& experiment,
                             const std::vector<TrialRecord>& trials,
                             const SummarizeOptions& options) {
@@ -426,8 +437,10 @@ ExperimentResults Summarize(const ExperimentRecord& experiment,
   res.state_error = experiment.error;
   res.trials_planned = experiment.total_trials;
   for (const auto& t : trials) {
-    res.trials_committed += t.state == TrialState::kDone || t.state == TrialState::kFlagged ||
-                            t.state == TrialState::kFailed;
+    if (!Committed(t.state)) continue;
+    ++res.trials_committed;
+    res.trials_retried += t.attempt > 1;
+    for (FailureKind k : t.earlier_failures) ++res.retried_for[ToString(k)];
   }
   const nlohmann::json prov = nlohmann::json::parse(experiment.provenance_json, nullptr, false);
   if (prov.is_object() && prov.contains("resumptions") && prov["resumptions"].is_array())

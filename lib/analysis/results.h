@@ -186,6 +186,10 @@ struct ExperimentResults;
 // "partial results: experiment interrupted (controller stopped while the experiment ran) after
 // 7 of 20 planned trials; continue it with `codlctl resume ID`".
 std::string UnfinishedLine(const ExperimentResults& r);
+// "" when no trial ran more than once; else e.g. "retried: 2 of 30 trials ran more than once
+// (attempts dropped: 1 antagonist_start, 1 controller_restart); each counts its last attempt
+// only".
+std::string RetriedLine(const ExperimentResults& r);
 
 struct ExperimentResults {
   // The experiment's YAML as Summarize read it (null when it does not parse).
@@ -219,6 +223,10 @@ struct ExperimentResults {
   int trials_planned = 0;
   int trials_committed = 0;
   int resumptions = 0;
+  // Committed trials whose counted attempt is not their first (the retry policy, a resume,
+  // `--retry-failed`), and why the attempts that did not count failed: kind -> attempts.
+  int trials_retried = 0;
+  std::map<std::string, int> retried_for;
   // "simulated (gpusim)" when any node's GPUs were gpusim's CPU stand-in (its provenance's
   // gpu_device label): the GPU figures are the stand-in's model. "" on hardware or no GPU.
   std::string gpu_device;

@@ -331,6 +331,7 @@ std::string FormatTable(const ExperimentResults& r, bool wide) {
     return wide ? text : WrapWords(text, kNarrowWidth, indent);
   };
   if (std::string partial = UnfinishedLine(r); !partial.empty()) out << partial << "\n";
+  if (std::string retried = RetriedLine(r); !retried.empty()) out << retried << "\n";
   out << "experiment " << TerminalSafe(r.name) << " (id " << r.experiment_id << ", seed " << r.seed
       << ")\n";
   if (r.crosstalk) {  // no victim: its idle window's "slowdown" is not a figure

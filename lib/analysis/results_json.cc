@@ -265,6 +265,8 @@ std::string FormatJson(const ExperimentResults& r) {
   j["trials_planned"] = r.trials_planned;
   j["trials_committed"] = r.trials_committed;
   j["resumptions"] = r.resumptions;
+  j["trials_retried"] = r.trials_retried;
+  j["retried_for"] = r.retried_for;
   j["gpu_device"] = r.gpu_device.empty() ? Json() : Json(r.gpu_device);
   j["pairings"] = Json::array();
   for (const auto& p : r.pairings) j["pairings"].push_back(PairingJson(p));

@@ -305,7 +305,8 @@ std::string ExclusionReason(const TrialRecord& t, double metric_value) {
     case TrialState::kFlagged: return with("flagged (an antagonist missed its target)");
     case TrialState::kFailed: {
       const std::string why = FailureWithStderr(t.error, t.stderr_tail);
-      return why.empty() ? "failed (the victim failed)" : "failed (the victim failed): " + why;
+      const std::string what = std::string("failed (") + FailureDescription(t.failure) + ")";
+      return why.empty() ? what : what + ": " + why;
     }
     default: return std::string("not run (") + ToString(t.state) + ")";
   }
@@ -323,6 +324,8 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
   table.columns.insert(table.columns.end(), kTelemetryColumns.begin(), kTelemetryColumns.end());
   table.columns.insert(table.columns.end(), kGpuTelemetryColumns.begin(),
                        kGpuTelemetryColumns.end());
+  table.columns.push_back("attempt");  // last: older readers' columns keep their places
+  table.columns.push_back("failure");
   for (const TrialRecord* t : ByIndex(trials)) {
     AppendNeighbourRows(e, *t, &table);
     if (t->solo) continue;  // no victim ran: its neighbour row is all there is
@@ -346,6 +349,9 @@ TidyTable TrialsTable(const ExperimentRecord& e, const std::vector<TrialRecord>&
             t->cache_resident_bytes >= 0 ? Cell::Int(t->cache_resident_bytes) : Cell::Missing()});
     AppendTelemetry(&row, VictimNodeTelemetry(*t));
     AppendGpuTelemetry(&row, VictimNodeTelemetry(*t));
+    Append(&row,
+           {Cell::Int(t->attempt),
+            t->failure == FailureKind::kNone ? Cell::Missing() : Cell::Text(ToString(t->failure))});
     table.rows.push_back(std::move(row));
   }
   return table;

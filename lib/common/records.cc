@@ -10,6 +10,9 @@ constexpr const char* kExperimentStates[] = {"queued", "running",   "done",
                                              "failed", "cancelled", "interrupted"};
 constexpr const char* kTrialStates[] = {"pending", "running", "done",
                                         "failed",  "flagged", "cancelled"};
+constexpr const char* kFailureKinds[] = {
+    "",         "victim", "victim_start", "antagonist_start", "agent_lost", "controller_restart",
+    "cancelled"};
 constexpr const char* kFlagCodes[] = {"unknown",         "missed_target",      "did_not_settle",
                                       "too_few_samples", "metric_looks_wrong", "neighbour_ended"};
 }  // namespace
@@ -46,6 +49,37 @@ bool ParseTrialState(const std::string& s, TrialState* out) {
     }
   }
   return false;
+}
+
+const char* ToString(FailureKind k) { return kFailureKinds[static_cast<int>(k)]; }
+
+bool ParseFailureKind(const std::string& s, FailureKind* out) {
+  for (int i = 0; i < static_cast<int>(std::size(kFailureKinds)); ++i) {
+    if (s == kFailureKinds[i]) {
+      *out = static_cast<FailureKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* FailureDescription(FailureKind k) {
+  switch (k) {
+    case FailureKind::kVictimStart: return "the victim could not start";
+    case FailureKind::kAntagonistStart: return "an antagonist did not start or died";
+    case FailureKind::kAgentLost: return "an agent was lost";
+    case FailureKind::kControllerRestart: return "cut off by a controller restart";
+    case FailureKind::kCancelled: return "cancelled";
+    default: return "the victim failed";
+  }
+}
+
+std::string FailureKindNames() {
+  std::string out;
+  // kNone and kCancelled are not failures a policy retries.
+  for (int i = 1; i + 1 < static_cast<int>(std::size(kFailureKinds)); ++i)
+    out += (out.empty() ? "" : ", ") + std::string(kFailureKinds[i]);
+  return out;
 }
 
 const char* ToString(FlagCode c) { return kFlagCodes[static_cast<int>(c)]; }

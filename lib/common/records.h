@@ -24,6 +24,43 @@ const char* ToString(ExperimentState s);
 const char* ToString(TrialState s);
 bool ParseExperimentState(const std::string& s, ExperimentState* out);
 bool ParseTrialState(const std::string& s, TrialState* out);
+// Whether a trial in state `s` is one of the experiment's committed trials: done, flagged or
+// failed (its last attempt). Running, pending and cancelled ones (cut off, run again by a
+// resume) are not. Every trial count people read (status, results, watch, report, JSON) is this.
+inline bool Committed(TrialState s) {
+  return s == TrialState::kDone || s == TrialState::kFlagged || s == TrialState::kFailed;
+}
+
+// Why a trial attempt failed, as the retry policy reads it (docs/experiment-format.md, "retry").
+// kVictim: the victim's own failure (it ran and exited non-zero, timed out, printed no
+// progress); kVictimStart: the agent could not start it (its cache, HOME, placement) or refused
+// the call; kAntagonistStart: an antagonist did not start or died before the victim ran;
+// kAgentLost: an agent was unreachable or restarted mid-trial; kControllerRestart: the
+// controller stopped while the trial ran (a resume runs it again); kCancelled: cut off by a
+// cancel. kNone: the trial did not fail (or was stored before kinds were).
+enum class FailureKind {
+  kNone,
+  kVictim,
+  kVictimStart,
+  kAntagonistStart,
+  kAgentLost,
+  kControllerRestart,
+  kCancelled,
+};
+// "", "victim", "victim_start", "antagonist_start", "agent_lost", "controller_restart",
+// "cancelled"
+const char* ToString(FailureKind k);
+// false for a name this build does not know (the parser lists the known ones).
+bool ParseFailureKind(const std::string& s, FailureKind* out);
+// How people read a failed trial's kind: "the victim failed" (kVictim, and kNone: a record older
+// than kinds), "the victim could not start", "an antagonist did not start or died", "an agent
+// was lost", "cut off by a controller restart", "cancelled".
+const char* FailureDescription(FailureKind k);
+// The retryable kinds' names, for messages: "victim, victim_start, …".
+std::string FailureKindNames();
+// The agent's reply error for a victim it could not start (agent/victim_runner.cc); the
+// controller reads a failed reply with this prefix as kVictimStart.
+inline constexpr std::string_view kVictimNotStarted = "victim could not start: ";
 
 // Why a measured trial was flagged. kUnknown: a code this build does not know, or a record
 // older than typed reasons, which kept only the text (RestoreFlagReasons).
@@ -178,6 +215,13 @@ int64_t NetTxBytes(const NodeTelemetry& t);
 struct TrialRecord {
   std::string experiment_id;
   int index = 0;  // position in the executed order (0-based)
+  // Which attempt at this planned trial this record is (1 = the first); earlier attempts that
+  // failed for a retryable reason are kept as AttemptRecords, never counted.
+  int attempt = 1;
+  FailureKind failure = FailureKind::kNone;  // kFailed / kCancelled: why (the retry policy's view)
+  // Why each earlier attempt did not count, oldest first (read from the store's attempts; not
+  // written by SaveTrial: Store::SaveAttempt keeps them). Empty for a first attempt.
+  std::vector<FailureKind> earlier_failures;
   int repetition = 0;
   bool baseline = false;
   // A workload antagonist's solo run (role neighbour, pairing "job2@solo"): no victim ran, and
@@ -224,6 +268,20 @@ struct TrialRecord {
   std::vector<NodeTelemetry> node_telemetry;
 };
 
+// An attempt at a planned trial that did not count: it failed (or was cut off) and the trial
+// ran again (the retry policy, a resume, `codlctl resume --retry-failed`). The trial's record
+// holds the counted, last attempt.
+struct AttemptRecord {
+  int index = 0;
+  int attempt = 1;
+  TrialState state = TrialState::kFailed;
+  FailureKind failure = FailureKind::kNone;
+  std::string error;
+  std::string victim_node;
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+};
+
 // A flagged record written before typed reasons has only its `error` text: it becomes one
 // kUnknown reason, so that readers can rely on flag_reasons. Other records are left as they are.
 void RestoreFlagReasons(TrialRecord* t);
@@ -264,6 +322,9 @@ struct ExperimentRecord {
   // "admin/root", "admin" for an unnamed admin); "" when unknown (stored before submitters
   // were recorded): only an admin may then cancel or resume it (docs/security.md).
   std::string submitter;
+  // The process that runs or queued it (ProcessToken, as the store records it; read only): a
+  // `running` experiment whose owner is gone was interrupted. '' when unknown.
+  std::string owner;
 };
 
 // The name in a submitter ("alice" of "user-submit/alice"); "" for an unnamed one ("admin").

@@ -393,6 +393,9 @@ v1::TrialRecord ToProto(const TrialRecord& t) {
   for (const auto& r : t.flag_reasons) *p.add_flag_reasons() = ToProto(r);
   for (const auto& r : t.ranks) *p.add_ranks() = ToProto(r);
   for (const auto& n : t.node_telemetry) *p.add_node_telemetry() = ToProto(n);
+  p.set_attempt(t.attempt);
+  p.set_failure_kind(ToString(t.failure));
+  for (FailureKind k : t.earlier_failures) p.add_earlier_failures(ToString(k));
   return p;
 }
 
@@ -430,6 +433,12 @@ Result<TrialRecord> FromProto(const v1::TrialRecord& p) {
   for (const auto& r : p.flag_reasons()) t.flag_reasons.push_back(FromProto(r));
   for (const auto& r : p.ranks()) t.ranks.push_back(FromProto(r));
   for (const auto& n : p.node_telemetry()) t.node_telemetry.push_back(FromProto(n));
+  t.attempt = std::max(1, p.attempt());
+  if (!ParseFailureKind(p.failure_kind(), &t.failure)) t.failure = FailureKind::kNone;
+  for (const auto& name : p.earlier_failures()) {
+    FailureKind k = FailureKind::kNone;
+    t.earlier_failures.push_back(ParseFailureKind(name, &k) ? k : FailureKind::kNone);
+  }
   RestoreFlagReasons(&t);  // from a controller older than typed reasons
   return t;
 }

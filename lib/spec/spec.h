@@ -6,10 +6,12 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "lib/common/records.h"
 #include "lib/common/result.h"
 #include "lib/common/tunables.h"
 #include "lib/spec/trial_metric.h"
@@ -162,6 +164,21 @@ struct AdaptiveRepetitions {
   double ci_halfwidth = 0;  // target: (ci_high - ci_low) / 2 / slowdown, as a fraction (0.02)
 };
 
+// `retry: {attempts: 2, on: [antagonist_start, agent_lost, controller_restart, victim_start]}`
+// (docs/experiment-format.md, "retry"): a trial whose attempt failed for a kind in `on` runs
+// again, up to `attempts` attempts in all; only the last one counts. The default retries
+// infrastructure failures once and never a victim's own failure or a flagged trial.
+struct RetryPolicy {
+  int attempts = 2;  // 1: never run again
+  std::set<FailureKind> on = {FailureKind::kVictimStart, FailureKind::kAntagonistStart,
+                              FailureKind::kAgentLost, FailureKind::kControllerRestart};
+  // Whether attempt number `attempt` (1-based), failed for `kind`, gets another.
+  bool Retries(FailureKind kind, int attempt) const {
+    return attempt < attempts && on.count(kind) > 0;
+  }
+  static constexpr int kMaxAttempts = 10;
+};
+
 struct ExperimentSpec {
   std::string name;
   std::string source_path;
@@ -181,6 +198,7 @@ struct ExperimentSpec {
   // agent_grace: how long a trial whose agent was lost waits for it to come back (then the
   // trial runs again) before the experiment stops as interrupted; 0: it stops at once.
   double agent_grace_s = 60;
+  RetryPolicy retry;  // retry
   // Whether order.seed was written; else the seed was drawn (and is recorded as provenance).
   bool seed_explicit = false;
   // calibration.max_age: a cached calibration older than this is measured again.

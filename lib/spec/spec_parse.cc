@@ -342,7 +342,8 @@ void ParseAntagonists(const MapReader& m, const ParseHooks& hooks, const std::st
   }
 }
 
-// settle, cooldown, calibration, warmup_trials, min_antagonist_samples, agent_grace, lease.
+// settle, cooldown, calibration, warmup_trials, min_antagonist_samples, agent_grace, retry,
+// lease.
 void ParseTimings(const MapReader& m, ExperimentSpec* out) {
   ExperimentSpec& spec = *out;
   if (m.Has("settle")) spec.settle_s = Duration(m.Value("settle"), "settle", false);
@@ -362,6 +363,7 @@ void ParseTimings(const MapReader& m, ExperimentSpec* out) {
       Fail(m.Value("agent_grace"), "agent_grace", "must be at most 24h (0 … 24h)");
     }
   }
+  if (m.Has("retry")) spec.retry = parse_detail::ParseRetry(m.Value("retry"), "retry");
   if (m.Has("lease")) spec.lease_s = Duration(m.Value("lease"), "lease", true);
   // Agents refuse leases under 1 s (security issue, item 3): say so at submit, not per trial.
   if (m.Has("lease") && spec.lease_s < tunables::kMinLeaseS) {
@@ -381,7 +383,7 @@ ExperimentSpec ParseRoot(const YAML::Node& root, const std::string& source_path,
   MapReader m(root, "",
               {"name", "nodes", "victim", "antagonists", "pairings", "repetitions", "order",
                "settle", "cooldown", "calibration", "lease", "warmup_trials",
-               "min_antagonist_samples", "agent_grace", "tolerance", "crosstalk"});
+               "min_antagonist_samples", "agent_grace", "tolerance", "crosstalk", "retry"});
   ExperimentSpec spec;
   spec.source_path = source_path;
   spec.name = NonEmptyString(m.Require("name"), "name");

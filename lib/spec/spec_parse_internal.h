@@ -31,6 +31,9 @@ WorkloadSpec ParseWorkload(const YAML::Node& n, const std::string& path);
 ToleranceSpec ParseTolerance(const YAML::Node& n, const std::string& path,
                              const std::string& source_path);
 
+// retry: {attempts: 1..10, on: [failure kinds]}.
+RetryPolicy ParseRetry(const YAML::Node& n, const std::string& path);
+
 // crosstalk: `true`, `false` or {window: DURATION}: the idle window in seconds (0 for false).
 double ParseCrosstalkWindow(const YAML::Node& n, const std::string& path);
 // The victim of a crosstalk experiment: `sleep` for `window_s` on `nodes` (wall time, no steps).

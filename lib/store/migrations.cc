@@ -281,6 +281,24 @@ CREATE TABLE trial_gpu_telemetry (
 ALTER TABLE experiments ADD COLUMN submitter TEXT NOT NULL DEFAULT '';
 CREATE INDEX experiments_by_submitter ON experiments (submitter, created_unix_ms);
 )sql"},
+    // 18: trial attempts (TrialRecord::attempt and failure, AttemptRecord): a trial's row is its
+    // counted, last attempt; the attempts that did not count (retried, cut off) are kept here.
+    {"add trial attempts", R"sql(
+ALTER TABLE trials ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE trials ADD COLUMN failure_kind TEXT NOT NULL DEFAULT '';
+CREATE TABLE trial_attempts (
+  experiment_id    TEXT NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
+  idx              INTEGER NOT NULL,
+  attempt          INTEGER NOT NULL,
+  state            TEXT NOT NULL,
+  failure_kind     TEXT NOT NULL DEFAULT '',
+  error            TEXT NOT NULL DEFAULT '',
+  victim_node      TEXT NOT NULL DEFAULT '',
+  started_unix_ms  INTEGER NOT NULL DEFAULT 0,
+  finished_unix_ms INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (experiment_id, idx, attempt)
+) WITHOUT ROWID;
+)sql"},
 };
 
 constexpr int kLatest = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);

@@ -61,12 +61,13 @@ std::string OpenFailureReason(const std::string& path) {
   return "";
 }
 
-// A store at a schema before kSubmitterSchemaVersion (tests only) reads '' for the submitter.
-std::string ExperimentColumns(bool has_submitter) {
+// A store at a schema before kSubmitterSchemaVersion (or kOwnerSchemaVersion; tests only) reads
+// '' for the submitter (the owner).
+std::string ExperimentColumns(bool has_submitter, bool has_owner) {
   return std::string(
              "id, name, source_path, yaml, state, error, seed, total_trials, created_unix_ms, "
              "finished_unix_ms, provenance, stop_reason, error_code, ") +
-         (has_submitter ? "submitter" : "''");
+         (has_submitter ? "submitter" : "''") + (has_owner ? ", owner" : ", ''");
 }
 
 Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
@@ -89,6 +90,7 @@ Result<ExperimentRecord> ReadExperiment(sql::Db db, const sql::Stmt& row) {
   const std::string code = row.Text(12);
   e.error_code = code.empty() ? StatusCode::kOk : StatusCodeFromName(code);
   e.submitter = row.Text(13);
+  e.owner = row.Text(14);
   return e;
 }
 
@@ -364,9 +366,9 @@ Result<ExperimentRecord> Store::GetExperiment(const std::string& id) {
   if (Status s = txn.Begin(sql::Txn::Kind::kRead, what); !s) return s;
   auto resolved = ResolveExperimentId(db, id);
   if (!resolved) return resolved.status();
-  auto stmt = sql::Stmt::Prepare(
-      db,
-      ("SELECT " + ExperimentColumns(has_submitter_) + " FROM experiments WHERE id = ?1").c_str());
+  auto stmt = sql::Stmt::Prepare(db, ("SELECT " + ExperimentColumns(has_submitter_, has_owner_) +
+                                      " FROM experiments WHERE id = ?1")
+                                         .c_str());
   if (!stmt) return stmt.status();
   stmt->BindText(1, *resolved);
   auto row = stmt->Next(what);
@@ -403,7 +405,7 @@ Result<std::optional<std::string>> Store::LatestExperimentOf(const std::string& 
 Result<std::vector<ExperimentRecord>> Store::ListExperiments() {
   std::lock_guard<std::mutex> lock(mu_);
   sql::Db db{db_, &path_};
-  auto stmt = sql::Stmt::Prepare(db, ("SELECT " + ExperimentColumns(has_submitter_) +
+  auto stmt = sql::Stmt::Prepare(db, ("SELECT " + ExperimentColumns(has_submitter_, has_owner_) +
                                       " FROM experiments ORDER BY created_unix_ms DESC, rowid DESC")
                                          .c_str());
   if (!stmt) return stmt.status();
@@ -444,12 +446,12 @@ Result<Store::Unfinished> Store::MarkUnfinishedInterrupted(bool keep_queued) {
   }
   select->Reset();
   if (out.interrupted.empty() && out.requeued.empty()) return out;  // nothing written
-  auto cancel_trials = sql::Stmt::Prepare(
-      db,
-      "UPDATE trials SET state = 'cancelled', "
-      "  error = CASE WHEN error = '' THEN 'controller stopped while the trial ran' "
-      "          ELSE error END "
-      "WHERE state = 'running' AND experiment_id = ?1");
+  const std::string cancel_sql = std::string(
+                                     "UPDATE trials SET state = 'cancelled', "
+                                     "  error = CASE WHEN error = '' THEN '") +
+                                 kTrialCutOffError +
+                                 "' ELSE error END WHERE state = 'running' AND experiment_id = ?1";
+  auto cancel_trials = sql::Stmt::Prepare(db, cancel_sql.c_str());
   if (!cancel_trials) return cancel_trials.status();
   auto mark = sql::Stmt::Prepare(db,
                                  "UPDATE experiments SET state = 'interrupted', "

@@ -74,6 +74,9 @@ class Store {
   // ran"; their running trials cancelled), and so are queued ones unless `keep_queued`, in
   // which case this process takes them over to run them again (a durable queue). Ids oldest
   // first. finished_unix_ms is left as it was: the end time is unknown.
+  // The error MarkUnfinishedInterrupted gives the trials it finds running (cut off by the end
+  // of their controller): a resume reads them as FailureKind::kControllerRestart.
+  static constexpr const char* kTrialCutOffError = "controller stopped while the trial ran";
   struct Unfinished {
     std::vector<std::string> interrupted;
     std::vector<std::string> requeued;
@@ -83,6 +86,12 @@ class Store {
   // Inserts or replaces the trial (experiment_id, index) with its steps and antagonist samples
   // (the old children are deleted). One transaction. The experiment must exist.
   Status SaveTrial(const TrialRecord& t);
+  // An attempt at trial (experiment_id, a.index) that did not count (AttemptRecord), kept beside
+  // the trial's row; replaces a stored one with the same attempt number.
+  Status SaveAttempt(const std::string& experiment_id, const AttemptRecord& a);
+  // The attempts that did not count, by trial index then attempt; empty for a store older than
+  // them. The id may be "latest".
+  Result<std::vector<AttemptRecord>> GetAttempts(const std::string& experiment_id);
   // Trials in execution order. with_series=false skips steps and samples (cheaper). The id may be
   // "latest"; an unknown experiment is an error.
   Result<std::vector<TrialRecord>> GetTrials(const std::string& experiment_id,

@@ -48,4 +48,13 @@ Status LoadGpuTelemetry(sql::Db db, const std::string& experiment_id,
                         const std::unordered_map<int64_t, size_t>& trial_pos,
                         std::vector<TrialRecord>* trials, const std::string& what);
 
+// store_attempts.cc: a trial row's attempt and failure kind (TrialRecord::attempt, failure),
+// written after its insert and read after the rows (with earlier_failures); no-ops in a store older
+// than trial_attempts.
+Status SaveAttemptColumns(sql::Db db, int64_t trial_id, const TrialRecord& t,
+                          const std::string& what);
+Status LoadAttemptColumns(sql::Db db, const std::string& experiment_id,
+                          const std::unordered_map<int64_t, size_t>& trial_pos,
+                          std::vector<TrialRecord>* trials, const std::string& what);
+
 }  // namespace codl::store

@@ -413,6 +413,7 @@ class TrialLoader {
   }
 
   Status LoadTelemetry() {
+    if (Status s = LoadAttemptColumns(db_, id_, trial_pos_, &trials_, what_); !s) return s;
     if (Status s = LoadNodeTelemetry(db_, id_, trial_pos_, &trials_, what_); !s) return s;
     return LoadGpuTelemetry(db_, id_, trial_pos_, &trials_, what_);
   }
@@ -499,6 +500,7 @@ Status Store::SaveTrial(const TrialRecord& t) {
   const int64_t trial_id = sqlite3_last_insert_rowid(db_);
 
   if (Status s = InsertChildren(db, trial_id, t, encoded, what); !s) return s;
+  if (Status s = SaveAttemptColumns(db, trial_id, t, what); !s) return s;
   if (Status s = InsertCache(db, trial_id, t, what); !s) return s;
   if (Status s = InsertSolo(db, trial_id, t, what); !s) return s;
   if (Status s = InsertNodeTelemetry(db, trial_id, t, what); !s) return s;

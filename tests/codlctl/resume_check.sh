@@ -5,7 +5,10 @@
 #             partial; `resume ID --db FILE` marks it interrupted and finishes it
 #   Ctrl-C    the experiment is cancelled (exit 130); `resume` finishes it
 # Each time: exit 0, state done, exactly the planned number of trials, trial indexes unique,
-# one resumption in the provenance, every pairing present as in an uninterrupted run.
+# one resumption in the provenance, every pairing present as in an uninterrupted run, and at
+# most the one cut-off trial run again, as its attempt 2 (kind controller_restart or cancelled).
+#   --retry-failed  a victim that fails once leaves a done experiment with a failed trial;
+#                   `resume` says to add --retry-failed, which runs it again as attempt 2
 # Usage: resume_check.sh CODLCTL
 set -u
 codlctl=$1
@@ -54,20 +57,21 @@ start_and_wait() {
   return 1
 }
 
-# check_resumed NAME DB ID: resume it, then the checks above
+# check_resumed NAME DB ID KIND: resume it, then the checks above (KIND: how the cut-off trial
+# was cut off)
 check_resumed() {
-  local name=$1 db=$2 id=$3
+  local name=$1 db=$2 id=$3 kind=$4
   if ! "$codlctl" resume "$id" --db "$db" -q -o json >"$tmp/resume.json" 2>"$tmp/resume.err"; then
     fail "$name: resume exited $?: $(head -c 600 "$tmp/resume.err")"
     return
   fi
   "$codlctl" results "$id" --db "$db" --trials -o csv >"$tmp/trials.csv" 2>"$tmp/err" ||
     fail "$name: results --trials: $(head -c 300 "$tmp/err")"
-  /usr/bin/python3 - "$tmp/resume.json" "$tmp/trials.csv" "$name" <<'PY' || fails=$((fails + 1))
+  /usr/bin/python3 - "$tmp/resume.json" "$tmp/trials.csv" "$name" "$kind" <<'PY' || fails=$((fails + 1))
 import csv, json, sys
 r = json.load(open(sys.argv[1]))
 rows = list(csv.DictReader(open(sys.argv[2])))
-name = sys.argv[3]
+name, kind = sys.argv[3], sys.argv[4]
 problems = []
 if r["state"] != "done" or not r["complete"]:
     problems.append("state %s, complete %s" % (r["state"], r["complete"]))
@@ -81,10 +85,16 @@ if pairings != ["baseline", "cores@0.5"]:
 indexes = [row["trial"] for row in rows]
 if len(indexes) != 8 or len(set(indexes)) != 8:
     problems.append("trial indexes %s" % indexes)
+again = [row for row in rows if row["attempt"] != "1"]
+if len(again) > 1 or any(row["attempt"] != "2" for row in again):
+    problems.append("attempts %s" % [row["attempt"] for row in rows])
+if r["trials_retried"] != len(again) or (again and r["retried_for"] != {kind: 1}):
+    problems.append("trials_retried %s, retried_for %s" % (r["trials_retried"], r["retried_for"]))
 if problems:
     print("FAIL %s: %s" % (name, "; ".join(problems)))
     sys.exit(1)
-print("ok   %s: 8 of 8 trials, indexes unique, resumed once" % name)
+print("ok   %s: 8 of 8 trials, indexes unique, resumed once, %d cut off and run again (%s)"
+      % (name, len(again), kind))
 PY
 }
 
@@ -95,12 +105,15 @@ if start_and_wait "$db" kill9; then
   wait "$run_pid" 2>/dev/null
   run_pid=
   id=$("$codlctl" status latest --db "$db" -o json | sed -n 's/.*"experiment_id":"\([^"]*\)".*/\1/p')
-  state=$("$codlctl" status "$id" --db "$db" -o json | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p')
-  [[ $state == running ]] || fail "kill9: state after kill -9 is '$state', want running"
+  # Its owner is gone: status and results say interrupted, before anything marks it so.
+  "$codlctl" status "$id" --db "$db" >"$tmp/status.txt" 2>&1
+  grep -qF "interrupted, " "$tmp/status.txt" && grep -qF "its process is gone" "$tmp/status.txt" ||
+    fail "kill9: status after kill -9: $(head -c 300 "$tmp/status.txt")"
   "$codlctl" results "$id" --db "$db" >"$tmp/partial.txt" 2>&1
-  head -1 "$tmp/partial.txt" | grep -qF "partial results: experiment running" ||
+  head -1 "$tmp/partial.txt" |
+    grep -qF "partial results: experiment interrupted (its process is gone (it was running))" ||
     fail "kill9: results do not open with 'partial results': $(head -2 "$tmp/partial.txt")"
-  check_resumed kill9 "$db" "$id"
+  check_resumed kill9 "$db" "$id" controller_restart
   # A done experiment is not resumed again: a clear error, exit 1.
   "$codlctl" resume "$id" --db "$db" -q >/dev/null 2>"$tmp/err"
   rc=$?
@@ -122,10 +135,45 @@ if start_and_wait "$db" ctrlc; then
   grep -qF "continue it with: codlctl resume" "$tmp/run.err" ||
     fail "ctrlc: run does not say how to resume: $(tail -c 300 "$tmp/run.err")"
   id=$("$codlctl" status latest --db "$db" -o json | sed -n 's/.*"experiment_id":"\([^"]*\)".*/\1/p')
-  check_resumed ctrlc "$db" "$id"
+  check_resumed ctrlc "$db" "$id" cancelled
 fi
 
-# 3. A missing database names the flag to use.
+# 3. --retry-failed: the victim fails on its second run only (a counter it keeps), so the
+# experiment ends done with one failed trial (a victim's own failure is not retried by default).
+db=$tmp/retry.db
+chmod 711 "$tmp"  # the victim runs as victim_user (nobody under root): it must reach count/
+mkdir -p "$tmp/count" && chmod 777 "$tmp/count"
+cat >"$tmp/count/victim.sh" <<SH
+#!/bin/sh
+n=\$(cat $tmp/count/n 2>/dev/null || echo 0)
+echo \$((n + 1)) >$tmp/count/n
+[ "\$n" -eq 1 ] && exit 3
+for i in 1 2 3 4; do sleep 0.05; echo '{"step_time_s": 0.05}'; done
+SH
+chmod 755 "$tmp/count/victim.sh"
+sed -e "s|^  command: .*|  command: [/bin/sh, $tmp/count/victim.sh]|" "$tmp/exp.yaml" >"$tmp/flaky.yaml"
+"$codlctl" run "$tmp/flaky.yaml" --db "$db" -q -o json >"$tmp/flaky.json" 2>"$tmp/flaky.err"
+id=$("$codlctl" status latest --db "$db" -o json | sed -n 's/.*"experiment_id":"\([^"]*\)".*/\1/p')
+"$codlctl" resume "$id" --db "$db" -q >/dev/null 2>"$tmp/err"
+rc=$?
+if [[ $rc -ne 1 ]] || ! grep -qF "resume $id --retry-failed" "$tmp/err"; then
+  fail "retry-failed: a plain resume of a done experiment with a failed trial: exit $rc: $(head -c 400 "$tmp/err") (run: $(head -c 300 "$tmp/flaky.err"))"
+elif ! "$codlctl" resume "$id" --db "$db" --retry-failed -q -o json >"$tmp/retried.json" 2>"$tmp/err"; then
+  fail "retry-failed: resume --retry-failed exited $?: $(head -c 400 "$tmp/err")"
+else
+  /usr/bin/python3 - "$tmp/retried.json" <<'PY' || fails=$((fails + 1))
+import json, sys
+r = json.load(open(sys.argv[1]))
+got = (r["state"], r["trials_committed"], len(r["failed_trials"]), r["trials_retried"], r["retried_for"])
+want = ("done", 8, 0, 1, {"victim": 1})
+if got != want:
+    print("FAIL retry-failed: (state, committed, failed, retried, retried_for) %s, want %s" % (got, want))
+    sys.exit(1)
+print("ok   retry-failed: the failed trial ran again as attempt 2; 8 of 8 done")
+PY
+fi
+
+# 4. A missing database names the flag to use.
 "$codlctl" resume latest --db "$tmp/none.db" >/dev/null 2>"$tmp/err"
 rc=$?
 if [[ $rc -ne 2 ]] || ! grep -qF "no results database" "$tmp/err"; then

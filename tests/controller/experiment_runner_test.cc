@@ -41,7 +41,7 @@ class RunnerTest : public ::testing::Test {
     // No settle grace on the real clock: antagonists that miss their target end the settle at
     // once ("did not settle") instead of costing every trial 10 s of test time.
     runner_ = std::make_unique<ExperimentRunner>(registry_.get(), store_.get(), SystemClock::Get(),
-                                                 RunnerOptions{0.0, 0.9, 0.0, 0.0});
+                                                 RunnerOptions{0.0, 0.9, 0.0, 0.0, 0.0});
   }
   void AddNode(const std::string& id, std::shared_ptr<FakeAgent> agent) {
     agents_by_id_[id] = std::move(agent);
@@ -633,6 +633,97 @@ TEST_F(RunnerTest, NoMatchingNodeIsAClearError) {
   Status s = Run(Spec("nodes: {labels: {role: gpu}}\n"), &rec);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().find("matched no live agent"), std::string::npos) << s.error();
+}
+
+// The retry policy (issue 55): a start that fails once for a passing reason runs again as
+// attempt 2; only that one counts, the dropped attempt is kept with its kind, and the new
+// attempt's antagonists have ids of their own.
+TEST_F(RunnerTest, AFailedAntagonistStartRunsAgainAndOnlyTheLastAttemptCounts) {
+  agent_->fail_next_starts = 1;
+  ExperimentRecord rec;
+  ASSERT_TRUE(Run(Spec("pairings: singles\n"), &rec).ok());
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok()) << trials.error();
+  ASSERT_EQ(static_cast<int>(trials->size()), rec.total_trials);
+  int retried = 0;
+  for (const auto& t : *trials) {
+    EXPECT_EQ(t.state, TrialState::kDone) << "trial " << t.index + 1 << ": " << t.error;
+    if (t.attempt == 1) continue;
+    ++retried;
+    EXPECT_EQ(t.attempt, 2);
+    EXPECT_EQ(t.earlier_failures, std::vector<FailureKind>{FailureKind::kAntagonistStart});
+  }
+  EXPECT_EQ(retried, 1);
+  auto attempts = store_->GetAttempts(rec.id);
+  ASSERT_TRUE(attempts.ok()) << attempts.error();
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ(attempts->front().attempt, 1);
+  EXPECT_EQ(attempts->front().state, TrialState::kFailed);
+  EXPECT_EQ(attempts->front().failure, FailureKind::kAntagonistStart);
+  EXPECT_NE(attempts->front().error.find("page cache is full"), std::string::npos);
+  bool second_attempt_id = false;
+  for (const auto& id : agent_->ever_started)
+    second_attempt_id |= id.find("-a2-") != std::string::npos;
+  EXPECT_TRUE(second_attempt_id) << "attempt 2's antagonist ids carry their attempt";
+  auto r = experiment::Summarize(rec, *trials);
+  EXPECT_EQ(r.trials_committed, rec.total_trials);
+  EXPECT_EQ(r.trials_retried, 1);
+  EXPECT_EQ(r.retried_for, (std::map<std::string, int>{{"antagonist_start", 1}}));
+  EXPECT_NE(experiment::RetriedLine(r).find("1 antagonist_start"), std::string::npos);
+  ExpectAllStopped(*agent_);
+}
+
+// The default never retries a victim's own failure, and `retry: {attempts: 1}` nothing at all;
+// either way the failed trial says its kind.
+TEST_F(RunnerTest, AVictimsOwnFailureIsNotRetriedNorAnythingWithOneAttempt) {
+  agent_->fail_victim = true;
+  ExperimentRecord rec;
+  (void)Run(Spec("pairings: singles\n"), &rec);
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  ASSERT_FALSE(trials->empty());
+  for (const auto& t : *trials) {
+    EXPECT_EQ(t.attempt, 1);
+    EXPECT_EQ(t.failure, FailureKind::kVictim);
+  }
+  EXPECT_TRUE(store_->GetAttempts(rec.id)->empty());
+
+  agent_->fail_victim = false;
+  agent_->fail_next_starts = 1;
+  ExperimentRecord once;
+  ASSERT_TRUE(Run(Spec("pairings: singles\nretry: {attempts: 1}\n"), &once).ok());
+  trials = store_->GetTrials(once.id);
+  ASSERT_TRUE(trials.ok());
+  int failed = 0;
+  for (const auto& t : *trials) {
+    EXPECT_EQ(t.attempt, 1);
+    if (t.state != TrialState::kFailed) continue;
+    ++failed;
+    EXPECT_EQ(t.failure, FailureKind::kAntagonistStart);
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_TRUE(store_->GetAttempts(once.id)->empty());
+}
+
+// A start that fails every time uses every attempt the policy gives, then fails for good.
+TEST_F(RunnerTest, AStartThatAlwaysFailsUsesEveryAttemptThenFails) {
+  agent_->fail_start = true;
+  ExperimentRecord rec;
+  (void)Run(Spec("pairings: singles\nretry: {attempts: 3}\n"), &rec);
+  auto trials = store_->GetTrials(rec.id);
+  ASSERT_TRUE(trials.ok());
+  auto attempts = store_->GetAttempts(rec.id);
+  ASSERT_TRUE(attempts.ok());
+  int failed = 0;
+  for (const auto& t : *trials) {
+    if (t.state != TrialState::kFailed) continue;
+    ++failed;
+    EXPECT_EQ(t.attempt, 3);
+    EXPECT_EQ(t.earlier_failures.size(), 2u);
+  }
+  ASSERT_GT(failed, 0);
+  EXPECT_EQ(attempts->size(), 2u * failed) << "two dropped attempts per failed trial";
+  ExpectAllStopped(*agent_);
 }
 
 }  // namespace

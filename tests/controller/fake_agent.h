@@ -27,6 +27,7 @@ class FakeAgent : public AgentClient {
   std::set<std::string> ever_started;
   int stops = 0;
   bool fail_start = false;
+  int fail_next_starts = 0;  // the next this many starts fail (then they succeed)
   bool fail_victim = false;
   bool fail_stop = false;  // as an unreachable agent: the antagonist keeps running
   // RunVictim fails as a call to an agent that cannot be reached does (UNAVAILABLE).
@@ -86,6 +87,8 @@ class FakeAgent : public AgentClient {
   Result<v1::StartAntagonistReply> StartAntagonist(const v1::StartAntagonistRequest& req) override {
     std::lock_guard<std::mutex> l(mu);
     if (fail_start) return Err("codl-inject: option 'threads': 0 is out of range [1, 256]");
+    if (fail_next_starts > 0 && fail_next_starts--)
+      return Err("codl-inject: the page cache is full (a passing failure)");
     running[req.antagonist_id()] = req.spec().rate();
     ever_started.insert(req.antagonist_id());
     start_at_ns.push_back(req.start_at_unix_ns());

@@ -19,7 +19,7 @@ const BadCase kBad[] = {
     {"unknown top-level key", "name: x\nvictim: {command: [a]}\ncolour: red\n",
      "e.yaml:3:1: unknown top-level key 'colour' (expected one of: name, nodes, victim, "
      "antagonists, pairings, repetitions, order, settle, cooldown, calibration, lease, "
-     "warmup_trials, min_antagonist_samples, agent_grace, tolerance, crosstalk)"},
+     "warmup_trials, min_antagonist_samples, agent_grace, tolerance, crosstalk, retry)"},
     {"unknown nested key", "name: x\nvictim:\n  command: [a]\n  comand: [b]\n",
      "e.yaml:4:3: victim: unknown key 'comand' (did you mean 'command'?) (expected one of: "
      "command, env, workdir, progress, warmup_steps, timeout, nodes, metric, cpus, numa, "
@@ -32,6 +32,15 @@ const BadCase kBad[] = {
     {"relative cache path",
      "name: x\nvictim:\n  command: [a]\n  cache: {mode: warm, paths: [/d, data]}\n",
      "e.yaml:4:35: victim.cache.paths[1]: 'data' is not an absolute path"},
+    {"retry kind unknown", "name: x\nvictim: {command: [a]}\nretry: {on: [agent_lost, oom]}\n",
+     "e.yaml:3:26: retry.on[1]: unknown failure kind 'oom' (known: victim, victim_start, "
+     "antagonist_start, agent_lost, controller_restart)"},
+    {"retry attempts 0", "name: x\nvictim: {command: [a]}\nretry: {attempts: 0}\n",
+     "e.yaml:3:19: retry.attempts: 0 is out of range [1, 10]"},
+    {"retry kind twice", "name: x\nvictim: {command: [a]}\nretry: {on: [victim, victim]}\n",
+     "e.yaml:3:22: retry.on[1]: 'victim' is listed twice"},
+    {"retry not a mapping", "name: x\nvictim: {command: [a]}\nretry: 3\n",
+     "e.yaml:3:8: retry: expected a mapping {attempts: N, on: [KIND, ...]}, got a scalar"},
     {"wrong type", "name: x\nvictim: {command: [a]}\nrepetitions: [1]\n",
      "e.yaml:3:14: repetitions: expected an integer, got a list"},
     {"integer garbage", "name: x\nvictim: {command: [a]}\nrepetitions: 2.5\n",
@@ -387,6 +396,26 @@ TEST(LoadExperimentFileTest, DocumentedExampleParses) {
   EXPECT_EQ(r->antagonists.size(), 3u);
   // singles: 3 + 3 + 1 = 7 combinations, 2 baselines per block, 5 repetitions.
   EXPECT_EQ(ExpandPlan(*r).size(), 5u * (7 + 2));
+}
+
+// retry: the default retries infrastructure failures once, never a victim's own failure; a
+// policy may name its kinds and attempts.
+TEST(ParseExperimentTest, RetryHasADefaultAndTakesAttemptsAndKinds) {
+  auto d = ParseExperiment("name: x\nvictim: {command: [a]}\n", "e.yaml");
+  ASSERT_TRUE(d.ok()) << d.error();
+  EXPECT_EQ(d->retry.attempts, 2);
+  EXPECT_TRUE(d->retry.Retries(FailureKind::kAntagonistStart, 1));
+  EXPECT_TRUE(d->retry.Retries(FailureKind::kControllerRestart, 1));
+  EXPECT_TRUE(d->retry.Retries(FailureKind::kAgentLost, 1));
+  EXPECT_TRUE(d->retry.Retries(FailureKind::kVictimStart, 1));
+  EXPECT_FALSE(d->retry.Retries(FailureKind::kVictim, 1)) << "never a victim's own failure";
+  EXPECT_FALSE(d->retry.Retries(FailureKind::kAntagonistStart, 2)) << "once";
+  auto p = ParseExperiment("name: x\nvictim: {command: [a]}\nretry: {attempts: 4, on: [victim]}\n",
+                           "e.yaml");
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_TRUE(p->retry.Retries(FailureKind::kVictim, 3));
+  EXPECT_FALSE(p->retry.Retries(FailureKind::kVictim, 4));
+  EXPECT_FALSE(p->retry.Retries(FailureKind::kAntagonistStart, 1));
 }
 
 }  // namespace
