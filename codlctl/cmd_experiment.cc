@@ -19,6 +19,7 @@
 #include "codlctl/repetitions_estimate.h"
 #include "codlctl/results_output.h"
 #include "codlctl/victim_estimate.h"
+#include "codlctl/watch_follow.h"
 #include "injectors/core/registry.h"
 #include "lib/analysis/stats.h"
 #include "lib/common/read_file.h"
@@ -48,14 +49,23 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 }
 
 // Watches until the experiment ends; returns its final status.
+// `reconnect`: a lost controller is waited for (watch_follow.h); else its loss ends the watch,
+// saying that the study is kept and how to re-attach.
 Result<v1::ExperimentStatus> WatchToEnd(ControllerClient* client, const std::string& id, bool quiet,
-                                        bool json_lines) {
+                                        bool json_lines, bool reconnect = false) {
   ProgressView view(stderr, json_lines);
   v1::ExperimentStatus last;
-  Status s = client->Watch(id, [&](const v1::ExperimentEvent& ev) {
-    last = ev.status();
-    if (!quiet) view.OnEvent(ev);
-  });
+  FollowOptions follow{reconnect, [json_lines](const std::string& line) {
+                         if (json_lines) fprintf(stderr, "%s\n", JsonNote("warn", line).c_str());
+                         else WriteAboveBar(stderr, TerminalSafe(line) + "\n");
+                       }};
+  Status s = FollowExperiment(
+      client, id,
+      [&](const v1::ExperimentEvent& ev) {
+        last = ev.status();
+        if (!quiet) view.OnEvent(ev);
+      },
+      follow);
   view.Finish();
   if (!s.ok()) return s;
   // The stream ends with the final event; ask once more in case it broke early.
@@ -487,7 +497,8 @@ int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o
   return FollowToEnd(g, o, client->get(), resumed->experiment_id(), &interrupts);
 }
 
-int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool quiet) {
+int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool quiet,
+              bool reconnect) {
   auto yaml = ReadWholeFile(file);
   if (!yaml.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", TerminalSafe(yaml.error()).c_str());
@@ -518,7 +529,7 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool 
   ControllerClient* c = client->get();
   const std::string id = sub->experiment_id();
   interrupts.OnFirst([c, id] { (void)c->Cancel(id); });
-  auto final = WatchToEnd(c, id, quiet, false);
+  auto final = WatchToEnd(c, id, quiet, false, reconnect);
   if (!final.ok()) {
     fprintf(stderr, "codlctl submit: %s\n", TerminalSafe(final.error()).c_str());
     return interrupts.ExitCode(ExitCodeFor(final.status()));
@@ -528,14 +539,15 @@ int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool 
   return interrupts.ExitCode(rc);
 }
 
-int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output, bool quiet) {
-  if (output != "table") return WatchRecords(g, id, output);
+int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output, bool quiet,
+             bool reconnect) {
+  if (output != "table") return WatchRecords(g, id, output, reconnect);
   auto client = ConnectController(g);
   if (!client.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(client.error()).c_str());
     return kExitBadInput;
   }
-  auto final = WatchToEnd(client->get(), id, quiet, false);
+  auto final = WatchToEnd(client->get(), id, quiet, false, reconnect);
   if (!final.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(final.error()).c_str());
     return ExitCodeFor(final.status());

@@ -9,6 +9,7 @@
 #include "codlctl/progress_view.h"
 #include "codlctl/results_output.h"
 #include "codlctl/status_output.h"
+#include "codlctl/watch_follow.h"
 #include "injectors/core/registry.h"
 #include "lib/analysis/trace_merge.h"
 #include "lib/common/compress.h"
@@ -125,7 +126,8 @@ int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& 
   return kExitOk;
 }
 
-int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output) {
+int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output,
+                 bool reconnect) {
   if (!ValidOutput("watch", output)) return kExitBadInput;
   auto client = ConnectController(g);
   if (!client.ok()) {
@@ -135,12 +137,18 @@ int WatchRecords(const GlobalOptions& g, const std::string& id, const std::strin
   bool header = true;
   v1::ExperimentStatus last;
   // One record per progress update, flushed at once so that a pipe reader sees it live.
-  Status s = (*client)->Watch(id, [&](const v1::ExperimentEvent& ev) {
-    fputs(RenderRecords(WatchTable(ev, NowUnixMs()), output, header).c_str(), stdout);
-    fflush(stdout);
-    header = false;
-    last = ev.status();
-  });
+  FollowOptions follow{reconnect, [](const std::string& line) {
+                         fprintf(stderr, "%s\n", TerminalSafe(line).c_str());
+                       }};
+  Status s = FollowExperiment(
+      client->get(), id,
+      [&](const v1::ExperimentEvent& ev) {
+        fputs(RenderRecords(WatchTable(ev, NowUnixMs()), output, header).c_str(), stdout);
+        fflush(stdout);
+        header = false;
+        last = ev.status();
+      },
+      follow);
   if (!s.ok()) {
     fprintf(stderr, "codlctl watch: %s\n", TerminalSafe(s.error()).c_str());
     return ExitCodeFor(s);

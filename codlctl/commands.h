@@ -83,14 +83,18 @@ int CmdRun(const GlobalOptions& g, const RunOptions& o);
 int CmdResume(const GlobalOptions& g, const std::string& id, const RunOptions& o,
               bool retry_failed);
 // `quiet`: with `watch`, no progress lines (the exit status still tells how it ended).
-int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool quiet = false);
+// reconnect (watch, submit --watch): a lost controller is waited for, the watch goes on once it
+// is back (codlctl/watch_follow.h); else the watch ends, saying how to re-attach.
+int CmdSubmit(const GlobalOptions& g, const std::string& file, bool watch, bool quiet = false,
+              bool reconnect = false);
 // output (status, watch, results, agents, compare): table | json | csv.
 int CmdStatus(const GlobalOptions& g, const std::string& id, const std::string& db,
               const std::string& output = "table");
 int CmdWatch(const GlobalOptions& g, const std::string& id, const std::string& output = "table",
-             bool quiet = false);
+             bool quiet = false, bool reconnect = true);
 // watch -o json|csv: one record per progress update (status_output.h).
-int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output);
+int WatchRecords(const GlobalOptions& g, const std::string& id, const std::string& output,
+                 bool reconnect = true);
 // tidy: "" (per-pairing summary), "trials", "phases", "ranks", "phases-summary" or "telemetry"
 // (long format, results_output.h).
 int CmdResults(const GlobalOptions& g, const std::string& id, const std::string& db,

@@ -159,14 +159,19 @@ Subcommand AddResume(CLI::App& app) {
 Subcommand AddSubmit(CLI::App& app) {
   struct Options {
     std::string file;
-    bool watch = false, quiet = false;
+    bool watch = false, quiet = false, reconnect = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("submit", "send an experiment to the controller; prints its id");
   cmd->add_option("file", o->file, "experiment YAML")->required();
   cmd->add_flag("--watch", o->watch, "then follow it until it ends");
   cmd->add_flag("-q,--quiet", o->quiet, "with --watch: no progress output");
-  return {cmd, [o](const GlobalOptions& g) { return CmdSubmit(g, o->file, o->watch, o->quiet); }};
+  cmd->add_flag("--reconnect,!--no-reconnect", o->reconnect,
+                "with --watch: when the controller is lost, retry (0.5 s doubling to 10 s) and "
+                "carry on once it is back (default: off: say how to re-attach, exit 3)");
+  return {cmd, [o](const GlobalOptions& g) {
+            return CmdSubmit(g, o->file, o->watch, o->quiet, o->reconnect);
+          }};
 }
 
 Subcommand AddStatus(CLI::App& app) {
@@ -188,7 +193,7 @@ Subcommand AddStatus(CLI::App& app) {
 Subcommand AddWatch(CLI::App& app) {
   struct Options {
     std::string id, output = "table";
-    bool quiet = false;
+    bool quiet = false, reconnect = true;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -197,7 +202,13 @@ Subcommand AddWatch(CLI::App& app) {
   AddOutputOption(cmd, &o->output);
   cmd->add_flag("-q,--quiet", o->quiet,
                 "no progress output: wait for the end, then say how it ended (exit status too)");
-  return {cmd, [o](const GlobalOptions& g) { return CmdWatch(g, o->id, o->output, o->quiet); }};
+  cmd->add_flag("--reconnect,!--no-reconnect", o->reconnect,
+                "when the controller is lost, say so and retry (0.5 s doubling to 10 s), then "
+                "carry on from its current status once it is back (default: on; "
+                "--no-reconnect: exit 3, saying how to re-attach)");
+  return {cmd, [o](const GlobalOptions& g) {
+            return CmdWatch(g, o->id, o->output, o->quiet, o->reconnect);
+          }};
 }
 
 Subcommand AddResults(CLI::App& app) {

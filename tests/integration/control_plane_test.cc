@@ -308,6 +308,50 @@ TEST_F(ClusterTest, AResumeBeforeTheAgentsAreBackWaitsForThem) {
   EXPECT_NE(c.Logs().find("waits for its agents to register"), std::string::npos) << c.Logs();
 }
 
+// Watching survives the controller: with the controller killed mid-experiment, `watch` (which
+// reconnects by default) says the study is kept and keeps trying; once a controller is back it
+// carries on and ends with what that controller says (interrupted: it does not resume it).
+// `submit --watch` without --reconnect ends at once, exit 3, naming `codlctl watch ID`.
+TEST_F(ClusterTest, WatchSurvivesAControllerRestartAndSubmitWatchSaysHowToReattach) {
+  Cluster c(dir_);
+  c.StartController();
+  c.StartAgent("a");
+  ASSERT_TRUE(c.WaitForAgents(1)) << c.Logs();
+  WriteFile(dir_ + "/long.yaml", QuickExperiment("long", "", 3));
+  WriteFile(dir_ + "/short.yaml", QuickExperiment("short", "", 1));
+  auto sub = c.Ctl({"submit", dir_ + "/long.yaml"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = sub.out.substr(0, sub.out.find('\n'));
+  Process watch({Bin("codlctl"), "--controller", c.address(), "watch", id}, dir_ + "/watch.log");
+  Process submit_watch({Bin("codlctl"), "--controller", c.address(), "submit", dir_ + "/short.yaml",
+                        "--watch", "-q"},
+                       dir_ + "/submit-watch.log");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return c.Ctl({"status", id}, 10).out.find(" 1/") != std::string::npos;
+      },
+      120))
+      << c.Logs();
+  c.controller().Signal(SIGKILL);
+  c.controller().Wait(5);
+
+  EXPECT_EQ(submit_watch.Wait(30), 3) << ReadFile(dir_ + "/submit-watch.log");
+  const std::string said = ReadFile(dir_ + "/submit-watch.log");
+  EXPECT_NE(said.find("is kept in its database"), std::string::npos) << said;
+  EXPECT_NE(said.find("re-attach with `codlctl watch "), std::string::npos) << said;
+  sleep(2);
+  EXPECT_TRUE(watch.Running()) << ReadFile(dir_ + "/watch.log");
+  EXPECT_NE(ReadFile(dir_ + "/watch.log").find("reconnecting until it is back"), std::string::npos)
+      << ReadFile(dir_ + "/watch.log");
+
+  c.StartController();
+  const int rc = watch.Wait(60);
+  const std::string watched = ReadFile(dir_ + "/watch.log");
+  EXPECT_NE(rc, -1000) << "watch did not end after the controller came back\n" << watched;
+  EXPECT_NE(watched.find("is back; watching " + id + " again"), std::string::npos) << watched;
+  EXPECT_NE(watched.find("interrupted"), std::string::npos) << watched;
+}
+
 // Cloned hosts sharing a hostname: a second agent process with a live agent's id (plaintext
 // loopback, no tokens: no identity tells them apart) is refused and the first keeps its id.
 TEST_F(ClusterTest, ASecondAgentWithALiveAgentsIdIsRefused) {
