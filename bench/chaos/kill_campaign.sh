@@ -29,7 +29,7 @@ pids=()  # every daemon this script started (killed by PID at the end)
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
-  rm -rf "$tmp"
+  if [[ $fails -eq 0 || -z ${CODL_KEEP:-} ]]; then rm -rf "$tmp"; else echo "kept: $tmp"; fi
 }
 trap cleanup EXIT
 fails=0
@@ -39,14 +39,16 @@ port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0
 cat >"$tmp/study.yaml" <<'YAML'
 name: kill-campaign
 victim:
-  command: [/bin/sh, -c, 'for i in 1 2 3 4 5 6 7 8 9 10; do t0=$(date +%s%N); j=0; while [ $j -lt 4000 ]; do j=$((j+1)); done; t1=$(date +%s%N); echo "{\"step_time_s\": $(( (t1 - t0) / 1000 ))e-6}"; done']
+  command: [/bin/sh, -c, 'for i in 1 2 3 4 5 6 7 8 9 10; do t0=$(date +%s%N); j=0; while [ $j -lt 50000 ]; do j=$((j+1)); done; t1=$(date +%s%N); echo "{\"step_time_s\": $(( (t1 - t0) / 1000 ))e-6}"; done']
   warmup_steps: 2
   timeout: 60s
+  nodes: {labels: {role: victim}}
 antagonists:
   - name: cores
     injector: cpu
-    options: {threads: "2"}
-    levels: [1.0]
+    options: {threads: "1"}
+    levels: [0.5]
+    nodes: {labels: {role: neighbour}}
 repetitions: 15
 order: {randomize: true, seed: 11}
 warmup_trials: 0
@@ -54,6 +56,8 @@ settle: 0.5s
 calibration: {duration: 1s}
 lease: 3s
 agent_grace: 30s
+# Kills at random moments may cut one trial off more than once: more attempts than the default 2.
+retry: {attempts: 5}
 YAML
 
 # One cluster: controller on DB, agents a and b; `addr` is the controller's address.
@@ -63,8 +67,11 @@ start_controller() {
   ctl_pid=$!
   pids+=("$ctl_pid")
 }
-start_agent() {  # ID
-  "$bin/codl-agent" --controller "$addr" --id "$1" --listen 127.0.0.1:0 --scratch-root "$tmp" \
+start_agent() {  # ID: a is the victim's node, b the antagonist's
+  local role=victim
+  [[ $1 == b ]] && role=neighbour
+  "$bin/codl-agent" --controller "$addr" --id "$1" --label "role=$role" --listen 127.0.0.1:0 \
+    --scratch-root "$tmp" \
     --state-dir "$tmp/state-$1" --insecure >>"$tmp/agent-$1.log" 2>&1 &
   agent_pid[$1]=$!
   pids+=("${agent_pid[$1]}")
@@ -85,21 +92,35 @@ run_study() {  # NAME KILLS: runs the study, killing KILLS times; leaves $tmp/NA
   wait_answering || { fail "$name: the controller does not answer"; return 1; }
   start_agent a
   start_agent b
-  sleep 1
+  for _ in $(seq 100); do
+    [[ $(ctl agents --json 2>/dev/null | grep -o '"agent_id"' | wc -l) -ge 2 ]] && break
+    sleep 0.2
+  done
   local id t0=$SECONDS
   id=$(ctl submit "$tmp/study.yaml" 2>/dev/null | head -1)
   [[ -n $id ]] || { fail "$name: submit failed"; return 1; }
   local resume_pid= done_kills=0
   declare -gA killed=([controller]=0 [agent]=0 [both]=0)
+  local last=-1
   while [[ $done_kills -lt $n ]]; do
-    sleep "$((1 + RANDOM % 4)).$((RANDOM % 10))"
+    # A kill at a random moment once the study has committed a trial since the last one: kills
+    # faster than a trial can run after a restart would only measure the pacing.
+    for _ in $(seq 300); do
+      local now
+      now=$(ctl status "$id" -o json 2>/dev/null | sed -n 's/.*"completed_trials":\([0-9]*\).*/\1/p')
+      [[ -n $now && $now -gt $last ]] && break
+      sleep 0.2
+    done
+    sleep "$((RANDOM % 3)).$((RANDOM % 10))"
     local st
     st=$(state_of "$id")
     [[ $st == done ]] && break
     local kind
     case $((RANDOM % 3)) in 0) kind=controller ;; 1) kind=agent ;; 2) kind=both ;; esac
-    local victim_agent
+    local victim_agent at
     victim_agent=$([[ $((RANDOM % 2)) -eq 0 ]] && echo a || echo b)
+    at=$(ctl status "$id" -o json 2>/dev/null | sed -n 's/.*"completed_trials":\([0-9]*\).*/\1/p')
+    last=${at:-$last}
     if [[ $kind != agent ]]; then kill -9 "$ctl_pid"; wait "$ctl_pid" 2>/dev/null; fi
     if [[ $kind != controller ]]; then
       kill -9 "${agent_pid[$victim_agent]}"
@@ -107,7 +128,7 @@ run_study() {  # NAME KILLS: runs the study, killing KILLS times; leaves $tmp/NA
     fi
     killed[$kind]=$((killed[$kind] + 1))
     done_kills=$((done_kills + 1))
-    echo "kill $done_kills: $kind$([[ $kind != controller ]] && echo " (agent $victim_agent)") at trial $(ctl status "$id" -o json 2>/dev/null | sed -n 's/.*"completed_trials":\([0-9]*\).*/\1/p')"
+    echo "kill $done_kills: $kind$([[ $kind != controller ]] && echo " (agent $victim_agent)") after $at trials"
     sleep 0.5
     if [[ $kind != controller ]]; then start_agent "$victim_agent"; fi
     if [[ $kind != agent ]]; then
@@ -136,8 +157,18 @@ run_study clean 0
 run_study faults "$kills"
 # Leftovers: any process whose command line names this campaign's directory (its scratch roots).
 sleep 1
-left=$(grep -l -- "$tmp" /proc/[0-9]*/cmdline 2>/dev/null | grep -v "/proc/$$/" | wc -l)
-[[ $left -eq 0 ]] || fail "$left process(es) of the campaign left running"
+left=$(CAMPAIGN_DIR=$tmp /usr/bin/python3 -c '
+import os
+d = os.environ["CAMPAIGN_DIR"]
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmd = open("/proc/%s/cmdline" % p, "rb").read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        continue
+    if d in cmd and int(p) != os.getpid():
+        print(p, cmd[:200])
+')
+[[ -z $left ]] || fail "process(es) of the campaign left running: $left"
 
 /usr/bin/python3 - "$tmp/clean.json" "$tmp/faults.json" "$tmp/faults-trials.csv" \
   "${killed[controller]}" "${killed[agent]}" "${killed[both]}" "${elapsed[clean]}" \
