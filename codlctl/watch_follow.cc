@@ -23,7 +23,8 @@ Status FollowExperiment(ControllerClient* client, const std::string& id,
                         const std::function<void(const v1::ExperimentEvent&)>& on_event,
                         const FollowOptions& o) {
   double backoff_s = kFirstReconnectS;
-  bool lost = false;  // said, and not back yet
+  bool lost = false;        // said, and not back yet
+  bool ever_heard = false;  // a controller never reached is an error at once, not a loss
   for (;;) {
     bool heard = false;
     Status s = client->Watch(id, [&](const v1::ExperimentEvent& ev) {
@@ -32,10 +33,10 @@ Status FollowExperiment(ControllerClient* client, const std::string& id,
               " again");
         lost = false;
       }
-      heard = true;
+      heard = ever_heard = true;
       on_event(ev);
     });
-    if (s.ok() || s.code() != StatusCode::kUnavailable) return s;
+    if (s.ok() || s.code() != StatusCode::kUnavailable || !ever_heard) return s;
     if (heard) backoff_s = kFirstReconnectS;  // a new loss: start the backoff again
     if (!lost)
       o.say(ControllerLostLine(client->address(), id, TerminalSafe(s.message()), o.reconnect));

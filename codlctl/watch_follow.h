@@ -24,7 +24,8 @@ struct FollowOptions {
 inline constexpr double kFirstReconnectS = 0.5;
 inline constexpr double kMaxReconnectS = 10;
 
-// Watches `id` until its stream ends. A lost controller (UNAVAILABLE): without
+// Watches `id` until its stream ends. A controller not reached at all is the error it gives
+// (exit 3, as before). A lost one (UNAVAILABLE after the stream had begun): without
 // `o.reconnect`, says that the study is kept and how to re-attach, and returns the error; with
 // it, says so once per loss, retries (kFirstReconnectS doubling to kMaxReconnectS) until the
 // controller answers again, says so, and goes on. Other errors are returned at once.
