@@ -190,9 +190,7 @@ Status ExperimentScheduler::SortStoredTrials(const std::shared_ptr<Live>& live,
       continue;
     }
     // It runs again: this attempt is kept as one that did not count.
-    AttemptRecord a{t.index, t.attempt,     t.state,           why,
-                    t.error, t.victim_node, t.started_unix_ms, t.finished_unix_ms};
-    if (Status s = store_->SaveAttempt(live->record.id, a); !s.ok()) return s;
+    if (Status s = store_->SaveAttempt(live->record.id, AttemptOf(t, why)); !s.ok()) return s;
     live->resume.attempts_used[t.index] = t.attempt;
     if (committed) ++*retried;
   }

@@ -133,9 +133,7 @@ Result<bool> ExperimentRunner::RetryFailedAttempt(const PlacedRun& run, const Tr
                                "); it runs again (retry: attempt " + std::to_string(t.attempt + 1) +
                                " of " + std::to_string(run.spec.retry.attempts) + ")"));
   }
-  AttemptRecord a{t.index, t.attempt,     t.state,           t.failure,
-                  t.error, t.victim_node, t.started_unix_ms, t.finished_unix_ms};
-  if (Status s = store_->SaveAttempt(t.experiment_id, a); !s.ok())
+  if (Status s = store_->SaveAttempt(t.experiment_id, AttemptOf(t, t.failure)); !s.ok())
     return s.WithContext("keeping the failed attempt");
   if (!again &&
       !clock_->SleepFor(std::max(options_.retry_pause_s, run.spec.cooldown_s), run.cancel))

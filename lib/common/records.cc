@@ -74,6 +74,11 @@ const char* FailureDescription(FailureKind k) {
   }
 }
 
+AttemptRecord AttemptOf(const TrialRecord& t, FailureKind why) {
+  return {t.index, t.attempt,     t.state,           why,
+          t.error, t.victim_node, t.started_unix_ms, t.finished_unix_ms};
+}
+
 std::string FailureKindNames() {
   std::string out;
   // kNone and kCancelled are not failures a policy retries.

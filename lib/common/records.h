@@ -281,6 +281,8 @@ struct AttemptRecord {
   int64_t started_unix_ms = 0;
   int64_t finished_unix_ms = 0;
 };
+// Trial `t` as an attempt that did not count, failed for `why`.
+AttemptRecord AttemptOf(const TrialRecord& t, FailureKind why);
 
 // A flagged record written before typed reasons has only its `error` text: it becomes one
 // kUnknown reason, so that readers can rely on flag_reasons. Other records are left as they are.
